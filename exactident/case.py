@@ -1,0 +1,288 @@
+"""Case files ``exactident-case/1`` (SPEC §3): read, validate, write.
+
+A case is a network (widths, ``W_l``, ``b_l``) plus a sample ``X`` of shape
+``(n, N_0)``, all exact rationals.  Validation happens once, here, at the
+edge; every error names the file and the JSON path of the bad field.
+Output goes through :func:`atomic_write_text` so a failed run never leaves a
+half-written file.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import flint
+
+from .errors import CaseFormatError
+from .network import Network
+from .rationals import format_fmpq, parse_number
+
+__all__ = [
+    "CASE_FORMAT",
+    "Case",
+    "load_case",
+    "parse_case",
+    "case_to_json",
+    "dump_case",
+    "write_case",
+    "read_json",
+    "atomic_write_text",
+]
+
+CASE_FORMAT = "exactident-case/1"
+_KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "expected")
+
+
+@dataclass
+class Case:
+    """A network and a sample, exact.
+
+    Attributes
+    ----------
+    name : str
+    network : Network
+        Widths ``N_0..N_L``, ``W[l-1]`` = ``W_l`` (fmpq_mat ``(N_l, N_{l-1})``),
+        ``b[l-1]`` = ``b_l`` (list of fmpq, length ``N_l``).
+    X : list of list of fmpq
+        The sample, ``n`` rows of ``N_0`` rationals (Q).
+    description : str
+    expected : dict or None
+        Ground-truth report fields, if the file has them.
+    """
+
+    name: str
+    network: Network
+    X: list[list[flint.fmpq]]
+    description: str = ""
+    expected: dict[str, Any] | None = None
+    source: str = field(default="<case>", compare=False)
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return self.network.widths
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.X)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite constant {name}")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file with decimals kept exact (``decimal.Decimal``).
+
+    Raises
+    ------
+    CaseFormatError
+        If the file cannot be read, is not UTF-8 JSON, or contains NaN/Infinity.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CaseFormatError(source, "", f"cannot read file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise CaseFormatError(source, "", "file is not UTF-8 text") from None
+    try:
+        return json.loads(text, parse_float=decimal.Decimal, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise CaseFormatError(source, "", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise CaseFormatError(source, "", f"not valid JSON ({exc})") from None
+
+
+def _list(value: Any, source: str, where: str, length: int | None = None, what: str = "a list") -> list[Any]:
+    if not isinstance(value, list):
+        raise CaseFormatError(source, where, f"expected {what}, found {_kind(value)}")
+    if length is not None and len(value) != length:
+        raise CaseFormatError(source, where, f"expected {length} entries, found {len(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, decimal.Decimal)):
+        return f"number {value}"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _matrix(value: Any, source: str, where: str, rows: int, cols: int) -> list[list[flint.fmpq]]:
+    out = []
+    for i, row in enumerate(_list(value, source, where, rows, f"a list of {rows} rows")):
+        entries = _list(row, source, f"{where}[{i}]", cols, f"a list of {cols} numbers")
+        out.append([parse_number(v, source, f"{where}[{i}][{j}]") for j, v in enumerate(entries)])
+    return out
+
+
+def parse_case(obj: Any, source: str = "<case>") -> Case:
+    """Validate a decoded ``exactident-case/1`` object and build a :class:`Case`.
+
+    Parameters
+    ----------
+    obj : dict
+        As returned by :func:`read_json` (decimals as ``Decimal``).
+    source : str
+        File name for error messages.
+
+    Returns
+    -------
+    Case
+
+    Raises
+    ------
+    CaseFormatError
+        Naming ``source`` and the field, for every deviation from SPEC §3.
+
+    Examples
+    --------
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1],
+    ...     "weights": [[["1/2"]]], "biases": [["0"]], "sample": [[1]]})
+    >>> case.network.W[0][0, 0]
+    1/2
+    >>> parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1],
+    ...     "weights": [[[True]]], "biases": [["0"]], "sample": []}, "a.json")
+    Traceback (most recent call last):
+    ...
+    exactident.errors.CaseFormatError: a.json: weights[0][0][0]: expected a number, found true
+    """
+    if not isinstance(obj, dict):
+        raise CaseFormatError(source, "", f"expected a JSON object, found {_kind(obj)}")
+    for key in obj:
+        if key not in _KEYS:
+            raise CaseFormatError(source, str(key), f"unknown field (allowed: {', '.join(_KEYS)})")
+    for key in ("format", "name", "widths", "weights", "biases", "sample"):
+        if key not in obj:
+            raise CaseFormatError(source, key, "missing required field")
+    if obj["format"] != CASE_FORMAT:
+        raise CaseFormatError(source, "format", f"expected {CASE_FORMAT!r}, found {obj['format']!r}")
+    name = obj["name"]
+    if not isinstance(name, str) or not name:
+        raise CaseFormatError(source, "name", f"expected a non-empty string, found {_kind(name)}")
+    description = obj.get("description", "")
+    if not isinstance(description, str):
+        raise CaseFormatError(source, "description", f"expected a string, found {_kind(description)}")
+    widths = _list(obj["widths"], source, "widths")
+    if len(widths) < 2:
+        raise CaseFormatError(source, "widths", f"expected at least 2 widths (N_0, ..., N_L), found {len(widths)}")
+    for i, w in enumerate(widths):
+        if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+            raise CaseFormatError(source, f"widths[{i}]", f"expected a positive integer, found {_kind(w)}")
+    L = len(widths) - 1
+    weights = _list(obj["weights"], source, "weights", L, f"a list of {L} matrices")
+    biases = _list(obj["biases"], source, "biases", L, f"a list of {L} vectors")
+    W = []
+    b = []
+    for l in range(1, L + 1):
+        rows = _matrix(weights[l - 1], source, f"weights[{l - 1}]", widths[l], widths[l - 1])
+        W.append(flint.fmpq_mat(widths[l], widths[l - 1], [v for row in rows for v in row]))
+        vec = _list(biases[l - 1], source, f"biases[{l - 1}]", widths[l], f"a list of {widths[l]} numbers")
+        b.append([parse_number(v, source, f"biases[{l - 1}][{i}]") for i, v in enumerate(vec)])
+    sample = _list(obj["sample"], source, "sample")
+    X = [
+        [parse_number(v, source, f"sample[{i}][{j}]") for j, v in enumerate(
+            _list(row, source, f"sample[{i}]", widths[0], f"a list of {widths[0]} numbers"))]
+        for i, row in enumerate(sample)
+    ]
+    expected = obj.get("expected")
+    if expected is not None and not isinstance(expected, dict):
+        raise CaseFormatError(source, "expected", f"expected an object, found {_kind(expected)}")
+    return Case(name=name, network=Network(tuple(widths), W, b), X=X,
+                description=description, expected=_plain(expected), source=source)
+
+
+def _plain(value: Any) -> Any:
+    """Decimals in ``expected`` become exact strings (never floats)."""
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load_case(path: str | os.PathLike[str]) -> Case:
+    """Read and validate a case file.
+
+    Raises
+    ------
+    CaseFormatError
+        Naming the file and field (see :func:`parse_case`).
+    """
+    return parse_case(read_json(path), str(path))
+
+
+def case_to_json(case: Case) -> dict[str, Any]:
+    """The case as a JSON-ready dict with canonical ``"p/q"`` strings."""
+    net = case.network
+    obj: dict[str, Any] = {"format": CASE_FORMAT, "name": case.name}
+    if case.description:
+        obj["description"] = case.description
+    obj["widths"] = list(net.widths)
+    obj["weights"] = [[[format_fmpq(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())] for W in net.W]
+    obj["biases"] = [[format_fmpq(v) for v in bl] for bl in net.b]
+    obj["sample"] = [[format_fmpq(v) for v in row] for row in case.X]
+    if case.expected is not None:
+        obj["expected"] = case.expected
+    return obj
+
+
+def _dump(value: Any, indent: int) -> str:
+    # Lists of scalars stay on one line so matrices read as rows.
+    pad = "  " * (indent + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{pad}{json.dumps(k)}: {_dump(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
+    if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
+        items = [pad + _dump(v, indent + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + "  " * indent + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def dump_case(case: Case) -> str:
+    """Canonical text of a case; ``dump_case(load(dump_case(c))) == dump_case(c)``."""
+    return _dump(case_to_json(case), 0) + "\n"
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and ``os.replace``.
+
+    A failure leaves any existing file untouched and no partial file behind.
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_case(case: Case, path: str | os.PathLike[str]) -> None:
+    """Write a case file atomically in canonical form."""
+    atomic_write_text(path, dump_case(case))

@@ -1,0 +1,124 @@
+"""``check``: the whole analysis of one case, as a library call (the CLI is a thin layer on it).
+
+Order of work: exact forward pass and ties -> degenerate set ``S`` ->
+fixed edges -> ``Gamma`` and its rank -> ``rank_a`` -> verdict (off the
+boundary by :mod:`exactident.conditions`, on it by :mod:`exactident.boundary`)
+-> optional exact check of Props. 1 and 10 -> optional float cross-check.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from .activation import activation_state, alpha_exact, alpha_gram, n_paths
+from .boundary import analyse_boundary
+from .case import Case
+from .conditions import holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks, DEGENERATE
+from .fixed_edges import fixed_edges
+from .gamma import gamma_exact
+from .linalg import exact
+from .lifting import verify_propositions as _verify
+from .network import degenerate_neurons
+from .report import Report
+
+__all__ = ["check", "rank_alpha", "MAX_EXPLICIT_ALPHA"]
+
+#: ``alpha`` is materialised when it has at most this many entries, else the Gram route.
+MAX_EXPLICIT_ALPHA = 2_000_000
+
+
+def rank_alpha(pattern, X, widths) -> int:
+    """``rank alpha(X, theta)`` over Q, explicit for small ``|P|``, else by the Gram matrix."""
+    if not X:
+        return 0
+    if len(X) * n_paths(widths) <= MAX_EXPLICIT_ALPHA:
+        return exact.rank(alpha_exact(pattern, X))
+    return exact.rank(alpha_gram(pattern, X))
+
+
+def check(case: Case, *, numeric: bool = True, tol: float | None = None,
+          rtol: float | None = None, verify_propositions: bool = False,
+          max_resolutions: int = 4096,
+          fixed_choice: Mapping[tuple[int, int], int] | None = None) -> Report:
+    """Decide local identifiability of ``case.network`` from ``case.X``.
+
+    Parameters
+    ----------
+    case : Case
+    numeric : bool
+        Also run the float64 backend and report whether it agrees.
+    tol : float, optional
+        Absolute SVD tolerance for the float ``Gamma`` (default: numpy's rule).
+    rtol : float, optional
+        Relative SVD tolerance (``rtol * sigma_max``); ignored when ``tol`` is given.
+    verify_propositions : bool
+        Check Props. 1 and 10 exactly (small networks only).
+    max_resolutions : int
+        Cap on the tie resolutions enumerated on the boundary.
+    fixed_choice : dict (l, v) -> k, optional
+        Override the fixed outgoing edge of some hidden neurons.
+
+    Returns
+    -------
+    Report
+
+    Raises
+    ------
+    InvariantViolation
+        If ``verify_propositions`` finds an identity broken.
+    UnsupportedCaseError
+        If the lifting is too large for ``verify_propositions``.
+
+    Examples
+    --------
+    SPEC §2's hand-checked network with the samples ``0, 1, -1`` (kink-free):
+
+    >>> from exactident.case import parse_case
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1]]})
+    >>> r = check(case, numeric=False)
+    >>> r.verdict, r.rank_gamma, r.rank_a, r.dim
+    ('identifiable', 3, 3, 3)
+    """
+    start = time.perf_counter()
+    net, X = case.network, case.X
+    state = activation_state(net, X)
+    degenerate = bool(degenerate_neurons(net))
+    fixed = fixed_edges(net, fixed_choice)
+    gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
+    rank_gamma = exact.rank(gamma)
+    rank_a = net.widths[-1] * rank_alpha(state.pattern, X, net.widths)
+    dim = net.dim
+    patterns = None
+    certificate = None
+    extra: dict = {}
+    if degenerate:
+        verdict = DEGENERATE
+        bad = ", ".join(f"({l},{v}) {why}" for l, v, why in degenerate_neurons(net))
+        reason = f"theta is in S: hidden neuron(s) {bad} all zero; the theorems do not apply"
+    elif state.ties:
+        outcome = analyse_boundary(net, X, state, fixed, max_resolutions=max_resolutions)
+        verdict, reason = outcome.verdict, outcome.reason
+        patterns, certificate = outcome.patterns, outcome.certificate
+        if outcome.rank_gamma is not None:
+            rank_gamma, rank_a = outcome.rank_gamma, outcome.rank_a
+        extra.update(outcome.extra)
+    else:
+        verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
+        reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
+    if verify_propositions:
+        _verify(net, X, state, fixed, gamma)
+    report = Report(
+        name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
+        rank_gamma=rank_gamma, rank_a=rank_a, cs=holds_cs(rank_gamma, dim),
+        cn=holds_cn(rank_gamma, rank_a, dim), degenerate=degenerate,
+        on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
+        patterns=patterns, certificate=certificate, extra=extra)
+    if numeric:
+        from .numeric import numeric_check
+
+        res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
+        report.numeric = res.as_dict(rank_gamma, rank_a, verdict)
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,118 @@
+"""Command line: ``exactident check CASE... [--json] [--no-numeric] [--tol T] [--verify-propositions]``.
+
+A thin layer over :func:`exactident.check.check`.  This is the only place
+that catches exceptions: bad input or usage -> exit 2 with one line on
+stderr naming the file and field; an internal error (including a broken
+invariant) -> exit 1; otherwise 0 whatever the verdicts (SPEC §5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from .errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
+
+__all__ = ["main", "build_parser"]
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would exit(2) itself, with usage text
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, found {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, found {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
+                     "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("check", help="decide identifiability of each case")
+    p.add_argument("cases", nargs="+", metavar="CASE", help="case files (exactident-case/1 JSON)")
+    p.add_argument("--json", action="store_true", help="print exactident-report/1 JSON")
+    p.add_argument("--no-numeric", action="store_true", help="skip the float64 cross-check")
+    p.add_argument("--tol", type=_tolerance, default=None,
+                   help="absolute SVD tolerance for the float Gamma (default: numpy's rule)")
+    p.add_argument("--verify-propositions", action="store_true",
+                   help="check Prop. 1 (f = alpha phi) and Prop. 10 (Gamma = A Dpsi) exactly")
+    p.add_argument("--max-resolutions", type=int, default=4096, metavar="N",
+                   help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
+    p.add_argument("--rtol", type=_tolerance, default=None,
+                   help="relative SVD tolerance (times sigma_max) for the float Gamma")
+
+    v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
+    v.add_argument("case", metavar="CASE")
+    v.add_argument("report", metavar="REPORT.json")
+
+    c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
+    from . import crosscheck as _crosscheck
+
+    _crosscheck.add_arguments(c)
+    return parser
+
+
+def _cmd_verify_certificate(args: argparse.Namespace) -> int:
+    from .certificate import run_verify_certificate
+
+    return run_verify_certificate(args.case, args.report)
+
+
+def _cmd_crosscheck(args: argparse.Namespace) -> int:
+    from . import crosscheck
+
+    return crosscheck.run(args)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .case import load_case
+    from .check import check
+    from .report import render_table, reports_to_json
+
+    cases = [load_case(path) for path in args.cases]  # validate everything before any work
+    reports = [check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
+                     verify_propositions=args.verify_propositions,
+                     max_resolutions=args.max_resolutions) for c in cases]
+    if args.json:
+        sys.stdout.write(reports_to_json(reports, as_list=len(args.cases) > 1))
+    else:
+        sys.stdout.write(render_table(reports))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 analysed, 2 bad input/usage, 1 internal error)."""
+    try:
+        args = build_parser().parse_args(argv)
+        return {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
+                "crosscheck": _cmd_crosscheck}[args.command](args)
+    except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (CaseFormatError, UnsupportedCaseError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except InvariantViolation as exc:
+        print(f"internal error: invariant violated: {exc}", file=sys.stderr)
+        return 1
+    except ExactIdentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the one place that maps bugs to exit 1
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,66 @@
+"""The conditions ``C_S`` (Theorem 9) and ``C_N`` (Theorem 8) and the verdict rules (SPEC §2).
+
+For ``theta`` outside ``S`` and off the boundary ``Delta_X``:
+
+- ``C_S``: ``rank_gamma == dim`` -> **identifiable** (Theorem 9);
+- ``C_N`` fails: ``rank_gamma == rank_a < dim`` -> **not-identifiable** (Theorem 8);
+- otherwise (``rank_gamma < rank_a`` and ``< dim``) -> **inconclusive**.
+
+``theta`` in ``S`` -> **degenerate**: a neuron can be removed and the
+theorems do not apply.  Boundary cases (ties) are decided in
+:mod:`exactident.boundary`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["IDENTIFIABLE", "NOT_IDENTIFIABLE", "INCONCLUSIVE", "DEGENERATE", "VERDICTS",
+           "holds_cs", "holds_cn", "verdict_from_ranks", "reason_from_ranks"]
+
+IDENTIFIABLE = "identifiable"
+NOT_IDENTIFIABLE = "not-identifiable"
+INCONCLUSIVE = "inconclusive"
+DEGENERATE = "degenerate"
+VERDICTS = (IDENTIFIABLE, NOT_IDENTIFIABLE, INCONCLUSIVE, DEGENERATE)
+
+
+def holds_cs(rank_gamma: int, dim: int) -> bool:
+    """``C_S``: ``rank Gamma(X, theta) = |F_theta| + |B| = dim`` (Theorem 9)."""
+    return rank_gamma == dim
+
+
+def holds_cn(rank_gamma: int, rank_a: int, dim: int) -> bool:
+    """``C_N``, in SPEC §2's form: it fails exactly when ``rank_gamma == rank_a < dim`` (Theorem 8)."""
+    return not (rank_gamma == rank_a and rank_gamma < dim)
+
+
+def verdict_from_ranks(rank_gamma: int, rank_a: int | None, dim: int, degenerate: bool) -> str:
+    """Verdict off the boundary (SPEC §2).
+
+    ``rank_a`` may be ``None`` when ``C_S`` holds (it is then not needed).
+
+    Examples
+    --------
+    >>> verdict_from_ranks(3, 3, 3, False), verdict_from_ranks(2, 2, 3, False)
+    ('identifiable', 'not-identifiable')
+    >>> verdict_from_ranks(2, 3, 3, False), verdict_from_ranks(3, 3, 3, True)
+    ('inconclusive', 'degenerate')
+    """
+    if degenerate:
+        return DEGENERATE
+    if holds_cs(rank_gamma, dim):
+        return IDENTIFIABLE
+    if rank_a is not None and not holds_cn(rank_gamma, rank_a, dim):
+        return NOT_IDENTIFIABLE
+    return INCONCLUSIVE
+
+
+def reason_from_ranks(rank_gamma: int, rank_a: int | None, dim: int, verdict: str) -> str:
+    """One line citing the theorem behind an off-boundary verdict."""
+    if verdict == IDENTIFIABLE:
+        return f"C_S holds: rank Gamma = {rank_gamma} = dim (Theorem 9)"
+    if verdict == NOT_IDENTIFIABLE:
+        return f"C_N fails: rank Gamma = rank A = {rank_gamma} < dim = {dim} (Theorem 8)"
+    if verdict == INCONCLUSIVE:
+        return (f"neither theorem applies: rank Gamma = {rank_gamma} < rank A = {rank_a} "
+                f"and rank Gamma < dim = {dim}")
+    raise ValueError(verdict)

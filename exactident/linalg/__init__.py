@@ -1,0 +1,1 @@
+"""Twin linear-algebra backends: :mod:`.exact` (Q, via FLINT) and :mod:`.floating` (float64)."""

@@ -1,0 +1,177 @@
+"""Float backend: what a practitioner computes (backprop Jacobian + SVD rank).
+
+Mirrors the exact path module for module: float forward pass with the
+``>= 0`` convention (so ``relu'(0) = 1``, as SPEC's indicator), ``Gamma`` by
+backpropagation skipping the fixed edges, ``alpha`` from float signs, ranks
+by SVD with numpy's default tolerance (:mod:`exactident.linalg.floating`).
+Rationals are rounded to the nearest float here and only here; whether that
+moved a sample across a kink is recorded (``pattern_differs``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import flint
+import numpy as np
+
+from .activation import n_paths
+from .conditions import verdict_from_ranks
+from .fixed_edges import FixedEdges
+from .gamma import free_columns
+from .linalg import floating
+from .network import Network
+
+__all__ = ["FloatNetwork", "to_float_network", "float_pattern", "gamma_float", "alpha_float",
+           "NumericResult", "numeric_check", "MAX_ALPHA_ENTRIES"]
+
+#: Above this many entries ``alpha`` is not materialised; its Gram matrix is used.
+MAX_ALPHA_ENTRIES = 20_000_000
+
+
+def _f(q: flint.fmpq) -> float:
+    # int / int is correctly rounded in Python; float(fmpq) is too, but be explicit.
+    return int(q.p) / int(q.q)
+
+
+@dataclass
+class FloatNetwork:
+    """``W[l-1]`` float arrays ``(N_l, N_{l-1})``, ``b[l-1]`` float arrays ``(N_l,)``."""
+
+    widths: tuple[int, ...]
+    W: list[np.ndarray]
+    b: list[np.ndarray]
+
+    @property
+    def L(self) -> int:
+        return len(self.widths) - 1
+
+
+def to_float_network(net: Network, dtype: type = np.float64) -> FloatNetwork:
+    """Round every parameter to the nearest float of ``dtype``."""
+    W = [np.array([[_f(M[i, j]) for j in range(M.ncols())] for i in range(M.nrows())],
+                  dtype=np.float64).reshape(M.nrows(), M.ncols()).astype(dtype) for M in net.W]
+    b = [np.array([_f(v) for v in bl], dtype=np.float64).astype(dtype) for bl in net.b]
+    return FloatNetwork(net.widths, W, b)
+
+
+def to_float_sample(X: Sequence[Sequence[flint.fmpq]], n_inputs: int, dtype: type = np.float64) -> np.ndarray:
+    return np.array([[_f(v) for v in row] for row in X], dtype=np.float64).reshape(len(X), n_inputs).astype(dtype)
+
+
+def _forward(fnet: FloatNetwork, Xf: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    H = [Xf]
+    pattern = []
+    for l in range(1, fnet.L + 1):
+        Z = H[-1] @ fnet.W[l - 1].T + fnet.b[l - 1]
+        if l < fnet.L:
+            pattern.append(Z >= 0)  # -0.0 >= 0 is True: -0.0 is a tie
+            H.append(np.maximum(Z, 0))
+    return H, pattern
+
+
+def float_pattern(fnet: FloatNetwork, Xf: np.ndarray) -> list[np.ndarray]:
+    """Float activation pattern (``z >= 0``), bool arrays ``(n, N_l)``."""
+    return _forward(fnet, Xf)[1]
+
+
+def gamma_float(fnet: FloatNetwork, Xf: np.ndarray, fixed: FixedEdges,
+                cols: Sequence[int]) -> np.ndarray:
+    """Float ``Gamma``, shape ``(n N_L, dim)``, by backpropagation (Prop. 10)."""
+    H, pattern = _forward(fnet, Xf)
+    n, N_L = Xf.shape[0], fnet.widths[-1]
+    blocks = []
+    D = np.broadcast_to(np.eye(N_L, dtype=Xf.dtype), (n, N_L, N_L))
+    per_layer = []
+    for l in range(fnet.L, 0, -1):
+        # D: (n, N_L, N_l) = d f / d z_l
+        dW = np.einsum("nkr,nc->nkrc", D, H[l - 1]).reshape(n, N_L, -1)
+        per_layer.append(np.concatenate([dW, D], axis=2))
+        if l > 1:
+            D = (D @ fnet.W[l - 1]) * pattern[l - 2][:, None, :]
+    blocks = per_layer[::-1]
+    full = np.concatenate(blocks, axis=2).reshape(n * N_L, -1)
+    return full[:, list(cols)]
+
+
+def alpha_float(pattern: Sequence[np.ndarray], Xf: np.ndarray) -> np.ndarray:
+    """Float ``alpha``, shape ``(n, |P|)`` (same column order as the exact one)."""
+    n = Xf.shape[0]
+    tail = np.ones((n, 1), dtype=Xf.dtype)
+    blocks = []
+    for p in reversed(pattern):
+        tail = (p[:, :, None] * tail[:, None, :]).reshape(n, -1).astype(Xf.dtype)
+        blocks.append(tail)
+    blocks.reverse()
+    first = (Xf[:, :, None] * tail[:, None, :]).reshape(n, -1)
+    return np.concatenate([first, *blocks, np.ones((n, 1), dtype=Xf.dtype)], axis=1)
+
+
+@dataclass
+class NumericResult:
+    """The float verdict beside the exact one (SPEC §4 ``numeric`` block)."""
+
+    rank_gamma: int
+    rank_a: int
+    verdict: str
+    tol: float
+    singular_values_near_cut: list[float]
+    pattern_differs: bool
+    gamma_rank: floating.FloatRank
+
+    def as_dict(self, exact_rank_gamma: int, exact_rank_a: int | None, exact_verdict: str) -> dict:
+        agrees = (self.rank_gamma == exact_rank_gamma and self.verdict == exact_verdict
+                  and (exact_rank_a is None or self.rank_a == exact_rank_a))
+        return {"rank_gamma": self.rank_gamma, "rank_a": self.rank_a, "verdict": self.verdict,
+                "tol": self.tol, "agrees": agrees,
+                "singular_values_near_cut": self.singular_values_near_cut,
+                "pattern_differs": self.pattern_differs}
+
+
+def numeric_check(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedEdges,
+                  exact_pattern: Sequence[np.ndarray], degenerate: bool,
+                  tol: float | None = None, dtype: type = np.float64,
+                  rtol: float | None = None) -> NumericResult:
+    """Run the float pipeline on the rounded case.
+
+    Parameters
+    ----------
+    tol : float, optional
+        Absolute SVD threshold for ``Gamma`` (default: numpy's rule).  ``alpha``
+        always uses numpy's rule.
+    rtol : float, optional
+        Relative threshold ``rtol * sigma_max`` for ``Gamma`` when ``tol`` is None.
+
+    Returns
+    -------
+    NumericResult
+        ``verdict`` comes from the float ranks with the no-tie rules of SPEC §2
+        (a float tool does not see ties).
+    """
+    fnet = to_float_network(net, dtype)
+    Xf = to_float_sample(X, net.widths[0], dtype)
+    pattern = float_pattern(fnet, Xf)
+    differs = any(not np.array_equal(a, b) for a, b in zip(pattern, exact_pattern))
+    G = gamma_float(fnet, Xf, fixed, free_columns(net, fixed))
+    g = floating.rank(G, tol, rtol)
+    if len(X) * n_paths(net.widths) <= MAX_ALPHA_ENTRIES:
+        r_alpha = floating.rank(alpha_float(pattern, Xf)).rank
+    else:
+        A = alpha_float_gram(pattern, Xf)
+        r_alpha = floating.rank(A).rank
+    rank_a = net.widths[-1] * r_alpha
+    verdict = verdict_from_ranks(g.rank, rank_a, net.dim, degenerate)
+    return NumericResult(g.rank, rank_a, verdict, g.tol, g.near_cut(), differs, g)
+
+
+def alpha_float_gram(pattern: Sequence[np.ndarray], Xf: np.ndarray) -> np.ndarray:
+    """Float Gram matrix ``alpha alpha^T`` ``(n, n)`` (see :func:`exactident.activation.alpha_gram`)."""
+    n = Xf.shape[0]
+    prod_c = np.ones((n, n))
+    suffix = np.zeros((n, n))
+    for p in reversed(pattern):
+        A = p.astype(np.float64)
+        prod_c = prod_c * (A @ A.T)
+        suffix = suffix + prod_c
+    return (Xf @ Xf.T) * prod_c + suffix + 1

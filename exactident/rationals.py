@@ -1,0 +1,141 @@
+"""Exact numbers at the edge: parse JSON values to ``fmpq``, print them back.
+
+SPEC §3: a number is a JSON integer, a JSON decimal read as the exact decimal
+it spells, or a string ``"p/q"``, ``"-7"``, ``"1.25e-3"``.  Floats never enter:
+the JSON reader must be called with ``parse_float=decimal.Decimal`` (see
+:func:`exactident.case.read_json`).  Writers emit canonical reduced ``"p/q"``
+(or ``"p"`` for integers), so a round trip is byte-stable.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+import flint
+
+__all__ = ["parse_number", "format_fmpq", "to_fmpq", "MAX_EXPONENT"]
+
+#: Largest decimal exponent accepted; beyond it the exact integer would be huge.
+MAX_EXPONENT = 4000
+
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_RATIO = re.compile(r"([+-]?\d+)/(\d+)")
+
+
+def to_fmpq(value: int | Fraction | flint.fmpq | flint.fmpz) -> flint.fmpq:
+    """Convert an exact Python number to ``fmpq`` (python-flint rejects Fraction).
+
+    Parameters
+    ----------
+    value : int, Fraction, fmpz or fmpq
+        Any exact rational.  ``bool`` and ``float`` are refused.
+
+    Returns
+    -------
+    fmpq
+
+    Raises
+    ------
+    TypeError
+        For floats, bools and other inexact types (a programming error, not
+        bad input: user input goes through :func:`parse_number`).
+
+    Examples
+    --------
+    >>> to_fmpq(Fraction(-6, 4))
+    -3/2
+    """
+    if isinstance(value, flint.fmpq):
+        return value
+    if isinstance(value, bool) or isinstance(value, float):
+        raise TypeError(f"inexact or boolean value {value!r} on the exact path")
+    if isinstance(value, (int, flint.fmpz)):
+        return flint.fmpq(value)
+    if isinstance(value, Fraction):
+        return flint.fmpq(value.numerator, value.denominator)
+    raise TypeError(f"cannot convert {type(value).__name__} to fmpq")
+
+
+def _decimal_text_to_fraction(text: str) -> Fraction:
+    mantissa, _, exponent = text.lower().partition("e")
+    if exponent and abs(int(exponent)) > MAX_EXPONENT:
+        raise ValueError(f"exponent beyond ±{MAX_EXPONENT}")
+    return Fraction(mantissa) * (Fraction(10) ** int(exponent or 0))
+
+
+def parse_number(value: object, source: str, field: str) -> flint.fmpq:
+    """Read one number of a case file exactly.
+
+    Parameters
+    ----------
+    value : int, decimal.Decimal or str
+        As produced by ``json.loads(..., parse_float=Decimal)``.
+    source, field : str
+        File name and JSON path, used in the error message.
+
+    Returns
+    -------
+    fmpq
+        The exact rational the value spells (``0.1`` is 1/10).
+
+    Raises
+    ------
+    CaseFormatError
+        For booleans, floats, NaN, infinities, zero denominators, malformed
+        strings and exponents beyond :data:`MAX_EXPONENT`.
+
+    Examples
+    --------
+    >>> parse_number(Decimal("0.1"), "a.json", "sample[0][0]")
+    1/10
+    >>> parse_number("-6/4", "a.json", "b")
+    -3/2
+    >>> parse_number("1/0", "a.json", "biases[0][1]")
+    Traceback (most recent call last):
+    ...
+    exactident.errors.CaseFormatError: a.json: biases[0][1]: zero denominator in '1/0'
+    """
+    from .errors import CaseFormatError
+
+    if isinstance(value, bool):
+        raise CaseFormatError(source, field, f"expected a number, found {str(value).lower()}")
+    if isinstance(value, int):
+        return flint.fmpq(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise CaseFormatError(source, field, f"expected a finite number, found {value}")
+        if abs(value.adjusted()) > MAX_EXPONENT:
+            raise CaseFormatError(source, field, f"exponent beyond ±{MAX_EXPONENT} in {value}")
+        return to_fmpq(Fraction(value))
+    if isinstance(value, str):
+        text = value.strip()
+        ratio = _RATIO.fullmatch(text)
+        if ratio:
+            if int(ratio.group(2)) == 0:
+                raise CaseFormatError(source, field, f"zero denominator in {value!r}")
+            return flint.fmpq(int(ratio.group(1)), int(ratio.group(2)))
+        if _DECIMAL.fullmatch(text):
+            try:
+                return to_fmpq(_decimal_text_to_fraction(text))
+            except ValueError as exc:
+                raise CaseFormatError(source, field, f"{exc} in {value!r}") from None
+        raise CaseFormatError(
+            source, field, f"expected a number like 3, -7/2 or 1.25e-3, found {value!r}"
+        )
+    if isinstance(value, float):
+        raise CaseFormatError(source, field, f"float {value!r} is not exact; parse JSON with Decimal")
+    raise CaseFormatError(source, field, f"expected a number, found {type(value).__name__} {value!r}")
+
+
+def format_fmpq(q: flint.fmpq) -> str:
+    """Canonical text of a rational: ``"p/q"`` reduced, ``"p"`` when an integer.
+
+    Examples
+    --------
+    >>> format_fmpq(flint.fmpq(6, -4)), format_fmpq(flint.fmpq(3))
+    ('-3/2', '3')
+    """
+    q = to_fmpq(q)
+    return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"

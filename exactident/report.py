@@ -1,0 +1,80 @@
+"""The report ``exactident-report/1`` (SPEC §4) and its human-readable table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+__all__ = ["REPORT_FORMAT", "Report", "reports_to_json", "render_table"]
+
+REPORT_FORMAT = "exactident-report/1"
+
+
+@dataclass
+class Report:
+    """Everything ``exactident check`` says about one case.
+
+    Field names are SPEC §4's verbatim.  ``rank_a`` is ``N_L rank alpha``
+    (Prop. 11).  ``patterns``, ``numeric`` and ``certificate`` are present only
+    when they apply.
+    """
+
+    name: str
+    widths: list[int]
+    n_samples: int
+    dim: int
+    rank_gamma: int
+    rank_a: int | None
+    cs: bool
+    cn: bool
+    degenerate: bool
+    on_boundary: bool
+    n_ties: int
+    verdict: str
+    reason: str
+    patterns: list[dict[str, Any]] | None = None
+    numeric: dict[str, Any] | None = None
+    certificate: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"format": REPORT_FORMAT}
+        for key in ("name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn",
+                    "degenerate", "on_boundary", "n_ties", "verdict", "reason"):
+            out[key] = getattr(self, key)
+        for key in ("patterns", "numeric", "certificate"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out.update(self.extra)
+        return out
+
+
+def reports_to_json(reports: Sequence[Report], as_list: bool) -> str:
+    """One object, or an array when several cases were given (SPEC §4)."""
+    data: Any = [r.to_dict() for r in reports] if as_list else reports[0].to_dict()
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_table(reports: Sequence[Report]) -> str:
+    """A plain-text table: verdict, ranks, dim, n*N_L, ties, float agreement, time."""
+    head = ["case", "verdict", "rank_gamma", "rank_a", "dim", "n*N_L", "ties", "float", "time"]
+    rows = []
+    for r in reports:
+        if r.numeric is None:
+            flt = "-"
+        else:
+            flt = "agrees" if r.numeric["agrees"] else f"DISAGREES ({r.numeric['verdict']}, rank {r.numeric['rank_gamma']})"
+        rows.append([r.name, r.verdict, str(r.rank_gamma), "-" if r.rank_a is None else str(r.rank_a),
+                     str(r.dim), str(r.n_samples * r.widths[-1]), str(r.n_ties), flt, f"{r.seconds:.2f}s"])
+    widths = [max(len(h), *(len(row[c]) for row in rows)) for c, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
+    for r in reports:
+        lines.append(f"{r.name}: {r.reason}")
+        for line in r.extra.get("summary", []) if isinstance(r.extra.get("summary"), list) else []:
+            lines.append(f"  {line}")
+    return "\n".join(lines) + "\n"
