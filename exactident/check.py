@@ -39,7 +39,7 @@ def rank_alpha(pattern, X, widths) -> int:
 
 def check(case: Case, *, numeric: bool = True, tol: float | None = None,
           rtol: float | None = None, verify_propositions: bool = False,
-          max_resolutions: int = 4096,
+          max_resolutions: int = 4096, all_ranks: bool = False,
           fixed_choice: Mapping[tuple[int, int], int] | None = None) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
@@ -56,6 +56,9 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         Check Props. 1 and 10 exactly (small networks only).
     max_resolutions : int
         Cap on the tie resolutions enumerated on the boundary.
+    all_ranks : bool
+        Compute ``rank_a`` even when ``C_S`` already decides (otherwise it is
+        ``None`` in that case: the verdict does not need it).
     fixed_choice : dict (l, v) -> k, optional
         Override the fixed outgoing edge of some hidden neurons.
 
@@ -77,7 +80,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     >>> from exactident.case import parse_case
     >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
     ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1]]})
-    >>> r = check(case, numeric=False)
+    >>> r = check(case, numeric=False, all_ranks=True)
     >>> r.verdict, r.rank_gamma, r.rank_a, r.dim
     ('identifiable', 3, 3, 3)
     """
@@ -88,8 +91,10 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     fixed = fixed_edges(net, fixed_choice)
     gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
     rank_gamma = exact.rank(gamma)
-    rank_a = net.widths[-1] * rank_alpha(state.pattern, X, net.widths)
     dim = net.dim
+    rank_a = None
+    if all_ranks or state.ties or not holds_cs(rank_gamma, dim):
+        rank_a = net.widths[-1] * rank_alpha(state.pattern, X, net.widths)
     patterns = None
     certificate = None
     extra: dict = {}

@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="absolute SVD tolerance for the float Gamma (default: numpy's rule)")
     p.add_argument("--verify-propositions", action="store_true",
                    help="check Prop. 1 (f = alpha phi) and Prop. 10 (Gamma = A Dpsi) exactly")
+    p.add_argument("--all-ranks", action="store_true",
+                   help="compute rank_a even when C_S already decides the verdict")
     p.add_argument("--max-resolutions", type=int, default=4096, metavar="N",
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=_tolerance, default=None,
@@ -84,7 +86,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     cases = [load_case(path) for path in args.cases]  # validate everything before any work
     reports = [check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
                      verify_propositions=args.verify_propositions,
-                     max_resolutions=args.max_resolutions) for c in cases]
+                     max_resolutions=args.max_resolutions, all_ranks=args.all_ranks) for c in cases]
     if args.json:
         sys.stdout.write(reports_to_json(reports, as_list=len(args.cases) > 1))
     else:

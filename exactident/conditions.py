@@ -13,6 +13,8 @@ theorems do not apply.  Boundary cases (ties) are decided in
 
 from __future__ import annotations
 
+from .errors import InvariantViolation
+
 __all__ = ["IDENTIFIABLE", "NOT_IDENTIFIABLE", "INCONCLUSIVE", "DEGENERATE", "VERDICTS",
            "holds_cs", "holds_cn", "verdict_from_ranks", "reason_from_ranks"]
 
@@ -28,8 +30,15 @@ def holds_cs(rank_gamma: int, dim: int) -> bool:
     return rank_gamma == dim
 
 
-def holds_cn(rank_gamma: int, rank_a: int, dim: int) -> bool:
-    """``C_N``, in SPEC §2's form: it fails exactly when ``rank_gamma == rank_a < dim`` (Theorem 8)."""
+def holds_cn(rank_gamma: int, rank_a: int | None, dim: int) -> bool:
+    """``C_N``, in SPEC §2's form: it fails exactly when ``rank_gamma == rank_a < dim`` (Theorem 8).
+
+    ``rank_a`` may be ``None`` only when ``C_S`` holds (then ``C_N`` holds too).
+    """
+    if rank_a is None:
+        if rank_gamma != dim:
+            raise InvariantViolation("rank_a is needed to decide C_N when C_S fails")
+        return True
     return not (rank_gamma == rank_a and rank_gamma < dim)
 
 
@@ -63,4 +72,4 @@ def reason_from_ranks(rank_gamma: int, rank_a: int | None, dim: int, verdict: st
     if verdict == INCONCLUSIVE:
         return (f"neither theorem applies: rank Gamma = {rank_gamma} < rank A = {rank_a} "
                 f"and rank Gamma < dim = {dim}")
-    raise ValueError(verdict)
+    raise InvariantViolation(f"no off-boundary reason for verdict {verdict!r}")

@@ -23,5 +23,5 @@ def test_all_active_is_not_identifiable():
 
 
 def test_one_inactive_sample_makes_it_identifiable():
-    r = check(_case(["0", "1", "-1"]), verify_propositions=True)
+    r = check(_case(["0", "1", "-1"]), verify_propositions=True, all_ranks=True)
     assert (r.rank_gamma, r.rank_a, r.verdict) == (3, 3, "identifiable")
