@@ -91,6 +91,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     fixed = fixed_edges(net, fixed_choice)
     gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
     rank_gamma = exact.rank(gamma)
+    rank_gamma_pattern = rank_gamma  # at the >= 0 pattern: what the float Gamma rounds
     dim = net.dim
     rank_a = None
     if all_ranks or state.ties or not holds_cs(rank_gamma, dim):
@@ -124,6 +125,6 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         from .numeric import numeric_check
 
         res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
-        report.numeric = res.as_dict(rank_gamma, rank_a, verdict)
+        report.numeric = res.as_dict(rank_gamma, rank_a, verdict, band_rank=rank_gamma_pattern)
     report.seconds = time.perf_counter() - start
     return report

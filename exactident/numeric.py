@@ -23,8 +23,9 @@ from .gamma import free_columns
 from .linalg import floating
 from .network import Network
 
-__all__ = ["FloatNetwork", "to_float_network", "float_pattern", "gamma_float", "alpha_float",
-           "NumericResult", "numeric_check", "MAX_ALPHA_ENTRIES"]
+__all__ = ["FloatNetwork", "to_float_network", "to_float_sample", "float_pattern", "gamma_float",
+           "alpha_float", "alpha_float_gram", "FloatOperators", "float_operators", "NumericResult",
+           "numeric_check", "MAX_ALPHA_ENTRIES"]
 
 #: Above this many entries ``alpha`` is not materialised; its Gram matrix is used.
 MAX_ALPHA_ENTRIES = 20_000_000
@@ -57,6 +58,7 @@ def to_float_network(net: Network, dtype: type = np.float64) -> FloatNetwork:
 
 
 def to_float_sample(X: Sequence[Sequence[flint.fmpq]], n_inputs: int, dtype: type = np.float64) -> np.ndarray:
+    """The sample rounded to ``dtype`` (via the nearest float64, then ``astype``), shape ``(n, N_0)``."""
     return np.array([[_f(v) for v in row] for row in X], dtype=np.float64).reshape(len(X), n_inputs).astype(dtype)
 
 
@@ -109,6 +111,90 @@ def alpha_float(pattern: Sequence[np.ndarray], Xf: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class FloatOperators:
+    """``Gamma`` and ``alpha`` of the rounded case in one float dtype.
+
+    Attributes
+    ----------
+    dtype : numpy dtype
+        float64 or float32: every parameter, sample and operation is in it.
+    gamma : ndarray, shape ``(n N_L, dim)``
+    alpha : ndarray, shape ``(n, |P|)``, or its Gram matrix ``(n, n)`` when ``alpha_is_gram``
+    alpha_is_gram : bool
+    alpha_shape : (int, int)
+        ``(n, |P|)`` (the shape a rank rule must use, even for the Gram route).
+    pattern : list of bool ndarray ``(n, N_l)``
+        Float activation pattern (``z >= 0`` computed in ``dtype``).
+    n_pattern_flips : int
+        Entries where it differs from the exact pattern (0 = same pattern).
+    """
+
+    dtype: np.dtype
+    gamma: np.ndarray
+    alpha: np.ndarray
+    alpha_is_gram: bool
+    alpha_shape: tuple[int, int]
+    pattern: list[np.ndarray]
+    n_pattern_flips: int
+
+    @property
+    def pattern_differs(self) -> bool:
+        return self.n_pattern_flips > 0
+
+    def gamma_singular_values(self) -> np.ndarray:
+        """Descending singular values of ``gamma`` (in ``dtype``'s LAPACK routine)."""
+        return _svdvals(self.gamma)
+
+    def alpha_singular_values(self) -> np.ndarray:
+        """Descending singular values of ``alpha``; square roots of the Gram's eigenvalues on that route.
+
+        The Gram route squares the condition number, so small singular values
+        come out less accurate than from ``alpha`` itself.
+        """
+        s = _svdvals(self.alpha)
+        return np.sqrt(np.clip(s, 0, None)) if self.alpha_is_gram else s
+
+
+def _svdvals(M: np.ndarray) -> np.ndarray:
+    if M.size == 0:
+        return np.zeros(0, dtype=M.dtype)
+    return np.linalg.svd(M, compute_uv=False)
+
+
+def float_operators(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedEdges,
+                    exact_pattern: Sequence[np.ndarray], dtype: type = np.float64) -> FloatOperators:
+    """Round the case to ``dtype`` and build the float ``Gamma`` and ``alpha`` (Props. 10, 1).
+
+    Parameters
+    ----------
+    net : Network
+        Exact parameters (Q); rounded to the nearest ``dtype`` value here.
+    X : n rows of N_0 fmpq
+    fixed : FixedEdges
+        The fixed edges of the *exact* network (a float tool would choose the
+        same ones: rounding keeps the order of ``|weights|`` up to ties).
+    exact_pattern : list of bool arrays ``(n, N_l)``
+        From :func:`exactident.activation.activation_state`, to count flips.
+    dtype : numpy.float64 or numpy.float32
+
+    Returns
+    -------
+    FloatOperators
+    """
+    fnet = to_float_network(net, dtype)
+    Xf = to_float_sample(X, net.widths[0], dtype)
+    pattern = float_pattern(fnet, Xf)
+    flips = int(sum(int(np.sum(a != b)) for a, b in zip(pattern, exact_pattern)))
+    G = gamma_float(fnet, Xf, fixed, free_columns(net, fixed))
+    n_p = n_paths(net.widths)
+    if len(X) * n_p <= MAX_ALPHA_ENTRIES:
+        A, gram = alpha_float(pattern, Xf), False
+    else:
+        A, gram = alpha_float_gram(pattern, Xf), True
+    return FloatOperators(np.dtype(dtype), G, A, gram, (len(X), n_p), pattern, flips)
+
+
+@dataclass
 class NumericResult:
     """The float verdict beside the exact one (SPEC §4 ``numeric`` block)."""
 
@@ -120,13 +206,34 @@ class NumericResult:
     pattern_differs: bool
     gamma_rank: floating.FloatRank
 
-    def as_dict(self, exact_rank_gamma: int, exact_rank_a: int | None, exact_verdict: str) -> dict:
+    def as_dict(self, exact_rank_gamma: int, exact_rank_a: int | None, exact_verdict: str,
+                band_rank: int | None = None) -> dict:
+        """SPEC §4's ``numeric`` block, plus ``pattern_differs`` and ``band``.
+
+        ``band_rank`` is the exact rank of ``Gamma`` at the exact ``>= 0``
+        pattern (the matrix the float one rounds); when given, ``band`` holds the
+        absolute and relative tolerance intervals ``[lo, hi)`` that reproduce it
+        (:func:`exactident.linalg.floating.consistent_band`).
+        """
         agrees = (self.rank_gamma == exact_rank_gamma and self.verdict == exact_verdict
                   and (exact_rank_a is None or self.rank_a == exact_rank_a))
-        return {"rank_gamma": self.rank_gamma, "rank_a": self.rank_a, "verdict": self.verdict,
-                "tol": self.tol, "agrees": agrees,
-                "singular_values_near_cut": self.singular_values_near_cut,
-                "pattern_differs": self.pattern_differs}
+        out = {"rank_gamma": self.rank_gamma, "rank_a": self.rank_a, "verdict": self.verdict,
+               "tol": self.tol, "agrees": agrees,
+               "singular_values_near_cut": self.singular_values_near_cut,
+               "pattern_differs": self.pattern_differs}
+        if band_rank is not None:
+            s = self.gamma_rank.singular_values
+            lo, hi = floating.consistent_band(s, band_rank)
+            smax = float(s[0]) if s.size and s[0] > 0 else 1.0
+            out["band"] = {"rank": band_rank, "abs": [lo, _json_float(hi)],
+                           "rel": [lo / smax, _json_float(hi / smax)],
+                           "tol_inside": lo <= self.tol < hi}
+        return out
+
+
+def _json_float(v: float) -> float | None:
+    # JSON has no infinity: an unbounded end is null.
+    return None if v == float("inf") else v
 
 
 def numeric_check(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedEdges,
@@ -149,29 +256,21 @@ def numeric_check(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         ``verdict`` comes from the float ranks with the no-tie rules of SPEC §2
         (a float tool does not see ties).
     """
-    fnet = to_float_network(net, dtype)
-    Xf = to_float_sample(X, net.widths[0], dtype)
-    pattern = float_pattern(fnet, Xf)
-    differs = any(not np.array_equal(a, b) for a, b in zip(pattern, exact_pattern))
-    G = gamma_float(fnet, Xf, fixed, free_columns(net, fixed))
-    g = floating.rank(G, tol, rtol)
-    if len(X) * n_paths(net.widths) <= MAX_ALPHA_ENTRIES:
-        r_alpha = floating.rank(alpha_float(pattern, Xf)).rank
-    else:
-        A = alpha_float_gram(pattern, Xf)
-        r_alpha = floating.rank(A).rank
+    ops = float_operators(net, X, fixed, exact_pattern, dtype)
+    g = floating.rank(ops.gamma, tol, rtol)
+    r_alpha = floating.rank(ops.alpha).rank
     rank_a = net.widths[-1] * r_alpha
     verdict = verdict_from_ranks(g.rank, rank_a, net.dim, degenerate)
-    return NumericResult(g.rank, rank_a, verdict, g.tol, g.near_cut(), differs, g)
+    return NumericResult(g.rank, rank_a, verdict, g.tol, g.near_cut(), ops.pattern_differs, g)
 
 
 def alpha_float_gram(pattern: Sequence[np.ndarray], Xf: np.ndarray) -> np.ndarray:
     """Float Gram matrix ``alpha alpha^T`` ``(n, n)`` (see :func:`exactident.activation.alpha_gram`)."""
     n = Xf.shape[0]
-    prod_c = np.ones((n, n))
-    suffix = np.zeros((n, n))
+    prod_c = np.ones((n, n), dtype=Xf.dtype)
+    suffix = np.zeros((n, n), dtype=Xf.dtype)
     for p in reversed(pattern):
-        A = p.astype(np.float64)
+        A = p.astype(Xf.dtype)
         prod_c = prod_c * (A @ A.T)
         suffix = suffix + prod_c
     return (Xf @ Xf.T) * prod_c + suffix + 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FloatRank", "default_tol", "rank", "nullspace"]
+__all__ = ["FloatRank", "default_tol", "rank", "nullspace", "consistent_band"]
 
 
 @dataclass
@@ -68,6 +68,48 @@ def rank(M: np.ndarray, tol: float | None = None, rtol: float | None = None) -> 
     else:
         t = default_tol(s, M.shape, M.dtype)
     return FloatRank(int((s > t).sum()), t, s)
+
+
+def consistent_band(singular_values: np.ndarray, r: int) -> tuple[float, float]:
+    """Absolute tolerances that make :func:`rank` return ``r``: ``[sigma_{r+1}, sigma_r)``.
+
+    :func:`rank` counts singular values ``> tol``, so the count is ``r``
+    exactly when ``sigma_{r+1} <= tol < sigma_r`` (1-based, descending).
+    Conventions: ``sigma_{r+1} = 0`` when ``r`` is the number of singular
+    values, ``sigma_0 = inf``.  The band is empty when ``lo >= hi``.
+
+    Parameters
+    ----------
+    singular_values : ndarray, shape (k,), descending, float
+    r : int, ``0 <= r <= k``
+        Usually the exact rank (over Q) of the matrix the float one rounds.
+
+    Returns
+    -------
+    (lo, hi) : (float, float)
+        Divide both by ``sigma_1`` for the relative (``rtol``) form.
+
+    Raises
+    ------
+    InvariantViolation
+        If ``r`` is outside ``[0, k]`` (an exact rank larger than the matrix: a bug).
+
+    Examples
+    --------
+    >>> consistent_band(np.array([4.0, 1.0, 1e-17]), 2)
+    (1e-17, 1.0)
+    >>> rank(np.diag([4.0, 1.0, 1e-17]), tol=1e-17).rank, rank(np.diag([4.0, 1.0, 1e-17]), tol=1.0).rank
+    (2, 1)
+    """
+    from ..errors import InvariantViolation
+
+    s = np.asarray(singular_values)
+    k = s.shape[0]
+    if not 0 <= r <= k:
+        raise InvariantViolation(f"rank {r} outside [0, {k}] for {k} singular values")
+    lo = float(s[r]) if r < k else 0.0
+    hi = float(s[r - 1]) if r > 0 else float("inf")
+    return lo, hi
 
 
 def nullspace(M: np.ndarray, tol: float | None = None) -> np.ndarray:
