@@ -1,0 +1,133 @@
+"""Pictures for ``exactident crosscheck --plot`` (optional extra ``plot``: matplotlib).
+
+One case: singular values of the float ``Gamma`` (float64 and float32) on a
+log scale, the exact rank's cut marked, the consistent band shaded, and each
+policy's tolerance as a horizontal line, so a wrong tolerance is seen to fall
+outside the band.  A suite: per case, the relative band ``[lo, hi)`` as an
+interval on a log axis, the named relative policies and the chosen common
+tolerance as vertical lines.
+
+matplotlib is imported lazily (Agg backend, no screen needed); a missing
+install is an :class:`~exactident.errors.UnsupportedCaseError` (CLI exit 2).
+Called by :mod:`exactident.crosscheck`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import UnsupportedCaseError
+from .tolerance import CaseCrosscheck, SuiteSummary
+
+__all__ = ["require_matplotlib", "plot_case", "plot_suite"]
+
+_COLORS = ["tab:purple", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "black"]
+_STYLE = {"numpy-default": "-", "rtol": "--", "float64-eps": ":", "atol": "-.", "torch-default": "-"}
+
+
+def require_matplotlib():
+    """Import ``matplotlib.pyplot`` with the Agg backend, or raise naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UnsupportedCaseError("--plot needs matplotlib: pip install 'exactident[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | os.PathLike[str]) -> None:
+    # Atomic like every output: render to a temp file beside the target, then rename.
+    target = Path(path)
+    fmt = target.suffix.lstrip(".") or "png"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".{fmt}", dir=target.parent or ".")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def plot_case(result: CaseCrosscheck, path: str | os.PathLike[str]) -> None:
+    """Singular values of ``Gamma`` per backend, the exact cut, the band and each policy's tolerance."""
+    plt = require_matplotlib()
+    backends = list(result.spectra)
+    fig, axes = plt.subplots(1, len(backends), figsize=(5.2 * len(backends), 4.2), squeeze=False)
+    r = result.pattern_rank_gamma
+    for ax, key in zip(axes[0], backends):
+        sp = result.spectra[key]
+        s = sp.gamma_sv
+        floor = max(float(s[s > 0].min()) if np.any(s > 0) else 1e-300, 1e-300)
+        shown = np.where(s > 0, s, floor)
+        idx = np.arange(1, len(s) + 1)
+        ax.semilogy(idx[:r], shown[:r], "o", color="tab:blue", label=f"sigma_k, k <= exact rank {r}")
+        ax.semilogy(idx[r:], shown[r:], "o", color="tab:red", label="sigma_k, k > exact rank (exact zero)")
+        if 0 < r < len(s):
+            ax.axvline(r + 0.5, color="black", lw=1)
+            ax.text(r + 0.55, shown.max(), " exact cut", va="top", fontsize=8)
+        lo, hi = sp.band(r, result.pattern_rank_a // result.widths[-1])["gamma_abs"]
+        if lo < hi:
+            ax.axhspan(max(lo, floor / 10), hi if math.isfinite(hi) else shown.max() * 10,
+                       color="tab:green", alpha=0.12, label="band: tolerances giving rank r")
+        mine = [o for o in result.outcomes if o.policy.startswith(key + "/")]
+        for o, color in zip(mine, _COLORS):
+            rule = o.policy.split("/", 1)[1]
+            ax.axhline(max(o.tol_gamma, floor / 10), ls=_STYLE.get(rule.split("=")[0], "-"), color=color,
+                       lw=1.4, label=f"tol {rule}: rank {o.rank_gamma} ({'right' if o.right_ranks else 'WRONG'})")
+        ax.set_title(f"{result.name}: Gamma {sp.gamma_shape[0]}x{sp.gamma_shape[1]}, {key}", fontsize=9)
+        ax.set_xlabel("k")
+        ax.set_ylabel("singular value of float Gamma")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    fig.suptitle(f"exact verdict {result.verdict}, exact rank {r} of dim {result.dim}", fontsize=10)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary,
+               path: str | os.PathLike[str], backend: str = "float64") -> None:
+    """Per-case relative bands (``rtol``) on a log axis, the policies and the chosen common ``rtol``."""
+    plt = require_matplotlib()
+    rows = [(r.name, r.spectra[backend].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"], r)
+            for r in results if backend in r.spectra]
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.8))
+    finite_lo = [lo for _, (lo, _), _ in rows if lo > 0]
+    left = min(finite_lo + [1e-18]) / 10
+    right = 10.0
+    for y, (name, (lo, hi), r) in enumerate(rows):
+        a, b = max(lo, left), min(hi, right)
+        color = "tab:blue" if lo < hi else "tab:red"
+        ax.plot([a, b], [y, y], color=color, lw=5, solid_capstyle="butt")
+        sp = r.spectra[backend]
+        ax.plot([max(sp.gamma_shape) * sp.eps], [y], "|", color="black", ms=10,
+                label="numpy-default rtol = max(m,n) eps" if y == 0 else None)
+        if not r.fixable:
+            ax.text(right, y, "  no tolerance fixes the verdict", va="center", fontsize=7, color="tab:red")
+    lines = {"rtol=1e-6": 1e-6, "rtol=1e-9": 1e-9}
+    for label, x in lines.items():
+        ax.axvline(x, ls="--", color="gray", lw=1)
+        ax.text(x, len(rows) - 0.4, label, rotation=90, fontsize=7, va="top", ha="right", color="gray")
+    entry = summary.bands.get(backend)
+    if entry and entry["exists"]:
+        ax.axvline(entry["chosen"], color="tab:green", lw=2, label=f"chosen common rtol {entry['chosen']:.2g}")
+    elif entry:
+        ax.set_title("no common band: " + entry["conflict"]["needs_rtol_at_least"]["case"] + " vs "
+                     + entry["conflict"]["needs_rtol_below"]["case"], fontsize=9, color="tab:red")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xscale("log")
+    ax.set_xlim(left, right * 1e3)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([name for name, _, _ in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"relative tolerance rtol = tol / sigma_max ({backend}); bar = [sigma_(r+1), sigma_r) / sigma_1")
+    _save(fig, path)
+    plt.close(fig)

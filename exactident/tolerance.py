@@ -1,0 +1,383 @@
+"""Float rank tolerances judged against exact ranks (issue 4; paper §3, Theorems 8-9, Prop. 11).
+
+A float tool decides identifiability from the numerical ranks of ``Gamma``
+and ``alpha`` (what ``numpy.linalg.matrix_rank`` / ``torch.linalg.matrix_rank``
+return).  The exact ranks of the *same* matrices are known here, so every
+tolerance rule can be marked right or wrong, and the whole set of right
+tolerances computed:
+
+- the **consistent band** of a matrix with exact rank ``r`` and float singular
+  values ``sigma_1 >= sigma_2 >= ...`` is ``[sigma_{r+1}, sigma_r)``
+  (:func:`exactident.linalg.floating.consistent_band`); divided by ``sigma_1``
+  it is the band of relative tolerances (``rtol``);
+- a case's band is the intersection of the relative bands of ``Gamma`` and
+  ``alpha`` (a rule is applied to both, relative to each one's ``sigma_1``);
+- a suite's band intersects the cases' relative bands.  Relative, not
+  absolute: ``sigma_1(Gamma)`` scales with the weights and the inputs
+  (``|x| sigma_1`` grows with a rescaled sample), so no absolute tolerance
+  transfers between networks, and every named policy is relative anyway.
+  The absolute intersection is reported beside it.
+
+Which exact ranks: those of ``Gamma`` and ``alpha`` at the exact ``>= 0``
+activation pattern, i.e. the matrices the float ones round.  Off the boundary
+these are the report's ranks.  On the boundary (ties) or when rounding flips
+the float pattern, even a perfect tolerance can give a wrong verdict: such
+cases are flagged ``fixable = False`` (no tolerance gives the exact verdict).
+
+Named policies (the tolerance ``t``; singular values ``> t`` count):
+
+- ``numpy-default``: ``sigma_1 * max(m, n) * eps(dtype)`` (``numpy.linalg.matrix_rank``);
+- ``torch-default``: ``max(atol, rtol * sigma_1)`` with ``atol = 0`` and
+  ``rtol = eps(dtype) * max(m, n)`` (``torch.linalg.matrix_rank`` docs): the same
+  number as numpy's, so it is listed only for the torch backends, where the
+  rank comes from torch's own call on torch's own Jacobian;
+- ``rtol=1e-6``, ``rtol=1e-9``: ``rtol * sigma_1``;
+- ``float64-eps`` on float32: ``sigma_1 * max(m, n) * eps(float64)``, the
+  pitfall of judging a float32 Jacobian with float64's epsilon;
+- the user's ``--tol`` (absolute, on ``Gamma``; ``alpha`` keeps numpy's rule)
+  or ``--rtol`` (relative, on both).
+
+Called by :mod:`exactident.crosscheck` (CLI) and :mod:`exactident.plot`;
+calls :func:`exactident.check.check`, :mod:`exactident.numeric` and,
+optionally, :mod:`exactident.numeric_torch`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .activation import activation_state
+from .case import Case
+from .check import check, rank_alpha
+from .conditions import VERDICTS, verdict_from_ranks
+from .fixed_edges import fixed_edges
+from .gamma import gamma_exact
+from .linalg import exact
+from .linalg.floating import consistent_band
+from .numeric import float_operators
+
+__all__ = ["Policy", "default_policies", "Spectra", "PolicyOutcome", "CaseCrosscheck",
+           "crosscheck_case", "SuiteSummary", "summarize", "EPS64"]
+
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A rank-tolerance rule on one backend.
+
+    Attributes
+    ----------
+    backend : str
+        ``float64``, ``float32``, ``torch-float64`` or ``torch-float32``.
+    rule : str
+        ``numpy-default``, ``torch-default``, ``rtol``, ``atol`` or ``float64-eps``.
+    value : float or None
+        ``rtol`` / ``atol`` value.
+    """
+
+    backend: str
+    rule: str
+    value: float | None = None
+
+    @property
+    def name(self) -> str:
+        rule = self.rule if self.value is None else f"{self.rule}={self.value:g}"
+        return f"{self.backend}/{rule}"
+
+    def tolerance(self, s: np.ndarray, shape: tuple[int, int], eps: float, which: str) -> float:
+        """Threshold for the singular values ``s`` (descending) of a matrix of ``shape``.
+
+        ``which`` is ``"gamma"`` or ``"alpha"``: an absolute user tolerance
+        applies to ``Gamma`` only (``alpha`` keeps numpy's rule).
+        """
+        smax = float(s[0]) if s.size else 0.0
+        if self.rule in ("numpy-default", "torch-default") or (self.rule == "atol" and which == "alpha"):
+            return smax * max(shape) * eps
+        if self.rule == "float64-eps":
+            return smax * max(shape) * EPS64
+        if self.rule == "rtol":
+            return smax * float(self.value)
+        return float(self.value)  # atol on gamma
+
+
+def default_policies(tol: float | None = None, rtol: float | None = None,
+                     torch: bool = False) -> list[Policy]:
+    """The named policies of the module docstring, plus the user's ``tol``/``rtol``."""
+    out = []
+    for backend in ("float64", "float32"):
+        out += [Policy(backend, "numpy-default"), Policy(backend, "rtol", 1e-6),
+                Policy(backend, "rtol", 1e-9)]
+    out.append(Policy("float32", "float64-eps"))
+    for backend in ("float64", "float32"):
+        if tol is not None:
+            out.append(Policy(backend, "atol", tol))
+        if rtol is not None:
+            out.append(Policy(backend, "rtol", rtol))
+    if torch:
+        out += [Policy("torch-float64", "torch-default"), Policy("torch-float32", "torch-default"),
+                Policy("torch-float32", "float64-eps")]
+    return out
+
+
+@dataclass
+class Spectra:
+    """Float singular values of ``Gamma`` and ``alpha`` from one backend.
+
+    ``native_default`` holds ``(rank Gamma, rank alpha)`` from the backend's own
+    ``matrix_rank`` call with default tolerance (torch backends only).
+    """
+
+    backend: str
+    eps: float
+    gamma_sv: np.ndarray
+    gamma_shape: tuple[int, int]
+    alpha_sv: np.ndarray
+    alpha_shape: tuple[int, int]
+    n_pattern_flips: int
+    native_default: tuple[int, int] | None = None
+
+    def band(self, rank_gamma: int, rank_alpha_: int) -> dict[str, Any]:
+        """Absolute ``Gamma`` band, relative ``Gamma``/``alpha`` bands and their intersection."""
+        g_lo, g_hi = consistent_band(self.gamma_sv, rank_gamma)
+        a_lo, a_hi = consistent_band(self.alpha_sv, rank_alpha_)
+        gs = float(self.gamma_sv[0]) if self.gamma_sv.size and self.gamma_sv[0] > 0 else 1.0
+        as_ = float(self.alpha_sv[0]) if self.alpha_sv.size and self.alpha_sv[0] > 0 else 1.0
+        rel_g, rel_a = (g_lo / gs, g_hi / gs), (a_lo / as_, a_hi / as_)
+        rel = (max(rel_g[0], rel_a[0]), min(rel_g[1], rel_a[1]))
+        return {"gamma_abs": (g_lo, g_hi), "gamma_rel": rel_g, "alpha_rel": rel_a, "rel": rel,
+                "empty": not rel[0] < rel[1]}
+
+
+@dataclass
+class PolicyOutcome:
+    """One policy's float ranks and verdict on one case, marked against the exact ones."""
+
+    policy: str
+    tol_gamma: float
+    rank_gamma: int
+    rank_a: int
+    verdict: str
+    right_verdict: bool
+    right_ranks: bool
+
+
+@dataclass
+class CaseCrosscheck:
+    """Everything ``exactident crosscheck`` says about one case.
+
+    ``rank_gamma``/``rank_a``/``verdict`` are the exact report's; the
+    ``pattern_*`` ranks are exact ranks at the ``>= 0`` pattern (what the float
+    matrices round; equal to the report's off the boundary).
+    """
+
+    name: str
+    source: str
+    widths: list[int]
+    n_samples: int
+    dim: int
+    verdict: str
+    rank_gamma: int
+    rank_a: int | None
+    on_boundary: bool
+    n_ties: int
+    pattern_rank_gamma: int
+    pattern_rank_a: int
+    pattern_verdict: str
+    expected_verdict: str | None
+    spectra: dict[str, Spectra]
+    outcomes: list[PolicyOutcome]
+    seconds: float = 0.0
+
+    @property
+    def fixable(self) -> bool:
+        """Would exact ranks of the float-rounded matrices give the exact verdict?"""
+        return self.pattern_verdict == self.verdict
+
+    def outcome(self, policy: str) -> PolicyOutcome:
+        return next(o for o in self.outcomes if o.policy == policy)
+
+    def to_dict(self) -> dict[str, Any]:
+        spectra = {}
+        for key, sp in self.spectra.items():
+            band = sp.band(self.pattern_rank_gamma, self.pattern_rank_a // self.widths[-1])
+            spectra[key] = {
+                "gamma_shape": list(sp.gamma_shape), "alpha_shape": list(sp.alpha_shape),
+                "n_pattern_flips": sp.n_pattern_flips, "pattern_differs": sp.n_pattern_flips > 0,
+                "singular_values_gamma": [float(v) for v in sp.gamma_sv],
+                "singular_values_alpha": [float(v) for v in sp.alpha_sv],
+                "band": {k: ([_jf(v[0]), _jf(v[1])] if isinstance(v, tuple) else v) for k, v in band.items()},
+            }
+            if sp.native_default is not None:
+                spectra[key]["native_default_ranks"] = list(sp.native_default)
+        return {
+            "name": self.name, "source": self.source, "widths": self.widths,
+            "n_samples": self.n_samples, "dim": self.dim,
+            "exact": {"verdict": self.verdict, "rank_gamma": self.rank_gamma, "rank_a": self.rank_a,
+                      "on_boundary": self.on_boundary, "n_ties": self.n_ties,
+                      "pattern_rank_gamma": self.pattern_rank_gamma,
+                      "pattern_rank_a": self.pattern_rank_a, "pattern_verdict": self.pattern_verdict},
+            "expected_verdict": self.expected_verdict, "fixable": self.fixable,
+            "spectra": spectra,
+            "policies": [o.__dict__ for o in self.outcomes],
+            "seconds": self.seconds,
+        }
+
+
+def _jf(v: float) -> float | None:
+    return None if math.isinf(v) else float(v)
+
+
+def _numpy_spectra(case: Case, fixed, pattern, dtype) -> Spectra:
+    ops = float_operators(case.network, case.X, fixed, pattern, dtype)
+    return Spectra(np.dtype(dtype).name, float(np.finfo(dtype).eps),
+                   ops.gamma_singular_values().astype(np.float64), ops.gamma.shape,
+                   ops.alpha_singular_values().astype(np.float64), ops.alpha_shape,
+                   ops.n_pattern_flips)
+
+
+def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> CaseCrosscheck:
+    """Exact ranks and verdict of ``case`` against every policy's float ones.
+
+    Parameters
+    ----------
+    case : Case
+    policies : list of Policy, optional
+        Default :func:`default_policies` (numpy backends only).
+
+    Returns
+    -------
+    CaseCrosscheck
+
+    Raises
+    ------
+    UnsupportedCaseError
+        From the torch backend when torch is not installed.
+
+    Examples
+    --------
+    SPEC §2's network with the samples ``0, 1, 2`` (all active: rank 2 < dim 3):
+
+    >>> from exactident.case import parse_case
+    >>> c = crosscheck_case(parse_case({"format": "exactident-case/1", "name": "t",
+    ...     "widths": [1, 1, 1], "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
+    ...     "sample": [[0], [1], [2]]}))
+    >>> c.verdict, c.outcome("float64/numpy-default").verdict
+    ('not-identifiable', 'not-identifiable')
+    """
+    start = time.perf_counter()
+    policies = list(default_policies() if policies is None else policies)
+    net, X = case.network, case.X
+    report = check(case, numeric=False, all_ranks=True)
+    state = activation_state(net, X)
+    fixed = fixed_edges(net)
+    N_L = net.widths[-1]
+    if state.ties:
+        p_rank_gamma = exact.rank(gamma_exact(net, X, state.Z, state.pattern, fixed))
+        p_rank_a = N_L * rank_alpha(state.pattern, X, net.widths)
+    else:
+        p_rank_gamma, p_rank_a = report.rank_gamma, report.rank_a
+    p_verdict = verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, report.degenerate)
+    spectra: dict[str, Spectra] = {}
+    for backend in dict.fromkeys(p.backend for p in policies):
+        if backend in ("float64", "float32"):
+            spectra[backend] = _numpy_spectra(case, fixed, state.pattern, np.dtype(backend).type)
+        else:
+            from .numeric_torch import torch_spectra
+
+            spectra[backend] = torch_spectra(net, X, fixed, state.pattern, backend.split("-")[1])
+    outcomes = []
+    for pol in policies:
+        sp = spectra[pol.backend]
+        tg = pol.tolerance(sp.gamma_sv, sp.gamma_shape, sp.eps, "gamma")
+        ta = pol.tolerance(sp.alpha_sv, sp.alpha_shape, sp.eps, "alpha")
+        if pol.rule == "torch-default" and sp.native_default is not None:
+            rg, ra_alpha = sp.native_default
+        else:
+            rg, ra_alpha = int((sp.gamma_sv > tg).sum()), int((sp.alpha_sv > ta).sum())
+        ra = N_L * ra_alpha
+        v = verdict_from_ranks(rg, ra, net.dim, report.degenerate)
+        outcomes.append(PolicyOutcome(pol.name, tg, rg, ra, v, v == report.verdict,
+                                      rg == p_rank_gamma and ra == p_rank_a))
+    expected = (case.expected or {}).get("verdict")
+    return CaseCrosscheck(case.name, case.source, list(net.widths), len(X), net.dim,
+                          report.verdict, report.rank_gamma, report.rank_a, report.on_boundary,
+                          report.n_ties, p_rank_gamma, p_rank_a, p_verdict,
+                          expected if isinstance(expected, str) else None, spectra, outcomes,
+                          time.perf_counter() - start)
+
+
+@dataclass
+class SuiteSummary:
+    """Per-policy confusion tables and counts, and the common tolerance band per backend.
+
+    ``bands[backend]`` has ``rel`` (``[lo, hi)`` relative to ``sigma_1``, the
+    intersection over cases), ``abs`` (intersection of the absolute ``Gamma``
+    bands), ``exists``, ``chosen`` (geometric middle of ``rel``, if it exists),
+    and ``conflict`` naming the case that needs the largest lower end and the
+    case with the smallest upper end when the band is empty.
+    """
+
+    n_cases: int
+    policies: list[str]
+    confusion: dict[str, dict[str, dict[str, int]]]
+    wrong_verdicts: dict[str, list[str]]
+    wrong_ranks: dict[str, list[str]]
+    bands: dict[str, dict[str, Any]]
+    unfixable: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n_cases": self.n_cases, "policies": self.policies, "confusion": self.confusion,
+                "n_wrong_verdicts": {p: len(v) for p, v in self.wrong_verdicts.items()},
+                "n_wrong_ranks": {p: len(v) for p, v in self.wrong_ranks.items()},
+                "wrong_verdicts": self.wrong_verdicts, "wrong_ranks": self.wrong_ranks,
+                "bands": self.bands, "unfixable": self.unfixable}
+
+
+def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
+    """Suite view of :func:`crosscheck_case` results (same policies on every case)."""
+    policies = [o.policy for o in results[0].outcomes] if results else []
+    confusion: dict[str, dict[str, dict[str, int]]] = {}
+    wrong_v: dict[str, list[str]] = {}
+    wrong_r: dict[str, list[str]] = {}
+    for p in policies:
+        counts = Counter((r.verdict, r.outcome(p).verdict) for r in results)
+        confusion[p] = {e: {f: counts[(e, f)] for f in VERDICTS if counts[(e, f)]}
+                        for e in VERDICTS if any(counts[(e, f)] for f in VERDICTS)}
+        wrong_v[p] = [r.name for r in results if not r.outcome(p).right_verdict]
+        wrong_r[p] = [r.name for r in results if not r.outcome(p).right_ranks]
+    bands: dict[str, dict[str, Any]] = {}
+    backends = list(dict.fromkeys(k for r in results for k in r.spectra))
+    for b in backends:
+        per = [(r.name, r.spectra[b].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1]))
+               for r in results if b in r.spectra]
+        lo_name, lo = max(((n, d["rel"][0]) for n, d in per), key=lambda t: t[1])
+        hi_name, hi = min(((n, d["rel"][1]) for n, d in per), key=lambda t: t[1])
+        abs_lo = max(d["gamma_abs"][0] for _, d in per)
+        abs_hi = min(d["gamma_abs"][1] for _, d in per)
+        exists = lo < hi
+        entry: dict[str, Any] = {"rel": [lo, _jf(hi)], "abs": [abs_lo, _jf(abs_hi)], "exists": exists,
+                                 "abs_exists": abs_lo < abs_hi}
+        if exists:
+            entry["chosen"] = _middle(lo, hi)
+        else:
+            entry["conflict"] = {"needs_rtol_at_least": {"case": lo_name, "rtol": lo},
+                                 "needs_rtol_below": {"case": hi_name, "rtol": hi},
+                                 "cases_below": sorted(n for n, d in per if d["rel"][1] <= lo)}
+        entry["empty_cases"] = [n for n, d in per if d["empty"]]
+        bands[b] = entry
+    unfixable = [r.name for r in results if not r.fixable]
+    return SuiteSummary(len(results), policies, confusion, wrong_v, wrong_r, bands, unfixable)
+
+
+def _middle(lo: float, hi: float) -> float:
+    """Geometric middle of ``[lo, hi)``: tolerances are compared on a log scale."""
+    if math.isinf(hi):
+        return lo * 10 if lo > 0 else 1e-6
+    return math.sqrt(max(lo, hi * 1e-12) * hi)
