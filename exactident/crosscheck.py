@@ -219,7 +219,9 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
         lines.append(f"  {p}: " + "; ".join(cells))
     lines.append("")
     for b, entry in summary.bands.items():
-        if entry["exists"]:
+        if entry["rel"] is None:
+            lines.append(f"common band {b}: no case with the exact activation pattern")
+        elif entry["exists"]:
             lines.append(f"common band {b}: rtol in {_fmt_band(entry['rel'][0], entry['rel'][1])}, "
                          f"chosen rtol {entry['chosen']:.3g}")
         else:
@@ -227,6 +229,8 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
             lines.append(f"common band {b}: NONE: {c['needs_rtol_at_least']['case']} needs rtol >= "
                          f"{c['needs_rtol_at_least']['rtol']:.3g} but {c['needs_rtol_below']['case']} needs "
                          f"rtol < {c['needs_rtol_below']['rtol']:.3g} ({len(c['cases_below'])} case(s) below)")
+        if entry["excluded_pattern_differs"]:
+            lines.append(f"  left out (float pattern differs): {', '.join(entry['excluded_pattern_differs'])}")
     if summary.unfixable:
         lines.append("no tolerance gives the exact verdict for: " + ", ".join(summary.unfixable))
     return "\n".join(lines) + "\n"

@@ -321,7 +321,9 @@ class SuiteSummary:
     intersection over cases), ``abs`` (intersection of the absolute ``Gamma``
     bands), ``exists``, ``chosen`` (geometric middle of ``rel``, if it exists),
     and ``conflict`` naming the case that needs the largest lower end and the
-    case with the smallest upper end when the band is empty.
+    case with the smallest upper end when the band is empty.  Cases whose float
+    activation pattern differs from the exact one on that backend are left out
+    (``excluded_pattern_differs``): their float matrix rounds a different matrix.
     """
 
     n_cases: int
@@ -355,8 +357,16 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
     bands: dict[str, dict[str, Any]] = {}
     backends = list(dict.fromkeys(k for r in results for k in r.spectra))
     for b in backends:
+        # A case whose float pattern differs rounds a different matrix: no tolerance on it
+        # is about rounding error, so it is left out of the band (and listed).
+        here = [r for r in results if b in r.spectra]
+        excluded = [r.name for r in here if r.spectra[b].n_pattern_flips]
         per = [(r.name, r.spectra[b].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1]))
-               for r in results if b in r.spectra]
+               for r in here if not r.spectra[b].n_pattern_flips]
+        if not per:
+            bands[b] = {"rel": None, "abs": None, "exists": False, "abs_exists": False,
+                        "excluded_pattern_differs": excluded, "empty_cases": []}
+            continue
         lo_name, lo = max(((n, d["rel"][0]) for n, d in per), key=lambda t: t[1])
         hi_name, hi = min(((n, d["rel"][1]) for n, d in per), key=lambda t: t[1])
         abs_lo = max(d["gamma_abs"][0] for _, d in per)
@@ -371,6 +381,7 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
                                  "needs_rtol_below": {"case": hi_name, "rtol": hi},
                                  "cases_below": sorted(n for n, d in per if d["rel"][1] <= lo)}
         entry["empty_cases"] = [n for n, d in per if d["empty"]]
+        entry["excluded_pattern_differs"] = excluded
         bands[b] = entry
     unfixable = [r.name for r in results if not r.fixable]
     return SuiteSummary(len(results), policies, confusion, wrong_v, wrong_r, bands, unfixable)
