@@ -100,8 +100,8 @@ def plot_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary,
     rows = [(r.name, r.spectra[backend].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"], r)
             for r in results if backend in r.spectra]
     fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.8))
-    finite_lo = [lo for _, (lo, _), _ in rows if lo > 0]
-    left = min(finite_lo + [1e-18]) / 10
+    ends = [v for _, band, _ in rows for v in band if 0 < v < math.inf]
+    left = min(ends + [1e-18]) / 10
     right = 10.0
     for y, (name, (lo, hi), r) in enumerate(rows):
         a, b = max(lo, left), min(hi, right)
@@ -112,22 +112,24 @@ def plot_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary,
                 label="numpy-default rtol = max(m,n) eps" if y == 0 else None)
         if not r.fixable:
             ax.text(right, y, "  no tolerance fixes the verdict", va="center", fontsize=7, color="tab:red")
+        elif sp.n_pattern_flips:
+            ax.text(right, y, "  float pattern differs: left out", va="center", fontsize=7, color="tab:orange")
     lines = {"rtol=1e-6": 1e-6, "rtol=1e-9": 1e-9}
     for label, x in lines.items():
         ax.axvline(x, ls="--", color="gray", lw=1)
-        ax.text(x, len(rows) - 0.4, label, rotation=90, fontsize=7, va="top", ha="right", color="gray")
+        ax.text(x, -0.8, label, fontsize=7, va="bottom", ha="center", color="gray")
     entry = summary.bands.get(backend)
     if entry and entry["exists"]:
         ax.axvline(entry["chosen"], color="tab:green", lw=2, label=f"chosen common rtol {entry['chosen']:.2g}")
     elif entry:
         ax.set_title("no common band: " + entry["conflict"]["needs_rtol_at_least"]["case"] + " vs "
                      + entry["conflict"]["needs_rtol_below"]["case"], fontsize=9, color="tab:red")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     ax.set_xscale("log")
     ax.set_xlim(left, right * 1e3)
+    ax.set_ylim(len(rows) - 0.5, -1.3)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([name for name, _, _ in rows], fontsize=7)
-    ax.invert_yaxis()
     ax.set_xlabel(f"relative tolerance rtol = tol / sigma_max ({backend}); bar = [sigma_(r+1), sigma_r) / sigma_1")
     _save(fig, path)
     plt.close(fig)

@@ -375,7 +375,7 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
         entry: dict[str, Any] = {"rel": [lo, _jf(hi)], "abs": [abs_lo, _jf(abs_hi)], "exists": exists,
                                  "abs_exists": abs_lo < abs_hi}
         if exists:
-            entry["chosen"] = _middle(lo, hi)
+            entry["chosen"] = _middle(lo, hi, here[0].spectra[b].eps)
         else:
             entry["conflict"] = {"needs_rtol_at_least": {"case": lo_name, "rtol": lo},
                                  "needs_rtol_below": {"case": hi_name, "rtol": hi},
@@ -387,8 +387,13 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
     return SuiteSummary(len(results), policies, confusion, wrong_v, wrong_r, bands, unfixable)
 
 
-def _middle(lo: float, hi: float) -> float:
-    """Geometric middle of ``[lo, hi)``: tolerances are compared on a log scale."""
+def _middle(lo: float, hi: float, eps: float) -> float:
+    """Geometric middle of ``[lo, hi)`` (tolerances compare on a log scale).
+
+    A zero lower end (every case full rank) is replaced by ``eps`` -- a relative
+    tolerance below round-off means nothing -- or by ``hi / 1000`` if smaller.
+    """
+    a = lo if lo > 0 else min(eps, hi / 1000)
     if math.isinf(hi):
-        return lo * 10 if lo > 0 else 1e-6
-    return math.sqrt(max(lo, hi * 1e-12) * hi)
+        return a * 1000
+    return math.sqrt(a * hi)
