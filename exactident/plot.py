@@ -49,7 +49,10 @@ def _save(fig, path: str | os.PathLike[str]) -> None:
     fmt = target.suffix.lstrip(".") or "png"
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".{fmt}", dir=target.parent or ".")
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a picture is for sharing
         fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
         os.replace(tmp, target)
     except BaseException:
@@ -124,7 +127,7 @@ def plot_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary,
     elif entry:
         ax.set_title("no common band: " + entry["conflict"]["needs_rtol_at_least"]["case"] + " vs "
                      + entry["conflict"]["needs_rtol_below"]["case"], fontsize=9, color="tab:red")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xscale("log")
     ax.set_xlim(left, right * 1e3)
     ax.set_ylim(len(rows) - 0.5, -1.3)
