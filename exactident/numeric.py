@@ -83,6 +83,8 @@ def gamma_float(fnet: FloatNetwork, Xf: np.ndarray, fixed: FixedEdges,
     """Float ``Gamma``, shape ``(n N_L, dim)``, by backpropagation (Prop. 10)."""
     H, pattern = _forward(fnet, Xf)
     n, N_L = Xf.shape[0], fnet.widths[-1]
+    if n == 0:  # empty sample: reshape(-1) cannot infer a size from 0 rows
+        return np.zeros((0, len(cols)), dtype=Xf.dtype)
     blocks = []
     D = np.broadcast_to(np.eye(N_L, dtype=Xf.dtype), (n, N_L, N_L))
     per_layer = []
@@ -187,7 +189,9 @@ def float_operators(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: Fixe
     flips = int(sum(int(np.sum(a != b)) for a, b in zip(pattern, exact_pattern)))
     G = gamma_float(fnet, Xf, fixed, free_columns(net, fixed))
     n_p = n_paths(net.widths)
-    if len(X) * n_p <= MAX_ALPHA_ENTRIES:
+    if not X:
+        A, gram = np.zeros((0, n_p), dtype=dtype), False
+    elif len(X) * n_p <= MAX_ALPHA_ENTRIES:
         A, gram = alpha_float(pattern, Xf), False
     else:
         A, gram = alpha_float_gram(pattern, Xf), True

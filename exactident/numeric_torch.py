@@ -89,8 +89,10 @@ def gamma_torch(model, Xt, cols: Sequence[int]):
     def f(p):
         return functional_call(model, p, (Xt,))
 
-    jac = jacrev(f)(params)  # name -> (n, N_L, *param.shape)
     n, N_L = Xt.shape[0], model[-1].out_features
+    if n == 0:
+        return torch.zeros((0, len(cols)), dtype=Xt.dtype)
+    jac = jacrev(f)(params)  # name -> (n, N_L, *param.shape)
     full = torch.cat([jac[k].reshape(n * N_L, -1) for k in names], dim=1)
     return full[:, list(cols)]
 
@@ -121,7 +123,9 @@ def torch_spectra(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     flips = int(sum(int(np.sum(a != b)) for a, b in zip(pattern, exact_pattern)))
     G = gamma_torch(model, Xt, free_columns(net, fixed))
     Xn = Xt.numpy()
-    if len(X) * n_paths(net.widths) <= MAX_ALPHA_ENTRIES:
+    if not X:
+        A, gram = torch.zeros((0, n_paths(net.widths)), dtype=dtype), False
+    elif len(X) * n_paths(net.widths) <= MAX_ALPHA_ENTRIES:
         A, gram = torch.from_numpy(alpha_float(pattern, Xn)), False
     else:
         A, gram = torch.from_numpy(alpha_float_gram(pattern, Xn)), True

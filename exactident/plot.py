@@ -69,6 +69,10 @@ def plot_case(result: CaseCrosscheck, path: str | os.PathLike[str]) -> None:
     for ax, key in zip(axes[0], backends):
         sp = result.spectra[key]
         s = sp.gamma_sv
+        if s.size == 0:
+            ax.text(0.5, 0.5, "Gamma is empty: no singular values", ha="center", transform=ax.transAxes)
+            ax.set_title(f"{result.name}: Gamma {sp.gamma_shape[0]}x{sp.gamma_shape[1]}, {key}", fontsize=9)
+            continue
         floor = max(float(s[s > 0].min()) if np.any(s > 0) else 1e-300, 1e-300)
         shown = np.where(s > 0, s, floor)
         idx = np.arange(1, len(s) + 1)

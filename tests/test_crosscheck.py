@@ -310,3 +310,20 @@ def test_cli_torch_backend(folder, capsys):
     pol = {p["policy"]: p for p in data["policies"]}
     assert pol["torch-float64/torch-default"]["rank_gamma"] == 3
     assert data["spectra"]["torch-float64"]["native_default_ranks"] == [3, 3]
+
+
+def test_edge_cases_empty_sample_and_affine(tmp_path):
+    """Empty sample: Gamma is 0 x 3, rank 0 = rank A < dim 3, not-identifiable (SPEC §2 rules).
+    L = 1, rows (x_1, x_2, 1) of (1,2), (3,1/3), (0,0): determinant 1/3 - 6 != 0, identifiable."""
+    empty = _spec_case("empty", [])
+    affine = parse_case({"format": "exactident-case/1", "name": "affine", "widths": [2, 1],
+                         "weights": [[["2", "1"]]], "biases": [["1"]],
+                         "sample": [["1", "2"], ["3", "1/3"], ["0", "0"]]})
+    for case, verdict, rank in ((empty, "not-identifiable", 0), (affine, "identifiable", 3)):
+        r = crosscheck_case(case)
+        assert (r.verdict, r.rank_gamma) == (verdict, rank)
+        assert all(o.right_verdict and o.right_ranks for o in r.outcomes)
+        write_case(case, tmp_path / f"{case.name}.json")
+    assert main(["crosscheck", str(tmp_path)]) == 0
+    if pytest.importorskip("matplotlib"):
+        assert main(["crosscheck", str(tmp_path / "empty.json"), "--plot", str(tmp_path / "e.png")]) == 0
