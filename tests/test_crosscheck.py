@@ -329,3 +329,10 @@ def test_edge_cases_empty_sample_and_affine(tmp_path):
 
     if importlib.util.find_spec("matplotlib") is not None:
         assert main(["crosscheck", str(tmp_path / "empty.json"), "--plot", str(tmp_path / "e.png")]) == 0
+
+
+def test_cli_plot_unwritable_is_bad_input(folder, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "nodir" / "p.png"
+    assert main(["crosscheck", str(folder / "a.json"), "--plot", str(target)]) == 2
+    assert "--plot" in capsys.readouterr().err and not target.exists()
