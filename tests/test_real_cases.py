@@ -34,6 +34,7 @@ computation written here, sharing no code with the package:
 from __future__ import annotations
 
 import decimal
+import functools
 import importlib.util
 import itertools
 import json
@@ -66,6 +67,12 @@ REAL_CASES = _real_case_paths()
 IDS = [p.stem for p in REAL_CASES]
 
 
+@functools.lru_cache(maxsize=None)
+def _report(path: Path):
+    # One exact check per case for the whole module (the CPU is shared).
+    return check(load_case(path), numeric=False, all_ranks=True)
+
+
 def test_real_cases_are_shipped():
     names = set(IDS)
     assert "diabetes-mlp-10-8-1" in names  # the README's first command uses it
@@ -82,7 +89,11 @@ def _q(value) -> Fraction:
 
 
 def _read(path: Path) -> dict:
-    obj = json.loads(path.read_text(encoding="utf-8"), parse_float=decimal.Decimal)
+    return _parse(path.read_text(encoding="utf-8"))
+
+
+def _parse(text: str) -> dict:
+    obj = json.loads(text, parse_float=decimal.Decimal)
     widths = obj["widths"]
     W = [np.array([[_q(v) for v in row] for row in M], dtype=object).reshape(widths[l + 1], widths[l])
          for l, M in enumerate(obj["weights"])]
@@ -125,7 +136,8 @@ def oracle(case: dict) -> dict:
                 row.extend(D[l][k, r] * H[l - 1][i, c] for r in range(widths[l]) for c in range(widths[l - 1]))
                 row.extend(D[l][k, r] for r in range(widths[l]))
             full_rows.append(row)
-    # Fixed edge of hidden neuron v of layer l: largest |W_{l+1}[k, v]|, lowest k (SPEC §1).
+    # Fixed edge of hidden neuron v (layer l-1 here): largest |W_l[k, v]|, lowest k (SPEC §1);
+    # in the column block of W_l (row-major) the entry W_l[k, v] is at k * N_{l-1} + v.
     fixed_cols, offset = set(), 0
     for l in range(1, L + 1):
         if l > 1:
@@ -173,13 +185,34 @@ def oracle(case: dict) -> dict:
 
 # --- tests --------------------------------------------------------------------
 
+def _tiny(sample: list[str]) -> dict:
+    return _parse(json.dumps({"widths": [1, 1, 1], "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
+                              "sample": [[x] for x in sample]}))
+
+
+def test_oracle_on_the_hand_example():
+    # SPEC §2: f(x) = 3 relu(2x + 1) + b_2; W_2 is fixed, tau = (w_1, b_1, b_2).
+    # Samples 0, 1, 2 are active: Gamma rows (3x, 3, 1) = (0,3,1), (3,3,1), (6,3,1), rank 2;
+    # the full Jacobian adds the column dW_2 = h = 2x + 1 = (2/3) dw_1 + (1/3) db_1: rank 2;
+    # alpha rows (x, 1, 1): rank 2.  R_Gamma = R_A = 2 < dim = 3 -> not identifiable.
+    truth = oracle(_tiny(["0", "1", "2"]))
+    assert (truth["rank_gamma"], truth["rank_full"], truth["rank_a"], truth["dim"]) == (2, 2, 2, 3)
+    assert truth["verdict"] == "not-identifiable"
+    # x = -1 is inactive (z = -1): rows (0,3,1), (3,3,1), (0,0,1), rank 3 = dim.
+    truth = oracle(_tiny(["0", "1", "-1"]))
+    assert (truth["rank_gamma"], truth["rank_a"], truth["verdict"]) == (3, 3, "identifiable")
+    # x = -1/2 is exactly on the kink: a tie, which this oracle leaves undecided.
+    truth = oracle(_tiny(["0", "1", "-1/2"]))
+    assert (truth["n_ties"], truth["verdict"]) == (1, None)
+
+
 @pytest.mark.parametrize("path", REAL_CASES, ids=IDS)
 def test_check_agrees_with_independent_oracle(path):
     data = _read(path)
     truth = oracle(data)
     assert truth["n_free"] == truth["dim"]  # |F_theta| + |B| = dim (SPEC §1)
     assert truth["rank_full"] == truth["rank_gamma"]  # fixed-edge choice does not matter (docstring)
-    report = check(load_case(path), numeric=False, all_ranks=True)
+    report = _report(path)
     keys = ("dim", "rank_gamma", "rank_a", "n_ties", "on_boundary", "degenerate", "cs", "cn", "verdict")
     assert {k: getattr(report, k) for k in keys} == {k: truth[k] for k in keys}
     assert report.on_boundary is False
@@ -193,7 +226,7 @@ def test_one_real_case_is_off_boundary_and_not_degenerate_and_identifiable():
     # The issue asks for at least one real case where the theorems apply and decide.
     verdicts = {}
     for path in REAL_CASES:
-        r = check(load_case(path), numeric=False)
+        r = _report(path)
         verdicts[path.stem] = (r.verdict, r.on_boundary, r.degenerate)
     assert ("identifiable", False, False) in verdicts.values(), verdicts
 
@@ -224,7 +257,9 @@ def _load_script():
     return module
 
 
-def test_exact_weights_are_the_trained_float64_values():
+@pytest.fixture(scope="module")
+def trained():
+    """The script's models, retrained (about 2 s); skipped without sklearn or on another version."""
     sklearn = pytest.importorskip("sklearn")
     script = _load_script()
     if sklearn.__version__ != script.CONFIRMED_WITH_SKLEARN:
@@ -236,14 +271,43 @@ def test_exact_weights_are_the_trained_float64_values():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        built = {case.name: (model, X) for case, model, X, _ in script.build_cases(sklearn.__version__)}
+        built = script.build_cases(sklearn.__version__)
+    return script, {case.name: (case, model, X, kind) for case, model, X, kind in built}
+
+
+def test_exact_weights_are_the_trained_float64_values(trained):
+    _, built = trained
     assert set(built) == set(IDS)
     for path in REAL_CASES:
         data = _read(path)
-        model, X = built[path.stem]
+        case, model, X, _ = built[path.stem]
+        assert dump_case(case) == path.read_text(encoding="utf-8")  # retraining reproduces the file
         for l, (c, i) in enumerate(zip(model.coefs_, model.intercepts_)):
             # float() of the exact rational must give back the trained float64 bit for bit.
             assert np.array_equal(np.array([[float(v) for v in row] for row in data["W"][l]]), c.T)
             assert np.array_equal(np.array([float(v) for v in data["b"][l]]), i)
             assert all(Fraction(float(v)) == v for v in data["W"][l].ravel())
         assert np.array_equal(np.array([[float(v) for v in row] for row in data["X"]]), X)
+
+
+def test_faithfulness_check_catches_a_one_ulp_change(trained):
+    import flint
+
+    script, built = trained
+    case, model, X, kind = built["iris-mlp-4-8-8-3"]
+    script.check_faithful(case.network, case.X, model, X, kind)  # the real export passes
+    net = case.network.copy()
+    w = float(model.coefs_[1][0, 0])
+    bumped = Fraction(float(np.nextafter(w, np.inf)))
+    net.W[1][0, 0] = flint.fmpq(bumped.numerator, bumped.denominator)
+    with pytest.raises(AssertionError, match="W_2 does not round-trip"):
+        script.check_faithful(net, case.X, model, X, kind)
+
+
+def test_script_explains_missing_sklearn(monkeypatch):
+    import sys
+
+    script = _load_script()
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # makes "import sklearn" raise ImportError
+    with pytest.raises(SystemExit, match=r"pip install 'exactident\[sklearn\]'"):
+        script._require_sklearn()
