@@ -96,6 +96,7 @@ def export_network(coefs: Sequence[np.ndarray], intercepts: Sequence[np.ndarray]
 
 
 def export_sample(X: np.ndarray) -> list[list[flint.fmpq]]:
+    """Float64 inputs ``(n, N_0)`` -> ``n`` rows of exact ``fmpq`` (no rounding)."""
     return [[to_fmpq(exact(v)) for v in row] for row in np.asarray(X, dtype=np.float64)]
 
 
@@ -114,21 +115,50 @@ def float_forward(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> np.ndarray
     return h
 
 
+def _require(condition: bool, message: str) -> None:
+    # Not ``assert``: the check must also run under ``python -O``.
+    if not condition:
+        raise AssertionError(message)
+
+
 def _assert_close(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:
     scale = max(float(np.max(np.abs(theirs))), 1e-300)
     err = float(np.max(np.abs(ours - theirs))) / scale
-    assert err <= FAITHFUL_RTOL, f"{what}: exported network differs from sklearn (rel. err {err:.3g})"
+    _require(err <= FAITHFUL_RTOL, f"{what}: exported network differs from sklearn (rel. err {err:.3g})")
 
 
 def check_faithful(net: Network, X_exact: Sequence[Sequence[flint.fmpq]], model: Any,
                    X: np.ndarray, kind: str) -> None:
-    """Assert the export reproduces the trained float64 model."""
+    """Check that the exported exact case reproduces the trained float64 model.
+
+    Parameters
+    ----------
+    net : Network
+        The exported network (exact, Q).
+    X_exact : n rows of N_0 fmpq
+        The exported sample.
+    model : sklearn MLPRegressor or MLPClassifier
+        The trained model.
+    X : ndarray, shape (n, N_0), float64
+        The inputs the model was trained on (rows matching ``X_exact``).
+    kind : {"regressor", "classifier"}
+
+    Raises
+    ------
+    AssertionError
+        If a parameter or sample value does not convert back to the same float64
+        bit for bit, or if the float64 forward pass of the export differs from
+        ``model.predict`` (regressor), or from the logits and ``predict_proba``
+        (classifier), by more than ``FAITHFUL_RTOL`` relative.
+    """
     for l, (c, i) in enumerate(zip(model.coefs_, model.intercepts_)):
         back = np.array([[_to_float(net.W[l][r, s]) for s in range(net.W[l].ncols())]
                          for r in range(net.W[l].nrows())])
-        assert np.array_equal(back, c.T), f"W_{l + 1} does not round-trip bit for bit"
-        assert np.array_equal(np.array([_to_float(v) for v in net.b[l]]), i), f"b_{l + 1} does not round-trip"
-    assert np.array_equal(np.array([[_to_float(v) for v in row] for row in X_exact]), X), "sample does not round-trip"
+        _require(np.array_equal(back, c.T), f"W_{l + 1} does not round-trip bit for bit")
+        _require(np.array_equal(np.array([_to_float(v) for v in net.b[l]]), i),
+                 f"b_{l + 1} does not round-trip bit for bit")
+    _require(np.array_equal(np.array([[_to_float(v) for v in row] for row in X_exact]), X),
+             "sample does not round-trip bit for bit")
     out = float_forward(net, X_exact)
     if kind == "regressor":
         _assert_close(out[:, 0], model.predict(X), "predict")
@@ -146,6 +176,7 @@ def check_faithful(net: Network, X_exact: Sequence[Sequence[flint.fmpq]], model:
 
 
 def _dead_and_always_on(net: Network, X: np.ndarray) -> list[tuple[int, int]]:
+    # Informative only (float signs): neurons inactive / active on every sample, per hidden layer.
     out = []
     h = X
     for l in range(1, net.L):
@@ -158,10 +189,10 @@ def _dead_and_always_on(net: Network, X: np.ndarray) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------------------
-# The shipped cases.  Each builder returns (name, estimator description, model,
-# X as trained on, kind, note).
+# The shipped cases.  Each builder trains one model and returns
+# (model, X as trained on, estimator parameters, data description).
 
-def _diabetes(subset: int | None = None) -> tuple:
+def _diabetes() -> tuple:
     from sklearn.datasets import load_diabetes
     from sklearn.neural_network import MLPRegressor
     from sklearn.preprocessing import StandardScaler
