@@ -12,13 +12,13 @@ from __future__ import annotations
 import decimal
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import flint
 
+from .atomic import atomic_write_text
 from .errors import CaseFormatError
 from .network import Network
 from .rationals import format_fmpq, parse_number
@@ -261,26 +261,6 @@ def _dump(value: Any, indent: int) -> str:
 def dump_case(case: Case) -> str:
     """Canonical text of a case; ``dump_case(load(dump_case(c))) == dump_case(c)``."""
     return _dump(case_to_json(case), 0) + "\n"
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and ``os.replace``.
-
-    A failure leaves any existing file untouched and no partial file behind.
-    """
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def write_case(case: Case, path: str | os.PathLike[str]) -> None:

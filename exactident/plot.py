@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from .atomic import atomic_path
 from .errors import UnsupportedCaseError
 from .tolerance import CaseCrosscheck, SuiteSummary
 
@@ -44,20 +44,9 @@ def require_matplotlib():
 
 
 def _save(fig, path: str | os.PathLike[str]) -> None:
-    # Atomic like every output: render to a temp file beside the target, then rename.
-    target = Path(path)
-    fmt = target.suffix.lstrip(".") or "png"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".{fmt}", dir=target.parent or ".")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a picture is for sharing
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    with atomic_path(path, suffix=f".{fmt}") as tmp:
         fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def plot_case(result: CaseCrosscheck, path: str | os.PathLike[str]) -> None:
