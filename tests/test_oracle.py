@@ -60,10 +60,13 @@ def symbols_of(widths):
 
 
 class Oracle:
-    def __init__(self, tc, fixed=None):
+    def __init__(self, tc, fixed=None, acts=None, lifting=True):
+        """``acts[i][l-1][v]`` in {0, 1} overrides the indicators (a tie resolution)."""
         self.tc = tc
         widths, W, b, X = tc.widths, tc.W, tc.b, tc.X
         L = len(widths) - 1
+        if acts is None:
+            acts = [[[1 if z >= 0 else 0 for z in zl] for zl in forward(W, b, x)[:-1]] for x in X]
         self.fixed = oracle_fixed(W) if fixed is None else fixed
         Ws, bs = symbols_of(widths)
         self.theta = {}
@@ -79,14 +82,14 @@ class Oracle:
         # Gamma: rows i*N_L + k, columns keyed by symbol name.
         rows = []
         self.outputs = []
-        for x in X:
+        for x, a in zip(X, acts):
             zs = forward(W, b, x)
             h = [sp.Rational(v.numerator, v.denominator) for v in x]
             for l in range(1, L + 1):
                 z = [sum((Ws[l - 1][i][j] * h[j] for j in range(len(h))), sp.Integer(0)) + bs[l - 1][i]
                      for i in range(widths[l])]
                 if l < L:
-                    h = [z[i] * (1 if zs[l - 1][i] >= 0 else 0) for i in range(widths[l])]
+                    h = [z[i] * a[l - 1][i] for i in range(widths[l])]
             for k in range(widths[-1]):
                 rows.append([sp.diff(z[k], s).subs(self.theta) for s in self.free])
                 self.outputs.append(sp.Rational(zs[-1][k].numerator, zs[-1][k].denominator))
@@ -110,7 +113,6 @@ class Oracle:
                     for p in nx.all_simple_paths(G, src, t):
                         self.paths.append((l, tuple(node[1] for node in p)))
         self.paths.append((L, ()))
-        acts = [[[1 if z >= 0 else 0 for z in zl] for zl in forward(W, b, x)[:-1]] for x in X]
         arows = []
         for x, a in zip(X, acts):
             row = []
@@ -127,7 +129,12 @@ class Oracle:
                 row.append(val)
             arows.append(row)
         self.alpha = sp.Matrix(len(X), len(self.paths), [e for r in arows for e in r])
-        # phi with symbols, Dpsi by differentiation.
+        if lifting:
+            self._lifting(widths, Ws, bs)
+
+    def _lifting(self, widths, Ws, bs):
+        """phi with symbols, then Dpsi by differentiation (independent of the pattern)."""
+        L = len(widths) - 1
         N_L = widths[-1]
         phis = []
         for l, vs in self.paths:
@@ -292,3 +299,71 @@ def test_oracle_table_covers_both_theorems():
         widths, seed, n, rational = param.values
         verdicts.add(_build(widths, seed, n, rational)[2].verdict())
     assert verdicts == {"identifiable", "not-identifiable", "inconclusive"}
+
+
+# ----------------------------------------------------------------------------- ties: every resolution
+
+def _own_ties(tc):
+    return [(i, l + 1, v) for i, x in enumerate(tc.X) for l, z in enumerate(forward(tc.W, tc.b, x)[:-1])
+            for v, val in enumerate(z) if val == 0]
+
+
+# (widths, seed): seeded draws with 1..4 ties, several in layer 2 (found by _own_ties)
+TIED = [((1, 2, 2, 1), 1), ((1, 2, 2, 1), 4), ((2, 2, 2, 2), 1), ((2, 2, 2, 2), 11), ((1, 1, 1, 1), 4),
+        ((1, 1, 1, 1), 5)]
+
+
+@pytest.mark.parametrize("widths,seed", TIED, ids=[f"{'-'.join(map(str, w))}-s{s}" for w, s in TIED])
+def test_every_tie_resolution_matches_oracle(widths, seed):
+    """Gamma(s) and alpha(s) for each resolution s of the ties, incl. ties in deeper layers.
+
+    At a tie h = relu(0) = 0 whichever side, so only the derivative factor changes; the
+    oracle multiplies the symbolic pre-activation by the resolved 0/1 indicator.
+    """
+    from itertools import product
+
+    from exactident.activation import resolve_ties
+
+    tc = random_case(widths, seed, 5, allow_ties=True)
+    ties = _own_ties(tc)
+    assert 1 <= len(ties) <= 4
+    case = parse_case(tc.obj())
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    assert [(t.i, t.l, t.v) for t in st.ties] == ties
+    fixed = fixed_edges(net)
+    names = [p.name for p in free_parameters(net, fixed)]
+    base = [[[1 if z >= 0 else 0 for z in zl] for zl in forward(tc.W, tc.b, x)[:-1]] for x in tc.X]
+    for sides in product([True, False], repeat=len(ties)):
+        acts = [[list(row) for row in a] for a in base]
+        for (i, l, v), side in zip(ties, sides):
+            acts[i][l - 1][v] = int(side)
+        orc = Oracle(tc, acts=acts, lifting=False)
+        pattern = resolve_ties(st.pattern, st.ties, sides)
+        G = to_sympy(gamma_exact(net, X, st.Z, pattern, fixed))
+        assert G == orc.gamma.extract(list(range(orc.gamma.rows)), [orc.names.index(nm) for nm in names])
+        A = to_sympy(alpha_exact(pattern, X))
+        assert A == orc.alpha.extract(list(range(len(X))), [orc.paths.index(p) for p in paths(widths)])
+        assert exact_rank(gamma_exact(net, X, st.Z, pattern, fixed)) == orc.ranks()[0]
+
+
+def exact_rank(M):
+    from exactident.linalg import exact
+
+    return exact.rank(M)
+
+
+@pytest.mark.parametrize("widths,seed,n,rational", CASES[::3])
+def test_gram_route_gives_rank_alpha(widths, seed, n, rational, monkeypatch):
+    """rank(alpha alpha^T) = rank(alpha) over Q; check's Gram fallback agrees with the oracle."""
+    import sys
+
+    from exactident.activation import alpha_gram
+
+    tc, case, orc = _build(widths, seed, n, rational)
+    st = activation_state(case.network, case.X)
+    r_alpha = orc.ranks()[1] // widths[-1]
+    assert exact_rank(alpha_gram(st.pattern, case.X)) == r_alpha
+    check_mod = sys.modules["exactident.check"]
+    monkeypatch.setattr(check_mod, "MAX_EXPLICIT_ALPHA", 0)  # force the Gram route
+    assert check_mod.rank_alpha(st.pattern, case.X, widths) == r_alpha
