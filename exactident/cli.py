@@ -84,9 +84,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from .report import render_table, reports_to_json
 
     cases = [load_case(path) for path in args.cases]  # validate everything before any work
-    reports = [check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
-                     verify_propositions=args.verify_propositions,
-                     max_resolutions=args.max_resolutions, all_ranks=args.all_ranks) for c in cases]
+    reports = []
+    for path, c in zip(args.cases, cases):
+        try:
+            reports.append(check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
+                                 verify_propositions=args.verify_propositions,
+                                 max_resolutions=args.max_resolutions, all_ranks=args.all_ranks))
+        except UnsupportedCaseError as exc:  # SPEC §5: the message names the file
+            raise UnsupportedCaseError(f"{path}: {exc}") from None
     if args.json:
         sys.stdout.write(reports_to_json(reports, as_list=len(args.cases) > 1))
     else:

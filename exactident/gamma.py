@@ -91,7 +91,8 @@ def gamma_exact(
     n, N_L = len(X), net.widths[-1]
     cols = free_columns(net, fixed)
     H = hidden_values(net, X, Z)
-    H_rows = [[Hl.table()[i] if n else [] for Hl in H] for i in range(n)] if n else []
+    H_tables = [Hl.table() for Hl in H]  # once: table() per sample made this O(n^2)
+    H_rows = [[t[i] for t in H_tables] for i in range(n)]
     identity = flint.fmpq_mat(N_L, N_L, [int(r == c) for r in range(N_L) for c in range(N_L)])
     entries: list[flint.fmpq] = []
     for i in range(n):

@@ -90,12 +90,14 @@ def gamma_float(fnet: FloatNetwork, Xf: np.ndarray, fixed: FixedEdges,
     per_layer = []
     for l in range(fnet.L, 0, -1):
         # D: (n, N_L, N_l) = d f / d z_l
-        dW = np.einsum("nkr,nc->nkrc", D, H[l - 1]).reshape(n, N_L, -1)
+        # explicit sizes: reshape(..., -1) fails on an empty sample (n = 0)
+        dW = np.einsum("nkr,nc->nkrc", D, H[l - 1]).reshape(n, N_L, D.shape[2] * H[l - 1].shape[1])
         per_layer.append(np.concatenate([dW, D], axis=2))
         if l > 1:
             D = (D @ fnet.W[l - 1]) * pattern[l - 2][:, None, :]
     blocks = per_layer[::-1]
-    full = np.concatenate(blocks, axis=2).reshape(n * N_L, -1)
+    full = np.concatenate(blocks, axis=2)
+    full = full.reshape(n * N_L, full.shape[2])
     return full[:, list(cols)]
 
 
@@ -105,10 +107,10 @@ def alpha_float(pattern: Sequence[np.ndarray], Xf: np.ndarray) -> np.ndarray:
     tail = np.ones((n, 1), dtype=Xf.dtype)
     blocks = []
     for p in reversed(pattern):
-        tail = (p[:, :, None] * tail[:, None, :]).reshape(n, -1).astype(Xf.dtype)
+        tail = (p[:, :, None] * tail[:, None, :]).reshape(n, p.shape[1] * tail.shape[1]).astype(Xf.dtype)
         blocks.append(tail)
     blocks.reverse()
-    first = (Xf[:, :, None] * tail[:, None, :]).reshape(n, -1)
+    first = (Xf[:, :, None] * tail[:, None, :]).reshape(n, Xf.shape[1] * tail.shape[1])
     return np.concatenate([first, *blocks, np.ones((n, 1), dtype=Xf.dtype)], axis=1)
 
 

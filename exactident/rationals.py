@@ -20,8 +20,9 @@ __all__ = ["parse_number", "format_fmpq", "to_fmpq", "MAX_EXPONENT"]
 #: Largest decimal exponent accepted; beyond it the exact integer would be huge.
 MAX_EXPONENT = 4000
 
-_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_RATIO = re.compile(r"([+-]?\d+)/(\d+)")
+# re.ASCII: without it \d also matches other scripts' digits ("٣/٤", fullwidth "３").
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_RATIO = re.compile(r"([+-]?\d+)/(\d+)", re.ASCII)
 
 
 def to_fmpq(value: int | Fraction | flint.fmpq | flint.fmpz) -> flint.fmpq:
@@ -113,9 +114,13 @@ def parse_number(value: object, source: str, field: str) -> flint.fmpq:
         text = value.strip()
         ratio = _RATIO.fullmatch(text)
         if ratio:
-            if int(ratio.group(2)) == 0:
+            try:
+                p, q = int(ratio.group(1)), int(ratio.group(2))
+            except ValueError:  # beyond Python's int-string digit limit (4300 by default)
+                raise CaseFormatError(source, field, f"integer too long in {value[:40]!r}...") from None
+            if q == 0:
                 raise CaseFormatError(source, field, f"zero denominator in {value!r}")
-            return flint.fmpq(int(ratio.group(1)), int(ratio.group(2)))
+            return flint.fmpq(p, q)
         if _DECIMAL.fullmatch(text):
             try:
                 return to_fmpq(_decimal_text_to_fraction(text))
