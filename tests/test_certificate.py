@@ -1,0 +1,105 @@
+"""``exactident verify-certificate``: accepts real certificates, rejects tampered ones (exit 3)
+and malformed reports (exit 2, one line naming file and field)."""
+
+import copy
+import json
+
+import pytest
+
+from exactident.case import load_case
+from exactident.certificate import verify_certificate
+from exactident.cli import main
+from exactident.errors import CaseFormatError
+
+KINK = "cases/tiny-111-kink.json"
+
+
+@pytest.fixture()
+def report(tmp_path, capsys):
+    assert main(["check", "--json", "--no-numeric", KINK]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["verdict"] == "not-identifiable"
+    return data
+
+
+def _write(tmp_path, data):
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return str(path)
+
+
+def test_real_certificate_is_valid(tmp_path, report, capsys):
+    assert main(["verify-certificate", KINK, _write(tmp_path, report)]) == 0
+    out = capsys.readouterr().out
+    assert "certificate VALID" in out and "R_Gamma(s) = R_A(s) = 2 < dim = 3" in out
+
+
+def _tampered(report, how):
+    data = copy.deepcopy(report)
+    ent = data["certificate"]["entering"]
+    if how == "delta entry":  # (0, 1, -2) is not in ker Gamma(active): row (0, 3, 1) gives 1
+        ent["delta"]["b_2[0]"] = "-2"
+    elif how == "flipped side":  # g_t.delta = 1 > 0 cannot certify the inactive side
+        ent["resolution"][0]["active"] = False
+    elif how == "parameter name":  # the case has no W_2[0,0] among the free parameters
+        ent["delta"]["W_2[0,0]"] = ent["delta"].pop("W_1[0,0]")
+    elif how == "claimed rank":
+        ent["rank_a"] = 3
+    elif how == "claimed derivative":
+        ent["derivatives"][0]["value"] = "2"
+    elif how == "fixed edge not free":  # W_2[0,0] is the fixed edge: listing it breaks tau
+        ent["parameters"][0] = "W_2[0,0]"
+    return data
+
+
+@pytest.mark.parametrize("how", ["delta entry", "flipped side", "parameter name", "claimed rank",
+                                 "claimed derivative", "fixed edge not free"])
+def test_tampered_certificate_is_rejected(tmp_path, report, capsys, how):
+    assert main(["verify-certificate", KINK, _write(tmp_path, _tampered(report, how))]) == 3
+    assert "certificate INVALID" in capsys.readouterr().out
+
+
+def test_certificate_for_another_case_is_rejected(tmp_path, report, capsys):
+    # Adding sample -1 makes the case identifiable: the same certificate must fail.
+    case = json.load(open(KINK))
+    case["sample"].append(["-1"])
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(case))
+    assert main(["verify-certificate", str(path), _write(tmp_path, report)]) == 3
+
+
+@pytest.mark.parametrize("data, field", [
+    ("{not json", "not valid JSON"),
+    ({"format": "exactident-report/1"}, "certificate: missing"),
+    ({"certificate": {}}, "certificate: has neither"),
+    ({"certificate": {"entering": {"resolution": []}}}, "certificate.entering.invisible_ties: missing"),
+])
+def test_bad_report_exits_2(tmp_path, capsys, data, field):
+    path = _write(tmp_path, data)
+    assert main(["verify-certificate", KINK, path]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and path in err and field in err
+
+
+def test_bad_delta_value_names_the_field(report):
+    data = copy.deepcopy(report)
+    data["certificate"]["entering"]["delta"]["b_1[0]"] = "0.5"
+    with pytest.raises(CaseFormatError, match=r"delta\['b_1\[0\]'\]: expected a rational string"):
+        verify_certificate(load_case(KINK), data, "r.json")
+
+
+def test_bad_parameter_name_names_the_field(report):
+    data = copy.deepcopy(report)
+    data["certificate"]["entering"]["parameters"][1] = "bias one"
+    with pytest.raises(CaseFormatError, match=r"parameters\[1\]: expected a name like"):
+        verify_certificate(load_case(KINK), data, "r.json")
+
+
+def test_rank_part_is_reported_when_unchecked(report):
+    data = copy.deepcopy(report)
+    data["certificate"]["rank"] = {"anything": 1}
+    valid, msgs = verify_certificate(load_case(KINK), data)
+    try:
+        import exactident.linalg.modular  # noqa: F401
+    except ImportError:
+        assert valid and any("rank part not checked" in m for m in msgs)
