@@ -49,6 +49,7 @@ import flint
 from .activation import ActivationState, Tie, resolve_ties
 from .conditions import IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, \
     reason_from_ranks, verdict_from_ranks
+from .errors import InvariantViolation
 from .entering import TieGradients, find_strict_direction, primitive_integer
 from .fixed_edges import FixedEdges, free_parameters
 from .gamma import gamma_exact
@@ -197,8 +198,9 @@ def _progress(iterable: Iterable, total: int) -> Iterable:
     return tqdm(iterable, total=total, desc="tie resolutions", file=sys.stderr, leave=False)
 
 
-def _fmt_res(ties: Sequence[Tie], active: Sequence[bool]) -> str:
-    return ", ".join(f"{t} {'active' if a else 'inactive'}" for t, a in zip(ties, active))
+def _fmt_res(ties: Sequence[Tie], active: Sequence[bool], limit: int = 6) -> str:
+    text = ", ".join(f"{t} {'active' if a else 'inactive'}" for t, a in list(zip(ties, active))[:limit])
+    return text + (f", ... ({len(ties)} ties)" if len(ties) > limit else "")
 
 
 def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationState,
@@ -333,5 +335,6 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                else "C_N holds for each of them")
         reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and {why}: "
                   "no entering kernel direction found")
-    assert best is not None
+    if best is None:
+        raise InvariantViolation("no tie resolution was enumerated")
     return BoundaryOutcome(verdict, reason, best[0], best[1], patterns, certificate, {"summary": summary})

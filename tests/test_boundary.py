@@ -185,3 +185,51 @@ def test_strict_direction_infeasible_and_zero_row():
     q = entering.flint.fmpq
     assert entering.find_strict_direction([[q(1), q(2)], [q(-1), q(-2)]]) == (None, "exact LP infeasible")
     assert entering.find_strict_direction([[q(0), q(0)]]) == (None, "zero row")
+
+
+def _transform(widths, W, b, X, how):
+    """Permute layer-1 neurons (reverse) or rescale neuron (1, 0) by 3/2: equivalent parameters."""
+    Wf, bf, Xf = _fr(widths, W, b, X)
+    if how == "permute":
+        perm = list(reversed(range(widths[1])))
+        Wf[0] = [Wf[0][p] for p in perm]
+        bf[0] = [bf[0][p] for p in perm]
+        Wf[1] = [[row[p] for p in perm] for row in Wf[1]]
+    else:
+        lam = F(3, 2)
+        Wf[0][0] = [w * lam for w in Wf[0][0]]
+        bf[0][0] *= lam
+        for row in Wf[1]:
+            row[0] /= lam
+    return widths, Wf, bf, Xf
+
+
+def _pattern_summary(report):
+    return sorted((p["rank_gamma"], p["cs"], p["cn"]) for p in report.patterns)
+
+
+@pytest.mark.parametrize("how", ["permute", "rescale"])
+@pytest.mark.parametrize("name", list(CASES), ids=list(CASES))
+def test_boundary_verdicts_are_invariant(name, how):
+    # Equivalent parameters (paper §3: permutations, positive rescalings) have the same ties
+    # (pre-activations are permuted / scaled by 3/2 > 0), so the same verdict and pattern ranks.
+    widths, W, b, X, expected = CASES[name]
+    base = check(_case(name, widths, W, b, X), numeric=False)
+    w2, W2, b2, X2 = _transform(widths, W, b, X, how)
+    case2 = _case(name, w2, W2, b2, X2)
+    other = check(case2, numeric=False)
+    assert other.verdict == base.verdict == expected and other.n_ties == base.n_ties
+    assert _pattern_summary(other) == _pattern_summary(base)
+    if other.certificate:
+        assert verify_certificate(case2, other.to_dict())[0]
+
+
+def test_boundary_verdict_does_not_depend_on_the_fixed_edge():
+    # Widths [2,3,3,1] at the origin (6 ties, 64 resolutions): every hidden neuron of layer 1
+    # has 3 nonzero outgoing edges; fixing another one changes tau's coordinates, not the ranks.
+    W = [[[1, 2], [-1, 1], [2, -3]], [[1, -1, 2], [2, 1, 1], [-1, 3, 1]], [[1, 2, -1]]]
+    case = _case("origin", [2, 3, 3, 1], W, [[0, 0, 0], [0, 0, 0], [0]], [[0, 0], [1, 2], [-1, 1], [2, -1]])
+    base = check(case, numeric=False)
+    for choice in ({(1, 0): 0, (1, 1): 0, (1, 2): 0}, {(1, 0): 1, (1, 1): 2, (1, 2): 1}):
+        other = check(case, numeric=False, fixed_choice=choice)
+        assert other.verdict == base.verdict and _pattern_summary(other) == _pattern_summary(base)
