@@ -139,6 +139,39 @@ def test_spec_certificate_delta_is_0_1_minus3():
     assert (ent["rank_gamma"], ent["rank_a"], ent["dim"]) == (2, 2, 3)
 
 
+def test_curved_fiber_needs_a_solved_correction():
+    """Widths [1,2,2] (found by a seeded random search of certified cases whose straight line fails).
+
+    h0 = relu(0 x + b1_0) = 1 + db1_0 (active everywhere), h1 = relu(-x + 2 + db1_1), tie at x = 2.
+    Fixed edges: W_2[0,0] = -1 (neuron 0) and W_2[1,1] = -2 (neuron 1); free c = W_2[1,0] = 0 and
+    W_2[0,1] = 1.  f0 = -h0 + h1 + b2_0,  f1 = c h0 - 2 h1 + b2_1.
+    Along delta = (db1_0, db1_1, dc) = (1, 1, 2): f0 changes by -t + t = 0, f1 by
+    2t (1 + t) - 2t = 2t^2: delta is tangent to the fiber (in ker Gamma(active)), the line is not
+    in it.  Solving c' (1 + t) - 2t = 0 gives c' = 2t / (1 + t): exactly on the fiber, and the tie
+    x = 2 has h1 = t > 0 (active side).  At x = 3 (h1 = 0) f1 changes from -1 to 2t - 1: not
+    equivalent.
+    """
+    widths, W, b, X = [1, 2, 2], [[[0], [-1]], [[-1, 1], [0, -2]]], [[1, 2], [-2, -1]], [[-2], [0], [2]]
+    case = _case("curved", widths, W, b, X)
+    report = check(case, numeric=False)
+    assert report.verdict == "not-identifiable"
+    assert verify_certificate(case, report.to_dict())[0]
+    ent = dict(report.certificate["entering"])
+    assert ent["resolution"] == [{"sample": 2, "layer": 1, "neuron": 1, "active": True}]
+    ent["delta"] = {name: "0" for name in ent["parameters"]}
+    ent["delta"].update({"b_1[0]": "1", "b_1[1]": "1", "W_2[1,0]": "2"})
+    ent.pop("derivatives")
+    assert verify_certificate(case, {"certificate": {"entering": ent}})[0]  # hand delta certifies too
+    Wf, bf, Xf = _fr(widths, W, b, X)
+    f_theta = O.outputs(widths, Wf, bf, Xf)
+    for t in (F(1, 10), F(1, 1000)):
+        W2, b2 = _apply(widths, Wf, bf, ent["parameters"], ent["delta"], t)
+        assert [o[1] - f[1] for o, f in zip(O.outputs(widths, W2, b2, Xf), f_theta)] == [2 * t * t] * 3
+        W2[1][1][0] = 2 * t / (1 + t)
+        assert O.outputs(widths, W2, b2, Xf) == f_theta
+        assert O.outputs(widths, W2, b2, [[F(3)]])[0][1] == 2 * t - 1 != O.outputs(widths, Wf, bf, [[F(3)]])[0][1]
+
+
 def test_invisible_ties_mean_theta_is_not_on_the_boundary():
     """Widths [1,1,1,1], z1 = x, z2 = relu(z1) - 1, f = relu(z2); all later weights 1 (fixed).
 
