@@ -31,10 +31,13 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
   the verdict is ``inconclusive`` with the count and the option to raise.
 - **not-identifiable** needs an exact certificate: a resolution ``s`` with
   ``R_Gamma(s) == R_A(s) < dim`` and ``delta = K c`` in ``ker Gamma(s)``
-  entering the piece of ``s`` strictly (:mod:`exactident.certificate`).
+  entering the piece of ``s`` strictly (:mod:`exactident.certificate`), or,
+  when no direction enters at first order, a straight-line certificate
+  (:mod:`exactident.line`): a kernel direction along which the outputs on
+  ``X`` are exactly constant and ``f`` changes at a probe point.
 
 Called by :func:`exactident.check.check`; calls :mod:`exactident.gamma`,
-:mod:`exactident.entering`, :mod:`exactident.certificate`.
+:mod:`exactident.entering`, :mod:`exactident.line`, :mod:`exactident.certificate`.
 """
 
 from __future__ import annotations
@@ -50,7 +53,9 @@ from .activation import ActivationState, Tie, resolve_ties
 from .conditions import IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, \
     reason_from_ranks, verdict_from_ranks
 from .errors import InvariantViolation
-from .entering import TieGradients, find_strict_direction, primitive_integer
+from .entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
+from .line import find_probe, is_constant_line, line_outputs
+from .rationals import format_fmpq
 from .fixed_edges import FixedEdges, free_parameters
 from .gamma import gamma_exact
 from .linalg import exact
@@ -60,6 +65,10 @@ __all__ = ["BoundaryOutcome", "analyse_boundary", "invisible_ties", "tie_groups"
            "DEFAULT_MAX_RESOLUTIONS"]
 
 DEFAULT_MAX_RESOLUTIONS = 4096
+#: Resolutions (failing C_S) whose kernels are searched for a straight-line certificate.
+MAX_LINE_RESOLUTIONS = 64
+#: Kernel directions tried per resolution.
+MAX_LINE_CANDIDATES = 24
 
 
 @dataclass
@@ -203,6 +212,45 @@ def _fmt_res(ties: Sequence[Tie], active: Sequence[bool], limit: int = 6) -> str
     return text + (f", ... ({len(ties)} ties)" if len(ties) > limit else "")
 
 
+def _line_candidates(gamma: flint.fmpq_mat, signed: list) -> list[list[flint.fmpq]]:
+    """Kernel directions of ``Gamma(s)`` worth a straight-line check: basis vectors, both signs,
+    and float LP points of ``{c : sign_t g_t K c >= 0, c_j = +-1}`` (rationalised)."""
+    K = exact.nullspace(gamma)
+    k = K.ncols()
+    cols = [[K[r, j] for r in range(K.nrows())] for j in range(k)]
+    out = [c for col in cols for c in (col, [-v for v in col])]
+    rows = [(flint.fmpq_mat([row]) * K).entries() for row in signed]
+    for c in relaxed_directions(rows, k):
+        out.append((K * flint.fmpq_mat(k, 1, c)).entries())
+    return out[:MAX_LINE_CANDIDATES]
+
+
+def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any] | None:
+    params = free_parameters(net, fixed)
+    seen: set[tuple] = set()
+    for gamma, signed in pool:
+        for delta in _line_candidates(gamma, signed):
+            delta = primitive_integer(delta)
+            key = tuple(delta)
+            if key in seen or not any(delta):
+                continue
+            seen.add(key)
+            dW = [flint.fmpq_mat(net.widths[l], net.widths[l - 1]) for l in range(1, net.L + 1)]
+            db = [[flint.fmpq(0)] * net.widths[l] for l in range(1, net.L + 1)]
+            for p, d in zip(params, delta):
+                if p.is_weight:
+                    dW[p.l - 1][p.i, p.j] = d
+                else:
+                    db[p.l - 1][p.i] = d
+            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in X):
+                continue
+            probe = find_probe(net, dW, db, X)
+            if probe is not None:
+                return {"line": {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)},
+                                 "probe": [format_fmpq(v) for v in probe]}}
+    return None
+
+
 def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationState,
                      fixed: FixedEdges, max_resolutions: int = DEFAULT_MAX_RESOLUTIONS) -> BoundaryOutcome:
     """Decide a boundary case (theta has ties, theta not in ``S``) per SPEC §2.
@@ -274,6 +322,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     reach_cache: dict[tuple[int, tuple[bool, ...]], bool] = {}
 
     patterns: list[dict[str, Any]] = []
+    line_pool: list[tuple[flint.fmpq_mat, list]] = []
     certificate = None
     cert_res = None
     best: tuple[int, int | None] | None = None
@@ -305,6 +354,8 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                                                          gamma, g_rows, rg, ra)
                 cert_res = active
                 reachable = True  # the entering kernel direction is itself a first-order witness
+        if not cs and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
+            line_pool.append((gamma, signed))
         n_reach += reachable
         n_cs_fail += not cs
         n_cn_fail += not cn
@@ -325,6 +376,14 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   "non-equivalent parameters give the same outputs (certificate)")
         nz = {k: v for k, v in ent["delta"].items() if v != "0"}
         summary.append("certificate delta: " + ", ".join(f"{k} = {v}" for k, v in nz.items()))
+    elif n_cs_fail and (line := _find_line(net, X, fixed, line_pool)) is not None:
+        certificate = line
+        verdict = NOT_IDENTIFIABLE
+        reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and no kernel direction enters "
+                  "strictly to first order, but the segment theta + eps delta keeps every output on X "
+                  "exactly and changes f at a probe point (straight-line certificate)")
+        summary.append("line certificate delta: " + ", ".join(
+            f"{k} = {v}" for k, v in line["line"]["delta"].items()) + f"; probe x* = {line['line']['probe']}")
     elif n_cs_fail == 0:
         verdict = IDENTIFIABLE
         reason = (f"C_S holds for all {n_res} tie resolutions (none excluded): rank Gamma(s) = dim = {dim} "

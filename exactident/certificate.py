@@ -17,6 +17,11 @@ edge per hidden neuron), ``Gamma(s)`` and ``g_t . delta`` by *forward-mode*
 differentiation (the engine uses backpropagation), ``alpha(s)`` by explicit
 path enumeration, and ranks by sympy's ``DomainMatrix`` over QQ.
 
+A ``line`` part ``{"delta": {name: "p/q"}, "probe": [x*]}`` (from
+:mod:`exactident.line`) claims that ``f_{theta + eps delta}(X) = f_theta(X)``
+for all small ``eps > 0`` and that ``f`` changes at ``x*``; the verifier
+re-runs the network on polynomials in ``eps`` over Fractions.
+
 Entering part keys: ``resolution`` (ties with ``active``), ``invisible_ties``,
 ``parameters`` (names of ``tau``'s coordinates, in order), ``delta``
 (``name -> "p/q"``), ``derivatives`` (``g_t . delta`` per resolved tie),
@@ -221,8 +226,8 @@ def verify_certificate(case, report: Any, source: str = "<report>") -> tuple[boo
 
 def _verify(case, report: Any) -> tuple[bool, list[str]]:
     cert = _need(report, "certificate", dict, "")
-    if "entering" not in cert and "rank" not in cert:
-        raise _Bad("certificate", "has neither an 'entering' nor a 'rank' part")
+    if not {"entering", "line", "rank"} & set(cert):
+        raise _Bad("certificate", "has no 'entering', 'line' or 'rank' part")
     ok, msgs = True, []
     if "rank" in cert:
         try:
@@ -239,7 +244,76 @@ def _verify(case, report: Any) -> tuple[bool, list[str]]:
     if "entering" in cert:
         good, more = _verify_entering(case, _need(cert, "entering", dict, "certificate"))
         ok, msgs = ok and good, msgs + more
+    if "line" in cert:
+        good, more = _verify_line(case, _need(cert, "line", dict, "certificate"))
+        ok, msgs = ok and good, msgs + more
     return ok, msgs
+
+
+def _poly_add(p, q):
+    n = max(len(p), len(q))
+    return [(p[k] if k < len(p) else 0) + (q[k] if k < len(q) else 0) for k in range(n)]
+
+
+def _poly_mul(p, q):
+    out = [Fraction(0)] * max(len(p) + len(q) - 1, 0)
+    for a, pa in enumerate(p):
+        for c, qc in enumerate(q):
+            out[a + c] += pa * qc
+    return out
+
+
+def _line_forward(W, b, dW, db, x):
+    """Outputs of ``theta + eps delta`` at ``x`` as polynomials in ``eps``, for small ``eps > 0``."""
+    h = [[v] for v in x]
+    L = len(W)
+    for l in range(1, L + 1):
+        z = []
+        for r in range(len(W[l - 1])):
+            acc = [b[l - 1][r], db[l - 1][r]]
+            for c in range(len(h)):
+                acc = _poly_add(acc, _poly_mul([W[l - 1][r][c], dW[l - 1][r][c]], h[c]))
+            z.append(acc)
+        if l < L:  # relu for small eps > 0: the sign of the lowest nonzero coefficient
+            z = [p if next((c for c in p if c != 0), 0) > 0 else [] for p in z]
+        h = z
+    return h
+
+
+def _verify_line(case, line: dict) -> tuple[bool, list[str]]:
+    where = "certificate.line"
+    net = case.network
+    widths = list(net.widths)
+    L = len(widths) - 1
+    W = [[[Fraction(int(q.p), int(q.q)) for q in row] for row in M.table()] for M in net.W]
+    b = [[Fraction(int(q.p), int(q.q)) for q in bl] for bl in net.b]
+    X = [[Fraction(int(q.p), int(q.q)) for q in row] for row in case.X]
+    delta = {k: _frac(v, f"{where}.delta[{k!r}]") for k, v in _need(line, "delta", dict, where).items()}
+    probe = [_frac(v, f"{where}.probe[{k}]") for k, v in enumerate(_need(line, "probe", list, where))]
+    dW = [[[Fraction(0)] * widths[l - 1] for _ in range(widths[l])] for l in range(1, L + 1)]
+    db = [[Fraction(0)] * widths[l] for l in range(1, L + 1)]
+    fails = []
+    for name, d in delta.items():
+        m = _NAME.fullmatch(name)
+        if m and m[1] and 1 <= int(m[2]) <= L and int(m[3]) < widths[int(m[2])] and int(m[4]) < widths[int(m[2]) - 1]:
+            dW[int(m[2]) - 1][int(m[3])][int(m[4])] = d
+        elif m and m[5] and 1 <= int(m[6]) <= L and int(m[7]) < widths[int(m[6])]:
+            db[int(m[6]) - 1][int(m[7])] = d
+        else:
+            fails.append(f"delta: {name!r} is not a weight or bias of this network")
+    if len(probe) != widths[0]:
+        fails.append(f"probe has {len(probe)} coordinates, expected N_0 = {widths[0]}")
+    if fails:
+        return False, fails
+    for i, x in enumerate(X):
+        if any(c != 0 for p in _line_forward(W, b, dW, db, x) for c in p[1:]):
+            fails.append(f"sample {i}: the outputs change along theta + eps delta")
+    if all(c == 0 for p in _line_forward(W, b, dW, db, probe) for c in p[1:]):
+        fails.append("the probe point does not show a change of f: non-equivalence not proved")
+    if fails:
+        return False, fails
+    return True, ["line part valid: f_{theta + eps delta}(X) = f_theta(X) for all small eps > 0, "
+                  "and f changes at the probe point"]
 
 
 def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:

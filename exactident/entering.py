@@ -39,7 +39,7 @@ from .fixed_edges import FixedEdges
 from .gamma import free_columns, hidden_values
 from .network import Network
 
-__all__ = ["TieGradients", "find_strict_direction", "primitive_integer", "is_strictly_entering", "MAX_EXACT_LP_ENTRIES"]
+__all__ = ["TieGradients", "find_strict_direction", "relaxed_directions", "primitive_integer", "is_strictly_entering", "MAX_EXACT_LP_ENTRIES"]
 
 #: Largest ``rows * cols`` handed to sympy's exact simplex (it is pure Python).
 MAX_EXACT_LP_ENTRIES = 20_000
@@ -225,3 +225,29 @@ def find_strict_direction(rows: Sequence[Sequence[flint.fmpq]]) -> tuple[list[fl
     if is_strictly_entering(rows, c):  # sympy's answer is rational, but check anyway
         return c, "exact LP"
     return None, "exact LP answer failed the exact check"
+
+
+def relaxed_directions(rows: Sequence[Sequence[flint.fmpq]], k: int) -> list[list[flint.fmpq]]:
+    """Float LP points of ``{c in Q^k : row . c >= 0 for all rows, c_j = +-1}``, rationalised.
+
+    Candidates only (empty without scipy): callers check whatever they use exactly.
+    """
+    try:
+        from scipy.optimize import linprog
+    except ImportError:
+        return []
+    fr = [[_to_fraction(a) for a in row] for row in rows]
+    A = [[-float(a / max(abs(x) for x in row)) for a in row] for row in fr if any(row)]
+    out = []
+    for j in range(k):
+        for sign in (1, -1):
+            bounds = [(-100, 100)] * k
+            bounds[j] = (sign, sign)
+            try:
+                res = linprog(np.zeros(k), A_ub=np.array(A) if A else None, b_ub=np.zeros(len(A)) if A else None,
+                              bounds=bounds, method="highs")
+            except (ValueError, RuntimeError):
+                continue
+            if res.status == 0 and res.x is not None and np.all(np.isfinite(res.x)):
+                out.append(primitive_integer([Fraction(float(x)).limit_denominator(1000) for x in res.x]))
+    return out

@@ -71,7 +71,7 @@ def test_certificate_for_another_case_is_rejected(tmp_path, report, capsys):
 @pytest.mark.parametrize("data, field", [
     ("{not json", "not valid JSON"),
     ({"format": "exactident-report/1"}, "certificate: missing"),
-    ({"certificate": {}}, "certificate: has neither"),
+    ({"certificate": {}}, "certificate: has no 'entering'"),
     ({"certificate": {"entering": {"resolution": []}}}, "certificate.entering.invisible_ties: missing"),
 ])
 def test_bad_report_exits_2(tmp_path, capsys, data, field):
@@ -103,3 +103,41 @@ def test_rank_part_is_reported_when_unchecked(report):
         import exactident.linalg.modular  # noqa: F401
     except ImportError:
         assert valid and any("rank part not checked" in m for m in msgs)
+
+
+SECOND_ORDER = "cases/boundary-second-order-tie.json"
+
+
+@pytest.fixture()
+def line_report(capsys):
+    assert main(["check", "--json", "--no-numeric", SECOND_ORDER]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_line_certificate_for_a_tie_never_entered_at_first_order(tmp_path, line_report, capsys):
+    """f = relu(-2x + b0) + relu(x + b1) - 2 with b0 = 0, b1 = 2; samples -1, 1, -2, 0, 2, 1.
+
+    Ties: neuron 0 at x = 0 (z = b0) and neuron 1 at x = -2.  On the all-active resolution the
+    rows (w0 x a0, w1... ) give ker Gamma = span (db1, db2) = (1, -1) (derivation: rows at 1 and 2
+    force dw1 = 0, then db1 + db2 = 0, the tie row at 0 forces db0 = 0, the row at -1 dw0 = 0):
+    every kernel direction keeps z = b0 at the tie x = 0 exactly, so no direction enters strictly.
+    But along delta = (db1, db2) = (1, -1): f changes by relu(x + 2 + eps) - relu(x + 2) - eps,
+    which is 0 for every x >= -2 (all samples, the tie -2 included) and -eps at x = -3.
+    """
+    cert = line_report["certificate"]
+    assert line_report["verdict"] == "not-identifiable" and "entering" not in cert
+    assert main(["verify-certificate", SECOND_ORDER, _write(tmp_path, line_report)]) == 0
+    hand = {"certificate": {"line": {"delta": {"b_1[1]": "1", "b_2[0]": "-1"}, "probe": ["-3"]}}}
+    assert verify_certificate(load_case(SECOND_ORDER), hand)[0]
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"probe": ["1"]}, "probe point does not show"),          # x = 1: relu(3 + eps) - 3 - eps = 0
+    ({"delta": {"b_1[1]": "1", "b_2[0]": "-2"}}, "outputs change"),
+    ({"delta": {"b_3[0]": "1"}}, "not a weight or bias"),
+])
+def test_tampered_line_certificate_is_rejected(change, why):
+    line = {"delta": {"b_1[1]": "1", "b_2[0]": "-1"}, "probe": ["-3"]}
+    line.update(change)
+    valid, msgs = verify_certificate(load_case(SECOND_ORDER), {"certificate": {"line": line}})
+    assert not valid and any(why in m for m in msgs)
