@@ -314,7 +314,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     if n_res > max_resolutions:
         reason = (f"{len(ties)} visible ties give {n_res} tie resolutions, more than the limit "
                   f"{max_resolutions}; nothing was enumerated (raise it with --max-resolutions {n_res})")
-        return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary + [reason]})
+        return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
 
     grads = TieGradients(net, X, state.Z, fixed)
     groups = tie_groups(ties)
