@@ -383,11 +383,12 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   "strictly to first order, but the segment theta + eps delta keeps every output on X "
                   "exactly and changes f at a probe point (straight-line certificate)")
         summary.append("line certificate delta: " + ", ".join(
-            f"{k} = {v}" for k, v in line["line"]["delta"].items()) + f"; probe x* = {line['line']['probe']}")
+            f"{k} = {v}" for k, v in line["line"]["delta"].items() if v != "0")
+            + f"; probe x* = ({', '.join(line['line']['probe'])})")
     elif n_cs_fail == 0:
         verdict = IDENTIFIABLE
         reason = (f"C_S holds for all {n_res} tie resolutions (none excluded): rank Gamma(s) = dim = {dim} "
-                  "for every pattern reachable near theta")
+                  "on every resolution, a superset of the patterns reachable near theta")
     else:
         verdict = INCONCLUSIVE
         why = ("none of them fails C_N with an entering kernel direction" if n_cn_fail
