@@ -141,3 +141,31 @@ def test_tampered_line_certificate_is_rejected(change, why):
     line.update(change)
     valid, msgs = verify_certificate(load_case(SECOND_ORDER), {"certificate": {"line": line}})
     assert not valid and any(why in m for m in msgs)
+
+
+def test_invisible_ties_are_checked(tmp_path):
+    """z1 = x, z2 = relu(z1) - 1, f = relu(z2); samples 0, 1, 3.
+
+    x = 0 ties neuron (1,0) but z2(0) = -1 < 0: invisible.  x = 1 ties the layer-2 neuron
+    (z2 = 0): visible.  Inactive side: only x = 3 reaches the output, rows over
+    (w1, b1, b2, b3): (3,1,1,1), (0,0,0,1), (0,0,0,1): rank 2 = rank A < 4; the certificate
+    must list x^0 as invisible and resolve x^1.  Claiming the visible tie invisible is rejected.
+    """
+    case_path = tmp_path / "case.json"
+    case_path.write_text(json.dumps({"format": "exactident-case/1", "name": "inv2", "widths": [1, 1, 1, 1],
+                                     "weights": [[["1"]], [["1"]], [["1"]]], "biases": [["0"], ["-1"], ["0"]],
+                                     "sample": [["0"], ["1"], ["3"]]}))
+    from exactident.check import check
+    case = load_case(str(case_path))
+    data = check(case, numeric=False).to_dict()
+    ent = data["certificate"]["entering"]
+    assert ent["invisible_ties"] == [{"sample": 0, "layer": 1, "neuron": 0}]
+    assert [(t["sample"], t["layer"]) for t in ent["resolution"]] == [(1, 2)]
+    assert verify_certificate(case, data)[0]
+    bad = copy.deepcopy(data)
+    bad_ent = bad["certificate"]["entering"]
+    bad_ent["invisible_ties"].append({"sample": 1, "layer": 2, "neuron": 0})
+    bad_ent["resolution"] = []
+    bad_ent.pop("derivatives")
+    valid, msgs = verify_certificate(case, bad)
+    assert not valid and any("listed invisible" in m for m in msgs)
