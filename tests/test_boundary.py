@@ -266,3 +266,20 @@ def test_boundary_verdict_does_not_depend_on_the_fixed_edge():
     for choice in ({(1, 0): 0, (1, 1): 0, (1, 2): 0}, {(1, 0): 1, (1, 1): 2, (1, 2): 1}):
         other = check(case, numeric=False, fixed_choice=choice)
         assert other.verdict == base.verdict and _pattern_summary(other) == _pattern_summary(base)
+
+
+BOUNDARY_FILES = ["tiny-111-kink", "tiny-111-kink-plus", "boundary-hyperplane-2d", "boundary-two-ties-one-neuron",
+                  "boundary-dead-neuron", "boundary-second-layer", "boundary-invisible-tie",
+                  "boundary-origin-zero-biases", "boundary-second-order-tie"]
+
+
+@pytest.mark.parametrize("name", BOUNDARY_FILES, ids=BOUNDARY_FILES)
+def test_shipped_boundary_cases_match_expected(name):
+    # The `expected` blocks were derived by hand (see each case's description).
+    from exactident.case import load_case
+
+    case = load_case(f"cases/{name}.json")
+    got = check(case, numeric=False).to_dict()
+    assert {k: got[k] for k in case.expected} == case.expected
+    if got["verdict"] == "not-identifiable" and "certificate" in got:
+        assert verify_certificate(case, got)[0]
