@@ -1,17 +1,94 @@
-"""Samples on activation boundaries (SPEC §2, ties).  Placeholder: full analysis in issue 3."""
+"""Samples on activation boundaries: tie resolutions and the SPEC §2 boundary rules.
+
+When a sample has a pre-activation exactly zero (a *tie*), theta lies on the
+boundary ``Delta_X`` where the paper's Theorems 8 and 9 are silent.  Near
+theta the activation operator is ``alpha(s)`` for some *tie resolution* ``s``
+(each tie active or inactive), and on the piece of ``s`` the outputs are
+``F_s(tau) = alpha(s) psi^theta(tau)`` with Jacobian ``Gamma(s)`` at
+``tau_theta`` (:func:`exactident.gamma.gamma_exact` with the resolved pattern;
+forward values do not depend on ``s`` because ``relu(0) = 0``).
+
+Decisions made here (the reasoning is in ``docs/boundary.md``):
+
+- **Invisible ties are dropped.**  A tie ``(i, l, v)`` is invisible when some
+  layer ``m`` in ``l+1..L-1`` has every neuron *strictly* inactive at ``x^i``:
+  every path through ``v`` then carries a zero factor, so ``alpha`` (and
+  ``Gamma``) is the same on both sides, in every neighbourhood of theta.  If
+  every tie is invisible, theta is not on ``Delta_X`` after all and Theorems
+  8/9 apply directly.
+- **No resolution is excluded.**  Proving a pattern unreachable needs more
+  than first order, so the sufficient check (``identifiable``) runs over
+  every resolution of the visible ties.  Reachability is only *proved*
+  (first-order strict entering direction, :mod:`exactident.entering`) and is
+  otherwise ``"unknown"``.
+- **Grouping is for reachability only.**  Ties whose pre-activations depend on
+  disjoint parameter sets (over-approximated: a layer-``l`` tie depends on its
+  own neuron and every neuron of layers ``< l``) have independent first-order
+  systems; each group's LP is solved once per sub-resolution and the group
+  directions add up.  Ranks of ``Gamma(s)`` do not factor, so every
+  resolution's rank is computed.
+- **Cap.**  Beyond ``max_resolutions`` resolutions nothing is enumerated and
+  the verdict is ``inconclusive`` with the count and the option to raise.
+- **not-identifiable** needs an exact certificate: a resolution ``s`` with
+  ``R_Gamma(s) == R_A(s) < dim`` and ``delta = K c`` in ``ker Gamma(s)``
+  entering the piece of ``s`` strictly (:mod:`exactident.certificate`), or,
+  when no direction enters at first order, a straight-line certificate
+  (:mod:`exactident.line`): a kernel direction along which the outputs on
+  ``X`` are exactly constant and ``f`` changes at a probe point.
+
+Called by :func:`exactident.check.check`; calls :mod:`exactident.gamma`,
+:mod:`exactident.entering`, :mod:`exactident.line`, :mod:`exactident.certificate`.
+"""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import product
+from typing import Any, Iterable, Sequence
 
-from .conditions import INCONCLUSIVE
+import flint
 
-__all__ = ["BoundaryOutcome", "analyse_boundary"]
+from .activation import ActivationState, Tie, resolve_ties
+from .conditions import IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, \
+    reason_from_ranks, verdict_from_ranks
+from .errors import InvariantViolation
+from .entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
+from .line import find_probe, is_constant_line, line_outputs
+from .rationals import format_fmpq
+from .fixed_edges import FixedEdges, free_parameters
+from .gamma import gamma_exact
+from .linalg import exact
+from .network import Network
+
+__all__ = ["BoundaryOutcome", "analyse_boundary", "invisible_ties", "tie_groups", "tie_dict",
+           "DEFAULT_MAX_RESOLUTIONS"]
+
+DEFAULT_MAX_RESOLUTIONS = 4096
+#: Resolutions (failing C_S) whose kernels are searched for a straight-line certificate.
+MAX_LINE_RESOLUTIONS = 64
+#: Kernel directions tried per resolution.
+MAX_LINE_CANDIDATES = 24
 
 
 @dataclass
 class BoundaryOutcome:
+    """What :func:`analyse_boundary` decides; ``check`` copies it into the report.
+
+    Attributes
+    ----------
+    verdict, reason : str
+    rank_gamma, rank_a : int or None
+        At the resolution of smallest ``rank_gamma`` (SPEC §4); ``None`` when
+        nothing was enumerated.
+    patterns : list of dict or None
+        SPEC §4 ``{ties, rank_gamma, rank_a, cs, cn, reachable}`` per resolution.
+    certificate : dict or None
+        ``{"entering": ...}`` for ``not-identifiable``.
+    extra : dict
+        ``summary``: readable lines for the human table.
+    """
+
     verdict: str
     reason: str
     rank_gamma: int | None = None
@@ -21,7 +98,303 @@ class BoundaryOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def analyse_boundary(net, X, state, fixed, max_resolutions: int = 4096) -> BoundaryOutcome:
-    ties = ", ".join(str(t) for t in state.ties[:8]) + (" ..." if len(state.ties) > 8 else "")
-    return BoundaryOutcome(INCONCLUSIVE, f"theta is on the boundary Delta_X ({len(state.ties)} ties: {ties}); "
-                           "Theorems 8/9 do not apply there")
+def tie_dict(tie: Tie, active: bool | None = None) -> dict[str, Any]:
+    """A tie as a report entry ``{"sample", "layer", "neuron"[, "active"]}``."""
+    out: dict[str, Any] = {"sample": tie.i, "layer": tie.l, "neuron": tie.v}
+    if active is not None:
+        out["active"] = bool(active)
+    return out
+
+
+def invisible_ties(net: Network, state: ActivationState) -> list[Tie]:
+    """Ties whose side cannot change ``alpha``: a later hidden layer is all strictly inactive.
+
+    Parameters
+    ----------
+    net : Network
+    state : ActivationState
+
+    Returns
+    -------
+    list of Tie
+        Tie ``(i, l, v)`` such that for some ``m`` in ``l+1..L-1`` every
+        neuron of layer ``m`` has ``z_m(x^i) < 0``.  Every path through
+        ``v`` at ``x^i`` then has a zero activation factor that stays zero
+        near theta, so both sides give the same ``alpha`` (paper §2.2).
+
+    Examples
+    --------
+    Widths ``[1, 1, 1, 1]``: the first hidden neuron is tied at ``x = 0`` and
+    the second is strictly inactive there (bias ``-1``), so the tie is invisible.
+
+    >>> from exactident.activation import activation_state
+    >>> q = flint.fmpq_mat
+    >>> net = Network((1, 1, 1, 1), [q([[1]]), q([[1]]), q([[1]])],
+    ...               [[flint.fmpq(0)], [flint.fmpq(-1)], [flint.fmpq(0)]])
+    >>> [str(t) for t in invisible_ties(net, activation_state(net, [[0]]))]
+    ['x^0@(1,0)']
+    """
+    zero = flint.fmpq(0)
+    out = []
+    for t in state.ties:
+        for m in range(t.l + 1, net.L):
+            if all(z < zero for z in state.Z[m - 1].table()[t.i]):
+                out.append(t)
+                break
+    return out
+
+
+def tie_groups(ties: Sequence[Tie]) -> list[list[int]]:
+    """Partition tie indices into groups with disjoint first-order supports.
+
+    The parameters a layer-``l`` tie's pre-activation can depend on are
+    over-approximated by its own neuron ``(l, v)`` (row ``v`` of ``W_l``,
+    ``b_l[v]``) and every neuron of layers ``< l``; ties sharing a neuron in
+    that set share a group.  Ties of different groups have ``g_t`` supported
+    on disjoint parameter sets, and ``g_t(s)`` depends only on the resolution
+    of upstream ties in its own group.
+
+    Examples
+    --------
+    >>> tie_groups([Tie(0, 1, 0), Tie(1, 1, 0), Tie(0, 1, 1)])
+    [[0, 1], [2]]
+    >>> tie_groups([Tie(0, 1, 0), Tie(0, 1, 1), Tie(0, 2, 0)])
+    [[0, 1, 2]]
+    """
+    parent = list(range(len(ties)))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    owner: dict[tuple[int, int], int] = {}
+    deep_layers: list[tuple[int, int]] = []  # (l, index) for l >= 2: they own all of layers < l
+    for k, t in enumerate(ties):
+        key = (t.l, t.v)
+        if key in owner:
+            parent[find(k)] = find(owner[key])
+        else:
+            owner[key] = k
+        if t.l >= 2:
+            deep_layers.append((t.l, k))
+    for l, k in deep_layers:
+        for (lo, _), j in owner.items():
+            if lo < l:
+                parent[find(j)] = find(k)
+    groups: dict[int, list[int]] = {}
+    for k in range(len(ties)):
+        groups.setdefault(find(k), []).append(k)
+    return sorted(groups.values())
+
+
+def _support_columns(net: Network, fixed: FixedEdges, ties: Sequence[Tie]) -> list[int]:
+    """Columns of ``tau`` that the group's ``g_t`` can touch (see :func:`tie_groups`)."""
+    top = max(t.l for t in ties)
+    own = {(t.l, t.v) for t in ties}
+    return [c for c, p in enumerate(free_parameters(net, fixed))
+            if p.l < top or (p.l, p.i) in own]
+
+
+def _progress(iterable: Iterable, total: int) -> Iterable:
+    if total < 64 or not sys.stderr.isatty():
+        return iterable
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return iterable
+    return tqdm(iterable, total=total, desc="tie resolutions", file=sys.stderr, leave=False)
+
+
+def _fmt_res(ties: Sequence[Tie], active: Sequence[bool], limit: int = 6) -> str:
+    text = ", ".join(f"{t} {'active' if a else 'inactive'}" for t, a in list(zip(ties, active))[:limit])
+    return text + (f", ... ({len(ties)} ties)" if len(ties) > limit else "")
+
+
+def _line_candidates(gamma: flint.fmpq_mat, signed: list) -> list[list[flint.fmpq]]:
+    """Kernel directions of ``Gamma(s)`` worth a straight-line check: basis vectors, both signs,
+    and float LP points of ``{c : sign_t g_t K c >= 0, c_j = +-1}`` (rationalised)."""
+    K = exact.nullspace(gamma)
+    k = K.ncols()
+    cols = [[K[r, j] for r in range(K.nrows())] for j in range(k)]
+    out = [c for col in cols for c in (col, [-v for v in col])]
+    rows = [(flint.fmpq_mat([row]) * K).entries() for row in signed]
+    for c in relaxed_directions(rows, k):
+        out.append((K * flint.fmpq_mat(k, 1, c)).entries())
+    return out[:MAX_LINE_CANDIDATES]
+
+
+def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any] | None:
+    params = free_parameters(net, fixed)
+    seen: set[tuple] = set()
+    for gamma, signed in pool:
+        for delta in _line_candidates(gamma, signed):
+            delta = primitive_integer(delta)
+            key = tuple(delta)
+            if key in seen or not any(delta):
+                continue
+            seen.add(key)
+            dW = [flint.fmpq_mat(net.widths[l], net.widths[l - 1]) for l in range(1, net.L + 1)]
+            db = [[flint.fmpq(0)] * net.widths[l] for l in range(1, net.L + 1)]
+            for p, d in zip(params, delta):
+                if p.is_weight:
+                    dW[p.l - 1][p.i, p.j] = d
+                else:
+                    db[p.l - 1][p.i] = d
+            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in X):
+                continue
+            probe = find_probe(net, dW, db, X)
+            if probe is not None:
+                return {"line": {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)},
+                                 "probe": [format_fmpq(v) for v in probe]}}
+    return None
+
+
+def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationState,
+                     fixed: FixedEdges, max_resolutions: int = DEFAULT_MAX_RESOLUTIONS) -> BoundaryOutcome:
+    """Decide a boundary case (theta has ties, theta not in ``S``) per SPEC §2.
+
+    Parameters
+    ----------
+    net : Network
+    X : n rows of N_0 fmpq
+    state : ActivationState
+        With ``state.ties`` nonempty.
+    fixed : FixedEdges
+    max_resolutions : int
+        Enumerate at most this many tie resolutions.
+
+    Returns
+    -------
+    BoundaryOutcome
+        ``identifiable`` when ``C_S`` holds for every resolution of the
+        visible ties; ``not-identifiable`` with an exact certificate;
+        otherwise ``inconclusive`` with the reason.
+
+    Raises
+    ------
+    InvariantViolation
+        If a certificate fails its own exact re-check (a bug).
+
+    Examples
+    --------
+    SPEC §2's example: ``f = 3 relu(2x + 1)``, samples ``0, 1, -1/2``.
+
+    >>> from exactident.activation import activation_state
+    >>> from exactident.fixed_edges import fixed_edges
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
+    ...               [[flint.fmpq(1)], [flint.fmpq(0)]])
+    >>> X = [[flint.fmpq(0)], [flint.fmpq(1)], [flint.fmpq(-1, 2)]]
+    >>> out = analyse_boundary(net, X, activation_state(net, X), fixed_edges(net))
+    >>> out.verdict, out.certificate["entering"]["delta"]
+    ('not-identifiable', {'W_1[0,0]': '0', 'b_1[0]': '1', 'b_2[0]': '-3'})
+    """
+    from .certificate import build_entering_certificate
+    from .check import rank_alpha
+
+    dim, N_L = net.dim, net.widths[-1]
+    hidden = set(invisible_ties(net, state))
+    ties = [t for t in state.ties if t not in hidden]
+    n_samples_tied = len({t.i for t in state.ties})
+    summary = [f"{len(state.ties)} tie(s) on {n_samples_tied} sample(s)"
+               + (f", {len(hidden)} invisible (a later layer is all strictly inactive)" if hidden else "")]
+
+    if not ties:
+        gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
+        rg = exact.rank(gamma)
+        ra = N_L * rank_alpha(state.pattern, X, net.widths)
+        verdict = verdict_from_ranks(rg, ra, dim, False)
+        reason = ("theta is not on Delta_X after all: every tie resolution gives the same alpha "
+                  "(all ties invisible), so the theorems apply directly; "
+                  + reason_from_ranks(rg, ra, dim, verdict))
+        return BoundaryOutcome(verdict, reason, rg, ra, patterns=[], extra={"summary": summary})
+
+    n_res = 2 ** len(ties)
+    if n_res > max_resolutions:
+        reason = (f"{len(ties)} visible ties give {n_res} tie resolutions, more than the limit "
+                  f"{max_resolutions}; nothing was enumerated (raise it with --max-resolutions {n_res})")
+        return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
+
+    grads = TieGradients(net, X, state.Z, fixed)
+    groups = tie_groups(ties)
+    group_cols = [_support_columns(net, fixed, [ties[k] for k in g]) for g in groups]
+    reach_cache: dict[tuple[int, tuple[bool, ...]], bool] = {}
+
+    patterns: list[dict[str, Any]] = []
+    line_pool: list[tuple[flint.fmpq_mat, list]] = []
+    certificate = None
+    cert_res = None
+    best: tuple[int, int | None] | None = None
+    n_reach = n_cs_fail = n_cn_fail = 0
+    for active in _progress(product((True, False), repeat=len(ties)), n_res):
+        pattern = resolve_ties(state.pattern, ties, active)
+        gamma = gamma_exact(net, X, state.Z, pattern, fixed)
+        rg = exact.rank(gamma)
+        cs = holds_cs(rg, dim)
+        ra = None if cs else N_L * rank_alpha(pattern, X, net.widths)
+        cn = holds_cn(rg, ra, dim)
+        g_rows = [grads.gradient(pattern, t) for t in ties]
+        signed = [g if a else [-x for x in g] for g, a in zip(g_rows, active)]
+        reachable = True
+        for gi, (members, cols) in enumerate(zip(groups, group_cols)):
+            key = (gi, tuple(active[k] for k in members))
+            if key not in reach_cache:
+                rows = [[signed[k][c] for c in cols] for k in members]
+                reach_cache[key] = find_strict_direction(rows)[0] is not None
+            reachable = reachable and reach_cache[key]
+        if not cn and certificate is None:
+            K = exact.nullspace(gamma)
+            rows = [(flint.fmpq_mat([row]) * K).entries() for row in signed]
+            c, _how = find_strict_direction(rows)
+            if c is not None:
+                # Positive scaling keeps kernel membership and strict signs: report it primitive.
+                delta = primitive_integer((K * flint.fmpq_mat(len(c), 1, c)).entries())
+                certificate = build_entering_certificate(net, fixed, ties, sorted(hidden), active, delta,
+                                                         gamma, g_rows, rg, ra)
+                cert_res = active
+                reachable = True  # the entering kernel direction is itself a first-order witness
+        if not cs and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
+            line_pool.append((gamma, signed))
+        n_reach += reachable
+        n_cs_fail += not cs
+        n_cn_fail += not cn
+        if best is None or rg < best[0]:
+            best = (rg, ra)
+        patterns.append({"ties": [tie_dict(t, a) for t, a in zip(ties, active)], "rank_gamma": rg,
+                         "rank_a": ra, "cs": cs, "cn": cn, "reachable": True if reachable else "unknown"})
+    # Invariants: len(patterns) == n_res; best holds the smallest rank_gamma; a certificate
+    # exists only for a resolution with rank_gamma == rank_a < dim.
+    summary.append(f"{n_res} resolution(s) of {len(ties)} visible tie(s), {n_reach} proved reachable, "
+                   f"{n_res - n_reach} unknown; C_S fails for {n_cs_fail}, C_N fails for {n_cn_fail}"
+                   + (f"; {len(groups)} independent tie groups" if len(groups) > 1 else ""))
+    if certificate is not None:
+        ent = certificate["entering"]
+        verdict = NOT_IDENTIFIABLE
+        reason = (f"resolution [{_fmt_res(ties, cert_res)}] has rank Gamma = rank A = {ent['rank_gamma']} "
+                  f"< dim = {dim} and a kernel direction delta enters its piece strictly: nearby "
+                  "non-equivalent parameters give the same outputs (certificate)")
+        nz = {k: v for k, v in ent["delta"].items() if v != "0"}
+        summary.append("certificate delta: " + ", ".join(f"{k} = {v}" for k, v in nz.items()))
+    elif n_cs_fail and (line := _find_line(net, X, fixed, line_pool)) is not None:
+        certificate = line
+        verdict = NOT_IDENTIFIABLE
+        reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and no kernel direction enters "
+                  "strictly to first order, but the segment theta + eps delta keeps every output on X "
+                  "exactly and changes f at a probe point (straight-line certificate)")
+        summary.append("line certificate delta: " + ", ".join(
+            f"{k} = {v}" for k, v in line["line"]["delta"].items() if v != "0")
+            + f"; probe x* = ({', '.join(line['line']['probe'])})")
+    elif n_cs_fail == 0:
+        verdict = IDENTIFIABLE
+        reason = (f"C_S holds for all {n_res} tie resolutions (none excluded): rank Gamma(s) = dim = {dim} "
+                  "on every resolution, a superset of the patterns reachable near theta")
+    else:
+        verdict = INCONCLUSIVE
+        why = ("none of them fails C_N with an entering kernel direction" if n_cn_fail
+               else "C_N holds for each of them")
+        reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and {why}: "
+                  "no entering kernel direction found")
+    if best is None:
+        raise InvariantViolation("no tie resolution was enumerated")
+    return BoundaryOutcome(verdict, reason, best[0], best[1], patterns, certificate, {"summary": summary})
