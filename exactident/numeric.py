@@ -83,9 +83,6 @@ def gamma_float(fnet: FloatNetwork, Xf: np.ndarray, fixed: FixedEdges,
     """Float ``Gamma``, shape ``(n N_L, dim)``, by backpropagation (Prop. 10)."""
     H, pattern = _forward(fnet, Xf)
     n, N_L = Xf.shape[0], fnet.widths[-1]
-    if n == 0:  # empty sample: reshape(-1) cannot infer a size from 0 rows
-        return np.zeros((0, len(cols)), dtype=Xf.dtype)
-    blocks = []
     D = np.broadcast_to(np.eye(N_L, dtype=Xf.dtype), (n, N_L, N_L))
     per_layer = []
     for l in range(fnet.L, 0, -1):
