@@ -21,7 +21,7 @@ import flint
 from .atomic import atomic_write_text
 from .errors import CaseFormatError
 from .network import Network
-from .rationals import format_fmpq, parse_number
+from .rationals import NonFinite, describe_json_value, format_fmpq, parse_number
 
 __all__ = [
     "CASE_FORMAT",
@@ -72,8 +72,23 @@ class Case:
         return len(self.X)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite constant {name}")
+def _json_int(text: str) -> int | decimal.Decimal:
+    # Python refuses int(str) beyond 4300 digits; Decimal keeps any length exactly
+    # and parse_number then applies the project's own digit limit with the field name.
+    return int(text) if len(text) < 4000 else decimal.Decimal(text)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"duplicate key {key!r} in one object")
+        out[key] = value
+    return out
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
@@ -82,45 +97,34 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     Raises
     ------
     CaseFormatError
-        If the file cannot be read, is not UTF-8 JSON, or contains NaN/Infinity.
+        If the file cannot be read, is not UTF-8 JSON, repeats a key in one
+        object, or nests too deeply.  ``NaN``/``Infinity`` tokens are kept as
+        :class:`~exactident.rationals.NonFinite` so the error can name the field.
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a leading BOM is harmless
     except OSError as exc:
         raise CaseFormatError(source, "", f"cannot read file ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise CaseFormatError(source, "", "file is not UTF-8 text") from None
     try:
-        return json.loads(text, parse_float=decimal.Decimal, parse_constant=_reject_constant)
+        return json.loads(text, parse_float=decimal.Decimal, parse_int=_json_int,
+                          parse_constant=NonFinite, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise CaseFormatError(source, "", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except ValueError as exc:
-        raise CaseFormatError(source, "", f"not valid JSON ({exc})") from None
+    except _DuplicateKey as exc:
+        raise CaseFormatError(source, "", f"not valid JSON for exactident ({exc})") from None
+    except RecursionError:
+        raise CaseFormatError(source, "", "not valid JSON (nested too deeply)") from None
 
 
 def _list(value: Any, source: str, where: str, length: int | None = None, what: str = "a list") -> list[Any]:
     if not isinstance(value, list):
-        raise CaseFormatError(source, where, f"expected {what}, found {_kind(value)}")
+        raise CaseFormatError(source, where, f"expected {what}, found {describe_json_value(value)}")
     if length is not None and len(value) != length:
         raise CaseFormatError(source, where, f"expected {length} entries, found {len(value)}")
     return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (int, decimal.Decimal)):
-        return f"number {value}"
-    if isinstance(value, str):
-        return f"string {value!r}"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def _matrix(value: Any, source: str, where: str, rows: int, cols: int) -> list[list[flint.fmpq]]:
@@ -163,7 +167,7 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
     exactident.errors.CaseFormatError: a.json: weights[0][0][0]: expected a number, found true
     """
     if not isinstance(obj, dict):
-        raise CaseFormatError(source, "", f"expected a JSON object, found {_kind(obj)}")
+        raise CaseFormatError(source, "", f"expected a JSON object, found {describe_json_value(obj)}")
     for key in obj:
         if key not in _KEYS:
             raise CaseFormatError(source, str(key), f"unknown field (allowed: {', '.join(_KEYS)})")
@@ -174,16 +178,16 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
         raise CaseFormatError(source, "format", f"expected {CASE_FORMAT!r}, found {obj['format']!r}")
     name = obj["name"]
     if not isinstance(name, str) or not name:
-        raise CaseFormatError(source, "name", f"expected a non-empty string, found {_kind(name)}")
+        raise CaseFormatError(source, "name", f"expected a non-empty string, found {describe_json_value(name)}")
     description = obj.get("description", "")
     if not isinstance(description, str):
-        raise CaseFormatError(source, "description", f"expected a string, found {_kind(description)}")
+        raise CaseFormatError(source, "description", f"expected a string, found {describe_json_value(description)}")
     widths = _list(obj["widths"], source, "widths")
     if len(widths) < 2:
         raise CaseFormatError(source, "widths", f"expected at least 2 widths (N_0, ..., N_L), found {len(widths)}")
     for i, w in enumerate(widths):
         if isinstance(w, bool) or not isinstance(w, int) or w < 1:
-            raise CaseFormatError(source, f"widths[{i}]", f"expected a positive integer, found {_kind(w)}")
+            raise CaseFormatError(source, f"widths[{i}]", f"expected a positive integer, found {describe_json_value(w)}")
     L = len(widths) - 1
     weights = _list(obj["weights"], source, "weights", L, f"a list of {L} matrices")
     biases = _list(obj["biases"], source, "biases", L, f"a list of {L} vectors")
@@ -202,7 +206,7 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
     ]
     expected = obj.get("expected")
     if expected is not None and not isinstance(expected, dict):
-        raise CaseFormatError(source, "expected", f"expected an object, found {_kind(expected)}")
+        raise CaseFormatError(source, "expected", f"expected an object, found {describe_json_value(expected)}")
     return Case(name=name, network=Network(tuple(widths), W, b), X=X,
                 description=description, expected=_plain(expected), source=source)
 

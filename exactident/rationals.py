@@ -15,10 +15,13 @@ from fractions import Fraction
 
 import flint
 
-__all__ = ["parse_number", "format_fmpq", "to_fmpq", "MAX_EXPONENT"]
+__all__ = ["parse_number", "format_fmpq", "to_fmpq", "describe_json_value", "NonFinite",
+           "MAX_EXPONENT", "MAX_DIGITS"]
 
 #: Largest decimal exponent accepted; beyond it the exact integer would be huge.
 MAX_EXPONENT = 4000
+#: Most digits accepted in one integer or decimal (numerator and denominator each for p/q).
+MAX_DIGITS = 4000
 
 # re.ASCII: without it \d also matches other scripts' digits ("٣/٤", fullwidth "３").
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
@@ -59,11 +62,39 @@ def to_fmpq(value: int | Fraction | flint.fmpq | flint.fmpz) -> flint.fmpq:
     raise TypeError(f"cannot convert {type(value).__name__} to fmpq")
 
 
-def _decimal_text_to_fraction(text: str) -> Fraction:
-    mantissa, _, exponent = text.lower().partition("e")
-    if exponent and abs(int(exponent)) > MAX_EXPONENT:
-        raise ValueError(f"exponent beyond ±{MAX_EXPONENT}")
-    return Fraction(mantissa) * (Fraction(10) ** int(exponent or 0))
+class NonFinite(str):
+    """A JSON ``NaN``/``Infinity``/``-Infinity`` token, kept so the error can name its field."""
+
+
+def describe_json_value(value: object) -> str:
+    """Short user-facing description of a decoded JSON value, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, NonFinite):
+        return str(value)
+    if isinstance(value, (int, Decimal)):
+        return f"number {value}"
+    if isinstance(value, str):
+        return "string " + repr(value[:40]) + ("..." if len(value) > 40 else "")
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _from_decimal(value: Decimal, source: str, field: str, shown: str | None = None) -> flint.fmpq:
+    from .errors import CaseFormatError
+
+    if not value.is_finite():
+        raise CaseFormatError(source, field, f"expected a finite number, found {value}")
+    if len(value.as_tuple().digits) > MAX_DIGITS:
+        raise CaseFormatError(source, field, f"more than {MAX_DIGITS} digits in {(shown or str(value))[:40]}...")
+    if value and abs(value.adjusted()) > MAX_EXPONENT:
+        raise CaseFormatError(source, field, f"exponent beyond ±{MAX_EXPONENT} in {(shown or str(value))[:40]}")
+    return to_fmpq(Fraction(value))
 
 
 def parse_number(value: object, source: str, field: str) -> flint.fmpq:
@@ -100,37 +131,36 @@ def parse_number(value: object, source: str, field: str) -> flint.fmpq:
     """
     from .errors import CaseFormatError
 
-    if isinstance(value, bool):
-        raise CaseFormatError(source, field, f"expected a number, found {str(value).lower()}")
+    if isinstance(value, NonFinite):
+        raise CaseFormatError(source, field, f"expected a finite number, found {value}")
+    if isinstance(value, bool) or value is None:
+        raise CaseFormatError(source, field, f"expected a number, found {describe_json_value(value)}")
     if isinstance(value, int):
         return flint.fmpq(value)
     if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise CaseFormatError(source, field, f"expected a finite number, found {value}")
-        if abs(value.adjusted()) > MAX_EXPONENT:
-            raise CaseFormatError(source, field, f"exponent beyond ±{MAX_EXPONENT} in {value}")
-        return to_fmpq(Fraction(value))
+        return _from_decimal(value, source, field)
     if isinstance(value, str):
         text = value.strip()
         ratio = _RATIO.fullmatch(text)
         if ratio:
-            try:
-                p, q = int(ratio.group(1)), int(ratio.group(2))
-            except ValueError:  # beyond Python's int-string digit limit (4300 by default)
-                raise CaseFormatError(source, field, f"integer too long in {value[:40]!r}...") from None
+            if max(len(ratio.group(1)), len(ratio.group(2))) > MAX_DIGITS + 1:
+                raise CaseFormatError(source, field, f"more than {MAX_DIGITS} digits in {value[:40]!r}...")
+            p, q = int(ratio.group(1)), int(ratio.group(2))
             if q == 0:
                 raise CaseFormatError(source, field, f"zero denominator in {value!r}")
             return flint.fmpq(p, q)
         if _DECIMAL.fullmatch(text):
-            try:
-                return to_fmpq(_decimal_text_to_fraction(text))
-            except ValueError as exc:
-                raise CaseFormatError(source, field, f"{exc} in {value!r}") from None
+            _, _, exponent = text.lower().partition("e")
+            if len(exponent.lstrip("+-")) > 9:  # Decimal itself refuses such exponents
+                raise CaseFormatError(source, field, f"exponent beyond ±{MAX_EXPONENT} in {value[:40]!r}")
+            return _from_decimal(Decimal(text), source, field, repr(value))
         raise CaseFormatError(
-            source, field, f"expected a number like 3, -7/2 or 1.25e-3, found {value!r}"
+            source, field, f"expected a number like 3, -7/2 or 1.25e-3, found {value[:40]!r}"
         )
     if isinstance(value, float):
         raise CaseFormatError(source, field, f"float {value!r} is not exact; parse JSON with Decimal")
+    if isinstance(value, (list, dict)):
+        raise CaseFormatError(source, field, f"expected a number, found {describe_json_value(value)}")
     raise CaseFormatError(source, field, f"expected a number, found {type(value).__name__} {value!r}")
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from exactident.errors import CaseFormatError
-from exactident.rationals import MAX_EXPONENT, format_fmpq, parse_number, to_fmpq
+from exactident.rationals import MAX_DIGITS, MAX_EXPONENT, format_fmpq, parse_number, to_fmpq
 
 F = "weights[1][0][2]"
 
@@ -103,8 +103,8 @@ def test_to_fmpq_rejects_inexact_and_foreign_types(value, match):
     ("-3/00", r"zero denominator in '-3/00'"),
     (f"1e{MAX_EXPONENT + 1}", rf"exponent beyond ±{MAX_EXPONENT} in '1e{MAX_EXPONENT + 1}'"),
     ("1e99999999999999999999", rf"exponent beyond ±{MAX_EXPONENT}"),
-    ("1" * 5000 + "/3", r"integer too long in"),
-    ("1" * 5000, r"Exceeds the limit"),
+    ("1" * 5000 + "/3", rf"more than {MAX_DIGITS} digits in"),
+    ("1" * 5000, rf"more than {MAX_DIGITS} digits in"),
     ("", r"expected a number like 3, -7/2 or 1.25e-3, found ''"),
     ("abc", r"found 'abc'"),
     ("NaN", r"found 'NaN'"),
@@ -120,9 +120,9 @@ def test_to_fmpq_rejects_inexact_and_foreign_types(value, match):
     ("３", r"found '３'"),              # fullwidth digit
     (0.1, r"float 0.1 is not exact; parse JSON with Decimal"),
     (np.float64(0.25), r"float (np\.float64\()?0\.25\)? is not exact"),
-    (None, r"expected a number, found NoneType None"),
-    ([1], r"expected a number, found list \[1\]"),
-    ({"p": 1}, r"expected a number, found dict"),
+    (None, r"expected a number, found null"),
+    ([1], r"expected a number, found a list of 1"),
+    ({"p": 1}, r"expected a number, found an object"),
     (np.int64(3), r"expected a number, found int64 (np\.int64\()?3"),
 ])
 def test_parse_number_errors_name_file_and_field(value, match):
