@@ -122,7 +122,7 @@ def test_bad_field_names_file_and_field(capsys, tmp_path, good):
     (b"{", "not valid JSON"),
     (b"\xff\xfe", "not UTF-8"),
     (b'{"format": "exactident-case/1", "name": "x", "widths": [1, 1], "weights": [[[NaN]]], '
-     b'"biases": [[0]], "sample": []}', "non-finite constant NaN"),
+     b'"biases": [[0]], "sample": []}', "weights[0][0][0]: expected a finite number, found NaN"),
     (b'{"format": "nope"}', "format"),
 ])
 def test_bad_files_exit_2(capsys, tmp_path, content, needle):
