@@ -35,19 +35,39 @@ from .gamma import free_columns, gamma_exact
 from .integer_forward import common_denominator, data_denominator, integer_forward
 from .linalg import exact
 from .linalg.modular import (CertifiedRank, certified_rank, kernel_is_zero_mod, modular_lower_bound,
-                             rank_mod_p, require_prime, residues)
+                             rank_mod_p, require_prime)
 from .network import Network
 
-__all__ = ["gamma_mod_p", "gram_mod_p", "gamma_entry_bound", "gram_entry_bound", "certify_rank_gamma",
+__all__ = ["ModularData", "gamma_mod_p", "gram_counts", "gram_mod_p", "gamma_entry_bound", "gram_entry_bound", "certify_rank_gamma",
            "certify_rank_alpha", "RankResult", "certify_ranks", "verify_rank_certificate"]
 
 
-def _mat_residues(M: flint.fmpq_mat, p: int, avoid: int) -> np.ndarray:
-    return residues(M.entries(), p, avoid).reshape(M.nrows(), M.ncols())
+class _Scaled:
+    """A rational matrix as ``ints / den`` (object array of Python ints), reduced mod p on demand."""
+
+    def __init__(self, values: Sequence[Any], shape: tuple[int, int]) -> None:
+        values = [flint.fmpq(v) for v in values]
+        self.den = common_denominator(values)
+        self.ints = np.array([int(v.p) * (self.den // int(v.q)) for v in values] or [0],
+                             dtype=object)[:len(values)].reshape(shape)
+
+    def mod(self, p: int) -> np.ndarray:
+        if self.den % p == 0:
+            raise InvariantViolation(f"prime {p} divides a denominator of the data")
+        return (self.ints % p).astype(np.int64) * pow(self.den, -1, p) % p
+
+
+class ModularData:
+    """``X``, ``W_l``, ``b_l`` scaled to integers once, for many primes (speed only)."""
+
+    def __init__(self, net: Network, X: Sequence[Sequence[flint.fmpq]]) -> None:
+        self.X = _Scaled([v for row in X for v in row], (len(X), net.widths[0]))
+        self.W = [_Scaled(W.entries(), (W.nrows(), W.ncols())) for W in net.W]
+        self.b = [_Scaled(b, (1, len(b))) for b in net.b]
 
 
 def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                fixed: FixedEdges, p: int, avoid: int = 1) -> np.ndarray:
+                fixed: FixedEdges, p: int, avoid: int = 1, data: "ModularData | None" = None) -> np.ndarray:
     """``Gamma(X, theta) mod p`` by backpropagation in Z/pZ (Prop. 10).
 
     Parameters
@@ -58,6 +78,8 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
         A prime in ``[3, 2**31)`` dividing no denominator of the data.
     avoid : int
         The data's denominator (:func:`exactident.integer_forward.data_denominator`).
+    data : ModularData, optional
+        The same data pre-scaled to integers (saves time over many primes).
 
     Returns
     -------
@@ -83,9 +105,10 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
     """
     require_prime(p, avoid)
     n, N_L, L = len(X), net.widths[-1], net.L
-    Xp = residues([v for row in X for v in row], p, avoid).reshape(n, net.widths[0])
-    Wp = [_mat_residues(W, p, avoid) for W in net.W]
-    bp = [residues(b, p, avoid) for b in net.b]
+    data = data or ModularData(net, X)
+    Xp = data.X.mod(p)
+    Wp = [W.mod(p) for W in data.W]
+    bp = [b.mod(p)[0] for b in data.b]
     masks = [np.asarray(a, dtype=np.int64).reshape(n, net.widths[l + 1]) for l, a in enumerate(pattern)]
     from .linalg.modular import matmul_mod
 
@@ -107,8 +130,14 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
     return np.ascontiguousarray(full[:, free_columns(net, fixed)])
 
 
+def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``c_l = A_l A_l^T`` (int64, exact: counts ``<= N_l``), deepest layer first."""
+    return [np.asarray(a, dtype=np.int64) @ np.asarray(a, dtype=np.int64).T for a in reversed(pattern)]
+
+
 def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]], p: int,
-               avoid: int = 1) -> np.ndarray:
+               avoid: int = 1, counts: Sequence[np.ndarray] | None = None,
+               X_scaled: "_Scaled | None" = None) -> np.ndarray:
     """``alpha alpha^T mod p``, shape ``(n, n)`` (see :func:`exactident.activation.alpha_gram`).
 
     ``<alpha(x^i), alpha(x^j)> = (x^i . x^j) prod_l c_l + sum_l prod_{l' >= l} c_l' + 1``,
@@ -125,12 +154,12 @@ def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
     if n == 0:
         require_prime(p, avoid)
         return np.zeros((0, 0), dtype=np.int64)
-    Xp = residues([v for row in X for v in row], p, avoid).reshape(n, -1)
+    require_prime(p, avoid)
+    Xp = (X_scaled or _Scaled([v for row in X for v in row], (n, len(X[0])))).mod(p)
     prod_c = np.ones((n, n), dtype=np.int64)
     suffix = np.zeros((n, n), dtype=np.int64)
-    for a in reversed(pattern):
-        A = np.asarray(a, dtype=np.int64)
-        prod_c = prod_c * ((A @ A.T) % p) % p  # counts <= N_l: the int64 product is exact
+    for c in (counts if counts is not None else gram_counts(pattern)):
+        prod_c = prod_c * (c % p) % p
         suffix = (suffix + prod_c) % p
     XX = matmul_mod(Xp, Xp.T.copy(), p)
     return (XX * prod_c % p + suffix + 1) % p
@@ -185,7 +214,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     """Exact ``R_Gamma = rank Gamma`` with a certificate (falls back to exact elimination)."""
     avoid = data_denominator(net, X)
     shape = (len(X) * net.widths[-1], net.dim)
-    res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), shape, avoid=avoid,
+    data = ModularData(net, X)
+    res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), shape, avoid=avoid,
                          entry_bound=lambda: gamma_entry_bound(net, X), upper_bounds=upper_bounds,
                          rng=rng, lower=lower)
     if res is not None:
@@ -199,7 +229,9 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     """Exact ``rank alpha`` (= rank of its Gram matrix over Q) with a certificate; ``R_A = N_L`` times it."""
     avoid = common_denominator(v for row in X for v in row)
     n = len(X)
-    res = certified_rank(lambda q: gram_mod_p(pattern, X, q, avoid), (n, n), avoid=avoid,
+    counts = gram_counts(pattern)
+    Xs = _Scaled([v for row in X for v in row], (n, widths[0]))
+    res = certified_rank(lambda q: gram_mod_p(pattern, X, q, avoid, counts, Xs), (n, n), avoid=avoid,
                          entry_bound=lambda: gram_entry_bound(X, widths),
                          upper_bounds={"paths": n_paths(widths)}, rng=rng)
     if res is not None:
@@ -250,7 +282,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     dim, N_L = net.dim, net.widths[-1]
     rows = len(X) * N_L
     cert: dict[str, Any] = {"fixed_edges": [[l, v, k] for (l, v), k in sorted(fixed.s_max.items())]}
-    lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), avoid=avoid,
+    data = ModularData(net, X)
+    lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
                                 rng=rng, stop_at=min(dim, rows))
     rank_a = None
     bounds: dict[str, int] = {}

@@ -198,11 +198,18 @@ def rref_kernel_mod_p(A: np.ndarray, p: int) -> tuple[list[int], list[int], np.n
         return [], list(range(n)), np.zeros((0, n), dtype=np.int64)
     R, r = to_nmod_mat(A % p, p).rref()
     r = int(r)
-    table = [[int(x) for x in row] for row in R.table()[:r]]
-    pivots = [next(c for c, v in enumerate(row) if v) for row in table]
+    # Row j is zero before its pivot, so scanning on from the previous pivot
+    # reads n + r entries in all; then only the free columns are read.
+    pivots: list[int] = []
+    c = 0
+    for j in range(r):
+        while int(R[j, c]) == 0:
+            c += 1
+        pivots.append(c)
+        c += 1
     pset = set(pivots)
     free = [c for c in range(n) if c not in pset]
-    N = np.array([[row[c] for c in free] for row in table], dtype=np.int64).reshape(r, len(free))
+    N = np.array([int(R[j, f]) for j in range(r) for f in free], dtype=np.int64).reshape(r, len(free))
     return pivots, free, N
 
 
@@ -274,8 +281,10 @@ def kernel_is_zero_mod(image_mod_p: Callable[[int], np.ndarray], ncols: int,
             for i, v in col.items():
                 Kq[i, c] = v % q
         Mq = image_mod_p(q)
-        prod_q = to_nmod_mat(Mq, q) * to_nmod_mat(Kq, q)
-        if not all(int(x) == 0 for x in prod_q.entries()):
+        if k <= 64:  # thin K: numpy is cheaper than converting M to nmod_mat
+            if matmul_mod(Mq, Kq, q).any():
+                return False
+        elif not all(int(x) == 0 for x in (to_nmod_mat(Mq, q) * to_nmod_mat(Kq, q)).entries()):
             return False
     return True
 
