@@ -179,6 +179,7 @@ def rank_mod_p(A: np.ndarray, p: int) -> int:
     if A.shape[0] == 0 or A.shape[1] == 0:
         require_prime(p)
         return 0
+    require_prime(p)  # before A % p: a zero or composite modulus never reaches numpy or FLINT
     return int(to_nmod_mat(A % p, p).rank())
 
 
@@ -193,6 +194,7 @@ def rref_kernel_mod_p(A: np.ndarray, p: int) -> tuple[list[int], list[int], np.n
         columns and ``-N[j, f]`` at ``pivots[j]``.  Over Q the same recipe on
         the rref gives the unique reduced kernel basis.
     """
+    require_prime(p)
     m, n = A.shape
     if m == 0:
         return [], list(range(n)), np.zeros((0, n), dtype=np.int64)
