@@ -255,6 +255,12 @@ def main(argv=None):
             lines.append(f"| {name} | {','.join(map(str, widths))} | {n} | {P:.3e} | {fmt_t(ra)} | {fmt_t(rf)} | "
                          f"{ra.get('rank_a')}; {rf.get('rank_a')} | {ra.get('upper')} |")
     text = "\n".join(lines) + "\n"
+    # Hand-written analysis below the marker survives a rerun.
+    marker = "<!-- notes: kept by benchmarks/run.py -->"
+    if os.path.exists(args.out):
+        old = open(args.out).read()
+        if marker in old:
+            text += "\n" + marker + old.split(marker, 1)[1]
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     tmp = args.out + ".tmp"
     with open(tmp, "w") as fh:

@@ -39,7 +39,7 @@ from .linalg.modular import (CertifiedRank, certified_rank, kernel_is_zero_mod, 
 from .network import Network
 
 __all__ = ["ModularData", "gamma_mod_p", "gram_counts", "gram_mod_p", "gamma_entry_bound", "gram_entry_bound", "certify_rank_gamma",
-           "certify_rank_alpha", "RankResult", "certify_ranks", "verify_rank_certificate"]
+           "certify_rank_alpha", "pattern_rank_bound", "RankResult", "certify_ranks", "verify_rank_certificate"]
 
 
 class _Scaled:
@@ -207,6 +207,31 @@ def gram_entry_bound(X: Sequence[Sequence[flint.fmpq]], widths: Sequence[int]) -
     return widths[0] * x_max * x_max * prod(hidden) + d * d * (tail + 1)
 
 
+def pattern_rank_bound(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]]) -> int:
+    """``rank alpha <= sum_g rank [X_g, 1]`` over groups ``g`` of samples with the same pattern.
+
+    Samples with one activation pattern have ``alpha`` rows ``(x ⊗ t, c)`` with
+    ``t, c`` fixed, linear in ``(x, 1)``; rank is subadditive over row groups.
+    Exact (small ``fmpq`` ranks).
+
+    Examples
+    --------
+    >>> X = [[flint.fmpq(k)] for k in range(5)]
+    >>> pattern_rank_bound([np.array([[True]] * 5)], X)
+    2
+    """
+    groups: dict[bytes, list[int]] = {}
+    n = len(X)
+    for i in range(n):
+        key = b"".join(np.asarray(a[i], dtype=bool).tobytes() for a in pattern)
+        groups.setdefault(key, []).append(i)
+    total = 0
+    for rows in groups.values():
+        M = flint.fmpq_mat(len(rows), len(X[0]) + 1, [v for i in rows for v in list(X[i]) + [flint.fmpq(1)]])
+        total += exact.rank(M)
+    return total
+
+
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                        fixed: FixedEdges, *, rng: random.Random | None = None,
                        upper_bounds: Mapping[str, int] | None = None,
@@ -233,7 +258,8 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     Xs = _Scaled([v for row in X for v in row], (n, widths[0]))
     res = certified_rank(lambda q: gram_mod_p(pattern, X, q, avoid, counts, Xs), (n, n), avoid=avoid,
                          entry_bound=lambda: gram_entry_bound(X, widths),
-                         upper_bounds={"paths": n_paths(widths)}, rng=rng)
+                         upper_bounds={"paths": n_paths(widths), "patterns": pattern_rank_bound(pattern, X)},
+                         rng=rng)
     if res is not None:
         return res
     r = exact.rank(alpha_gram(pattern, X)) if n else 0
@@ -386,7 +412,8 @@ def verify_rank_certificate(case: Any, rank_certificate: Mapping[str, Any]) -> l
         c = rank_certificate["rank_a"]
         avoid_x = common_denominator(v for row in X for v in row)
         r = _check_one(problems, "rank_a", c, lambda q: gram_mod_p(pattern, X, q, avoid_x), (n, n), avoid_x,
-                       lambda: gram_entry_bound(X, net.widths), {"shape": n, "paths": n_paths(net.widths)},
+                       lambda: gram_entry_bound(X, net.widths),
+                       {"shape": n, "paths": n_paths(net.widths), "patterns": pattern_rank_bound(pattern, X)},
                        lambda: exact.rank(alpha_gram(pattern, X)) if n else 0)
         if r is not None:
             rank_a = N_L * r

@@ -22,7 +22,8 @@ from exactident.check import check
 from exactident.errors import InvariantViolation
 from exactident.fixed_edges import fixed_edges
 from exactident.gamma import gamma_exact
-from exactident.gamma_modular import (certify_rank_alpha, certify_ranks, gamma_mod_p, gram_mod_p)
+from exactident.gamma_modular import (certify_rank_alpha, certify_ranks, gamma_mod_p, gram_mod_p,
+                                      pattern_rank_bound)
 from exactident.integer_forward import data_denominator, integer_forward
 from exactident.linalg import exact
 from exactident.linalg.modular import random_primes, verify_rank_certificate
@@ -96,6 +97,7 @@ def test_gram_route_agrees_with_explicit_alpha(case):
         assert gram_mod_p(st.pattern, case.X, p).tolist() == _reduce(A * A.transpose(), p)
     res = certify_rank_alpha(st.pattern, case.X, case.widths, rng=random.Random(3))
     assert res.rank == exact.rank(A)
+    assert pattern_rank_bound(st.pattern, case.X) >= exact.rank(A)  # a valid upper bound
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
@@ -117,7 +119,7 @@ def test_kernel_certificates_occur():
                             rng=random.Random(5))
         kinds.add(res.certificate["rank_gamma"]["upper"]["kind"])
         kinds.add(res.certificate["rank_a"]["upper"]["kind"])
-    assert {"kernel", "shape", "rank_a", "paths"} <= kinds
+    assert {"kernel", "shape", "rank_a", "patterns"} <= kinds
 
 
 def test_dead_neuron_kernel_by_hand():
