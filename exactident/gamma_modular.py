@@ -220,16 +220,31 @@ def pattern_rank_bound(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     >>> pattern_rank_bound([np.array([[True]] * 5)], X)
     2
     """
-    groups: dict[bytes, list[int]] = {}
+    groups: dict[tuple, list[int]] = {}
     n = len(X)
     for i in range(n):
-        key = b"".join(np.asarray(a[i], dtype=bool).tobytes() for a in pattern)
+        rows = [np.asarray(a[i], dtype=bool) for a in pattern]
+        dead = [m for m, a in enumerate(rows) if not a.any()]
+        if dead:
+            # a whole layer m inactive: every path through it is 0, the row no longer depends
+            # on x nor on the layers before m -- one fixed row for the group (rank <= 1)
+            key = ("dead", dead[-1]) + tuple(a.tobytes() for a in rows[dead[-1] + 1:])
+        else:
+            key = ("live",) + tuple(a.tobytes() for a in rows)
         groups.setdefault(key, []).append(i)
     total = 0
-    for rows in groups.values():
-        M = flint.fmpq_mat(len(rows), len(X[0]) + 1, [v for i in rows for v in list(X[i]) + [flint.fmpq(1)]])
+    for key, rows_g in groups.items():
+        if key[0] == "dead":
+            total += 1
+            continue
+        M = flint.fmpq_mat(len(rows_g), len(X[0]) + 1, [v for i in rows_g for v in list(X[i]) + [flint.fmpq(1)]])
         total += exact.rank(M)
     return total
+
+
+def _sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:
+    rows = K.table()
+    return [{i: rows[i][c] for i in range(K.nrows()) if rows[i][c] != 0} for c in range(K.ncols())]
 
 
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -242,7 +257,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     data = ModularData(net, X)
     res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), shape, avoid=avoid,
                          entry_bound=lambda: gamma_entry_bound(net, X), upper_bounds=upper_bounds,
-                         rng=rng, lower=lower)
+                         rng=rng, lower=lower, exact_kernel=lambda: _sparse_columns(exact.nullspace(
+                             gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))))
     if res is not None:
         return res
     r = exact.rank(gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))
@@ -259,7 +275,7 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     res = certified_rank(lambda q: gram_mod_p(pattern, X, q, avoid, counts, Xs), (n, n), avoid=avoid,
                          entry_bound=lambda: gram_entry_bound(X, widths),
                          upper_bounds={"paths": n_paths(widths), "patterns": pattern_rank_bound(pattern, X)},
-                         rng=rng)
+                         rng=rng, exact_kernel=lambda: _sparse_columns(exact.nullspace(alpha_gram(pattern, X))))
     if res is not None:
         return res
     r = exact.rank(alpha_gram(pattern, X)) if n else 0

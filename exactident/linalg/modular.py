@@ -325,8 +325,10 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
                    avoid: int, entry_bound: Callable[[], int],
                    upper_bounds: Mapping[str, int] | None = None,
                    rng: random.Random | None = None, n_lower_primes: int = 2,
-                   max_primes: int = 40,
-                   lower: tuple[int, int, np.ndarray] | None = None) -> CertifiedRank | None:
+                   max_primes: int | None = None,
+                   lower: tuple[int, int, np.ndarray] | None = None,
+                   exact_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
+                   ) -> CertifiedRank | None:
     """Exact rank of a rational matrix ``M`` known through its images mod p.
 
     Parameters
@@ -344,10 +346,15 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         Proven upper bounds on the rank besides ``min(m, n)`` (e.g. ``|P|``).
     n_lower_primes : int
         Primes tried for the lower bound; stops as soon as it meets an upper bound.
-    max_primes : int
-        Most primes for the rational reconstruction of a kernel.
+    max_primes : int, optional
+        Most primes for the rational reconstruction of a kernel (default 40,
+        or 8 for a small matrix that has ``exact_kernel``).
     lower : (rank, prime, image), optional
         A lower bound already computed by :func:`modular_lower_bound`.
+    exact_kernel : callable () -> list of sparse fmpq columns, optional
+        An exact kernel basis (e.g. FLINT's fraction-free nullspace), used
+        when reconstruction needs too many primes (huge kernel entries); it is
+        checked like a reconstructed one.
 
     Returns
     -------
@@ -381,17 +388,40 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
     if lower == ub:
         cert["upper"] = {"kind": ub_kind, "bound": ub}
         return CertifiedRank(lower, cert)
+    if max_primes is None:
+        max_primes = 8 if exact_kernel is not None and m * n <= 200_000 else 40
+    source = "crt"
     kernel = _reconstruct_kernel(image_mod_p, image, lower_prime, shape, avoid,
                                  entry_bound, rng, max_primes, used)
+    if kernel is None and exact_kernel is not None:
+        source = "exact-nullspace"
+        K = exact_kernel()
+        if n - len(K) == lower:
+            check_primes = _check_kernel(K, image_mod_p, n, avoid, entry_bound(), rng, used)
+            kernel = (K, check_primes) if check_primes else None
     if kernel is None:
         return None
     K, check_primes = kernel
     if n - len(K) != lower:
         return None
-    cert["upper"] = {"kind": "kernel", "bound": n - len(K),
+    cert["upper"] = {"kind": "kernel", "bound": n - len(K), "source": source,
                      "kernel": [[[i, _fmt(int(v.p), int(v.q))] for i, v in sorted(col.items())] for col in K],
                      "primes": check_primes}
     return CertifiedRank(lower, cert)
+
+
+def _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used) -> list[int] | None:
+    """Fresh primes proving ``M K = 0`` exactly, with ``K`` of full column rank; None if it is not."""
+    K_int = kernel_to_integer_columns(K)
+    bound_K = max((abs(v) for col in K_int for v in col.values()), default=0)
+    bits = _bits_needed(n * bound_M * bound_K)
+    check: list[int] = []
+    while sum(q.bit_length() - 1 for q in check) < bits:
+        check += random_primes(1, avoid, rng, exclude=used + check)
+    used.extend(check)
+    if _full_column_rank(K_int, n, check[0]) and kernel_is_zero_mod(image_mod_p, n, K_int, check, avoid):
+        return check
+    return None
 
 
 def _reconstruct_kernel(image_mod_p, first_image, first_prime, shape, avoid, entry_bound, rng,
@@ -413,15 +443,8 @@ def _reconstruct_kernel(image_mod_p, first_image, first_prime, shape, avoid, ent
             if K is not None:
                 if bound_M is None:
                     bound_M = entry_bound()
-                K_int = kernel_to_integer_columns(K)
-                bound_K = max((abs(v) for col in K_int for v in col.values()), default=0)
-                bits = _bits_needed(n * bound_M * bound_K)
-                check: list[int] = []
-                while sum(q.bit_length() - 1 for q in check) < bits:
-                    check += random_primes(1, avoid, rng, exclude=used + check)
-                used.extend(check)
-                if _full_column_rank(K_int, n, check[0]) and kernel_is_zero_mod(
-                        image_mod_p, n, K_int, check, avoid):
+                check = _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used)
+                if check:
                     return K, check
         p = random_primes(1, avoid, rng, exclude=used)[0]
         used.append(p)
