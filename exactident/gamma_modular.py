@@ -35,11 +35,11 @@ from .gamma import free_columns, gamma_exact
 from .integer_forward import common_denominator, data_denominator, integer_forward
 from .linalg import exact
 from .linalg.modular import (CertifiedRank, certified_rank, kernel_is_zero_mod, modular_lower_bound,
-                             rank_mod_p, require_prime)
+                             random_primes, rank_mod_p, require_prime)
 from .network import Network
 
 __all__ = ["ModularData", "gamma_mod_p", "gram_counts", "gram_mod_p", "gamma_entry_bound", "gram_entry_bound", "certify_rank_gamma",
-           "certify_rank_alpha", "pattern_rank_bound", "RankResult", "certify_ranks", "verify_rank_certificate"]
+           "certify_rank_alpha", "pattern_rank_bound", "neuron_local_kernel", "RankResult", "certify_ranks", "verify_rank_certificate"]
 
 
 class _Scaled:
@@ -247,6 +247,59 @@ def _sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:
     return [{i: rows[i][c] for i in range(K.nrows()) if rows[i][c] != 0} for c in range(K.ncols())]
 
 
+def neuron_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                        fixed: FixedEdges) -> list[dict[int, flint.fmpq]]:
+    """Exact kernel vectors of ``Gamma`` supported on one hidden neuron's incoming parameters.
+
+    A hidden neuron ``v`` of layer ``l`` inactive at sample ``x^i`` has
+    ``d f(x^i) / d (W_l[v, :], b_l[v]) = 0`` (the ReLU derivative ``a_v(x^i)``
+    is a factor), so the columns ``C_v`` of its incoming parameters vanish
+    outside the rows of its active samples ``S_v``.  When ``|S_v| N_L < |C_v|``
+    (a neuron active on few samples), every vector of the exact kernel of the
+    small block ``Gamma[S_v, C_v]`` (extended by zeros) is in ``ker Gamma``.
+
+    Returns
+    -------
+    list of dict index -> fmpq
+        Sparse columns (indices into :func:`exactident.fixed_edges.free_parameters`);
+        disjoint supports, so they are independent.
+    """
+    from .fixed_edges import free_parameters
+
+    params = free_parameters(net, fixed)
+    cols: dict[tuple[int, int], list[int]] = {}
+    for c, prm in enumerate(params):
+        cols.setdefault((prm.l, prm.i), []).append(c)
+    N_L, n = net.widths[-1], len(X)
+    fw = integer_forward(net, X)
+    # h_{l-1}(x^i)_j != 0, exactly (inputs, then strictly positive pre-activations)
+    h_nonzero = [np.array([v != 0 for v in H.entries()], dtype=bool).reshape(n, net.widths[l])
+                 for l, H in enumerate(fw.H_int)]
+    out: list[dict[int, flint.fmpq]] = []
+    for (l, v), C in sorted(cols.items()):
+        active = pattern[l - 1][:, v] if l < net.L else np.ones(n, dtype=bool)
+        S = [i for i in range(n) if active[i]]
+        if l == net.L or len(S) * N_L >= len(C):
+            # Too many rows for a small block: keep only the structurally zero columns
+            # (W_l[v, j] with h_{l-1, j} = 0 wherever v is active; b_l[v] if v is never active).
+            for c in C:
+                prm = params[c]
+                zero = not active.any() if prm.j is None else not (active & h_nonzero[l - 1][:, prm.j]).any()
+                if zero:
+                    out.append({c: flint.fmpq(1)})
+            continue
+        X_S = [X[i] for i in S]
+        G = gamma_exact(net, X_S, integer_forward(net, X_S).Z(), [a[S] for a in pattern], fixed)
+        block = flint.fmpq_mat(G.nrows(), len(C), [G[r, c] for r in range(G.nrows()) for c in C])
+        K = exact.nullspace(block)
+        if block * K != flint.fmpq_mat(block.nrows(), K.ncols()):
+            raise InvariantViolation("exact nullspace of a Gamma block is not a kernel")
+        rows = K.table()
+        for j in range(K.ncols()):
+            out.append({C[r]: rows[r][j] for r in range(len(C)) if rows[r][j] != 0})
+    return out
+
+
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                        fixed: FixedEdges, *, rng: random.Random | None = None,
                        upper_bounds: Mapping[str, int] | None = None,
@@ -257,7 +310,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     data = ModularData(net, X)
     res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), shape, avoid=avoid,
                          entry_bound=lambda: gamma_entry_bound(net, X), upper_bounds=upper_bounds,
-                         rng=rng, lower=lower, exact_kernel=lambda: _sparse_columns(exact.nullspace(
+                         rng=rng, lower=lower, local_kernel=lambda: neuron_local_kernel(net, X, pattern, fixed),
+                         exact_kernel=lambda: _sparse_columns(exact.nullspace(
                              gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))))
     if res is not None:
         return res
@@ -378,11 +432,16 @@ def _check_one(problems: list[str], what: str, c: Mapping[str, Any], image, shap
             problems.append(f"{what}: kernel has {len(K)} columns or bad indices; rank {r} needs {n - r}")
             return None
         K_int = kernel_to_integer_columns(K)
-        primes = [require_prime(int(q), avoid) for q in up["primes"]]
+        bound = n * bound_fn() * max((abs(v) for col in K_int for v in col.values()), default=0)
+        if "primes" in up:
+            primes = [require_prime(int(q), avoid) for q in up["primes"]]
+        else:  # no primes given: draw our own, enough of them
+            primes = []
+            while prod(primes) <= bound:
+                primes += random_primes(1, avoid, random.Random(len(primes)), exclude=primes)
         if len(set(primes)) != len(primes) or not primes:
             problems.append(f"{what}: kernel check primes must be distinct and nonempty")
             return None
-        bound = n * bound_fn() * max((abs(v) for col in K_int for v in col.values()), default=0)
         if prod(primes) <= bound:
             problems.append(f"{what}: product of check primes does not exceed the bound on |M K|")
             return None

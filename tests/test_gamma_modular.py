@@ -23,7 +23,7 @@ from exactident.errors import InvariantViolation
 from exactident.fixed_edges import fixed_edges
 from exactident.gamma import gamma_exact
 from exactident.gamma_modular import (certify_rank_alpha, certify_ranks, gamma_mod_p, gram_mod_p,
-                                      pattern_rank_bound)
+                                      neuron_local_kernel, pattern_rank_bound)
 from exactident.integer_forward import data_denominator, integer_forward
 from exactident.linalg import exact
 from exactident.linalg.modular import random_primes, verify_rank_certificate
@@ -236,3 +236,29 @@ def test_corrupted_certificates_are_rejected():
     assert bad(lambda c: c["rank_a"].update(rank_a=c["rank_a"]["rank_a"] + 1))
     assert bad(lambda c: c.pop("rank_gamma"))
     assert bad(lambda c: c["rank_gamma"].update(lower="x"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_neuron_local_kernel_vectors_are_in_the_exact_kernel(case):
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    for col in neuron_local_kernel(net, X, st.pattern, fixed):
+        v = flint.fmpq_mat(net.dim, 1, [col.get(i, 0) for i in range(net.dim)])
+        assert G * v == flint.fmpq_mat(G.nrows(), 1)
+
+
+def test_neuron_active_on_one_sample_by_hand():
+    # f(x) = 2 relu(x - 11/2) + 3 relu(x) + b_2 at x = 1..6: neuron 0 is active only at x = 6, where a
+    # change (dw, db) of its incoming weight and bias moves z by 6 dw + db: (1, -6) is in ker Gamma.
+    # Neuron 1 is active everywhere (6 rows >= 2 parameters): no block for it.
+    net = Network((1, 2, 1), [flint.fmpq_mat([[1], [1]]), flint.fmpq_mat([[2, 3]])],
+                  [[flint.fmpq(-11, 2), flint.fmpq(0)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(k)] for k in range(1, 7)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    K = neuron_local_kernel(net, X, st.pattern, fixed)
+    # tau = (W_1[0,0], W_1[1,0], b_1[0], b_1[1], b_2[0])
+    assert len(K) == 1 and K[0][2] != 0
+    assert K[0][0] / K[0][2] == flint.fmpq(-1, 6) and set(K[0]) == {0, 2}

@@ -296,7 +296,7 @@ def _bits_needed(bound: int) -> int:
 
 
 def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
-                        rng: random.Random | None = None, n_primes: int = 2,
+                        rng: random.Random | None = None, n_primes: int = 1,
                         stop_at: int | None = None) -> tuple[int, int, np.ndarray]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
@@ -312,6 +312,13 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     best: tuple[int, int, np.ndarray] | None = None
     for p in random_primes(n_primes, avoid, rng):
         image = image_mod_p(p)
+        m, n = image.shape
+        if stop_at is not None and stop_at == n and m > n + n // 8 + 16:
+            # Tall: a random set of n + 16 rows usually has full column rank already, and the
+            # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.
+            rows = sorted(rng.sample(range(m), n + 16))
+            if rank_mod_p(image[rows], p) == n:
+                return n, p, image
         r = rank_mod_p(image, p)
         if best is None or r > best[0]:
             best = (r, p, image)
@@ -324,10 +331,11 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
 def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, int], *,
                    avoid: int, entry_bound: Callable[[], int],
                    upper_bounds: Mapping[str, int] | None = None,
-                   rng: random.Random | None = None, n_lower_primes: int = 2,
+                   rng: random.Random | None = None, n_lower_primes: int = 1,
                    max_primes: int | None = None,
                    lower: tuple[int, int, np.ndarray] | None = None,
                    exact_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
+                   local_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
                    ) -> CertifiedRank | None:
     """Exact rank of a rational matrix ``M`` known through its images mod p.
 
@@ -355,6 +363,11 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         An exact kernel basis (e.g. FLINT's fraction-free nullspace), used
         when reconstruction needs too many primes (huge kernel entries); it is
         checked like a reconstructed one.
+    local_kernel : callable () -> list of sparse fmpq columns, optional
+        Kernel vectors the caller has already proved exactly (e.g. from small
+        blocks of ``M``); tried first, and accepted without a modular zero
+        check when there are ``n - lower`` of them (full column rank is still
+        checked).  The verifier re-checks them mod its own primes.
 
     Returns
     -------
@@ -390,6 +403,16 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         return CertifiedRank(lower, cert)
     if max_primes is None:
         max_primes = 8 if exact_kernel is not None and m * n <= 200_000 else 40
+    kernel = None
+    if local_kernel is not None:
+        K = local_kernel()
+        if K and n - len(K) == lower:
+            q = random_primes(1, avoid, rng, exclude=used)[0]
+            if _full_column_rank(kernel_to_integer_columns(K), n, q):
+                cert["upper"] = {"kind": "kernel", "bound": lower, "source": "local",
+                                 "kernel": [[[i, _fmt(int(v.p), int(v.q))] for i, v in sorted(col.items())]
+                                            for col in K]}
+                return CertifiedRank(lower, cert)
     source = "crt"
     kernel = _reconstruct_kernel(image_mod_p, image, lower_prime, shape, avoid,
                                  entry_bound, rng, max_primes, used)
