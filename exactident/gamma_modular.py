@@ -396,7 +396,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
 
 
 def _check_one(problems: list[str], what: str, c: Mapping[str, Any], image, shape, avoid, bound_fn,
-               structural: Mapping[str, int], exact_rank) -> int | None:
+               structural: Mapping[str, int], exact_rank, local_kernel=None) -> int | None:
     """Check one matrix's certificate; returns the certified rank or None."""
     try:
         r = int(c["rank"])
@@ -426,7 +426,17 @@ def _check_one(problems: list[str], what: str, c: Mapping[str, Any], image, shap
             return None
         from .linalg.modular import _full_column_rank, kernel_to_integer_columns
 
-        K = [{int(i): flint.fmpq(*(int(t) for t in str(v).split("/"))) for i, v in col} for col in up["kernel"]]
+        if up.get("source") == "local" and "kernel" not in up:
+            if local_kernel is None:
+                problems.append(f"{what}: no local kernel construction for this matrix")
+                return None
+            K = local_kernel()  # rebuilt from the case, then checked like any other K
+            if len(K) != int(up["nullity"]):
+                problems.append(f"{what}: local kernel has {len(K)} vectors, certificate says {up['nullity']}")
+                return None
+        else:
+            K = [{int(i): flint.fmpq(*(int(t) for t in str(v).split("/"))) for i, v in col}
+                 for col in up["kernel"]]
         n = shape[1]
         if any(not 0 <= i < n for col in K for i in col) or shape[1] - len(K) != r:
             problems.append(f"{what}: kernel has {len(K)} columns or bad indices; rank {r} needs {n - r}")
@@ -503,5 +513,6 @@ def verify_rank_certificate(case: Any, rank_certificate: Mapping[str, Any]) -> l
     _check_one(problems, "rank_gamma", rank_certificate["rank_gamma"],
                lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), (n * N_L, dim), avoid,
                lambda: gamma_entry_bound(net, X), structural,
-               lambda: exact.rank(gamma_exact(net, X, state.Z, pattern, fixed)))
+               lambda: exact.rank(gamma_exact(net, X, state.Z, pattern, fixed)),
+               lambda: neuron_local_kernel(net, X, pattern, fixed))
     return problems

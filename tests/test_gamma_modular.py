@@ -262,3 +262,28 @@ def test_neuron_active_on_one_sample_by_hand():
     # tau = (W_1[0,0], W_1[1,0], b_1[0], b_1[1], b_2[0])
     assert len(K) == 1 and K[0][2] != 0
     assert K[0][0] / K[0][2] == flint.fmpq(-1, 6) and set(K[0]) == {0, 2}
+
+
+def test_local_kernel_certificate_is_compact_and_verified():
+    # f(x) = 2 relu(x - 11/2) + 3 relu(x - 5/2) + b_2 at x = 1..6; tau = (W_1[0,0], W_1[1,0], b_1[0],
+    # b_1[1], b_2[0]).  Rows: x = 1, 2: (0,0,0,0,1); x = 3, 4, 5: (0,3x,0,3,1); x = 6: (12,18,2,3,1).
+    # Rank 4 by hand (e_5, e_2, e_4 from x <= 5, then (12,0,2,0,0)); the only kernel direction is the
+    # one of neuron 0, active at x = 6 alone: (1, 0, -6, 0, 0).
+    net = Network((1, 2, 1), [flint.fmpq_mat([[1], [1]]), flint.fmpq_mat([[2, 3]])],
+                  [[flint.fmpq(-11, 2), flint.fmpq(-5, 2)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(k)] for k in range(1, 7)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    from exactident.gamma_modular import certify_rank_gamma
+    res = certify_rank_gamma(net, X, st.pattern, fixed, rng=random.Random(0))
+    assert res.rank == 4
+    assert res.certificate["upper"] == {"kind": "kernel", "bound": 4, "source": "local", "nullity": 1}
+    case = Case("local", net, X)
+    cert = {"fixed_edges": [[l, v, k] for (l, v), k in sorted(fixed.s_max.items())], "rank_gamma": res.certificate}
+    assert verify_rank_certificate(case, cert) == []
+    bad = copy.deepcopy(cert)
+    bad["rank_gamma"]["upper"]["nullity"] = 2
+    assert any("local kernel has 1 vectors" in p for p in verify_rank_certificate(case, bad))
+    bad = copy.deepcopy(cert)
+    bad["rank_gamma"]["rank"] = 3
+    assert verify_rank_certificate(case, bad)
