@@ -319,6 +319,11 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             rows = sorted(rng.sample(range(m), n + 16))
             if rank_mod_p(image[rows], p) == n:
                 return n, p, image
+        if stop_at is not None and stop_at == m and n > m + m // 8 + 16:
+            # Wide, same idea with columns (e.g. Gamma with n N_L < dim: full row rank).
+            cols = sorted(rng.sample(range(n), m + 16))
+            if rank_mod_p(image[:, cols], p) == m:
+                return m, p, image
         r = rank_mod_p(image, p)
         if best is None or r > best[0]:
             best = (r, p, image)
