@@ -55,7 +55,7 @@ CONFIGS = [
     ("deep-dyadic", (10, 32, 32, 32, 32, 32, 1), 2000, "dyadic", 0, ["exact", "float", "ra", "ra_float"]),
 ]
 QUICK = {"s0-dyadic", "s0-int", "s2-dyadic", "s2-int", "m-dyadic", "m-int"}
-TIMEOUT = {"sympy": 300, "dm": 120, "fmpq": 180}
+TIMEOUT = {"sympy": 200, "dm": 120, "fmpq": 180}
 
 
 def build_case(widths, n, kind, seed=0):
