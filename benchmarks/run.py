@@ -36,26 +36,26 @@ sys.path.insert(0, ROOT)  # the checkout's exactident, installed or not
 
 # name, widths, n, weights ("dyadic": float64 draws converted exactly; "int": small integers), methods
 CONFIGS = [
-    ("s0-dyadic", (2, 3, 3, 1), 30, "dyadic", 0, ["exact", "float", "sympy", "dm", "fmpq"]),
-    ("s0-int", (2, 3, 3, 1), 30, "int", 0, ["exact", "float", "sympy", "dm", "fmpq"]),
-    ("s05-dyadic", (3, 4, 4, 1), 40, "dyadic", 0, ["exact", "float", "sympy", "dm", "fmpq"]),
-    ("s05-int", (3, 4, 4, 1), 40, "int", 0, ["exact", "float", "sympy", "dm", "fmpq"]),
-    ("s1-dyadic", (3, 5, 5, 1), 60, "dyadic", 0, ["exact", "float", "sympy", "dm", "fmpq"]),
-    ("s1-int", (3, 5, 5, 1), 60, "int", 0, ["exact", "float", "sympy", "dm", "fmpq"]),
-    ("s2-dyadic", (4, 8, 8, 1), 150, "dyadic", 0, ["exact", "float", "dm", "fmpq"]),
-    ("s2-int", (4, 8, 8, 1), 150, "int", 0, ["exact", "float", "dm", "fmpq"]),
-    ("s3-dyadic", (6, 12, 12, 1), 400, "dyadic", 0, ["exact", "float", "dm", "fmpq"]),
-    ("s3-int", (6, 12, 12, 1), 400, "int", 0, ["exact", "float", "dm", "fmpq"]),
+    ("s0-dyadic", (2, 3, 3, 1), 30, "dyadic", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
+    ("s0-int", (2, 3, 3, 1), 30, "int", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
+    ("s05-dyadic", (3, 4, 4, 1), 40, "dyadic", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
+    ("s05-int", (3, 4, 4, 1), 40, "int", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
+    ("s1-dyadic", (3, 5, 5, 1), 60, "dyadic", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
+    ("s1-int", (3, 5, 5, 1), 60, "int", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
+    ("s2-dyadic", (4, 8, 8, 1), 150, "dyadic", 0, ["exact", "float", "float1", "dm", "fmpq"]),
+    ("s2-int", (4, 8, 8, 1), 150, "int", 0, ["exact", "float", "float1", "dm", "fmpq"]),
+    ("s3-dyadic", (6, 12, 12, 1), 400, "dyadic", 0, ["exact", "float", "float1", "dm", "fmpq"]),
+    ("s3-int", (6, 12, 12, 1), 400, "int", 0, ["exact", "float", "float1", "dm", "fmpq"]),
     # seed 5: full rank (C_S holds); seed 0: two layer-2 neurons active on 14 and 19 samples
     # and one structurally zero column, rank 1201 < 1231 (the inconclusive, kernel-certified case)
-    ("m-dyadic", (10, 30, 30, 1), 1600, "dyadic", 5, ["exact", "float", "fmpq"]),
+    ("m-dyadic", (10, 30, 30, 1), 1600, "dyadic", 5, ["exact", "float", "float1", "fmpq"]),
     ("m-dyadic-deficient", (10, 30, 30, 1), 1600, "dyadic", 0, ["exact", "float"]),
-    ("m-int", (10, 30, 30, 1), 1600, "int", 0, ["exact", "float", "fmpq"]),
+    ("m-int", (10, 30, 30, 1), 1600, "int", 0, ["exact", "float", "float1", "fmpq"]),
     ("l-dyadic", (20, 50, 40, 1), 4000, "dyadic", 0, ["exact", "float"]),
-    ("deep-dyadic", (10, 32, 32, 32, 32, 32, 1), 2000, "dyadic", 0, ["exact", "float", "ra", "ra_float"]),
+    ("deep-dyadic", (10, 32, 32, 32, 32, 32, 1), 2000, "dyadic", 0, ["exact", "float", "float1", "ra", "ra_float"]),
 ]
 QUICK = {"s0-dyadic", "s0-int", "s2-dyadic", "s2-int", "m-dyadic", "m-int"}
-TIMEOUT = {"sympy": 200, "dm": 120, "fmpq": 180}
+TIMEOUT = {"sympy": 120, "dm": 60, "fmpq": 60}
 
 
 def build_case(widths, n, kind, seed=0):
@@ -132,7 +132,7 @@ def measure(method, name):
         t = time.perf_counter()
         r = check(case, numeric=False, modular=False)
         out.update(rank_gamma=r.rank_gamma, rank_a=r.rank_a, verdict=r.verdict)
-    elif method in ("float", "ra_float"):
+    elif method in ("float", "float1", "ra_float"):
         import numpy as np
 
         from exactident.fixed_edges import fixed_edges
@@ -145,9 +145,9 @@ def measure(method, name):
         t = time.perf_counter()
         fnet = to_float_network(case.network)
         Xf = to_float_sample(case.X, widths[0])
-        if method == "float":
+        if method in ("float", "float1"):
             out["rank_gamma"] = int(np.linalg.matrix_rank(gamma_float(fnet, Xf, fixed, cols)))
-        if method == "ra_float" or (method == "float" and name.startswith("deep")):
+        if method == "ra_float" or (method in ("float", "float1") and name.startswith("deep")):
             out["rank_a"] = widths[-1] * int(np.linalg.matrix_rank(alpha_float_gram(float_pattern(fnet, Xf), Xf)))
     elif method == "ra":
         import random
@@ -169,6 +169,8 @@ def measure(method, name):
 def run_one(method, name):
     limit = TIMEOUT.get(method, 900)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if method == "float1":  # one BLAS thread: immune to oversubscription on a shared machine
+        env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     try:
         proc = subprocess.run([sys.executable, __file__, "--measure", method, name], capture_output=True,
                               text=True, timeout=limit, env=env, cwd=ROOT)
@@ -237,8 +239,9 @@ def main(argv=None):
         "(`modular=False`: `gamma_exact` + FLINT `fmpz_mat.rank`).",
         "",
         "| case | widths | n | weights | Gamma shape | exact certified | float64 | exact / float | "
+        "float64, 1 BLAS thread | exact / float 1-thread | "
         "sympy Matrix.rank | sympy / exact | DomainMatrix | fmpq ref | ranks (exact; float) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, widths, n, kind, dim, P, res in rows:
         ex, fl = res.get("exact"), res.get("float")
@@ -246,8 +249,11 @@ def main(argv=None):
         fr = f"{fl.get('rank_gamma')}" + (f", R_A {fl['rank_a']}" if fl and "rank_a" in fl else "") \
             if fl and "seconds" in fl else "-"
         ef = (f"{ex['seconds'] / fl['seconds']:.2f}" if ex and fl and "seconds" in ex and "seconds" in fl else "-")
+        f1 = res.get("float1")
+        ef1 = (f"{ex['seconds'] / f1['seconds']:.2f}" if ex and f1 and "seconds" in ex and "seconds" in f1
+               else "-")
         lines.append(f"| {name} | {','.join(map(str, widths))} | {n} | {kind} | {n * widths[-1]} x {dim} | "
-                     f"{fmt_t(ex)} | {fmt_t(fl)} | {ef} | {fmt_t(res.get('sympy'))} | "
+                     f"{fmt_t(ex)} | {fmt_t(fl)} | {ef} | {fmt_t(f1)} | {ef1} | {fmt_t(res.get('sympy'))} | "
                      f"{ratio(ex, res.get('sympy'))} | {fmt_t(res.get('dm'))} | {fmt_t(res.get('fmpq'))} | "
                      f"{er}; {fr} |")
     ra_rows = [(name, widths, n, P, res) for name, widths, n, kind, dim, P, res in rows if "ra" in res]
