@@ -24,7 +24,8 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from .network import Network, pre_activations
+from .integer_forward import integer_forward
+from .network import Network
 
 __all__ = [
     "Tie",
@@ -81,13 +82,16 @@ def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> Activat
     >>> st.pattern[0].ravel().tolist(), [str(t) for t in st.ties]
     ([True, True, True], ['x^2@(1,0)'])
     """
-    Z = pre_activations(net, X)
+    # Signs come from the integer forward pass (same signs, no per-entry gcd);
+    # Z is the exact rational z_l(X) rebuilt from it for callers that want Q.
+    fw = integer_forward(net, X)
+    Z = fw.Z()
     n = len(X)
     pattern = []
     ties = []
-    zero = flint.fmpq(0)
+    zero = flint.fmpz(0)
     for l in net.hidden_layers():
-        entries = Z[l - 1].entries()
+        entries = fw.Z_int[l - 1].entries()
         width = net.widths[l]
         pattern.append(np.array([z >= zero for z in entries], dtype=bool).reshape(n, width))
         ties.extend(Tie(k // width, l, k % width) for k, z in enumerate(entries) if z == zero)

@@ -8,6 +8,7 @@ boundary by :mod:`exactident.conditions`, on it by :mod:`exactident.boundary`)
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Mapping
 
@@ -17,6 +18,7 @@ from .case import Case
 from .conditions import holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks, DEGENERATE
 from .fixed_edges import fixed_edges
 from .gamma import gamma_exact
+from .gamma_modular import certify_ranks
 from .linalg import exact
 from .lifting import verify_propositions as _verify
 from .network import degenerate_neurons
@@ -40,7 +42,8 @@ def rank_alpha(pattern, X, widths) -> int:
 def check(case: Case, *, numeric: bool = True, tol: float | None = None,
           rtol: float | None = None, verify_propositions: bool = False,
           max_resolutions: int = 4096, all_ranks: bool = False,
-          fixed_choice: Mapping[tuple[int, int], int] | None = None) -> Report:
+          fixed_choice: Mapping[tuple[int, int], int] | None = None,
+          modular: bool = True, seed: int | None = 0) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -61,6 +64,13 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         ``None`` in that case: the verdict does not need it).
     fixed_choice : dict (l, v) -> k, optional
         Override the fixed outgoing edge of some hidden neurons.
+    modular : bool
+        Certified modular ranks (:mod:`exactident.gamma_modular`; the default,
+        with a rank certificate under ``certificate["rank"]`` off the boundary),
+        or ``False`` for the rational reference path (``gamma_exact`` + FLINT rank).
+    seed : int or None
+        Seed of the random primes (None: fresh randomness).  Primes only
+        affect speed and the certificate, never the ranks.
 
     Returns
     -------
@@ -89,15 +99,23 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     state = activation_state(net, X)
     degenerate = bool(degenerate_neurons(net))
     fixed = fixed_edges(net, fixed_choice)
-    gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
-    rank_gamma = exact.rank(gamma)
-    rank_gamma_pattern = rank_gamma  # at the >= 0 pattern: what the float Gamma rounds
     dim = net.dim
     rank_a = None
-    if all_ranks or state.ties or not holds_cs(rank_gamma, dim):
-        rank_a = net.widths[-1] * rank_alpha(state.pattern, X, net.widths)
+    gamma = None
+    rank_certificate = None
+    if modular:
+        ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=all_ranks or bool(state.ties),
+                              rng=random.Random(seed))
+        rank_gamma, rank_a, rank_certificate = ranks.rank_gamma, ranks.rank_a, ranks.certificate
+    else:
+        gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
+        rank_gamma = exact.rank(gamma)
+        if all_ranks or state.ties or not holds_cs(rank_gamma, dim):
+            rank_a = net.widths[-1] * rank_alpha(state.pattern, X, net.widths)
+    # Ranks at the >= 0 pattern: the matrices the float pipeline rounds.
+    rank_gamma_pattern, rank_a_pattern = rank_gamma, rank_a
     patterns = None
-    certificate = None
+    certificate = {"rank": rank_certificate} if rank_certificate and not state.ties else None
     extra: dict = {}
     if degenerate:
         verdict = DEGENERATE
@@ -125,6 +143,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         from .numeric import numeric_check
 
         res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
-        report.numeric = res.as_dict(rank_gamma, rank_a, verdict, band_rank=rank_gamma_pattern)
+        # agrees: same verdict, and the same ranks as the exact matrices the float ones round
+        report.numeric = res.as_dict(rank_gamma_pattern, rank_a_pattern, verdict, band_rank=rank_gamma_pattern)
     report.seconds = time.perf_counter() - start
     return report

@@ -213,6 +213,12 @@ class NumericResult:
                 band_rank: int | None = None) -> dict:
         """SPEC §4's ``numeric`` block, plus ``pattern_differs`` and ``band``.
 
+        ``agrees``: the float verdict equals the exact verdict and the float
+        ranks equal ``exact_rank_gamma``/``exact_rank_a``, which the caller
+        passes at the exact ``>= 0`` pattern (on the boundary the report's
+        top-level ranks are those of another tie resolution; a float tool
+        only ever sees the ``>= 0`` one).
+
         ``band_rank`` is the exact rank of ``Gamma`` at the exact ``>= 0``
         pattern (the matrix the float one rounds); when given, ``band`` holds the
         absolute and relative tolerance intervals ``[lo, hi)`` that reproduce it

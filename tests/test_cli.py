@@ -61,7 +61,7 @@ def test_json_single_object_with_spec_fields(capsys, good):
     data = json.loads(out)
     assert isinstance(data, dict)
     assert list(data)[:len(REPORT_FIELDS)] == REPORT_FIELDS
-    assert set(data) == set(REPORT_FIELDS) | {"numeric"}
+    assert set(data) == set(REPORT_FIELDS) | {"numeric", "certificate"}  # certificate: the rank certificate
     assert data["format"] == "exactident-report/1" and data["name"] == "notident"
     assert (data["widths"], data["n_samples"], data["dim"]) == ([1, 1, 1], 3, 3)
     assert (data["rank_gamma"], data["rank_a"], data["cs"], data["cn"]) == (2, 2, False, False)
@@ -216,7 +216,7 @@ def test_unexpected_exception_exits_1(capsys, monkeypatch, good):
     def crash(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(check_mod, "gamma_exact", crash)
+    monkeypatch.setattr(check_mod, "certify_ranks", crash)
     code, _, err = run(capsys, ["check", good[0]])
     assert code == 1
     assert_one_line_error(err, "internal error: RuntimeError: boom")

@@ -1,0 +1,289 @@
+"""Gamma mod p, the Gram route to rank alpha, certified ranks and rank certificates.
+
+Oracles are independent of the modular code: ``gamma_exact`` (rational
+backprop) with FLINT's exact rank, ``alpha_exact`` (explicit path columns)
+with its exact rank, and the rational forward pass ``network.pre_activations``.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import os
+import random
+
+import flint
+import numpy as np
+import pytest
+
+from exactident.activation import activation_state, alpha_exact
+from exactident.case import Case, load_case
+from exactident.check import check
+from exactident.errors import InvariantViolation
+from exactident.fixed_edges import fixed_edges
+from exactident.gamma import gamma_exact
+from exactident.gamma_modular import (certify_rank_alpha, certify_ranks, gamma_mod_p, gram_mod_p,
+                                      neuron_local_kernel, pattern_rank_bound)
+from exactident.integer_forward import data_denominator, integer_forward
+from exactident.linalg import exact
+from exactident.linalg.modular import random_primes, verify_rank_certificate
+from exactident.network import Network, pre_activations
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _q(rng, dyadic=False):
+    if dyadic:  # a float64 draw, converted exactly (huge power-of-two denominators)
+        from fractions import Fraction
+        f = Fraction(rng.gauss(0, 1))
+        return flint.fmpq(f.numerator, f.denominator)
+    return flint.fmpq(rng.randint(-6, 6), rng.choice([1, 2, 3, 4, 5, 9]))
+
+
+def random_case(seed: int, dead: bool = False) -> Case:
+    """A small random network and sample; ``dead`` kills one first-layer neuron on the whole sample."""
+    rng = random.Random(seed)
+    dyadic = seed % 3 == 0
+    L = rng.randint(1, 3)
+    widths = tuple(rng.randint(1, 3) for _ in range(L + 1))
+    W = [flint.fmpq_mat(widths[l + 1], widths[l], [_q(rng, dyadic) for _ in range(widths[l] * widths[l + 1])])
+         for l in range(L)]
+    b = [[_q(rng, dyadic) for _ in range(widths[l + 1])] for l in range(L)]
+    n = rng.randint(0, 7)
+    X = [[_q(rng, dyadic) for _ in range(widths[0])] for _ in range(n)]
+    if dead and L >= 2:
+        b[0][0] = flint.fmpq(-10**6)  # z_1(x)_0 < 0 for every sample: its incoming weights are free
+    return Case(f"random-{seed}", Network(widths, W, b), X)
+
+
+def small_cases() -> list[Case]:
+    cases = [random_case(s) for s in range(40)] + [random_case(s, dead=True) for s in range(40, 55)]
+    cases += [load_case(p) for p in sorted(glob.glob(os.path.join(ROOT, "cases", "*.json")))]
+    return cases
+
+
+CASES = small_cases()
+
+
+def _reduce(M: flint.fmpq_mat, p: int) -> list[list[int]]:
+    return [[int(v.p) * pow(int(v.q), -1, p) % p for v in row] for row in M.table()]
+
+
+@pytest.mark.parametrize("case", CASES[:40], ids=lambda c: c.name)
+def test_integer_forward_matches_rational_forward(case):
+    fw = integer_forward(case.network, case.X)
+    assert fw.Z() == pre_activations(case.network, case.X)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_gamma_mod_p_is_gamma_exact_reduced(case):
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    avoid = data_denominator(net, X)
+    for p in random_primes(2, avoid, random.Random(1)):
+        Gp = gamma_mod_p(net, X, st.pattern, fixed, p, avoid)
+        assert Gp.shape == (G.nrows(), G.ncols())
+        assert Gp.tolist() == _reduce(G, p)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_gram_route_agrees_with_explicit_alpha(case):
+    st = activation_state(case.network, case.X)
+    A = alpha_exact(st.pattern, case.X)
+    p = random_primes(1, data_denominator(case.network, case.X), random.Random(2))[0]
+    if case.X:
+        assert gram_mod_p(st.pattern, case.X, p).tolist() == _reduce(A * A.transpose(), p)
+    res = certify_rank_alpha(st.pattern, case.X, case.widths, rng=random.Random(3))
+    assert res.rank == exact.rank(A)
+    assert pattern_rank_bound(st.pattern, case.X) >= exact.rank(A)  # a valid upper bound
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_certified_ranks_agree_with_exact_ranks_and_verify(case):
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    res = certify_ranks(net, X, st.pattern, fixed, need_rank_a=True, rng=random.Random(4))
+    assert res.rank_gamma == exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    assert res.rank_a == net.widths[-1] * exact.rank(alpha_exact(st.pattern, X))
+    assert verify_rank_certificate(case, res.certificate) == []
+
+
+def test_kernel_certificates_occur():
+    kinds = set()
+    for case in CASES:
+        st = activation_state(case.network, case.X)
+        res = certify_ranks(case.network, case.X, st.pattern, fixed_edges(case.network), need_rank_a=True,
+                            rng=random.Random(5))
+        kinds.add(res.certificate["rank_gamma"]["upper"]["kind"])
+        kinds.add(res.certificate["rank_a"]["upper"]["kind"])
+    assert {"kernel", "shape", "rank_a", "patterns"} <= kinds
+
+
+def test_dead_neuron_kernel_by_hand():
+    # f(x) = 3 relu(x - 100) + 5 relu(x) + b_2 on x = 1..6: neuron 0 is dead, neuron 1 active.
+    # Both W_2 entries are fixed edges, so tau = (W_1[0,0], W_1[1,0], b_1[0], b_1[1], b_2[0]) and
+    # the Gamma row of x is (0, 5x, 0, 5, 1): rank 2, and ker Gamma is spanned by
+    # e_{W_1[0,0]}, e_{b_1[0]} (dead neuron) and e_{b_1[1]} - 5 e_{b_2[0]}.
+    net = Network((1, 2, 1), [flint.fmpq_mat([[1], [1]]), flint.fmpq_mat([[3, 5]])],
+                  [[flint.fmpq(-100), flint.fmpq(0)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(k)] for k in range(1, 7)]
+    st = activation_state(net, X)
+    from exactident.gamma_modular import certify_rank_gamma
+    res = certify_rank_gamma(net, X, st.pattern, fixed_edges(net), rng=random.Random(0))
+    assert res.rank == 2 and res.certificate["upper"]["kind"] == "kernel"
+    K = [[flint.fmpq(0)] * 3 for _ in range(5)]
+    for c, col in enumerate(res.certificate["upper"]["kernel"]):
+        for i, v in col:
+            num, _, den = v.partition("/")
+            K[i][c] = flint.fmpq(int(num), int(den or 1))
+    expected = [[1, 0, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 1, -5]]
+    for v in expected:
+        M = flint.fmpq_mat(5, 4, [x for i in range(5) for x in K[i] + [v[i]]])
+        assert exact.rank(M) == 3  # v lies in the span of the certified kernel
+    # and through check(): rank Gamma = R_A = 2 < 5, closed by Prop. 11 without a Gamma kernel
+    r = check(Case("dead", net, X), numeric=False)
+    assert (r.verdict, r.rank_gamma, r.rank_a) == ("not-identifiable", 2, 2)
+    assert r.certificate["rank"]["rank_gamma"]["upper"] == {"kind": "rank_a", "bound": 2}
+
+
+def test_check_modular_and_reference_paths_agree():
+    for case in CASES[:30]:
+        a = check(case, numeric=False, all_ranks=True)
+        b = check(case, numeric=False, all_ranks=True, modular=False)
+        assert (a.verdict, a.rank_gamma, a.rank_a) == (b.verdict, b.rank_gamma, b.rank_a), case.name
+        if not a.on_boundary:
+            assert verify_rank_certificate(case, a.certificate["rank"]) == []
+
+
+def test_rank_a_skipped_when_cs_holds():
+    # SPEC §2: samples 0, 1, -1 give rank Gamma = 3 = dim, so R_A is not needed.
+    from exactident.case import parse_case
+    case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+                       "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1]]})
+    r = check(case, numeric=False)
+    assert (r.verdict, r.rank_gamma, r.rank_a) == ("identifiable", 3, None)
+    assert "rank_a" not in r.certificate["rank"]
+    assert r.certificate["rank"]["rank_gamma"]["upper"] == {"kind": "shape", "bound": 3}
+
+
+def test_a_prime_dividing_a_denominator_is_never_used():
+    # Put the very prime that seed 7 would draw first into a weight's denominator.
+    q = random_primes(1, rng=random.Random(7))[0]
+    net = Network((1, 2, 1), [flint.fmpq_mat([[flint.fmpq(1, q)], [flint.fmpq(-2, 3)]]),
+                              flint.fmpq_mat([[3, 5]])], [[flint.fmpq(1), flint.fmpq(1)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(k, q)] for k in range(-3, 4)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    with pytest.raises(InvariantViolation, match="divides a denominator"):
+        gamma_mod_p(net, X, st.pattern, fixed, q, data_denominator(net, X))
+    with pytest.raises(InvariantViolation, match="divides a denominator"):
+        gram_mod_p(st.pattern, X, q)
+    res = certify_ranks(net, X, st.pattern, fixed, need_rank_a=True, rng=random.Random(7))
+
+    def primes_in(obj):
+        if isinstance(obj, dict):
+            return [v for k, v in obj.items() if k == "prime"] + sum(
+                ([p for p in v] if k == "primes" else primes_in(v) for k, v in obj.items()), [])
+        return []
+
+    used = primes_in(res.certificate)
+    assert used and q not in used
+    assert res.rank_gamma == exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+
+
+def _kernel_certified_case():
+    for case in CASES:
+        st = activation_state(case.network, case.X)
+        res = certify_ranks(case.network, case.X, st.pattern, fixed_edges(case.network), need_rank_a=True,
+                            rng=random.Random(6))
+        if res.certificate["rank_gamma"]["upper"]["kind"] == "kernel":
+            return case, res.certificate
+    raise AssertionError("no kernel-certified case in the table")
+
+
+def test_corrupted_certificates_are_rejected():
+    case, cert = _kernel_certified_case()
+    assert verify_rank_certificate(case, cert) == []
+    g = cert["rank_gamma"]
+
+    def bad(mutate):
+        c = copy.deepcopy(cert)
+        mutate(c)
+        return verify_rank_certificate(case, c)
+
+    assert bad(lambda c: c["rank_gamma"].update(rank=g["rank"] + 1))
+    assert bad(lambda c: c["rank_gamma"]["lower"].update(prime=15))  # composite
+    assert bad(lambda c: c["rank_gamma"]["lower"].update(prime=7 * data_denominator(case.network, case.X)))
+    assert bad(lambda c: c["rank_gamma"]["upper"]["kernel"].pop())  # too few kernel vectors
+    assert bad(lambda c: c["rank_gamma"]["upper"].update(primes=c["rank_gamma"]["upper"]["primes"][:1]))
+    assert bad(lambda c: c["rank_gamma"]["upper"].update(kind="shape"))
+
+    def tamper_entry(c):
+        col = c["rank_gamma"]["upper"]["kernel"][0]
+        col[0] = [col[0][0], str(flint.fmpq(1) + flint.fmpq(col[0][1]))]
+    assert bad(tamper_entry)
+
+    def duplicate_column(c):
+        K = c["rank_gamma"]["upper"]["kernel"]
+        if len(K) >= 2:
+            K[1] = K[0]
+        else:
+            K[0] = [[i, "0"] for i, _ in K[0]]
+    assert bad(duplicate_column)  # not of full column rank
+    assert bad(lambda c: c["rank_a"].update(rank_a=c["rank_a"]["rank_a"] + 1))
+    assert bad(lambda c: c.pop("rank_gamma"))
+    assert bad(lambda c: c["rank_gamma"].update(lower="x"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_neuron_local_kernel_vectors_are_in_the_exact_kernel(case):
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    for col in neuron_local_kernel(net, X, st.pattern, fixed):
+        v = flint.fmpq_mat(net.dim, 1, [col.get(i, 0) for i in range(net.dim)])
+        assert G * v == flint.fmpq_mat(G.nrows(), 1)
+
+
+def test_neuron_active_on_one_sample_by_hand():
+    # f(x) = 2 relu(x - 11/2) + 3 relu(x) + b_2 at x = 1..6: neuron 0 is active only at x = 6, where a
+    # change (dw, db) of its incoming weight and bias moves z by 6 dw + db: (1, -6) is in ker Gamma.
+    # Neuron 1 is active everywhere (6 rows >= 2 parameters): no block for it.
+    net = Network((1, 2, 1), [flint.fmpq_mat([[1], [1]]), flint.fmpq_mat([[2, 3]])],
+                  [[flint.fmpq(-11, 2), flint.fmpq(0)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(k)] for k in range(1, 7)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    K = neuron_local_kernel(net, X, st.pattern, fixed)
+    # tau = (W_1[0,0], W_1[1,0], b_1[0], b_1[1], b_2[0])
+    assert len(K) == 1 and K[0][2] != 0
+    assert K[0][0] / K[0][2] == flint.fmpq(-1, 6) and set(K[0]) == {0, 2}
+
+
+def test_local_kernel_certificate_is_compact_and_verified():
+    # f(x) = 2 relu(x - 11/2) + 3 relu(x - 5/2) + b_2 at x = 1..6; tau = (W_1[0,0], W_1[1,0], b_1[0],
+    # b_1[1], b_2[0]).  Rows: x = 1, 2: (0,0,0,0,1); x = 3, 4, 5: (0,3x,0,3,1); x = 6: (12,18,2,3,1).
+    # Rank 4 by hand (e_5, e_2, e_4 from x <= 5, then (12,0,2,0,0)); the only kernel direction is the
+    # one of neuron 0, active at x = 6 alone: (1, 0, -6, 0, 0).
+    net = Network((1, 2, 1), [flint.fmpq_mat([[1], [1]]), flint.fmpq_mat([[2, 3]])],
+                  [[flint.fmpq(-11, 2), flint.fmpq(-5, 2)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(k)] for k in range(1, 7)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    from exactident.gamma_modular import certify_rank_gamma
+    res = certify_rank_gamma(net, X, st.pattern, fixed, rng=random.Random(0))
+    assert res.rank == 4
+    assert res.certificate["upper"] == {"kind": "kernel", "bound": 4, "source": "local", "nullity": 1}
+    case = Case("local", net, X)
+    cert = {"fixed_edges": [[l, v, k] for (l, v), k in sorted(fixed.s_max.items())], "rank_gamma": res.certificate}
+    assert verify_rank_certificate(case, cert) == []
+    bad = copy.deepcopy(cert)
+    bad["rank_gamma"]["upper"]["nullity"] = 2
+    assert any("local kernel has 1 vectors" in p for p in verify_rank_certificate(case, bad))
+    bad = copy.deepcopy(cert)
+    bad["rank_gamma"]["rank"] = 3
+    assert verify_rank_certificate(case, bad)
