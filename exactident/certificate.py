@@ -37,6 +37,7 @@ input (exit 2).
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from fractions import Fraction
@@ -203,7 +204,8 @@ def _alpha_rows(widths, X, act) -> list[list[Fraction]]:
     return rows
 
 
-def verify_certificate(case, report: Any, source: str = "<report>") -> tuple[bool, list[str]]:
+def verify_certificate(case, report: Any, source: str = "<report>", *,
+                       require_claims: bool = False) -> tuple[bool, list[str]]:
     """Re-check a report's certificate from the case alone.
 
     Valid only if every part present (``entering``, ``line``, ``rank``) is
@@ -220,6 +222,10 @@ def verify_certificate(case, report: Any, source: str = "<report>") -> tuple[boo
         An ``exactident-report/1`` object with a ``certificate``.
     source : str
         Report file name for error messages.
+    require_claims : bool
+        Require the report's ``name`` and ``verdict`` (the CLI does).  If
+        False a bare ``{"certificate": ...}`` is accepted; ``name`` and
+        ``verdict`` are still checked when present.
 
     Returns
     -------
@@ -246,7 +252,7 @@ def verify_certificate(case, report: Any, source: str = "<report>") -> tuple[boo
     False
     """
     try:
-        return _verify(case, report)
+        return _verify(case, report, require_claims)
     except _Bad as exc:
         raise CaseFormatError(source, exc.where, str(exc)) from None
 
@@ -262,7 +268,7 @@ def _unknown(obj: dict, allowed: Sequence[str], where: str) -> list[str]:
     return [f"{where}.{key}: unknown field, not verified" for key in sorted(set(obj) - set(allowed), key=str)]
 
 
-def _verify(case, report: Any) -> tuple[bool, list[str]]:
+def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
     if not isinstance(report, dict):
         raise _Bad("", f"expected a JSON object (exactident-report/1), found {type(report).__name__}")
     cert = report.get("certificate")
@@ -272,14 +278,14 @@ def _verify(case, report: Any) -> tuple[bool, list[str]]:
         raise _Bad("certificate", f"expected dict, found {type(cert).__name__}")
     if not cert:
         return False, ["no certificate to verify (the report's 'certificate' is empty)"]
-    name = _need(report, "name", str, "")
-    verdict = _need(report, "verdict", str, "")
+    name, verdict = (_need(report, k, str, "") if require_claims or k in report else None
+                     for k in ("name", "verdict"))
     fails: list[str] = [f"certificate.{key}: unknown certificate part, not verified"
                         for key in sorted(set(cert) - set(_PARTS), key=str)]
     msgs: list[str] = []
-    if name != case.name:
+    if name is not None and name != case.name:
         fails.append(f"name: the report is for case {name!r} but the case file is named {case.name!r}")
-    if ("entering" in cert or "line" in cert) and verdict != "not-identifiable":
+    if verdict is not None and ("entering" in cert or "line" in cert) and verdict != "not-identifiable":
         fails.append(f"verdict: report says {verdict} but the certificate proves not-identifiable")
     if "rank" in cert:
         fails_rank, msgs_rank = _verify_rank(case, cert["rank"])
@@ -517,7 +523,7 @@ def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
         columns.append(col)
     gamma_rows = [list(r) for r in zip(*columns)] if columns else []
     rg = _rank_qq(gamma_rows, dim)
-    n_p = sum(_prod(widths[m:L]) for m in range(L)) + 1
+    n_p = sum(math.prod(widths[m:L]) for m in range(L)) + 1
     if n * n_p > MAX_VERIFY_ALPHA:
         raise UnsupportedCaseError(f"alpha(s) has {n} x {n_p} entries: too large for verify-certificate")
     ra = widths[-1] * _rank_qq(_alpha_rows(widths, X, lambda i, m, u: active_at_sample(i)(m, u, Z[i][m - 1][u])),
@@ -531,13 +537,6 @@ def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
         return False, fails
     return True, [f"entering part valid: {len(sides)} tie(s) entered strictly, Gamma(s) delta = 0, "
                   f"R_Gamma(s) = R_A(s) = {rg} < dim = {dim}"]
-
-
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= x
-    return out
 
 
 def run_verify_certificate(case_path: str, report_path: str) -> int:
@@ -561,7 +560,7 @@ def run_verify_certificate(case_path: str, report_path: str) -> int:
             if len(named) != 1:
                 raise CaseFormatError(report_path, "", f"expected one report named {case.name!r}, found {len(named)}")
             report = named[0]
-        valid, msgs = verify_certificate(case, report, source=report_path)
+        valid, msgs = verify_certificate(case, report, source=report_path, require_claims=True)
     except (CaseFormatError, UnsupportedCaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -581,7 +580,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class _DuplicateKey(Exception):
-    pass
+    """A JSON object with a repeated key (carries the key)."""
 
 
 def _read_report(path: str) -> Any:

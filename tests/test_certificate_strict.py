@@ -246,7 +246,14 @@ def test_library_call_gives_the_same_answers(kink_report):
     valid, msgs = verify_certificate(case, data)
     assert not valid and msgs[-1] == "verdict: report says identifiable but the certificate proves not-identifiable"
     with pytest.raises(CaseFormatError, match=r"^r\.json: name: missing$"):
-        verify_certificate(case, {"verdict": "not-identifiable", "certificate": {"line": {}}}, "r.json")
+        verify_certificate(case, {"verdict": "not-identifiable", "certificate": {"line": {}}}, "r.json",
+                           require_claims=True)
+    # A bare certificate (library use) is checked without the report's claims; present claims still count.
+    bare = {"certificate": copy.deepcopy(kink_report["certificate"])}
+    assert verify_certificate(case, bare)[0]
+    with pytest.raises(CaseFormatError, match=r"^r\.json: verdict: missing$"):
+        verify_certificate(case, dict(bare, name="tiny-111-kink"), "r.json", require_claims=True)
+    assert not verify_certificate(case, dict(bare, name="other"))[0]
     with pytest.raises(CaseFormatError, match=r"^r\.json: expected a JSON object \(exactident-report/1\), found list$"):
         verify_certificate(case, [], "r.json")
 
