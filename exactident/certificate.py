@@ -26,13 +26,18 @@ Entering part keys: ``resolution`` (ties with ``active``), ``invisible_ties``,
 ``parameters`` (names of ``tau``'s coordinates, in order), ``delta``
 (``name -> "p/q"``), ``derivatives`` (``g_t . delta`` per resolved tie),
 ``rank_gamma``, ``rank_a``, ``dim``.  A ``rank`` part (modular rank
-certificates) is checked by ``exactident.linalg.modular.verify_rank_certificate``
-when that module exists.
+certificates) is checked by ``exactident.linalg.modular.verify_rank_certificate``;
+while that function does not exist the part counts as not checked, hence not
+valid.  Nothing is valid unless it was checked: unknown parts or fields, a
+missing certificate, a report whose ``verdict`` or ``name`` disagrees with the
+certificate or the case are all rejected (exit 3); malformed fields are bad
+input (exit 2).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from fractions import Fraction
@@ -107,7 +112,7 @@ def build_entering_certificate(net: Network, fixed: FixedEdges, ties: Sequence[T
 # ---------------------------------------------------------------------------------------------
 # Independent verifier: Fraction arithmetic only, nothing from boundary/gamma/entering/activation.
 
-_NAME = re.compile(r"(W)_(\d+)\[(\d+),(\d+)\]|(b)_(\d+)\[(\d+)\]")
+_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]")
 
 
 class _Bad(Exception):
@@ -119,7 +124,9 @@ class _Bad(Exception):
 
 
 def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(obj, dict) or key not in obj:
+    if not isinstance(obj, dict):
+        raise _Bad(where, f"expected dict, found {type(obj).__name__}")
+    if key not in obj:
         raise _Bad(f"{where}.{key}" if where else key, "missing")
     value = obj[key]
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
@@ -135,6 +142,8 @@ def _frac(text: Any, where: str) -> Fraction:
         return Fraction(text.strip())
     except ZeroDivisionError:
         raise _Bad(where, f"zero denominator in {text!r}") from None
+    except ValueError as exc:  # more digits than int() accepts
+        raise _Bad(where, f"not a usable rational ({exc})") from None
 
 
 def _tie_key(obj: Any, where: str) -> tuple[int, int, int]:
@@ -195,8 +204,16 @@ def _alpha_rows(widths, X, act) -> list[list[Fraction]]:
     return rows
 
 
-def verify_certificate(case, report: Any, source: str = "<report>") -> tuple[bool, list[str]]:
+def verify_certificate(case, report: Any, source: str = "<report>", *,
+                       require_claims: bool = False) -> tuple[bool, list[str]]:
     """Re-check a report's certificate from the case alone.
+
+    Valid only if every part present (``entering``, ``line``, ``rank``) is
+    verified, the report's ``name`` is the case's name and, with an
+    ``entering`` or ``line`` part, its ``verdict`` is ``not-identifiable``
+    (what those parts prove, ``docs/boundary.md``).  Unknown parts or fields,
+    a part that cannot be checked, and a report without a certificate are
+    *not valid*.
 
     Parameters
     ----------
@@ -205,49 +222,104 @@ def verify_certificate(case, report: Any, source: str = "<report>") -> tuple[boo
         An ``exactident-report/1`` object with a ``certificate``.
     source : str
         Report file name for error messages.
+    require_claims : bool
+        Require the report's ``name`` and ``verdict`` (the CLI does).  If
+        False a bare ``{"certificate": ...}`` is accepted; ``name`` and
+        ``verdict`` are still checked when present.
 
     Returns
     -------
     (valid, messages) : (bool, list of str)
-        ``messages`` says what was checked, or what failed.
+        ``messages`` says what was checked, then what failed (each failure names its field).
 
     Raises
     ------
     CaseFormatError
-        If the report lacks a field or has one of the wrong type (names the field).
+        If the report lacks a required field or has one of the wrong type (names the field).
     UnsupportedCaseError
         If ``alpha(s)`` is too large to materialise for the rank check.
+
+    Examples
+    --------
+    >>> from exactident.case import parse_case
+    >>> case = parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
+    ...                    "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
+    ...                    "sample": [["0"], ["1"], ["-1/2"]]})
+    >>> verify_certificate(case, {"name": "k", "verdict": "not-identifiable"})
+    (False, ["no certificate to verify (the report has no 'certificate')"])
+    >>> line = {"delta": {"b_1[0]": "1", "b_2[0]": "-3"}, "probe": ["-1"]}
+    >>> verify_certificate(case, {"name": "k", "verdict": "identifiable", "certificate": {"line": line}})[0]
+    False
     """
     try:
-        return _verify(case, report)
+        return _verify(case, report, require_claims)
     except _Bad as exc:
         raise CaseFormatError(source, exc.where, str(exc)) from None
 
 
-def _verify(case, report: Any) -> tuple[bool, list[str]]:
-    cert = _need(report, "certificate", dict, "")
-    if not {"entering", "line", "rank"} & set(cert):
-        raise _Bad("certificate", "has no 'entering', 'line' or 'rank' part")
-    ok, msgs = True, []
+_PARTS = ("entering", "line", "rank")
+_ENTERING_KEYS = ("resolution", "invisible_ties", "parameters", "delta", "derivatives", "rank_gamma",
+                  "rank_a", "dim")
+_TIE_KEYS = ("sample", "layer", "neuron")
+
+
+def _unknown(obj: dict, allowed: Sequence[str], where: str) -> list[str]:
+    """Failures for keys the verifier does not understand: what is not checked is not valid."""
+    return [f"{where}.{key}: unknown field, not verified" for key in sorted(set(obj) - set(allowed), key=str)]
+
+
+def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
+    if not isinstance(report, dict):
+        raise _Bad("", f"expected a JSON object (exactident-report/1), found {type(report).__name__}")
+    cert = report.get("certificate")
+    if cert is None:  # e.g. an `identifiable` or `inconclusive` report: nothing is proved
+        return False, ["no certificate to verify (the report has no 'certificate')"]
+    if not isinstance(cert, dict):
+        raise _Bad("certificate", f"expected dict, found {type(cert).__name__}")
+    if not cert:
+        return False, ["no certificate to verify (the report's 'certificate' is empty)"]
+    name, verdict = (_need(report, k, str, "") if require_claims or k in report else None
+                     for k in ("name", "verdict"))
+    fails: list[str] = [f"certificate.{key}: unknown certificate part, not verified"
+                        for key in sorted(set(cert) - set(_PARTS), key=str)]
+    msgs: list[str] = []
+    if name is not None and name != case.name:
+        fails.append(f"name: the report is for case {name!r} but the case file is named {case.name!r}")
+    if verdict is not None and ("entering" in cert or "line" in cert) and verdict != "not-identifiable":
+        fails.append(f"verdict: report says {verdict} but the certificate proves not-identifiable")
     if "rank" in cert:
-        try:
-            from .linalg.modular import verify_rank_certificate  # type: ignore[attr-defined]
-        except ImportError:
-            msgs.append("rank part not checked (exactident.linalg.modular is not available)")
-        else:
-            try:
-                good = verify_rank_certificate(case, cert["rank"])
-            except (InvariantViolation, CaseFormatError, UnsupportedCaseError) as exc:
-                good, msgs = False, msgs + [f"rank part: {exc}"]
-            ok = ok and bool(good)
-            msgs.append(f"rank part {'valid' if good else 'INVALID'}")
-    if "entering" in cert:
-        good, more = _verify_entering(case, _need(cert, "entering", dict, "certificate"))
-        ok, msgs = ok and good, msgs + more
-    if "line" in cert:
-        good, more = _verify_line(case, _need(cert, "line", dict, "certificate"))
-        ok, msgs = ok and good, msgs + more
-    return ok, msgs
+        fails_rank, msgs_rank = _verify_rank(case, cert["rank"])
+        fails, msgs = fails + fails_rank, msgs + msgs_rank
+    for part, check in (("entering", _verify_entering), ("line", _verify_line)):
+        if part in cert:
+            good, more = check(case, _need(cert, part, dict, "certificate"))
+            (msgs if good else fails).extend(more)
+    return not fails, msgs + fails
+
+
+def _verify_rank(case, part: Any) -> tuple[list[str], list[str]]:
+    """The ``rank`` part, by ``exactident.linalg.modular.verify_rank_certificate`` (problems; [] = valid)."""
+    try:
+        from .linalg.modular import verify_rank_certificate  # type: ignore[attr-defined]
+    except ImportError:
+        return ["rank part could not be checked (exactident.linalg.modular.verify_rank_certificate "
+                "is not available): not verified"], []
+    try:
+        problems = verify_rank_certificate(case, part)
+    except CaseFormatError as exc:  # malformed rank part: bad input, like the other parts
+        field = exc.field if exc.field.startswith("[") or not exc.field else f".{exc.field}"
+        raise _Bad(f"certificate.rank{field}", exc.message) from None
+    except InvariantViolation as exc:
+        problems = [str(exc)]
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # a crash proves nothing
+        return [f"rank part could not be checked (verify_rank_certificate raised "
+                f"{type(exc).__name__}: {exc})"], []
+    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+        return [f"rank part could not be checked (verify_rank_certificate returned "
+                f"{type(problems).__name__}, expected a list of problems)"], []
+    if problems:
+        return [f"rank part: {p}" for p in problems], []
+    return [], ["rank part valid"]
 
 
 def _poly_add(p, q):
@@ -282,6 +354,7 @@ def _line_forward(W, b, dW, db, x):
 
 def _verify_line(case, line: dict) -> tuple[bool, list[str]]:
     where = "certificate.line"
+    unknown = _unknown(line, ("delta", "probe"), where)
     net = case.network
     widths = list(net.widths)
     L = len(widths) - 1
@@ -303,6 +376,7 @@ def _verify_line(case, line: dict) -> tuple[bool, list[str]]:
             fails.append(f"delta: {name!r} is not a weight or bias of this network")
     if len(probe) != widths[0]:
         fails.append(f"probe has {len(probe)} coordinates, expected N_0 = {widths[0]}")
+    fails += unknown
     if fails:
         return False, fails
     for i, x in enumerate(X):
@@ -326,23 +400,42 @@ def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
     X = [[Fraction(int(q.p), int(q.q)) for q in row] for row in case.X]
     n = len(X)
 
+    fails: list[str] = _unknown(ent, _ENTERING_KEYS, where)
     resolution = _need(ent, "resolution", list, where)
-    sides = {}
+    sides: dict[tuple[int, int, int], bool] = {}
     for k, r in enumerate(resolution):
         key = _tie_key(r, f"{where}.resolution[{k}]")
+        if key in sides:
+            fails.append(f"{where}.resolution[{k}]: tie {key} is resolved twice")
         sides[key] = _need(r, "active", bool, f"{where}.resolution[{k}]")
-    invisible = [_tie_key(r, f"{where}.invisible_ties[{k}]")
-                 for k, r in enumerate(_need(ent, "invisible_ties", list, where))]
+        fails += _unknown(r, _TIE_KEYS + ("active",), f"{where}.resolution[{k}]")
+    invisible = []
+    for k, r in enumerate(_need(ent, "invisible_ties", list, where)):
+        invisible.append(_tie_key(r, f"{where}.invisible_ties[{k}]"))
+        fails += _unknown(r, _TIE_KEYS, f"{where}.invisible_ties[{k}]")
     names = _need(ent, "parameters", list, where)
     delta_in = _need(ent, "delta", dict, where)
     delta = {k: _frac(v, f"{where}.delta[{k!r}]") for k, v in delta_in.items()}
     claimed = {k: _need(ent, k, int, where) for k in ("rank_gamma", "rank_a", "dim")}
-    claimed_values = {}
-    for k, r in enumerate(ent.get("derivatives", [])):
-        claimed_values[_tie_key(r, f"{where}.derivatives[{k}]")] = _frac(
-            _need(r, "value", str, f"{where}.derivatives[{k}]"), f"{where}.derivatives[{k}].value")
+    # One claimed g_t . delta per resolved tie, on the same side: the certificate must show every sign.
+    claimed_values: dict[tuple[int, int, int], Fraction] = {}
+    for k, r in enumerate(_need(ent, "derivatives", list, where)):
+        at = f"{where}.derivatives[{k}]"
+        key = _tie_key(r, at)
+        value = _frac(_need(r, "value", str, at), f"{at}.value")
+        if key in claimed_values:
+            fails.append(f"{at}: tie {key} has two derivatives")
+        claimed_values[key] = value
+        if key not in sides:
+            fails.append(f"{at}: tie {key} is not in the resolution")
+        elif "active" in r and _need(r, "active", bool, at) != sides[key]:
+            fails.append(f"{at}: side {r['active']} differs from the resolution's {sides[key]}")
+        fails += _unknown(r, _TIE_KEYS + ("active", "value"), at)
+    for key in sides:
+        if key not in claimed_values:
+            fails.append(f"derivatives: no g_t.delta for the resolved tie (sample {key[0]}, layer {key[1]}, "
+                         f"neuron {key[2]})")
 
-    fails: list[str] = []
     # 1. Own forward pass and ties; theta must not be in S.
     Z = [_forward(W, b, x, lambda l, v, z: z > 0)[0] for x in X]
     ties = {(i, l, v) for i in range(n) for l in range(1, L) for v in range(widths[l]) if Z[i][l - 1][v] == 0}
@@ -351,7 +444,7 @@ def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
             if all(W[l][k][v] == 0 for k in range(widths[l + 1])) or (
                     all(w == 0 for w in W[l - 1][v]) and b[l - 1][v] == 0):
                 fails.append(f"theta is in S (hidden neuron ({l},{v})): the argument does not apply")
-    listed = list(sides) + invisible
+    listed = list(sides) + invisible  # duplicates within `resolution` are reported above
     if len(set(listed)) != len(listed) or set(listed) != ties:
         fails.append(f"the certificate's ties {sorted(listed)} are not the case's ties {sorted(ties)}")
     for (i, l, v) in invisible:
@@ -430,7 +523,7 @@ def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
         columns.append(col)
     gamma_rows = [list(r) for r in zip(*columns)] if columns else []
     rg = _rank_qq(gamma_rows, dim)
-    n_p = sum(_prod(widths[m:L]) for m in range(L)) + 1
+    n_p = sum(math.prod(widths[m:L]) for m in range(L)) + 1
     if n * n_p > MAX_VERIFY_ALPHA:
         raise UnsupportedCaseError(f"alpha(s) has {n} x {n_p} entries: too large for verify-certificate")
     ra = widths[-1] * _rank_qq(_alpha_rows(widths, X, lambda i, m, u: active_at_sample(i)(m, u, Z[i][m - 1][u])),
@@ -446,13 +539,6 @@ def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
                   f"R_Gamma(s) = R_A(s) = {rg} < dim = {dim}"]
 
 
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= x
-    return out
-
-
 def run_verify_certificate(case_path: str, report_path: str) -> int:
     """CLI body of ``exactident verify-certificate CASE REPORT.json``.
 
@@ -464,22 +550,17 @@ def run_verify_certificate(case_path: str, report_path: str) -> int:
     from .case import load_case
 
     try:
-        case = load_case(case_path)
         try:
-            with open(report_path, encoding="utf-8") as fh:
-                report = json.load(fh)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CaseFormatError(report_path, "", f"cannot read file ({exc})") from None
-        except json.JSONDecodeError as exc:
-            raise CaseFormatError(report_path, "", f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+            case = load_case(case_path)
+        except RecursionError:
+            raise CaseFormatError(case_path, "", "not valid JSON (nested too deeply)") from None
+        report = _read_report(report_path)
         if isinstance(report, list):  # several cases: take the one named like the case
             named = [r for r in report if isinstance(r, dict) and r.get("name") == case.name]
             if len(named) != 1:
                 raise CaseFormatError(report_path, "", f"expected one report named {case.name!r}, found {len(named)}")
             report = named[0]
-        if not isinstance(report, dict):
-            raise CaseFormatError(report_path, "", "expected a JSON object (exactident-report/1)")
-        valid, msgs = verify_certificate(case, report, source=report_path)
+        valid, msgs = verify_certificate(case, report, source=report_path, require_claims=True)
     except (CaseFormatError, UnsupportedCaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -487,3 +568,35 @@ def run_verify_certificate(case_path: str, report_path: str) -> int:
         print(m)
     print("certificate VALID" if valid else "certificate INVALID")
     return 0 if valid else 3
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:  # json keeps the last value silently; a reader might see the first
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(Exception):
+    """A JSON object with a repeated key (carries the key)."""
+
+
+def _read_report(path: str) -> Any:
+    """The report file as plain JSON; every failure is a one-line :class:`CaseFormatError`."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFormatError(path, "", f"cannot read file ({exc})") from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise CaseFormatError(path, "", f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise CaseFormatError(path, "", "not valid JSON (nested too deeply)") from None
+    except _DuplicateKey as exc:
+        raise CaseFormatError(path, "", f"not valid JSON (duplicate key {exc.args[0]!r})") from None
+    except ValueError as exc:  # e.g. an integer with more digits than int() accepts
+        raise CaseFormatError(path, "", f"not valid JSON ({exc})") from None

@@ -1,0 +1,313 @@
+"""``verify-certificate`` says VALID only for what it checked (fresh-user report).
+
+Every report here is a real ``exactident check --json`` report, tampered one field at a time:
+``cases/tiny-111-kink.json`` (an ``entering`` certificate) and
+``cases/boundary-second-order-tie.json`` (a ``line`` certificate).  Exit 0 valid, 3 not valid
+(unknown or unchecked parts, missing certificate, verdict or name mismatch, incomplete
+derivatives), 2 bad input (a required field missing or of the wrong type, unreadable JSON).
+"""
+
+import copy
+import json
+import sys
+import types
+
+import pytest
+
+from exactident.case import load_case
+from exactident.check import check
+from exactident.certificate import verify_certificate
+from exactident.cli import main
+from exactident.errors import CaseFormatError
+from exactident.report import reports_to_json
+
+KINK = "cases/tiny-111-kink.json"
+KINK_PLUS = "cases/tiny-111-kink-plus.json"
+SECOND_ORDER = "cases/boundary-second-order-tie.json"
+MODULAR = "exactident.linalg.modular"
+
+
+def _check_json(path):
+    """Exactly what ``exactident check --json --no-numeric PATH`` prints, parsed."""
+    return json.loads(reports_to_json([check(load_case(path), numeric=False)], as_list=False))
+
+
+@pytest.fixture(scope="module")
+def kink_report():
+    data = _check_json(KINK)
+    # SPEC §2 by hand: tau = (w_1, b_1, b_2), ker Gamma(active) = span (0, 1, -3), and the tie at
+    # x = -1/2 has g_t = (x, 1, 0), so g_t . delta = 1 > 0 on the active side.
+    ent = data["certificate"]["entering"]
+    assert data["verdict"] == "not-identifiable" and data["name"] == "tiny-111-kink"
+    assert [(t["sample"], t["layer"], t["neuron"], t["active"]) for t in ent["resolution"]] == [(2, 1, 0, True)]
+    assert [d["value"] for d in ent["derivatives"]] == ["1"]
+    return data
+
+
+@pytest.fixture(scope="module")
+def line_report():
+    data = _check_json(SECOND_ORDER)
+    assert data["verdict"] == "not-identifiable" and set(data["certificate"]) == {"line"}
+    return data
+
+
+def _run(tmp_path, capsys, report, case=KINK, text=None):
+    path = tmp_path / "report.json"
+    path.write_text(text if text is not None else json.dumps(report))
+    rc = main(["verify-certificate", case, str(path)])
+    out, err = capsys.readouterr()
+    return rc, out, err, str(path)
+
+
+def _assert_invalid(rc, out, why):
+    assert rc == 3, out
+    assert "certificate INVALID" in out and "certificate VALID" not in out
+    assert why in out
+
+
+def _assert_bad_input(rc, out, err, path, field):
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and field in lines[0], err
+
+
+def test_real_reports_stay_valid(tmp_path, capsys, kink_report, line_report):
+    rc, out, _, _ = _run(tmp_path, capsys, kink_report)
+    assert rc == 0 and "certificate VALID" in out
+    rc, out, _, _ = _run(tmp_path, capsys, line_report, case=SECOND_ORDER)
+    assert rc == 0 and "line part valid" in out
+    rc, out, _, _ = _run(tmp_path, capsys, [line_report, kink_report])  # an array: the one named like the case
+    assert rc == 0
+
+
+# --- 1. unknown and unchecked parts -------------------------------------------------------------
+
+@pytest.mark.parametrize("rank_part", ["garbage", {"bogus": 1}])
+def test_rank_part_without_its_verifier_is_not_valid(tmp_path, capsys, monkeypatch, kink_report, rank_part):
+    monkeypatch.setitem(sys.modules, MODULAR, None)  # import fails: the verifier is not there
+    data = copy.deepcopy(kink_report)
+    data["certificate"]["rank"] = rank_part
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, "rank part could not be checked")
+    assert "entering part valid" in out  # the other part is still reported
+
+
+def test_rank_only_certificate_without_its_verifier_is_not_valid(tmp_path, capsys, monkeypatch, kink_report):
+    monkeypatch.setitem(sys.modules, MODULAR, None)
+    data = copy.deepcopy(kink_report)
+    data["certificate"] = {"rank": {"bogus": 1}}
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, "could not be checked")
+
+
+def _fake_modular(monkeypatch, behaviour):
+    calls = []
+
+    def verify_rank_certificate(case, rank_certificate):
+        calls.append((case.name, rank_certificate))
+        return behaviour()
+
+    module = types.ModuleType(MODULAR)
+    module.verify_rank_certificate = verify_rank_certificate
+    monkeypatch.setitem(sys.modules, MODULAR, module)
+    return calls
+
+
+def _raise(exc):
+    def go():
+        raise exc
+    return go
+
+
+@pytest.mark.parametrize("behaviour, rc_expected, why", [
+    (lambda: [], 0, "rank part valid"),                               # empty list of problems = valid
+    (lambda: ["R_Gamma claimed 3, modular rank 2"], 3, "rank part: R_Gamma claimed 3, modular rank 2"),
+    (lambda: True, 3, "could not be checked (verify_rank_certificate returned bool"),
+    (_raise(TypeError("string indices")), 3, "could not be checked (verify_rank_certificate raised TypeError"),
+])
+def test_rank_part_uses_the_problem_list(tmp_path, capsys, monkeypatch, kink_report, behaviour, rc_expected, why):
+    calls = _fake_modular(monkeypatch, behaviour)
+    data = copy.deepcopy(kink_report)
+    data["certificate"]["rank"] = {"primes": [2147483647]}
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    assert calls == [("tiny-111-kink", {"primes": [2147483647]})]
+    if rc_expected == 0:
+        assert rc == 0 and why in out and "certificate VALID" in out
+    else:
+        _assert_invalid(rc, out, why)
+
+
+def test_malformed_rank_part_reported_by_its_verifier_is_bad_input(tmp_path, capsys, monkeypatch, kink_report):
+    _fake_modular(monkeypatch, _raise(CaseFormatError("<rank>", "primes[0]", "expected an int, found str")))
+    data = copy.deepcopy(kink_report)
+    data["certificate"]["rank"] = {"primes": ["p"]}
+    rc, out, err, path = _run(tmp_path, capsys, data)
+    _assert_bad_input(rc, out, err, path, "certificate.rank.primes[0]: expected an int")
+
+
+@pytest.mark.parametrize("where, why", [
+    (lambda d: d["certificate"], "certificate.zzz: unknown certificate part"),
+    (lambda d: d["certificate"]["entering"], "certificate.entering.zzz: unknown field"),
+    (lambda d: d["certificate"]["entering"]["resolution"][0], "certificate.entering.resolution[0].zzz: unknown"),
+    (lambda d: d["certificate"]["entering"]["derivatives"][0], "certificate.entering.derivatives[0].zzz: unknown"),
+])
+def test_unknown_fields_are_not_valid(tmp_path, capsys, kink_report, where, why):
+    data = copy.deepcopy(kink_report)
+    where(data)["zzz"] = {"anything": 1}
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, why)
+
+
+def test_unknown_field_in_a_line_part_is_not_valid(tmp_path, capsys, line_report):
+    data = copy.deepcopy(line_report)
+    data["certificate"]["line"]["eps"] = "1/10"
+    rc, out, _, _ = _run(tmp_path, capsys, data, case=SECOND_ORDER)
+    _assert_invalid(rc, out, "certificate.line.eps: unknown field")
+
+
+@pytest.mark.parametrize("certificate", ["missing", None, {}])
+def test_no_certificate_is_not_valid(tmp_path, capsys, kink_report, certificate):
+    data = copy.deepcopy(kink_report)
+    if certificate == "missing":
+        del data["certificate"]
+    else:
+        data["certificate"] = certificate
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, "no certificate to verify")
+
+
+def test_identifiable_report_has_nothing_to_verify(tmp_path, capsys):
+    data = _check_json(KINK_PLUS)  # sample -1 added: C_S on both sides, no certificate
+    assert data["verdict"] == "identifiable" and "certificate" not in data
+    rc, out, _, _ = _run(tmp_path, capsys, data, case=KINK_PLUS)
+    _assert_invalid(rc, out, "no certificate to verify")
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d["certificate"].update(entering="garbage"), "certificate.entering: expected dict, found str"),
+    (lambda d: d["certificate"]["entering"].update(rank_gamma="2"), "certificate.entering.rank_gamma: expected int"),
+    (lambda d: d["certificate"]["entering"]["resolution"].__setitem__(0, "x"),
+     "certificate.entering.resolution[0]: expected dict, found str"),
+    (lambda d: d["certificate"]["entering"]["resolution"][0].update(active=1),
+     "certificate.entering.resolution[0].active: expected bool"),
+    (lambda d: d["certificate"]["entering"]["derivatives"][0].update(value=1),
+     "certificate.entering.derivatives[0].value: expected str"),
+    (lambda d: d["certificate"]["entering"]["delta"].update({"b_1[0]": "1" * 5000}),
+     "certificate.entering.delta['b_1[0]']: not a usable rational"),
+    (lambda d: d["certificate"]["entering"].pop("derivatives"), "certificate.entering.derivatives: missing"),
+    (lambda d: d.update(verdict=["not-identifiable"]), "verdict: expected str, found list"),
+    (lambda d: d.pop("name"), "name: missing"),
+])
+def test_malformed_fields_are_bad_input(tmp_path, capsys, kink_report, mutate, field):
+    data = copy.deepcopy(kink_report)
+    mutate(data)
+    rc, out, err, path = _run(tmp_path, capsys, data)
+    _assert_bad_input(rc, out, err, path, field)
+
+
+def test_malformed_line_part_is_bad_input(tmp_path, capsys, line_report):
+    data = copy.deepcopy(line_report)
+    data["certificate"]["line"] = ["-3"]
+    rc, out, err, path = _run(tmp_path, capsys, data, case=SECOND_ORDER)
+    _assert_bad_input(rc, out, err, path, "certificate.line: expected dict, found list")
+
+
+# --- 2. the report's verdict and name -----------------------------------------------------------
+
+@pytest.mark.parametrize("verdict", ["identifiable", "inconclusive", "degenerate", ""])
+def test_entering_certificate_contradicting_the_verdict(tmp_path, capsys, kink_report, verdict):
+    data = copy.deepcopy(kink_report)
+    data["verdict"] = verdict
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, f"verdict: report says {verdict} but the certificate proves not-identifiable")
+    assert "entering part valid" in out  # the certificate itself is fine: the report's claim is not
+
+
+def test_line_certificate_contradicting_the_verdict(tmp_path, capsys, line_report):
+    data = copy.deepcopy(line_report)
+    data["verdict"] = "identifiable"
+    rc, out, _, _ = _run(tmp_path, capsys, data, case=SECOND_ORDER)
+    _assert_invalid(rc, out, "report says identifiable but the certificate proves not-identifiable")
+
+
+def test_report_for_another_case_name(tmp_path, capsys, kink_report):
+    data = copy.deepcopy(kink_report)
+    data["name"] = "tiny-111-kink-plus"
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, "name: the report is for case 'tiny-111-kink-plus' but the case file is named "
+                             "'tiny-111-kink'")
+
+
+def test_library_call_gives_the_same_answers(kink_report):
+    case = load_case(KINK)
+    assert verify_certificate(case, kink_report)[0]
+    data = copy.deepcopy(kink_report)
+    data["verdict"] = "identifiable"
+    valid, msgs = verify_certificate(case, data)
+    assert not valid and msgs[-1] == "verdict: report says identifiable but the certificate proves not-identifiable"
+    with pytest.raises(CaseFormatError, match=r"^r\.json: name: missing$"):
+        verify_certificate(case, {"verdict": "not-identifiable", "certificate": {"line": {}}}, "r.json",
+                           require_claims=True)
+    # A bare certificate (library use) is checked without the report's claims; present claims still count.
+    bare = {"certificate": copy.deepcopy(kink_report["certificate"])}
+    assert verify_certificate(case, bare)[0]
+    with pytest.raises(CaseFormatError, match=r"^r\.json: verdict: missing$"):
+        verify_certificate(case, dict(bare, name="tiny-111-kink"), "r.json", require_claims=True)
+    assert not verify_certificate(case, dict(bare, name="other"))[0]
+    with pytest.raises(CaseFormatError, match=r"^r\.json: expected a JSON object \(exactident-report/1\), found list$"):
+        verify_certificate(case, [], "r.json")
+
+
+# --- 3. derivatives cover every visible tie -----------------------------------------------------
+
+def _tie(sample, layer=1, neuron=0, **more):
+    return dict(sample=sample, layer=layer, neuron=neuron, **more)
+
+
+@pytest.mark.parametrize("mutate, why", [
+    (lambda e: e.update(derivatives=[]), "no g_t.delta for the resolved tie (sample 2, layer 1, neuron 0)"),
+    (lambda e: e["derivatives"].append(dict(e["derivatives"][0])), "tie (2, 1, 0) has two derivatives"),
+    # sample 0 (x = 0, z = 1 > 0) is not a tie of the case at all
+    (lambda e: e["derivatives"].append(_tie(0, active=True, value="1")), "tie (0, 1, 0) is not in the resolution"),
+    (lambda e: e["derivatives"][0].update(active=False), "side False differs from the resolution's True"),
+    (lambda e: e["resolution"].append(_tie(2, active=False)), "tie (2, 1, 0) is resolved twice"),
+    # g_t . delta = 1 by hand (module fixture): a claimed -1 is a wrong value, and of the wrong sign
+    (lambda e: e["derivatives"][0].update(value="-1"), "claimed g_t.delta -1 but it is 1"),
+    # the only tie of the case dropped everywhere: the certificate no longer covers the case's ties
+    (lambda e: e.update(resolution=[], derivatives=[]), "are not the case's ties [(2, 1, 0)]"),
+    # L = 2: no later hidden layer can block the tie, so it cannot be invisible
+    (lambda e: e.update(resolution=[], derivatives=[], invisible_ties=[_tie(2)]), "listed invisible"),
+])
+def test_entering_certificate_must_cover_every_visible_tie(tmp_path, capsys, kink_report, mutate, why):
+    data = copy.deepcopy(kink_report)
+    mutate(data["certificate"]["entering"])
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, why)
+
+
+# --- 4. unreadable JSON -------------------------------------------------------------------------
+
+def test_deeply_nested_report_is_bad_input(tmp_path, capsys):
+    text = "[" * 100_000 + "]" * 100_000
+    rc, out, err, path = _run(tmp_path, capsys, None, text=text)
+    assert rc == 2 and out == "" and err == f"error: {path}: not valid JSON (nested too deeply)\n"
+
+
+def test_deeply_nested_case_is_bad_input(tmp_path, capsys, kink_report):
+    case = tmp_path / "case.json"
+    case.write_text('{"a": ' * 100_000 + "1" + "}" * 100_000)
+    rc, out, err, _ = _run(tmp_path, capsys, kink_report, case=str(case))
+    assert rc == 2 and out == "" and err.startswith(f"error: {case}: ") and "nested too deeply" in err
+
+
+def test_duplicate_key_is_bad_input(tmp_path, capsys, kink_report):
+    # json keeps the last "verdict" silently; a human reading the file sees the first
+    body = json.dumps(kink_report)[1:]
+    rc, out, err, path = _run(tmp_path, capsys, None, text='{"verdict": "identifiable", ' + body)
+    _assert_bad_input(rc, out, err, path, "not valid JSON (duplicate key 'verdict')")
+
+
+def test_integer_too_long_for_python_is_bad_input(tmp_path, capsys, kink_report):
+    body = json.dumps(kink_report)[1:]
+    rc, out, err, path = _run(tmp_path, capsys, None, text='{"n_samples": ' + "9" * 5000 + ", " + body)
+    _assert_bad_input(rc, out, err, path, "not valid JSON (")
