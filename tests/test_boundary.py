@@ -160,7 +160,8 @@ def test_curved_fiber_needs_a_solved_correction():
     assert ent["resolution"] == [{"sample": 2, "layer": 1, "neuron": 1, "active": True}]
     ent["delta"] = {name: "0" for name in ent["parameters"]}
     ent["delta"].update({"b_1[0]": "1", "b_1[1]": "1", "W_2[1,0]": "2"})
-    ent.pop("derivatives")
+    # the tie is z = W_1[1,:] x + b_1[1]; delta moves only b_1[1] among its inputs: g_t . delta = 1
+    ent["derivatives"] = [dict(ent["resolution"][0], value="1")]
     assert verify_certificate(case, {"certificate": {"entering": ent}})[0]  # hand delta certifies too
     Wf, bf, Xf = _fr(widths, W, b, X)
     f_theta = O.outputs(widths, Wf, bf, Xf)
