@@ -9,10 +9,11 @@ invariant) -> exit 1; otherwise 0 whatever the verdicts (SPEC §5).
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from typing import Sequence
 
-from .errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
+from .errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
 __all__ = ["main", "build_parser"]
 
@@ -36,6 +37,16 @@ def _tolerance(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
@@ -50,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check Prop. 1 (f = alpha phi) and Prop. 10 (Gamma = A Dpsi) exactly")
     p.add_argument("--all-ranks", action="store_true",
                    help="compute rank_a even when C_S already decides the verdict")
-    p.add_argument("--max-resolutions", type=int, default=4096, metavar="N",
+    p.add_argument("--max-resolutions", type=_positive_int, default=4096, metavar="N",
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=_tolerance, default=None,
                    help="relative SVD tolerance (times sigma_max) for the float Gamma")
@@ -99,12 +110,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _flush_stdout() -> None:
+    # Flushed here, not at interpreter exit, so a full disk is an error message and exit 1.
+    flush = getattr(sys.stdout, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def _silence_stdout() -> None:
+    # The unwritten buffer would fail again at exit ("Exception ignored ..."): drop it.
+    if sys.stdout is not sys.__stdout__:  # a replaced stream (tests, embedding): leave it alone
+        return
+    try:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 analysed, 2 bad input/usage, 1 internal error)."""
     try:
         args = build_parser().parse_args(argv)
-        return {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
-                "crosscheck": _cmd_crosscheck}[args.command](args)
+        status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
+                  "crosscheck": _cmd_crosscheck}[args.command](args)
+        _flush_stdout()
+        return status
     except _UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -116,6 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ExactIdentError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # writing standard output failed (disk full, closed pipe)
+        _silence_stdout()
+        print(f"error: {OutputError('<stdout>', exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
