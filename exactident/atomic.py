@@ -37,14 +37,14 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
     OSError
         The temporary file cannot be created (e.g. missing directory).
     """
-    target = Path(os.path.realpath(path))  # through symlinks, dangling ones included
     try:
-        st = os.stat(target)
+        st = os.stat(path)  # follows symlinks, /proc "magic" links to pipes included
     except FileNotFoundError:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         yield os.fspath(path)  # a FIFO or device: renaming over it would replace it
         return
+    target = Path(os.path.realpath(path))  # through symlinks, dangling ones included
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     if st is not None:

@@ -121,9 +121,9 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
         if real in seen:
             raise CaseFormatError(path, option, f"is also the {seen[real]}; refusing to overwrite it")
         seen[real] = f"{option} output"
-        if os.path.isdir(real):
+        if os.path.isdir(path):
             raise CaseFormatError(path, option, "is a directory")
-        if not os.path.isdir(os.path.dirname(real)):
+        if not os.path.exists(path) and not os.path.isdir(os.path.dirname(real)):
             raise CaseFormatError(path, option, "cannot write (no such directory)")
 
 

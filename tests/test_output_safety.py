@@ -114,6 +114,20 @@ def test_fifo_is_written_in_place_not_replaced(tmp_path, via_link):
     assert _hidden(tmp_path) == []
 
 
+def test_magic_link_to_a_pipe_is_written_in_place(tmp_path):
+    """/proc/self/fd/N of a pipe resolves to no real path (``pipe:[...]``): it must still be written."""
+    r, w = os.pipe()
+    try:
+        path = f"/proc/self/fd/{w}"
+        if not os.path.exists(path):
+            pytest.skip("no /proc/self/fd")
+        atomic_write_text(path, "piped\n")  # well under the pipe buffer: no reader needed
+        assert os.read(r, 100) == b"piped\n"
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 # --- crosscheck outputs ----------------------------------------------------------------------
 
 
