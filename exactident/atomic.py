@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes"]
+from .errors import OutputError
+
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_stdout"]
 
 
 @contextmanager
@@ -74,3 +77,19 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(data)
+
+
+def write_stdout(text: str) -> None:
+    """Write ``text`` to standard output and flush it.
+
+    Raises
+    ------
+    OutputError
+        Standard output cannot be written (disk full, closed pipe): CLI exit 1
+        with ``error: cannot write <stdout>: ...``.
+    """
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        raise OutputError("<stdout>", exc) from None

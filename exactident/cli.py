@@ -2,8 +2,10 @@
 
 A thin layer over :func:`exactident.check.check`.  This is the only place
 that catches exceptions: bad input or usage -> exit 2 with one line on
-stderr naming the file and field; an internal error (including a broken
-invariant) -> exit 1; otherwise 0 whatever the verdicts (SPEC §5).
+stderr naming the file and field; a write error (``error: cannot write
+FILE: ...``, ``<stdout>`` for standard output) or an internal error
+(including a broken invariant) -> exit 1; otherwise 0 whatever the verdicts
+(SPEC §5).
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from .atomic import write_stdout
     from .case import load_case
     from .check import check
     from .report import render_table, reports_to_json
@@ -103,18 +106,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                                  max_resolutions=args.max_resolutions, all_ranks=args.all_ranks))
         except UnsupportedCaseError as exc:  # SPEC §5: the message names the file
             raise UnsupportedCaseError(f"{path}: {exc}") from None
-    if args.json:
-        sys.stdout.write(reports_to_json(reports, as_list=len(args.cases) > 1))
-    else:
-        sys.stdout.write(render_table(reports))
+    write_stdout(reports_to_json(reports, as_list=len(args.cases) > 1) if args.json else render_table(reports))
     return 0
-
-
-def _flush_stdout() -> None:
-    # Flushed here, not at interpreter exit, so a full disk is an error message and exit 1.
-    flush = getattr(sys.stdout, "flush", None)
-    if flush is not None:
-        flush()
 
 
 def _silence_stdout() -> None:
@@ -137,7 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
                   "crosscheck": _cmd_crosscheck}[args.command](args)
-        _flush_stdout()
+        try:
+            sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
+        except OSError as exc:
+            raise OutputError("<stdout>", exc) from None
         return status
     except _UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -145,15 +141,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CaseFormatError, UnsupportedCaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OutputError as exc:
+        if exc.target == "<stdout>":
+            _silence_stdout()
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except InvariantViolation as exc:
         print(f"internal error: invariant violated: {exc}", file=sys.stderr)
         return 1
     except ExactIdentError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:  # writing standard output failed (disk full, closed pipe)
-        _silence_stdout()
-        print(f"error: {OutputError('<stdout>', exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

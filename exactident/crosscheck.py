@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .atomic import atomic_write_bytes
+from .atomic import atomic_write_bytes, write_stdout
 from .case import Case, load_case
 from .errors import CaseFormatError, OutputError
 from .report import escape_nonprintable
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             atomic_write_bytes(path, data_bytes)
         except OSError as exc:
             raise OutputError(path, exc) from None
-    sys.stdout.write(text)
+    write_stdout(text)
     return 0
 
 

@@ -209,10 +209,11 @@ class _FullStdout:
         pass
 
 
-def test_stdout_write_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("command", [["check", "--no-numeric"], ["crosscheck"]])
+def test_stdout_write_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch, command):
     case = _write_case(tmp_path / "x.json", "x")
     monkeypatch.setattr(sys, "stdout", _FullStdout())
-    assert main(["check", str(case), "--no-numeric"]) == 1
+    assert main([command[0], str(case), *command[1:]]) == 1
     monkeypatch.undo()
     assert capsys.readouterr().err == "error: cannot write <stdout>: No space left on device\n"
 
