@@ -2,17 +2,20 @@
 
 A thin layer over :func:`exactident.check.check`.  This is the only place
 that catches exceptions: bad input or usage -> exit 2 with one line on
-stderr naming the file and field; an internal error (including a broken
-invariant) -> exit 1; otherwise 0 whatever the verdicts (SPEC §5).
+stderr naming the file and field; a write error (``error: cannot write
+FILE: ...``, ``<stdout>`` for standard output) or an internal error
+(including a broken invariant) -> exit 1; otherwise 0 whatever the verdicts
+(SPEC §5).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from typing import Sequence
 
-from .errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
+from .errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
 __all__ = ["main", "build_parser"]
 
@@ -36,6 +39,16 @@ def _tolerance(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
@@ -50,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check Prop. 1 (f = alpha phi) and Prop. 10 (Gamma = A Dpsi) exactly")
     p.add_argument("--all-ranks", action="store_true",
                    help="compute rank_a even when C_S already decides the verdict")
-    p.add_argument("--max-resolutions", type=int, default=4096, metavar="N",
+    p.add_argument("--max-resolutions", type=_positive_int, default=4096, metavar="N",
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=_tolerance, default=None,
                    help="relative SVD tolerance (times sigma_max) for the float Gamma")
@@ -79,6 +92,7 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from .atomic import write_stdout
     from .case import load_case
     from .check import check
     from .report import render_table, reports_to_json
@@ -92,25 +106,46 @@ def _cmd_check(args: argparse.Namespace) -> int:
                                  max_resolutions=args.max_resolutions, all_ranks=args.all_ranks))
         except UnsupportedCaseError as exc:  # SPEC §5: the message names the file
             raise UnsupportedCaseError(f"{path}: {exc}") from None
-    if args.json:
-        sys.stdout.write(reports_to_json(reports, as_list=len(args.cases) > 1))
-    else:
-        sys.stdout.write(render_table(reports))
+    write_stdout(reports_to_json(reports, as_list=len(args.cases) > 1) if args.json else render_table(reports))
     return 0
+
+
+def _silence_stdout() -> None:
+    # The unwritten buffer would fail again at exit ("Exception ignored ..."): drop it.
+    if sys.stdout is not sys.__stdout__:  # a replaced stream (tests, embedding): leave it alone
+        return
+    try:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 analysed, 2 bad input/usage, 1 internal error)."""
     try:
         args = build_parser().parse_args(argv)
-        return {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
-                "crosscheck": _cmd_crosscheck}[args.command](args)
+        status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
+                  "crosscheck": _cmd_crosscheck}[args.command](args)
+        try:
+            sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
+        except OSError as exc:
+            raise OutputError("<stdout>", exc) from None
+        return status
     except _UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (CaseFormatError, UnsupportedCaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OutputError as exc:
+        if exc.target == "<stdout>":
+            _silence_stdout()
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except InvariantViolation as exc:
         print(f"internal error: invariant violated: {exc}", file=sys.stderr)
         return 1

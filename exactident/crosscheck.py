@@ -8,7 +8,10 @@ exact ranks and verdict are set beside each tolerance policy's
 the wrong verdicts and ranks, and the relative tolerance band right for every
 case.  ``--json`` prints all of it; ``--csv FILE`` writes one row per
 (case, policy); ``--plot FILE`` draws singular values (one case) or bands
-(suite).  Output files are written atomically.
+(suite).  Output paths are checked before any work (an output that resolves
+to an input case file, or ``--csv`` and ``--plot`` naming one file, is bad
+usage); every output is rendered before any is written, each atomically, so
+a failing run leaves existing files untouched.
 
 Called by :mod:`exactident.cli`; calls :mod:`exactident.tolerance` and
 :mod:`exactident.plot`.
@@ -21,12 +24,15 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .case import Case, atomic_write_text, load_case
-from .errors import CaseFormatError
+from .atomic import atomic_write_bytes, write_stdout
+from .case import Case, load_case
+from .errors import CaseFormatError, OutputError
+from .report import escape_nonprintable
 from .tolerance import CaseCrosscheck, SuiteSummary, crosscheck_case, default_policies, summarize
 
 __all__ = ["add_arguments", "run", "expand_paths", "render_text", "to_csv"]
@@ -84,62 +90,92 @@ def _progress(cases: Sequence[Case]) -> Iterable[Case]:
     if len(cases) < 2:
         yield from cases
         return
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    if not tty:  # a log file: one plain line per case, no carriage returns
+        for k, c in enumerate(cases, 1):
+            print(f"[{k}/{len(cases)}] {c.name!r}", file=sys.stderr, flush=True)
+            yield c
+        return
     try:
         from tqdm import tqdm
     except ImportError:
         for k, c in enumerate(cases, 1):
-            print(f"\r[{k}/{len(cases)}] {c.name}", end="", file=sys.stderr, flush=True)
+            print(f"\r[{k}/{len(cases)}] {c.name!r}", end="", file=sys.stderr, flush=True)
             yield c
         print(file=sys.stderr)
         return
     yield from tqdm(cases, desc="crosscheck", unit="case", file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; exit status per SPEC §5 (errors propagate to :func:`exactident.cli.main`)."""
-    if args.plot:
-        from .plot import require_matplotlib
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
+    """Refuse, before any work, outputs that would clobber an input or each other, or cannot be written.
 
-        require_matplotlib()
+    Paths are compared after resolving symlinks (:func:`os.path.realpath`).
+    """
+    seen: dict[str, str] = {os.path.realpath(p): f"input case file {p}" for p in inputs}
+    for option in ("--csv", "--plot"):
+        path = getattr(args, option[2:])
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise CaseFormatError(path, option, f"is also the {seen[real]}; refusing to overwrite it")
+        seen[real] = f"{option} output"
+        if os.path.isdir(path):
+            raise CaseFormatError(path, option, "is a directory")
+        if not os.path.exists(path) and not os.path.isdir(os.path.dirname(real)):
+            raise CaseFormatError(path, option, "cannot write (no such directory)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand; exit status per SPEC §5 (errors propagate to :func:`exactident.cli.main`).
+
+    Every output is rendered before any is written, so a failing run leaves
+    existing files untouched; a failing write raises :class:`OutputError`.
+    """
+    plot_fmt = None
+    if args.plot:
+        from .plot import plot_format
+
+        plot_fmt = plot_format(args.plot)
     if args.torch:
         from .numeric_torch import import_torch
 
         import_torch()
-    cases = [load_case(p) for p in expand_paths(args.paths)]
-    names = [c.name for c in cases]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        src = next(c.source for c in cases if c.name == dup[0])
-        raise CaseFormatError(src, "name", f"case name {dup[0]!r} appears twice in this suite")
+    paths = expand_paths(args.paths)
+    _check_outputs(args, paths)
+    cases = [load_case(p) for p in paths]
+    first: dict[str, str] = {}
+    for c in cases:
+        if c.name in first:
+            raise CaseFormatError(c.source, "name", f"case name {c.name!r} appears twice in this suite "
+                                  f"(also in {first[c.name]})")
+        first[c.name] = c.source
     policies = default_policies(args.tol, args.rtol, args.torch)
     results = [crosscheck_case(c, policies) for c in _progress(cases)]
     summary = summarize(results)
+    outputs: list[tuple[str, bytes]] = []
     if args.csv:
-        _write(args.csv, "--csv", to_csv(results))
+        outputs.append((args.csv, to_csv(results).encode("utf-8")))
     if args.plot:
-        from .plot import plot_case, plot_suite
+        from .plot import render_case, render_suite
 
-        try:
-            if len(results) == 1:
-                plot_case(results[0], args.plot)
-            else:
-                plot_suite(results, summary, args.plot)
-        except OSError as exc:
-            raise CaseFormatError(args.plot, "--plot", f"cannot write ({exc.strerror or exc})") from None
+        image = (render_case(results[0], plot_fmt) if len(results) == 1
+                 else render_suite(results, summary, plot_fmt))
+        outputs.append((args.plot, image))
     if args.json:
         data = {"format": "exactident-crosscheck/1", "cases": [r.to_dict() for r in results],
                 "summary": summary.to_dict()}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        text = json.dumps(data, indent=2) + "\n"
     else:
-        sys.stdout.write(render_text(results, summary))
+        text = render_text(results, summary)
+    for path, data_bytes in outputs:  # everything computed: now commit
+        try:
+            atomic_write_bytes(path, data_bytes)
+        except OSError as exc:
+            raise OutputError(path, exc) from None
+    write_stdout(text)
     return 0
-
-
-def _write(path: str, option: str, text: str) -> None:
-    try:
-        atomic_write_text(path, text)
-    except OSError as exc:
-        raise CaseFormatError(path, option, f"cannot write ({exc.strerror or exc})") from None
 
 
 def to_csv(results: Sequence[CaseCrosscheck]) -> str:
@@ -194,9 +230,9 @@ def _case_detail(r: CaseCrosscheck) -> list[str]:
 
 
 def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str:
-    """Human-readable report: detail for one case, tables for a suite."""
+    """Human-readable report: detail for one case, tables for a suite (non-printables escaped)."""
     if len(results) == 1:
-        return "\n".join(_case_detail(results[0])) + "\n"
+        return "\n".join(map(escape_nonprintable, _case_detail(results[0]))) + "\n"
     lines = []
     rows = []
     for r in results:
@@ -233,4 +269,4 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
             lines.append(f"  left out (float pattern differs): {', '.join(entry['excluded_pattern_differs'])}")
     if summary.unfixable:
         lines.append("no tolerance gives the exact verdict for: " + ", ".join(summary.unfixable))
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(escape_nonprintable, lines)) + "\n"  # case names cannot drive the terminal

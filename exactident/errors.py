@@ -1,7 +1,8 @@
 """One exception tree for exactident (STYLE.md item 4).
 
 ``ExactIdentError`` is the root.  The CLI maps ``CaseFormatError`` and
-``UnsupportedCaseError`` to exit status 2 and everything else to 1.
+``UnsupportedCaseError`` to exit status 2 and everything else (``OutputError``
+included) to 1.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ __all__ = [
     "CaseFormatError",
     "UnsupportedCaseError",
     "InvariantViolation",
+    "OutputError",
 ]
 
 
@@ -50,3 +52,17 @@ class UnsupportedCaseError(ExactIdentError):
 
 class InvariantViolation(ExactIdentError):
     """An exact identity of the theory (Prop. 1, Prop. 10, ...) failed: a bug."""
+
+
+class OutputError(ExactIdentError):
+    """Writing an output (a file or standard output) failed, e.g. disk full (CLI exit 1).
+
+    Examples
+    --------
+    >>> str(OutputError("out.csv", OSError(28, "No space left on device")))
+    'cannot write out.csv: No space left on device'
+    """
+
+    def __init__(self, target: str, exc: OSError) -> None:
+        self.target = target
+        super().__init__(f"cannot write {target}: {exc.strerror or exc}")

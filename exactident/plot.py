@@ -14,6 +14,7 @@ Called by :mod:`exactident.crosscheck`.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from pathlib import Path
@@ -21,11 +22,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .atomic import atomic_path
-from .errors import UnsupportedCaseError
+from .atomic import atomic_write_bytes
+from .errors import CaseFormatError, UnsupportedCaseError
 from .tolerance import CaseCrosscheck, SuiteSummary
 
-__all__ = ["require_matplotlib", "plot_case", "plot_suite"]
+__all__ = ["require_matplotlib", "plot_format", "render_case", "render_suite", "plot_case", "plot_suite"]
 
 _COLORS = ["tab:purple", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "black"]
 _STYLE = {"numpy-default": "-", "rtol": "--", "float64-eps": ":", "atol": "-.", "torch-default": "-"}
@@ -43,14 +44,52 @@ def require_matplotlib():
     return plt
 
 
-def _save(fig, path: str | os.PathLike[str]) -> None:
-    fmt = Path(path).suffix.lstrip(".") or "png"
-    with atomic_path(path, suffix=f".{fmt}") as tmp:
-        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
+def plot_format(path: str | os.PathLike[str], option: str = "--plot") -> str:
+    """The image format named by ``path``'s extension (``png`` when it has none).
+
+    Checked against the formats matplotlib's Agg canvas can write, so a bad
+    name is refused before any computation.
+
+    Raises
+    ------
+    CaseFormatError
+        An extension matplotlib cannot write (CLI exit 2).
+    UnsupportedCaseError
+        matplotlib is not installed.
+    """
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    if fmt not in formats:
+        raise CaseFormatError(os.fspath(path), option, f"unsupported image format {fmt!r} "
+                              f"(supported: {', '.join(sorted(formats))})")
+    return fmt
+
+
+def _render(fig, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
+    return buf.getvalue()
 
 
 def plot_case(result: CaseCrosscheck, path: str | os.PathLike[str]) -> None:
-    """Singular values of ``Gamma`` per backend, the exact cut, the band and each policy's tolerance."""
+    """Draw :func:`render_case` into ``path`` (format from its extension), atomically."""
+    atomic_write_bytes(path, render_case(result, plot_format(path)))
+
+
+def plot_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary,
+               path: str | os.PathLike[str], backend: str = "float64") -> None:
+    """Draw :func:`render_suite` into ``path`` (format from its extension), atomically."""
+    atomic_write_bytes(path, render_suite(results, summary, plot_format(path), backend))
+
+
+def render_case(result: CaseCrosscheck, fmt: str = "png") -> bytes:
+    """Singular values of ``Gamma`` per backend, the exact cut, the band and each policy's tolerance.
+
+    Returns the image in format ``fmt`` (one :func:`plot_format` accepts).
+    """
     plt = require_matplotlib()
     backends = list(result.spectra)
     fig, axes = plt.subplots(1, len(backends), figsize=(5.2 * len(backends), 4.2), squeeze=False)
@@ -85,13 +124,18 @@ def plot_case(result: CaseCrosscheck, path: str | os.PathLike[str]) -> None:
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.suptitle(f"exact verdict {result.verdict}, exact rank {r} of dim {result.dim}", fontsize=10)
-    _save(fig, path)
-    plt.close(fig)
+    try:
+        return _render(fig, fmt)
+    finally:
+        plt.close(fig)
 
 
-def plot_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary,
-               path: str | os.PathLike[str], backend: str = "float64") -> None:
-    """Per-case relative bands (``rtol``) on a log axis, the policies and the chosen common ``rtol``."""
+def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: str = "png",
+                 backend: str = "float64") -> bytes:
+    """Per-case relative bands (``rtol``) on a log axis, the policies and the chosen common ``rtol``.
+
+    Returns the image in format ``fmt`` (one :func:`plot_format` accepts).
+    """
     plt = require_matplotlib()
     rows = [(r.name, r.spectra[backend].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"], r)
             for r in results if backend in r.spectra]
@@ -127,5 +171,7 @@ def plot_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary,
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([name for name, _, _ in rows], fontsize=7)
     ax.set_xlabel(f"relative tolerance rtol = tol / sigma_max ({backend}); bar = [sigma_(r+1), sigma_r) / sigma_1")
-    _save(fig, path)
-    plt.close(fig)
+    try:
+        return _render(fig, fmt)
+    finally:
+        plt.close(fig)

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-__all__ = ["REPORT_FORMAT", "Report", "reports_to_json", "render_table"]
+__all__ = ["REPORT_FORMAT", "Report", "reports_to_json", "render_table", "escape_nonprintable"]
 
 REPORT_FORMAT = "exactident-report/1"
 
@@ -58,8 +58,29 @@ def reports_to_json(reports: Sequence[Report], as_list: bool) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
+def escape_nonprintable(text: str) -> str:
+    r"""``text`` with each non-printable character (controls, ANSI escapes) as a Python escape.
+
+    For human-readable output only, so a case name cannot drive the terminal;
+    JSON output keeps the exact string.
+
+    Examples
+    --------
+    >>> print(escape_nonprintable("a\x1b[31mred\n\u00e9"))
+    a\x1b[31mred\né
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def render_table(reports: Sequence[Report]) -> str:
-    """A plain-text table: verdict, ranks, dim, n*N_L, ties, float agreement, time."""
+    """A plain-text table: verdict, ranks, dim, n*N_L, ties, float agreement, time.
+
+    Non-printable characters in names and reasons are escaped
+    (:func:`escape_nonprintable`).
+    """
+    esc = escape_nonprintable
     head = ["case", "verdict", "rank_gamma", "rank_a", "dim", "n*N_L", "ties", "float", "time"]
     rows = []
     for r in reports:
@@ -67,14 +88,14 @@ def render_table(reports: Sequence[Report]) -> str:
             flt = "-"
         else:
             flt = "agrees" if r.numeric["agrees"] else f"DISAGREES ({r.numeric['verdict']}, rank {r.numeric['rank_gamma']})"
-        rows.append([r.name, r.verdict, str(r.rank_gamma), "-" if r.rank_a is None else str(r.rank_a),
+        rows.append([esc(r.name), r.verdict, str(r.rank_gamma), "-" if r.rank_a is None else str(r.rank_a),
                      str(r.dim), str(r.n_samples * r.widths[-1]), str(r.n_ties), flt, f"{r.seconds:.2f}s"])
     widths = [max(len(h), *(len(row[c]) for row in rows)) for c, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     for r in reports:
-        lines.append(f"{r.name}: {r.reason}")
+        lines.append(f"{esc(r.name)}: {esc(r.reason)}")
         for line in r.extra.get("summary", []) if isinstance(r.extra.get("summary"), list) else []:
-            lines.append(f"  {line}")
+            lines.append(f"  {esc(str(line))}")
     return "\n".join(lines) + "\n"

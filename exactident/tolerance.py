@@ -1,4 +1,4 @@
-"""Float rank tolerances judged against exact ranks (issue 4; paper §3, Theorems 8-9, Prop. 11).
+"""Float rank tolerances judged against exact ranks (paper §3, Theorems 8-9, Prop. 11).
 
 A float tool decides identifiability from the numerical ranks of ``Gamma``
 and ``alpha`` (what ``numpy.linalg.matrix_rank`` / ``torch.linalg.matrix_rank``

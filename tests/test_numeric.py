@@ -1,4 +1,4 @@
-"""Float backends against exact ranks: bands, dtypes, pattern flips, torch (issue 4).
+"""Float backends against exact ranks: bands, dtypes, pattern flips, torch.
 
 Every expected value is derived from theory or an independent computation
 (FLINT ranks of known-rank constructions, hand-written Gamma rows), never from

@@ -1,4 +1,4 @@
-"""One test per item of ``PITFALLS.md`` that applies to the current code.
+"""One test per item of ``docs/pitfalls.md`` that applies to the current code.
 
 Skipped on purpose: the ``nmod_mat`` composite-modulus abort and the
 ``fmpz_mat.rank`` performance cliff (modular ranks are built elsewhere).

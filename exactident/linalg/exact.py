@@ -3,7 +3,7 @@
 Algorithm choice: a rational matrix is scaled row by row to an integer
 matrix (same rank, same kernel), and FLINT's ``fmpz_mat`` routines do the
 fraction-free elimination.  ``fmpq_mat`` has no ``nullspace`` and
-``fmpz_mat.nullspace`` pads with zero columns (PITFALLS.md), both handled here.
+``fmpz_mat.nullspace`` pads with zero columns (``docs/pitfalls.md``), both handled here.
 """
 
 from __future__ import annotations
