@@ -252,7 +252,8 @@ def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any]
 
 
 def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationState,
-                     fixed: FixedEdges, max_resolutions: int = DEFAULT_MAX_RESOLUTIONS) -> BoundaryOutcome:
+                     fixed: FixedEdges, max_resolutions: int = DEFAULT_MAX_RESOLUTIONS,
+                     all_ranks: bool = False) -> BoundaryOutcome:
     """Decide a boundary case (theta has ties, theta not in ``S``) per SPEC §2.
 
     Parameters
@@ -264,6 +265,8 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     fixed : FixedEdges
     max_resolutions : int
         Enumerate at most this many tie resolutions.
+    all_ranks : bool
+        Compute ``rank_a(s)`` also where ``C_S`` holds (it is not needed there).
 
     Returns
     -------
@@ -332,7 +335,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         gamma = gamma_exact(net, X, state.Z, pattern, fixed)
         rg = exact.rank(gamma)
         cs = holds_cs(rg, dim)
-        ra = None if cs else N_L * rank_alpha(pattern, X, net.widths)
+        ra = None if cs and not all_ranks else N_L * rank_alpha(pattern, X, net.widths)
         cn = holds_cn(rg, ra, dim)
         g_rows = [grads.gradient(pattern, t) for t in ties]
         signed = [g if a else [-x for x in g] for g, a in zip(g_rows, active)]

@@ -122,7 +122,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         bad = ", ".join(f"({l},{v}) {why}" for l, v, why in degenerate_neurons(net))
         reason = f"theta is in S: hidden neuron(s) {bad} all zero; the theorems do not apply"
     elif state.ties:
-        outcome = analyse_boundary(net, X, state, fixed, max_resolutions=max_resolutions)
+        outcome = analyse_boundary(net, X, state, fixed, max_resolutions=max_resolutions,
+                                   all_ranks=all_ranks)
         verdict, reason = outcome.verdict, outcome.reason
         patterns, certificate = outcome.patterns, outcome.certificate
         if outcome.rank_gamma is not None:

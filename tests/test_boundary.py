@@ -10,6 +10,7 @@ equivalent to theta).
 """
 
 from fractions import Fraction as F
+from pathlib import Path
 
 import pytest
 
@@ -284,3 +285,19 @@ def test_shipped_boundary_cases_match_expected(name):
     assert {k: got[k] for k in case.expected} == case.expected
     if got["verdict"] == "not-identifiable" and "certificate" in got:
         assert verify_certificate(case, got)[0]
+
+
+def test_all_ranks_fills_rank_a_on_every_resolution():
+    # tiny-111-kink-plus: f = 3 relu(2x + 1) + b_2 at x = 0, 1, -1/2 (tie), -1.
+    # alpha rows are (x, 1, 1) for an active sample and (0, 0, 1) for an inactive one.
+    # tie active:   (0,1,1), (1,1,1), (-1/2,1,1), (0,0,1) -> rank 3
+    # tie inactive: (0,1,1), (1,1,1), (0,0,1),    (0,0,1) -> rank 3
+    # so with all_ranks every pattern reports rank_a = N_L * 3 = 3 (C_S holds in both).
+    from exactident.case import load_case
+
+    case = load_case(Path(__file__).parent.parent / "cases" / "tiny-111-kink-plus.json")
+    lazy = check(case, numeric=False)
+    assert lazy.verdict == "identifiable" and all(p["rank_a"] is None for p in lazy.patterns)
+    full = check(case, numeric=False, all_ranks=True)
+    assert full.verdict == "identifiable"
+    assert [p["rank_a"] for p in full.patterns] == [3, 3] and full.rank_a == 3
