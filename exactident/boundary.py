@@ -42,6 +42,8 @@ Called by :func:`exactident.check.check`; calls :mod:`exactident.gamma`,
 
 from __future__ import annotations
 
+import random
+
 import sys
 from dataclasses import dataclass, field
 from itertools import product
@@ -294,9 +296,11 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     ('not-identifiable', {'W_1[0,0]': '0', 'b_1[0]': '1', 'b_2[0]': '-3'})
     """
     from .certificate import build_entering_certificate
-    from .check import rank_alpha
+    from .gamma_modular import certify_ranks
 
-    dim, N_L = net.dim, net.widths[-1]
+    rng = random.Random(0)  # primes affect speed only, never the ranks
+
+    dim = net.dim
     hidden = set(invisible_ties(net, state))
     ties = [t for t in state.ties if t not in hidden]
     n_samples_tied = len({t.i for t in state.ties})
@@ -304,9 +308,8 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                + (f", {len(hidden)} invisible (a later layer is all strictly inactive)" if hidden else "")]
 
     if not ties:
-        gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
-        rg = exact.rank(gamma)
-        ra = N_L * rank_alpha(state.pattern, X, net.widths)
+        ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=True, rng=rng)
+        rg, ra = ranks.rank_gamma, ranks.rank_a
         verdict = verdict_from_ranks(rg, ra, dim, False)
         reason = ("theta is not on Delta_X after all: every tie resolution gives the same alpha "
                   "(all ties invisible), so the theorems apply directly; "
@@ -332,11 +335,13 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     n_reach = n_cs_fail = n_cn_fail = 0
     for active in _progress(product((True, False), repeat=len(ties)), n_res):
         pattern = resolve_ties(state.pattern, ties, active)
-        gamma = gamma_exact(net, X, state.Z, pattern, fixed)
-        rg = exact.rank(gamma)
+        # Certified modular ranks; the rational Gamma(s) is built only where a
+        # kernel (entering or line certificate) is looked for.
+        ranks = certify_ranks(net, X, pattern, fixed, need_rank_a=all_ranks, rng=rng)
+        rg, ra = ranks.rank_gamma, ranks.rank_a
         cs = holds_cs(rg, dim)
-        ra = None if cs and not all_ranks else N_L * rank_alpha(pattern, X, net.widths)
         cn = holds_cn(rg, ra, dim)
+        gamma = None if cs else gamma_exact(net, X, state.Z, pattern, fixed)
         g_rows = [grads.gradient(pattern, t) for t in ties]
         signed = [g if a else [-x for x in g] for g, a in zip(g_rows, active)]
         reachable = True

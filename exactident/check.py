@@ -119,7 +119,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     extra: dict = {}
     if degenerate:
         verdict = DEGENERATE
-        bad = ", ".join(f"({l},{v}) {why}" for l, v, why in degenerate_neurons(net))
+        dead = degenerate_neurons(net)
+        bad = ", ".join(f"({l},{v}) {why}" for l, v, why in dead[:8]) + (f", ... ({len(dead)} in all)" if len(dead) > 8 else "")
         reason = f"theta is in S: hidden neuron(s) {bad} all zero; the theorems do not apply"
     elif state.ties:
         outcome = analyse_boundary(net, X, state, fixed, max_resolutions=max_resolutions,

@@ -18,7 +18,7 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from .fixed_edges import FixedEdges, free_parameters
+from .fixed_edges import FixedEdges
 from .network import Network, relu_fmpq_mat, sample_matrix
 
 __all__ = ["gamma_exact", "free_columns", "hidden_values"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from math import gcd, isqrt, prod
+from math import gcd, isqrt
 from typing import Any, Callable, Mapping, Sequence
 
 import flint
