@@ -352,15 +352,24 @@ def _line_forward(W, b, dW, db, x):
     return h
 
 
+def _as_fractions(case) -> tuple[list, list, list]:
+    """``W``, ``b``, ``X`` of the case as nested lists of Fraction (the verifier's own arithmetic)."""
+    def fr(q) -> Fraction:
+        return Fraction(int(q.p), int(q.q))
+
+    W = [[[fr(q) for q in row] for row in M.table()] for M in case.network.W]
+    b = [[fr(q) for q in bl] for bl in case.network.b]
+    X = [[fr(q) for q in row] for row in case.X]
+    return W, b, X
+
+
 def _verify_line(case, line: dict) -> tuple[bool, list[str]]:
     where = "certificate.line"
     unknown = _unknown(line, ("delta", "probe"), where)
     net = case.network
     widths = list(net.widths)
     L = len(widths) - 1
-    W = [[[Fraction(int(q.p), int(q.q)) for q in row] for row in M.table()] for M in net.W]
-    b = [[Fraction(int(q.p), int(q.q)) for q in bl] for bl in net.b]
-    X = [[Fraction(int(q.p), int(q.q)) for q in row] for row in case.X]
+    W, b, X = _as_fractions(case)
     delta = {k: _frac(v, f"{where}.delta[{k!r}]") for k, v in _need(line, "delta", dict, where).items()}
     probe = [_frac(v, f"{where}.probe[{k}]") for k, v in enumerate(_need(line, "probe", list, where))]
     dW = [[[Fraction(0)] * widths[l - 1] for _ in range(widths[l])] for l in range(1, L + 1)]
@@ -395,9 +404,7 @@ def _verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
     net = case.network
     widths = list(net.widths)
     L = len(widths) - 1
-    W = [[[Fraction(int(q.p), int(q.q)) for q in row] for row in M.table()] for M in net.W]
-    b = [[Fraction(int(q.p), int(q.q)) for q in bl] for bl in net.b]
-    X = [[Fraction(int(q.p), int(q.q)) for q in row] for row in case.X]
+    W, b, X = _as_fractions(case)
     n = len(X)
 
     fails: list[str] = _unknown(ent, _ENTERING_KEYS, where)
