@@ -289,12 +289,52 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
         fails.append(f"verdict: report says {verdict} but the certificate proves not-identifiable")
     if "rank" in cert:
         fails_rank, msgs_rank = _verify_rank(case, cert["rank"])
+        if not fails_rank:
+            fails_rank = _rank_claims(case, report, cert["rank"])
         fails, msgs = fails + fails_rank, msgs + msgs_rank
     for part, check in (("entering", _verify_entering), ("line", _verify_line)):
         if part in cert:
             good, more = check(case, _need(cert, part, dict, "certificate"))
             (msgs if good else fails).extend(more)
     return not fails, msgs + fails
+
+
+_RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
+
+
+def _rank_claims(case, report: dict, part: dict) -> list[str]:
+    """The report's own ranks, ``cs``/``cn`` and verdict must be what the verified ranks give.
+
+    ``part`` has passed ``verify_rank_certificate``; rank certificates exist only
+    off the boundary, where SPEC §2's rule is a function of the ranks.
+    """
+    fails = _unknown(part, _RANK_KEYS, "certificate.rank")
+    if not isinstance(part.get("rank_gamma"), dict) or not isinstance(part["rank_gamma"].get("rank"), int):
+        return fails + ["certificate.rank.rank_gamma: no certified rank to compare the report with"]
+    widths = list(case.network.widths)
+    dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
+    rg = part["rank_gamma"]["rank"]
+    ra = part["rank_a"].get("rank_a") if isinstance(part.get("rank_a"), dict) else None
+    cs = rg == dim
+    cn = None if ra is None and not cs else not (ra is not None and rg == ra and rg < dim)
+    claims = {"dim": dim, "rank_gamma": rg, "cs": cs}
+    if ra is not None:
+        claims["rank_a"] = ra
+    if cn is not None:
+        claims["cn"] = cn
+    if report.get("on_boundary") is True:
+        fails.append("certificate.rank: a rank certificate does not decide a boundary case")
+    elif report.get("degenerate") is not True and "verdict" in report:
+        verdict = ("identifiable" if cs else "not-identifiable" if cn is False
+                   else "inconclusive" if cn else None)
+        if verdict is None:
+            fails.append("certificate.rank: rank_a is missing, so the ranks do not decide the verdict")
+        else:
+            claims["verdict"] = verdict
+    for key, value in claims.items():
+        if key in report and report[key] != value:
+            fails.append(f"{key}: report says {report[key]!r} but the certified ranks give {value!r}")
+    return fails
 
 
 def _verify_rank(case, part: Any) -> tuple[list[str], list[str]]:

@@ -120,7 +120,6 @@ def _raise(exc):
 
 
 @pytest.mark.parametrize("behaviour, rc_expected, why", [
-    (lambda: [], 0, "rank part valid"),                               # empty list of problems = valid
     (lambda: ["R_Gamma claimed 3, modular rank 2"], 3, "rank part: R_Gamma claimed 3, modular rank 2"),
     (lambda: True, 3, "could not be checked (verify_rank_certificate returned bool"),
     (_raise(TypeError("string indices")), 3, "could not be checked (verify_rank_certificate raised TypeError"),
@@ -131,10 +130,53 @@ def test_rank_part_uses_the_problem_list(tmp_path, capsys, monkeypatch, kink_rep
     data["certificate"]["rank"] = {"primes": [2147483647]}
     rc, out, _, _ = _run(tmp_path, capsys, data)
     assert calls == [("tiny-111-kink", {"primes": [2147483647]})]
-    if rc_expected == 0:
-        assert rc == 0 and why in out and "certificate VALID" in out
-    else:
-        _assert_invalid(rc, out, why)
+    _assert_invalid(rc, out, why)
+
+
+def _off_boundary(tmp_path):
+    # SPEC §2's network at x = 0, 1, 2 (all active, no tie): rows (3x, 3, 1) give
+    # rank Gamma = 2, alpha rows (x, 1, 1) give rank A = 2 < dim = 3: not-identifiable.
+    path = tmp_path / "off.json"
+    path.write_text(json.dumps({"format": "exactident-case/1", "name": "off", "widths": [1, 1, 1],
+                                "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
+                                "sample": [["0"], ["1"], ["2"]]}))
+    report = check(load_case(path), numeric=False).to_dict()
+    assert (report["rank_gamma"], report["rank_a"], report["verdict"]) == (2, 2, "not-identifiable")
+    return str(path), report
+
+
+def test_empty_problem_list_is_valid(tmp_path, capsys, monkeypatch):
+    case, report = _off_boundary(tmp_path)
+    _fake_modular(monkeypatch, lambda: [])
+    rc, out, _, _ = _run(tmp_path, capsys, report, case=case)
+    assert rc == 0 and "rank part valid" in out and "certificate VALID" in out
+
+
+@pytest.mark.parametrize("field, value, why", [
+    ("rank_gamma", 3, "rank_gamma: report says 3 but the certified ranks give 2"),
+    ("rank_a", 1, "rank_a: report says 1 but the certified ranks give 2"),
+    ("dim", 2, "dim: report says 2 but the certified ranks give 3"),
+    ("verdict", "identifiable", "verdict: report says 'identifiable' but the certified ranks give 'not-identifiable'"),
+    ("cs", True, "cs: report says True but the certified ranks give False"),
+    ("on_boundary", True, "a rank certificate does not decide a boundary case"),
+])
+def test_report_claims_must_match_the_certified_ranks(tmp_path, capsys, field, value, why):
+    # A genuine rank certificate does not vouch for a report that contradicts it.
+    case, report = _off_boundary(tmp_path)
+    rc, out, _, _ = _run(tmp_path, capsys, report, case=case)
+    assert rc == 0 and "certificate VALID" in out
+    bad = copy.deepcopy(report)
+    bad[field] = value
+    rc, out, _, _ = _run(tmp_path, capsys, bad, case=case)
+    _assert_invalid(rc, out, why)
+
+
+def test_unknown_field_in_rank_part_is_not_valid(tmp_path, capsys):
+    case, report = _off_boundary(tmp_path)
+    bad = copy.deepcopy(report)
+    bad["certificate"]["rank"]["zzz"] = 1
+    rc, out, _, _ = _run(tmp_path, capsys, bad, case=case)
+    _assert_invalid(rc, out, "certificate.rank.zzz: unknown field")
 
 
 def test_malformed_rank_part_reported_by_its_verifier_is_bad_input(tmp_path, capsys, monkeypatch, kink_report):
