@@ -16,9 +16,10 @@ A direction ``delta`` *enters* the piece of ``s`` when
 2. scipy's HiGHS LP in float64 on ``G c >= 1`` (rows normalised), then the
    float solution is rationalised (small denominators first, then the exact
    binary value) and **accepted only after an exact check** ``G c > 0`` in Q;
-3. otherwise (no scipy, HiGHS failed, or no rationalisation passed) sympy's
-   exact rational simplex on the same system, for systems up to
-   :data:`MAX_EXACT_LP_ENTRIES` entries.
+3. otherwise (no scipy, HiGHS failed, or no rationalisation passed) exact
+   Fourier–Motzkin elimination in integers, which always terminates and gives
+   up beyond :data:`MAX_FM_ROWS` combined rows.  (sympy's exact simplex was
+   used here first; it looped forever on a 3 x 4 degenerate system.)
 
 ``None`` means "no direction found": it does not prove that none exists
 (callers report ``reachable: "unknown"``).  Called by
@@ -39,10 +40,10 @@ from .fixed_edges import FixedEdges
 from .gamma import free_columns, hidden_values
 from .network import Network
 
-__all__ = ["TieGradients", "find_strict_direction", "relaxed_directions", "primitive_integer", "is_strictly_entering", "MAX_EXACT_LP_ENTRIES"]
+__all__ = ["TieGradients", "find_strict_direction", "relaxed_directions", "primitive_integer", "is_strictly_entering", "MAX_FM_ROWS"]
 
-#: Largest ``rows * cols`` handed to sympy's exact simplex (it is pure Python).
-MAX_EXACT_LP_ENTRIES = 20_000
+#: Fourier–Motzkin gives up when one elimination step would combine more row pairs.
+MAX_FM_ROWS = 20_000
 
 
 class TieGradients:
@@ -167,18 +168,61 @@ def _float_candidates(rows: Sequence[Sequence[flint.fmpq]]) -> list[list[Fractio
     return out
 
 
-def _exact_lp(rows: Sequence[Sequence[flint.fmpq]]) -> list[Fraction] | None:
-    from sympy import Matrix, Rational
-    from sympy.solvers.simplex import InfeasibleLPError, UnboundedLPError, linprog
+def _primitive_row(row: Sequence[int]) -> tuple[int, ...]:
+    g = 0
+    for v in row:
+        g = gcd(g, v)
+    return tuple(v // g for v in row) if g > 1 else tuple(row)
 
+
+def _fourier_motzkin(rows: Sequence[Sequence[flint.fmpq]]) -> tuple[list[Fraction] | None, str]:
+    """Exact decision of ``{c : row . c > 0 for every row}`` by Fourier–Motzkin elimination.
+
+    Eliminating a variable combines each row with a positive coefficient and
+    each with a negative one (positive multipliers keep ``> 0``); a zero row
+    is a positive combination summing to 0, which proves infeasibility
+    (Gordan's alternative).  It always terminates; :data:`MAX_FM_ROWS` bounds
+    the row growth, beyond which it gives up (``None``, "too large").
+    Back-substitution picks each variable strictly inside its interval.
+    """
+    R: set[tuple[int, ...]] = set()
+    for row in rows:
+        d = lcm(*(int(a.q) for a in row))
+        R.add(_primitive_row([int(a.p) * (d // int(a.q)) for a in row]))
     ncols = len(rows[0])
-    A = Matrix([[-Rational(int(a.p), int(a.q)) for a in row] for row in rows])
-    b = Matrix([-1] * len(rows))
-    try:
-        _, x = linprog(Matrix([0] * ncols), A, b, bounds=(None, None))
-    except (InfeasibleLPError, UnboundedLPError):
-        return None
-    return [Fraction(int(Rational(v).p), int(Rational(v).q)) for v in x]
+    stages: list[tuple[int, list[tuple[int, ...]]]] = []
+    for j in range(ncols):
+        P = [r for r in R if r[j] > 0]
+        N = [r for r in R if r[j] < 0]
+        if len(P) * len(N) > MAX_FM_ROWS:
+            return None, "too large for the exact Fourier-Motzkin fallback"
+        new = {r for r in R if r[j] == 0}
+        for p in P:
+            for m in N:
+                new.add(_primitive_row([-m[j] * pk + p[j] * mk for pk, mk in zip(p, m)]))
+        if any(not any(r) for r in new):
+            return None, "infeasible (exact Fourier-Motzkin)"
+        stages.append((j, list(R)))
+        R = new
+    # Invariants: R is empty (every variable eliminated, no zero row), so the system is feasible.
+    c = [Fraction(0)] * ncols
+    for j, stage_rows in reversed(stages):
+        lo = hi = None
+        for r in stage_rows:
+            if r[j] == 0:
+                continue
+            bound = -sum((r[k] * c[k] for k in range(j + 1, ncols)), Fraction(0)) / r[j]
+            if r[j] > 0:
+                lo = bound if lo is None else max(lo, bound)
+            else:
+                hi = bound if hi is None else min(hi, bound)
+        if lo is not None and hi is not None:
+            c[j] = (lo + hi) / 2
+        elif lo is not None:
+            c[j] = lo + 1
+        elif hi is not None:
+            c[j] = hi - 1
+    return c, "exact Fourier-Motzkin"
 
 
 def find_strict_direction(rows: Sequence[Sequence[flint.fmpq]]) -> tuple[list[flint.fmpq] | None, str]:
@@ -194,8 +238,8 @@ def find_strict_direction(rows: Sequence[Sequence[flint.fmpq]]) -> tuple[list[fl
     (c, how) : (list of fmpq or None, str)
         ``c`` a primitive integer vector satisfying every strict inequality
         (checked in Q), or ``None``; ``how`` says which method found it or
-        why none was found (``"zero row"``, ``"exact LP infeasible"``, ...).
-        ``"exact LP infeasible"`` proves no first-order direction exists.
+        why none was found (``"zero row"``, ``"infeasible (exact Fourier-Motzkin)"``,
+        ...); those two prove that no first-order direction exists.
 
     Examples
     --------
@@ -205,7 +249,7 @@ def find_strict_direction(rows: Sequence[Sequence[flint.fmpq]]) -> tuple[list[fl
     >>> is_strictly_entering(rows, c)
     True
     >>> find_strict_direction([[q(1)], [q(-1)]])
-    (None, 'exact LP infeasible')
+    (None, 'infeasible (exact Fourier-Motzkin)')
     """
     if not rows:
         return [], "no constraint"
@@ -216,15 +260,13 @@ def find_strict_direction(rows: Sequence[Sequence[flint.fmpq]]) -> tuple[list[fl
         c = primitive_integer(cand)
         if is_strictly_entering(rows, c):
             return c, "float LP, exactly checked"
-    if len(rows) * ncols > MAX_EXACT_LP_ENTRIES:
-        return None, "float LP failed and the system is too large for the exact LP"
-    exact = _exact_lp(rows)
+    exact, how = _fourier_motzkin(rows)
     if exact is None:
-        return None, "exact LP infeasible"
+        return None, how
     c = primitive_integer(exact)
-    if is_strictly_entering(rows, c):  # sympy's answer is rational, but check anyway
-        return c, "exact LP"
-    return None, "exact LP answer failed the exact check"
+    if is_strictly_entering(rows, c):  # rational by construction, but check anyway
+        return c, how
+    return None, "exact Fourier-Motzkin answer failed the exact check"
 
 
 def relaxed_directions(rows: Sequence[Sequence[flint.fmpq]], k: int) -> list[list[flint.fmpq]]:

@@ -228,6 +228,7 @@ class NumericResult:
                   and (exact_rank_a is None or self.rank_a == exact_rank_a))
         out = {"rank_gamma": self.rank_gamma, "rank_a": self.rank_a, "verdict": self.verdict,
                "tol": self.tol, "agrees": agrees,
+               "compared_with": {"rank_gamma": exact_rank_gamma, "rank_a": exact_rank_a},
                "singular_values_near_cut": self.singular_values_near_cut,
                "pattern_differs": self.pattern_differs}
         if band_rank is not None:

@@ -208,7 +208,7 @@ def test_tie_groups_follow_parameter_supports():
 
 
 def test_exact_lp_fallback(monkeypatch):
-    # Without the float LP, sympy's exact simplex must find the SPEC example's certificate.
+    # Without the float LP, exact Fourier-Motzkin must find the SPEC example's certificate.
     monkeypatch.setattr(entering, "_float_candidates", lambda rows: [])
     widths, W, b, X, _ = CASES["kink"]
     r = check(_case("kink", widths, W, b, X), numeric=False)
@@ -218,7 +218,7 @@ def test_exact_lp_fallback(monkeypatch):
 
 def test_strict_direction_infeasible_and_zero_row():
     q = entering.flint.fmpq
-    assert entering.find_strict_direction([[q(1), q(2)], [q(-1), q(-2)]]) == (None, "exact LP infeasible")
+    assert entering.find_strict_direction([[q(1), q(2)], [q(-1), q(-2)]]) == (None, "infeasible (exact Fourier-Motzkin)")
     assert entering.find_strict_direction([[q(0), q(0)]]) == (None, "zero row")
 
 

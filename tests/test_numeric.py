@@ -212,3 +212,24 @@ def test_torch_relu_derivative_at_a_tie_is_zero():
     sp = torch_spectra(case.network, case.X, fixed_edges(case.network), st.pattern, "float64")
     assert sp.n_pattern_flips == 1
     assert sp.native_default == (3, 3)
+
+
+@pytest.mark.parametrize("name", ["boundary-dead-neuron", "boundary-second-layer", "tiny-111-kink"])
+def test_agrees_on_the_boundary_compares_the_same_matrices(name):
+    # A float tool computes Gamma and alpha at the >= 0 pattern; `agrees` must compare its
+    # ranks with the exact ranks of exactly those matrices (rational reference path here),
+    # not with the report's top-level ranks, which belong to another tie resolution.
+    from pathlib import Path
+
+    from exactident.activation import alpha_exact
+    from exactident.case import load_case
+
+    case = load_case(Path(__file__).resolve().parent.parent / "cases" / f"{name}.json")
+    r = check(case, all_ranks=True)
+    st = activation_state(case.network, case.X)
+    fixed = fixed_edges(case.network)
+    rg = exact.rank(gamma_exact(case.network, case.X, st.Z, st.pattern, fixed))
+    ra = case.network.widths[-1] * exact.rank(alpha_exact(st.pattern, case.X))
+    num = r.numeric
+    assert num["compared_with"] == {"rank_gamma": rg, "rank_a": ra}
+    assert num["agrees"] == (num["verdict"] == r.verdict and num["rank_gamma"] == rg and num["rank_a"] == ra)
