@@ -147,5 +147,6 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
         report.numeric = res.as_dict(rank_gamma_pattern, rank_a_pattern, verdict, band_rank=rank_gamma_pattern)
+    report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
     report.seconds = time.perf_counter() - start
     return report

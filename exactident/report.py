@@ -38,6 +38,9 @@ class Report:
     certificate: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Exact ranks at the ``>= 0`` activation pattern (what a float tool rounds); equal to
+    #: ``rank_gamma``/``rank_a`` off the boundary.  Not part of the JSON report.
+    pattern_ranks: tuple[int, int | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"format": REPORT_FORMAT}

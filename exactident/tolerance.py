@@ -54,11 +54,9 @@ import numpy as np
 
 from .activation import activation_state
 from .case import Case
-from .check import check, rank_alpha
+from .check import check
 from .conditions import VERDICTS, verdict_from_ranks
 from .fixed_edges import fixed_edges
-from .gamma import gamma_exact
-from .linalg import exact
 from .linalg.floating import consistent_band
 from .numeric import float_operators
 
@@ -278,11 +276,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     state = activation_state(net, X)
     fixed = fixed_edges(net)
     N_L = net.widths[-1]
-    if state.ties:
-        p_rank_gamma = exact.rank(gamma_exact(net, X, state.Z, state.pattern, fixed))
-        p_rank_a = N_L * rank_alpha(state.pattern, X, net.widths)
-    else:
-        p_rank_gamma, p_rank_a = report.rank_gamma, report.rank_a
+    p_rank_gamma, p_rank_a = report.pattern_ranks  # certified by check(), all_ranks=True
     p_verdict = verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, report.degenerate)
     spectra: dict[str, Spectra] = {}
     for backend in dict.fromkeys(p.backend for p in policies):
