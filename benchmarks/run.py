@@ -60,7 +60,7 @@ TIMEOUT = {"sympy": 120, "dm": 60, "fmpq": 60}
 
 def build_case(widths, n, kind, seed=0):
     """A random case; small-integer networks are redrawn until no sample is on a kink (no ties)."""
-    from exactident.activation import activation_state
+    from exactident.model.activation import activation_state
 
     while True:
         case = _draw_case(widths, n, kind, seed)
@@ -73,8 +73,8 @@ def _draw_case(widths, n, kind, seed):
     import flint
     import numpy as np
 
-    from exactident.case import Case
-    from exactident.network import Network
+    from exactident.io.case import Case
+    from exactident.model.network import Network
 
     rng = np.random.default_rng(seed)
 
@@ -110,9 +110,9 @@ def measure(method, name):
     if method in ("sympy", "dm"):
         import sympy
 
-        from exactident.activation import activation_state
-        from exactident.fixed_edges import fixed_edges
-        from exactident.gamma import gamma_exact
+        from exactident.model.activation import activation_state
+        from exactident.model.fixed_edges import fixed_edges
+        from exactident.model.gamma import gamma_exact
 
         st = activation_state(case.network, case.X)
         G = gamma_exact(case.network, case.X, st.Z, st.pattern, fixed_edges(case.network))
@@ -135,10 +135,9 @@ def measure(method, name):
     elif method in ("float", "float1", "ra_float"):
         import numpy as np
 
-        from exactident.fixed_edges import fixed_edges
-        from exactident.gamma import free_columns
-        from exactident.numeric import alpha_float_gram, float_pattern, gamma_float, to_float_network, \
-            to_float_sample
+        from exactident.model.fixed_edges import fixed_edges
+        from exactident.model.gamma import free_columns
+        from exactident.numeric.numpy_backend import alpha_float_gram, float_pattern, gamma_float, to_float_network, to_float_sample
 
         fixed = fixed_edges(case.network)
         cols = free_columns(case.network, fixed)
@@ -152,8 +151,8 @@ def measure(method, name):
     elif method == "ra":
         import random
 
-        from exactident.activation import activation_state
-        from exactident.gamma_modular import certify_rank_alpha
+        from exactident.model.activation import activation_state
+        from exactident.ranks.certify import certify_rank_alpha
 
         t = time.perf_counter()
         st = activation_state(case.network, case.X)
@@ -210,8 +209,8 @@ def main(argv=None):
     if args.measure:
         measure(*args.measure)
         return 0
-    from exactident.activation import n_paths
-    from exactident.network import Network
+    from exactident.model.activation import n_paths
+    from exactident.model.network import Network
 
     rows = []
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

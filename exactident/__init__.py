@@ -3,15 +3,24 @@
 Implements Bona-Pellissier, Malgouyres and Bachoc, "Local Identifiability of
 Deep ReLU Neural Networks: the Theory", NeurIPS 2022 (arXiv:2206.07424).
 
+The package is layered (``docs/architecture.md``): ``io`` (numbers, case
+files, reports), ``linalg`` (exact, modular and float linear algebra),
+``model`` (the paper's objects on one network), ``ranks`` (certified ranks),
+``boundary`` (ties), ``verify`` (independent certificate checks), ``numeric``
+(float backends), and on top :func:`check`, ``crosscheck`` and the CLI.
+Importing the package loads numpy and python-flint, never networkx, scipy,
+matplotlib or torch (those load where they are used).
+
 >>> from exactident import load_case, check
 """
 
-from .case import Case, load_case, parse_case, write_case
-from .check import check
-from .errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
-from .network import Network
-from .report import Report
+from exactident.check import check
+from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
+from exactident.io.case import Case, load_case, parse_case, write_case
+from exactident.io.report import Report
+from exactident.model.network import Network
 
 __all__ = ["Case", "Network", "Report", "check", "load_case", "parse_case", "write_case",
-           "ExactIdentError", "CaseFormatError", "UnsupportedCaseError", "InvariantViolation"]
+           "ExactIdentError", "CaseFormatError", "UnsupportedCaseError", "InvariantViolation",
+           "__version__"]
 __version__ = "0.1.0"

@@ -2,7 +2,7 @@
 
 Order of work: exact forward pass and ties -> degenerate set ``S`` ->
 fixed edges -> ``Gamma`` and its rank -> ``rank_a`` -> verdict (off the
-boundary by :mod:`exactident.conditions`, on it by :mod:`exactident.boundary`)
+boundary by :mod:`exactident.model.conditions`, on it by :mod:`exactident.boundary.analyse`)
 -> optional exact check of Props. 1 and 10 -> optional float cross-check.
 """
 
@@ -12,17 +12,17 @@ import random
 import time
 from typing import Mapping
 
-from .activation import activation_state, alpha_exact, alpha_gram, n_paths
-from .boundary import analyse_boundary
-from .case import Case
-from .conditions import holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks, DEGENERATE
-from .fixed_edges import fixed_edges
-from .gamma import gamma_exact
-from .gamma_modular import certify_ranks
-from .linalg import exact
-from .lifting import verify_propositions as _verify
-from .network import degenerate_neurons
-from .report import Report
+from exactident.model.activation import activation_state, alpha_exact, alpha_gram, n_paths
+from exactident.boundary.analyse import analyse_boundary
+from exactident.io.case import Case
+from exactident.model.conditions import holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks, DEGENERATE
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma import gamma_exact
+from exactident.ranks.certify import certify_ranks
+from exactident.linalg import exact
+from exactident.model.lifting import verify_propositions as _verify
+from exactident.model.network import degenerate_neurons
+from exactident.io.report import Report
 
 __all__ = ["check", "rank_alpha", "MAX_EXPLICIT_ALPHA"]
 
@@ -65,7 +65,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     fixed_choice : dict (l, v) -> k, optional
         Override the fixed outgoing edge of some hidden neurons.
     modular : bool
-        Certified modular ranks (:mod:`exactident.gamma_modular`; the default,
+        Certified modular ranks (:mod:`exactident.model.gamma_modular`; the default,
         with a rank certificate under ``certificate["rank"]`` off the boundary),
         or ``False`` for the rational reference path (``gamma_exact`` + FLINT rank).
     seed : int or None
@@ -87,7 +87,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     --------
     SPEC §2's hand-checked network with the samples ``0, 1, -1`` (kink-free):
 
-    >>> from exactident.case import parse_case
+    >>> from exactident.io.case import parse_case
     >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
     ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1]]})
     >>> r = check(case, numeric=False, all_ranks=True)
@@ -142,7 +142,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
         patterns=patterns, certificate=certificate, extra=extra)
     if numeric:
-        from .numeric import numeric_check
+        from exactident.numeric.numpy_backend import numeric_check
 
         res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round

@@ -15,7 +15,7 @@ import io
 import sys
 from typing import Sequence
 
-from .errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
+from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
 __all__ = ["main", "build_parser"]
 
@@ -73,29 +73,29 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("report", metavar="REPORT.json")
 
     c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
-    from . import crosscheck as _crosscheck
+    from exactident.crosscheck.command import add_arguments
 
-    _crosscheck.add_arguments(c)
+    add_arguments(c)
     return parser
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
-    from .certificate import run_verify_certificate
+    from exactident.verify.certificate import run_verify_certificate
 
     return run_verify_certificate(args.case, args.report)
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:
-    from . import crosscheck
+    from exactident.crosscheck.command import run
 
-    return crosscheck.run(args)
+    return run(args)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .atomic import write_stdout
-    from .case import load_case
-    from .check import check
-    from .report import render_table, reports_to_json
+    from exactident.io.atomic import write_stdout
+    from exactident.io.case import load_case
+    from exactident.check import check
+    from exactident.io.report import render_table, reports_to_json
 
     cases = [load_case(path) for path in args.cases]  # validate everything before any work
     reports = []

@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from exactident.case import parse_case, write_case  # noqa: E402
+from exactident.io.case import parse_case, write_case  # noqa: E402
 from exactident.check import check  # noqa: E402
 
 SEED = 20221128

@@ -39,9 +39,9 @@ try:
 except ImportError:  # run from a source checkout without installing: use the checkout's package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from exactident.case import Case, write_case  # noqa: E402
-from exactident.network import Network  # noqa: E402
-from exactident.rationals import to_fmpq  # noqa: E402
+from exactident.io.case import Case, write_case  # noqa: E402
+from exactident.model.network import Network  # noqa: E402
+from exactident.io.rationals import to_fmpq  # noqa: E402
 
 #: Relative agreement required between the exported network and sklearn.
 FAITHFUL_RTOL = 1e-12

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 import boundary_oracle as O
-from exactident.activation import Tie
-from exactident.case import parse_case
-from exactident.certificate import verify_certificate
+from exactident.model.activation import Tie
+from exactident.io.case import parse_case
+from exactident.verify.certificate import verify_certificate
 from exactident.check import check
-from exactident.boundary import tie_groups
-from exactident import entering
+from exactident.boundary.analyse import tie_groups
+from exactident.boundary import entering
 
 # name: (widths, W, b, X, expected verdict, hand derivation)
 CASES = {
@@ -278,7 +278,7 @@ BOUNDARY_FILES = ["tiny-111-kink", "tiny-111-kink-plus", "boundary-hyperplane-2d
 @pytest.mark.parametrize("name", BOUNDARY_FILES, ids=BOUNDARY_FILES)
 def test_shipped_boundary_cases_match_expected(name):
     # The `expected` blocks were derived by hand (see each case's description).
-    from exactident.case import load_case
+    from exactident.io.case import load_case
 
     case = load_case(f"cases/{name}.json")
     got = check(case, numeric=False).to_dict()
@@ -293,7 +293,7 @@ def test_all_ranks_fills_rank_a_on_every_resolution():
     # tie active:   (0,1,1), (1,1,1), (-1/2,1,1), (0,0,1) -> rank 3
     # tie inactive: (0,1,1), (1,1,1), (0,0,1),    (0,0,1) -> rank 3
     # so with all_ranks every pattern reports rank_a = N_L * 3 = 3 (C_S holds in both).
-    from exactident.case import load_case
+    from exactident.io.case import load_case
 
     case = load_case(Path(__file__).parent.parent / "cases" / "tiny-111-kink-plus.json")
     lazy = check(case, numeric=False)

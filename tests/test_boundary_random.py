@@ -13,8 +13,8 @@ import random
 from fractions import Fraction as F
 
 import boundary_oracle as O
-from exactident.case import parse_case
-from exactident.certificate import verify_certificate
+from exactident.io.case import parse_case
+from exactident.verify.certificate import verify_certificate
 from exactident.check import check
 
 WIDTHS = [[1, 2, 1], [2, 2, 1], [1, 2, 2], [1, 1, 2, 1], [1, 2, 1, 1], [2, 1, 2]]

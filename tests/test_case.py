@@ -1,4 +1,4 @@
-"""``exactident.case``: reading, validating and writing ``exactident-case/1`` (SPEC §3).
+"""``exactident.io.case``: reading, validating and writing ``exactident-case/1`` (SPEC §3).
 
 Every validator ``raise`` in case.py has a test here that checks the message
 *and* the field path; file-level errors are tested through real files.
@@ -14,8 +14,8 @@ from decimal import Decimal
 import flint
 import pytest
 
-from exactident.case import (CASE_FORMAT, atomic_write_text, dump_case, load_case, parse_case,
-                             read_json, write_case)
+from exactident.io.case import CASE_FORMAT, dump_case, load_case, parse_case, read_json, write_case
+from exactident.io.atomic import atomic_write_text
 from exactident.errors import CaseFormatError
 
 BASE = {

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from exactident.case import load_case
-from exactident.certificate import verify_certificate
+from exactident.io.case import load_case
+from exactident.verify.certificate import verify_certificate
 from exactident.cli import main
 from exactident.errors import CaseFormatError
 

@@ -14,17 +14,17 @@ import types
 
 import pytest
 
-from exactident.case import load_case
+from exactident.io.case import load_case
 from exactident.check import check
-from exactident.certificate import verify_certificate
+from exactident.verify.certificate import verify_certificate
 from exactident.cli import main
 from exactident.errors import CaseFormatError
-from exactident.report import reports_to_json
+from exactident.io.report import reports_to_json
 
 KINK = "cases/tiny-111-kink.json"
 KINK_PLUS = "cases/tiny-111-kink-plus.json"
 SECOND_ORDER = "cases/boundary-second-order-tie.json"
-MODULAR = "exactident.linalg.modular"
+MODULAR = "exactident.verify.rank"
 
 
 def _check_json(path):

@@ -15,7 +15,7 @@ import pytest
 
 from _gen import case_obj
 
-from exactident import lifting
+from exactident.model import lifting
 from exactident.cli import main
 
 REPORT_FIELDS = ["format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn",

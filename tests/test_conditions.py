@@ -1,11 +1,10 @@
-"""``exactident.conditions``: the SPEC §2 verdict table and its guards."""
+"""``exactident.model.conditions``: the SPEC §2 verdict table and its guards."""
 
 from __future__ import annotations
 
 import pytest
 
-from exactident.conditions import (DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn,
-                                   holds_cs, reason_from_ranks, verdict_from_ranks)
+from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks
 from exactident.errors import InvariantViolation
 
 

@@ -1,4 +1,4 @@
-"""``exactident crosscheck`` and :mod:`exactident.tolerance`: situations with exact answers.
+"""``exactident crosscheck`` and :mod:`exactident.crosscheck.core`: situations with exact answers.
 
 Each expected verdict or count is derived in the test (hand rows of Gamma, the
 rescaling invariance, bounds on singular values), not read off the float code.
@@ -20,12 +20,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exactident.case import load_case, parse_case, write_case
+from exactident.io.case import load_case, parse_case, write_case
 from exactident.check import check
 from exactident.cli import main
-from exactident.crosscheck import expand_paths
+from exactident.crosscheck.command import expand_paths
 from exactident.errors import CaseFormatError, UnsupportedCaseError
-from exactident.tolerance import Policy, crosscheck_case, default_policies, summarize
+from exactident.numeric.tolerance import Policy, default_policies
+from exactident.crosscheck.core import crosscheck_case, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = ROOT / "cases" / "tolerance"
@@ -287,7 +288,7 @@ def test_cli_missing_optional_extras(folder, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "torch", None)
     assert main(["crosscheck", str(folder / "a.json"), "--torch"]) == 2
     assert "needs PyTorch" in capsys.readouterr().err
-    from exactident.plot import require_matplotlib
+    from exactident.crosscheck.plot import require_matplotlib
 
     with pytest.raises(UnsupportedCaseError, match="needs matplotlib"):
         require_matplotlib()

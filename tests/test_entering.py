@@ -14,8 +14,8 @@ import random
 import flint
 import pytest
 
-from exactident import entering
-from exactident.case import parse_case
+from exactident.boundary import entering
+from exactident.io.case import parse_case
 from exactident.check import check
 
 q = flint.fmpq

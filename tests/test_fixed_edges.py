@@ -1,4 +1,4 @@
-"""``exactident.fixed_edges``: s_max, F_theta, parameter order and names, and its errors."""
+"""``exactident.model.fixed_edges``: s_max, F_theta, parameter order and names, and its errors."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import pytest
 
 from _gen import random_case
 
-from exactident.case import parse_case
+from exactident.io.case import parse_case
 from exactident.check import check
 from exactident.errors import UnsupportedCaseError
-from exactident.fixed_edges import fixed_edges, free_parameters
+from exactident.model.fixed_edges import fixed_edges, free_parameters
 
 
 def net_of(widths, W, b):

@@ -16,18 +16,21 @@ import flint
 import numpy as np
 import pytest
 
-from exactident.activation import activation_state, alpha_exact
-from exactident.case import Case, load_case
+from exactident.model.activation import activation_state, alpha_exact
+from exactident.io.case import Case, load_case
 from exactident.check import check
 from exactident.errors import InvariantViolation
-from exactident.fixed_edges import fixed_edges
-from exactident.gamma import gamma_exact
-from exactident.gamma_modular import (certify_rank_alpha, certify_ranks, gamma_mod_p, gram_mod_p,
-                                      neuron_local_kernel, pattern_rank_bound)
-from exactident.integer_forward import data_denominator, integer_forward
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma import gamma_exact
+from exactident.ranks.certify import certify_rank_alpha, certify_ranks
+from exactident.model.gamma_modular import gamma_mod_p, gram_mod_p
+from exactident.ranks.kernels import neuron_local_kernel
+from exactident.ranks.bounds import pattern_rank_bound
+from exactident.model.integer_forward import data_denominator, integer_forward
 from exactident.linalg import exact
-from exactident.linalg.modular import random_primes, verify_rank_certificate
-from exactident.network import Network, pre_activations
+from exactident.linalg.modular import random_primes
+from exactident.verify.rank import verify_rank_certificate
+from exactident.model.network import Network, pre_activations
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -131,7 +134,7 @@ def test_dead_neuron_kernel_by_hand():
                   [[flint.fmpq(-100), flint.fmpq(0)], [flint.fmpq(0)]])
     X = [[flint.fmpq(k)] for k in range(1, 7)]
     st = activation_state(net, X)
-    from exactident.gamma_modular import certify_rank_gamma
+    from exactident.ranks.certify import certify_rank_gamma
     res = certify_rank_gamma(net, X, st.pattern, fixed_edges(net), rng=random.Random(0))
     assert res.rank == 2 and res.certificate["upper"]["kind"] == "kernel"
     K = [[flint.fmpq(0)] * 3 for _ in range(5)]
@@ -160,7 +163,7 @@ def test_check_modular_and_reference_paths_agree():
 
 def test_rank_a_skipped_when_cs_holds():
     # SPEC §2: samples 0, 1, -1 give rank Gamma = 3 = dim, so R_A is not needed.
-    from exactident.case import parse_case
+    from exactident.io.case import parse_case
     case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
                        "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1]]})
     r = check(case, numeric=False)
@@ -274,7 +277,7 @@ def test_local_kernel_certificate_is_compact_and_verified():
     X = [[flint.fmpq(k)] for k in range(1, 7)]
     st = activation_state(net, X)
     fixed = fixed_edges(net)
-    from exactident.gamma_modular import certify_rank_gamma
+    from exactident.ranks.certify import certify_rank_gamma
     res = certify_rank_gamma(net, X, st.pattern, fixed, rng=random.Random(0))
     assert res.rank == 4
     assert res.certificate["upper"] == {"kind": "kernel", "bound": 4, "source": "local", "nullity": 1}

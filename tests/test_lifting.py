@@ -1,4 +1,4 @@
-"""``exactident.lifting``: the path set, psi at tau_theta, and the size guard (values: test_oracle.py)."""
+"""``exactident.model.lifting``: the path set, psi at tau_theta, and the size guard (values: test_oracle.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import pytest
 
 from _gen import random_case
 
-from exactident.activation import activation_state, n_paths
-from exactident.case import parse_case
+from exactident.model.activation import activation_state, n_paths
+from exactident.io.case import parse_case
 from exactident.errors import UnsupportedCaseError
-from exactident.fixed_edges import fixed_edges
-from exactident.lifting import MAX_LIFTING_ENTRIES, dpsi, paths, phi, psi, tau_of, verify_propositions
-from exactident.network import Network
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.lifting import MAX_LIFTING_ENTRIES, dpsi, paths, phi, psi, tau_of, verify_propositions
+from exactident.model.network import Network
 
 
 def test_paths_order_and_count():

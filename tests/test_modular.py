@@ -18,9 +18,8 @@ import pytest
 
 from exactident.errors import InvariantViolation
 from exactident.linalg import exact
-from exactident.linalg.modular import (PRIME_HI, PRIME_LO, certified_rank, matmul_mod, modular_lower_bound,
-                                       random_primes, rank_mod_p, rational_reconstruction, require_prime,
-                                       residues, rref_kernel_mod_p, to_nmod_mat)
+from exactident.linalg.modular import PRIME_HI, PRIME_LO, matmul_mod, random_primes, rank_mod_p, rational_reconstruction, require_prime, residues, rref_kernel_mod_p, to_nmod_mat
+from exactident.linalg.certified import certified_rank, modular_lower_bound
 
 
 def known_rank_matrix(rng: random.Random, m: int, n: int, r: int, ops: int = 60) -> list[list[int]]:

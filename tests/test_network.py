@@ -1,4 +1,4 @@
-"""``exactident.network``: forward pass (vs a Fraction forward pass), graph, degenerate set, dim."""
+"""``exactident.model.network``: forward pass (vs a Fraction forward pass), graph, degenerate set, dim."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 
 from _gen import forward, random_case
 
-from exactident.case import parse_case
-from exactident.network import degenerate_neurons, is_degenerate, network_graph, pre_activations
+from exactident.io.case import parse_case
+from exactident.model.graph import network_graph
+from exactident.model.network import degenerate_neurons, is_degenerate, pre_activations
 
 
 @pytest.mark.parametrize("widths", [(1, 1, 1), (2, 3, 2), (3, 2), (1, 2, 2, 1), (2, 2, 2, 2)])

@@ -14,14 +14,14 @@ import flint
 import numpy as np
 import pytest
 
-from exactident.activation import activation_state
-from exactident.case import parse_case
+from exactident.model.activation import activation_state
+from exactident.io.case import parse_case
 from exactident.check import check
 from exactident.errors import InvariantViolation, UnsupportedCaseError
-from exactident.fixed_edges import fixed_edges
-from exactident.gamma import gamma_exact
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma import gamma_exact
 from exactident.linalg import exact, floating
-from exactident.numeric import float_operators
+from exactident.numeric.numpy_backend import float_operators
 
 
 def _s(q) -> str:
@@ -174,7 +174,7 @@ def test_check_numeric_block_band_and_agrees():
 def test_torch_missing_is_a_clear_error(monkeypatch):
     import sys
 
-    from exactident.numeric_torch import import_torch
+    from exactident.numeric.torch_backend import import_torch
 
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(UnsupportedCaseError, match="needs PyTorch"):
@@ -183,8 +183,8 @@ def test_torch_missing_is_a_clear_error(monkeypatch):
 
 def test_torch_gamma_matches_numpy_and_exact():
     torch = pytest.importorskip("torch")
-    from exactident.gamma import free_columns
-    from exactident.numeric_torch import build_sequential, gamma_torch
+    from exactident.model.gamma import free_columns
+    from exactident.numeric.torch_backend import build_sequential, gamma_torch
 
     case = _all_active_case()
     net, X = case.network, case.X
@@ -205,7 +205,7 @@ def test_torch_relu_derivative_at_a_tie_is_zero():
     (0, 0, 1), so its Gamma has rank 3 and its pattern differs at one entry.
     """
     pytest.importorskip("torch")
-    from exactident.numeric_torch import torch_spectra
+    from exactident.numeric.torch_backend import torch_spectra
 
     case = _kink_case(Fraction(-1, 2))
     st = activation_state(case.network, case.X)
@@ -221,8 +221,8 @@ def test_agrees_on_the_boundary_compares_the_same_matrices(name):
     # not with the report's top-level ranks, which belong to another tie resolution.
     from pathlib import Path
 
-    from exactident.activation import alpha_exact
-    from exactident.case import load_case
+    from exactident.model.activation import alpha_exact
+    from exactident.io.case import load_case
 
     case = load_case(Path(__file__).resolve().parent.parent / "cases" / f"{name}.json")
     r = check(case, all_ranks=True)

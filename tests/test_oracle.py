@@ -26,13 +26,13 @@ import sympy as sp
 
 from _gen import forward, random_case
 
-from exactident.activation import activation_state, alpha_exact
-from exactident.case import parse_case
+from exactident.model.activation import activation_state, alpha_exact
+from exactident.io.case import parse_case
 from exactident.check import check
-from exactident.fixed_edges import fixed_edges, free_parameters
-from exactident.gamma import free_columns, gamma_exact
-from exactident.lifting import dpsi, paths, phi, verify_propositions
-from exactident.numeric import gamma_float, to_float_network, to_float_sample
+from exactident.model.fixed_edges import fixed_edges, free_parameters
+from exactident.model.gamma import free_columns, gamma_exact
+from exactident.model.lifting import dpsi, paths, phi, verify_propositions
+from exactident.numeric.numpy_backend import gamma_float, to_float_network, to_float_sample
 
 
 # ----------------------------------------------------------------------------- the oracle
@@ -322,7 +322,7 @@ def test_every_tie_resolution_matches_oracle(widths, seed):
     """
     from itertools import product
 
-    from exactident.activation import resolve_ties
+    from exactident.model.activation import resolve_ties
 
     tc = random_case(widths, seed, 5, allow_ties=True)
     ties = _own_ties(tc)
@@ -358,7 +358,7 @@ def test_gram_route_gives_rank_alpha(widths, seed, n, rational, monkeypatch):
     """rank(alpha alpha^T) = rank(alpha) over Q; check's Gram fallback agrees with the oracle."""
     import sys
 
-    from exactident.activation import alpha_gram
+    from exactident.model.activation import alpha_gram
 
     tc, case, orc = _build(widths, seed, n, rational)
     st = activation_state(case.network, case.X)

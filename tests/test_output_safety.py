@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from exactident.atomic import atomic_write_bytes, atomic_write_text
+from exactident.io.atomic import atomic_write_bytes, atomic_write_text
 from exactident.check import check
 from exactident.cli import main
-from exactident.case import parse_case
-from exactident.report import escape_nonprintable, render_table, reports_to_json
+from exactident.io.case import parse_case
+from exactident.io.report import escape_nonprintable, render_table, reports_to_json
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo") or not hasattr(os, "symlink"),
                                 reason="POSIX file semantics")
@@ -155,7 +155,7 @@ def test_csv_and_plot_naming_one_file_is_refused(tmp_path, capsys):
 
 def test_bad_plot_format_refused_before_any_work(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
-    import exactident.crosscheck as cc
+    import exactident.crosscheck.command as cc
 
     case = _write_case(tmp_path / "x.json", "x")
     good = tmp_path / "good.csv"
@@ -173,7 +173,7 @@ def test_bad_plot_format_refused_before_any_work(tmp_path, capsys, monkeypatch):
 
 def test_failing_plot_leaves_existing_csv(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
-    import exactident.plot as plot
+    import exactident.crosscheck.plot as plot
 
     case = _write_case(tmp_path / "x.json", "x")
     good = tmp_path / "good.csv"

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from _gen import case_obj, forward, is_tie_free, random_case
 
-from exactident.case import dump_case, load_case, parse_case, write_case
+from exactident.io.case import dump_case, load_case, parse_case, write_case
 from exactident.check import check
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

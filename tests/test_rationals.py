@@ -1,4 +1,4 @@
-"""``exactident.rationals``: exact parsing of case-file numbers, canonical printing, ``to_fmpq``.
+"""``exactident.io.rationals``: exact parsing of case-file numbers, canonical printing, ``to_fmpq``.
 
 Every ``raise`` of ``parse_number`` has a ``pytest.raises(..., match=...)`` test
 below that also checks the field path; the right values come from the
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from exactident.errors import CaseFormatError
-from exactident.rationals import MAX_DIGITS, MAX_EXPONENT, format_fmpq, parse_number, to_fmpq
+from exactident.io.rationals import MAX_DIGITS, MAX_EXPONENT, format_fmpq, parse_number, to_fmpq
 
 F = "weights[1][0][2]"
 

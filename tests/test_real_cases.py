@@ -47,7 +47,7 @@ import pytest
 from sympy import QQ
 from sympy.polys.matrices import DomainMatrix
 
-from exactident.case import dump_case, load_case
+from exactident.io.case import dump_case, load_case
 from exactident.check import check
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from exactident.case import load_case
+from exactident.io.case import load_case
 from exactident.check import check
 from exactident.cli import main
 

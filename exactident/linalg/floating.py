@@ -101,7 +101,7 @@ def consistent_band(singular_values: np.ndarray, r: int) -> tuple[float, float]:
     >>> rank(np.diag([4.0, 1.0, 1e-17]), tol=1e-17).rank, rank(np.diag([4.0, 1.0, 1e-17]), tol=1.0).rank
     (2, 1)
     """
-    from ..errors import InvariantViolation
+    from exactident.errors import InvariantViolation
 
     s = np.asarray(singular_values)
     k = s.shape[0]

@@ -37,9 +37,9 @@ Named policies (the tolerance ``t``; singular values ``> t`` count):
 - the user's ``--tol`` (absolute, on ``Gamma``; ``alpha`` keeps numpy's rule)
   or ``--rtol`` (relative, on both).
 
-Called by :mod:`exactident.crosscheck` (CLI) and :mod:`exactident.plot`;
-calls :func:`exactident.check.check`, :mod:`exactident.numeric` and,
-optionally, :mod:`exactident.numeric_torch`.
+Called by :mod:`exactident.crosscheck` (CLI) and :mod:`exactident.crosscheck.plot`;
+calls :func:`exactident.check.check`, :mod:`exactident.numeric.numpy_backend` and,
+optionally, :mod:`exactident.numeric.torch_backend`.
 """
 
 from __future__ import annotations
@@ -52,105 +52,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .activation import activation_state
-from .case import Case
-from .check import check
-from .conditions import VERDICTS, verdict_from_ranks
-from .fixed_edges import fixed_edges
-from .linalg.floating import consistent_band
-from .numeric import float_operators
+from exactident.model.activation import activation_state
+from exactident.io.case import Case
+from exactident.check import check
+from exactident.model.conditions import VERDICTS, verdict_from_ranks
+from exactident.model.fixed_edges import fixed_edges
+from exactident.numeric.numpy_backend import float_operators
+from exactident.numeric.tolerance import Policy, default_policies
+from exactident.numeric.spectra import Spectra
 
 __all__ = ["Policy", "default_policies", "Spectra", "PolicyOutcome", "CaseCrosscheck",
            "crosscheck_case", "SuiteSummary", "summarize", "EPS64"]
-
-EPS64 = float(np.finfo(np.float64).eps)
-
-
-@dataclass(frozen=True)
-class Policy:
-    """A rank-tolerance rule on one backend.
-
-    Attributes
-    ----------
-    backend : str
-        ``float64``, ``float32``, ``torch-float64`` or ``torch-float32``.
-    rule : str
-        ``numpy-default``, ``torch-default``, ``rtol``, ``atol`` or ``float64-eps``.
-    value : float or None
-        ``rtol`` / ``atol`` value.
-    """
-
-    backend: str
-    rule: str
-    value: float | None = None
-
-    @property
-    def name(self) -> str:
-        rule = self.rule if self.value is None else f"{self.rule}={self.value:g}"
-        return f"{self.backend}/{rule}"
-
-    def tolerance(self, s: np.ndarray, shape: tuple[int, int], eps: float, which: str) -> float:
-        """Threshold for the singular values ``s`` (descending) of a matrix of ``shape``.
-
-        ``which`` is ``"gamma"`` or ``"alpha"``: an absolute user tolerance
-        applies to ``Gamma`` only (``alpha`` keeps numpy's rule).
-        """
-        smax = float(s[0]) if s.size else 0.0
-        if self.rule in ("numpy-default", "torch-default") or (self.rule == "atol" and which == "alpha"):
-            return smax * max(shape) * eps
-        if self.rule == "float64-eps":
-            return smax * max(shape) * EPS64
-        if self.rule == "rtol":
-            return smax * float(self.value)
-        return float(self.value)  # atol on gamma
-
-
-def default_policies(tol: float | None = None, rtol: float | None = None,
-                     torch: bool = False) -> list[Policy]:
-    """The named policies of the module docstring, plus the user's ``tol``/``rtol``."""
-    out = []
-    for backend in ("float64", "float32"):
-        out += [Policy(backend, "numpy-default"), Policy(backend, "rtol", 1e-6),
-                Policy(backend, "rtol", 1e-9)]
-    out.append(Policy("float32", "float64-eps"))
-    for backend in ("float64", "float32"):
-        if tol is not None:
-            out.append(Policy(backend, "atol", tol))
-        if rtol is not None:
-            out.append(Policy(backend, "rtol", rtol))
-    if torch:
-        out += [Policy("torch-float64", "torch-default"), Policy("torch-float32", "torch-default"),
-                Policy("torch-float32", "float64-eps")]
-    return out
-
-
-@dataclass
-class Spectra:
-    """Float singular values of ``Gamma`` and ``alpha`` from one backend.
-
-    ``native_default`` holds ``(rank Gamma, rank alpha)`` from the backend's own
-    ``matrix_rank`` call with default tolerance (torch backends only).
-    """
-
-    backend: str
-    eps: float
-    gamma_sv: np.ndarray
-    gamma_shape: tuple[int, int]
-    alpha_sv: np.ndarray
-    alpha_shape: tuple[int, int]
-    n_pattern_flips: int
-    native_default: tuple[int, int] | None = None
-
-    def band(self, rank_gamma: int, rank_alpha_: int) -> dict[str, Any]:
-        """Absolute ``Gamma`` band, relative ``Gamma``/``alpha`` bands and their intersection."""
-        g_lo, g_hi = consistent_band(self.gamma_sv, rank_gamma)
-        a_lo, a_hi = consistent_band(self.alpha_sv, rank_alpha_)
-        gs = float(self.gamma_sv[0]) if self.gamma_sv.size and self.gamma_sv[0] > 0 else 1.0
-        as_ = float(self.alpha_sv[0]) if self.alpha_sv.size and self.alpha_sv[0] > 0 else 1.0
-        rel_g, rel_a = (g_lo / gs, g_hi / gs), (a_lo / as_, a_hi / as_)
-        rel = (max(rel_g[0], rel_a[0]), min(rel_g[1], rel_a[1]))
-        return {"gamma_abs": (g_lo, g_hi), "gamma_rel": rel_g, "alpha_rel": rel_a, "rel": rel,
-                "empty": not rel[0] < rel[1]}
 
 
 @dataclass
@@ -262,7 +174,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     --------
     SPEC §2's network with the samples ``0, 1, 2`` (all active: rank 2 < dim 3):
 
-    >>> from exactident.case import parse_case
+    >>> from exactident.io.case import parse_case
     >>> c = crosscheck_case(parse_case({"format": "exactident-case/1", "name": "t",
     ...     "widths": [1, 1, 1], "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
     ...     "sample": [[0], [1], [2]]}))
@@ -283,7 +195,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
         if backend in ("float64", "float32"):
             spectra[backend] = _numpy_spectra(case, fixed, state.pattern, np.dtype(backend).type)
         else:
-            from .numeric_torch import torch_spectra
+            from exactident.numeric.torch_backend import torch_spectra
 
             spectra[backend] = torch_spectra(net, X, fixed, state.pattern, backend.split("-")[1])
     outcomes = []

@@ -21,11 +21,11 @@ from typing import Sequence
 
 import flint
 
-from .activation import ActivationState, alpha_exact, n_paths
-from .errors import InvariantViolation, UnsupportedCaseError
-from .fixed_edges import FixedEdges, Parameter, free_parameters
-from .gamma import gamma_exact
-from .network import Network
+from exactident.model.activation import ActivationState, alpha_exact, n_paths
+from exactident.errors import InvariantViolation, UnsupportedCaseError
+from exactident.model.fixed_edges import FixedEdges, Parameter, free_parameters
+from exactident.model.gamma import gamma_exact
+from exactident.model.network import Network
 
 __all__ = ["Path", "paths", "phi", "psi", "tau_of", "dpsi", "verify_propositions", "MAX_LIFTING_ENTRIES"]
 

@@ -3,7 +3,7 @@
 SPEC §3: a number is a JSON integer, a JSON decimal read as the exact decimal
 it spells, or a string ``"p/q"``, ``"-7"``, ``"1.25e-3"``.  Floats never enter:
 the JSON reader must be called with ``parse_float=decimal.Decimal`` (see
-:func:`exactident.case.read_json`).  Writers emit canonical reduced ``"p/q"``
+:func:`exactident.io.case.read_json`).  Writers emit canonical reduced ``"p/q"``
 (or ``"p"`` for integers), so a round trip is byte-stable.
 """
 
@@ -86,7 +86,7 @@ def describe_json_value(value: object) -> str:
 
 
 def _from_decimal(value: Decimal, source: str, field: str, shown: str | None = None) -> flint.fmpq:
-    from .errors import CaseFormatError
+    from exactident.errors import CaseFormatError
 
     if not value.is_finite():
         raise CaseFormatError(source, field, f"expected a finite number, found {value}")
@@ -129,7 +129,7 @@ def parse_number(value: object, source: str, field: str) -> flint.fmpq:
     ...
     exactident.errors.CaseFormatError: a.json: biases[0][1]: zero denominator in '1/0'
     """
-    from .errors import CaseFormatError
+    from exactident.errors import CaseFormatError
 
     if isinstance(value, NonFinite):
         raise CaseFormatError(source, field, f"expected a finite number, found {value}")

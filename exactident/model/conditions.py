@@ -8,12 +8,12 @@ For ``theta`` outside ``S`` and off the boundary ``Delta_X``:
 
 ``theta`` in ``S`` -> **degenerate**: a neuron can be removed and the
 theorems do not apply.  Boundary cases (ties) are decided in
-:mod:`exactident.boundary`.
+:mod:`exactident.boundary.analyse`.
 """
 
 from __future__ import annotations
 
-from .errors import InvariantViolation
+from exactident.errors import InvariantViolation
 
 __all__ = ["IDENTIFIABLE", "NOT_IDENTIFIABLE", "INCONCLUSIVE", "DEGENERATE", "VERDICTS",
            "holds_cs", "holds_cn", "verdict_from_ranks", "reason_from_ranks"]

@@ -1,6 +1,6 @@
 """Straight-line certificates: a segment ``theta + eps delta`` of constant outputs (SPEC §2, beyond first order).
 
-The entering test of :mod:`exactident.entering` needs every tie to move
+The entering test of :mod:`exactident.boundary.entering` needs every tie to move
 strictly to first order.  When it fails (e.g. every kernel direction keeps a
 tied pre-activation at exactly zero), a simpler witness may still exist: a
 direction ``delta`` such that, for every small ``eps > 0``,
@@ -19,7 +19,7 @@ coefficients, and for small ``eps > 0`` ``relu(p) = p`` when the lowest nonzero
 coefficient is positive, ``0`` otherwise (``p = 0`` gives ``0`` either way).
 
 Candidates ``delta`` come from the kernels of ``Gamma(s)`` (called by
-:mod:`exactident.boundary`); the check here does not trust them.
+:mod:`exactident.boundary.analyse`); the check here does not trust them.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Sequence
 
 import flint
 
-from .network import Network
+from exactident.model.network import Network
 
 __all__ = ["Poly", "line_outputs", "is_constant_line", "find_probe"]
 

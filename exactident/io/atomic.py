@@ -5,8 +5,8 @@ A symlink is followed: the temporary file goes beside the link's resolved
 target, which is replaced (the link stays a link).  A target that exists and
 is not a regular file (a FIFO, a character device such as ``/dev/stdout`` or
 ``/dev/null``) cannot be replaced by rename without destroying it, so it is
-written directly.  Called by :mod:`exactident.case`,
-:mod:`exactident.crosscheck` and :mod:`exactident.plot`.
+written directly.  Called by :mod:`exactident.io.case`,
+:mod:`exactident.crosscheck` and :mod:`exactident.crosscheck.plot`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .errors import OutputError
+from exactident.errors import OutputError
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_stdout"]
 

@@ -6,7 +6,7 @@ polynomial in ``tau`` (active neurons act as the identity, inactive ones as
 zero), and ``g_t(s) = d z_l(x^i)_v / d tau`` at ``tau_theta`` is a row vector
 of length ``dim`` computed by backpropagation from neuron ``(l, v)`` through
 the upstream pattern of ``s`` (fixed edges are not parameters), exactly as
-:mod:`exactident.gamma` does from the output layer.
+:mod:`exactident.model.gamma` does from the output layer.
 
 A direction ``delta`` *enters* the piece of ``s`` when
 ``sign_t(s) * g_t(s) . delta > 0`` for every tie ``t`` (strict).  Such a
@@ -23,7 +23,7 @@ A direction ``delta`` *enters* the piece of ``s`` when
 
 ``None`` means "no direction found": it does not prove that none exists
 (callers report ``reachable: "unknown"``).  Called by
-:mod:`exactident.boundary`.
+:mod:`exactident.boundary.analyse`.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from .activation import Tie
-from .fixed_edges import FixedEdges
-from .gamma import free_columns, hidden_values
-from .network import Network
+from exactident.model.activation import Tie
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.gamma import free_columns, hidden_values
+from exactident.model.network import Network
 
 __all__ = ["TieGradients", "find_strict_direction", "relaxed_directions", "primitive_integer", "is_strictly_entering", "MAX_FM_ROWS"]
 
@@ -54,7 +54,7 @@ class TieGradients:
     net : Network
     X : n rows of N_0 fmpq
     Z : list of fmpq_mat
-        Pre-activations (:func:`exactident.activation.activation_state`).
+        Pre-activations (:func:`exactident.model.activation.activation_state`).
     fixed : FixedEdges
 
     Examples
@@ -62,8 +62,8 @@ class TieGradients:
     SPEC §2's network ``f = 3 relu(2x + 1)``: at the kink ``x = -1/2``,
     ``z = w_1 x + b_1`` so ``g = (x, 1, 0) = (-1/2, 1, 0)`` over ``(w_1, b_1, b_2)``.
 
-    >>> from exactident.activation import activation_state
-    >>> from exactident.fixed_edges import fixed_edges
+    >>> from exactident.model.activation import activation_state
+    >>> from exactident.model.fixed_edges import fixed_edges
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(1)], [flint.fmpq(0)]])
     >>> X = [[flint.fmpq(0)], [flint.fmpq(-1, 2)]]

@@ -6,7 +6,7 @@ A *tie* is a pair (sample ``i``, hidden neuron ``(l, v)``) with
 either side, so ties are reported and never resolved silently.
 
 ``alpha(X, theta)`` has shape ``(n, |P|)``.  With the path order of
-:func:`exactident.lifting.paths`, row ``i`` is the concatenation
+:func:`exactident.model.lifting.paths`, row ``i`` is the concatenation
 
     x^i ⊗ a_1 ⊗ ... ⊗ a_{L-1},  a_1 ⊗ ... ⊗ a_{L-1},  ...,  a_{L-1},  1
 
@@ -24,8 +24,8 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from .integer_forward import integer_forward
-from .network import Network
+from exactident.model.integer_forward import integer_forward
+from exactident.model.network import Network
 
 __all__ = [
     "Tie",
@@ -138,7 +138,7 @@ def alpha_exact(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]]
     Entry ``(i, p)`` is ``x^i_{v_0} prod a_{v_m}(x^i)`` for a path ``p`` from
     input ``v_0`` and ``prod a_{v_m}(x^i)`` for a path from a hidden neuron;
     the ``beta`` column is 1 (Prop. 1).  Column order matches
-    :func:`exactident.lifting.paths`.
+    :func:`exactident.model.lifting.paths`.
 
     Examples
     --------

@@ -3,12 +3,12 @@
 Proposition 10 of the paper says ``Gamma`` is the Jacobian of
 ``tau -> f_{rho_theta(tau)}(X)``: ordinary backpropagation through the
 network with the activation pattern held fixed, where the fixed edges
-(:mod:`exactident.fixed_edges`) are not parameters.  Working from the pattern
+(:mod:`exactident.model.fixed_edges`) are not parameters.  Working from the pattern
 (rather than from signs of ``z``) lets the boundary analysis build
 ``Gamma(s)`` for each tie resolution ``s``.
 
 Row ``i * N_L + k`` is output ``k`` at sample ``x^i``; columns follow
-:func:`exactident.fixed_edges.free_parameters`.
+:func:`exactident.model.fixed_edges.free_parameters`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from .fixed_edges import FixedEdges
-from .network import Network, relu_fmpq_mat, sample_matrix
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.network import Network, relu_fmpq_mat, sample_matrix
 
 __all__ = ["gamma_exact", "free_columns", "hidden_values"]
 
@@ -64,7 +64,7 @@ def gamma_exact(
     net : Network
     X : n rows of N_0 fmpq
     Z : list of fmpq_mat
-        Pre-activations from :func:`exactident.activation.activation_state`.
+        Pre-activations from :func:`exactident.model.activation.activation_state`.
     pattern : list of bool arrays ``(n, N_l)``, ``l = 1..L-1``
         Activation pattern (possibly with ties resolved).
     fixed : FixedEdges
@@ -78,8 +78,8 @@ def gamma_exact(
     SPEC §2's network at the samples ``0, 1``: ``f = 3 relu(2x + 1) + b_2`` with
     ``W_2`` fixed, so the row of sample ``x`` is ``(3x, 3, 1)``.
 
-    >>> from exactident.activation import activation_state
-    >>> from exactident.fixed_edges import fixed_edges
+    >>> from exactident.model.activation import activation_state
+    >>> from exactident.model.fixed_edges import fixed_edges
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(1)], [flint.fmpq(0)]])
     >>> X = [[flint.fmpq(0)], [flint.fmpq(1)]]

@@ -1,6 +1,6 @@
 """Exact forward pass in integers: ``z_l(X) = Z_int[l-1] / den[l-1]`` (paper §2.1).
 
-The rational forward pass of :mod:`exactident.network` is exact but pays a
+The rational forward pass of :mod:`exactident.model.network` is exact but pays a
 gcd per entry and per operation.  Here every layer is scaled once by common
 denominators, so a pre-activation matrix is one integer matrix (FLINT
 ``fmpz_mat``) and one positive integer ``den``: products are ``fmpz_mat``
@@ -14,8 +14,8 @@ With ``X = X_int / s_0``, ``W_l = W_int / dW_l`` and ``b_l = b_int / db_l``
     s_l = lcm(s_{l-1} dW_l, db_l),
     Z_int = (H_int W_int^T) (s_l / (s_{l-1} dW_l)) + 1 b_int^T (s_l / db_l).
 
-Called by :mod:`exactident.activation` (the activation state) and by
-:mod:`exactident.gamma_modular` (entry bounds of the scaled ``Gamma``).
+Called by :mod:`exactident.model.activation` (the activation state) and by
+:mod:`exactident.model.gamma_modular` (entry bounds of the scaled ``Gamma``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 import flint
 
-from .network import Network
+from exactident.model.network import Network
 
 __all__ = ["IntegerForward", "integer_forward", "common_denominator", "scaled_rows",
            "data_denominator"]

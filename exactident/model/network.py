@@ -5,8 +5,8 @@ hidden neuron).  ``W[l-1]`` holds ``W_l`` as an ``fmpq_mat`` of shape
 ``(N_l, N_{l-1})`` and ``b[l-1]`` holds ``b_l`` as a list of ``N_l`` fmpq: the
 code is 0-based, the paper's layer numbers are 1-based.  Everything is in Q.
 
-Used by :mod:`exactident.fixed_edges`, :mod:`exactident.activation`,
-:mod:`exactident.gamma` and :mod:`exactident.lifting`.
+Used by :mod:`exactident.model.fixed_edges`, :mod:`exactident.model.activation`,
+:mod:`exactident.model.gamma` and :mod:`exactident.model.lifting`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import flint
-import networkx as nx
 
-__all__ = ["Network", "pre_activations", "relu_fmpq_mat", "sample_matrix", "network_graph",
+__all__ = ["Network", "pre_activations", "relu_fmpq_mat", "sample_matrix",
            "degenerate_neurons", "is_degenerate"]
 
 
@@ -110,19 +109,6 @@ def pre_activations(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[fli
         out.append(Z)
         H = relu_fmpq_mat(Z)
     return out
-
-
-def network_graph(net: Network) -> nx.DiGraph:
-    """The graph ``(V, E)`` of paper §2.1: nodes ``(l, v)``, edges carry ``weight``."""
-    G = nx.DiGraph()
-    for l, n_l in enumerate(net.widths):
-        G.add_nodes_from(((l, v) for v in range(n_l)), layer=l)
-    for l in range(1, net.L + 1):
-        W = net.W[l - 1]
-        for i in range(W.nrows()):
-            for j in range(W.ncols()):
-                G.add_edge((l - 1, j), (l, i), weight=W[i, j])
-    return G
 
 
 def degenerate_neurons(net: Network) -> list[tuple[int, int, str]]:

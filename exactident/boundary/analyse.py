@@ -5,7 +5,7 @@ boundary ``Delta_X`` where the paper's Theorems 8 and 9 are silent.  Near
 theta the activation operator is ``alpha(s)`` for some *tie resolution* ``s``
 (each tie active or inactive), and on the piece of ``s`` the outputs are
 ``F_s(tau) = alpha(s) psi^theta(tau)`` with Jacobian ``Gamma(s)`` at
-``tau_theta`` (:func:`exactident.gamma.gamma_exact` with the resolved pattern;
+``tau_theta`` (:func:`exactident.model.gamma.gamma_exact` with the resolved pattern;
 forward values do not depend on ``s`` because ``relu(0) = 0``).
 
 Decisions made here (the reasoning is in ``docs/boundary.md``):
@@ -19,7 +19,7 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
 - **No resolution is excluded.**  Proving a pattern unreachable needs more
   than first order, so the sufficient check (``identifiable``) runs over
   every resolution of the visible ties.  Reachability is only *proved*
-  (first-order strict entering direction, :mod:`exactident.entering`) and is
+  (first-order strict entering direction, :mod:`exactident.boundary.entering`) and is
   otherwise ``"unknown"``.
 - **Grouping is for reachability only.**  Ties whose pre-activations depend on
   disjoint parameter sets (over-approximated: a layer-``l`` tie depends on its
@@ -31,13 +31,13 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
   the verdict is ``inconclusive`` with the count and the option to raise.
 - **not-identifiable** needs an exact certificate: a resolution ``s`` with
   ``R_Gamma(s) == R_A(s) < dim`` and ``delta = K c`` in ``ker Gamma(s)``
-  entering the piece of ``s`` strictly (:mod:`exactident.certificate`), or,
+  entering the piece of ``s`` strictly (:mod:`exactident.verify.certificate`), or,
   when no direction enters at first order, a straight-line certificate
-  (:mod:`exactident.line`): a kernel direction along which the outputs on
+  (:mod:`exactident.boundary.line`): a kernel direction along which the outputs on
   ``X`` are exactly constant and ``f`` changes at a probe point.
 
-Called by :func:`exactident.check.check`; calls :mod:`exactident.gamma`,
-:mod:`exactident.entering`, :mod:`exactident.line`, :mod:`exactident.certificate`.
+Called by :func:`exactident.check.check`; calls :mod:`exactident.model.gamma`,
+:mod:`exactident.boundary.entering`, :mod:`exactident.boundary.line`, :mod:`exactident.verify.certificate`.
 """
 
 from __future__ import annotations
@@ -51,17 +51,16 @@ from typing import Any, Iterable, Sequence
 
 import flint
 
-from .activation import ActivationState, Tie, resolve_ties
-from .conditions import IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, \
-    reason_from_ranks, verdict_from_ranks
-from .errors import InvariantViolation
-from .entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
-from .line import find_probe, is_constant_line, line_outputs
-from .rationals import format_fmpq
-from .fixed_edges import FixedEdges, free_parameters
-from .gamma import gamma_exact
-from .linalg import exact
-from .network import Network
+from exactident.model.activation import ActivationState, Tie, resolve_ties
+from exactident.model.conditions import IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks
+from exactident.errors import InvariantViolation
+from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
+from exactident.boundary.line import find_probe, is_constant_line, line_outputs
+from exactident.io.rationals import format_fmpq
+from exactident.model.fixed_edges import FixedEdges, free_parameters
+from exactident.model.gamma import gamma_exact
+from exactident.linalg import exact
+from exactident.model.network import Network
 
 __all__ = ["BoundaryOutcome", "analyse_boundary", "invisible_ties", "tie_groups", "tie_dict",
            "DEFAULT_MAX_RESOLUTIONS"]
@@ -129,7 +128,7 @@ def invisible_ties(net: Network, state: ActivationState) -> list[Tie]:
     Widths ``[1, 1, 1, 1]``: the first hidden neuron is tied at ``x = 0`` and
     the second is strictly inactive there (bias ``-1``), so the tie is invisible.
 
-    >>> from exactident.activation import activation_state
+    >>> from exactident.model.activation import activation_state
     >>> q = flint.fmpq_mat
     >>> net = Network((1, 1, 1, 1), [q([[1]]), q([[1]]), q([[1]])],
     ...               [[flint.fmpq(0)], [flint.fmpq(-1)], [flint.fmpq(0)]])
@@ -286,8 +285,8 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     --------
     SPEC §2's example: ``f = 3 relu(2x + 1)``, samples ``0, 1, -1/2``.
 
-    >>> from exactident.activation import activation_state
-    >>> from exactident.fixed_edges import fixed_edges
+    >>> from exactident.model.activation import activation_state
+    >>> from exactident.model.fixed_edges import fixed_edges
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(1)], [flint.fmpq(0)]])
     >>> X = [[flint.fmpq(0)], [flint.fmpq(1)], [flint.fmpq(-1, 2)]]
@@ -295,8 +294,8 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     >>> out.verdict, out.certificate["entering"]["delta"]
     ('not-identifiable', {'W_1[0,0]': '0', 'b_1[0]': '1', 'b_2[0]': '-3'})
     """
-    from .certificate import build_entering_certificate
-    from .gamma_modular import certify_ranks
+    from exactident.boundary.certificate import build_entering_certificate
+    from exactident.ranks.certify import certify_ranks
 
     rng = random.Random(0)  # primes affect speed only, never the ranks
 

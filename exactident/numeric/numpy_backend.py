@@ -16,12 +16,12 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from .activation import n_paths
-from .conditions import verdict_from_ranks
-from .fixed_edges import FixedEdges
-from .gamma import free_columns
-from .linalg import floating
-from .network import Network
+from exactident.model.activation import n_paths
+from exactident.model.conditions import verdict_from_ranks
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.gamma import free_columns
+from exactident.linalg import floating
+from exactident.model.network import Network
 
 __all__ = ["FloatNetwork", "to_float_network", "to_float_sample", "float_pattern", "gamma_float",
            "alpha_float", "alpha_float_gram", "FloatOperators", "float_operators", "NumericResult",
@@ -175,7 +175,7 @@ def float_operators(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: Fixe
         The fixed edges of the *exact* network (a float tool would choose the
         same ones: rounding keeps the order of ``|weights|`` up to ties).
     exact_pattern : list of bool arrays ``(n, N_l)``
-        From :func:`exactident.activation.activation_state`, to count flips.
+        From :func:`exactident.model.activation.activation_state`, to count flips.
     dtype : numpy.float64 or numpy.float32
 
     Returns
@@ -275,7 +275,7 @@ def numeric_check(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
 
 
 def alpha_float_gram(pattern: Sequence[np.ndarray], Xf: np.ndarray) -> np.ndarray:
-    """Float Gram matrix ``alpha alpha^T`` ``(n, n)`` (see :func:`exactident.activation.alpha_gram`)."""
+    """Float Gram matrix ``alpha alpha^T`` ``(n, n)`` (see :func:`exactident.model.activation.alpha_gram`)."""
     n = Xf.shape[0]
     prod_c = np.ones((n, n), dtype=Xf.dtype)
     suffix = np.zeros((n, n), dtype=Xf.dtype)

@@ -18,10 +18,10 @@ from typing import Any
 
 import flint
 
-from .atomic import atomic_write_text
-from .errors import CaseFormatError
-from .network import Network
-from .rationals import NonFinite, describe_json_value, format_fmpq, parse_number
+from exactident.io.atomic import atomic_write_text
+from exactident.errors import CaseFormatError
+from exactident.model.network import Network
+from exactident.io.rationals import NonFinite, describe_json_value, format_fmpq, parse_number
 
 __all__ = [
     "CASE_FORMAT",
@@ -99,7 +99,7 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     CaseFormatError
         If the file cannot be read, is not UTF-8 JSON, repeats a key in one
         object, or nests too deeply.  ``NaN``/``Infinity`` tokens are kept as
-        :class:`~exactident.rationals.NonFinite` so the error can name the field.
+        :class:`~exactident.io.rationals.NonFinite` so the error can name the field.
     """
     source = str(path)
     try:

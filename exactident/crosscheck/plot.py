@@ -22,9 +22,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .atomic import atomic_write_bytes
-from .errors import CaseFormatError, UnsupportedCaseError
-from .tolerance import CaseCrosscheck, SuiteSummary
+from exactident.io.atomic import atomic_write_bytes
+from exactident.errors import CaseFormatError, UnsupportedCaseError
+from exactident.crosscheck.core import CaseCrosscheck, SuiteSummary
 
 __all__ = ["require_matplotlib", "plot_format", "render_case", "render_suite", "plot_case", "plot_suite"]
 

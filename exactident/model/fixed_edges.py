@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-import flint
 
-from .errors import UnsupportedCaseError
-from .network import Network
+from exactident.errors import UnsupportedCaseError
+from exactident.model.network import Network
 
 __all__ = ["Parameter", "FixedEdges", "fixed_edges", "free_parameters"]
 
@@ -82,6 +81,7 @@ def fixed_edges(net: Network, choice: Mapping[tuple[int, int], int] | None = Non
 
     Examples
     --------
+    >>> import flint
     >>> net = Network((1, 2, 2), [flint.fmpq_mat([[1], [1]]),
     ...     flint.fmpq_mat([[1, -5], [-3, 5]])], [[0, 0], [0, 0]])
     >>> dict(fixed_edges(net).s_max)
@@ -112,6 +112,7 @@ def free_parameters(net: Network, fixed: FixedEdges) -> list[Parameter]:
 
     Examples
     --------
+    >>> import flint
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[1], [0]])
     >>> [p.name for p in free_parameters(net, fixed_edges(net))]
     ['W_1[0,0]', 'b_1[0]', 'b_2[0]']

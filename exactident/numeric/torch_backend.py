@@ -4,7 +4,7 @@ The case becomes ``torch.nn.Sequential(Linear, ReLU, ..., Linear)`` in
 float32 or float64; ``Gamma`` is ``torch.func.jacrev`` of
 ``torch.func.functional_call`` with respect to all weights and biases,
 flattened in the paper's order (per layer ``W_l`` row-major then ``b_l``, the
-same as :func:`exactident.gamma.free_columns`), with the fixed edges' columns
+same as :func:`exactident.model.gamma.free_columns`), with the fixed edges' columns
 dropped.  Ranks come from ``torch.linalg.matrix_rank`` with its defaults and
 the singular values from ``torch.linalg.svdvals``.
 
@@ -14,7 +14,7 @@ activation pattern is ``z > 0`` in the dtype, and a sample exactly on a
 kink (in floats) is inactive here but active in the numpy backend.  Flips
 are counted against the exact ``>= 0`` pattern.
 
-Called by :mod:`exactident.tolerance`; needs the ``torch`` extra (imported
+Called by :mod:`exactident.crosscheck.core`; needs the ``torch`` extra (imported
 lazily; :class:`~exactident.errors.UnsupportedCaseError` if missing).
 """
 
@@ -25,12 +25,12 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from .errors import UnsupportedCaseError
-from .fixed_edges import FixedEdges
-from .gamma import free_columns
-from .network import Network
-from .numeric import alpha_float, alpha_float_gram, MAX_ALPHA_ENTRIES, to_float_network, to_float_sample
-from .activation import n_paths
+from exactident.errors import UnsupportedCaseError
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.gamma import free_columns
+from exactident.model.network import Network
+from exactident.numeric.numpy_backend import alpha_float, alpha_float_gram, MAX_ALPHA_ENTRIES, to_float_network, to_float_sample
+from exactident.model.activation import n_paths
 
 __all__ = ["import_torch", "build_sequential", "gamma_torch", "torch_spectra"]
 
@@ -103,13 +103,13 @@ def torch_spectra(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
 
     Returns
     -------
-    exactident.tolerance.Spectra
+    exactident.crosscheck.core.Spectra
         ``native_default`` = ``(torch.linalg.matrix_rank(Gamma), torch.linalg.matrix_rank(alpha))``
         with default tolerances; ``alpha`` is built from torch's own pattern
         (``z > 0``) so that ``Gamma = alpha Dpsi`` holds for the same pattern.
     """
     torch = import_torch()
-    from .tolerance import Spectra
+    from exactident.numeric.spectra import Spectra
 
     dtype = getattr(torch, dtype_name)
     model = build_sequential(net, dtype_name)

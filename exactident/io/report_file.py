@@ -1,0 +1,38 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+import json
+from typing import Any
+from exactident.errors import CaseFormatError
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:  # json keeps the last value silently; a reader might see the first
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(Exception):
+    """A JSON object with a repeated key (carries the key)."""
+
+
+def read_report_json(path: str) -> Any:
+    """The report file as plain JSON; every failure is a one-line :class:`CaseFormatError`."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFormatError(path, "", f"cannot read file ({exc})") from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise CaseFormatError(path, "", f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise CaseFormatError(path, "", "not valid JSON (nested too deeply)") from None
+    except _DuplicateKey as exc:
+        raise CaseFormatError(path, "", f"not valid JSON (duplicate key {exc.args[0]!r})") from None
+    except ValueError as exc:  # e.g. an integer with more digits than int() accepts
+        raise CaseFormatError(path, "", f"not valid JSON ({exc})") from None

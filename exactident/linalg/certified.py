@@ -1,0 +1,288 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+import random
+from dataclasses import dataclass, field
+from math import gcd
+from typing import Any, Callable, Mapping, Sequence
+import flint
+import numpy as np
+from exactident.errors import InvariantViolation
+from exactident.linalg.modular import matmul_mod, random_primes, rank_mod_p, rational_reconstruction, require_prime, rref_kernel_mod_p, to_nmod_mat
+
+
+@dataclass
+class CertifiedRank:
+    """An exact rank and the data that proves it.
+
+    Attributes
+    ----------
+    rank : int
+        Exact rank over Q.
+    certificate : dict
+        JSON-ready: ``{"rank", "shape", "lower": {"prime", "rank_mod_p"},
+        "upper": {"kind", ...}, "primes"}`` (see :func:`certified_rank`).
+    """
+
+    rank: int
+    certificate: dict[str, Any] = field(default_factory=dict)
+
+
+def _fmt(num: int, den: int) -> str:
+    return str(num) if den == 1 else f"{num}/{den}"
+
+
+def kernel_to_integer_columns(kernel: Sequence[Mapping[int, flint.fmpq]]) -> list[dict[int, int]]:
+    """Scale each sparse rational column by its denominators' lcm (same span)."""
+    out = []
+    for col in kernel:
+        d = 1
+        for v in col.values():
+            d = d * int(v.q) // gcd(d, int(v.q))
+        out.append({i: int(v.p) * (d // int(v.q)) for i, v in col.items()})
+    return out
+
+
+def kernel_is_zero_mod(image_mod_p: Callable[[int], np.ndarray], ncols: int,
+                       K_int: Sequence[Mapping[int, int]], primes: Sequence[int], avoid: int) -> bool:
+    """Is ``M K = 0`` mod every prime in ``primes``?  (``K`` sparse integer columns.)"""
+    k = len(K_int)
+    for q in primes:
+        require_prime(q, avoid)
+        Kq = np.zeros((ncols, k), dtype=np.int64)
+        for c, col in enumerate(K_int):
+            for i, v in col.items():
+                Kq[i, c] = v % q
+        Mq = image_mod_p(q)
+        if k <= 64:  # thin K: numpy is cheaper than converting M to nmod_mat
+            if matmul_mod(Mq, Kq, q).any():
+                return False
+        elif not all(int(x) == 0 for x in (to_nmod_mat(Mq, q) * to_nmod_mat(Kq, q)).entries()):
+            return False
+    return True
+
+
+def _bits_needed(bound: int) -> int:
+    return bound.bit_length() + 1
+
+
+def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
+                        rng: random.Random | None = None, n_primes: int = 1,
+                        stop_at: int | None = None) -> tuple[int, int, np.ndarray]:
+    """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
+
+    Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
+    bound such as ``dim``: nothing larger can come).
+
+    Returns
+    -------
+    (rank, prime, image)
+        The best rank, the prime that gave it and the image mod that prime.
+    """
+    rng = rng or random.Random()
+    best: tuple[int, int, np.ndarray] | None = None
+    for p in random_primes(n_primes, avoid, rng):
+        image = image_mod_p(p)
+        m, n = image.shape
+        if stop_at is not None and stop_at == n and m > n + n // 8 + 16:
+            # Tall: a random set of n + 16 rows usually has full column rank already, and the
+            # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.
+            rows = sorted(rng.sample(range(m), n + 16))
+            if rank_mod_p(image[rows], p) == n:
+                return n, p, image
+        if stop_at is not None and stop_at == m and n > m + m // 8 + 16:
+            # Wide, same idea with columns (e.g. Gamma with n N_L < dim: full row rank).
+            cols = sorted(rng.sample(range(n), m + 16))
+            if rank_mod_p(image[:, cols], p) == m:
+                return m, p, image
+        r = rank_mod_p(image, p)
+        if best is None or r > best[0]:
+            best = (r, p, image)
+        if stop_at is not None and r >= stop_at:
+            break
+    assert best is not None
+    return best
+
+
+def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, int], *,
+                   avoid: int, entry_bound: Callable[[], int],
+                   upper_bounds: Mapping[str, int] | None = None,
+                   rng: random.Random | None = None, n_lower_primes: int = 1,
+                   max_primes: int | None = None,
+                   lower: tuple[int, int, np.ndarray] | None = None,
+                   exact_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
+                   local_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
+                   ) -> CertifiedRank | None:
+    """Exact rank of a rational matrix ``M`` known through its images mod p.
+
+    Parameters
+    ----------
+    image_mod_p : callable p -> int64 array of shape ``shape``
+        ``S M mod p`` for some integer scaling ``S`` that is a unit mod every
+        allowed p (a prime not dividing ``avoid``).
+    shape : (m, n)
+    avoid : int
+        Denominator of the data: primes dividing it are never used.
+    entry_bound : callable () -> int
+        Bound on ``|entries|`` of an integer matrix ``D M`` (``D`` positive,
+        made of the data's denominators); only called for kernel certificates.
+    upper_bounds : dict name -> int, optional
+        Proven upper bounds on the rank besides ``min(m, n)`` (e.g. ``|P|``).
+    n_lower_primes : int
+        Primes tried for the lower bound; stops as soon as it meets an upper bound.
+    max_primes : int, optional
+        Most primes for the rational reconstruction of a kernel (default 40,
+        or 8 for a small matrix that has ``exact_kernel``).
+    lower : (rank, prime, image), optional
+        A lower bound already computed by :func:`modular_lower_bound`.
+    exact_kernel : callable () -> list of sparse fmpq columns, optional
+        An exact kernel basis (e.g. FLINT's fraction-free nullspace), used
+        when reconstruction needs too many primes (huge kernel entries); it is
+        checked like a reconstructed one.
+    local_kernel : callable () -> list of sparse fmpq columns, optional
+        Kernel vectors the caller has already proved exactly (e.g. from small
+        blocks of ``M``); tried first, and accepted without a modular zero
+        check when there are ``n - lower`` of them (full column rank is still
+        checked).  The verifier re-checks them mod its own primes.
+
+    Returns
+    -------
+    CertifiedRank or None
+        None when no certificate was found within ``max_primes`` (the caller
+        falls back to exact elimination).  ``certificate["upper"]["kind"]`` is
+        ``"shape"``, a key of ``upper_bounds``, or ``"kernel"`` (then
+        ``"kernel"`` holds the columns of ``K`` as sparse ``[[index, "p/q"], ...]``
+        and ``"primes"`` the primes of the zero check of ``M K``).
+
+    Notes
+    -----
+    ``rank_p(M) <= rank_Q(M)`` for every allowed p, so the best modular rank
+    is a lower bound; the kernel certificate is checked exactly, so an unlucky
+    prime can only cost time, never correctness.
+    """
+    rng = rng or random.Random()
+    m, n = shape
+    bounds = {"shape": min(m, n)}
+    bounds.update(upper_bounds or {})
+    ub_kind = min(bounds, key=lambda k: bounds[k])
+    ub = bounds[ub_kind]
+    if lower is None:
+        lower = modular_lower_bound(image_mod_p, avoid=avoid, rng=rng, n_primes=n_lower_primes, stop_at=ub)
+    lower, lower_prime, image = lower
+    used = [lower_prime]
+    if lower > ub:
+        raise InvariantViolation(f"rank mod {lower_prime} = {lower} exceeds proven upper bound {ub} ({ub_kind})")
+    cert: dict[str, Any] = {"rank": lower, "shape": [m, n],
+                            "lower": {"prime": lower_prime, "rank_mod_p": lower}}
+    if lower == ub:
+        cert["upper"] = {"kind": ub_kind, "bound": ub}
+        return CertifiedRank(lower, cert)
+    if max_primes is None:
+        max_primes = 8 if exact_kernel is not None and m * n <= 200_000 else 40
+    kernel = None
+    if local_kernel is not None:
+        K = local_kernel()
+        if K and n - len(K) == lower:
+            q = random_primes(1, avoid, rng, exclude=used)[0]
+            if has_full_column_rank(kernel_to_integer_columns(K), n, q):
+                # K is not stored: the verifier rebuilds it from the case (compact certificate)
+                cert["upper"] = {"kind": "kernel", "bound": lower, "source": "local", "nullity": len(K)}
+                return CertifiedRank(lower, cert)
+    source = "crt"
+    kernel = _reconstruct_kernel(image_mod_p, image, lower_prime, shape, avoid,
+                                 entry_bound, rng, max_primes, used)
+    if kernel is None and exact_kernel is not None:
+        source = "exact-nullspace"
+        K = exact_kernel()
+        if n - len(K) == lower:
+            check_primes = _check_kernel(K, image_mod_p, n, avoid, entry_bound(), rng, used)
+            kernel = (K, check_primes) if check_primes else None
+    if kernel is None:
+        return None
+    K, check_primes = kernel
+    if n - len(K) != lower:
+        return None
+    cert["upper"] = {"kind": "kernel", "bound": n - len(K), "source": source,
+                     "kernel": [[[i, _fmt(int(v.p), int(v.q))] for i, v in sorted(col.items())] for col in K],
+                     "primes": check_primes}
+    return CertifiedRank(lower, cert)
+
+
+def _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used) -> list[int] | None:
+    """Fresh primes proving ``M K = 0`` exactly, with ``K`` of full column rank; None if it is not."""
+    K_int = kernel_to_integer_columns(K)
+    bound_K = max((abs(v) for col in K_int for v in col.values()), default=0)
+    bits = _bits_needed(n * bound_M * bound_K)
+    check: list[int] = []
+    while sum(q.bit_length() - 1 for q in check) < bits:
+        check += random_primes(1, avoid, rng, exclude=used + check)
+    used.extend(check)
+    if has_full_column_rank(K_int, n, check[0]) and kernel_is_zero_mod(image_mod_p, n, K_int, check, avoid):
+        return check
+    return None
+
+
+def _reconstruct_kernel(image_mod_p, first_image, first_prime, shape, avoid, entry_bound, rng,
+                        max_primes, used):
+    """CRT + rational reconstruction of the reduced kernel basis; exact check. None on failure."""
+    m, n = shape
+    pivots, free, N = rref_kernel_mod_p(first_image, first_prime)
+    if not free:
+        return None
+    crt = N.astype(object)
+    modulus = first_prime
+    primes = [first_prime]
+    next_try = 1
+    bound_M = None
+    while len(primes) <= max_primes:
+        if len(primes) >= next_try:
+            next_try = max(next_try + 1, int(next_try * 1.5))
+            K = _try_reconstruct(crt, modulus, pivots, free)
+            if K is not None:
+                if bound_M is None:
+                    bound_M = entry_bound()
+                check = _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used)
+                if check:
+                    return K, check
+        p = random_primes(1, avoid, rng, exclude=used)[0]
+        used.append(p)
+        piv_p, free_p, N_p = rref_kernel_mod_p(image_mod_p(p), p)
+        if piv_p != pivots:
+            if len(piv_p) > len(pivots) or (len(piv_p) == len(pivots) and piv_p < pivots):
+                # The earlier primes were unlucky: start over from this one.
+                pivots, free, crt, modulus, primes = piv_p, free_p, N_p.astype(object), p, [p]
+                if not free:
+                    return None
+            continue
+        # CRT: x = crt + modulus * t, t = (N_p - crt) / modulus mod p.
+        inv = pow(modulus % p, -1, p)
+        t = ((N_p.astype(object) - crt) % p) * inv % p
+        crt = crt + modulus * t
+        modulus *= p
+        primes.append(p)
+    return None
+
+
+def _try_reconstruct(crt, modulus, pivots, free):
+    K = []
+    for f_idx, f in enumerate(free):
+        col = {f: flint.fmpq(1)}
+        for j, piv in enumerate(pivots):
+            a = int(crt[j, f_idx])
+            if a == 0:
+                continue
+            rr = rational_reconstruction(-a, modulus)
+            if rr is None:
+                return None
+            col[piv] = flint.fmpq(*rr)
+        K.append(col)
+    return K
+
+
+def has_full_column_rank(K_int, n, q) -> bool:
+    k = len(K_int)
+    Kq = np.zeros((n, k), dtype=np.int64)
+    for c, col in enumerate(K_int):
+        for i, v in col.items():
+            Kq[i, c] = v % q
+    return rank_mod_p(Kq, q) == k

@@ -1,0 +1,206 @@
+"""``Gamma`` and the Gram matrix of ``alpha`` mod p, and certified ``R_Gamma``, ``R_A`` (Props. 10-11, Theorems 8-9).
+
+With the exact activation pattern fixed (from the integer forward pass of
+:mod:`exactident.model.integer_forward`), every entry of ``Gamma`` is a polynomial
+in the data, so ``Gamma mod p`` is backpropagation in Z/pZ: the same
+recursion as :func:`exactident.model.gamma.gamma_exact`, vectorised over samples
+with int64 residues.  ``rank alpha`` is the rank of the ``n x n`` Gram matrix
+``alpha alpha^T`` (entries from counts of co-active neurons,
+:func:`exactident.model.activation.alpha_gram`), so ``|P|`` columns are never built.
+
+:func:`certify_ranks` turns ranks mod p into exact ranks with the bounds of
+:mod:`exactident.linalg.modular`, computing only what the verdict needs:
+``rank_a`` is skipped when ``C_S`` holds, and ``rank Gamma <= R_A`` (Prop. 11)
+closes the gap for free in the common not-identifiable case.  When no
+certificate is found it falls back to exact elimination (the reference path).
+
+Called by :mod:`exactident.check`; :func:`verify_rank_certificate` is called
+through :func:`exactident.linalg.modular.verify_rank_certificate`.
+"""
+
+from __future__ import annotations
+
+from math import ceil, lcm, prod
+from typing import Any, Sequence
+
+import flint
+import numpy as np
+
+from exactident.errors import InvariantViolation
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.gamma import free_columns
+from exactident.model.integer_forward import common_denominator, integer_forward
+from exactident.linalg.modular import require_prime
+from exactident.model.network import Network
+
+__all__ = ["ModularData", "gamma_mod_p", "gram_counts", "gram_mod_p", "gamma_entry_bound", "gram_entry_bound", "certify_rank_gamma",
+           "certify_rank_alpha", "pattern_rank_bound", "neuron_local_kernel", "RankResult", "certify_ranks", "verify_rank_certificate"]
+
+
+class Scaled:
+    """A rational matrix as ``ints / den`` (object array of Python ints), reduced mod p on demand."""
+
+    def __init__(self, values: Sequence[Any], shape: tuple[int, int]) -> None:
+        values = [flint.fmpq(v) for v in values]
+        self.den = common_denominator(values)
+        self.ints = np.array([int(v.p) * (self.den // int(v.q)) for v in values] or [0],
+                             dtype=object)[:len(values)].reshape(shape)
+
+    def mod(self, p: int) -> np.ndarray:
+        if self.den % p == 0:
+            raise InvariantViolation(f"prime {p} divides a denominator of the data")
+        return (self.ints % p).astype(np.int64) * pow(self.den, -1, p) % p
+
+
+class ModularData:
+    """``X``, ``W_l``, ``b_l`` scaled to integers once, for many primes (speed only)."""
+
+    def __init__(self, net: Network, X: Sequence[Sequence[flint.fmpq]]) -> None:
+        self.X = Scaled([v for row in X for v in row], (len(X), net.widths[0]))
+        self.W = [Scaled(W.entries(), (W.nrows(), W.ncols())) for W in net.W]
+        self.b = [Scaled(b, (1, len(b))) for b in net.b]
+
+
+def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                fixed: FixedEdges, p: int, avoid: int = 1, data: "ModularData | None" = None) -> np.ndarray:
+    """``Gamma(X, theta) mod p`` by backpropagation in Z/pZ (Prop. 10).
+
+    Parameters
+    ----------
+    net, X, pattern, fixed
+        As for :func:`exactident.model.gamma.gamma_exact`.
+    p : int
+        A prime in ``[3, 2**31)`` dividing no denominator of the data.
+    avoid : int
+        The data's denominator (:func:`exactident.model.integer_forward.data_denominator`).
+    data : ModularData, optional
+        The same data pre-scaled to integers (saves time over many primes).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(n * N_L, dim)``, entries in ``[0, p)``
+        Row ``i * N_L + k``, columns as :func:`exactident.model.fixed_edges.free_parameters`;
+        equal to ``gamma_exact(...)`` reduced mod p.
+
+    Raises
+    ------
+    InvariantViolation
+        If ``p`` is not a usable prime (composite, or divides a denominator).
+
+    Examples
+    --------
+    SPEC §2's network at ``0, 1``: exact rows ``(0, 3, 1)``, ``(3, 3, 1)``.
+
+    >>> import flint
+    >>> from exactident.model.fixed_edges import fixed_edges
+    >>> from exactident.model.activation import activation_state
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
+    ...               [[flint.fmpq(1)], [flint.fmpq(0)]])
+    >>> X = [[flint.fmpq(0)], [flint.fmpq(1)]]
+    >>> gamma_mod_p(net, X, activation_state(net, X).pattern, fixed_edges(net), 7).tolist()
+    [[0, 3, 1], [3, 3, 1]]
+    """
+    require_prime(p, avoid)
+    n, N_L, L = len(X), net.widths[-1], net.L
+    data = data or ModularData(net, X)
+    Xp = data.X.mod(p)
+    Wp = [W.mod(p) for W in data.W]
+    bp = [b.mod(p)[0] for b in data.b]
+    masks = [np.asarray(a, dtype=np.int64).reshape(n, net.widths[l + 1]) for l, a in enumerate(pattern)]
+    from exactident.linalg.modular import matmul_mod
+
+    H = [Xp]
+    for l in range(1, L):
+        Z = (matmul_mod(H[-1], Wp[l - 1].T.copy(), p) + bp[l - 1]) % p
+        H.append(Z * masks[l - 1])
+    # D = d f / d z_l, stacked over samples: row i * N_L + k.
+    D = np.tile(np.eye(N_L, dtype=np.int64), (n, 1))
+    blocks: list[np.ndarray] = []
+    for l in range(L, 0, -1):
+        Hrep = np.repeat(H[l - 1], N_L, axis=0)
+        dW = (D[:, :, None] * Hrep[:, None, :]) % p
+        blocks.append(D)
+        blocks.append(dW.reshape(n * N_L, net.widths[l] * net.widths[l - 1]))
+        if l > 1:
+            D = matmul_mod(D, Wp[l - 1], p) * np.repeat(masks[l - 2], N_L, axis=0)
+    full = np.concatenate(blocks[::-1], axis=1) if blocks else np.zeros((n * N_L, 0), dtype=np.int64)
+    return np.ascontiguousarray(full[:, free_columns(net, fixed)])
+
+
+def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``c_l = A_l A_l^T`` (int64, exact: counts ``<= N_l``), deepest layer first."""
+    return [np.asarray(a, dtype=np.int64) @ np.asarray(a, dtype=np.int64).T for a in reversed(pattern)]
+
+
+def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]], p: int,
+               avoid: int = 1, counts: Sequence[np.ndarray] | None = None,
+               X_scaled: "Scaled | None" = None) -> np.ndarray:
+    """``alpha alpha^T mod p``, shape ``(n, n)`` (see :func:`exactident.model.activation.alpha_gram`).
+
+    ``<alpha(x^i), alpha(x^j)> = (x^i . x^j) prod_l c_l + sum_l prod_{l' >= l} c_l' + 1``,
+    ``c_l(i, j)`` = number of neurons of hidden layer ``l`` active at both samples.
+
+    Examples
+    --------
+    >>> gram_mod_p([np.array([[True], [False]])], [[flint.fmpq(2)], [flint.fmpq(-1, 2)]], 7).tolist()
+    [[6, 1], [1, 1]]
+    """
+    from exactident.linalg.modular import matmul_mod
+
+    n = len(X)
+    if n == 0:
+        require_prime(p, avoid)
+        return np.zeros((0, 0), dtype=np.int64)
+    require_prime(p, avoid)
+    Xp = (X_scaled or Scaled([v for row in X for v in row], (n, len(X[0])))).mod(p)
+    prod_c = np.ones((n, n), dtype=np.int64)
+    suffix = np.zeros((n, n), dtype=np.int64)
+    for c in (counts if counts is not None else gram_counts(pattern)):
+        prod_c = prod_c * (c % p) % p
+        suffix = (suffix + prod_c) % p
+    XX = matmul_mod(Xp, Xp.T.copy(), p)
+    return (XX * prod_c % p + suffix + 1) % p
+
+
+def _max_abs(values) -> flint.fmpq:
+    return max((abs(flint.fmpq(v)) for v in values), default=flint.fmpq(0))
+
+
+def gamma_entry_bound(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> int:
+    """An integer ``B >= |S Gamma|`` entrywise, for an integer ``S`` made of the data's denominators.
+
+    ``S Gamma`` is an integer matrix for ``S = lcm_l(e_l s_{l-1})``, ``e_l = prod_{j>l}``
+    (denominator of ``W_j``), ``s_l`` the denominator of ``h_l``; ``|d f / d z_l|``
+    is at most ``prod_{j>l} max_r sum_k |W_j[k, r]|``.  Whatever the pattern.
+    """
+    fw = integer_forward(net, X)
+    L = net.L
+    dW = [common_denominator(W.entries()) for W in net.W]
+    colsum = []
+    for W in net.W:
+        rows = W.table()
+        colsum.append(max((sum((abs(rows[k][r]) for k in range(W.nrows())), flint.fmpq(0))
+                           for r in range(W.ncols())), default=flint.fmpq(0)))
+    S = 1
+    worst = flint.fmpq(0)
+    D_abs = flint.fmpq(1)
+    e = 1
+    for l in range(L, 0, -1):
+        S = lcm(S, e * fw.den[l - 1])
+        h_max = _max_abs(fw.H_int[l - 1].entries()) / fw.den[l - 1]
+        worst = max(worst, D_abs * max(h_max, flint.fmpq(1)))
+        D_abs *= colsum[l - 1]
+        e *= dW[l - 1]
+    return int(ceil(flint.fmpq(S) * worst)) + 1
+
+
+def gram_entry_bound(X: Sequence[Sequence[flint.fmpq]], widths: Sequence[int]) -> int:
+    """An integer ``B >= |d^2 alpha alpha^T|`` entrywise, ``d`` the denominator of ``X``."""
+    d = common_denominator(v for row in X for v in row)
+    x_max = int(_max_abs(v for row in X for v in row) * d)
+    L = len(widths) - 1
+    hidden = list(widths[1:L])
+    tail = sum(prod(hidden[l:]) for l in range(len(hidden)))
+    return widths[0] * x_max * x_max * prod(hidden) + d * d * (tail + 1)
+
+

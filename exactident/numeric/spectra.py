@@ -1,0 +1,36 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+from dataclasses import dataclass
+from typing import Any
+import numpy as np
+from exactident.linalg.floating import consistent_band
+
+
+@dataclass
+class Spectra:
+    """Float singular values of ``Gamma`` and ``alpha`` from one backend.
+
+    ``native_default`` holds ``(rank Gamma, rank alpha)`` from the backend's own
+    ``matrix_rank`` call with default tolerance (torch backends only).
+    """
+
+    backend: str
+    eps: float
+    gamma_sv: np.ndarray
+    gamma_shape: tuple[int, int]
+    alpha_sv: np.ndarray
+    alpha_shape: tuple[int, int]
+    n_pattern_flips: int
+    native_default: tuple[int, int] | None = None
+
+    def band(self, rank_gamma: int, rank_alpha_: int) -> dict[str, Any]:
+        """Absolute ``Gamma`` band, relative ``Gamma``/``alpha`` bands and their intersection."""
+        g_lo, g_hi = consistent_band(self.gamma_sv, rank_gamma)
+        a_lo, a_hi = consistent_band(self.alpha_sv, rank_alpha_)
+        gs = float(self.gamma_sv[0]) if self.gamma_sv.size and self.gamma_sv[0] > 0 else 1.0
+        as_ = float(self.alpha_sv[0]) if self.alpha_sv.size and self.alpha_sv[0] > 0 else 1.0
+        rel_g, rel_a = (g_lo / gs, g_hi / gs), (a_lo / as_, a_hi / as_)
+        rel = (max(rel_g[0], rel_a[0]), min(rel_g[1], rel_a[1]))
+        return {"gamma_abs": (g_lo, g_hi), "gamma_rel": rel_g, "alpha_rel": rel_a, "rel": rel,
+                "empty": not rel[0] < rel[1]}

@@ -1,0 +1,66 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+from dataclasses import dataclass
+import numpy as np
+
+
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A rank-tolerance rule on one backend.
+
+    Attributes
+    ----------
+    backend : str
+        ``float64``, ``float32``, ``torch-float64`` or ``torch-float32``.
+    rule : str
+        ``numpy-default``, ``torch-default``, ``rtol``, ``atol`` or ``float64-eps``.
+    value : float or None
+        ``rtol`` / ``atol`` value.
+    """
+
+    backend: str
+    rule: str
+    value: float | None = None
+
+    @property
+    def name(self) -> str:
+        rule = self.rule if self.value is None else f"{self.rule}={self.value:g}"
+        return f"{self.backend}/{rule}"
+
+    def tolerance(self, s: np.ndarray, shape: tuple[int, int], eps: float, which: str) -> float:
+        """Threshold for the singular values ``s`` (descending) of a matrix of ``shape``.
+
+        ``which`` is ``"gamma"`` or ``"alpha"``: an absolute user tolerance
+        applies to ``Gamma`` only (``alpha`` keeps numpy's rule).
+        """
+        smax = float(s[0]) if s.size else 0.0
+        if self.rule in ("numpy-default", "torch-default") or (self.rule == "atol" and which == "alpha"):
+            return smax * max(shape) * eps
+        if self.rule == "float64-eps":
+            return smax * max(shape) * EPS64
+        if self.rule == "rtol":
+            return smax * float(self.value)
+        return float(self.value)  # atol on gamma
+
+
+def default_policies(tol: float | None = None, rtol: float | None = None,
+                     torch: bool = False) -> list[Policy]:
+    """The named policies of the module docstring, plus the user's ``tol``/``rtol``."""
+    out = []
+    for backend in ("float64", "float32"):
+        out += [Policy(backend, "numpy-default"), Policy(backend, "rtol", 1e-6),
+                Policy(backend, "rtol", 1e-9)]
+    out.append(Policy("float32", "float64-eps"))
+    for backend in ("float64", "float32"):
+        if tol is not None:
+            out.append(Policy(backend, "atol", tol))
+        if rtol is not None:
+            out.append(Policy(backend, "rtol", rtol))
+    if torch:
+        out += [Policy("torch-float64", "torch-default"), Policy("torch-float32", "torch-default"),
+                Policy("torch-float32", "float64-eps")]
+    return out

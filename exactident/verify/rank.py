@@ -1,0 +1,141 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+import random
+from math import prod
+from typing import Any, Mapping
+import flint
+from exactident.model.activation import alpha_gram, n_paths
+from exactident.errors import InvariantViolation
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma import gamma_exact
+from exactident.model.integer_forward import common_denominator, data_denominator
+from exactident.linalg import exact
+from exactident.linalg.certified import kernel_is_zero_mod
+from exactident.linalg.modular import random_primes, rank_mod_p, require_prime
+from exactident.model.gamma_modular import gamma_entry_bound, gamma_mod_p, gram_entry_bound, gram_mod_p
+from exactident.ranks.kernels import neuron_local_kernel
+from exactident.ranks.bounds import pattern_rank_bound
+
+
+def _check_one(problems: list[str], what: str, c: Mapping[str, Any], image, shape, avoid, bound_fn,
+               structural: Mapping[str, int], exact_rank, local_kernel=None) -> int | None:
+    """Check one matrix's certificate; returns the certified rank or None."""
+    try:
+        r = int(c["rank"])
+        if list(c["shape"]) != list(shape):
+            problems.append(f"{what}: shape {c['shape']} != {list(shape)}")
+            return None
+        up = c["upper"]
+        kind = up["kind"]
+        if kind == "exact-elimination":
+            true = exact_rank()
+            if true != r:
+                problems.append(f"{what}: exact rank is {true}, certificate says {r}")
+                return None
+            return r
+        p = require_prime(int(c["lower"]["prime"]), avoid)
+        rp = rank_mod_p(image(p), p)
+        if rp != r or int(c["lower"]["rank_mod_p"]) != r:
+            problems.append(f"{what}: rank mod {p} is {rp}, certificate says {r}")
+            return None
+        if kind in structural:
+            if int(up["bound"]) != structural[kind] or structural[kind] != r:
+                problems.append(f"{what}: upper bound {kind} is {structural[kind]}, not {r}")
+                return None
+            return r
+        if kind != "kernel":
+            problems.append(f"{what}: unknown upper bound kind {kind!r}")
+            return None
+        from exactident.linalg.certified import has_full_column_rank, kernel_to_integer_columns
+
+        if up.get("source") == "local" and "kernel" not in up:
+            if local_kernel is None:
+                problems.append(f"{what}: no local kernel construction for this matrix")
+                return None
+            K = local_kernel()  # rebuilt from the case, then checked like any other K
+            if len(K) != int(up["nullity"]):
+                problems.append(f"{what}: local kernel has {len(K)} vectors, certificate says {up['nullity']}")
+                return None
+        else:
+            K = [{int(i): flint.fmpq(*(int(t) for t in str(v).split("/"))) for i, v in col}
+                 for col in up["kernel"]]
+        n = shape[1]
+        if any(not 0 <= i < n for col in K for i in col) or shape[1] - len(K) != r:
+            problems.append(f"{what}: kernel has {len(K)} columns or bad indices; rank {r} needs {n - r}")
+            return None
+        K_int = kernel_to_integer_columns(K)
+        bound = n * bound_fn() * max((abs(v) for col in K_int for v in col.values()), default=0)
+        if "primes" in up:
+            primes = [require_prime(int(q), avoid) for q in up["primes"]]
+        else:  # no primes given: draw our own, enough of them
+            primes = []
+            while prod(primes) <= bound:
+                primes += random_primes(1, avoid, random.Random(len(primes)), exclude=primes)
+        if len(set(primes)) != len(primes) or not primes:
+            problems.append(f"{what}: kernel check primes must be distinct and nonempty")
+            return None
+        if prod(primes) <= bound:
+            problems.append(f"{what}: product of check primes does not exceed the bound on |M K|")
+            return None
+        if not has_full_column_rank(K_int, n, primes[0]):
+            problems.append(f"{what}: kernel basis is not of full column rank")
+            return None
+        if not kernel_is_zero_mod(image, n, K_int, primes, avoid):
+            problems.append(f"{what}: M K != 0")
+            return None
+        return r
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        problems.append(f"{what}: malformed certificate ({exc!r})")
+    except InvariantViolation as exc:
+        problems.append(f"{what}: {exc}")
+    return None
+
+
+def verify_rank_certificate(case: Any, rank_certificate: Mapping[str, Any]) -> list[str]:
+    """Re-check ``certificate["rank"]`` from the case alone; list of problems (empty = valid).
+
+    Recomputes the exact activation pattern, the images mod the certificate's
+    primes, the entry bounds, and checks every claim: primes are primes not
+    dividing a denominator, the ranks mod p, the structural bounds, and for
+    kernel bounds ``M K = 0`` (mod primes whose product exceeds the bound on
+    ``|M K|``) with ``K`` of full column rank.
+    """
+    from exactident.model.activation import activation_state
+
+    problems: list[str] = []
+    net, X = case.network, case.X
+    try:
+        default = fixed_edges(net).s_max
+        choice = {(int(l), int(v)): int(k) for l, v, k in rank_certificate.get("fixed_edges", [])}
+        fixed = fixed_edges(net, {key: k for key, k in choice.items() if default.get(key) != k})
+    except Exception as exc:  # malformed input: report, do not raise
+        return [f"fixed_edges: malformed ({exc!r})"]
+    state = activation_state(net, X)
+    pattern = state.pattern
+    avoid = data_denominator(net, X)
+    n, N_L, dim = len(X), net.widths[-1], net.dim
+    rank_a = None
+    if "rank_a" in rank_certificate:
+        c = rank_certificate["rank_a"]
+        avoid_x = common_denominator(v for row in X for v in row)
+        r = _check_one(problems, "rank_a", c, lambda q: gram_mod_p(pattern, X, q, avoid_x), (n, n), avoid_x,
+                       lambda: gram_entry_bound(X, net.widths),
+                       {"shape": n, "paths": n_paths(net.widths), "patterns": pattern_rank_bound(pattern, X)},
+                       lambda: exact.rank(alpha_gram(pattern, X)) if n else 0)
+        if r is not None:
+            rank_a = N_L * r
+            if c.get("rank_a") != rank_a:
+                problems.append(f"rank_a: R_A = N_L rank alpha = {rank_a}, certificate says {c.get('rank_a')}")
+    if "rank_gamma" not in rank_certificate:
+        problems.append("rank_gamma: missing")
+        return problems
+    structural = {"shape": min(n * N_L, dim)}
+    if rank_a is not None:
+        structural["rank_a"] = rank_a
+    _check_one(problems, "rank_gamma", rank_certificate["rank_gamma"],
+               lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), (n * N_L, dim), avoid,
+               lambda: gamma_entry_bound(net, X), structural,
+               lambda: exact.rank(gamma_exact(net, X, state.Z, pattern, fixed)),
+               lambda: neuron_local_kernel(net, X, pattern, fixed))
+    return problems
