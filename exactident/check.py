@@ -85,7 +85,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
 
     Examples
     --------
-    SPEC §2's hand-checked network with the samples ``0, 1, -1`` (kink-free):
+    The hand-checked network of docs/theory.md with the samples ``0, 1, -1`` (kink-free):
 
     >>> from exactident.io.case import parse_case
     >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],

@@ -5,7 +5,7 @@ that catches exceptions: bad input or usage -> exit 2 with one line on
 stderr naming the file and field; a write error (``error: cannot write
 FILE: ...``, ``<stdout>`` for standard output) or an internal error
 (including a broken invariant) -> exit 1; otherwise 0 whatever the verdicts
-(SPEC §5).
+(docs/cli.md).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             reports.append(check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
                                  verify_propositions=args.verify_propositions,
                                  max_resolutions=args.max_resolutions, all_ranks=args.all_ranks))
-        except UnsupportedCaseError as exc:  # SPEC §5: the message names the file
+        except UnsupportedCaseError as exc:  # docs/cli.md: the message names the file
             raise UnsupportedCaseError(f"{path}: {exc}") from None
     write_stdout(reports_to_json(reports, as_list=len(args.cases) > 1) if args.json else render_table(reports))
     return 0

@@ -1,4 +1,4 @@
-"""Samples on activation boundaries: tie resolutions and the SPEC §2 boundary rules.
+"""Samples on activation boundaries: tie resolutions and the boundary rules of docs/boundary.md.
 
 When a sample has a pre-activation exactly zero (a *tie*), theta lies on the
 boundary ``Delta_X`` where the paper's Theorems 8 and 9 are silent.  Near
@@ -80,10 +80,10 @@ class BoundaryOutcome:
     ----------
     verdict, reason : str
     rank_gamma, rank_a : int or None
-        At the resolution of smallest ``rank_gamma`` (SPEC §4); ``None`` when
+        At the resolution of smallest ``rank_gamma`` (docs/cli.md); ``None`` when
         nothing was enumerated.
     patterns : list of dict or None
-        SPEC §4 ``{ties, rank_gamma, rank_a, cs, cn, reachable}`` per resolution.
+        ``{ties, rank_gamma, rank_a, cs, cn, reachable}`` per resolution (docs/cli.md).
     certificate : dict or None
         ``{"entering": ...}`` for ``not-identifiable``.
     extra : dict
@@ -255,7 +255,7 @@ def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any]
 def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationState,
                      fixed: FixedEdges, max_resolutions: int = DEFAULT_MAX_RESOLUTIONS,
                      all_ranks: bool = False) -> BoundaryOutcome:
-    """Decide a boundary case (theta has ties, theta not in ``S``) per SPEC §2.
+    """Decide a boundary case (theta has ties, theta not in ``S``) by the rules of docs/boundary.md.
 
     Parameters
     ----------
@@ -283,7 +283,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
 
     Examples
     --------
-    SPEC §2's example: ``f = 3 relu(2x + 1)``, samples ``0, 1, -1/2``.
+    The hand-checked example of docs/theory.md: ``f = 3 relu(2x + 1)``, samples ``0, 1, -1/2``.
 
     >>> from exactident.model.activation import activation_state
     >>> from exactident.model.fixed_edges import fixed_edges

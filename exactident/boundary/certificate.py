@@ -1,4 +1,8 @@
-"""TODO docstring."""
+"""Build an ``entering`` certificate (docs/boundary.md): checked exactly before it is written.
+
+Called by :mod:`exactident.boundary.analyse`; verified independently by
+:mod:`exactident.verify.entering`.
+"""
 
 from __future__ import annotations
 from typing import Any, Sequence
@@ -8,6 +12,8 @@ from exactident.errors import InvariantViolation
 from exactident.model.fixed_edges import FixedEdges, free_parameters
 from exactident.model.network import Network
 from exactident.io.rationals import format_fmpq
+
+__all__ = ["build_entering_certificate"]
 
 
 _ZERO = flint.fmpq(0)

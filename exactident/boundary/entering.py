@@ -1,4 +1,4 @@
-"""First-order entering test at ties: derivatives ``g_t`` and strict directions (SPEC §2).
+"""First-order entering test at ties: derivatives ``g_t`` and strict directions (docs/theory.md, verdict rules).
 
 At a tie ``t = (i, l, v)`` the pre-activation ``z_l(x^i)_v`` is exactly zero.
 For a tie resolution ``s`` the network restricted to the piece of ``s`` is a
@@ -59,7 +59,7 @@ class TieGradients:
 
     Examples
     --------
-    SPEC §2's network ``f = 3 relu(2x + 1)``: at the kink ``x = -1/2``,
+    The hand-checked network of docs/theory.md ``f = 3 relu(2x + 1)``: at the kink ``x = -1/2``,
     ``z = w_1 x + b_1`` so ``g = (x, 1, 0) = (-1/2, 1, 0)`` over ``(w_1, b_1, b_2)``.
 
     >>> from exactident.model.activation import activation_state

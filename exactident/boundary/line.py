@@ -1,4 +1,4 @@
-"""Straight-line certificates: a segment ``theta + eps delta`` of constant outputs (SPEC §2, beyond first order).
+"""Straight-line certificates: a segment ``theta + eps delta`` of constant outputs (docs/boundary.md, beyond first order).
 
 The entering test of :mod:`exactident.boundary.entering` needs every tie to move
 strictly to first order.  When it fails (e.g. every kernel direction keeps a

@@ -34,7 +34,7 @@ from exactident.crosscheck.core import crosscheck_case, summarize
 from exactident.numeric.tolerance import default_policies
 from exactident.crosscheck.render import render_text, to_csv
 
-__all__ = ["add_arguments", "run", "expand_paths", "render_text", "to_csv"]
+__all__ = ["add_arguments", "run", "expand_paths"]
 
 
 def _positive(text: str) -> float:
@@ -123,7 +123,7 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; exit status per SPEC §5 (errors propagate to :func:`exactident.cli.main`).
+    """Run the subcommand; exit status as in docs/cli.md (errors propagate to :func:`exactident.cli.main`).
 
     Every output is rendered before any is written, so a failing run leaves
     existing files untouched; a failing write raises :class:`OutputError`.

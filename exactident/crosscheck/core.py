@@ -24,20 +24,9 @@ these are the report's ranks.  On the boundary (ties) or when rounding flips
 the float pattern, even a perfect tolerance can give a wrong verdict: such
 cases are flagged ``fixable = False`` (no tolerance gives the exact verdict).
 
-Named policies (the tolerance ``t``; singular values ``> t`` count):
+Policies are in :mod:`exactident.numeric.tolerance`.
 
-- ``numpy-default``: ``sigma_1 * max(m, n) * eps(dtype)`` (``numpy.linalg.matrix_rank``);
-- ``torch-default``: ``max(atol, rtol * sigma_1)`` with ``atol = 0`` and
-  ``rtol = eps(dtype) * max(m, n)`` (``torch.linalg.matrix_rank`` docs): the same
-  number as numpy's, so it is listed only for the torch backends, where the
-  rank comes from torch's own call on torch's own Jacobian;
-- ``rtol=1e-6``, ``rtol=1e-9``: ``rtol * sigma_1``;
-- ``float64-eps`` on float32: ``sigma_1 * max(m, n) * eps(float64)``, the
-  pitfall of judging a float32 Jacobian with float64's epsilon;
-- the user's ``--tol`` (absolute, on ``Gamma``; ``alpha`` keeps numpy's rule)
-  or ``--rtol`` (relative, on both).
-
-Called by :mod:`exactident.crosscheck` (CLI) and :mod:`exactident.crosscheck.plot`;
+Called by :mod:`exactident.crosscheck.command` (CLI) and :mod:`exactident.crosscheck.plot`;
 calls :func:`exactident.check.check`, :mod:`exactident.numeric.numpy_backend` and,
 optionally, :mod:`exactident.numeric.torch_backend`.
 """
@@ -61,8 +50,7 @@ from exactident.numeric.numpy_backend import float_operators
 from exactident.numeric.tolerance import Policy, default_policies
 from exactident.numeric.spectra import Spectra
 
-__all__ = ["Policy", "default_policies", "Spectra", "PolicyOutcome", "CaseCrosscheck",
-           "crosscheck_case", "SuiteSummary", "summarize", "EPS64"]
+__all__ = ["PolicyOutcome", "CaseCrosscheck", "crosscheck_case", "SuiteSummary", "summarize"]
 
 
 @dataclass
@@ -172,7 +160,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
 
     Examples
     --------
-    SPEC §2's network with the samples ``0, 1, 2`` (all active: rank 2 < dim 3):
+    The hand-checked network of docs/theory.md with the samples ``0, 1, 2`` (all active: rank 2 < dim 3):
 
     >>> from exactident.io.case import parse_case
     >>> c = crosscheck_case(parse_case({"format": "exactident-case/1", "name": "t",

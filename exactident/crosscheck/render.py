@@ -1,4 +1,7 @@
-"""TODO docstring."""
+"""Text and CSV renderings of a crosscheck (per case and per suite).
+
+Called by :mod:`exactident.crosscheck.command`.
+"""
 
 from __future__ import annotations
 import csv
@@ -7,6 +10,8 @@ import math
 from typing import Sequence
 from exactident.io.report import escape_nonprintable
 from exactident.crosscheck.core import CaseCrosscheck, SuiteSummary
+
+__all__ = ["CSV_COLUMNS", "to_csv", "render_text"]
 
 
 CSV_COLUMNS = ["case", "policy", "exact_verdict", "float_verdict", "right_verdict",

@@ -1,4 +1,4 @@
-"""Atomic output (SPEC §5): write beside the target, then ``os.replace``.
+"""Atomic output (docs/cli.md): write beside the target, then ``os.replace``.
 
 A failed run never leaves a half-written file nor overwrites a good one.
 A symlink is followed: the temporary file goes beside the link's resolved

@@ -1,4 +1,4 @@
-"""Case files ``exactident-case/1`` (SPEC §3): read, validate, write.
+"""Case files ``exactident-case/1`` (docs/case-format.md): read, validate, write.
 
 A case is a network (widths, ``W_l``, ``b_l``) plus a sample ``X`` of shape
 ``(n, N_0)``, all exact rationals.  Validation happens once, here, at the
@@ -152,7 +152,7 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
     Raises
     ------
     CaseFormatError
-        Naming ``source`` and the field, for every deviation from SPEC §3.
+        Naming ``source`` and the field, for every deviation from docs/case-format.md.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """Exact numbers at the edge: parse JSON values to ``fmpq``, print them back.
 
-SPEC §3: a number is a JSON integer, a JSON decimal read as the exact decimal
+Case files (docs/case-format.md): a number is a JSON integer, a JSON decimal read as the exact decimal
 it spells, or a string ``"p/q"``, ``"-7"``, ``"1.25e-3"``.  Floats never enter:
 the JSON reader must be called with ``parse_float=decimal.Decimal`` (see
 :func:`exactident.io.case.read_json`).  Writers emit canonical reduced ``"p/q"``

@@ -1,4 +1,4 @@
-"""The report ``exactident-report/1`` (SPEC §4) and its human-readable table."""
+"""The report ``exactident-report/1`` (docs/cli.md) and its human-readable table."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ REPORT_FORMAT = "exactident-report/1"
 class Report:
     """Everything ``exactident check`` says about one case.
 
-    Field names are SPEC §4's verbatim.  ``rank_a`` is ``N_L rank alpha``
+    Field names are those of docs/cli.md, verbatim.  ``rank_a`` is ``N_L rank alpha``
     (Prop. 11).  ``patterns``, ``numeric`` and ``certificate`` are present only
     when they apply.
     """
@@ -56,7 +56,7 @@ class Report:
 
 
 def reports_to_json(reports: Sequence[Report], as_list: bool) -> str:
-    """One object, or an array when several cases were given (SPEC §4)."""
+    """One object, or an array when several cases were given (docs/cli.md)."""
     data: Any = [r.to_dict() for r in reports] if as_list else reports[0].to_dict()
     return json.dumps(data, indent=2) + "\n"
 

@@ -1,9 +1,12 @@
-"""TODO docstring."""
+"""Read a report file (``exactident-report/1`` JSON) strictly: duplicate keys, deep nesting and unreadable files are bad input.
+"""
 
 from __future__ import annotations
 import json
 from typing import Any
 from exactident.errors import CaseFormatError
+
+__all__ = ["read_report_json"]
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -1,4 +1,21 @@
-"""TODO docstring."""
+"""Certified exact ranks from ranks mod p and exact kernel certificates (paper Props. 10-11, Theorems 8-9).
+
+A rank is certified exactly when a lower bound (a rank mod p,
+:mod:`exactident.linalg.modular`) meets an upper bound, which is either
+structural (``min(rows, cols)``, ``|P|``, ``rank Gamma <= R_A`` from
+Prop. 11, supplied by the caller) or an exact kernel basis ``K``: ``M K = 0``
+and ``K`` of full column rank give ``rank M <= ncols - ncols(K)``.
+
+Kernel certificates are found mod p (the reduced-echelon kernel basis is
+unique over Q, so its residues for several primes are lifted by CRT and
+rational reconstruction) and accepted only after an exact check: ``M K`` is an
+integer matrix (after scaling) with ``|entries| <= bound``, and it is zero mod
+primes whose product exceeds the bound, so it is zero.
+
+Works on any matrix given as a function ``p -> M mod p``; knows nothing of
+networks.  Called by :mod:`exactident.ranks.certify` and
+:mod:`exactident.verify.rank`.
+"""
 
 from __future__ import annotations
 import random
@@ -9,6 +26,9 @@ import flint
 import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.linalg.modular import matmul_mod, random_primes, rank_mod_p, rational_reconstruction, require_prime, rref_kernel_mod_p, to_nmod_mat
+
+__all__ = ["CertifiedRank", "certified_rank", "modular_lower_bound", "kernel_to_integer_columns",
+           "kernel_is_zero_mod", "has_full_column_rank"]
 
 
 @dataclass

@@ -1,21 +1,12 @@
-"""Certified ranks from ranks mod p, with exact kernel certificates (paper Props. 10-11, Theorems 8-9).
+"""Linear algebra mod a word-size prime: guarded primes, residues, products, ranks, kernels.
 
-Why modular.  A rational matrix ``M`` scaled to integers has, for a prime p
-dividing no denominator, ``rank_p(M) <= rank_Q(M)`` (a minor that is nonzero
-mod p is nonzero over Q).  So one rank mod p gives a *certified lower bound*,
-with no rational arithmetic and word-size entries; FLINT's ``nmod_mat``
-elimination is fast.  A rank is certified exactly when the lower bound meets
-an upper bound, which is either structural (``min(rows, cols)``, ``|P|``,
-``rank Gamma <= R_A`` from Prop. 11) or an exact kernel basis ``K``:
-``M K = 0`` and ``K`` of full column rank give ``rank M <= ncols - ncols(K)``.
+A rational matrix ``M`` scaled to integers has, for a prime p dividing no
+denominator, ``rank_p(M) <= rank_Q(M)`` (a minor that is nonzero mod p is
+nonzero over Q): one rank mod p is a *certified lower bound* with word-size
+entries.  :mod:`exactident.linalg.certified` turns such bounds into exact
+ranks.
 
-Kernel certificates are found mod p (the reduced-echelon kernel basis is
-unique over Q, so its residues for several primes are lifted by CRT and
-rational reconstruction) and accepted only after an exact check: ``M K`` is an
-integer matrix (after scaling) with ``|entries| <= bound``, and it is zero mod
-primes whose product exceeds the bound, so it is zero.
-
-Guards (PITFALLS.md): FLINT aborts the process on a composite modulus, so every
+Guards: FLINT aborts the whole process on a composite modulus, so every
 modulus passes :func:`require_prime`; a prime dividing a denominator of the
 data would make ``x mod p`` meaningless, so primes come from
 :func:`random_primes` with the data's denominator to avoid and
@@ -23,8 +14,7 @@ data would make ``x mod p`` meaningless, so primes come from
 ``p < 2**31``, so entrywise products fit; :func:`matmul_mod` splits one factor
 so that sums fit too.
 
-Called by :mod:`exactident.model.gamma_modular` and :mod:`exactident.check`;
-:func:`verify_rank_certificate` is what ``verify-certificate`` calls.
+Imports nothing from the rest of the package but :mod:`exactident.errors`.
 """
 
 from __future__ import annotations
@@ -39,8 +29,7 @@ import numpy as np
 from exactident.errors import InvariantViolation
 
 __all__ = ["PRIME_LO", "PRIME_HI", "require_prime", "random_primes", "residues", "matmul_mod",
-           "to_nmod_mat", "rank_mod_p", "modular_lower_bound", "rref_kernel_mod_p", "rational_reconstruction",
-           "CertifiedRank", "certified_rank", "kernel_is_zero_mod", "verify_rank_certificate"]
+           "to_nmod_mat", "rank_mod_p", "rref_kernel_mod_p", "rational_reconstruction"]
 
 #: Random primes are drawn from ``[PRIME_LO, PRIME_HI)``: word size, and ``p**2 < 2**62``.
 PRIME_LO = 2**30
@@ -55,7 +44,7 @@ def require_prime(p: int, avoid: int = 1) -> int:
     InvariantViolation
         If ``p`` is composite, out of range, or divides ``avoid`` (a denominator
         of the data).  Never pass such a modulus to FLINT: a composite one
-        aborts the process (PITFALLS.md).
+        aborts the process (docs/pitfalls.md).
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """Activation patterns, ties and the activation operator ``alpha`` (paper §2.2, Prop. 1).
 
-``a_v(x, theta) = 1`` if the pre-activation ``z_l(x)_v >= 0`` else 0 (SPEC §1).
+``a_v(x, theta) = 1`` if the pre-activation ``z_l(x)_v >= 0`` else 0 (docs/theory.md).
 A *tie* is a pair (sample ``i``, hidden neuron ``(l, v)``) with
 ``z_l(x^i)_v == 0`` exactly; at a tie the pattern of nearby parameters can be
 either side, so ties are reported and never resolved silently.
@@ -61,7 +61,7 @@ class ActivationState:
         ``Z[l-1]`` = ``z_l(X)``, shape ``(n, N_l)``, for ``l = 1..L`` (Q).
     pattern : list of numpy.ndarray of bool
         ``pattern[l-1]`` has shape ``(n, N_l)`` for hidden ``l = 1..L-1``;
-        ``True`` where ``z >= 0`` (SPEC convention; ties are ``True`` here).
+        ``True`` where ``z >= 0`` (the paper's indicator ``z >= 0``; ties are ``True`` here).
     ties : list of Tie
         Sorted by sample, layer, neuron.
     """

@@ -1,4 +1,4 @@
-"""The conditions ``C_S`` (Theorem 9) and ``C_N`` (Theorem 8) and the verdict rules (SPEC §2).
+"""The conditions ``C_S`` (Theorem 9) and ``C_N`` (Theorem 8) and the verdict rules (docs/theory.md, verdict rules).
 
 For ``theta`` outside ``S`` and off the boundary ``Delta_X``:
 
@@ -31,7 +31,7 @@ def holds_cs(rank_gamma: int, dim: int) -> bool:
 
 
 def holds_cn(rank_gamma: int, rank_a: int | None, dim: int) -> bool:
-    """``C_N``, in SPEC §2's form: it fails exactly when ``rank_gamma == rank_a < dim`` (Theorem 8).
+    """``C_N``, in the form of docs/theory.md: it fails exactly when ``rank_gamma == rank_a < dim`` (Theorem 8).
 
     ``rank_a`` may be ``None`` only when ``C_S`` holds (then ``C_N`` holds too).
     """
@@ -43,7 +43,7 @@ def holds_cn(rank_gamma: int, rank_a: int | None, dim: int) -> bool:
 
 
 def verdict_from_ranks(rank_gamma: int, rank_a: int | None, dim: int, degenerate: bool) -> str:
-    """Verdict off the boundary (SPEC §2).
+    """Verdict off the boundary (docs/theory.md, verdict rules).
 
     ``rank_a`` may be ``None`` when ``C_S`` holds (it is then not needed).
 

@@ -2,7 +2,7 @@
 
 For each hidden neuron ``v`` of layer ``l`` the outgoing edge ``v -> s_max(v)``
 of largest ``|weight|`` is held fixed; ties are broken by the lowest index
-(SPEC §1).  Fixing one nonzero outgoing edge per neuron removes the positive
+(docs/theory.md).  Fixing one nonzero outgoing edge per neuron removes the positive
 rescaling symmetry; any nonzero edge would do, and the verdict does not depend
 on the choice (tested in ``tests/test_properties.py``), so callers may
 override it.

@@ -75,7 +75,7 @@ def gamma_exact(
 
     Examples
     --------
-    SPEC §2's network at the samples ``0, 1``: ``f = 3 relu(2x + 1) + b_2`` with
+    The hand-checked network of docs/theory.md at the samples ``0, 1``: ``f = 3 relu(2x + 1) + b_2`` with
     ``W_2`` fixed, so the row of sample ``x`` is ``(3x, 3, 1)``.
 
     >>> from exactident.model.activation import activation_state

@@ -1,4 +1,4 @@
-"""``Gamma`` and the Gram matrix of ``alpha`` mod p, and certified ``R_Gamma``, ``R_A`` (Props. 10-11, Theorems 8-9).
+"""``Gamma`` and the Gram matrix of ``alpha`` mod p (Props. 10-11), and the entry bounds that lift them to Q.
 
 With the exact activation pattern fixed (from the integer forward pass of
 :mod:`exactident.model.integer_forward`), every entry of ``Gamma`` is a polynomial
@@ -7,15 +7,12 @@ recursion as :func:`exactident.model.gamma.gamma_exact`, vectorised over samples
 with int64 residues.  ``rank alpha`` is the rank of the ``n x n`` Gram matrix
 ``alpha alpha^T`` (entries from counts of co-active neurons,
 :func:`exactident.model.activation.alpha_gram`), so ``|P|`` columns are never built.
+:func:`gamma_entry_bound` and :func:`gram_entry_bound` bound the integer
+matrices behind these residues, which is what a kernel check needs to
+conclude over Q.
 
-:func:`certify_ranks` turns ranks mod p into exact ranks with the bounds of
-:mod:`exactident.linalg.modular`, computing only what the verdict needs:
-``rank_a`` is skipped when ``C_S`` holds, and ``rank Gamma <= R_A`` (Prop. 11)
-closes the gap for free in the common not-identifiable case.  When no
-certificate is found it falls back to exact elimination (the reference path).
-
-Called by :mod:`exactident.check`; :func:`verify_rank_certificate` is called
-through :func:`exactident.linalg.modular.verify_rank_certificate`.
+Called by :mod:`exactident.ranks.certify` (certified ranks) and
+:mod:`exactident.verify.rank` (re-checking rank certificates).
 """
 
 from __future__ import annotations
@@ -33,8 +30,8 @@ from exactident.model.integer_forward import common_denominator, integer_forward
 from exactident.linalg.modular import require_prime
 from exactident.model.network import Network
 
-__all__ = ["ModularData", "gamma_mod_p", "gram_counts", "gram_mod_p", "gamma_entry_bound", "gram_entry_bound", "certify_rank_gamma",
-           "certify_rank_alpha", "pattern_rank_bound", "neuron_local_kernel", "RankResult", "certify_ranks", "verify_rank_certificate"]
+__all__ = ["Scaled", "ModularData", "gamma_mod_p", "gram_counts", "gram_mod_p", "gamma_entry_bound",
+           "gram_entry_bound"]
 
 
 class Scaled:
@@ -89,7 +86,7 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
 
     Examples
     --------
-    SPEC §2's network at ``0, 1``: exact rows ``(0, 3, 1)``, ``(3, 3, 1)``.
+    The hand-checked network of docs/theory.md at ``0, 1``: exact rows ``(0, 3, 1)``, ``(3, 3, 1)``.
 
     >>> import flint
     >>> from exactident.model.fixed_edges import fixed_edges

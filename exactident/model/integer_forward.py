@@ -105,7 +105,7 @@ def integer_forward(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> IntegerF
 
     Examples
     --------
-    SPEC §2's network ``f = 3 relu(2x + 1)`` at ``0, 1, -1/2``:
+    The hand-checked network of docs/theory.md ``f = 3 relu(2x + 1)`` at ``0, 1, -1/2``:
 
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(1)], [flint.fmpq(0)]])

@@ -45,7 +45,7 @@ class Network:
 
     @property
     def dim(self) -> int:
-        """``dim = N_0 N_1 + ... + N_{L-1} N_L + N_L`` (SPEC §1).
+        """``dim = N_0 N_1 + ... + N_{L-1} N_L + N_L`` (docs/theory.md).
 
         Equals ``|F_theta| + |B|``: one outgoing edge per hidden neuron is fixed,
         so the hidden biases are "paid for" by the fixed edges.

@@ -1,7 +1,7 @@
 """Float backend: what a practitioner computes (backprop Jacobian + SVD rank).
 
 Mirrors the exact path module for module: float forward pass with the
-``>= 0`` convention (so ``relu'(0) = 1``, as SPEC's indicator), ``Gamma`` by
+``>= 0`` convention (so ``relu'(0) = 1``, as the paper's indicator), ``Gamma`` by
 backpropagation skipping the fixed edges, ``alpha`` from float signs, ranks
 by SVD with numpy's default tolerance (:mod:`exactident.linalg.floating`).
 Rationals are rounded to the nearest float here and only here; whether that
@@ -199,7 +199,7 @@ def float_operators(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: Fixe
 
 @dataclass
 class NumericResult:
-    """The float verdict beside the exact one (SPEC §4 ``numeric`` block)."""
+    """The float verdict beside the exact one (the report's ``numeric`` block, docs/cli.md)."""
 
     rank_gamma: int
     rank_a: int
@@ -211,7 +211,7 @@ class NumericResult:
 
     def as_dict(self, exact_rank_gamma: int, exact_rank_a: int | None, exact_verdict: str,
                 band_rank: int | None = None) -> dict:
-        """SPEC §4's ``numeric`` block, plus ``pattern_differs`` and ``band``.
+        """The report's ``numeric`` block (docs/cli.md), plus ``pattern_differs`` and ``band``.
 
         ``agrees``: the float verdict equals the exact verdict and the float
         ranks equal ``exact_rank_gamma``/``exact_rank_a``, which the caller
@@ -263,7 +263,7 @@ def numeric_check(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     Returns
     -------
     NumericResult
-        ``verdict`` comes from the float ranks with the no-tie rules of SPEC §2
+        ``verdict`` comes from the float ranks with the no-tie verdict rules (docs/theory.md)
         (a float tool does not see ties).
     """
     ops = float_operators(net, X, fixed, exact_pattern, dtype)

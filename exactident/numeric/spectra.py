@@ -1,10 +1,16 @@
-"""TODO docstring."""
+"""Float singular values of ``Gamma`` and ``alpha`` from one backend, and their consistent tolerance bands.
+
+Filled by :mod:`exactident.crosscheck.core` (numpy) and
+:mod:`exactident.numeric.torch_backend` (torch).
+"""
 
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 import numpy as np
 from exactident.linalg.floating import consistent_band
+
+__all__ = ["Spectra"]
 
 
 @dataclass

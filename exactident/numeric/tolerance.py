@@ -1,8 +1,26 @@
-"""TODO docstring."""
+"""Float rank-tolerance rules (``Policy``) as numpy, torch and practitioners apply them.
+
+Named policies (the tolerance ``t``; singular values ``> t`` count):
+
+- ``numpy-default``: ``sigma_1 * max(m, n) * eps(dtype)`` (``numpy.linalg.matrix_rank``);
+- ``torch-default``: ``max(atol, rtol * sigma_1)`` with ``atol = 0`` and
+  ``rtol = eps(dtype) * max(m, n)`` (``torch.linalg.matrix_rank`` docs): the same
+  number as numpy's, so it is listed only for the torch backends, where the
+  rank comes from torch's own call on torch's own Jacobian;
+- ``rtol=1e-6``, ``rtol=1e-9``: ``rtol * sigma_1``;
+- ``float64-eps`` on float32: ``sigma_1 * max(m, n) * eps(float64)``, the
+  pitfall of judging a float32 Jacobian with float64's epsilon;
+- the user's ``--tol`` (absolute, on ``Gamma``; ``alpha`` keeps numpy's rule)
+  or ``--rtol`` (relative, on both).
+
+Used by :mod:`exactident.crosscheck.core`.
+"""
 
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
+
+__all__ = ["EPS64", "Policy", "default_policies"]
 
 
 EPS64 = float(np.finfo(np.float64).eps)

@@ -9,7 +9,7 @@ dropped.  Ranks come from ``torch.linalg.matrix_rank`` with its defaults and
 the singular values from ``torch.linalg.svdvals``.
 
 Convention trap: autograd's ReLU has derivative 0 at ``z = 0`` (``z > 0``
-counts as active), while SPEC's indicator is ``z >= 0``.  So the torch
+counts as active), while the paper's indicator is ``z >= 0``.  So the torch
 activation pattern is ``z > 0`` in the dtype, and a sample exactly on a
 kink (in floats) is inactive here but active in the numpy backend.  Flips
 are counted against the exact ``>= 0`` pattern.

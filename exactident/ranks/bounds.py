@@ -1,10 +1,15 @@
-"""TODO docstring."""
+"""Cheap certified upper bounds on ``rank alpha`` (paper Prop. 11) that need no kernel.
+
+Called by :mod:`exactident.ranks.certify` and :mod:`exactident.verify.rank`.
+"""
 
 from __future__ import annotations
 from typing import Sequence
 import flint
 import numpy as np
 from exactident.linalg import exact
+
+__all__ = ["pattern_rank_bound"]
 
 
 def pattern_rank_bound(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]]) -> int:

@@ -1,4 +1,15 @@
-"""TODO docstring."""
+"""Certified ``R_Gamma = rank Gamma`` and ``R_A = N_L rank alpha`` (Props. 10-11, Theorems 8-9).
+
+:func:`certify_ranks` turns ranks mod p (:mod:`exactident.model.gamma_modular`)
+into exact ranks with the bounds of :mod:`exactident.linalg.certified`,
+computing only what the verdict needs: ``rank_a`` is skipped when ``C_S``
+holds, and ``rank Gamma <= R_A`` (Prop. 11) closes the gap for free in the
+common not-identifiable case.  When no certificate is found it falls back to
+exact elimination (the reference path).  The certificate it returns is
+re-checked from the case alone by :func:`exactident.verify.rank.verify_rank_certificate`.
+
+Called by :mod:`exactident.check` and :mod:`exactident.boundary.analyse`.
+"""
 
 from __future__ import annotations
 import random
@@ -17,6 +28,8 @@ from exactident.model.network import Network
 from exactident.model.gamma_modular import ModularData, Scaled, gamma_entry_bound, gamma_mod_p, gram_counts, gram_entry_bound, gram_mod_p
 from exactident.ranks.kernels import neuron_local_kernel, sparse_columns
 from exactident.ranks.bounds import pattern_rank_bound
+
+__all__ = ["RankResult", "certify_rank_gamma", "certify_rank_alpha", "certify_ranks"]
 
 
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],

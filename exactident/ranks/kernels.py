@@ -1,4 +1,12 @@
-"""TODO docstring."""
+"""Exact kernel vectors of ``Gamma`` found from the network's structure (paper Prop. 10).
+
+A neuron active on few samples has incoming-parameter columns of ``Gamma``
+that vanish outside those samples' rows; the small block's exact kernel
+extends by zeros to kernel vectors of ``Gamma``.  These give the upper bound
+on ``rank Gamma`` without reconstructing a kernel mod many primes.
+
+Called by :mod:`exactident.ranks.certify` and :mod:`exactident.verify.rank`.
+"""
 
 from __future__ import annotations
 from typing import Sequence
@@ -10,6 +18,8 @@ from exactident.model.gamma import gamma_exact
 from exactident.model.integer_forward import integer_forward
 from exactident.linalg import exact
 from exactident.model.network import Network
+
+__all__ = ["sparse_columns", "neuron_local_kernel"]
 
 
 def sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:

@@ -1,10 +1,22 @@
-"""TODO docstring."""
+"""The verifier's own arithmetic: Fraction forward passes, forward-mode tangents, explicit ``alpha``, QQ ranks.
+
+Nothing here comes from the engine (:mod:`exactident.model`,
+:mod:`exactident.boundary`): the verifier recomputes every fact with
+``fractions.Fraction``, differentiates *forward* (the engine uses
+backpropagation), enumerates paths explicitly for ``alpha`` and ranks with
+sympy's ``DomainMatrix`` over QQ.  Also the strict readers of report fields
+(:func:`need`, :func:`parse_fraction`); a malformed field raises
+:class:`BadField` carrying its JSON path.
+"""
 
 from __future__ import annotations
 import re
 from fractions import Fraction
 from itertools import product
 from typing import Any, Sequence
+
+__all__ = ["PARAMETER_NAME", "BadField", "need", "parse_fraction", "tie_key", "forward_tangent", "rank_qq",
+           "alpha_rows", "line_forward", "as_fractions", "unknown_fields"]
 
 
 PARAMETER_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]")

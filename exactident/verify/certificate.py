@@ -1,4 +1,4 @@
-"""Non-identifiability certificates on the boundary, and ``exactident verify-certificate`` (SPEC §2, §4).
+"""``exactident verify-certificate``: re-check every part of a report's certificate from the case alone.
 
 A certificate ``{"entering": {...}}`` claims: at the tie resolution ``s``,
 ``R_Gamma(s) == R_A(s) < dim`` and ``delta`` lies in ``ker Gamma(s)`` and
@@ -7,8 +7,7 @@ constant-rank argument of ``docs/boundary.md`` (paper Theorem 8's proof on
 the piece of ``s``) nearby non-equivalent parameters then give the same
 outputs on ``X``.
 
-:func:`build_entering_certificate` (called by :mod:`exactident.boundary.analyse`)
-writes it.  :func:`verify_certificate` re-checks it **independently** of the
+:func:`exactident.boundary.certificate.build_entering_certificate` writes it.  :func:`verify_certificate` re-checks it **independently** of the
 code that produced it: it uses only the case file (parsed by
 :func:`exactident.io.case.load_case`, the validated edge) and its own arithmetic
 over ``fractions.Fraction``: its own forward pass and ties, its own check of
@@ -26,12 +25,13 @@ Entering part keys: ``resolution`` (ties with ``active``), ``invisible_ties``,
 ``parameters`` (names of ``tau``'s coordinates, in order), ``delta``
 (``name -> "p/q"``), ``derivatives`` (``g_t . delta`` per resolved tie),
 ``rank_gamma``, ``rank_a``, ``dim``.  A ``rank`` part (modular rank
-certificates) is checked by ``exactident.linalg.modular.verify_rank_certificate``;
-while that function does not exist the part counts as not checked, hence not
-valid.  Nothing is valid unless it was checked: unknown parts or fields, a
+certificates) is checked by :func:`exactident.verify.rank.verify_rank_certificate`;
+if that check cannot run the part counts as not checked, hence not valid.  Nothing is valid unless it was checked: unknown parts or fields, a
 missing certificate, a report whose ``verdict`` or ``name`` disagrees with the
 certificate or the case are all rejected (exit 3); malformed fields are bad
 input (exit 2).
+Parts are checked by :mod:`exactident.verify.entering`, :mod:`exactident.verify.line`
+and :mod:`exactident.verify.rank`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,7 @@ from exactident.io.report_file import read_report_json
 from exactident.verify.entering import verify_entering
 from exactident.verify.line import verify_line
 
-__all__ = ["build_entering_certificate", "verify_certificate", "run_verify_certificate",
-           "MAX_VERIFY_ALPHA"]
+__all__ = ["verify_certificate", "run_verify_certificate"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +147,7 @@ def _rank_claims(case, report: dict, part: dict) -> list[str]:
     """The report's own ranks, ``cs``/``cn`` and verdict must be what the verified ranks give.
 
     ``part`` has passed ``verify_rank_certificate``; rank certificates exist only
-    off the boundary, where SPEC §2's rule is a function of the ranks.
+    off the boundary, where the verdict rule is a function of the ranks.
     """
     fails = unknown_fields(part, _RANK_KEYS, "certificate.rank")
     if not isinstance(part.get("rank_gamma"), dict) or not isinstance(part["rank_gamma"].get("rank"), int):

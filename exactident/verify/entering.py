@@ -1,10 +1,18 @@
-"""TODO docstring."""
+"""Verify an ``entering`` certificate: a kernel direction of ``Gamma(s)`` that enters the piece of ``s`` strictly.
+
+The claim (``docs/boundary.md``): at the tie resolution ``s``,
+``R_Gamma(s) == R_A(s) < dim``, ``delta`` lies in ``ker Gamma(s)`` and
+``sign_t g_t(s) . delta > 0`` for every resolved tie ``t``.  Every fact is
+recomputed with :mod:`exactident.verify.arith`.
+"""
 
 from __future__ import annotations
 import math
 from fractions import Fraction
 from exactident.errors import UnsupportedCaseError
 from exactident.verify.arith import BadField, PARAMETER_NAME, alpha_rows, as_fractions, forward_tangent, need, parse_fraction, rank_qq, tie_key, unknown_fields
+
+__all__ = ["MAX_VERIFY_ALPHA", "verify_entering"]
 
 
 #: Largest ``n * |P|`` for which the verifier materialises ``alpha(s)``.

@@ -1,4 +1,11 @@
-"""TODO docstring."""
+"""Re-check a rank certificate (``report["certificate"]["rank"]``) from the case alone.
+
+Everything is recomputed from the case: the exact activation pattern, the
+images mod the certificate's primes, the entry bounds, the structural
+bounds and (for ``source: local`` kernels) the kernel vectors themselves.
+The ranks it certifies are then compared with the report's claims by
+:mod:`exactident.verify.certificate`.
+"""
 
 from __future__ import annotations
 import random
@@ -16,6 +23,8 @@ from exactident.linalg.modular import random_primes, rank_mod_p, require_prime
 from exactident.model.gamma_modular import gamma_entry_bound, gamma_mod_p, gram_entry_bound, gram_mod_p
 from exactident.ranks.kernels import neuron_local_kernel
 from exactident.ranks.bounds import pattern_rank_bound
+
+__all__ = ["verify_rank_certificate"]
 
 
 def _check_one(problems: list[str], what: str, c: Mapping[str, Any], image, shape, avoid, bound_fn,
