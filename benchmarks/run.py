@@ -137,7 +137,13 @@ def measure(method, name):
 
         from exactident.model.fixed_edges import fixed_edges
         from exactident.model.gamma import free_columns
-        from exactident.numeric.numpy_backend import alpha_float_gram, float_pattern, gamma_float, to_float_network, to_float_sample
+        from exactident.numeric.numpy_backend import (
+            alpha_float_gram,
+            float_pattern,
+            gamma_float,
+            to_float_network,
+            to_float_sample,
+        )
 
         fixed = fixed_edges(case.network)
         cols = free_columns(case.network, fixed)
@@ -210,7 +216,6 @@ def main(argv=None):
         measure(*args.measure)
         return 0
     from exactident.model.activation import n_paths
-    from exactident.model.network import Network
 
     rows = []
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -242,7 +247,7 @@ def main(argv=None):
         "sympy Matrix.rank | sympy / exact | DomainMatrix | fmpq ref | ranks (exact; float) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, widths, n, kind, dim, P, res in rows:
+    for name, widths, n, kind, dim, _P, res in rows:
         ex, fl = res.get("exact"), res.get("float")
         er = f"{ex.get('rank_gamma')}, R_A {ex.get('rank_a')}, {ex.get('verdict')}" if ex and "seconds" in ex else "-"
         fr = f"{fl.get('rank_gamma')}" + (f", R_A {fl['rank_a']}" if fl and "rank_a" in fl else "") \
@@ -268,7 +273,8 @@ def main(argv=None):
     # Hand-written analysis below the marker survives a rerun.
     marker = "<!-- notes: kept by benchmarks/run.py -->"
     if os.path.exists(args.out):
-        old = open(args.out).read()
+        with open(args.out) as fh:
+            old = fh.read()
         if marker in old:
             text += "\n" + marker + old.split(marker, 1)[1]
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

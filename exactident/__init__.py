@@ -20,7 +20,18 @@ from exactident.io.case import Case, load_case, parse_case, write_case
 from exactident.io.report import Report
 from exactident.model.network import Network
 
-__all__ = ["Case", "Network", "Report", "check", "load_case", "parse_case", "write_case",
-           "ExactIdentError", "CaseFormatError", "UnsupportedCaseError", "InvariantViolation",
-           "__version__"]
+__all__ = [
+           "Case",
+           "CaseFormatError",
+           "ExactIdentError",
+           "InvariantViolation",
+           "Network",
+           "Report",
+           "UnsupportedCaseError",
+           "__version__",
+           "check",
+           "load_case",
+           "parse_case",
+           "write_case",
+]
 __version__ = "0.1.0"

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
-from exactident.model.activation import activation_state, alpha_exact, alpha_gram, n_paths
 from exactident.boundary.analyse import analyse_boundary
 from exactident.io.case import Case
-from exactident.model.conditions import holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks, DEGENERATE
+from exactident.io.report import Report
+from exactident.linalg import exact
+from exactident.model.activation import activation_state, alpha_exact, alpha_gram, n_paths
+from exactident.model.conditions import DEGENERATE, holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
-from exactident.ranks.certify import certify_ranks
-from exactident.linalg import exact
 from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import degenerate_neurons
-from exactident.io.report import Report
+from exactident.ranks.certify import certify_ranks
 
-__all__ = ["check", "rank_alpha", "MAX_EXPLICIT_ALPHA"]
+__all__ = ["MAX_EXPLICIT_ALPHA", "check", "rank_alpha"]
 
 #: ``alpha`` is materialised when it has at most this many entries, else the Gram route.
 MAX_EXPLICIT_ALPHA = 2_000_000
@@ -120,7 +120,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     if degenerate:
         verdict = DEGENERATE
         dead = degenerate_neurons(net)
-        bad = ", ".join(f"({l},{v}) {why}" for l, v, why in dead[:8]) + (f", ... ({len(dead)} in all)" if len(dead) > 8 else "")
+        bad = ", ".join(f"({l},{v}) {why}" for l, v, why in dead[:8])
+        bad += f", ... ({len(dead)} in all)" if len(dead) > 8 else ""
         reason = f"theta is in S: hidden neuron(s) {bad} all zero; the theorems do not apply"
     elif state.ties:
         outcome = analyse_boundary(net, X, state, fixed, max_resolutions=max_resolutions,

@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 
 class _UsageError(Exception):
@@ -92,9 +92,9 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from exactident.check import check
     from exactident.io.atomic import write_stdout
     from exactident.io.case import load_case
-    from exactident.check import check
     from exactident.io.report import render_table, reports_to_json
 
     cases = [load_case(path) for path in args.cases]  # validate everything before any work
@@ -155,6 +155,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 1
-    except Exception as exc:  # noqa: BLE001 - the one place that maps bugs to exit 1
+    except Exception as exc:
         print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

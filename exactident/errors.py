@@ -8,11 +8,11 @@ included) to 1.
 from __future__ import annotations
 
 __all__ = [
-    "ExactIdentError",
     "CaseFormatError",
-    "UnsupportedCaseError",
+    "ExactIdentError",
     "InvariantViolation",
     "OutputError",
+    "UnsupportedCaseError",
 ]
 
 

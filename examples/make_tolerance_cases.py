@@ -38,8 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from exactident.io.case import parse_case, write_case  # noqa: E402
-from exactident.check import check  # noqa: E402
+from exactident.check import check
+from exactident.io.case import parse_case, write_case
 
 SEED = 20221128
 K_RANGE = range(0, 19)

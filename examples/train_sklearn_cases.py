@@ -27,9 +27,10 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import flint
 import numpy as np
@@ -39,9 +40,9 @@ try:
 except ImportError:  # run from a source checkout without installing: use the checkout's package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from exactident.io.case import Case, write_case  # noqa: E402
-from exactident.model.network import Network  # noqa: E402
-from exactident.io.rationals import to_fmpq  # noqa: E402
+from exactident.io.case import Case, write_case
+from exactident.io.rationals import to_fmpq
+from exactident.model.network import Network
 
 #: Relative agreement required between the exported network and sklearn.
 FAITHFUL_RTOL = 1e-12
@@ -70,7 +71,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
 
 def _require_sklearn() -> Any:
     try:
-        import sklearn  # noqa: F401
+        import sklearn
     except ImportError:
         sys.exit("this script needs scikit-learn: pip install 'exactident[sklearn]' "
                  "(or pip install scikit-learn)")
@@ -292,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         built = build_cases(sklearn.__version__)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for case, model, X, kind in built:
+    for case, _model, X, _kind in built:
         path = out / f"{case.name}.json"
         write_case(case, path)
         dead = _dead_and_always_on(case.network, X)

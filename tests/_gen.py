@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["TinyCase", "forward", "is_tie_free", "is_degenerate", "random_case", "case_obj", "fstr"]
+__all__ = ["TinyCase", "case_obj", "forward", "fstr", "is_degenerate", "is_tie_free", "random_case"]
 
 
 def fstr(q: Fraction) -> str:
@@ -49,7 +49,7 @@ def forward(W, b, x):
     """Pre-activations ``[z_1, ..., z_L]`` of one sample (lists of Fraction)."""
     h = list(x)
     zs = []
-    for l, (Wl, bl) in enumerate(zip(W, b), start=1):
+    for _l, (Wl, bl) in enumerate(zip(W, b), start=1):
         z = [sum((Wl[i][j] * h[j] for j in range(len(h))), Fraction(0)) + bl[i] for i in range(len(bl))]
         zs.append(z)
         h = [max(v, Fraction(0)) for v in z]

@@ -84,7 +84,10 @@ def resolution_ranks(widths, W, b, X, sides):
     alpha = []
     for i, x in enumerate(X):
         zs = forward(widths, W, b, x)
-        act = lambda l, v: sides.get((i, l, v), zs[l - 1][v] > 0)
+
+        def act(l, v, i=i, zs=zs):
+            return sides.get((i, l, v), zs[l - 1][v] > 0)
+
         row = []
         for start in range(L):
             for path in product(*(range(widths[m]) for m in range(start, L))):

@@ -12,15 +12,15 @@ equivalent to theta).
 from fractions import Fraction as F
 from pathlib import Path
 
+import boundary_oracle as O
 import pytest
 
-import boundary_oracle as O
-from exactident.model.activation import Tie
-from exactident.io.case import parse_case
-from exactident.verify.certificate import verify_certificate
-from exactident.check import check
-from exactident.boundary.analyse import tie_groups
 from exactident.boundary import entering
+from exactident.boundary.analyse import tie_groups
+from exactident.check import check
+from exactident.io.case import parse_case
+from exactident.model.activation import Tie
+from exactident.verify.certificate import verify_certificate
 
 # name: (widths, W, b, X, expected verdict, hand derivation)
 CASES = {
@@ -218,7 +218,8 @@ def test_exact_lp_fallback(monkeypatch):
 
 def test_strict_direction_infeasible_and_zero_row():
     q = entering.flint.fmpq
-    assert entering.find_strict_direction([[q(1), q(2)], [q(-1), q(-2)]]) == (None, "infeasible (exact Fourier-Motzkin)")
+    infeasible = (None, "infeasible (exact Fourier-Motzkin)")
+    assert entering.find_strict_direction([[q(1), q(2)], [q(-1), q(-2)]]) == infeasible
     assert entering.find_strict_direction([[q(0), q(0)]]) == (None, "zero row")
 
 

@@ -13,9 +13,10 @@ import random
 from fractions import Fraction as F
 
 import boundary_oracle as O
+
+from exactident.check import check
 from exactident.io.case import parse_case
 from exactident.verify.certificate import verify_certificate
-from exactident.check import check
 
 WIDTHS = [[1, 2, 1], [2, 2, 1], [1, 2, 2], [1, 1, 2, 1], [1, 2, 1, 1], [2, 1, 2]]
 
@@ -50,7 +51,7 @@ def test_random_boundary_cases_are_backed_by_independent_checks():
         Xf = [[F(v) for v in row] for row in X]
         for p in r.patterns or []:
             sides = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in p["ties"]}
-            rg, ra, dim = O.resolution_ranks(widths, Wf, bf, Xf, sides)
+            rg, ra, _dim = O.resolution_ranks(widths, Wf, bf, Xf, sides)
             assert p["rank_gamma"] == rg and p["rank_a"] in (None, ra)
         if r.verdict == "identifiable":
             assert all(rg == dim for rg, _, dim in O.all_resolution_ranks(widths, Wf, bf, Xf).values())

@@ -14,9 +14,9 @@ from decimal import Decimal
 import flint
 import pytest
 
-from exactident.io.case import CASE_FORMAT, dump_case, load_case, parse_case, read_json, write_case
-from exactident.io.atomic import atomic_write_text
 from exactident.errors import CaseFormatError
+from exactident.io.atomic import atomic_write_text
+from exactident.io.case import CASE_FORMAT, dump_case, load_case, parse_case, read_json, write_case
 
 BASE = {
     "format": "exactident-case/1",
@@ -156,7 +156,8 @@ def test_directory_is_not_a_file(tmp_path):
 def test_non_finite_tokens_name_their_field(tmp_path, token):
     # SPEC §3: NaN and infinities are errors that name the field.
     text = json.dumps(BASE).replace('"5"', token)
-    with pytest.raises(CaseFormatError, match=rf"c\.json: weights\[0\]\[1\]\[1\]: expected a finite number, found {token}"):
+    message = rf"c\.json: weights\[0\]\[1\]\[1\]: expected a finite number, found {token}"
+    with pytest.raises(CaseFormatError, match=message):
         load_case(write(tmp_path, "c.json", text.encode()))
 
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from exactident.io.case import load_case
-from exactident.verify.certificate import verify_certificate
 from exactident.cli import main
 from exactident.errors import CaseFormatError
+from exactident.io.case import load_case
+from exactident.verify.certificate import verify_certificate
 
 KINK = "cases/tiny-111-kink.json"
 
@@ -61,7 +61,8 @@ def test_tampered_certificate_is_rejected(tmp_path, report, capsys, how):
 
 def test_certificate_for_another_case_is_rejected(tmp_path, report, capsys):
     # Adding sample -1 makes the case identifiable: the same certificate must fail.
-    case = json.load(open(KINK))
+    with open(KINK) as fh:
+        case = json.load(fh)
     case["sample"].append(["-1"])
     path = tmp_path / "case.json"
     path.write_text(json.dumps(case))

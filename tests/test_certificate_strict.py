@@ -14,12 +14,12 @@ import types
 
 import pytest
 
-from exactident.io.case import load_case
 from exactident.check import check
-from exactident.verify.certificate import verify_certificate
 from exactident.cli import main
 from exactident.errors import CaseFormatError
+from exactident.io.case import load_case
 from exactident.io.report import reports_to_json
+from exactident.verify.certificate import verify_certificate
 
 KINK = "cases/tiny-111-kink.json"
 KINK_PLUS = "cases/tiny-111-kink-plus.json"

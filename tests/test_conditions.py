@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks
 from exactident.errors import InvariantViolation
+from exactident.model.conditions import (
+    DEGENERATE,
+    IDENTIFIABLE,
+    INCONCLUSIVE,
+    NOT_IDENTIFIABLE,
+    holds_cn,
+    holds_cs,
+    reason_from_ranks,
+    verdict_from_ranks,
+)
 
 
 @pytest.mark.parametrize("rank_gamma,rank_a,dim,degenerate,verdict", [

@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exactident.io.case import load_case, parse_case, write_case
 from exactident.check import check
 from exactident.cli import main
 from exactident.crosscheck.command import expand_paths
-from exactident.errors import CaseFormatError, UnsupportedCaseError
-from exactident.numeric.tolerance import Policy, default_policies
 from exactident.crosscheck.core import crosscheck_case, summarize
+from exactident.errors import CaseFormatError, UnsupportedCaseError
+from exactident.io.case import load_case, parse_case, write_case
+from exactident.numeric.tolerance import Policy, default_policies
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = ROOT / "cases" / "tolerance"
@@ -255,7 +255,7 @@ def test_cli_bad_case_names_file_and_field(tmp_path, capsys):
                                "weights": [[["oops"]]], "biases": [["0"]], "sample": [[1]]}))
     assert main(["crosscheck", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert str(bad) in err and "weights[0][0][0]" in err and "\n" == err[-1] and err.count("\n") == 1
+    assert str(bad) in err and "weights[0][0][0]" in err and err[-1] == "\n" and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("make,match", [

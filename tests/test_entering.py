@@ -15,8 +15,8 @@ import flint
 import pytest
 
 from exactident.boundary import entering
-from exactident.io.case import parse_case
 from exactident.check import check
+from exactident.io.case import parse_case
 
 q = flint.fmpq
 

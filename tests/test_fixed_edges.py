@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from _gen import random_case
 
-from exactident.io.case import parse_case
 from exactident.check import check
 from exactident.errors import UnsupportedCaseError
+from exactident.io.case import parse_case
 from exactident.model.fixed_edges import fixed_edges, free_parameters
 
 

@@ -13,24 +13,23 @@ import os
 import random
 
 import flint
-import numpy as np
 import pytest
 
-from exactident.model.activation import activation_state, alpha_exact
-from exactident.io.case import Case, load_case
 from exactident.check import check
 from exactident.errors import InvariantViolation
-from exactident.model.fixed_edges import fixed_edges
-from exactident.model.gamma import gamma_exact
-from exactident.ranks.certify import certify_rank_alpha, certify_ranks
-from exactident.model.gamma_modular import gamma_mod_p, gram_mod_p
-from exactident.ranks.kernels import neuron_local_kernel
-from exactident.ranks.bounds import pattern_rank_bound
-from exactident.model.integer_forward import data_denominator, integer_forward
+from exactident.io.case import Case, load_case
 from exactident.linalg import exact
 from exactident.linalg.modular import random_primes
-from exactident.verify.rank import verify_rank_certificate
+from exactident.model.activation import activation_state, alpha_exact
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma import gamma_exact
+from exactident.model.gamma_modular import gamma_mod_p, gram_mod_p
+from exactident.model.integer_forward import data_denominator, integer_forward
 from exactident.model.network import Network, pre_activations
+from exactident.ranks.bounds import pattern_rank_bound
+from exactident.ranks.certify import certify_rank_alpha, certify_ranks
+from exactident.ranks.kernels import neuron_local_kernel
+from exactident.verify.rank import verify_rank_certificate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -188,8 +187,10 @@ def test_a_prime_dividing_a_denominator_is_never_used():
 
     def primes_in(obj):
         if isinstance(obj, dict):
-            return [v for k, v in obj.items() if k == "prime"] + sum(
-                ([p for p in v] if k == "primes" else primes_in(v) for k, v in obj.items()), [])
+            found = [v for k, v in obj.items() if k == "prime"]
+            for k, v in obj.items():
+                found.extend(v if k == "primes" else primes_in(v))
+            return found
         return []
 
     used = primes_in(res.certificate)

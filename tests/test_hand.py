@@ -11,12 +11,12 @@ from __future__ import annotations
 import flint
 import pytest
 
-from exactident.model.activation import Tie, activation_state, alpha_exact
-from exactident.io.case import parse_case
 from exactident.check import check
+from exactident.io.case import parse_case
+from exactident.linalg import exact
+from exactident.model.activation import Tie, activation_state, alpha_exact
 from exactident.model.fixed_edges import fixed_edges, free_parameters
 from exactident.model.gamma import gamma_exact
-from exactident.linalg import exact
 
 
 def make(widths, weights, biases, sample, name="hand"):

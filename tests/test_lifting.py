@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import flint
 import pytest
-
 from _gen import random_case
 
-from exactident.model.activation import activation_state, n_paths
-from exactident.io.case import parse_case
 from exactident.errors import UnsupportedCaseError
+from exactident.io.case import parse_case
+from exactident.model.activation import activation_state, n_paths
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.lifting import MAX_LIFTING_ENTRIES, dpsi, paths, phi, psi, tau_of, verify_propositions
 from exactident.model.network import Network

@@ -18,8 +18,19 @@ import pytest
 
 from exactident.errors import InvariantViolation
 from exactident.linalg import exact
-from exactident.linalg.modular import PRIME_HI, PRIME_LO, matmul_mod, random_primes, rank_mod_p, rational_reconstruction, require_prime, residues, rref_kernel_mod_p, to_nmod_mat
 from exactident.linalg.certified import certified_rank, modular_lower_bound
+from exactident.linalg.modular import (
+    PRIME_HI,
+    PRIME_LO,
+    matmul_mod,
+    random_primes,
+    rank_mod_p,
+    rational_reconstruction,
+    require_prime,
+    residues,
+    rref_kernel_mod_p,
+    to_nmod_mat,
+)
 
 
 def known_rank_matrix(rng: random.Random, m: int, n: int, r: int, ops: int = 60) -> list[list[int]]:

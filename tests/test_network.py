@@ -5,7 +5,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
 from _gen import forward, random_case
 
 from exactident.io.case import parse_case

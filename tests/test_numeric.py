@@ -14,13 +14,13 @@ import flint
 import numpy as np
 import pytest
 
-from exactident.model.activation import activation_state
-from exactident.io.case import parse_case
 from exactident.check import check
 from exactident.errors import InvariantViolation, UnsupportedCaseError
+from exactident.io.case import parse_case
+from exactident.linalg import exact, floating
+from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
-from exactident.linalg import exact, floating
 from exactident.numeric.numpy_backend import float_operators
 
 
@@ -221,8 +221,8 @@ def test_agrees_on_the_boundary_compares_the_same_matrices(name):
     # not with the report's top-level ranks, which belong to another tie resolution.
     from pathlib import Path
 
-    from exactident.model.activation import alpha_exact
     from exactident.io.case import load_case
+    from exactident.model.activation import alpha_exact
 
     case = load_case(Path(__file__).resolve().parent.parent / "cases" / f"{name}.json")
     r = check(case, all_ranks=True)

@@ -23,17 +23,15 @@ import networkx as nx
 import numpy as np
 import pytest
 import sympy as sp
-
 from _gen import forward, random_case
 
-from exactident.model.activation import activation_state, alpha_exact
-from exactident.io.case import parse_case
 from exactident.check import check
+from exactident.io.case import parse_case
+from exactident.model.activation import activation_state, alpha_exact
 from exactident.model.fixed_edges import fixed_edges, free_parameters
 from exactident.model.gamma import free_columns, gamma_exact
 from exactident.model.lifting import dpsi, paths, phi, verify_propositions
 from exactident.numeric.numpy_backend import gamma_float, to_float_network, to_float_sample
-
 
 # ----------------------------------------------------------------------------- the oracle
 
@@ -199,7 +197,7 @@ def _cases():
 CASES = _cases()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _build(widths, seed, n, rational):
     """The case and its oracle, built once per parameter set (sympy is the slow part)."""
     tc = random_case(widths, seed * 7919 + sum(widths), n, rational=rational)
@@ -209,7 +207,7 @@ def _build(widths, seed, n, rational):
 
 @pytest.mark.parametrize("widths,seed,n,rational", CASES)
 def test_engine_matches_oracle(widths, seed, n, rational):
-    tc, case, orc = _build(widths, seed, n, rational)
+    _tc, case, orc = _build(widths, seed, n, rational)
     net, X = case.network, case.X
     fixed = fixed_edges(net)
     assert dict(fixed.s_max) == orc.fixed
@@ -223,13 +221,13 @@ def test_engine_matches_oracle(widths, seed, n, rational):
     order = [orc.names.index(nm) for nm in names]
     G_orc = orc.gamma.extract(list(range(orc.gamma.rows)), order)
     assert G.shape == G_orc.shape == (n * widths[-1], net.dim)
-    assert G == G_orc
+    assert G_orc == G
     # alpha: same path set, same entries once the columns are matched
     code_paths = paths(widths)
     assert sorted(code_paths) == sorted(orc.paths)
     A = to_sympy(alpha_exact(state.pattern, X))
     A_orc = orc.alpha.extract(list(range(n)), [orc.paths.index(p) for p in code_paths])
-    assert A == A_orc
+    assert A_orc == A
     # ranks and verdict
     r_gamma, r_a = orc.ranks()
     rep = check(case, numeric=False, all_ranks=True)
@@ -241,7 +239,7 @@ def test_engine_matches_oracle(widths, seed, n, rational):
 
 @pytest.mark.parametrize("widths,seed,n,rational", CASES)
 def test_propositions_1_and_10_with_independent_lifting(widths, seed, n, rational):
-    tc, case, orc = _build(widths, seed, n, rational)
+    _tc, case, orc = _build(widths, seed, n, rational)
     # Prop 1: f_theta(X) = alpha phi (both sides computed here)
     f = sp.Matrix(n, widths[-1], orc.outputs)
     assert orc.alpha * orc.phi == f
@@ -264,7 +262,7 @@ def test_propositions_1_and_10_with_independent_lifting(widths, seed, n, rationa
 
 @pytest.mark.parametrize("widths,seed,n,rational", CASES)
 def test_float_gamma_matches_exact(widths, seed, n, rational):
-    tc, case, orc = _build(widths, seed, n, rational)
+    _tc, case, orc = _build(widths, seed, n, rational)
     net = case.network
     fixed = fixed_edges(net)
     Gf = gamma_float(to_float_network(net), to_float_sample(case.X, widths[0]), fixed, free_columns(net, fixed))
@@ -289,7 +287,7 @@ def test_oracle_respects_a_non_default_fixed_edge():
     assert sorted(names) == sorted(orc.names)
     state = activation_state(case.network, case.X)
     G = to_sympy(gamma_exact(case.network, case.X, state.Z, state.pattern, fixed))
-    assert G == orc.gamma.extract(list(range(orc.gamma.rows)), [orc.names.index(nm) for nm in names])
+    assert orc.gamma.extract(list(range(orc.gamma.rows)), [orc.names.index(nm) for nm in names]) == G
 
 
 def test_oracle_table_covers_both_theorems():
@@ -341,9 +339,9 @@ def test_every_tie_resolution_matches_oracle(widths, seed):
         orc = Oracle(tc, acts=acts, lifting=False)
         pattern = resolve_ties(st.pattern, st.ties, sides)
         G = to_sympy(gamma_exact(net, X, st.Z, pattern, fixed))
-        assert G == orc.gamma.extract(list(range(orc.gamma.rows)), [orc.names.index(nm) for nm in names])
+        assert orc.gamma.extract(list(range(orc.gamma.rows)), [orc.names.index(nm) for nm in names]) == G
         A = to_sympy(alpha_exact(pattern, X))
-        assert A == orc.alpha.extract(list(range(len(X))), [orc.paths.index(p) for p in paths(widths)])
+        assert orc.alpha.extract(list(range(len(X))), [orc.paths.index(p) for p in paths(widths)]) == A
         assert exact_rank(gamma_exact(net, X, st.Z, pattern, fixed)) == orc.ranks()[0]
 
 
@@ -360,7 +358,7 @@ def test_gram_route_gives_rank_alpha(widths, seed, n, rational, monkeypatch):
 
     from exactident.model.activation import alpha_gram
 
-    tc, case, orc = _build(widths, seed, n, rational)
+    _tc, case, orc = _build(widths, seed, n, rational)
     st = activation_state(case.network, case.X)
     r_alpha = orc.ranks()[1] // widths[-1]
     assert exact_rank(alpha_gram(st.pattern, case.X)) == r_alpha

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from exactident.io.atomic import atomic_write_bytes, atomic_write_text
 from exactident.check import check
 from exactident.cli import main
+from exactident.io.atomic import atomic_write_bytes, atomic_write_text
 from exactident.io.case import parse_case
 from exactident.io.report import escape_nonprintable, render_table, reports_to_json
 

@@ -17,19 +17,17 @@ import flint
 import numpy as np
 import pytest
 import sympy as sp
-
 from _gen import case_obj
 
-from exactident.model.activation import activation_state, resolve_ties
-from exactident.io.case import parse_case, read_json
 from exactident.check import check
 from exactident.errors import CaseFormatError
+from exactident.io.case import parse_case, read_json
+from exactident.io.rationals import parse_number, to_fmpq
+from exactident.linalg import exact, floating
+from exactident.model.activation import activation_state, resolve_ties
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
-from exactident.linalg import exact, floating
 from exactident.numeric.numpy_backend import FloatNetwork, float_pattern, numeric_check
-from exactident.io.rationals import parse_number, to_fmpq
-
 
 # --------------------------------------------------------------------------- python-flint
 

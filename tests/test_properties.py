@@ -19,12 +19,12 @@ import json
 from decimal import Decimal
 from fractions import Fraction
 
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from _gen import case_obj, forward, is_tie_free, random_case
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from exactident.io.case import dump_case, load_case, parse_case, write_case
 from exactident.check import check
+from exactident.io.case import dump_case, load_case, parse_case, write_case
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

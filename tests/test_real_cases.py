@@ -47,8 +47,8 @@ import pytest
 from sympy import QQ
 from sympy.polys.matrices import DomainMatrix
 
-from exactident.io.case import dump_case, load_case
 from exactident.check import check
+from exactident.io.case import dump_case, load_case
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "examples" / "train_sklearn_cases.py"
@@ -67,7 +67,7 @@ REAL_CASES = _real_case_paths()
 IDS = [p.stem for p in REAL_CASES]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _report(path: Path):
     # One exact check per case for the whole module (the CPU is shared).
     return check(load_case(path), numeric=False, all_ranks=True)
@@ -83,7 +83,7 @@ def test_real_cases_are_shipped():
 
 def _q(value) -> Fraction:
     # JSON integer, exact decimal (Decimal) or a string "p/q", "-7", "1.25e-3".
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, (bool, float)):
         raise AssertionError(f"inexact value {value!r} in a case file")
     return Fraction(value)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from exactident.io.case import load_case
 from exactident.check import check
 from exactident.cli import main
+from exactident.io.case import load_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE_FILES = sorted((ROOT / "cases").glob("*.json")) + sorted((ROOT / "cases" / "tolerance").glob("*.json"))

@@ -7,8 +7,8 @@ and alpha rows (x, 1, 1) also rank 2, so R_Gamma = R_A = 2 < 3: C_N fails.
 Samples 0, 1, -1: x = -1 is inactive (z = -1), row (0, 0, 1); rank 3 = dim.
 """
 
-from exactident.io.case import parse_case
 from exactident.check import check
+from exactident.io.case import parse_case
 
 
 def _case(sample):

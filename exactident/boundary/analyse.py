@@ -43,27 +43,41 @@ Called by :func:`exactident.check.check`; calls :mod:`exactident.model.gamma`,
 from __future__ import annotations
 
 import random
-
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import flint
 
-from exactident.model.activation import ActivationState, Tie, resolve_ties
-from exactident.model.conditions import IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks
-from exactident.errors import InvariantViolation
 from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
 from exactident.boundary.line import find_probe, is_constant_line, line_outputs
+from exactident.errors import InvariantViolation
 from exactident.io.rationals import format_fmpq
+from exactident.linalg import exact
+from exactident.model.activation import ActivationState, Tie, resolve_ties
+from exactident.model.conditions import (
+    IDENTIFIABLE,
+    INCONCLUSIVE,
+    NOT_IDENTIFIABLE,
+    holds_cn,
+    holds_cs,
+    reason_from_ranks,
+    verdict_from_ranks,
+)
 from exactident.model.fixed_edges import FixedEdges, free_parameters
 from exactident.model.gamma import gamma_exact
-from exactident.linalg import exact
 from exactident.model.network import Network
 
-__all__ = ["BoundaryOutcome", "analyse_boundary", "invisible_ties", "tie_groups", "tie_dict",
-           "DEFAULT_MAX_RESOLUTIONS"]
+__all__ = [
+    "DEFAULT_MAX_RESOLUTIONS",
+    "BoundaryOutcome",
+    "analyse_boundary",
+    "invisible_ties",
+    "tie_dict",
+    "tie_groups",
+]
 
 DEFAULT_MAX_RESOLUTIONS = 4096
 #: Resolutions (failing C_S) whose kernels are searched for a straight-line certificate.

@@ -5,13 +5,17 @@ Called by :mod:`exactident.boundary.analyse`; verified independently by
 """
 
 from __future__ import annotations
-from typing import Any, Sequence
+
+from collections.abc import Sequence
+from typing import Any
+
 import flint
-from exactident.model.activation import Tie
+
 from exactident.errors import InvariantViolation
+from exactident.io.rationals import format_fmpq
+from exactident.model.activation import Tie
 from exactident.model.fixed_edges import FixedEdges, free_parameters
 from exactident.model.network import Network
-from exactident.io.rationals import format_fmpq
 
 __all__ = ["build_entering_certificate"]
 

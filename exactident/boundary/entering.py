@@ -28,9 +28,9 @@ A direction ``delta`` *enters* the piece of ``s`` when
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from math import gcd, lcm
-from typing import Sequence
 
 import flint
 import numpy as np
@@ -40,7 +40,8 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns, hidden_values
 from exactident.model.network import Network
 
-__all__ = ["TieGradients", "find_strict_direction", "relaxed_directions", "primitive_integer", "is_strictly_entering", "MAX_FM_ROWS"]
+__all__ = ["MAX_FM_ROWS", "TieGradients", "find_strict_direction", "is_strictly_entering", "primitive_integer",
+           "relaxed_directions"]
 
 #: Fourier–Motzkin gives up when one elimination step would combine more row pairs.
 MAX_FM_ROWS = 20_000

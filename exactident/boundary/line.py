@@ -1,4 +1,4 @@
-"""Straight-line certificates: a segment ``theta + eps delta`` of constant outputs (docs/boundary.md, beyond first order).
+"""Straight-line certificates: a segment ``theta + eps delta`` of constant outputs (beyond first order).
 
 The entering test of :mod:`exactident.boundary.entering` needs every tie to move
 strictly to first order.  When it fails (e.g. every kernel direction keeps a
@@ -24,14 +24,14 @@ Candidates ``delta`` come from the kernels of ``Gamma(s)`` (called by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import product
-from typing import Sequence
 
 import flint
 
 from exactident.model.network import Network
 
-__all__ = ["Poly", "line_outputs", "is_constant_line", "find_probe"]
+__all__ = ["Poly", "find_probe", "is_constant_line", "line_outputs"]
 
 Poly = list  # coefficients [c_0, c_1, ...] in Q (fmpq), lowest degree first
 

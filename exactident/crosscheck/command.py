@@ -24,17 +24,17 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
+from exactident.crosscheck.core import crosscheck_case, summarize
+from exactident.crosscheck.render import render_text, to_csv
+from exactident.errors import CaseFormatError, OutputError
 from exactident.io.atomic import atomic_write_bytes, write_stdout
 from exactident.io.case import Case, load_case
-from exactident.errors import CaseFormatError, OutputError
-from exactident.crosscheck.core import crosscheck_case, summarize
 from exactident.numeric.tolerance import default_policies
-from exactident.crosscheck.render import render_text, to_csv
 
-__all__ = ["add_arguments", "run", "expand_paths"]
+__all__ = ["add_arguments", "expand_paths", "run"]
 
 
 def _positive(text: str) -> float:

@@ -36,21 +36,22 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from exactident.model.activation import activation_state
-from exactident.io.case import Case
 from exactident.check import check
+from exactident.io.case import Case
+from exactident.model.activation import activation_state
 from exactident.model.conditions import VERDICTS, verdict_from_ranks
 from exactident.model.fixed_edges import fixed_edges
 from exactident.numeric.numpy_backend import float_operators
-from exactident.numeric.tolerance import Policy, default_policies
 from exactident.numeric.spectra import Spectra
+from exactident.numeric.tolerance import Policy, default_policies
 
-__all__ = ["PolicyOutcome", "CaseCrosscheck", "crosscheck_case", "SuiteSummary", "summarize"]
+__all__ = ["CaseCrosscheck", "PolicyOutcome", "SuiteSummary", "crosscheck_case", "summarize"]
 
 
 @dataclass

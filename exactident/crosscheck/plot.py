@@ -17,16 +17,16 @@ from __future__ import annotations
 import io
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from exactident.io.atomic import atomic_write_bytes
-from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.crosscheck.core import CaseCrosscheck, SuiteSummary
+from exactident.errors import CaseFormatError, UnsupportedCaseError
+from exactident.io.atomic import atomic_write_bytes
 
-__all__ = ["require_matplotlib", "plot_format", "render_case", "render_suite", "plot_case", "plot_suite"]
+__all__ = ["plot_case", "plot_format", "plot_suite", "render_case", "render_suite", "require_matplotlib"]
 
 _COLORS = ["tab:purple", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "black"]
 _STYLE = {"numpy-default": "-", "rtol": "--", "float64-eps": ":", "atol": "-.", "torch-default": "-"}
@@ -143,7 +143,7 @@ def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: 
     ends = [v for _, band, _ in rows for v in band if 0 < v < math.inf]
     left = min(ends + [1e-18]) / 10
     right = 10.0
-    for y, (name, (lo, hi), r) in enumerate(rows):
+    for y, (_name, (lo, hi), r) in enumerate(rows):
         a, b = max(lo, left), min(hi, right)
         color = "tab:blue" if lo < hi else "tab:red"
         ax.plot([a, b], [y, y], color=color, lw=5, solid_capstyle="butt")

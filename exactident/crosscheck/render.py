@@ -4,14 +4,16 @@ Called by :mod:`exactident.crosscheck.command`.
 """
 
 from __future__ import annotations
+
 import csv
 import io
 import math
-from typing import Sequence
-from exactident.io.report import escape_nonprintable
-from exactident.crosscheck.core import CaseCrosscheck, SuiteSummary
+from collections.abc import Sequence
 
-__all__ = ["CSV_COLUMNS", "to_csv", "render_text"]
+from exactident.crosscheck.core import CaseCrosscheck, SuiteSummary
+from exactident.io.report import escape_nonprintable
+
+__all__ = ["CSV_COLUMNS", "render_text", "to_csv"]
 
 
 CSV_COLUMNS = ["case", "policy", "exact_verdict", "float_verdict", "right_verdict",

@@ -15,13 +15,13 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from exactident.errors import OutputError
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_stdout"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_stdout"]
 
 
 @contextmanager
@@ -67,16 +67,14 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_path`)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
 
 
 def write_stdout(text: str) -> None:

@@ -18,21 +18,21 @@ from typing import Any
 
 import flint
 
-from exactident.io.atomic import atomic_write_text
 from exactident.errors import CaseFormatError
-from exactident.model.network import Network
+from exactident.io.atomic import atomic_write_text
 from exactident.io.rationals import NonFinite, describe_json_value, format_fmpq, parse_number
+from exactident.model.network import Network
 
 __all__ = [
     "CASE_FORMAT",
     "Case",
-    "load_case",
-    "parse_case",
+    "atomic_write_text",
     "case_to_json",
     "dump_case",
-    "write_case",
+    "load_case",
+    "parse_case",
     "read_json",
-    "atomic_write_text",
+    "write_case",
 ]
 
 CASE_FORMAT = "exactident-case/1"
@@ -112,7 +112,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         return json.loads(text, parse_float=decimal.Decimal, parse_int=_json_int,
                           parse_constant=NonFinite, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
-        raise CaseFormatError(source, "", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise CaseFormatError(source, "", f"not valid JSON ({where}: {exc.msg})") from None
     except _DuplicateKey as exc:
         raise CaseFormatError(source, "", f"not valid JSON for exactident ({exc})") from None
     except RecursionError:
@@ -187,7 +188,8 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
         raise CaseFormatError(source, "widths", f"expected at least 2 widths (N_0, ..., N_L), found {len(widths)}")
     for i, w in enumerate(widths):
         if isinstance(w, bool) or not isinstance(w, int) or w < 1:
-            raise CaseFormatError(source, f"widths[{i}]", f"expected a positive integer, found {describe_json_value(w)}")
+            found = describe_json_value(w)
+            raise CaseFormatError(source, f"widths[{i}]", f"expected a positive integer, found {found}")
     L = len(widths) - 1
     weights = _list(obj["weights"], source, "weights", L, f"a list of {L} matrices")
     biases = _list(obj["biases"], source, "biases", L, f"a list of {L} vectors")

@@ -15,8 +15,15 @@ from fractions import Fraction
 
 import flint
 
-__all__ = ["parse_number", "format_fmpq", "to_fmpq", "describe_json_value", "NonFinite",
-           "MAX_EXPONENT", "MAX_DIGITS"]
+__all__ = [
+    "MAX_DIGITS",
+    "MAX_EXPONENT",
+    "NonFinite",
+    "describe_json_value",
+    "format_fmpq",
+    "parse_number",
+    "to_fmpq",
+]
 
 #: Largest decimal exponent accepted; beyond it the exact integer would be huge.
 MAX_EXPONENT = 4000
@@ -53,7 +60,7 @@ def to_fmpq(value: int | Fraction | flint.fmpq | flint.fmpz) -> flint.fmpq:
     """
     if isinstance(value, flint.fmpq):
         return value
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, (bool, float)):
         raise TypeError(f"inexact or boolean value {value!r} on the exact path")
     if isinstance(value, (int, flint.fmpz)):
         return flint.fmpq(value)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-__all__ = ["REPORT_FORMAT", "Report", "reports_to_json", "render_table", "escape_nonprintable"]
+__all__ = ["REPORT_FORMAT", "Report", "escape_nonprintable", "render_table", "reports_to_json"]
 
 REPORT_FORMAT = "exactident-report/1"
 
@@ -90,7 +91,8 @@ def render_table(reports: Sequence[Report]) -> str:
         if r.numeric is None:
             flt = "-"
         else:
-            flt = "agrees" if r.numeric["agrees"] else f"DISAGREES ({r.numeric['verdict']}, rank {r.numeric['rank_gamma']})"
+            num = r.numeric
+            flt = "agrees" if num["agrees"] else f"DISAGREES ({num['verdict']}, rank {num['rank_gamma']})"
         rows.append([esc(r.name), r.verdict, str(r.rank_gamma), "-" if r.rank_a is None else str(r.rank_a),
                      str(r.dim), str(r.n_samples * r.widths[-1]), str(r.n_ties), flt, f"{r.seconds:.2f}s"])
     widths = [max(len(h), *(len(row[c]) for row in rows)) for c, h in enumerate(head)]

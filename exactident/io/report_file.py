@@ -1,9 +1,13 @@
-"""Read a report file (``exactident-report/1`` JSON) strictly: duplicate keys, deep nesting and unreadable files are bad input.
+"""Read a report file (``exactident-report/1`` JSON) strictly.
+
+Duplicate keys, deep nesting and unreadable files are bad input (:class:`exactident.errors.CaseFormatError`).
 """
 
 from __future__ import annotations
+
 import json
 from typing import Any
+
 from exactident.errors import CaseFormatError
 
 __all__ = ["read_report_json"]

@@ -18,17 +18,35 @@ networks.  Called by :mod:`exactident.ranks.certify` and
 """
 
 from __future__ import annotations
+
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import gcd
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
+
 import flint
 import numpy as np
-from exactident.errors import InvariantViolation
-from exactident.linalg.modular import matmul_mod, random_primes, rank_mod_p, rational_reconstruction, require_prime, rref_kernel_mod_p, to_nmod_mat
 
-__all__ = ["CertifiedRank", "certified_rank", "modular_lower_bound", "kernel_to_integer_columns",
-           "kernel_is_zero_mod", "has_full_column_rank"]
+from exactident.errors import InvariantViolation
+from exactident.linalg.modular import (
+    matmul_mod,
+    random_primes,
+    rank_mod_p,
+    rational_reconstruction,
+    require_prime,
+    rref_kernel_mod_p,
+    to_nmod_mat,
+)
+
+__all__ = [
+    "CertifiedRank",
+    "certified_rank",
+    "has_full_column_rank",
+    "kernel_is_zero_mod",
+    "kernel_to_integer_columns",
+    "modular_lower_bound",
+]
 
 
 @dataclass
@@ -245,7 +263,7 @@ def _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used) -> list[int] | N
 def _reconstruct_kernel(image_mod_p, first_image, first_prime, shape, avoid, entry_bound, rng,
                         max_primes, used):
     """CRT + rational reconstruction of the reduced kernel basis; exact check. None on failure."""
-    m, n = shape
+    _m, n = shape
     pivots, free, N = rref_kernel_mod_p(first_image, first_prime)
     if not free:
         return None

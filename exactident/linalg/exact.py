@@ -12,7 +12,7 @@ from math import lcm
 
 import flint
 
-__all__ = ["to_integer_rows", "rank", "nullspace"]
+__all__ = ["nullspace", "rank", "to_integer_rows"]
 
 
 def to_integer_rows(M: flint.fmpq_mat) -> flint.fmpz_mat:

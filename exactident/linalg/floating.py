@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FloatRank", "default_tol", "rank", "nullspace", "consistent_band"]
+__all__ = ["FloatRank", "consistent_band", "default_tol", "nullspace", "rank"]
 
 
 @dataclass
@@ -114,9 +114,9 @@ def consistent_band(singular_values: np.ndarray, r: int) -> tuple[float, float]:
 
 def nullspace(M: np.ndarray, tol: float | None = None) -> np.ndarray:
     """Float kernel basis (columns) from the SVD; a *candidate* only, never a proof."""
-    m, n = M.shape
+    _m, n = M.shape
     if M.size == 0:
         return np.eye(n)
-    _, s, vt = np.linalg.svd(M)
+    _, _s, vt = np.linalg.svd(M)
     r = rank(M, tol).rank
     return vt[r:].T.copy()

@@ -20,16 +20,27 @@ Imports nothing from the rest of the package but :mod:`exactident.errors`.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from math import gcd, isqrt
-from typing import Any, Sequence
+from typing import Any
 
 import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
 
-__all__ = ["PRIME_LO", "PRIME_HI", "require_prime", "random_primes", "residues", "matmul_mod",
-           "to_nmod_mat", "rank_mod_p", "rref_kernel_mod_p", "rational_reconstruction"]
+__all__ = [
+    "PRIME_HI",
+    "PRIME_LO",
+    "matmul_mod",
+    "random_primes",
+    "rank_mod_p",
+    "rational_reconstruction",
+    "require_prime",
+    "residues",
+    "rref_kernel_mod_p",
+    "to_nmod_mat",
+]
 
 #: Random primes are drawn from ``[PRIME_LO, PRIME_HI)``: word size, and ``p**2 < 2**62``.
 PRIME_LO = 2**30

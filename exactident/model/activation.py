@@ -17,9 +17,9 @@ from the Gram matrix (:func:`alpha_gram`) when ``alpha`` is too wide.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import lcm, prod
-from typing import Sequence
 
 import flint
 import numpy as np
@@ -28,14 +28,14 @@ from exactident.model.integer_forward import integer_forward
 from exactident.model.network import Network
 
 __all__ = [
-    "Tie",
     "ActivationState",
-    "activation_state",
+    "Tie",
     "activation_pattern",
-    "resolve_ties",
-    "n_paths",
+    "activation_state",
     "alpha_exact",
     "alpha_gram",
+    "n_paths",
+    "resolve_ties",
 ]
 
 

@@ -15,8 +15,17 @@ from __future__ import annotations
 
 from exactident.errors import InvariantViolation
 
-__all__ = ["IDENTIFIABLE", "NOT_IDENTIFIABLE", "INCONCLUSIVE", "DEGENERATE", "VERDICTS",
-           "holds_cs", "holds_cn", "verdict_from_ranks", "reason_from_ranks"]
+__all__ = [
+    "DEGENERATE",
+    "IDENTIFIABLE",
+    "INCONCLUSIVE",
+    "NOT_IDENTIFIABLE",
+    "VERDICTS",
+    "holds_cn",
+    "holds_cs",
+    "reason_from_ranks",
+    "verdict_from_ranks",
+]
 
 IDENTIFIABLE = "identifiable"
 NOT_IDENTIFIABLE = "not-identifiable"

@@ -14,14 +14,13 @@ Parameter order (columns of ``Gamma``, coordinates of ``tau``): for
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
-
 
 from exactident.errors import UnsupportedCaseError
 from exactident.model.network import Network
 
-__all__ = ["Parameter", "FixedEdges", "fixed_edges", "free_parameters"]
+__all__ = ["FixedEdges", "Parameter", "fixed_edges", "free_parameters"]
 
 
 @dataclass(frozen=True)

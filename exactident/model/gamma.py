@@ -13,7 +13,7 @@ Row ``i * N_L + k`` is output ``k`` at sample ``x^i``; columns follow
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import flint
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network, relu_fmpq_mat, sample_matrix
 
-__all__ = ["gamma_exact", "free_columns", "hidden_values"]
+__all__ = ["free_columns", "gamma_exact", "hidden_values"]
 
 
 def free_columns(net: Network, fixed: FixedEdges) -> list[int]:

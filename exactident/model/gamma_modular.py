@@ -17,21 +17,29 @@ Called by :mod:`exactident.ranks.certify` (certified ranks) and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil, lcm, prod
-from typing import Any, Sequence
+from typing import Any
 
 import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
+from exactident.linalg.modular import require_prime
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns
 from exactident.model.integer_forward import common_denominator, integer_forward
-from exactident.linalg.modular import require_prime
 from exactident.model.network import Network
 
-__all__ = ["Scaled", "ModularData", "gamma_mod_p", "gram_counts", "gram_mod_p", "gamma_entry_bound",
-           "gram_entry_bound"]
+__all__ = [
+    "ModularData",
+    "Scaled",
+    "gamma_entry_bound",
+    "gamma_mod_p",
+    "gram_counts",
+    "gram_entry_bound",
+    "gram_mod_p",
+]
 
 
 class Scaled:
@@ -59,7 +67,7 @@ class ModularData:
 
 
 def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                fixed: FixedEdges, p: int, avoid: int = 1, data: "ModularData | None" = None) -> np.ndarray:
+                fixed: FixedEdges, p: int, avoid: int = 1, data: ModularData | None = None) -> np.ndarray:
     """``Gamma(X, theta) mod p`` by backpropagation in Z/pZ (Prop. 10).
 
     Parameters
@@ -131,7 +139,7 @@ def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]], p: int,
                avoid: int = 1, counts: Sequence[np.ndarray] | None = None,
-               X_scaled: "Scaled | None" = None) -> np.ndarray:
+               X_scaled: Scaled | None = None) -> np.ndarray:
     """``alpha alpha^T mod p``, shape ``(n, n)`` (see :func:`exactident.model.activation.alpha_gram`).
 
     ``<alpha(x^i), alpha(x^j)> = (x^i . x^j) prod_l c_l + sum_l prod_{l' >= l} c_l' + 1``,
@@ -188,7 +196,7 @@ def gamma_entry_bound(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> int:
         worst = max(worst, D_abs * max(h_max, flint.fmpq(1)))
         D_abs *= colsum[l - 1]
         e *= dW[l - 1]
-    return int(ceil(flint.fmpq(S) * worst)) + 1
+    return int(ceil(flint.fmpq(S) * worst)) + 1  # noqa: RUF046 - ceil of an fmpq is an fmpz
 
 
 def gram_entry_bound(X: Sequence[Sequence[flint.fmpq]], widths: Sequence[int]) -> int:

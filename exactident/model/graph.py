@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["network_graph"]
 
 
-def network_graph(net: Network) -> "nx.DiGraph":
+def network_graph(net: Network) -> nx.DiGraph:
     """The graph ``(V, E)`` of paper §2.1: nodes ``(l, v)``, edges carry ``weight``.
 
     Parameters

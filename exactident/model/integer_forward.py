@@ -20,16 +20,21 @@ Called by :mod:`exactident.model.activation` (the activation state) and by
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import lcm
-from typing import Iterable, Sequence
 
 import flint
 
 from exactident.model.network import Network
 
-__all__ = ["IntegerForward", "integer_forward", "common_denominator", "scaled_rows",
-           "data_denominator"]
+__all__ = [
+    "IntegerForward",
+    "common_denominator",
+    "data_denominator",
+    "integer_forward",
+    "scaled_rows",
+]
 
 
 @dataclass

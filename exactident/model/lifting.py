@@ -16,18 +16,18 @@ depth: everything here refuses networks above :data:`MAX_LIFTING_ENTRIES`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Sequence
 
 import flint
 
-from exactident.model.activation import ActivationState, alpha_exact, n_paths
 from exactident.errors import InvariantViolation, UnsupportedCaseError
+from exactident.model.activation import ActivationState, alpha_exact, n_paths
 from exactident.model.fixed_edges import FixedEdges, Parameter, free_parameters
 from exactident.model.gamma import gamma_exact
 from exactident.model.network import Network
 
-__all__ = ["Path", "paths", "phi", "psi", "tau_of", "dpsi", "verify_propositions", "MAX_LIFTING_ENTRIES"]
+__all__ = ["MAX_LIFTING_ENTRIES", "Path", "dpsi", "paths", "phi", "psi", "tau_of", "verify_propositions"]
 
 Path = tuple[int, tuple[int, ...]]
 

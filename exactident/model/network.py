@@ -11,13 +11,19 @@ Used by :mod:`exactident.model.fixed_edges`, :mod:`exactident.model.activation`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import flint
 
-__all__ = ["Network", "pre_activations", "relu_fmpq_mat", "sample_matrix",
-           "degenerate_neurons", "is_degenerate"]
+__all__ = [
+    "Network",
+    "degenerate_neurons",
+    "is_degenerate",
+    "pre_activations",
+    "relu_fmpq_mat",
+    "sample_matrix",
+]
 
 
 @dataclass
@@ -62,7 +68,7 @@ class Network:
         """Paper indices ``l = 1..L-1`` of the hidden layers."""
         return range(1, self.L)
 
-    def copy(self) -> "Network":
+    def copy(self) -> Network:
         return Network(self.widths, [flint.fmpq_mat(M) for M in self.W], [list(v) for v in self.b])
 
 

@@ -10,22 +10,33 @@ moved a sample across a kink is recorded (``pattern_differs``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import flint
 import numpy as np
 
+from exactident.linalg import floating
 from exactident.model.activation import n_paths
 from exactident.model.conditions import verdict_from_ranks
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns
-from exactident.linalg import floating
 from exactident.model.network import Network
 
-__all__ = ["FloatNetwork", "to_float_network", "to_float_sample", "float_pattern", "gamma_float",
-           "alpha_float", "alpha_float_gram", "FloatOperators", "float_operators", "NumericResult",
-           "numeric_check", "MAX_ALPHA_ENTRIES"]
+__all__ = [
+    "MAX_ALPHA_ENTRIES",
+    "FloatNetwork",
+    "FloatOperators",
+    "NumericResult",
+    "alpha_float",
+    "alpha_float_gram",
+    "float_operators",
+    "float_pattern",
+    "gamma_float",
+    "numeric_check",
+    "to_float_network",
+    "to_float_sample",
+]
 
 #: Above this many entries ``alpha`` is not materialised; its Gram matrix is used.
 MAX_ALPHA_ENTRIES = 20_000_000

@@ -5,9 +5,12 @@ Filled by :mod:`exactident.crosscheck.core` (numpy) and
 """
 
 from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Any
+
 import numpy as np
+
 from exactident.linalg.floating import consistent_band
 
 __all__ = ["Spectra"]

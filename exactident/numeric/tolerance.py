@@ -17,7 +17,9 @@ Used by :mod:`exactident.crosscheck.core`.
 """
 
 from __future__ import annotations
+
 from dataclasses import dataclass
+
 import numpy as np
 
 __all__ = ["EPS64", "Policy", "default_policies"]

@@ -20,19 +20,25 @@ lazily; :class:`~exactident.errors.UnsupportedCaseError` if missing).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import flint
 import numpy as np
 
 from exactident.errors import UnsupportedCaseError
+from exactident.model.activation import n_paths
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns
 from exactident.model.network import Network
-from exactident.numeric.numpy_backend import alpha_float, alpha_float_gram, MAX_ALPHA_ENTRIES, to_float_network, to_float_sample
-from exactident.model.activation import n_paths
+from exactident.numeric.numpy_backend import (
+    MAX_ALPHA_ENTRIES,
+    alpha_float,
+    alpha_float_gram,
+    to_float_network,
+    to_float_sample,
+)
 
-__all__ = ["import_torch", "build_sequential", "gamma_torch", "torch_spectra"]
+__all__ = ["build_sequential", "gamma_torch", "import_torch", "torch_spectra"]
 
 
 def import_torch():

@@ -4,9 +4,12 @@ Called by :mod:`exactident.ranks.certify` and :mod:`exactident.verify.rank`.
 """
 
 from __future__ import annotations
-from typing import Sequence
+
+from collections.abc import Sequence
+
 import flint
 import numpy as np
+
 from exactident.linalg import exact
 
 __all__ = ["pattern_rank_bound"]

@@ -12,24 +12,36 @@ Called by :mod:`exactident.check` and :mod:`exactident.boundary.analyse`.
 """
 
 from __future__ import annotations
+
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
+
 import flint
 import numpy as np
-from exactident.model.activation import alpha_gram, n_paths
+
 from exactident.errors import InvariantViolation
-from exactident.model.fixed_edges import FixedEdges
-from exactident.model.gamma import gamma_exact
-from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.linalg import exact
 from exactident.linalg.certified import CertifiedRank, certified_rank, modular_lower_bound
+from exactident.model.activation import alpha_gram, n_paths
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.gamma import gamma_exact
+from exactident.model.gamma_modular import (
+    ModularData,
+    Scaled,
+    gamma_entry_bound,
+    gamma_mod_p,
+    gram_counts,
+    gram_entry_bound,
+    gram_mod_p,
+)
+from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.model.network import Network
-from exactident.model.gamma_modular import ModularData, Scaled, gamma_entry_bound, gamma_mod_p, gram_counts, gram_entry_bound, gram_mod_p
-from exactident.ranks.kernels import neuron_local_kernel, sparse_columns
 from exactident.ranks.bounds import pattern_rank_bound
+from exactident.ranks.kernels import neuron_local_kernel, sparse_columns
 
-__all__ = ["RankResult", "certify_rank_gamma", "certify_rank_alpha", "certify_ranks"]
+__all__ = ["RankResult", "certify_rank_alpha", "certify_rank_gamma", "certify_ranks"]
 
 
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],

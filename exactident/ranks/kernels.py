@@ -9,17 +9,20 @@ Called by :mod:`exactident.ranks.certify` and :mod:`exactident.verify.rank`.
 """
 
 from __future__ import annotations
-from typing import Sequence
+
+from collections.abc import Sequence
+
 import flint
 import numpy as np
+
 from exactident.errors import InvariantViolation
+from exactident.linalg import exact
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
 from exactident.model.integer_forward import integer_forward
-from exactident.linalg import exact
 from exactident.model.network import Network
 
-__all__ = ["sparse_columns", "neuron_local_kernel"]
+__all__ = ["neuron_local_kernel", "sparse_columns"]
 
 
 def sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:

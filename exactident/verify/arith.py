@@ -10,13 +10,26 @@ sympy's ``DomainMatrix`` over QQ.  Also the strict readers of report fields
 """
 
 from __future__ import annotations
+
 import re
+from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product
-from typing import Any, Sequence
+from typing import Any
 
-__all__ = ["PARAMETER_NAME", "BadField", "need", "parse_fraction", "tie_key", "forward_tangent", "rank_qq",
-           "alpha_rows", "line_forward", "as_fractions", "unknown_fields"]
+__all__ = [
+    "PARAMETER_NAME",
+    "BadField",
+    "alpha_rows",
+    "as_fractions",
+    "forward_tangent",
+    "line_forward",
+    "need",
+    "parse_fraction",
+    "rank_qq",
+    "tie_key",
+    "unknown_fields",
+]
 
 
 PARAMETER_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]")

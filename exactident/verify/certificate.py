@@ -7,8 +7,9 @@ constant-rank argument of ``docs/boundary.md`` (paper Theorem 8's proof on
 the piece of ``s``) nearby non-equivalent parameters then give the same
 outputs on ``X``.
 
-:func:`exactident.boundary.certificate.build_entering_certificate` writes it.  :func:`verify_certificate` re-checks it **independently** of the
-code that produced it: it uses only the case file (parsed by
+:func:`exactident.boundary.certificate.build_entering_certificate` writes it.
+:func:`verify_certificate` re-checks it **independently** of the code that produced
+it: it uses only the case file (parsed by
 :func:`exactident.io.case.load_case`, the validated edge) and its own arithmetic
 over ``fractions.Fraction``: its own forward pass and ties, its own check of
 the invisible ties and of the free-parameter set (one nonzero fixed outgoing
@@ -26,7 +27,8 @@ Entering part keys: ``resolution`` (ties with ``active``), ``invisible_ties``,
 (``name -> "p/q"``), ``derivatives`` (``g_t . delta`` per resolved tie),
 ``rank_gamma``, ``rank_a``, ``dim``.  A ``rank`` part (modular rank
 certificates) is checked by :func:`exactident.verify.rank.verify_rank_certificate`;
-if that check cannot run the part counts as not checked, hence not valid.  Nothing is valid unless it was checked: unknown parts or fields, a
+if that check cannot run the part counts as not checked, hence not valid.
+Nothing is valid unless it was checked: unknown parts or fields, a
 missing certificate, a report whose ``verdict`` or ``name`` disagrees with the
 certificate or the case are all rejected (exit 3); malformed fields are bad
 input (exit 2).
@@ -39,14 +41,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-
 from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
-from exactident.verify.arith import BadField, need, unknown_fields
 from exactident.io.report_file import read_report_json
+from exactident.verify.arith import BadField, need, unknown_fields
 from exactident.verify.entering import verify_entering
 from exactident.verify.line import verify_line
 
-__all__ = ["verify_certificate", "run_verify_certificate"]
+__all__ = ["run_verify_certificate", "verify_certificate"]
 
 
 # ---------------------------------------------------------------------------------------------

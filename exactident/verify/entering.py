@@ -7,10 +7,23 @@ recomputed with :mod:`exactident.verify.arith`.
 """
 
 from __future__ import annotations
+
 import math
 from fractions import Fraction
+
 from exactident.errors import UnsupportedCaseError
-from exactident.verify.arith import BadField, PARAMETER_NAME, alpha_rows, as_fractions, forward_tangent, need, parse_fraction, rank_qq, tie_key, unknown_fields
+from exactident.verify.arith import (
+    PARAMETER_NAME,
+    BadField,
+    alpha_rows,
+    as_fractions,
+    forward_tangent,
+    need,
+    parse_fraction,
+    rank_qq,
+    tie_key,
+    unknown_fields,
+)
 
 __all__ = ["MAX_VERIFY_ALPHA", "verify_entering"]
 
@@ -121,7 +134,7 @@ def verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
     def active_at_sample(i):
         def act(l, v, z):
             key = (i, l, v)
-            return sides[key] if key in sides else (True if key in ties else z > 0)
+            return sides.get(key, key in ties or z > 0)
         return act
 
     def direction(vec: dict[tuple, Fraction]):

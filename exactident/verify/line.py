@@ -1,11 +1,13 @@
-"""Verify a ``line`` certificate: ``f_{theta + eps delta}(X) = f_theta(X)`` for small ``eps > 0``, and a probe where ``f`` changes.
+"""Verify a ``line`` certificate: ``f_{theta + eps delta}(X) = f_theta(X)`` for small ``eps > 0``, and ``f`` changes.
 
 The network is re-run on polynomials in ``eps`` over Fractions
 (:func:`exactident.verify.arith.line_forward`).
 """
 
 from __future__ import annotations
+
 from fractions import Fraction
+
 from exactident.verify.arith import PARAMETER_NAME, as_fractions, line_forward, need, parse_fraction, unknown_fields
 
 __all__ = ["verify_line"]

@@ -8,21 +8,25 @@ The ranks it certifies are then compared with the report's claims by
 """
 
 from __future__ import annotations
+
 import random
+from collections.abc import Mapping
 from math import prod
-from typing import Any, Mapping
+from typing import Any
+
 import flint
-from exactident.model.activation import alpha_gram, n_paths
+
 from exactident.errors import InvariantViolation
-from exactident.model.fixed_edges import fixed_edges
-from exactident.model.gamma import gamma_exact
-from exactident.model.integer_forward import common_denominator, data_denominator
 from exactident.linalg import exact
 from exactident.linalg.certified import kernel_is_zero_mod
 from exactident.linalg.modular import random_primes, rank_mod_p, require_prime
+from exactident.model.activation import alpha_gram, n_paths
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma import gamma_exact
 from exactident.model.gamma_modular import gamma_entry_bound, gamma_mod_p, gram_entry_bound, gram_mod_p
-from exactident.ranks.kernels import neuron_local_kernel
+from exactident.model.integer_forward import common_denominator, data_denominator
 from exactident.ranks.bounds import pattern_rank_bound
+from exactident.ranks.kernels import neuron_local_kernel
 
 __all__ = ["verify_rank_certificate"]
 
