@@ -14,6 +14,7 @@ import argparse
 import io
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
@@ -25,7 +26,7 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would exit(2) itself, with usage text
+    def error(self, message: str) -> NoReturn:  # argparse would exit(2) itself, with usage text
         raise _UsageError(f"{self.prog}: {message}")
 
 
@@ -112,13 +113,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _silence_stdout() -> None:
     # The unwritten buffer would fail again at exit ("Exception ignored ..."): drop it.
-    if sys.stdout is not sys.__stdout__:  # a replaced stream (tests, embedding): leave it alone
+    out = sys.stdout
+    if out is not sys.__stdout__ or out is None:  # a replaced stream (tests, embedding): leave it alone
         return
     try:
         import os
 
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, out.fileno())
         os.close(devnull)
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         pass

@@ -253,7 +253,7 @@ def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any]
             dW = [flint.fmpq_mat(net.widths[l], net.widths[l - 1]) for l in range(1, net.L + 1)]
             db = [[flint.fmpq(0)] * net.widths[l] for l in range(1, net.L + 1)]
             for p, d in zip(params, delta):
-                if p.is_weight:
+                if p.j is not None:
                     dW[p.l - 1][p.i, p.j] = d
                 else:
                     db[p.l - 1][p.i] = d
@@ -343,7 +343,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     patterns: list[dict[str, Any]] = []
     line_pool: list[tuple[flint.fmpq_mat, list]] = []
     certificate = None
-    cert_res = None
+    cert_res: tuple[bool, ...] = ()
     best: tuple[int, int | None] | None = None
     n_reach = n_cs_fail = n_cn_fail = 0
     for active in _progress(product((True, False), repeat=len(ties)), n_res):
@@ -364,7 +364,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                 rows = [[signed[k][c] for c in cols] for k in members]
                 reach_cache[key] = find_strict_direction(rows)[0] is not None
             reachable = reachable and reach_cache[key]
-        if not cn and certificate is None:
+        if not cn and certificate is None and gamma is not None:  # not cn implies not cs: gamma is built
             K = exact.nullspace(gamma)
             rows = [(flint.fmpq_mat([row]) * K).entries() for row in signed]
             c, _how = find_strict_direction(rows)
@@ -375,7 +375,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                                                          gamma, g_rows, rg, ra)
                 cert_res = active
                 reachable = True  # the entering kernel direction is itself a first-order witness
-        if not cs and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
+        if gamma is not None and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
             line_pool.append((gamma, signed))
         n_reach += reachable
         n_cs_fail += not cs

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import product
+from typing import Any
 
 import flint
 
@@ -108,6 +109,7 @@ def is_constant_line(outs: Sequence[Poly]) -> bool:
 def _probe_points(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
     n0 = net.widths[0]
     grid = range(-3, 4)
+    pts: list[list[Any]]
     if n0 <= 2:
         pts = [list(p) for p in product(grid, repeat=n0)]
     else:

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     Every output is rendered before any is written, so a failing run leaves
     existing files untouched; a failing write raises :class:`OutputError`.
     """
-    plot_fmt = None
+    plot_fmt = ""
     if args.plot:
         from exactident.crosscheck.plot import plot_format
 

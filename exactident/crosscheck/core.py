@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from exactident.check import check
+from exactident.errors import InvariantViolation
 from exactident.io.case import Case
 from exactident.model.activation import activation_state
 from exactident.model.conditions import VERDICTS, verdict_from_ranks
@@ -177,7 +178,9 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     state = activation_state(net, X)
     fixed = fixed_edges(net)
     N_L = net.widths[-1]
-    p_rank_gamma, p_rank_a = report.pattern_ranks  # certified by check(), all_ranks=True
+    if report.pattern_ranks is None or report.pattern_ranks[1] is None:
+        raise InvariantViolation("check(all_ranks=True) returned no ranks at the >= 0 pattern")
+    p_rank_gamma, p_rank_a = report.pattern_ranks[0], report.pattern_ranks[1]  # certified, all_ranks=True
     p_verdict = verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, report.degenerate)
     spectra: dict[str, Spectra] = {}
     for backend in dict.fromkeys(p.backend for p in policies):

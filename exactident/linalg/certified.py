@@ -206,44 +206,44 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
     ub = bounds[ub_kind]
     if lower is None:
         lower = modular_lower_bound(image_mod_p, avoid=avoid, rng=rng, n_primes=n_lower_primes, stop_at=ub)
-    lower, lower_prime, image = lower
+    r_low, lower_prime, image = lower
     used = [lower_prime]
-    if lower > ub:
-        raise InvariantViolation(f"rank mod {lower_prime} = {lower} exceeds proven upper bound {ub} ({ub_kind})")
-    cert: dict[str, Any] = {"rank": lower, "shape": [m, n],
-                            "lower": {"prime": lower_prime, "rank_mod_p": lower}}
-    if lower == ub:
+    if r_low > ub:
+        raise InvariantViolation(f"rank mod {lower_prime} = {r_low} exceeds proven upper bound {ub} ({ub_kind})")
+    cert: dict[str, Any] = {"rank": r_low, "shape": [m, n],
+                            "lower": {"prime": lower_prime, "rank_mod_p": r_low}}
+    if r_low == ub:
         cert["upper"] = {"kind": ub_kind, "bound": ub}
-        return CertifiedRank(lower, cert)
+        return CertifiedRank(r_low, cert)
     if max_primes is None:
         max_primes = 8 if exact_kernel is not None and m * n <= 200_000 else 40
     kernel = None
     if local_kernel is not None:
         K = local_kernel()
-        if K and n - len(K) == lower:
+        if K and n - len(K) == r_low:
             q = random_primes(1, avoid, rng, exclude=used)[0]
             if has_full_column_rank(kernel_to_integer_columns(K), n, q):
                 # K is not stored: the verifier rebuilds it from the case (compact certificate)
-                cert["upper"] = {"kind": "kernel", "bound": lower, "source": "local", "nullity": len(K)}
-                return CertifiedRank(lower, cert)
+                cert["upper"] = {"kind": "kernel", "bound": r_low, "source": "local", "nullity": len(K)}
+                return CertifiedRank(r_low, cert)
     source = "crt"
     kernel = _reconstruct_kernel(image_mod_p, image, lower_prime, shape, avoid,
                                  entry_bound, rng, max_primes, used)
     if kernel is None and exact_kernel is not None:
         source = "exact-nullspace"
         K = exact_kernel()
-        if n - len(K) == lower:
+        if n - len(K) == r_low:
             check_primes = _check_kernel(K, image_mod_p, n, avoid, entry_bound(), rng, used)
             kernel = (K, check_primes) if check_primes else None
     if kernel is None:
         return None
     K, check_primes = kernel
-    if n - len(K) != lower:
+    if n - len(K) != r_low:
         return None
     cert["upper"] = {"kind": "kernel", "bound": n - len(K), "source": source,
                      "kernel": [[[i, _fmt(int(v.p), int(v.q))] for i, v in sorted(col.items())] for col in K],
                      "primes": check_primes}
-    return CertifiedRank(lower, cert)
+    return CertifiedRank(r_low, cert)
 
 
 def _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used) -> list[int] | None:

@@ -24,7 +24,7 @@ def to_integer_rows(M: flint.fmpq_mat) -> flint.fmpz_mat:
     """
     m, n = M.nrows(), M.ncols()
     rows = M.table()
-    out = []
+    out: list[int] = []
     for row in rows:
         d = lcm(*(int(v.q) for v in row)) if row else 1
         out.extend(int(v.p) * (d // int(v.q)) for v in row)

@@ -88,7 +88,7 @@ def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> Activat
     Z = fw.Z()
     n = len(X)
     pattern = []
-    ties = []
+    ties: list[Tie] = []
     zero = flint.fmpz(0)
     for l in net.hidden_layers():
         entries = fw.Z_int[l - 1].entries()

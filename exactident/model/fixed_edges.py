@@ -35,10 +35,6 @@ class Parameter:
     def name(self) -> str:
         return f"W_{self.l}[{self.i},{self.j}]" if self.j is not None else f"b_{self.l}[{self.i}]"
 
-    @property
-    def is_weight(self) -> bool:
-        return self.j is not None
-
 
 @dataclass(frozen=True)
 class FixedEdges:

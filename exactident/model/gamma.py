@@ -29,7 +29,7 @@ def free_columns(net: Network, fixed: FixedEdges) -> list[int]:
 
     The full vector lists, for ``l = 1..L``, all of ``W_l`` row-major then ``b_l``.
     """
-    cols = []
+    cols: list[int] = []
     offset = 0
     for l in range(1, net.L + 1):
         n_out, n_in = net.widths[l], net.widths[l - 1]

@@ -95,14 +95,14 @@ def phi(net: Network) -> flint.fmpq_mat:
 
 def tau_of(net: Network, fixed: FixedEdges) -> list[flint.fmpq]:
     """``tau_theta``: the values of the free parameters, length ``dim``."""
-    return [net.W[p.l - 1][p.i, p.j] if p.is_weight else net.b[p.l - 1][p.i] for p in free_parameters(net, fixed)]
+    return [net.W[p.l - 1][p.i, p.j] if p.j is not None else net.b[p.l - 1][p.i] for p in free_parameters(net, fixed)]
 
 
 def psi(net: Network, fixed: FixedEdges, tau: Sequence[flint.fmpq]) -> flint.fmpq_mat:
     """``psi^theta(tau) = phi(rho_theta(tau))``: the fixed edges keep theta's values."""
     other = net.copy()
     for p, value in zip(free_parameters(net, fixed), tau):
-        if p.is_weight:
+        if p.j is not None:
             other.W[p.l - 1][p.i, p.j] = value
         else:
             other.b[p.l - 1][p.i] = value
@@ -124,7 +124,7 @@ def dpsi(net: Network, fixed: FixedEdges) -> flint.fmpq_mat:
     for r, (p, k) in enumerate((p, k) for p in P for k in range(N_L)):
         factors = _path_factors(net, p, k)
         for s, (param, _) in enumerate(factors):
-            c = index.get(param)
+            c = index.get(param) if param is not None else None
             if c is not None:
                 D[r, c] = prod((v for t, (_, v) in enumerate(factors) if t != s), start=flint.fmpq(1))
     return D

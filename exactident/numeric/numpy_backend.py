@@ -62,9 +62,9 @@ class FloatNetwork:
 
 def to_float_network(net: Network, dtype: type = np.float64) -> FloatNetwork:
     """Round every parameter to the nearest float of ``dtype``."""
-    W = [np.array([[_f(M[i, j]) for j in range(M.ncols())] for i in range(M.nrows())],
+    W: list[np.ndarray] = [np.array([[_f(M[i, j]) for j in range(M.ncols())] for i in range(M.nrows())],
                   dtype=np.float64).reshape(M.nrows(), M.ncols()).astype(dtype) for M in net.W]
-    b = [np.array([_f(v) for v in bl], dtype=np.float64).astype(dtype) for bl in net.b]
+    b: list[np.ndarray] = [np.array([_f(v) for v in bl], dtype=np.float64).astype(dtype) for bl in net.b]
     return FloatNetwork(net.widths, W, b)
 
 
@@ -199,6 +199,7 @@ def float_operators(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: Fixe
     flips = int(sum(int(np.sum(a != b)) for a, b in zip(pattern, exact_pattern)))
     G = gamma_float(fnet, Xf, fixed, free_columns(net, fixed))
     n_p = n_paths(net.widths)
+    A: np.ndarray
     if not X:
         A, gram = np.zeros((0, n_p), dtype=dtype), False
     elif len(X) * n_p <= MAX_ALPHA_ENTRIES:

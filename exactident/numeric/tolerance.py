@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exactident.errors import InvariantViolation
+
 __all__ = ["EPS64", "Policy", "default_policies"]
 
 
@@ -62,9 +64,11 @@ class Policy:
             return smax * max(shape) * eps
         if self.rule == "float64-eps":
             return smax * max(shape) * EPS64
+        if self.value is None:
+            raise InvariantViolation(f"policy {self.rule!r} needs a value")
         if self.rule == "rtol":
-            return smax * float(self.value)
-        return float(self.value)  # atol on gamma
+            return smax * self.value
+        return self.value  # atol on gamma
 
 
 def default_policies(tol: float | None = None, rtol: float | None = None,

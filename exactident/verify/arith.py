@@ -67,7 +67,7 @@ def parse_fraction(text: Any, where: str) -> Fraction:
 
 
 def tie_key(obj: Any, where: str) -> tuple[int, int, int]:
-    return tuple(need(obj, k, int, where) for k in ("sample", "layer", "neuron"))  # type: ignore[return-value]
+    return need(obj, "sample", int, where), need(obj, "layer", int, where), need(obj, "neuron", int, where)
 
 
 def forward_tangent(W, b, x, active_at, dW=None, db=None):

@@ -105,6 +105,7 @@ def verify_entering(case, ent: dict) -> tuple[bool, list[str]]:
         if m is None:
             raise BadField(f"{where}.parameters[{k}]", f"expected a name like 'W_1[0,0]' or 'b_1[0]', found {name!r}")
         parsed.append(("W", int(m[2]), int(m[3]), int(m[4])) if m[1] else ("b", int(m[6]), int(m[7]), None))
+    everything: list[tuple[str, int, int, int | None]]
     everything = [("W", l, r, c) for l in range(1, L + 1) for r in range(widths[l]) for c in range(widths[l - 1])]
     everything += [("b", l, r, None) for l in range(1, L + 1) for r in range(widths[l])]
     missing = set(everything) - set(parsed)
