@@ -1,0 +1,59 @@
+"""Sphinx configuration for the exactident documentation.
+
+Build (warnings are errors)::
+
+    pip install '.[docs]'
+    sphinx-build -W --keep-going -b html docs docs/_build/html
+
+Pages are Markdown (MyST); the API reference (``docs/api/``) is generated
+from the numpydoc docstrings by autodoc + numpydoc.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Document the source tree next to this file, even when another exactident is installed.
+sys.path.insert(0, os.path.abspath(".."))
+
+import exactident  # noqa: E402
+
+project = "exactident"
+author = "exactident contributors"
+copyright = "2026, exactident contributors"
+version = release = exactident.__version__
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+]
+
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+root_doc = "index"
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+
+# --- MyST -----------------------------------------------------------------------------------
+# `dollarmath` would turn the pages' `$ exactident ...` shell prompts into math: keep it off.
+myst_enable_extensions = ["colon_fence"]
+# `[text](page.md#a-heading)` links resolve to headings down to level 3.
+myst_heading_anchors = 3
+
+# --- autodoc / numpydoc -------------------------------------------------------------------
+# torch and matplotlib are optional extras imported lazily; mock them so the build never needs them.
+autodoc_mock_imports = ["torch", "matplotlib"]
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"show-inheritance": True}
+# Class pages list their methods through autodoc (:members:), not numpydoc's autosummary tables
+# (those need stub pages that we do not generate).
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+# --- HTML -------------------------------------------------------------------------------------
+html_theme = "alabaster"
+html_title = f"exactident {release}"
+html_static_path: list[str] = []
