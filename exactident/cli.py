@@ -51,6 +51,14 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``exactident`` argument parser with its subcommands (usage errors raise, never exit).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        Its ``error`` raises an internal usage error that :func:`main` turns
+        into exit status 2 with one line on stderr.
+    """
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

@@ -1,4 +1,4 @@
-"""One exception tree for exactident (STYLE.md item 4).
+"""One exception tree for exactident: every error the library raises is an ``ExactIdentError``.
 
 ``ExactIdentError`` is the root.  The CLI maps ``CaseFormatError`` and
 ``UnsupportedCaseError`` to exit status 2 and everything else (``OutputError``
