@@ -105,7 +105,7 @@ class Case:
         Examples
         --------
         >>> import numpy as np
-        >>> case = Case.from_arrays([np.array([[0.1]]), np.array([[3.0]])], [[1], [0]], [[0.5]])
+        >>> case = Case.from_arrays([np.array([[0.1]]), np.array([[3.0]])], None, [[0.5]])
         >>> case.network.W[0][0, 0], case.provenance["weight_dtype"]
         (3602879701896397/36028797018963968, 'float64')
         >>> Case.from_arrays([np.ones((2, 3)), np.ones((2, 1))], None, [[0, 0, 0]])  # doctest: +ELLIPSIS

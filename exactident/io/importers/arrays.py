@@ -195,6 +195,8 @@ def _exact_scalar(v: Any, source: str, where: str) -> tuple[flint.fmpq, str]:
         return flint.fmpq(p, q), "exact"
     if isinstance(v, (str, Decimal)):
         return parse_number(v, source, where), "exact"  # the case format's own limits and messages
+    if isinstance(v, (list, tuple, np.ndarray)):
+        raise CaseFormatError(source, where, "ragged rows: not a rectangular array")
     raise CaseFormatError(source, where, f"expected a number, found {type(v).__name__}")
 
 
