@@ -79,6 +79,7 @@ class _Walker:
         self.dropped: str | None = None
         self.logits_name = ""  # the tensor before a dropped output activation
         self.bias_dtypes: list[str] = []
+        self.n_inputs: int | None = None
 
     def fix_layout(self, layout: str, where: str) -> None:
         if self.layout is None:
@@ -143,7 +144,13 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
     data = read_limited(path, max_bytes)
     try:
         model = onnx.load_model_from_string(data)
+        for t in model.graph.initializer:
+            if t.data_location == onnx.TensorProto.EXTERNAL:
+                raise CaseFormatError(path, f"initializer {t.name!r}", "tensor stored as external data "
+                                                                       "(not supported: embed it in the file)")
         onnx.checker.check_model(model)
+    except CaseFormatError:
+        raise
     except Exception as exc:  # DecodeError, ValidationError: damaged or not ONNX
         text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise CaseFormatError(path, "", f"corrupted or not a valid ONNX model ({text})") from None
@@ -174,6 +181,7 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
     elem = ttype.elem_type
     in_dtype = _np_dtype(onnx, elem)
     w = _Walker(path, consts, dtypes)
+    w.n_inputs = dims[1] if dims[0] is None else None  # (dynamic n, N_0): the usual exported input
     data = inp.name
     for index, node in enumerate(graph.node):
         where = _node_where(node, index)
@@ -264,9 +272,9 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
             raise CaseFormatError(path, where, f"Flatten with axis={attrs.get('axis')} changes the flat data")
     elif op == "Reshape":
         shape = [int(s) for s in np.asarray(w.consts[node.input[1]]).ravel()]
-        width = w.pending[0].shape[0] if w.pending else (w.weights[-1].shape[0] if w.weights else None)
-        keep = len(shape) == 2 and (shape[0] in (-1, 0) and shape[1] in (-1, width) if (w.layout or _ROW) == _ROW
-                                    else shape[1] in (-1, 0) and shape[0] in (-1, width))
+        width = w.pending[0].shape[0] if w.pending else (w.weights[-1].shape[0] if w.weights else w.n_inputs)
+        batch, feat = (0, 1) if (w.layout or _ROW) == _ROW else (1, 0)
+        keep = len(shape) == 2 and shape[batch] in (-1, 0) and (width is None or shape[feat] in (-1, width))
         if not keep or shape.count(-1) > 1:
             raise CaseFormatError(path, where, f"Reshape to {shape} changes the flat data")
     elif op in ("Sigmoid", "Softmax"):
