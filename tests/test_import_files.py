@@ -70,7 +70,7 @@ ST = {"float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64"}
 @pytest.mark.parametrize("fmt", list(ST))
 def test_safetensors_every_dtype(tmp_path, fmt):
     pytest.importorskip("safetensors")
-    e_bits, m_bits, view = FORMATS_BITS[fmt]
+    view = FORMATS_BITS[fmt][2]
     shapes = {"net.0.weight": (5, 3), "net.0.bias": (5,), "net.2.weight": (2, 5), "net.2.bias": (2,)}
     if fmt == "bfloat16":  # random finite bit patterns of small magnitude
         arrays = {k: (RNG.integers(0x3C00, 0x4000, s) | (RNG.integers(0, 2, s) << 15)).astype(np.uint16)
@@ -268,7 +268,7 @@ def test_sklearn_classifier_exact_and_probabilities():
     assert_network_equals(case.network, [[[Fraction(float(v)) for v in row] for row in c.T] for c in model.coefs_],
                           [[Fraction(float(v)) for v in b] for b in model.intercepts_])
     assert case.provenance["dropped_output_activation"] == "softmax"
-    logits, bound = float_forward(case.network, X[:40], 2.0**-53)
+    logits, _ = float_forward(case.network, X[:40], 2.0**-53)
     z = np.exp(logits - logits.max(axis=1, keepdims=True))
     assert np.allclose(z / z.sum(axis=1, keepdims=True), model.predict_proba(X[:40]), rtol=1e-12, atol=1e-15)
     report = check(case)
