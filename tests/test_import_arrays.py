@@ -234,3 +234,65 @@ def test_cli_npz_model_with_samples(tmp_path, capsys):
     assert main(["check", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "x.npy"), "--max-bytes", "100"]) == 2
     err = capsys.readouterr().err
     assert "larger than the limit 100 bytes" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------- more validators, each raise
+
+@pytest.mark.parametrize(("module", "path", "message"), [
+    ("onnx", "m.onnx", r"reading ONNX files needs onnx"),
+    ("torch", "m.pt", r"reading PyTorch files needs torch"),
+    ("safetensors", "m.safetensors", r"reading safetensors needs the safetensors package"),
+    ("h5py", "m.keras", r"reading Keras files needs h5py"),
+])
+def test_missing_extra_is_a_one_line_error(tmp_path, monkeypatch, capsys, module, path, message):
+    from exactident import UnsupportedCaseError, import_model
+
+    (tmp_path / path).write_bytes(b"\x00" * 16)
+    monkeypatch.setitem(__import__("sys").modules, module, None)  # `import module` now fails
+    with pytest.raises(UnsupportedCaseError, match=message):
+        import_model(tmp_path / path)
+    assert main(["import", str(tmp_path / path)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_other_array_validators(tmp_path):
+    with pytest.raises(CaseFormatError, match=r"W1: expected numbers, found a boolean array"):
+        Case.from_arrays([np.ones((1, 1), dtype=bool)], None, [[0]])
+    with pytest.raises(CaseFormatError, match=r"W1\[0\]\[0\]: unsupported float type longdouble"):
+        Case.from_arrays([[[np.longdouble(1)]]], None, [[0]])
+    with pytest.raises(CaseFormatError, match=r"W1: empty matrix of shape \(0, 2\)"):
+        Case.from_arrays([np.ones((0, 2))], None, [[0, 0]])
+    with pytest.raises(CaseFormatError, match=r"X: expected a matrix \(n, N_0\) = \(n, 2\), found shape \(1, 1, 2\)"):
+        Case.from_arrays([np.ones((1, 2))], None, np.zeros((1, 1, 2)))
+    assert Case.from_arrays([np.ones((1, 2))], None, np.zeros((0, 2))).X == []
+    assert Case.from_arrays([np.ones((1, 2))], None, np.array([3.0, 4.0])).n_samples == 1
+
+
+def test_load_and_detect_validators(tmp_path, capsys):
+    from exactident.io.importers import as_case, import_model
+    from exactident.io.importers.command import parse_bytes
+
+    case = Case.from_arrays([np.ones((1, 1))], None, [[0]])
+    with pytest.raises(CaseFormatError, match=r"sample: a Case already holds its sample"):
+        as_case(case, [[1]])
+    with pytest.raises(CaseFormatError, match=r"<check>: case: expected a Case or a path, found int"):
+        check(3)
+    write_case(case, tmp_path / "c.json")
+    with pytest.raises(CaseFormatError, match=r"c.json: --sample: a case file already holds its sample"):
+        check(str(tmp_path / "c.json"), sample=[[1]])
+    assert check(str(tmp_path / "c.json"), numeric=False).n_samples == 1
+    (tmp_path / "d.npz").mkdir()
+    with pytest.raises(CaseFormatError, match=r"d.npz: not a regular file"):
+        import_model(tmp_path / "d.npz")
+    (tmp_path / "x.csv").write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(CaseFormatError, match=r"x.csv: cannot read as CSV text"):
+        load_sample(tmp_path / "x.csv", 1)
+    np.savez(tmp_path / "m.npz", W1=np.ones((1, 1)))
+    with pytest.raises(CaseFormatError, match=r"m.npz: --format: unknown format 'tflite'"):
+        import_model(tmp_path / "m.npz", fmt="tflite")
+    with pytest.raises(__import__("argparse").ArgumentTypeError, match=r"expected a size like 64M"):
+        parse_bytes("lots")
+    assert main(["import", str(tmp_path / "m.npz"), "--max-bytes", "lots"]) == 2
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "m.npz")]) == 0
+    assert '"format": "exactident-case/1"' in capsys.readouterr().out

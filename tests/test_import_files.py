@@ -299,3 +299,52 @@ def test_sklearn_regressor_and_errors():
         from_sklearn(LinearRegression().fit(X, y))
     with pytest.raises(CaseFormatError, match=r"X: rows have 3 entries, the network takes N_0 = 10"):
         from_sklearn(model, X[:5, :3])
+
+
+def test_more_keras_validators(tmp_path, capsys):
+    pytest.importorskip("h5py")
+    inp = {"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 3]}}
+    w = {"d1": [np.ones((3, 2), np.float32), np.ones(2, np.float32)]}
+    cases = [
+        ([], "config.layers: no Dense layer"),
+        ([inp, {"class_name": "Activation", "config": {"name": "a", "activation": "relu"}}],
+         "layer 'a' (Activation): activation 'relu' does not follow a linear Dense layer"),
+        ([inp, _dense("d1", 2, "linear"), {"class_name": "ReLU", "config": {"name": "r", "max_value": 6.0}}],
+         "layer 'r' (ReLU): only a plain ReLU"),
+    ]
+    for k, (layers, message) in enumerate(cases):
+        _write_keras(tmp_path / f"k{k}.keras", _keras_config(layers), w)
+        err = _err(capsys, ["import", str(tmp_path / f"k{k}.keras")])
+        assert message in err, err
+    _write_keras(tmp_path / "nl.keras", {"class_name": "Sequential", "config": {}}, w)
+    assert "config.layers: missing" in _err(capsys, ["import", str(tmp_path / "nl.keras")])
+    _write_keras(tmp_path / "nc.keras", [1, 2], w)
+    assert "config: no model config found" in _err(capsys, ["import", str(tmp_path / "nc.keras")])
+    with zipfile.ZipFile(tmp_path / "z.keras", "w") as z:
+        z.writestr("other.txt", "x")
+    assert "z.keras: not a .keras file (no config.json" in _err(capsys, ["import", str(tmp_path / "z.keras")])
+    _write_keras(tmp_path / "big.keras", _keras_config([inp, _dense("d1", 2, None)]),
+                 {"d1": [np.ones((3, 2), np.float32), np.ones(2, np.float32)]})
+    assert "larger than the limit" in _err(capsys, ["import", str(tmp_path / "big.keras"), "--max-bytes", "16"])
+    # legacy .h5 whose weight_names lack a kernel
+    import h5py
+
+    with h5py.File(tmp_path / "nok.h5", "w") as f:
+        f.attrs["model_config"] = json.dumps(_keras_config([inp, _dense("d1", 2, None)]))
+        f.create_group("model_weights/d1").attrs["weight_names"] = [b"d1/bias:0"]
+    assert "model_weights/d1: no kernel in weight_names" in _err(capsys, ["import", str(tmp_path / "nok.h5")])
+    with h5py.File(tmp_path / "nog.h5", "w") as f:
+        f.attrs["model_config"] = json.dumps(_keras_config([inp, _dense("d1", 2, None)]))
+    assert "model_weights/d1: weights of this Dense layer not found" in _err(capsys, ["import",
+                                                                                     str(tmp_path / "nog.h5")])
+
+
+@pytest.mark.filterwarnings("ignore:Stochastic Optimizer")
+def test_sklearn_unknown_output_activation():
+    pytest.importorskip("sklearn")
+    from sklearn.neural_network import MLPRegressor
+
+    model = MLPRegressor(hidden_layer_sizes=(2,), max_iter=5).fit(np.ones((4, 2)), np.ones(4))
+    model.out_activation_ = "tanh"
+    with pytest.raises(CaseFormatError, match=r"out_activation_: unsupported output activation 'tanh'"):
+        from_sklearn(model)

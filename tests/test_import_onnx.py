@@ -242,3 +242,62 @@ def test_external_data_and_two_inputs_refused(tmp_path):
     onnx.save(model, tmp_path / "two.onnx")
     with pytest.raises(CaseFormatError, match=r"two.onnx: graph: expected one data input and one output, found 2"):
         import_model(tmp_path / "two.onnx")
+
+
+def test_more_graph_validators(tmp_path, capsys):
+    W = numpy_helper.from_array(np.ones((2, 3), dtype=np.float32), "W")
+    b = numpy_helper.from_array(np.ones(2, dtype=np.float32), "b")
+    gemm = helper.make_node("Gemm", ["x", "W"], ["z"], name="g", transB=1)
+    cases = [
+        ([helper.make_node("Relu", ["x"], ["y"], name="r")], [], "node 'r' (Relu): Relu does not follow an affine"),
+        ([helper.make_node("Sigmoid", ["x"], ["y"], name="s")], [], "node 's' (Sigmoid): Sigmoid does not follow"),
+        ([helper.make_node("Add", ["x", "b"], ["y"], name="a")], [b], "node 'a' (Add): adds a constant that does not"),
+        ([helper.make_node("Flatten", ["x"], ["f"], name="f", axis=0), helper.make_node("Gemm", ["f", "W"], ["y"],
+          name="g", transB=1)], [W], "node 'f' (Flatten): Flatten with axis=0 changes the flat data"),
+        ([gemm, helper.make_node("Reshape", ["z", "s"], ["y"], name="rs")],
+         [W, numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "s")], "node 'rs' (Reshape): Reshape to"),
+        ([gemm, helper.make_node("Softmax", ["z"], ["s"], name="sm", axis=1),
+          helper.make_node("Identity", ["s"], ["y"], name="i")], [W], "node 'i' (Identity): follows the output"),
+        ([gemm, helper.make_node("Relu", ["z"], ["h"], name="r"), helper.make_node("Identity", ["z"], ["y"],
+          name="i")], [W], "node 'i' (Identity): not on the network's single data path"),
+        ([helper.make_node("Add", ["x", "x"], ["y"], name="a")], [], "node 'a' (Add): unsupported topology"),
+        ([helper.make_node("Gemm", ["x", "W"], ["z"], name="g1", transA=1, transB=1),
+          helper.make_node("Relu", ["z"], ["h"], name="r"),
+          helper.make_node("MatMul", ["W2", "h"], ["y"], name="m")],
+         [W, numpy_helper.from_array(np.ones((2, 2), dtype=np.float32), "W2")],
+         "node 'm' (MatMul): the data would need to be transposed"),
+        ([helper.make_node("MatMul", ["x", "V"], ["y"], name="m")],
+         [numpy_helper.from_array(np.ones(3, dtype=np.float32), "V")], "node 'm' (MatMul) V: expected a weight matrix"),
+        ([gemm, helper.make_node("Constant", [], ["y"], name="k", value=numpy_helper.from_array(
+            np.ones((1, 2), dtype=np.float32), "k"))], [W], "the output 'y' is not the end of the data path"),
+    ]
+    for k, (nodes, inits, message) in enumerate(cases):
+        p = tmp_path / f"v{k}.onnx"
+        onnx.save(_model(nodes, inits, "float32", 3, 2), p)
+        code = main(["import", str(p)])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (k, err)
+    flat = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 3])]
+    onnx.save(_model([helper.make_node("Flatten", ["x"], ["y"], name="f")], [], "float32", 3, 3, inputs=flat),
+              tmp_path / "nf.onnx")
+    with pytest.raises(CaseFormatError, match=r"input 'x': expected a flat input \(n, N_0\), found 3 dimensions"):
+        import_model(tmp_path / "nf.onnx")
+    const = helper.make_node("Constant", [], ["c"], name="c", value_float=1.0)
+    onnx.save(_model([const, gemm, helper.make_node("Identity", ["z"], ["y"], name="i")], [W], "float32", 3, 2),
+              tmp_path / "cf.onnx")
+    with pytest.raises(CaseFormatError, match=r"node 'c' \(Constant\): only Constant nodes with a tensor 'value'"):
+        import_model(tmp_path / "cf.onnx")
+
+
+def test_crosscheck_catches_a_wrong_import(tmp_path):
+    from exactident import InvariantViolation
+    from exactident.io.importers.onnx_model import crosscheck, read_onnx
+
+    model, _, _ = _mlp("float32", widths=(2, 3, 2))
+    onnx.save(model, tmp_path / "m.onnx")
+    g = read_onnx(str(tmp_path / "m.onnx"), 2**20)
+    net = g.imported.network("m.onnx")
+    net.b[-1][0] += 1  # an import that misread one bias
+    with pytest.raises(InvariantViolation, match=r"m.onnx: the imported network does not reproduce onnx.reference: "
+                                                 r"row \d+, output 0"):
+        crosscheck(g, net, np.zeros((3, 2)), "m.onnx")

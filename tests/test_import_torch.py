@@ -163,3 +163,12 @@ def test_safetensors_from_torch_bfloat16(tmp_path):
     W, b = _expected(net, "bfloat16")
     assert_network_equals(case.network, W, b)
     assert case.provenance["weight_dtype"] == "bfloat16" and case.provenance["format"] == "safetensors"
+
+
+def test_module_more_validators():
+    with pytest.raises(CaseFormatError, match=r"layer 0 \(Flatten\): only Flatten\(start_dim=1\)"):
+        from_torch(torch.nn.Sequential(torch.nn.Flatten(start_dim=0), torch.nn.Linear(3, 2)))
+    with pytest.raises(CaseFormatError, match=r"no Linear layer"):
+        from_torch(torch.nn.Sequential(torch.nn.Identity()))
+    nested = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU()), torch.nn.Linear(4, 1))
+    assert from_torch(nested).widths == (3, 4, 1)
