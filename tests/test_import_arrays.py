@@ -296,3 +296,12 @@ def test_load_and_detect_validators(tmp_path, capsys):
     capsys.readouterr()
     assert main(["import", str(tmp_path / "m.npz")]) == 0
     assert '"format": "exactident-case/1"' in capsys.readouterr().out
+
+
+def test_parse_case_points_to_from_arrays():
+    base = {"format": "exactident-case/1", "name": "t", "widths": [1, 1], "biases": [["0"]], "sample": []}
+    with pytest.raises(CaseFormatError, match=r"weights\[0\]\[0\]\[0\]: expected a number, found Fraction .*"
+                                              r"\(Case.from_arrays takes Fraction"):
+        parse_case({**base, "weights": [[[Fraction(1, 3)]]]})
+    with pytest.raises(CaseFormatError, match=r"float 0.5 is not exact; .* Case.from_arrays"):
+        parse_case({**base, "weights": [[[0.5]]]})
