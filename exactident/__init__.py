@@ -17,6 +17,7 @@ matplotlib or torch (those load where they are used).
 from exactident.check import check
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
 from exactident.io.case import Case, load_case, parse_case, write_case
+from exactident.io.importers import from_sklearn, from_torch, import_model
 from exactident.io.report import Report
 from exactident.model.network import Network
 
@@ -30,6 +31,9 @@ __all__ = [
            "UnsupportedCaseError",
            "__version__",
            "check",
+           "from_sklearn",
+           "from_torch",
+           "import_model",
            "load_case",
            "parse_case",
            "write_case",

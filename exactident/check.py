@@ -8,9 +8,13 @@ boundary by :mod:`exactident.model.conditions`, on it by :mod:`exactident.bounda
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 from exactident.boundary.analyse import analyse_boundary
 from exactident.io.case import Case
@@ -39,7 +43,14 @@ def rank_alpha(pattern, X, widths) -> int:
     return exact.rank(alpha_gram(pattern, X))
 
 
-def check(case: Case, *, numeric: bool = True, tol: float | None = None,
+def _numeric_dtype(provenance: Mapping[str, str] | None) -> type:
+    """float32 when every weight was stored in float32 or narrower (LAPACK has no float16/bfloat16)."""
+    stored = (provenance or {}).get("weight_dtype", "")
+    narrow = {"float32", "float16", "bfloat16"}
+    return np.float32 if stored and set(stored.split("+")) <= narrow else np.float64
+
+
+def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: bool = True, tol: float | None = None,
           rtol: float | None = None, verify_propositions: bool = False,
           max_resolutions: int = 4096, all_ranks: bool = False,
           fixed_choice: Mapping[tuple[int, int], int] | None = None,
@@ -48,9 +59,15 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
 
     Parameters
     ----------
-    case : Case
+    case : Case, or path
+        A case, a case file (``.json``), or a model file (``.onnx``, ``.pt``, ``.safetensors``,
+        ``.keras``/``.h5``, ``.npz``; imported exactly by :func:`exactident.io.importers.import_model`).
+    sample : path or array-like, optional
+        The sample for a model file (``.npy``, ``.npz``, ``.csv`` or an array ``(n, N_0)``).
     numeric : bool
-        Also run the float64 backend and report whether it agrees.
+        Also run the float backend and report whether it agrees; it computes in the dtype the
+        weights were stored in when the case records one (float32 for float32, float16 and
+        bfloat16 weights, which LAPACK lacks), else in float64.
     tol : float, optional
         Absolute SVD tolerance for the float ``Gamma`` (default: numpy's rule).
     rtol : float, optional
@@ -78,6 +95,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
 
     Raises
     ------
+    CaseFormatError
+        A path that cannot be read or imported (naming the file and field).
     InvariantViolation
         If ``verify_propositions`` finds an identity broken.
     UnsupportedCaseError
@@ -95,6 +114,10 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     ('identifiable', 3, 3, 3)
     """
     start = time.perf_counter()
+    if not isinstance(case, Case) or sample is not None:
+        from exactident.io.importers.load import as_case
+
+        case = as_case(case, sample)
     net, X = case.network, case.X
     state = activation_state(net, X)
     degenerate = bool(degenerate_neurons(net))
@@ -145,9 +168,14 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     if numeric:
         from exactident.numeric.numpy_backend import numeric_check
 
-        res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
+        dtype = _numeric_dtype(case.provenance)
+        res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol, dtype=dtype)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
         report.numeric = res.as_dict(rank_gamma_pattern, rank_a_pattern, verdict, band_rank=rank_gamma_pattern)
+        if dtype is not np.float64:
+            report.numeric["dtype"] = np.dtype(dtype).name
+    if case.provenance:
+        report.extra["provenance"] = dict(case.provenance)
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
     report.seconds = time.perf_counter() - start
     return report

@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("check", help="decide identifiability of each case")
-    p.add_argument("cases", nargs="+", metavar="CASE", help="case files (exactident-case/1 JSON)")
+    p.add_argument("cases", nargs="+", metavar="CASE",
+                   help="case files (exactident-case/1 JSON) or model files with --sample")
     p.add_argument("--json", action="store_true", help="print exactident-report/1 JSON")
     p.add_argument("--no-numeric", action="store_true", help="skip the float64 cross-check")
     p.add_argument("--tol", type=_tolerance, default=None,
@@ -76,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=_tolerance, default=None,
                    help="relative SVD tolerance (times sigma_max) for the float Gamma")
+    from exactident.io.importers.command import add_check_arguments
+
+    add_check_arguments(p)  # CASE may also be a model file (.onnx, .pt, .keras, ...) with --sample DATA
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
     v.add_argument("case", metavar="CASE")
@@ -85,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     from exactident.crosscheck.command import add_arguments
 
     add_arguments(c)
+
+    i = sub.add_parser("import", help="convert a model file (and a sample) exactly into a case file")
+    from exactident.io.importers.command import add_arguments as add_import_arguments
+
+    add_import_arguments(i)
     return parser
 
 
@@ -100,13 +109,19 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _cmd_import(args: argparse.Namespace) -> int:
+    from exactident.io.importers.command import run
+
+    return run(args)
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.check import check
     from exactident.io.atomic import write_stdout
-    from exactident.io.case import load_case
+    from exactident.io.importers.command import load_check_inputs
     from exactident.io.report import render_table, reports_to_json
 
-    cases = [load_case(path) for path in args.cases]  # validate everything before any work
+    cases = load_check_inputs(args.cases, args)  # validate (and import) everything before any work
     reports = []
     for path, c in zip(args.cases, cases):
         try:
@@ -139,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
-                  "crosscheck": _cmd_crosscheck}[args.command](args)
+                  "crosscheck": _cmd_crosscheck, "import": _cmd_import}[args.command](args)
         try:
             sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
         except OSError as exc:

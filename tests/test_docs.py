@@ -210,7 +210,10 @@ def test_architecture_import_rules_hold():
     ("networkx", {"exactident.model.graph"}),
     ("scipy", {"exactident.boundary.entering"}),
     ("matplotlib", {"exactident.crosscheck.plot"}),
-    ("torch", {"exactident.numeric.torch_backend"}),
+    ("torch", {"exactident.numeric.torch_backend", "exactident.io.importers.torch_state_dict"}),
+    ("onnx", {"exactident.io.importers.onnx_model"}),
+    ("safetensors", {"exactident.io.importers.safetensors_file"}),
+    ("h5py", {"exactident.io.importers.keras_file"}),
     ("sympy", {"exactident.verify.arith"}),
 ])
 def test_optional_libraries_load_where_the_docs_say(library, where):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import decimal
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from exactident.model.network import Network
 
 __all__ = [
     "CASE_FORMAT",
+    "PROVENANCE_KEYS",
     "Case",
     "atomic_write_text",
     "case_to_json",
@@ -36,7 +38,10 @@ __all__ = [
 ]
 
 CASE_FORMAT = "exactident-case/1"
-_KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "expected")
+_KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "expected", "provenance")
+#: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
+PROVENANCE_KEYS = ("source_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
+                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "importer")
 
 
 @dataclass
@@ -54,6 +59,9 @@ class Case:
     description : str
     expected : dict or None
         Ground-truth report fields, if the file has them.
+    provenance : dict or None
+        Where an imported network came from (:data:`PROVENANCE_KEYS`, string values):
+        source file, format, sha256, weight dtype, dropped output activation, sample file.
     """
 
     name: str
@@ -62,6 +70,53 @@ class Case:
     description: str = ""
     expected: dict[str, Any] | None = None
     source: str = field(default="<case>", compare=False)
+    provenance: dict[str, str] | None = None
+
+    @classmethod
+    def from_arrays(cls, weights: Sequence[Any], biases: Sequence[Any] | None, X: Any, *,
+                    name: str = "arrays", description: str = "") -> Case:
+        """A case from in-memory arrays, converted exactly (``W_l`` of shape ``(N_l, N_{l-1})``).
+
+        Parameters
+        ----------
+        weights : sequence of L matrices
+            ``weights[l-1]`` is ``W_l``, shape ``(N_l, N_{l-1})``: numpy arrays of any float
+            (float16, float32, float64, ml_dtypes.bfloat16) or integer dtype, or nested lists of
+            ``int``, ``Fraction``, ``fmpq``, ``"p/q"`` strings or Python floats.
+        biases : sequence of L vectors, or None
+            ``biases[l-1]`` is ``b_l`` (length ``N_l``); a ``None`` entry (or ``None`` for all)
+            means zeros.
+        X : matrix of shape ``(n, N_0)``
+            The sample, same number types.
+        name, description : str
+
+        Returns
+        -------
+        Case
+            Every float is its exact binary value (a dyadic rational, read from its bits); the
+            dtype is recorded in ``provenance["weight_dtype"]`` and ``["sample_dtype"]``.
+
+        Raises
+        ------
+        CaseFormatError
+            For a wrong shape (naming the layer, and saying when a matrix looks transposed),
+            NaN or infinity (naming the tensor and index), or a value of an unsupported type.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> case = Case.from_arrays([np.array([[0.1]]), np.array([[3.0]])], None, [[0.5]])
+        >>> case.network.W[0][0, 0], case.provenance["weight_dtype"]
+        (3602879701896397/36028797018963968, 'float64')
+        >>> Case.from_arrays([np.ones((2, 3)), np.ones((2, 1))], None, [[0, 0, 0]])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        exactident.errors.CaseFormatError: <arrays>: W2: shape (2, 1) does not follow W1 ... looks transposed ...
+        """
+        from exactident.io.importers.arrays import case_parts
+
+        network, sample, provenance = case_parts(weights, biases, X)
+        return cls(name=name, network=network, X=sample, description=description, provenance=provenance)
 
     @property
     def widths(self) -> tuple[int, ...]:
@@ -209,8 +264,23 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
     expected = obj.get("expected")
     if expected is not None and not isinstance(expected, dict):
         raise CaseFormatError(source, "expected", f"expected an object, found {describe_json_value(expected)}")
+    provenance = _provenance(obj.get("provenance"), source)
     return Case(name=name, network=Network(tuple(widths), W, b), X=X,
-                description=description, expected=_plain(expected), source=source)
+                description=description, expected=_plain(expected), source=source, provenance=provenance)
+
+
+def _provenance(value: Any, source: str) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise CaseFormatError(source, "provenance", f"expected an object, found {describe_json_value(value)}")
+    for key, v in value.items():
+        if key not in PROVENANCE_KEYS:
+            raise CaseFormatError(source, f"provenance.{key}",
+                                  f"unknown field (allowed: {', '.join(PROVENANCE_KEYS)})")
+        if not isinstance(v, str):
+            raise CaseFormatError(source, f"provenance.{key}", f"expected a string, found {describe_json_value(v)}")
+    return dict(value)
 
 
 def _plain(value: Any) -> Any:
@@ -247,6 +317,8 @@ def case_to_json(case: Case) -> dict[str, Any]:
     obj["sample"] = [[format_fmpq(v) for v in row] for row in case.X]
     if case.expected is not None:
         obj["expected"] = case.expected
+    if case.provenance:
+        obj["provenance"] = {k: case.provenance[k] for k in PROVENANCE_KEYS if k in case.provenance}
     return obj
 
 

@@ -165,10 +165,12 @@ def parse_number(value: object, source: str, field: str) -> flint.fmpq:
             source, field, f"expected a number like 3, -7/2 or 1.25e-3, found {value[:40]!r}"
         )
     if isinstance(value, float):
-        raise CaseFormatError(source, field, f"float {value!r} is not exact; parse JSON with Decimal")
+        raise CaseFormatError(source, field, f"float {value!r} is not exact; parse JSON with Decimal (or build "
+                                             "the case with Case.from_arrays, which reads floats exactly)")
     if isinstance(value, (list, dict)):
         raise CaseFormatError(source, field, f"expected a number, found {describe_json_value(value)}")
-    raise CaseFormatError(source, field, f"expected a number, found {type(value).__name__} {value!r}")
+    raise CaseFormatError(source, field, f"expected a number, found {type(value).__name__} {value!r}"[:200]
+                          + " (Case.from_arrays takes Fraction, fmpq, floats and numpy arrays)")
 
 
 def format_fmpq(q: flint.fmpq) -> str:

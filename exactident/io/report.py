@@ -101,6 +101,10 @@ def render_table(reports: Sequence[Report]) -> str:
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     for r in reports:
         lines.append(f"{esc(r.name)}: {esc(r.reason)}")
+        dropped = (r.extra.get("provenance") or {}).get("dropped_output_activation")
+        if dropped:
+            lines.append(f"  analysed before the output activation {esc(str(dropped))} (dropped: the network "
+                         "ends at the logits)")
         for line in r.extra.get("summary", []) if isinstance(r.extra.get("summary"), list) else []:
             lines.append(f"  {esc(str(line))}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,115 @@
+"""``exactident import MODEL [--sample DATA] [-o CASE.json]`` and the model options of ``exactident check``.
+
+``import`` reads a model file (and a sample), converts it exactly and writes
+the case file (atomically with ``-o``, else to standard output), so the case
+can be kept, diffed and re-checked.  ``check MODEL --sample DATA`` does the
+same in memory and analyses it (:func:`load_check_inputs`).  Errors are
+:class:`~exactident.errors.CaseFormatError` / ``UnsupportedCaseError``: one line
+naming the file and the tensor, node or layer, exit status 2 (mapped by
+:func:`exactident.cli.main`).
+
+Called by :mod:`exactident.cli`; calls :mod:`exactident.io.importers.load`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+
+from exactident.errors import CaseFormatError
+from exactident.io.case import Case, dump_case, load_case, write_case
+from exactident.io.importers.common import DEFAULT_MAX_BYTES
+from exactident.io.importers.load import FORMATS, import_model
+from exactident.io.importers.sample import parse_rows
+
+__all__ = ["add_arguments", "add_check_arguments", "load_check_inputs", "parse_bytes", "run"]
+
+
+def parse_bytes(text: str) -> int:
+    """``"64M"``, ``"1G"``, ``"500000"`` -> bytes (K, M, G are powers of 1024).
+
+    Examples
+    --------
+    >>> parse_bytes("64M"), parse_bytes("1000")
+    (67108864, 1000)
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)[iI]?[bB]?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a size like 64M or 1G, found {text!r}")
+    return int(m.group(1)) * 1024 ** " KMG".index(m.group(2).upper() or " ")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sample-rows", metavar="A:B", default=None,
+                        help="use only rows A to B-1 of the sample (Python slice, either end optional)")
+    parser.add_argument("--max-bytes", type=parse_bytes, default=DEFAULT_MAX_BYTES, metavar="SIZE",
+                        help=f"refuse model/sample files and tensors larger than SIZE "
+                             f"(default {DEFAULT_MAX_BYTES // 2**20}M)")
+    parser.add_argument("--format", choices=sorted(FORMATS), default=None,
+                        help="model format (default: from the extension, else the content)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``exactident import`` (called by :func:`exactident.cli.build_parser`)."""
+    parser.add_argument("model", metavar="MODEL",
+                        help="model file: .onnx, .pt/.pth (state dict), .safetensors, .keras/.h5, .npz")
+    parser.add_argument("--sample", metavar="DATA", default=None, help="sample file: .npy, .npz or .csv")
+    parser.add_argument("-o", "--output", metavar="CASE.json", default=None,
+                        help="write the case file here (atomically); default: standard output")
+    parser.add_argument("--name", default=None, help="case name (default: the model file's stem)")
+    _common(parser)
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """Model options of ``exactident check`` (its CASE arguments may then be model files)."""
+    parser.add_argument("--sample", metavar="DATA", default=None,
+                        help="sample file (.npy, .npz, .csv) for the model files among the arguments")
+    _common(parser)
+
+
+def load_check_inputs(paths: Sequence[str], args: argparse.Namespace) -> list[Case]:
+    """Case files loaded and model files imported with ``--sample``, all before any analysis.
+
+    Raises
+    ------
+    CaseFormatError
+        A model file without ``--sample``, ``--sample`` with no model file, any import error.
+    """
+    sample = getattr(args, "sample", None)
+    rows = parse_rows(getattr(args, "sample_rows", None))
+    models = [p for p in paths if not p.lower().endswith(".json")]
+    if (sample is not None or rows is not None) and not models:
+        raise CaseFormatError(paths[0], "--sample", "case files hold their own sample; --sample is for model files")
+    out = []
+    for path in paths:
+        if path in models:
+            if sample is None:
+                raise CaseFormatError(path, "--sample", "a model file needs a sample: --sample DATA (.npy, .npz, .csv)")
+            out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
+                                    max_bytes=getattr(args, "max_bytes", None)))
+        else:
+            out.append(load_case(path))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """``exactident import``: write the case, print a one-line summary (to stderr with ``-o -``-less stdout)."""
+    import sys
+
+    from exactident.io.atomic import write_stdout
+
+    case = import_model(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
+                        name=args.name, max_bytes=args.max_bytes)
+    prov = case.provenance or {}
+    dropped = prov.get("dropped_output_activation")
+    summary = (f"{args.model}: {prov.get('format')}, widths {list(case.widths)}, weights "
+               f"{prov.get('weight_dtype')}, n = {case.n_samples}"
+               + (f", output {dropped} dropped (analysed up to the logits)" if dropped else ""))
+    if args.output:
+        write_case(case, args.output)
+        write_stdout(f"wrote {args.output}: {summary}\n")
+    else:
+        write_stdout(dump_case(case))
+        print(summary, file=sys.stderr)
+    return 0

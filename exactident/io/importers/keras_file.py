@@ -1,0 +1,185 @@
+"""Keras models (``.keras`` zip and legacy ``.h5``), read with ``h5py`` and the stored config, no Keras import.
+
+A ``.keras`` file is a zip holding ``config.json`` (the architecture) and
+``model.weights.h5`` (``layers/<name>/vars/0`` = kernel, ``vars/1`` = bias).
+A legacy ``.h5`` file holds the config in the root attribute ``model_config``
+and the weights under ``model_weights/<name>/`` (names in ``weight_names``).
+Supported: a ``Sequential`` model of ``InputLayer`` (flat input), ``Dense``
+with activation ``relu`` or ``linear``, ``Activation``/``ReLU`` layers that
+apply a plain ReLU, ``Dropout`` (the identity at inference), ``Flatten`` of a
+flat input, and a final ``softmax``/``sigmoid`` (dropped: the network analysed
+ends at the logits, and the provenance says so).  Anything else is an error
+naming the layer and its class.  Dense kernels are stored ``(N_{l-1}, N_l)``.
+Needs ``h5py`` (the ``keras`` extra).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from typing import Any
+
+from exactident.errors import CaseFormatError, UnsupportedCaseError
+from exactident.io.importers.arrays import Tensor
+from exactident.io.importers.common import Imported, check_declared_size, check_file_size
+
+__all__ = ["read_keras"]
+
+_FINAL = {"softmax": "softmax", "sigmoid": "sigmoid"}
+_SKIP = {"Dropout", "SpatialDropout1D", "GaussianDropout", "GaussianNoise", "AlphaDropout"}
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:
+        raise UnsupportedCaseError("reading Keras files needs h5py (pip install 'exactident[keras]')") from None
+    return h5py
+
+
+def _activation_name(value: Any) -> str:
+    if value is None:
+        return "linear"
+    if isinstance(value, dict):  # a serialised activation object
+        value = value.get("config", {}).get("name", value.get("class_name"))
+    return str(value)
+
+
+def _plan(config: Any, source: str) -> tuple[list[tuple[str, bool]], int | None, str | None]:
+    """Dense layers ``(name, use_bias)`` in order, ``N_0`` if stated, the dropped final activation."""
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise CaseFormatError(source, "config", "no model config found")
+    if config["class_name"] != "Sequential":
+        raise CaseFormatError(source, "config", f"model class {config['class_name']!r} is not supported "
+                                                "(only Sequential models of Dense/ReLU layers)")
+    layers = config.get("config", {}).get("layers")
+    if not isinstance(layers, list):
+        raise CaseFormatError(source, "config.layers", "missing")
+    dense: list[tuple[str, bool]] = []
+    n_inputs: int | None = None
+    pending_linear = False  # the last Dense is affine, waiting for a ReLU (or the end)
+    dropped: str | None = None
+    for layer in layers:
+        cls, cfg = layer.get("class_name"), layer.get("config", {})
+        name = str(cfg.get("name", cls))
+        where = f"layer {name!r} ({cls})"
+        if dropped is not None:
+            raise CaseFormatError(source, where, f"follows the {dropped} output activation")
+        if cls == "InputLayer":
+            shape = cfg.get("batch_shape", cfg.get("batch_input_shape"))
+            if not isinstance(shape, list) or len(shape) != 2:
+                raise CaseFormatError(source, where, f"input shape {shape} is not flat (batch, N_0)")
+            n_inputs = shape[1]
+            continue
+        if cls in _SKIP or cls == "Flatten":  # identity at inference / on a flat input
+            continue
+        act = None
+        if cls == "Dense":
+            if pending_linear:
+                raise CaseFormatError(source, where, "follows a linear Dense layer with no ReLU between them")
+            dense.append((name, bool(cfg.get("use_bias", True))))
+            act = _activation_name(cfg.get("activation"))
+            pending_linear = True
+        elif cls == "Activation":
+            act = _activation_name(cfg.get("activation"))
+        elif cls == "ReLU":
+            if cfg.get("max_value") is not None or cfg.get("negative_slope", 0) or cfg.get("threshold", 0):
+                raise CaseFormatError(source, where, "only a plain ReLU (no max_value, negative_slope, threshold)")
+            act = "relu"
+        else:
+            raise CaseFormatError(source, where, "unsupported layer (supported: InputLayer, Dense, Activation, "
+                                                 "ReLU, Dropout, Flatten of a flat input)")
+        if act == "linear":
+            continue
+        if not pending_linear:
+            raise CaseFormatError(source, where, f"activation {act!r} does not follow a linear Dense layer")
+        if act == "relu":
+            pending_linear = False
+        elif act in _FINAL:
+            dropped = _FINAL[act]
+            pending_linear = False
+        else:
+            raise CaseFormatError(source, where, f"unsupported activation {act!r} (supported: relu, linear, "
+                                                 "and a final softmax or sigmoid)")
+    if not dense:
+        raise CaseFormatError(source, "config.layers", "no Dense layer")
+    if not pending_linear and dropped is None:
+        raise CaseFormatError(source, f"layer {dense[-1][0]!r} (Dense)", "the output layer ends with a ReLU "
+                                      "(not a ReLU network's affine output)")
+    return dense, n_inputs, dropped
+
+
+def _read(dataset: Any, source: str, name: str, max_bytes: int) -> Tensor:
+    check_declared_size(source, name, int(dataset.size) * dataset.dtype.itemsize, max_bytes)
+    return Tensor(dataset[()], source, name)
+
+
+def _weights_keras(h5: Any, dense: list[tuple[str, bool]], source: str, max_bytes: int) -> tuple[list, list]:
+    kernels, biases = [], []
+    for name, use_bias in dense:
+        group = h5.get(f"layers/{name}/vars")
+        if group is None or "0" not in group:
+            raise CaseFormatError(source, f"layers/{name}/vars", "weights of this Dense layer not found")
+        kernels.append(_read(group["0"], source, f"{name}.kernel", max_bytes))
+        biases.append(_read(group["1"], source, f"{name}.bias", max_bytes) if use_bias and "1" in group else None)
+    return kernels, biases
+
+
+def _weights_h5(h5: Any, dense: list[tuple[str, bool]], source: str, max_bytes: int) -> tuple[list, list]:
+    kernels, biases = [], []
+    for name, use_bias in dense:
+        group = h5.get(f"model_weights/{name}")
+        if group is None:
+            raise CaseFormatError(source, f"model_weights/{name}", "weights of this Dense layer not found")
+        found = {}
+        for wname in group.attrs.get("weight_names", []):
+            wname = wname.decode() if isinstance(wname, bytes) else str(wname)
+            found[wname.rsplit("/", 1)[-1].split(":")[0]] = wname
+        if "kernel" not in found:
+            raise CaseFormatError(source, f"model_weights/{name}", "no kernel in weight_names")
+        kernels.append(_read(group[found["kernel"]], source, f"{name}.kernel", max_bytes))
+        biases.append(_read(group[found["bias"]], source, f"{name}.bias", max_bytes)
+                      if use_bias and "bias" in found else None)
+    return kernels, biases
+
+
+def read_keras(path: str, max_bytes: int) -> Imported:
+    """Read a Keras ``Sequential`` model of Dense/ReLU layers, without importing Keras.
+
+    Raises
+    ------
+    UnsupportedCaseError
+        h5py is not installed.
+    CaseFormatError
+        Over the size limit, corrupted, not a Keras file, an unsupported layer or activation
+        (naming the layer), weights missing or of the wrong shape (naming the layer).
+    """
+    check_file_size(path, max_bytes)
+    h5py = _h5py()
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+                if "config.json" not in names or "model.weights.h5" not in names:
+                    raise CaseFormatError(path, "", "not a .keras file (no config.json and model.weights.h5)")
+                for member in ("config.json", "model.weights.h5"):
+                    check_declared_size(path, member, z.getinfo(member).file_size, max_bytes)
+                config = json.loads(z.read("config.json"))
+                weights = io.BytesIO(z.read("model.weights.h5"))
+            dense, n_inputs, dropped = _plan(config, path)
+            with h5py.File(weights, "r") as h5:
+                kernels, biases = _weights_keras(h5, dense, path, max_bytes)
+        else:
+            with h5py.File(path, "r") as h5:
+                raw = h5.attrs.get("model_config")
+                if raw is None:
+                    raise CaseFormatError(path, "model_config", "missing: not a Keras model file "
+                                                                "(a weights-only file has no architecture)")
+                config = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+                dense, n_inputs, dropped = _plan(config, path)
+                kernels, biases = _weights_h5(h5, dense, path, max_bytes)
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError, EOFError) as exc:
+        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise CaseFormatError(path, "", f"corrupted or not a Keras file ({text})") from None
+    return Imported(kernels, biases, "in_out", "keras", n_inputs if isinstance(n_inputs, int) else None, dropped)

@@ -1,0 +1,264 @@
+"""From a model (file or object) and a sample to an exact :class:`~exactident.io.case.Case`.
+
+:func:`import_model` detects the file's format (extension, then content),
+reads its layers with the format's module, builds the exact network (shapes
+checked along the chain, naming the layer), reads the sample, cross-checks
+ONNX models against ``onnx.reference``, and records the provenance: source
+file, format, sha256, weight dtype, dropped output activation, sample file.
+:func:`from_sklearn` and :func:`from_torch` do the same for in-memory models.
+:func:`as_case` is what :func:`exactident.check.check` calls on a path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import flint
+import numpy as np
+
+from exactident.errors import CaseFormatError
+from exactident.io.case import Case, load_case
+from exactident.io.importers.arrays import sample_rows
+from exactident.io.importers.common import DEFAULT_MAX_BYTES, Imported, looks_like_pickle, sha256_file
+from exactident.io.importers.sample import load_sample
+
+__all__ = ["FORMATS", "as_case", "detect_format", "from_sklearn", "from_torch", "import_model"]
+
+#: ``--format`` names and the extensions that select them.
+FORMATS = {
+    "onnx": (".onnx",),
+    "torch": (".pt", ".pth", ".bin", ".ckpt"),
+    "safetensors": (".safetensors",),
+    "keras": (".keras", ".h5", ".hdf5"),
+    "npz": (".npz",),
+}
+_PICKLE_EXT = (".pkl", ".pickle", ".joblib", ".sav", ".dill")
+
+
+def detect_format(path: str) -> str:
+    """The format of a model file, from its extension, else from its first bytes.
+
+    Raises
+    ------
+    CaseFormatError
+        A pickle (``.pkl``, ``.joblib``, ... or a pickle stream outside a PyTorch file): refused,
+        never unpickled; or a format that cannot be told (use ``--format``).
+    """
+    ext = os.path.splitext(path)[1].lower()
+    if ext in _PICKLE_EXT:
+        raise CaseFormatError(path, "", "pickle files are never loaded (unpickling runs code); export the model "
+                                        "to ONNX, or call exactident.from_sklearn(model, X) in Python")
+    for fmt, exts in FORMATS.items():
+        if ext in exts:
+            return fmt
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise CaseFormatError(path, "", f"cannot read file ({exc.strerror or exc})") from None
+    if looks_like_pickle(head):
+        raise CaseFormatError(path, "", "file is a pickle: refused, never unpickled")
+    if head.startswith(b"\x89HDF\r\n\x1a\n"):
+        return "keras"
+    if head.startswith(b"PK"):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except zipfile.BadZipFile:
+            names = []
+        if "config.json" in names:
+            return "keras"
+        if any(n.endswith("data.pkl") for n in names):
+            return "torch"
+        if names and all(n.endswith(".npy") for n in names):
+            return "npz"
+    if len(head) >= 9 and head[8:9] == b"{":
+        return "safetensors"
+    raise CaseFormatError(path, "", f"cannot tell the model format (extension {ext or 'none'!r}); "
+                                    f"give --format ({', '.join(FORMATS)})")
+
+
+def _read(fmt: str, path: str, max_bytes: int) -> tuple[Imported, Any]:
+    if fmt == "onnx":
+        from exactident.io.importers.onnx_model import read_onnx
+
+        graph = read_onnx(path, max_bytes)
+        return graph.imported, graph
+    if fmt == "torch":
+        from exactident.io.importers.torch_state_dict import read_torch_state_dict
+
+        return read_torch_state_dict(path, max_bytes), None
+    if fmt == "safetensors":
+        from exactident.io.importers.safetensors_file import read_safetensors
+
+        return read_safetensors(path, max_bytes), None
+    if fmt == "keras":
+        from exactident.io.importers.keras_file import read_keras
+
+        return read_keras(path, max_bytes), None
+    if fmt == "npz":
+        from exactident.io.importers.npz_file import read_npz
+
+        return read_npz(path, max_bytes), None
+    raise CaseFormatError(path, "--format", f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def _importer() -> str:
+    from exactident import __version__
+
+    return f"exactident {__version__}"
+
+
+def _sample(sample: Any, n_inputs: int, rows: slice | None, max_bytes: int,
+            source: str) -> tuple[list[list[flint.fmpq]], dict[str, str]]:
+    if sample is None:
+        return [], {}
+    if isinstance(sample, (str, os.PathLike)):
+        s = load_sample(sample, n_inputs, rows, max_bytes=max_bytes)
+        return s.X, s.provenance()
+    if rows is not None:
+        sample = np.asarray(sample)[rows] if not isinstance(sample, list) else sample[rows]
+    X, dtype = sample_rows(sample, source, "X", n_inputs)
+    prov = {"sample_dtype": dtype}
+    if rows is not None:
+        prov["sample_rows"] = f"{rows.start or 0}:{'' if rows.stop is None else rows.stop}"
+    return X, prov
+
+
+def _float_sample(X: list[list[flint.fmpq]], n_inputs: int) -> np.ndarray:
+    return np.array([[int(v.p) / int(v.q) for v in row] for row in X], dtype=np.float64).reshape(len(X), n_inputs)
+
+
+def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice | None, max_bytes: int,
+            provenance: dict[str, str], graph: Any = None) -> Case:
+    net = imported.network(source)
+    X, sample_prov = _sample(sample, net.widths[0], rows, max_bytes, source)
+    provenance = {**provenance, "format": imported.fmt, "weight_dtype": imported.weight_dtype}
+    if imported.dropped_output_activation:
+        provenance["dropped_output_activation"] = imported.dropped_output_activation
+    provenance.update(sample_prov)
+    if graph is not None:
+        from exactident.io.importers.onnx_model import crosscheck
+
+        Xf = _float_sample(X, net.widths[0])
+        if not X:  # no sample: cross-check on a few seeded random inputs instead
+            Xf = np.random.default_rng(0).standard_normal((8, net.widths[0]))
+        provenance["crosscheck"] = crosscheck(graph, net, Xf, source)
+    provenance["importer"] = _importer()
+    dropped = imported.dropped_output_activation
+    description = (f"Imported from {os.path.basename(source)} ({imported.fmt}, weights {imported.weight_dtype}) "
+                   "with every float read as its exact binary value"
+                   + (f"; the output {dropped} was dropped: the network analysed ends at the logits" if dropped
+                      else "") + ".")
+    return Case(name=name, network=net, X=X, description=description, source=source, provenance=provenance)
+
+
+def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
+                 fmt: str | None = None, name: str | None = None, max_bytes: int | None = None) -> Case:
+    """Read a model file and a sample into an exact case.
+
+    Parameters
+    ----------
+    path : str or path
+        ``.onnx``, ``.pt``/``.pth`` (state dict), ``.safetensors``, ``.keras``/``.h5``, ``.npz``.
+    sample : path, array-like or None
+        ``.npy``/``.npz``/``.csv`` file, or an array ``(n, N_0)``; None gives an empty sample.
+    sample_rows : slice, optional
+        Keep only these rows of the sample.
+    fmt : str, optional
+        Force a format (:data:`FORMATS`) instead of detecting it.
+    name : str, optional
+        Case name (default: the file's stem).
+    max_bytes : int, optional
+        Refuse model and sample files (and tensors) larger than this (default 64 MiB).
+
+    Returns
+    -------
+    Case
+        With ``provenance`` (docs/case-format.md).
+
+    Raises
+    ------
+    CaseFormatError
+        One line naming the file and the tensor, node or layer (see docs/import.md).
+    UnsupportedCaseError
+        The optional package the format needs is not installed.
+    InvariantViolation
+        An ONNX model's import does not reproduce ``onnx.reference`` (a bug).
+    """
+    source = str(path)
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    if not os.path.exists(source):
+        raise CaseFormatError(source, "", "cannot read file (No such file or directory)")
+    fmt = fmt or detect_format(source)
+    imported, graph = _read(fmt, source, limit)
+    provenance = {"source_file": source, "sha256": sha256_file(source)}
+    return _finish(imported, source, name or Path(source).stem, sample, sample_rows, limit, provenance, graph)
+
+
+def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
+    """An exact case from a fitted scikit-learn ``MLPRegressor``/``MLPClassifier`` (relu) and a sample.
+
+    Parameters
+    ----------
+    model : MLPRegressor or MLPClassifier
+        Fitted, ``activation='relu'``.  A classifier is analysed before its output
+        activation (softmax or logistic), which the provenance records.
+    X : array-like ``(n, N_0)``, optional
+        The sample (floats read exactly); None gives an empty sample.
+
+    Returns
+    -------
+    Case
+
+    Raises
+    ------
+    CaseFormatError
+        Not a fitted relu MLP, a sample of the wrong width, NaN/inf in the sample.
+    """
+    from exactident.io.importers.sklearn_mlp import read_sklearn
+
+    imported, where = read_sklearn(model)
+    return _finish(imported, where, name or type(model).__name__, X, None, DEFAULT_MAX_BYTES,
+                   {"source_file": where})
+
+
+def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
+    """An exact case from a PyTorch ``nn.Sequential`` of ``Linear``/``ReLU``/``Flatten`` and a sample.
+
+    Raises
+    ------
+    CaseFormatError
+        An unsupported layer (naming it), shapes that do not chain (naming the layer).
+    """
+    from exactident.io.importers.torch_module import read_torch_module
+
+    imported, where = read_torch_module(module)
+    return _finish(imported, where, name or type(module).__name__, X, None, DEFAULT_MAX_BYTES,
+                   {"source_file": where})
+
+
+def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,
+            max_bytes: int | None = None) -> Case:
+    """A :class:`Case` as is, a case file (``.json``) loaded, or a model file imported with ``sample``.
+
+    Raises
+    ------
+    CaseFormatError
+        A case file given together with a sample, or any import error.
+    """
+    if isinstance(obj, Case):
+        if sample is not None:
+            raise CaseFormatError(obj.source, "sample", "a Case already holds its sample")
+        return obj
+    if not isinstance(obj, (str, os.PathLike)):
+        raise CaseFormatError("<check>", "case", f"expected a Case or a path, found {type(obj).__name__}")
+    if str(obj).lower().endswith(".json"):
+        if sample is not None or sample_rows is not None:
+            raise CaseFormatError(str(obj), "--sample", "a case file already holds its sample")
+        return load_case(obj)
+    return import_model(obj, sample, sample_rows=sample_rows, max_bytes=max_bytes)

@@ -1,0 +1,216 @@
+"""Samples from files: ``.npy``, ``.npz`` and ``.csv``, read exactly, optionally sliced.
+
+``.npy``/``.npz`` arrays are read with ``allow_pickle=False`` after their
+header's shape and dtype were checked against the size limit; floats become
+their exact binary values (:mod:`exactident.io.importers.arrays`).  A ``.csv``
+holds one sample per line, comma separated, an optional header line (any
+line whose fields are not all numbers is taken as the header only when it is
+the first); its numbers are read as the exact decimals they spell, the way
+case files read JSON decimals (``0.1`` is 1/10), never through a float.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import zipfile
+from dataclasses import dataclass
+
+import flint
+import numpy as np
+
+from exactident.errors import CaseFormatError
+from exactident.io.importers.arrays import sample_rows
+from exactident.io.importers.common import check_declared_size, check_file_size, looks_like_pickle, sha256_file
+from exactident.io.rationals import parse_number
+
+__all__ = ["Sample", "load_sample", "parse_rows"]
+
+
+@dataclass
+class Sample:
+    """An exact sample read from a file: ``X`` rows of fmpq, plus provenance."""
+
+    X: list[list[flint.fmpq]]
+    source: str
+    dtype: str
+    sha256: str
+    rows: str | None = None
+
+    def provenance(self) -> dict[str, str]:
+        out = {"sample_file": self.source, "sample_sha256": self.sha256, "sample_dtype": self.dtype}
+        if self.rows is not None:
+            out["sample_rows"] = self.rows
+        return out
+
+
+def parse_rows(text: str | None) -> slice | None:
+    """``"a:b"`` (either end optional, non-negative) as a slice; None for None.
+
+    Raises
+    ------
+    CaseFormatError
+        Anything else (field ``--sample-rows``).
+
+    Examples
+    --------
+    >>> parse_rows("10:20"), parse_rows(":5")
+    (slice(10, 20, None), slice(None, 5, None))
+    >>> parse_rows("5")
+    Traceback (most recent call last):
+    ...
+    exactident.errors.CaseFormatError: <args>: --sample-rows: expected a:b (e.g. 0:100), found '5'
+    """
+    if text is None:
+        return None
+    a, sep, b = text.partition(":")
+    try:
+        if not sep or ":" in b:
+            raise ValueError
+        start = int(a) if a.strip() else None
+        stop = int(b) if b.strip() else None
+        if (start is not None and start < 0) or (stop is not None and stop < 0):
+            raise ValueError
+    except ValueError:
+        raise CaseFormatError("<args>", "--sample-rows", f"expected a:b (e.g. 0:100), found {text!r}") from None
+    return slice(start, stop)
+
+
+def _npy_header(f: io.BufferedIOBase | zipfile.ZipExtFile, source: str, name: str,
+                max_bytes: int) -> tuple[tuple[int, ...], np.dtype]:
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except (ValueError, OSError, EOFError) as exc:
+        raise CaseFormatError(source, name, f"not a valid .npy array ({exc})") from None
+    if dtype.hasobject:
+        raise CaseFormatError(source, name, "array holds Python objects (a pickle): refused, never unpickled")
+    check_declared_size(source, name, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, max_bytes)
+    return shape, dtype
+
+
+def _load_npy(path: str, max_bytes: int) -> np.ndarray:
+    with open(path, "rb") as f:
+        _npy_header(f, path, "", max_bytes)
+    return _np_load(path, path, "")
+
+
+def _np_load(target: str | io.BytesIO, source: str, name: str) -> np.ndarray:
+    try:
+        out = np.load(target, allow_pickle=False)
+    except ValueError as exc:  # object arrays need pickle: refused
+        raise CaseFormatError(source, name, f"refused ({exc})") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise CaseFormatError(source, name, f"corrupted or not a NumPy file ({exc})") from None
+    return np.asarray(out)
+
+
+def npz_arrays(path: str, max_bytes: int) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` (names without ``.npy``), headers size-checked before loading.
+
+    Raises
+    ------
+    CaseFormatError
+        Not a zip of ``.npy`` files, an object (pickle) array, a member over the limit.
+    """
+    check_file_size(path, max_bytes)
+    out: dict[str, np.ndarray] = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                check_declared_size(path, name, info.file_size, max_bytes)
+                with z.open(info) as f:
+                    _npy_header(f, path, name, max_bytes)  # type: ignore[arg-type]
+                out[name] = _np_load(io.BytesIO(z.read(info)), path, name)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise CaseFormatError(path, "", f"corrupted or not an .npz file ({exc})") from None
+    return out
+
+
+def _load_csv(path: str, max_bytes: int) -> list[list[flint.fmpq]]:
+    check_file_size(path, max_bytes)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            lines = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise CaseFormatError(path, "", f"cannot read as CSV text ({exc})") from None
+    rows = [r for r in lines if r and any(c.strip() for c in r)]
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            out.append([parse_number(c, path, f"line {i + 1} column {j + 1}") for j, c in enumerate(row)])
+        except CaseFormatError:
+            if i == 0:  # a header line
+                continue
+            raise
+    lengths = {len(r) for r in out}
+    if len(lengths) > 1:
+        first = len(out[0])
+        bad = next(k for k, r in enumerate(out) if len(r) != first)
+        raise CaseFormatError(path, f"row {bad + 1}", f"has {len(out[bad])} values, the first row has {first}")
+    return out
+
+
+def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None = None, *,
+                max_bytes: int | None = None, key: str | None = None) -> Sample:
+    """Read a sample file exactly: ``.npy``, ``.npz`` (array ``key``, ``X``, or its only array), ``.csv``.
+
+    Parameters
+    ----------
+    path : str or path
+    n_inputs : int
+        ``N_0``: every row must have this many values.
+    rows : slice, optional
+        Keep only these rows (``--sample-rows a:b``).
+    max_bytes : int, optional
+        Size limit (default :data:`~exactident.io.importers.common.DEFAULT_MAX_BYTES`).
+
+    Returns
+    -------
+    Sample
+
+    Raises
+    ------
+    CaseFormatError
+        Naming the file (and array, row, column): unknown extension, a pickle, a corrupted file,
+        NaN/inf, rows of the wrong length, a file over the limit.
+    """
+    from exactident.io.importers.common import DEFAULT_MAX_BYTES
+
+    source = str(path)
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    check_file_size(source, limit)
+    with open(source, "rb") as f:
+        head = f.read(8)
+    ext = os.path.splitext(source)[1].lower()
+    name = ""
+    if looks_like_pickle(head):
+        raise CaseFormatError(source, "", "file is a pickle: refused, never unpickled (save the sample as .npy)")
+    if ext == ".npy":
+        data: object = _load_npy(source, limit)
+        dtype = None
+    elif ext == ".npz":
+        arrays = npz_arrays(source, limit)
+        if key is None:
+            key = "X" if "X" in arrays else (next(iter(arrays)) if len(arrays) == 1 else None)
+        if key is None or key not in arrays:
+            raise CaseFormatError(source, key or "", f"cannot tell which array is the sample "
+                                  f"(arrays: {', '.join(sorted(arrays)) or 'none'}; name one X)")
+        data, name, dtype = arrays[key], key, None
+    elif ext in (".csv", ".txt"):
+        data, dtype = _load_csv(source, limit), "decimal"
+    else:
+        raise CaseFormatError(source, "", f"unknown sample format {ext or '(no extension)'!r} "
+                                          "(expected .npy, .npz or .csv)")
+    if rows is not None:
+        data = data[rows]  # type: ignore[index]
+    X, found = sample_rows(data, source, name or "sample", n_inputs)
+    rows_text = None if rows is None else f"{rows.start or 0}:{'' if rows.stop is None else rows.stop}"
+    return Sample(X, source, dtype or found, sha256_file(source), rows_text)
