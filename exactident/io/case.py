@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 CASE_FORMAT = "exactident-case/1"
-_KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "expected")
+_KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "generator", "expected")
 
 
 @dataclass
@@ -54,6 +54,8 @@ class Case:
     description : str
     expected : dict or None
         Ground-truth report fields, if the file has them.
+    generator : dict or None
+        How a generated case was made (``exactident generate``, docs/suites.md), if it was.
     """
 
     name: str
@@ -62,6 +64,7 @@ class Case:
     description: str = ""
     expected: dict[str, Any] | None = None
     source: str = field(default="<case>", compare=False)
+    generator: dict[str, Any] | None = None
 
     @property
     def widths(self) -> tuple[int, ...]:
@@ -209,8 +212,11 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
     expected = obj.get("expected")
     if expected is not None and not isinstance(expected, dict):
         raise CaseFormatError(source, "expected", f"expected an object, found {describe_json_value(expected)}")
+    generator = obj.get("generator")
+    if generator is not None and not isinstance(generator, dict):
+        raise CaseFormatError(source, "generator", f"expected an object, found {describe_json_value(generator)}")
     return Case(name=name, network=Network(tuple(widths), W, b), X=X,
-                description=description, expected=_plain(expected), source=source)
+                description=description, expected=_plain(expected), source=source, generator=_plain(generator))
 
 
 def _plain(value: Any) -> Any:
@@ -245,6 +251,8 @@ def case_to_json(case: Case) -> dict[str, Any]:
     obj["weights"] = [[[format_fmpq(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())] for W in net.W]
     obj["biases"] = [[format_fmpq(v) for v in bl] for bl in net.b]
     obj["sample"] = [[format_fmpq(v) for v in row] for row in case.X]
+    if case.generator is not None:
+        obj["generator"] = case.generator
     if case.expected is not None:
         obj["expected"] = case.expected
     return obj
