@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,25 @@ def test_shipped_cases_are_what_the_generator_writes(family):
     req = Request(gen["family"], tuple(gen["widths"]), gen["seed"], gen["index"], gen["n_samples"], gen["suite"])
     assert dump_case(generate_case(req)) == path.read_text(), (
         f"{path.name} is stale: regenerate with `{MANIFEST['regenerate'][0]}`")
+
+
+def test_rescaled_cases_have_the_unscaled_networks_exact_answer():
+    """Positive homogeneity (paper §2.2): undoing the recorded rescaling changes no exact rank or verdict."""
+    from exactident.check import check
+    from exactident.io.case import parse_case
+
+    for path in sorted(p for p in FILES if p.parent.name == "rescaled"):
+        obj = json.loads(path.read_text())
+        (l, v), s = obj["generator"]["parameters"]["neuron"], Fraction(10) ** obj["generator"]["parameters"]["k"]
+        W = [[[Fraction(x) for x in row] for row in Wl] for Wl in obj["weights"]]
+        b = [[Fraction(x) for x in bl] for bl in obj["biases"]]
+        W[l - 1][v] = [x / s for x in W[l - 1][v]]
+        b[l - 1][v] /= s
+        for row in W[l]:
+            row[v] *= s
+        unscaled = dict(obj, weights=[[[str(x) for x in r] for r in Wl] for Wl in W],
+                        biases=[[str(x) for x in bl] for bl in b])
+        del unscaled["expected"]
+        report = check(parse_case(unscaled), numeric=False, all_ranks=True)
+        assert (report.verdict, report.rank_gamma, report.rank_a) == (
+            obj["expected"]["verdict"], obj["expected"]["rank_gamma"], obj["expected"]["rank_a"]), path.name

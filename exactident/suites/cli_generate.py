@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         write_stdout(_list())
         return 0
-    from exactident.suites.generate import generate_all, plan_requests, remove_generated, suite_plan
+    from exactident.suites.generate import generate_all, plan_requests, remove_generated, suite_plan, suite_skips
     from exactident.suites.manifest import write_manifest
     from exactident.suites.progress import progress_iter
 
@@ -84,5 +84,7 @@ def run(args: argparse.Namespace) -> int:
     text = (f"{'removed ' + str(removed) + ' old cases; ' if removed else ''}wrote {len(paths)} cases under "
             f"{args.out} ({', '.join(f'{v} {k}' for k, v in sorted(verdicts.items()))}); "
             f"manifest {out / 'manifest.json'}: {manifest['counts']['cases']} cases in all\n")
+    if args.suite:
+        text += "".join(f"skipped {line}\n" for line in suite_skips(args.suite))
     write_stdout(text)
     return 0

@@ -3,7 +3,9 @@
 One case = one request ``(family, widths, seed, index, n_samples)``.  Its
 random stream is :class:`~exactident.suites.rng.HashRng` keyed by that request
 (so a case does not depend on the other cases asked for with it, and the same
-request gives the same bytes in any process); the family's ``build`` searches
+request gives the same bytes in any process, as long as the engine gives the
+same report: a boundary certificate's direction may come from scipy's float
+LP when scipy is installed); the family's ``build`` searches
 until its property holds, ``verify`` checks it again, and
 :func:`exactident.check` (exact ranks, ``all_ranks=True``, no float
 cross-check) computes the report whose exact part becomes ``expected``
@@ -28,7 +30,7 @@ from exactident.suites.families import get_family
 from exactident.suites.families.common import Unmet
 from exactident.suites.rng import HashRng
 
-__all__ = ["SUITES", "Request", "generate_case", "plan_requests", "remove_generated", "suite_plan"]
+__all__ = ["SUITES", "Request", "generate_case", "plan_requests", "remove_generated", "suite_plan", "suite_skips"]
 
 #: The key prefix of every case stream: change it and every generated case changes.
 STREAM = "exactident-suite/1"
@@ -68,16 +70,33 @@ def suite_plan(name: str) -> list[Request]:
     Raises
     ------
     UnsupportedCaseError
-        Unknown suite name.
+        Unknown suite name, or a family needs a module that is not installed.
     """
     if name not in SUITES:
         raise Unmet(f"unknown suite {name!r} (known: {', '.join(SUITES)})")
     seed, rows = SUITES[name]
     out = []
     for family, widths, count in rows:
+        _check_needs(family)
         if get_family(family).impossible(list(widths)) is None:
             out += [Request(family, tuple(widths), seed, k, None, name) for k in range(count)]
     return out
+
+
+def suite_skips(name: str) -> list[str]:
+    """The (family, widths) pairs of a built-in suite its family refuses, each with the reason."""
+    _, rows = SUITES[name]
+    return [f"{family} x {list(widths)}: {why}" for family, widths, _ in rows
+            if (why := get_family(family).impossible(list(widths)))]
+
+
+def _check_needs(family: str) -> None:
+    fam = get_family(family)
+    if fam.needs:
+        try:
+            __import__(fam.needs)
+        except ImportError:
+            raise Unmet(f"family {family!r} needs {fam.needs}: pip install 'exactident[suites]'") from None
 
 
 def plan_requests(family: str, widths: list[int], count: int, seed: int, n_samples: int | None) -> list[Request]:
@@ -92,11 +111,7 @@ def plan_requests(family: str, widths: list[int], count: int, seed: int, n_sampl
     why = fam.impossible(list(widths))
     if why:
         raise Unmet(f"family {family!r} cannot produce widths {list(widths)}: {why}")
-    if fam.needs:
-        try:
-            __import__(fam.needs)
-        except ImportError:
-            raise Unmet(f"family {family!r} needs {fam.needs}: pip install 'exactident[suites]'") from None
+    _check_needs(family)
     return [Request(family, tuple(widths), seed, k, n_samples) for k in range(count)]
 
 

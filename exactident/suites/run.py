@@ -38,6 +38,8 @@ __all__ = ["SuiteCase", "SuiteRun", "check_case_text", "check_chunk", "chunk_siz
 
 #: Result-file line format.
 RESULT_FORMAT = "exactident-suite-result/1"
+#: How long ``--scheduler`` waits for the scheduler to answer.
+CONNECT_TIMEOUT = "20s"
 
 
 @dataclass
@@ -261,10 +263,10 @@ def run_suite(folder: str, *, jobs: int | None = None, scheduler: str | None = N
         fields = tuple(manifest["compared_fields"]) if manifest else DEFAULT_FIELDS
     if resume and not out:
         raise CaseFormatError("--resume", "", "needs --out FILE (the results to resume)")
-    if out and not resume and Path(out).exists() and Path(out).stat().st_size > 0:
-        raise CaseFormatError(out, "--out", "already holds results: --resume continues that run, or remove the file")
     if out and Path(out).is_dir():
         raise CaseFormatError(out, "--out", "is a folder")
+    if out and not resume and Path(out).exists() and Path(out).stat().st_size > 0:
+        raise CaseFormatError(out, "--out", "already holds results: --resume continues that run, or remove the file")
     notes: list[str] = []
     njobs = _resolve_jobs(jobs, scheduler, notes)
     previous = read_results(out) if (out and resume) else {}
@@ -325,15 +327,16 @@ def _run_dask(todo: list[SuiteCase], jobs: int, scheduler: str | None,
     cluster = None
     if scheduler:
         try:
-            client = Client(scheduler, timeout="20s")
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
         except OSError as exc:
             raise UnsupportedCaseError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
         mode = f"dask scheduler {scheduler}"
     else:
+        started = time.perf_counter()
         cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.ERROR)
         client = Client(cluster)
-        mode = f"dask LocalCluster, {jobs} worker processes"
+        mode = f"dask LocalCluster, {jobs} worker processes started in {time.perf_counter() - started:.1f} s"
     try:
         size = chunk_size(len(todo), jobs if not scheduler else _n_workers(client))
         futures = {client.submit(check_chunk, work, [(c.text, c.rel) for c in todo[k:k + size]], pure=False):
