@@ -197,8 +197,8 @@ def read_results(path: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _reusable(row: dict[str, Any] | None, case: SuiteCase, fields: Sequence[str]) -> bool:
-    if not row or row.get("status") not in ("agree", "differ") or not isinstance(row.get("report"), dict):
+def _reusable(row: dict[str, Any], case: SuiteCase, fields: Sequence[str]) -> bool:
+    if row.get("status") not in ("agree", "differ") or not isinstance(row.get("report"), dict):
         return False
     return all(f in row["report"] for f in fields if f in case.expected)
 
@@ -274,18 +274,17 @@ def run_suite(folder: str, *, jobs: int | None = None, scheduler: str | None = N
     todo = []
     for c in cases:
         old = previous.get(c.key)
-        if _reusable(old, c, fields):
-            assert old is not None
+        if old is not None and _reusable(old, c, fields):
             rows[c.key] = _row(c, {"report": old["report"], "seconds": old.get("seconds")}, fields)
         else:
             todo.append(c)
     resumed = len(rows)
     start = time.perf_counter()
-    bar = (progress or (lambda total, desc: Progress(total, desc)))(len(todo), "suite run")
     try:
         handle = open(out, "a", encoding="utf-8") if out else None  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise OutputError(str(out), exc) from None
+    bar = (progress or (lambda total, desc: Progress(total, desc)))(len(todo), "suite run")
 
     def arrived(case: SuiteCase, result: dict[str, Any]) -> None:
         row = _row(case, result, fields)
