@@ -1,11 +1,12 @@
-"""Command line: ``exactident check CASE... [--json] [--no-numeric] [--tol T] [--verify-propositions]``.
+"""Command line: ``exactident check CASE... [--json] [--no-numeric] [--tol T] [--verify-propositions] [--expect]``,
+plus ``verify-certificate``, ``crosscheck``, ``generate``, ``suite run|score`` and ``survey`` (each in its own module).
 
 A thin layer over :func:`exactident.check.check`.  This is the only place
 that catches exceptions: bad input or usage -> exit 2 with one line on
 stderr naming the file and field; a write error (``error: cannot write
 FILE: ...``, ``<stdout>`` for standard output) or an internal error
 (including a broken invariant) -> exit 1; otherwise 0 whatever the verdicts
-(docs/cli.md).
+(docs/cli.md), or 3 when ``check --expect`` / ``suite run`` find a difference.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     from exactident.io.importers.command import add_check_arguments
 
     add_check_arguments(p)  # CASE may also be a model file (.onnx, .pt, .keras, ...) with --sample DATA
+    p.add_argument("--expect", action="store_true",
+                   help="compare each report with the case's expected block (exit 3 when a field differs)")
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
     v.add_argument("case", metavar="CASE")
@@ -94,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     from exactident.io.importers.command import add_arguments as add_import_arguments
 
     add_import_arguments(i)
+
+    from exactident.suites import cli_generate, cli_suite, cli_survey
+
+    cli_generate.add_arguments(sub.add_parser("generate", help="write generated cases with their expected blocks"))
+    cli_suite.add_arguments(sub.add_parser("suite", help="run a suite against its expected blocks, or score a tool"))
+    cli_survey.add_arguments(sub.add_parser("survey", help="distribution of R_Gamma over random parameters"))
     return parser
 
 
@@ -115,6 +124,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _cmd_suites(args: argparse.Namespace) -> int:
+    from exactident.suites import cli_generate, cli_suite, cli_survey
+
+    return {"generate": cli_generate, "suite": cli_suite, "survey": cli_survey}[args.command].run(args)
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.check import check
     from exactident.io.atomic import write_stdout
@@ -122,15 +137,26 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.io.report import render_table, reports_to_json
 
     cases = load_check_inputs(args.cases, args)  # validate (and import) everything before any work
+    if args.expect:
+        for path, c in zip(args.cases, cases):
+            if c.expected is None:
+                raise CaseFormatError(path, "expected", "missing: --expect needs the case's expected block")
     reports = []
     for path, c in zip(args.cases, cases):
         try:
             reports.append(check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
                                  verify_propositions=args.verify_propositions,
-                                 max_resolutions=args.max_resolutions, all_ranks=args.all_ranks))
+                                 max_resolutions=args.max_resolutions, all_ranks=args.all_ranks or args.expect))
         except UnsupportedCaseError as exc:  # docs/cli.md: the message names the file
             raise UnsupportedCaseError(f"{path}: {exc}") from None
     write_stdout(reports_to_json(reports, as_list=len(args.cases) > 1) if args.json else render_table(reports))
+    if args.expect:
+        from exactident.suites.compare import expect_lines
+
+        lines = expect_lines(args.cases, [c.expected or {} for c in cases], [r.to_dict() for r in reports])
+        print("".join(lines).rstrip("\n") or f"expect: {len(cases)} case(s) agree with their expected blocks",
+              file=sys.stderr)
+        return 3 if lines else 0
     return 0
 
 
@@ -154,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
-                  "crosscheck": _cmd_crosscheck, "import": _cmd_import}[args.command](args)
+                  "crosscheck": _cmd_crosscheck, "import": _cmd_import, "generate": _cmd_suites,
+                  "suite": _cmd_suites, "survey": _cmd_suites}[args.command](args)
         try:
             sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
         except OSError as exc:

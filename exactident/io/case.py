@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 CASE_FORMAT = "exactident-case/1"
-_KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "expected", "provenance")
+_KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "generator", "expected",
+         "provenance")
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
 PROVENANCE_KEYS = ("source_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
                    "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "importer")
@@ -62,6 +63,8 @@ class Case:
     provenance : dict or None
         Where an imported network came from (:data:`PROVENANCE_KEYS`, string values):
         source file, format, sha256, weight dtype, dropped output activation, sample file.
+    generator : dict or None
+        How a generated case was made (``exactident generate``, docs/suites.md), if it was.
     """
 
     name: str
@@ -70,6 +73,7 @@ class Case:
     description: str = ""
     expected: dict[str, Any] | None = None
     source: str = field(default="<case>", compare=False)
+    generator: dict[str, Any] | None = None
     provenance: dict[str, str] | None = None
 
     @classmethod
@@ -265,8 +269,11 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
     if expected is not None and not isinstance(expected, dict):
         raise CaseFormatError(source, "expected", f"expected an object, found {describe_json_value(expected)}")
     provenance = _provenance(obj.get("provenance"), source)
-    return Case(name=name, network=Network(tuple(widths), W, b), X=X,
-                description=description, expected=_plain(expected), source=source, provenance=provenance)
+    generator = obj.get("generator")
+    if generator is not None and not isinstance(generator, dict):
+        raise CaseFormatError(source, "generator", f"expected an object, found {describe_json_value(generator)}")
+    return Case(name=name, network=Network(tuple(widths), W, b), X=X, description=description,
+                expected=_plain(expected), source=source, generator=_plain(generator), provenance=provenance)
 
 
 def _provenance(value: Any, source: str) -> dict[str, str] | None:
@@ -315,6 +322,8 @@ def case_to_json(case: Case) -> dict[str, Any]:
     obj["weights"] = [[[format_fmpq(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())] for W in net.W]
     obj["biases"] = [[format_fmpq(v) for v in bl] for bl in net.b]
     obj["sample"] = [[format_fmpq(v) for v in row] for row in case.X]
+    if case.generator is not None:
+        obj["generator"] = case.generator
     if case.expected is not None:
         obj["expected"] = case.expected
     if case.provenance:
