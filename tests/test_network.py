@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import flint
 import pytest
 from _gen import forward, random_case
 
+from exactident.errors import CaseFormatError
 from exactident.io.case import parse_case
 from exactident.model.graph import network_graph
-from exactident.model.network import degenerate_neurons, is_degenerate, pre_activations
+from exactident.model.network import Network, degenerate_neurons, is_degenerate, pre_activations
 
 
 @pytest.mark.parametrize("widths", [(1, 1, 1), (2, 3, 2), (3, 2), (1, 2, 2, 1), (2, 2, 2, 2)])
@@ -48,3 +50,28 @@ def test_degenerate_set():
     # zero incoming weights but a nonzero bias: a constant neuron, not in S
     const = _net([[[0], [2]], [[1, 0], [0, 1]], [[1, 1]]], [[1, 0], [0, 0], [0]])
     assert degenerate_neurons(const) == []
+
+
+def test_network_refuses_inexact_or_misshaped_parameters():
+    # Floats and numpy arrays must not reach the exact path: one error naming the layer.
+    np = pytest.importorskip("numpy")
+    message = r"<Network>: W_1: expected an fmpq_mat .* found ndarray .*Case.from_arrays"
+    with pytest.raises(CaseFormatError, match=message):
+        Network((1, 1, 1), [np.array([[2.0]]), np.array([[3.0]])], [[1], [0]])
+    with pytest.raises(CaseFormatError, match=r"<Network>: W_2\[0\]\[0\]: expected an exact number .* found 0.5"):
+        Network((1, 1, 1), [[[2]], [[0.5]]], [[1], [0]])
+    with pytest.raises(CaseFormatError, match=r"<Network>: W_2: expected shape \(1, 1\), found \(1, 2\)"):
+        Network((1, 1, 1), [[[2]], [[3, 1]]], [[1], [0]])
+    with pytest.raises(CaseFormatError, match=r"<Network>: b_1: expected 1 entries, found 2"):
+        Network((1, 1, 1), [[[2]], [[3]]], [[1, 2], [0]])
+    with pytest.raises(CaseFormatError, match=r"<Network>: widths: expected at least two positive integers"):
+        Network((1, 0, 1), [[[2]], [[3]]], [[1], [0]])
+    with pytest.raises(CaseFormatError, match=r"<Network>: W: expected 2 layers"):
+        Network((1, 1, 1), [[[2]]], [[1], [0]])
+
+
+def test_network_converts_exact_entries():
+    net = Network([1, 1, 1], [[[Fraction(1, 2)]], flint.fmpz_mat([[3]])], [[flint.fmpz(1)], [0]])
+    assert net.widths == (1, 1, 1)
+    assert net.W[0][0, 0] == flint.fmpq(1, 2) and isinstance(net.W[1], flint.fmpq_mat)
+    assert all(isinstance(v, flint.fmpq) for bl in net.b for v in bl)

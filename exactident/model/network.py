@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 import flint
 
+from exactident.errors import CaseFormatError
+from exactident.io.rationals import to_fmpq
+
 __all__ = [
     "Network",
     "degenerate_neurons",
@@ -44,6 +47,23 @@ class Network:
     W: list[flint.fmpq_mat]
     b: list[list[flint.fmpq]]
 
+    def __post_init__(self) -> None:
+        # Validate once, at construction: a float or a wrong shape must not reach the exact path.
+        # Exact entries (int, Fraction, fmpz) are converted to fmpq; anything else is refused.
+        where = "<Network>"
+        widths = self.widths
+        if (not isinstance(widths, (tuple, list)) or len(widths) < 2
+                or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in widths)):
+            raise CaseFormatError(where, "widths", f"expected at least two positive integers, found {widths!r}")
+        self.widths = tuple(widths)
+        L = len(widths) - 1
+        if len(self.W) != L or len(self.b) != L:
+            found = f"{len(self.W)} W, {len(self.b)} b"
+            raise CaseFormatError(where, "W" if len(self.W) != L else "b",
+                                  f"expected {L} layers for widths {list(widths)}, found {found}")
+        self.W = [_exact_matrix(M, widths[l + 1], widths[l], f"W_{l + 1}") for l, M in enumerate(self.W)]
+        self.b = [_exact_vector(v, widths[l + 1], f"b_{l + 1}") for l, v in enumerate(self.b)]
+
     @property
     def L(self) -> int:
         """Number of weight layers ``L`` (hidden layers are ``1..L-1``)."""
@@ -70,6 +90,43 @@ class Network:
 
     def copy(self) -> Network:
         return Network(self.widths, [flint.fmpq_mat(M) for M in self.W], [list(v) for v in self.b])
+
+
+_HINT = "numpy arrays and floats: use Case.from_arrays, which converts them exactly"
+
+
+def _exact_matrix(M: object, rows: int, cols: int, field: str) -> flint.fmpq_mat:
+    if isinstance(M, flint.fmpq_mat):
+        out = M
+    elif isinstance(M, flint.fmpz_mat):
+        out = flint.fmpq_mat(M)
+    elif isinstance(M, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in M):
+        out = flint.fmpq_mat([[_exact(v, f"{field}[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(M)]) \
+            if M and M[0] else flint.fmpq_mat(len(M), 0)
+    else:
+        raise CaseFormatError("<Network>", field, f"expected an fmpq_mat or nested lists of exact numbers, "
+                              f"found {type(M).__name__} ({_HINT})")
+    if (out.nrows(), out.ncols()) != (rows, cols):
+        found = f"({out.nrows()}, {out.ncols()})"
+        raise CaseFormatError("<Network>", field, f"expected shape ({rows}, {cols}), found {found}")
+    return out
+
+
+def _exact_vector(v: object, n: int, field: str) -> list[flint.fmpq]:
+    if not isinstance(v, (list, tuple)):
+        found = type(v).__name__
+        raise CaseFormatError("<Network>", field, f"expected a list of exact numbers, found {found} ({_HINT})")
+    if len(v) != n:
+        raise CaseFormatError("<Network>", field, f"expected {n} entries, found {len(v)}")
+    return [_exact(x, f"{field}[{i}]") for i, x in enumerate(v)]
+
+
+def _exact(value: object, field: str) -> flint.fmpq:
+    try:
+        return to_fmpq(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise CaseFormatError("<Network>", field, f"expected an exact number (int, Fraction, fmpz, fmpq), "
+                              f"found {value!r} ({_HINT})") from None
 
 
 def sample_matrix(X: Sequence[Sequence[flint.fmpq]], n_inputs: int) -> flint.fmpq_mat:
