@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import flint
 
 from exactident.errors import CaseFormatError
-from exactident.io.rationals import to_fmpq
 
 __all__ = [
     "Network",
@@ -122,11 +122,16 @@ def _exact_vector(v: object, n: int, field: str) -> list[flint.fmpq]:
 
 
 def _exact(value: object, field: str) -> flint.fmpq:
-    try:
-        return to_fmpq(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise CaseFormatError("<Network>", field, f"expected an exact number (int, Fraction, fmpz, fmpq), "
-                              f"found {value!r} ({_HINT})") from None
+    # model sits below io (docs/architecture.md), so this is not io.rationals.to_fmpq: the same
+    # exact types, without the parsing of strings that only files need.
+    if isinstance(value, flint.fmpq):
+        return value
+    if isinstance(value, (int, flint.fmpz)) and not isinstance(value, bool):
+        return flint.fmpq(value)
+    if isinstance(value, Fraction):
+        return flint.fmpq(value.numerator, value.denominator)
+    raise CaseFormatError("<Network>", field, f"expected an exact number (int, Fraction, fmpz, fmpq), "
+                          f"found {value!r} ({_HINT})")
 
 
 def sample_matrix(X: Sequence[Sequence[flint.fmpq]], n_inputs: int) -> flint.fmpq_mat:
