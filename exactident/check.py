@@ -117,6 +117,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     patterns = None
     certificate = {"rank": rank_certificate} if rank_certificate and not state.ties else None
     extra: dict = {}
+    verdict_reached = True
     if degenerate:
         verdict = DEGENERATE
         dead = degenerate_neurons(net)
@@ -130,6 +131,7 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         patterns, certificate = outcome.patterns, outcome.certificate
         if outcome.rank_gamma is not None:
             rank_gamma, rank_a = outcome.rank_gamma, outcome.rank_a
+        verdict_reached = outcome.rank_gamma is not None  # None: nothing enumerated (the cap)
         extra.update(outcome.extra)
     else:
         verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
@@ -143,11 +145,12 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
         patterns=patterns, certificate=certificate, extra=extra)
     if numeric:
-        from exactident.numeric.numpy_backend import numeric_check
+        from exactident.numeric.block import numeric_block
 
-        res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
-        report.numeric = res.as_dict(rank_gamma_pattern, rank_a_pattern, verdict, band_rank=rank_gamma_pattern)
+        report.numeric = numeric_block(net, X, fixed, state, degenerate, verdict,
+                                       (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
+                                       verdict_reached=verdict_reached)
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
     report.seconds = time.perf_counter() - start
     return report
