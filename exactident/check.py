@@ -140,6 +140,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     patterns = None
     certificate = {"rank": rank_certificate} if rank_certificate and not state.ties else None
     extra: dict = {}
+    verdict_reached = True
     if degenerate:
         verdict = DEGENERATE
         dead = degenerate_neurons(net)
@@ -153,6 +154,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         patterns, certificate = outcome.patterns, outcome.certificate
         if outcome.rank_gamma is not None:
             rank_gamma, rank_a = outcome.rank_gamma, outcome.rank_a
+        verdict_reached = outcome.rank_gamma is not None  # None: nothing enumerated (the cap)
         extra.update(outcome.extra)
     else:
         verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
@@ -166,14 +168,13 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
         patterns=patterns, certificate=certificate, extra=extra)
     if numeric:
-        from exactident.numeric.numpy_backend import numeric_check
+        from exactident.numeric.block import numeric_block
 
-        dtype = _numeric_dtype(case.provenance)
-        res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol, dtype=dtype)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
-        report.numeric = res.as_dict(rank_gamma_pattern, rank_a_pattern, verdict, band_rank=rank_gamma_pattern)
-        if dtype is not np.float64:
-            report.numeric["dtype"] = np.dtype(dtype).name
+        dtype = _numeric_dtype(case.provenance)
+        report.numeric = numeric_block(net, X, fixed, state, degenerate, verdict,
+                                       (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
+                                       verdict_reached=verdict_reached, dtype=dtype)
     if case.provenance:
         report.extra["provenance"] = dict(case.provenance)
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -24,6 +25,19 @@ __all__ = ["build_parser", "main"]
 
 class _UsageError(Exception):
     pass
+
+
+class _Version(Exception):
+    pass
+
+
+class _VersionAction(argparse.Action):
+    # argparse's own "version" action exits the process; main() must return 0 instead
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise _Version()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,10 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("check", help="decide identifiability of each case")
     p.add_argument("cases", nargs="+", metavar="CASE",
-                   help="case files (exactident-case/1 JSON) or model files with --sample")
+                   help="case files (exactident-case/1 JSON), folders of them (their *.json files), "
+                        "or model files with --sample")
     p.add_argument("--json", action="store_true", help="print exactident-report/1 JSON")
     p.add_argument("--no-numeric", action="store_true", help="skip the float64 cross-check")
     p.add_argument("--tol", type=_tolerance, default=None,
@@ -132,28 +148,32 @@ def _cmd_suites(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.check import check
+    from exactident.crosscheck.command import expand_paths
     from exactident.io.atomic import write_stdout
     from exactident.io.importers.command import load_check_inputs
     from exactident.io.report import render_table, reports_to_json
 
-    cases = load_check_inputs(args.cases, args)  # validate (and import) everything before any work
+    # a folder: its *.json files, as crosscheck; anything else as given (a case or a model file)
+    paths = [str(q) for p in args.cases for q in (expand_paths([p]) if os.path.isdir(p) else [p])]
+    cases = load_check_inputs(paths, args)  # validate (and import) everything before any work
     if args.expect:
-        for path, c in zip(args.cases, cases):
+        for path, c in zip(paths, cases):
             if c.expected is None:
                 raise CaseFormatError(path, "expected", "missing: --expect needs the case's expected block")
     reports = []
-    for path, c in zip(args.cases, cases):
+    for path, c in zip(paths, cases):
         try:
             reports.append(check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
                                  verify_propositions=args.verify_propositions,
                                  max_resolutions=args.max_resolutions, all_ranks=args.all_ranks or args.expect))
         except UnsupportedCaseError as exc:  # docs/cli.md: the message names the file
             raise UnsupportedCaseError(f"{path}: {exc}") from None
-    write_stdout(reports_to_json(reports, as_list=len(args.cases) > 1) if args.json else render_table(reports))
+    as_list = len(paths) > 1 or any(os.path.isdir(p) for p in args.cases)  # a folder: an array, even of one
+    write_stdout(reports_to_json(reports, as_list=as_list) if args.json else render_table(reports))
     if args.expect:
         from exactident.suites.compare import expect_lines
 
-        lines = expect_lines(args.cases, [c.expected or {} for c in cases], [r.to_dict() for r in reports])
+        lines = expect_lines(paths, [c.expected or {} for c in cases], [r.to_dict() for r in reports])
         print("".join(lines).rstrip("\n") or f"expect: {len(cases)} case(s) agree with their expected blocks",
               file=sys.stderr)
         return 3 if lines else 0
@@ -166,8 +186,6 @@ def _silence_stdout() -> None:
     if out is not sys.__stdout__ or out is None:  # a replaced stream (tests, embedding): leave it alone
         return
     try:
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, out.fileno())
         os.close(devnull)
@@ -187,6 +205,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             raise OutputError("<stdout>", exc) from None
         return status
+    except _Version:
+        from exactident import __version__
+
+        print(f"exactident {__version__}")
+        return 0
     except _UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -196,8 +196,11 @@ def test_zero_biases_at_the_origin_hit_the_cap():
     case = _case("origin", [2, 3, 3, 1], W, [[0, 0, 0], [0, 0, 0], [0]], [[0, 0], [1, 2], [-1, 1]])
     r = check(case, numeric=False, max_resolutions=16)
     assert r.verdict == "inconclusive" and r.n_ties == 6
-    assert "64 tie resolutions" in r.reason and "--max-resolutions 64" in r.reason
+    assert "2^6 tie resolutions" in r.reason and "--max-resolutions 64" in r.reason
     assert check(case, numeric=False, max_resolutions=64).patterns is not None
+    # The float verdict is not marked against a verdict that was not reached.
+    num = check(case, max_resolutions=16).numeric
+    assert num["agrees"] is None and num["compared_with"]["verdict"] is None
 
 
 def test_tie_groups_follow_parameter_supports():

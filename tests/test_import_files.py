@@ -273,7 +273,7 @@ def test_sklearn_classifier_exact_and_probabilities():
     assert np.allclose(z / z.sum(axis=1, keepdims=True), model.predict_proba(X[:40]), rtol=1e-12, atol=1e-15)
     report = check(case)
     assert report.extra["provenance"]["dropped_output_activation"] == "softmax"
-    assert "numeric" in report.to_dict() and "dtype" not in report.numeric  # float64 weights: float64 check
+    assert report.numeric["dtype"] == "float64"  # float64 weights: float64 check
 
 
 @pytest.mark.filterwarnings("ignore:Stochastic Optimizer")

@@ -231,5 +231,5 @@ def test_agrees_on_the_boundary_compares_the_same_matrices(name):
     rg = exact.rank(gamma_exact(case.network, case.X, st.Z, st.pattern, fixed))
     ra = case.network.widths[-1] * exact.rank(alpha_exact(st.pattern, case.X))
     num = r.numeric
-    assert num["compared_with"] == {"rank_gamma": rg, "rank_a": ra}
+    assert num["compared_with"] == {"rank_gamma": rg, "rank_a": ra, "verdict": r.verdict}
     assert num["agrees"] == (num["verdict"] == r.verdict and num["rank_gamma"] == rg and num["rank_a"] == ra)

@@ -27,7 +27,8 @@ from exactident.linalg import exact, floating
 from exactident.model.activation import activation_state, resolve_ties
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
-from exactident.numeric.numpy_backend import FloatNetwork, float_pattern, numeric_check
+from exactident.numeric.block import numeric_check
+from exactident.numeric.numpy_backend import FloatNetwork, float_pattern
 
 # --------------------------------------------------------------------------- python-flint
 
@@ -220,3 +221,66 @@ def test_json_decimals(tmp_path):
     p.write_text('{"a": NaN}')
     with pytest.raises(CaseFormatError, match=r"n: a: expected a finite number, found NaN"):
         parse_number(read_json(p)["a"], "n", "a")
+
+
+# --- floating point: range and rounding (issue 13) ----------------------------------------------
+
+
+def test_int_division_overflows_where_floats_saturate():
+    """``int / int`` raises OverflowError past float64's range (the crash behind issue 13, item 1),
+    while the float operations return inf; exactident's rounding returns inf."""
+    from exactident.numeric.rounding import round_rational
+
+    with pytest.raises(OverflowError):
+        _ = 10**350 / 1
+    assert float("inf") == 1e308 * 10 and round_rational(10**350, 1) == float("inf")
+
+
+def test_lapack_on_non_finite_input():
+    """LAPACK's SVD given nan raises LinAlgError, given inf returns nan (a full SVD of a 5 x 3 matrix
+    with one inf did not return here: never call it on non-finite input)."""
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.svd(np.array([[np.nan, 1.0], [1.0, 1.0]]), compute_uv=False)
+    assert np.isnan(np.linalg.svd(np.array([[np.inf, 1.0], [1.0, 1.0]]), compute_uv=False)).all()
+
+
+def test_einsum_is_silent_on_overflow_ufuncs_are_not():
+    """``np.einsum`` does not report floating-point flags; ``*`` (a ufunc) does: the float backend
+    uses broadcasting products so overflow and underflow are seen."""
+    import warnings
+
+    a = np.array([[1e200]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.einsum("ij,jk->ik", a, a)[0, 0] == np.inf
+        with pytest.raises(RuntimeWarning, match="overflow"):
+            _ = a * a
+
+
+def test_double_rounding_through_float64():
+    """Rational -> float64 -> float32 rounds twice: 1 + 2^-24 + 2^-60 lands on a float32 midpoint
+    and goes to 1.0; correctly rounded it is 1 + 2^-23."""
+    from exactident.numeric.rounding import round_rational
+
+    q = Fraction(1) + Fraction(1, 2**24) + Fraction(1, 2**60)
+    assert float(np.float32(float(q))) == 1.0
+    assert round_rational(q.numerator, q.denominator, "float32") == 1 + 2**-23
+
+
+def test_float32_jacobian_ranked_as_float64_counts_the_fixed_edge_columns():
+    """The full Jacobian (fixed edges included) of f = 3 relu(2x + 1) has an exactly dependent column
+    (df/dW_2 = (2x df/dW_1 + df/db_1) / 3 on active samples); non-binary weights leave float32
+    round-off in it, which float64's eps counts as rank."""
+    obj = case_obj([1, 1, 1], [[[Fraction(2, 3)]], [[Fraction(3, 7)]]], [[Fraction(1, 5)], [0]],
+                   [[Fraction(k, 3)] for k in range(-3, 4)])
+    case = parse_case(obj)
+    st = activation_state(case.network, case.X)
+    from exactident.model.fixed_edges import FixedEdges
+    from exactident.numeric.full_jacobian import numpy_full_jacobian_svd
+
+    s, shape, eps32 = numpy_full_jacobian_svd(case.network, case.X, st.pattern, "float32")
+    exact_rank = exact.rank(gamma_exact(case.network, case.X, st.Z, st.pattern, FixedEdges({})))
+    # active rows x (W_2, 0, w_1, 0) + (0, W_2, b_1, 1) span 2 dimensions, inactive ones add (0, 0, 0, 1)
+    assert exact_rank == 3 and shape == (7, 4)
+    assert int((s > s[0] * max(shape) * eps32).sum()) == 3
+    assert int((s > s[0] * max(shape) * np.finfo(np.float64).eps).sum()) == 4

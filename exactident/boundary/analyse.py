@@ -28,7 +28,8 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
   directions add up.  Ranks of ``Gamma(s)`` do not factor, so every
   resolution's rank is computed.
 - **Cap.**  Beyond ``max_resolutions`` resolutions nothing is enumerated and
-  the verdict is ``inconclusive`` with the count and the option to raise.
+  the verdict is ``inconclusive`` with the count as ``2^k`` (and the option to
+  raise only while ``k <= 20``); ``rank_gamma`` is ``None``: no verdict reached.
 - **not-identifiable** needs an exact certificate: a resolution ``s`` with
   ``R_Gamma(s) == R_A(s) < dim`` and ``delta = K c`` in ``ker Gamma(s)``
   entering the piece of ``s`` strictly (:mod:`exactident.verify.certificate`), or,
@@ -80,6 +81,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_RESOLUTIONS = 4096
+#: Beyond this many visible ties the cap message does not suggest raising --max-resolutions.
+MAX_ADVISED_TIES = 20
 #: Resolutions (failing C_S) whose kernels are searched for a straight-line certificate.
 MAX_LINE_RESOLUTIONS = 64
 #: Kernel directions tried per resolution.
@@ -331,8 +334,13 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
 
     n_res = 2 ** len(ties)
     if n_res > max_resolutions:
-        reason = (f"{len(ties)} visible ties give {n_res} tie resolutions, more than the limit "
-                  f"{max_resolutions}; nothing was enumerated (raise it with --max-resolutions {n_res})")
+        # Say 2^k, not the number: advising --max-resolutions 549755813888 advises the impossible.
+        how = (f"raise the limit with --max-resolutions {n_res} to enumerate them" if len(ties) <= MAX_ADVISED_TIES
+               else "far too many to enumerate, each needs a certified rank")
+        reason = (f"{len(ties)} visible ties give 2^{len(ties)} tie resolutions, more than the limit "
+                  f"{max_resolutions}; nothing was enumerated, so no exact verdict was reached ({how})")
+        summary.append(f"2^{len(ties)} resolution(s) of {len(ties)} visible tie(s): over the limit "
+                       f"{max_resolutions}, none enumerated")
         return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
 
     grads = TieGradients(net, X, state.Z, fixed)

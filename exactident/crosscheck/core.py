@@ -26,6 +26,17 @@ cases are flagged ``fixable = False`` (no tolerance gives the exact verdict).
 
 Policies are in :mod:`exactident.numeric.tolerance`.
 
+A backend whose float pipeline fails on a case (a value beyond the format's
+range, ``nan``, an SVD that does not converge; :mod:`exactident.numeric.guard`)
+is scored as a float failure: its policies get the verdict ``float-failed``
+(wrong verdict and ranks), the failure is kept in the spectra, the case is
+left out of that backend's band, and the suite goes on.
+
+The ``full-jacobian-*`` backends rank the Jacobian over every parameter
+(fixed edges included), whose exact rank is also ``rank_gamma``; their
+policies read ``identifiable`` once the rank reaches ``dim`` (a practitioner's
+reading) and a rank above ``dim`` is wrong by definition.
+
 Called by :mod:`exactident.crosscheck.command` (CLI) and :mod:`exactident.crosscheck.plot`;
 calls :func:`exactident.check.check`, :mod:`exactident.numeric.numpy_backend` and,
 optionally, :mod:`exactident.numeric.torch_backend`.
@@ -46,13 +57,17 @@ from exactident.check import check
 from exactident.errors import InvariantViolation
 from exactident.io.case import Case
 from exactident.model.activation import activation_state
-from exactident.model.conditions import VERDICTS, verdict_from_ranks
-from exactident.model.fixed_edges import fixed_edges
+from exactident.model.conditions import IDENTIFIABLE, VERDICTS, verdict_from_ranks
+from exactident.model.fixed_edges import FixedEdges, fixed_edges
+from exactident.numeric.guard import FloatPipelineError, WarningLog
 from exactident.numeric.numpy_backend import float_operators
 from exactident.numeric.spectra import Spectra
-from exactident.numeric.tolerance import Policy, default_policies
+from exactident.numeric.tolerance import Policy, backend_dtype, default_policies, is_full_jacobian
 
-__all__ = ["CaseCrosscheck", "PolicyOutcome", "SuiteSummary", "crosscheck_case", "summarize"]
+__all__ = ["FLOAT_FAILED", "CaseCrosscheck", "PolicyOutcome", "SuiteSummary", "crosscheck_case", "summarize"]
+
+#: The "verdict" of a policy whose backend's float pipeline failed on the case.
+FLOAT_FAILED = "float-failed"
 
 
 @dataclass
@@ -60,9 +75,9 @@ class PolicyOutcome:
     """One policy's float ranks and verdict on one case, marked against the exact ones."""
 
     policy: str
-    tol_gamma: float
-    rank_gamma: int
-    rank_a: int
+    tol_gamma: float | None
+    rank_gamma: int | None
+    rank_a: int | None
     verdict: str
     right_verdict: bool
     right_ranks: bool
@@ -104,8 +119,11 @@ class CaseCrosscheck:
         return next(o for o in self.outcomes if o.policy == policy)
 
     def to_dict(self) -> dict[str, Any]:
-        spectra = {}
+        spectra: dict[str, Any] = {}
         for key, sp in self.spectra.items():
+            if sp.failure is not None:
+                spectra[key] = {**sp.failure.as_dict(), "warnings": sp.warnings}
+                continue
             band = sp.band(self.pattern_rank_gamma, self.pattern_rank_a // self.widths[-1])
             spectra[key] = {
                 "gamma_shape": list(sp.gamma_shape), "alpha_shape": list(sp.alpha_shape),
@@ -113,6 +131,8 @@ class CaseCrosscheck:
                 "singular_values_gamma": [float(v) for v in sp.gamma_sv],
                 "singular_values_alpha": [float(v) for v in sp.alpha_sv],
                 "band": {k: ([_jf(v[0]), _jf(v[1])] if isinstance(v, tuple) else v) for k, v in band.items()},
+                "band_applies": sp.n_pattern_flips == 0,
+                "status": "ok", "warnings": sp.warnings,
             }
             if sp.native_default is not None:
                 spectra[key]["native_default_ranks"] = list(sp.native_default)
@@ -134,12 +154,52 @@ def _jf(v: float) -> float | None:
     return None if math.isinf(v) else float(v)
 
 
-def _numpy_spectra(case: Case, fixed, pattern, dtype) -> Spectra:
-    ops = float_operators(case.network, case.X, fixed, pattern, dtype)
-    return Spectra(np.dtype(dtype).name, float(np.finfo(dtype).eps),
-                   ops.gamma_singular_values().astype(np.float64), ops.gamma.shape,
-                   ops.alpha_singular_values().astype(np.float64), ops.alpha_shape,
-                   ops.n_pattern_flips)
+def _numpy_spectra(case: Case, fixed, pattern, backend: str) -> Spectra:
+    """numpy ``Gamma`` (or the full Jacobian) and ``alpha`` spectra; a failed pipeline gives :meth:`Spectra.failed`."""
+    dtype = np.dtype(backend_dtype(backend)).type
+    full = is_full_jacobian(backend)
+    log = WarningLog()
+    try:
+        ops = float_operators(case.network, case.X, FixedEdges({}) if full else fixed, pattern, dtype,
+                              columns="all" if full else "free", log=log, stage_prefix=f"{backend}/")
+        sp = Spectra(backend, float(np.finfo(dtype).eps),
+                     ops.gamma_singular_values().astype(np.float64), ops.gamma.shape,
+                     ops.alpha_singular_values().astype(np.float64), ops.alpha_shape,
+                     ops.n_pattern_flips, warnings=log.entries)
+    except FloatPipelineError as exc:
+        return Spectra.failed(backend, float(np.finfo(dtype).eps), exc.failure, log.entries)
+    if ops.underflow is not None:  # the pipeline ran on another network: a failure all the same
+        return Spectra.failed(backend, sp.eps, ops.underflow, log.entries)
+    return sp
+
+
+def _torch_spectra(case: Case, fixed, pattern, backend: str) -> Spectra:
+    from exactident.numeric.torch_backend import torch_spectra
+
+    dtype = backend_dtype(backend)
+    try:
+        return torch_spectra(case.network, case.X, fixed, pattern, dtype,
+                             columns="all" if is_full_jacobian(backend) else "free")
+    except FloatPipelineError as exc:
+        return Spectra.failed(backend, float(np.finfo(np.dtype(dtype)).eps), exc.failure)
+
+
+def _outcome(pol: Policy, sp: Spectra, N_L: int, dim: int, degenerate: bool, exact_verdict: str,
+             p_rank_gamma: int, p_rank_a: int) -> PolicyOutcome:
+    if sp.failure is not None:
+        return PolicyOutcome(pol.name, None, None, None, FLOAT_FAILED, False, False)
+    tg = pol.tolerance(sp.gamma_sv, sp.gamma_shape, sp.eps, "gamma")
+    ta = pol.tolerance(sp.alpha_sv, sp.alpha_shape, sp.eps, "alpha")
+    if pol.rule == "torch-default" and sp.native_default is not None:
+        rg, ra_alpha = sp.native_default
+    else:
+        rg, ra_alpha = int((sp.gamma_sv > tg).sum()), int((sp.alpha_sv > ta).sum())
+    ra = N_L * ra_alpha
+    if is_full_jacobian(pol.backend) and rg >= dim and not degenerate:
+        v = IDENTIFIABLE  # a practitioner's reading of a full rank (a rank above dim is impossible exactly)
+    else:
+        v = verdict_from_ranks(rg, ra, dim, degenerate)
+    return PolicyOutcome(pol.name, tg, rg, ra, v, v == exact_verdict, rg == p_rank_gamma and ra == p_rank_a)
 
 
 def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> CaseCrosscheck:
@@ -184,25 +244,12 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     p_verdict = verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, report.degenerate)
     spectra: dict[str, Spectra] = {}
     for backend in dict.fromkeys(p.backend for p in policies):
-        if backend in ("float64", "float32"):
-            spectra[backend] = _numpy_spectra(case, fixed, state.pattern, np.dtype(backend).type)
+        if backend.startswith("torch-"):
+            spectra[backend] = _torch_spectra(case, fixed, state.pattern, backend)
         else:
-            from exactident.numeric.torch_backend import torch_spectra
-
-            spectra[backend] = torch_spectra(net, X, fixed, state.pattern, backend.split("-")[1])
-    outcomes = []
-    for pol in policies:
-        sp = spectra[pol.backend]
-        tg = pol.tolerance(sp.gamma_sv, sp.gamma_shape, sp.eps, "gamma")
-        ta = pol.tolerance(sp.alpha_sv, sp.alpha_shape, sp.eps, "alpha")
-        if pol.rule == "torch-default" and sp.native_default is not None:
-            rg, ra_alpha = sp.native_default
-        else:
-            rg, ra_alpha = int((sp.gamma_sv > tg).sum()), int((sp.alpha_sv > ta).sum())
-        ra = N_L * ra_alpha
-        v = verdict_from_ranks(rg, ra, net.dim, report.degenerate)
-        outcomes.append(PolicyOutcome(pol.name, tg, rg, ra, v, v == report.verdict,
-                                      rg == p_rank_gamma and ra == p_rank_a))
+            spectra[backend] = _numpy_spectra(case, fixed, state.pattern, backend)
+    outcomes = [_outcome(pol, spectra[pol.backend], N_L, net.dim, report.degenerate, report.verdict,
+                         p_rank_gamma, p_rank_a) for pol in policies]
     expected = (case.expected or {}).get("verdict")
     return CaseCrosscheck(case.name, case.source, list(net.widths), len(X), net.dim,
                           report.verdict, report.rank_gamma, report.rank_a, report.on_boundary,
@@ -221,7 +268,9 @@ class SuiteSummary:
     and ``conflict`` naming the case that needs the largest lower end and the
     case with the smallest upper end when the band is empty.  Cases whose float
     activation pattern differs from the exact one on that backend are left out
-    (``excluded_pattern_differs``): their float matrix rounds a different matrix.
+    (``excluded_pattern_differs``): their float matrix rounds a different matrix;
+    so are cases where the backend's float pipeline failed (``excluded_float_failed``;
+    ``float_failed`` lists them per backend).
     """
 
     n_cases: int
@@ -231,13 +280,14 @@ class SuiteSummary:
     wrong_ranks: dict[str, list[str]]
     bands: dict[str, dict[str, Any]]
     unfixable: list[str] = field(default_factory=list)
+    float_failed: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"n_cases": self.n_cases, "policies": self.policies, "confusion": self.confusion,
                 "n_wrong_verdicts": {p: len(v) for p, v in self.wrong_verdicts.items()},
                 "n_wrong_ranks": {p: len(v) for p, v in self.wrong_ranks.items()},
                 "wrong_verdicts": self.wrong_verdicts, "wrong_ranks": self.wrong_ranks,
-                "bands": self.bands, "unfixable": self.unfixable}
+                "bands": self.bands, "unfixable": self.unfixable, "float_failed": self.float_failed}
 
 
 def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
@@ -248,8 +298,9 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
     wrong_r: dict[str, list[str]] = {}
     for p in policies:
         counts = Counter((r.verdict, r.outcome(p).verdict) for r in results)
-        confusion[p] = {e: {f: counts[(e, f)] for f in VERDICTS if counts[(e, f)]}
-                        for e in VERDICTS if any(counts[(e, f)] for f in VERDICTS)}
+        floats = (*VERDICTS, FLOAT_FAILED)
+        confusion[p] = {e: {f: counts[(e, f)] for f in floats if counts[(e, f)]}
+                        for e in VERDICTS if any(counts[(e, f)] for f in floats)}
         wrong_v[p] = [r.name for r in results if not r.outcome(p).right_verdict]
         wrong_r[p] = [r.name for r in results if not r.outcome(p).right_ranks]
     bands: dict[str, dict[str, Any]] = {}
@@ -257,13 +308,14 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
     for b in backends:
         # A case whose float pattern differs rounds a different matrix: no tolerance on it
         # is about rounding error, so it is left out of the band (and listed).
-        here = [r for r in results if b in r.spectra]
+        failed = [r.name for r in results if b in r.spectra and r.spectra[b].failure is not None]
+        here = [r for r in results if b in r.spectra and r.spectra[b].failure is None]
         excluded = [r.name for r in here if r.spectra[b].n_pattern_flips]
         per = [(r.name, r.spectra[b].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1]))
                for r in here if not r.spectra[b].n_pattern_flips]
         if not per:
             bands[b] = {"rel": None, "abs": None, "exists": False, "abs_exists": False,
-                        "excluded_pattern_differs": excluded, "empty_cases": []}
+                        "excluded_pattern_differs": excluded, "excluded_float_failed": failed, "empty_cases": []}
             continue
         lo_name, lo = max(((n, d["rel"][0]) for n, d in per), key=lambda t: t[1])
         hi_name, hi = min(((n, d["rel"][1]) for n, d in per), key=lambda t: t[1])
@@ -280,9 +332,13 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
                                  "cases_below": sorted(n for n, d in per if d["rel"][1] <= lo)}
         entry["empty_cases"] = [n for n, d in per if d["empty"]]
         entry["excluded_pattern_differs"] = excluded
+        entry["excluded_float_failed"] = failed
         bands[b] = entry
     unfixable = [r.name for r in results if not r.fixable]
-    return SuiteSummary(len(results), policies, confusion, wrong_v, wrong_r, bands, unfixable)
+    float_failed = {b: [r.name for r in results if b in r.spectra and r.spectra[b].failure is not None]
+                    for b in backends}
+    return SuiteSummary(len(results), policies, confusion, wrong_v, wrong_r, bands, unfixable,
+                        {b: v for b, v in float_failed.items() if v})
 
 
 def _middle(lo: float, hi: float, eps: float) -> float:

@@ -97,6 +97,11 @@ def render_case(result: CaseCrosscheck, fmt: str = "png") -> bytes:
     for ax, key in zip(axes[0], backends):
         sp = result.spectra[key]
         s = sp.gamma_sv
+        if sp.failure is not None:
+            ax.text(0.5, 0.5, f"float pipeline failed:\n{sp.failure.status} at {sp.failure.stage}", ha="center",
+                    transform=ax.transAxes)
+            ax.set_title(f"{result.name}: {key}", fontsize=9)
+            continue
         if s.size == 0:
             ax.text(0.5, 0.5, "Gamma is empty: no singular values", ha="center", transform=ax.transAxes)
             ax.set_title(f"{result.name}: Gamma {sp.gamma_shape[0]}x{sp.gamma_shape[1]}, {key}", fontsize=9)
@@ -110,11 +115,13 @@ def render_case(result: CaseCrosscheck, fmt: str = "png") -> bytes:
             ax.axvline(r + 0.5, color="black", lw=1)
             ax.text(r + 0.55, shown.max(), " exact cut", va="top", fontsize=8)
         lo, hi = sp.band(r, result.pattern_rank_a // result.widths[-1])["gamma_abs"]
-        if lo < hi:
+        if lo < hi and not sp.n_pattern_flips:  # another matrix when the pattern differs: no advice
             ax.axhspan(max(lo, floor / 10), hi if math.isfinite(hi) else shown.max() * 10,
                        color="tab:green", alpha=0.12, label="band: tolerances giving rank r")
         mine = [o for o in result.outcomes if o.policy.startswith(key + "/")]
         for o, color in zip(mine, _COLORS):
+            if o.tol_gamma is None:
+                continue
             rule = o.policy.split("/", 1)[1]
             ax.axhline(max(o.tol_gamma, floor / 10), ls=_STYLE.get(rule.split("=")[0], "-"), color=color,
                        lw=1.4, label=f"tol {rule}: rank {o.rank_gamma} ({'right' if o.right_ranks else 'WRONG'})")
@@ -138,7 +145,7 @@ def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: 
     """
     plt = require_matplotlib()
     rows = [(r.name, r.spectra[backend].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"], r)
-            for r in results if backend in r.spectra]
+            for r in results if backend in r.spectra and r.spectra[backend].failure is None]
     fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.8))
     ends = [v for _, band, _ in rows for v in band if 0 < v < math.inf]
     left = min(ends + [1e-18]) / 10

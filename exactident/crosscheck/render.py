@@ -30,12 +30,20 @@ def to_csv(results: Sequence[CaseCrosscheck]) -> str:
         for o in r.outcomes:
             backend = o.policy.split("/")[0]
             sp = r.spectra[backend]
+            if sp.failure is not None:  # float failure: no ranks, no band
+                w.writerow([r.name, o.policy, r.verdict, o.verdict, False, r.pattern_rank_gamma, "",
+                            r.pattern_rank_a, "", False, "", "", "", "", r.fixable])
+                continue
             band = sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"]
             w.writerow([r.name, o.policy, r.verdict, o.verdict, o.right_verdict, r.pattern_rank_gamma,
                         o.rank_gamma, r.pattern_rank_a, o.rank_a, o.right_ranks, repr(o.tol_gamma),
                         repr(band[0]), "" if math.isinf(band[1]) else repr(band[1]),
                         sp.n_pattern_flips > 0, r.fixable])
     return buf.getvalue()
+
+
+def _s(v: int | None) -> str:
+    return "-" if v is None else str(v)
 
 
 def _fmt_band(lo: float, hi: float | None) -> str:
@@ -58,14 +66,21 @@ def _case_detail(r: CaseCrosscheck) -> list[str]:
         lines.append(f"  no tolerance can give the exact verdict: the >= 0 pattern's exact ranks "
                      f"({r.pattern_rank_gamma}, {r.pattern_rank_a}) give {r.pattern_verdict}")
     for key, sp in r.spectra.items():
-        b = sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])
+        if sp.failure is not None:
+            lines.append(f"  {key}: FLOAT FAILURE {sp.failure.status}: {sp.failure.message}")
+            continue
         k = r.pattern_rank_gamma
         near = [f"{v:.3g}" for v in sp.gamma_sv[max(0, k - 2):k + 2]]
-        flips = f"; float pattern differs at {sp.n_pattern_flips} entries" if sp.n_pattern_flips else ""
-        lines.append(f"  {key}: sigma(Gamma) around the cut {k}: {', '.join(near)}; band abs "
-                     f"{_fmt_band(*b['gamma_abs'])}, rel {_fmt_band(*b['rel'])}{flips}")
-    rows = [[o.policy, f"{o.tol_gamma:.3g}", str(o.rank_gamma), str(o.rank_a), o.verdict,
-             "right" if o.right_verdict else "WRONG", "right" if o.right_ranks else "WRONG"]
+        what = "full Jacobian" if "full-jacobian" in key else "Gamma"
+        if sp.n_pattern_flips:  # another matrix: a band on it would be no advice
+            lines.append(f"  {key}: sigma({what}) around the cut {k}: {', '.join(near)}; no band: the float "
+                         f"pattern differs at {sp.n_pattern_flips} entries, so the float matrix rounds another one")
+            continue
+        b = sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])
+        lines.append(f"  {key}: sigma({what}) around the cut {k}: {', '.join(near)}; band abs "
+                     f"{_fmt_band(*b['gamma_abs'])}, rel {_fmt_band(*b['rel'])}")
+    rows = [[o.policy, "-" if o.tol_gamma is None else f"{o.tol_gamma:.3g}", _s(o.rank_gamma), _s(o.rank_a),
+             o.verdict, "right" if o.right_verdict else "WRONG", "right" if o.right_ranks else "WRONG"]
             for o in r.outcomes]
     lines += ["  " + s for s in _table(["policy", "tol(Gamma)", "rank_gamma", "rank_a", "verdict",
                                         "verdict?", "ranks?"], rows)]
@@ -80,9 +95,14 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
     rows = []
     for r in results:
         sp = r.spectra.get("float64") or next(iter(r.spectra.values()))
-        band = sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"]
+        if sp.failure is not None:
+            band_text = f"FAILED ({sp.failure.status})"
+        elif sp.n_pattern_flips:
+            band_text = "none (float pattern differs)"
+        else:
+            band_text = _fmt_band(*sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"])
         wrong = [o.policy for o in r.outcomes if not o.right_verdict]
-        rows.append([r.name, r.verdict, f"{r.pattern_rank_gamma}/{r.dim}", _fmt_band(*band),
+        rows.append([r.name, r.verdict, f"{r.pattern_rank_gamma}/{r.dim}", band_text,
                      "" if r.fixable else "no", str(len(wrong))])
     lines += _table(["case", "exact verdict", "rank/dim", "band rel (float64)", "fixable", "#wrong policies"],
                     rows)
@@ -110,6 +130,8 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
                          f"rtol < {c['needs_rtol_below']['rtol']:.3g} ({len(c['cases_below'])} case(s) below)")
         if entry["excluded_pattern_differs"]:
             lines.append(f"  left out (float pattern differs): {', '.join(entry['excluded_pattern_differs'])}")
+        if entry.get("excluded_float_failed"):
+            lines.append(f"  left out (float pipeline failed): {', '.join(entry['excluded_float_failed'])}")
     if summary.unfixable:
         lines.append("no tolerance gives the exact verdict for: " + ", ".join(summary.unfixable))
     return "\n".join(map(escape_nonprintable, lines)) + "\n"  # case names cannot drive the terminal

@@ -126,6 +126,12 @@ class Case:
     def widths(self) -> tuple[int, ...]:
         return self.network.widths
 
+    def __repr__(self) -> str:
+        """One short line (a case's numbers can run to megabytes)."""
+        name = self.name if len(self.name) <= 60 else self.name[:60] + "..."
+        return (f"Case(name={name!r}, widths={list(self.network.widths)}, n_samples={len(self.X)}, "
+                f"dim={self.network.dim}, source={self.source!r})")
+
     @property
     def n_samples(self) -> int:
         return len(self.X)

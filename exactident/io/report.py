@@ -43,6 +43,22 @@ class Report:
     #: ``rank_gamma``/``rank_a`` off the boundary.  Not part of the JSON report.
     pattern_ranks: tuple[int, int | None] | None = None
 
+    def __repr__(self) -> str:
+        """One short line (the full report is :meth:`to_dict`; the table is ``str(report)``)."""
+        return (f"Report(name={_short(self.name)}, verdict={self.verdict!r}, rank_gamma={self.rank_gamma}, "
+                f"rank_a={self.rank_a}, dim={self.dim}, n_samples={self.n_samples}, n_ties={self.n_ties}, "
+                f"float={_float_cell(self.numeric)!r})")
+
+    def __str__(self) -> str:
+        """The human-readable table of this report (:func:`render_table`)."""
+        return render_table([self])
+
+    @property
+    def summary(self) -> list[str]:
+        """The readable lines printed under the table for this case: the reason, then the
+        boundary analysis's ``summary`` (JSON field) and the float cross-check's notes."""
+        return [self.reason, *_summary_lines(self)]
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"format": REPORT_FORMAT}
         for key in ("name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn",
@@ -78,6 +94,68 @@ def escape_nonprintable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+def _short(name: str, limit: int = 60) -> str:
+    # repr escapes control characters; long names are cut so the repr stays one short line
+    return repr(name if len(name) <= limit else name[:limit] + "...")
+
+
+def _float_cell(num: dict[str, Any] | None) -> str:
+    """The table's ``float`` column for a ``numeric`` block (docs/cli.md)."""
+    if num is None:
+        return "-"
+    if num.get("status", "ok") != "ok" and num.get("rank_gamma") is None:
+        return f"FAILED ({num['status']})"
+    if num.get("agrees") is None:
+        return f"{num['verdict']} (exact not reached)"
+    if num.get("status", "ok") != "ok":
+        return f"DISAGREES ({num['status']})"
+    cell = "agrees" if num["agrees"] else f"DISAGREES ({num['verdict']}, rank {num['rank_gamma']})"
+    n_kinks = (num.get("near_kinks") or {}).get("n", 0)
+    return cell + (f", {n_kinks} at kinks" if n_kinks else "")
+
+
+def _float_notes(num: dict[str, Any] | None) -> list[str]:
+    """Readable lines about the float cross-check: failure, kinks, full Jacobian, warnings."""
+    if num is None:
+        return []
+    out = []
+    dtype = num.get("dtype", "float64")
+    if num.get("status", "ok") != "ok":
+        out.append(f"{dtype} pipeline: {num['status']}: {num.get('message', '')}")
+    kinks = num.get("near_kinks") or {}
+    if kinks.get("n"):
+        e = kinks["entries"][0]
+        exact = e["exact"]
+        bound = "inf" if e["bound"] is None else f"{e['bound']:.3g}"
+        out.append(f"{dtype}: {kinks['n']} (sample, neuron) pair(s) at a kink in floats, e.g. sample "
+                   f"{e['sample']} neuron ({e['layer']},{e['neuron']}): float z = {e['float']:.3g} (rounding "
+                   f"bound {bound}), exact z = {exact} ({e['kind']}); the float pattern "
+                   + ("differs: the float verdict depends on relu'(0)" if num.get("pattern_differs")
+                      else "is right here, by luck of rounding"))
+    full = num.get("full_jacobian") or {}
+    wrong = {k: v for k, v in (full.get("pipelines") or {}).items() if not v.get("agrees")}
+    if wrong:
+        parts = [f"{k} {'FAILED (' + v['status'] + ')' if v.get('status') != 'ok' else 'rank ' + str(v['rank'])}"
+                 + (" > dim" if v.get("exceeds_dim") else "") for k, v in wrong.items()]
+        out.append(f"full Jacobian (all {full['n_parameters']} parameters, as autograd tools rank it; exact rank "
+                   f"{full['compared_with']}, dim {full['dim']}): " + ", ".join(parts))
+    warns = list(num.get("warnings") or []) + list(full.get("warnings") or [])
+    if warns:
+        out.append("float warnings: " + "; ".join(f"{w['message']} ({w['stage']}, x{w['count']})" for w in warns[:4])
+                   + (" ..." if len(warns) > 4 else ""))
+    return out
+
+
+def _summary_lines(r: Report) -> list[str]:
+    lines = []
+    dropped = (r.extra.get("provenance") or {}).get("dropped_output_activation")
+    if dropped:
+        lines.append(f"analysed before the output activation {dropped} (dropped: the network ends at the logits)")
+    if isinstance(r.extra.get("summary"), list):
+        lines += [str(line) for line in r.extra["summary"]]
+    return lines + _float_notes(r.numeric)
+
+
 def render_table(reports: Sequence[Report]) -> str:
     """A plain-text table: verdict, ranks, dim, n*N_L, ties, float agreement, time.
 
@@ -88,11 +166,7 @@ def render_table(reports: Sequence[Report]) -> str:
     head = ["case", "verdict", "rank_gamma", "rank_a", "dim", "n*N_L", "ties", "float", "time"]
     rows = []
     for r in reports:
-        if r.numeric is None:
-            flt = "-"
-        else:
-            num = r.numeric
-            flt = "agrees" if num["agrees"] else f"DISAGREES ({num['verdict']}, rank {num['rank_gamma']})"
+        flt = _float_cell(r.numeric)
         rows.append([esc(r.name), r.verdict, str(r.rank_gamma), "-" if r.rank_a is None else str(r.rank_a),
                      str(r.dim), str(r.n_samples * r.widths[-1]), str(r.n_ties), flt, f"{r.seconds:.2f}s"])
     widths = [max(len(h), *(len(row[c]) for row in rows)) for c, h in enumerate(head)]
@@ -101,10 +175,5 @@ def render_table(reports: Sequence[Report]) -> str:
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     for r in reports:
         lines.append(f"{esc(r.name)}: {esc(r.reason)}")
-        dropped = (r.extra.get("provenance") or {}).get("dropped_output_activation")
-        if dropped:
-            lines.append(f"  analysed before the output activation {esc(str(dropped))} (dropped: the network "
-                         "ends at the logits)")
-        for line in r.extra.get("summary", []) if isinstance(r.extra.get("summary"), list) else []:
-            lines.append(f"  {esc(str(line))}")
+        lines += [f"  {esc(line)}" for line in _summary_lines(r)]
     return "\n".join(lines) + "\n"

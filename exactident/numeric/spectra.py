@@ -6,12 +6,13 @@ Filled by :mod:`exactident.crosscheck.core` (numpy) and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from exactident.linalg.floating import consistent_band
+from exactident.numeric.guard import FloatFailure
 
 __all__ = ["Spectra"]
 
@@ -22,6 +23,9 @@ class Spectra:
 
     ``native_default`` holds ``(rank Gamma, rank alpha)`` from the backend's own
     ``matrix_rank`` call with default tolerance (torch backends only).
+    ``failure`` is set when the backend's float pipeline failed on the case
+    (then the singular values are empty and no band applies); ``warnings``
+    holds its captured ``RuntimeWarning`` warnings.
     """
 
     backend: str
@@ -32,6 +36,14 @@ class Spectra:
     alpha_shape: tuple[int, int]
     n_pattern_flips: int
     native_default: tuple[int, int] | None = None
+    failure: FloatFailure | None = None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def failed(cls, backend: str, eps: float, failure: FloatFailure,
+               warnings: list[dict[str, Any]] | None = None) -> Spectra:
+        """The spectra of a backend whose pipeline failed (no singular values)."""
+        return cls(backend, eps, np.zeros(0), (0, 0), np.zeros(0), (0, 0), 0, None, failure, warnings or [])
 
     def band(self, rank_gamma: int, rank_alpha_: int) -> dict[str, Any]:
         """Absolute ``Gamma`` band, relative ``Gamma``/``alpha`` bands and their intersection."""

@@ -13,6 +13,14 @@ Named policies (the tolerance ``t``; singular values ``> t`` count):
 - the user's ``--tol`` (absolute, on ``Gamma``; ``alpha`` keeps numpy's rule)
   or ``--rtol`` (relative, on both).
 
+Backends: ``float64``, ``float32`` (numpy), ``torch-float64``, ``torch-float32``
+rank ``Gamma`` over the free parameters; the ``full-jacobian-*`` backends
+(``full-jacobian-float64``, ``full-jacobian-float32``,
+``torch-full-jacobian-float64``, ``torch-full-jacobian-float32``) rank the
+Jacobian over *every* weight and bias, fixed edges included, as practitioners
+do (:mod:`exactident.numeric.full_jacobian`); a rank there reads
+``identifiable`` as soon as it reaches ``dim``.
+
 Used by :mod:`exactident.crosscheck.core`.
 """
 
@@ -24,7 +32,7 @@ import numpy as np
 
 from exactident.errors import InvariantViolation
 
-__all__ = ["EPS64", "Policy", "default_policies"]
+__all__ = ["EPS64", "Policy", "backend_dtype", "default_policies", "is_full_jacobian"]
 
 
 EPS64 = float(np.finfo(np.float64).eps)
@@ -37,7 +45,8 @@ class Policy:
     Attributes
     ----------
     backend : str
-        ``float64``, ``float32``, ``torch-float64`` or ``torch-float32``.
+        ``float64``, ``float32``, ``torch-float64``, ``torch-float32``, or one of
+        these with ``full-jacobian-`` after any ``torch-`` prefix.
     rule : str
         ``numpy-default``, ``torch-default``, ``rtol``, ``atol`` or ``float64-eps``.
     value : float or None
@@ -75,16 +84,28 @@ def default_policies(tol: float | None = None, rtol: float | None = None,
                      torch: bool = False) -> list[Policy]:
     """The named policies of the module docstring, plus the user's ``tol``/``rtol``."""
     out = []
-    for backend in ("float64", "float32"):
-        out += [Policy(backend, "numpy-default"), Policy(backend, "rtol", 1e-6),
-                Policy(backend, "rtol", 1e-9)]
-    out.append(Policy("float32", "float64-eps"))
-    for backend in ("float64", "float32"):
-        if tol is not None:
-            out.append(Policy(backend, "atol", tol))
-        if rtol is not None:
-            out.append(Policy(backend, "rtol", rtol))
+    for full in ("", "full-jacobian-"):
+        for backend in (f"{full}float64", f"{full}float32"):
+            out += [Policy(backend, "numpy-default"), Policy(backend, "rtol", 1e-6),
+                    Policy(backend, "rtol", 1e-9)]
+        out.append(Policy(f"{full}float32", "float64-eps"))
+        for backend in (f"{full}float64", f"{full}float32"):
+            if tol is not None:
+                out.append(Policy(backend, "atol", tol))
+            if rtol is not None:
+                out.append(Policy(backend, "rtol", rtol))
     if torch:
-        out += [Policy("torch-float64", "torch-default"), Policy("torch-float32", "torch-default"),
-                Policy("torch-float32", "float64-eps")]
+        for full in ("", "full-jacobian-"):
+            out += [Policy(f"torch-{full}float64", "torch-default"), Policy(f"torch-{full}float32", "torch-default"),
+                    Policy(f"torch-{full}float32", "float64-eps")]
     return out
+
+
+def is_full_jacobian(backend: str) -> bool:
+    """Does ``backend`` rank the full Jacobian (fixed edges included)?"""
+    return "full-jacobian-" in backend
+
+
+def backend_dtype(backend: str) -> str:
+    """``float64`` or ``float32``: the dtype a backend name ends with."""
+    return backend.rsplit("-", 1)[-1]

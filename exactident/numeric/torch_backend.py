@@ -30,15 +30,17 @@ from exactident.model.activation import n_paths
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns
 from exactident.model.network import Network
+from exactident.numeric.guard import MAX_WHERE_ENTRIES, FloatFailure, FloatPipelineError, WarningLog
 from exactident.numeric.numpy_backend import (
     MAX_ALPHA_ENTRIES,
+    all_parameters,
     alpha_float,
     alpha_float_gram,
-    to_float_network,
-    to_float_sample,
 )
+from exactident.numeric.rounding import float_format, round_values
 
-__all__ = ["build_sequential", "gamma_torch", "import_torch", "torch_spectra"]
+__all__ = ["build_sequential", "gamma_torch", "import_torch", "torch_full_jacobian_rank", "torch_sample",
+           "torch_spectra"]
 
 
 def import_torch():
@@ -57,27 +59,112 @@ def build_sequential(net: Network, dtype_name: str = "float32"):
     Parameters
     ----------
     net : Network
-        Exact parameters (Q), rounded to the nearest float64 then to ``dtype_name``.
-    dtype_name : {"float32", "float64"}
+        Exact parameters (Q), each rounded once to the nearest ``dtype_name`` value
+        (:func:`exactident.numeric.rounding.round_rational`; never via float64).
+    dtype_name : {"float32", "float64", "float16", "bfloat16"}
 
     Returns
     -------
     torch.nn.Sequential
         Modules ``0, 2, 4, ...`` are the ``Linear`` layers ``W_1, b_1, W_2, ...``.
+
+    Raises
+    ------
+    FloatPipelineError
+        ``overflow`` when a parameter is beyond the format's range.
     """
     torch = import_torch()
     dtype = getattr(torch, dtype_name)
-    fnet = to_float_network(net, np.float64)
+    fmt = float_format(dtype_name)
     layers = []
+    over: list[str] = []
     for l in range(1, net.L + 1):
+        M = net.W[l - 1]
+        rw, rb = round_values(M.entries(), fmt), round_values(net.b[l - 1], fmt)
+        over += [f"W_{l}[{k // M.ncols()},{k % M.ncols()}]" for k in rw.overflow]
+        over += [f"b_{l}[{k}]" for k in rb.overflow]
         lin = torch.nn.Linear(net.widths[l - 1], net.widths[l], dtype=dtype)
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(fnet.W[l - 1]).to(dtype))
-            lin.bias.copy_(torch.from_numpy(fnet.b[l - 1]).to(dtype))
+        with torch.no_grad():  # the float64 values are exactly representable in dtype: exact casts
+            lin.weight.copy_(torch.tensor(rw.values, dtype=torch.float64).reshape(M.nrows(), M.ncols()).to(dtype))
+            lin.bias.copy_(torch.tensor(rb.values, dtype=torch.float64).to(dtype))
         layers.append(lin)
         if l < net.L:
             layers.append(torch.nn.ReLU())
+    if over:
+        raise FloatPipelineError(FloatFailure("overflow", f"torch-{dtype_name}/parameters", over[:MAX_WHERE_ENTRIES],
+                                              len(over), f"{len(over)} parameter(s) beyond the largest "
+                                              f"{dtype_name} ({', '.join(over[:3])}): they round to inf"))
     return torch.nn.Sequential(*layers)
+
+
+def torch_sample(X: Sequence[Sequence[flint.fmpq]], n_inputs: int, dtype_name: str):
+    """The sample as a torch tensor ``(n, N_0)``, each entry rounded once to ``dtype_name``.
+
+    Raises
+    ------
+    FloatPipelineError
+        ``overflow`` when an entry is beyond the format's range.
+    """
+    torch = import_torch()
+    fmt = float_format(dtype_name)
+    r = round_values([v for row in X for v in row], fmt)
+    if r.overflow:
+        names = [f"X[{k // n_inputs},{k % n_inputs}]" for k in r.overflow]
+        raise FloatPipelineError(FloatFailure("overflow", f"torch-{dtype_name}/sample", names[:MAX_WHERE_ENTRIES],
+                                              len(names), f"{len(names)} sample value(s) beyond the largest "
+                                              f"{dtype_name} ({', '.join(names[:3])}): they round to inf"))
+    return torch.tensor(r.values, dtype=torch.float64).reshape(len(X), n_inputs).to(getattr(torch, dtype_name))
+
+
+def _require_finite_torch(torch, M, stage: str) -> None:
+    if M.numel() and not bool(torch.isfinite(M).all()):
+        nan = bool(torch.isnan(M).any())
+        bad = torch.nonzero(torch.isnan(M) if nan else ~torch.isfinite(M))
+        names = [f"[{', '.join(str(int(v)) for v in idx)}]" for idx in bad[:MAX_WHERE_ENTRIES]]
+        raise FloatPipelineError(FloatFailure("non-finite" if nan else "overflow", stage, names, len(bad),
+                                              f"the float pipeline produced {'nan' if nan else 'inf'} at {stage}"))
+
+
+def _svdvals_torch(torch, M, stage: str) -> np.ndarray:
+    """Singular values by ``torch.linalg.svdvals`` after a finiteness check (float64 numpy, descending)."""
+    _require_finite_torch(torch, M, stage)
+    if not M.numel():
+        return np.zeros(0)
+    try:
+        s = torch.linalg.svdvals(M).double().numpy()
+    except RuntimeError as exc:  # torch's LinAlgError subclasses RuntimeError
+        failure = FloatFailure("svd-failed", stage, [], 0, f"the SVD at {stage} failed: {exc}")
+        raise FloatPipelineError(failure) from None
+    if not np.isfinite(s).all():
+        raise FloatPipelineError(FloatFailure("overflow" if not np.isnan(s).any() else "non-finite", stage, [], 0,
+                                              f"the SVD at {stage} returned non-finite singular values"))
+    return s
+
+
+def torch_full_jacobian_rank(net: Network, X: Sequence[Sequence[flint.fmpq]], dtype_name: str = "float32"
+                             ) -> tuple[int, float, np.ndarray, tuple[int, int], float]:
+    """``torch.linalg.matrix_rank`` of the full Jacobian (every weight and bias) in ``dtype_name``.
+
+    Returns
+    -------
+    (rank, tol, singular_values, shape, eps)
+        ``tol`` is torch's default (``sigma_1 max(m, n) eps``); singular values
+        from ``torch.linalg.svdvals`` (as float64 numpy, descending).
+
+    Raises
+    ------
+    FloatPipelineError
+        Out-of-range values, non-finite Jacobian, failed SVD.
+    """
+    torch = import_torch()
+    model = build_sequential(net, dtype_name)
+    Xt = torch_sample(X, net.widths[0], dtype_name)
+    stage = f"full-jacobian/torch-{dtype_name}"
+    G = gamma_torch(model, Xt, range(len(all_parameters(net))))
+    s = _svdvals_torch(torch, G, stage + "/svd-gamma")
+    tol = float(s[0]) * max(G.shape) * float(torch.finfo(G.dtype).eps) if s.size else 0.0
+    rank = int(torch.linalg.matrix_rank(G)) if G.numel() else 0
+    return rank, tol, s, (int(G.shape[0]), int(G.shape[1])), float(torch.finfo(G.dtype).eps)
 
 
 def gamma_torch(model, Xt, cols: Sequence[int]):
@@ -104,8 +191,11 @@ def gamma_torch(model, Xt, cols: Sequence[int]):
 
 
 def torch_spectra(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedEdges,
-                  exact_pattern: Sequence[np.ndarray], dtype_name: str = "float32"):
+                  exact_pattern: Sequence[np.ndarray], dtype_name: str = "float32", columns: str = "free"):
     """Singular values and default ranks of torch's ``Gamma`` and ``alpha``.
+
+    ``columns="all"``: the full Jacobian (every weight and bias, fixed edges
+    included), backend name ``torch-full-jacobian-<dtype>``.
 
     Returns
     -------
@@ -113,33 +203,44 @@ def torch_spectra(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         ``native_default`` = ``(torch.linalg.matrix_rank(Gamma), torch.linalg.matrix_rank(alpha))``
         with default tolerances; ``alpha`` is built from torch's own pattern
         (``z > 0``) so that ``Gamma = alpha Dpsi`` holds for the same pattern.
+
+    Raises
+    ------
+    FloatPipelineError
+        Out-of-range values, non-finite values, failed SVD (:mod:`exactident.numeric.guard`).
     """
     torch = import_torch()
     from exactident.numeric.spectra import Spectra
 
     dtype = getattr(torch, dtype_name)
+    name = f"torch-{dtype_name}" if columns == "free" else f"torch-full-jacobian-{dtype_name}"
+    log = WarningLog()
     model = build_sequential(net, dtype_name)
-    Xt = torch.from_numpy(to_float_sample(X, net.widths[0], np.float64)).to(dtype)
+    Xt = torch_sample(X, net.widths[0], dtype_name)
     with torch.no_grad():
         h, pattern = Xt, []
         for module in model:
             if isinstance(module, torch.nn.ReLU):
+                _require_finite_torch(torch, h, f"{name}/forward")
                 pattern.append((h > 0).numpy())  # autograd's relu'(0) = 0
             h = module(h)
+        _require_finite_torch(torch, h, f"{name}/forward")
     flips = int(sum(int(np.sum(a != b)) for a, b in zip(pattern, exact_pattern)))
-    G = gamma_torch(model, Xt, free_columns(net, fixed))
+    cols = free_columns(net, fixed) if columns == "free" else range(len(all_parameters(net)))
+    G = gamma_torch(model, Xt, cols)
     Xn = Xt.numpy()
-    if not X:
-        A, gram = torch.zeros((0, n_paths(net.widths)), dtype=dtype), False
-    elif len(X) * n_paths(net.widths) <= MAX_ALPHA_ENTRIES:
-        A, gram = torch.from_numpy(alpha_float(pattern, Xn)), False
-    else:
-        A, gram = torch.from_numpy(alpha_float_gram(pattern, Xn)), True
-    g_sv = torch.linalg.svdvals(G).double().numpy() if G.numel() else np.zeros(0)
-    a_sv = torch.linalg.svdvals(A).double().numpy() if A.numel() else np.zeros(0)
+    with log.stage(f"{name}/alpha"):
+        if not X:
+            A, gram = torch.zeros((0, n_paths(net.widths)), dtype=dtype), False
+        elif len(X) * n_paths(net.widths) <= MAX_ALPHA_ENTRIES:
+            A, gram = torch.from_numpy(alpha_float(pattern, Xn)), False
+        else:
+            A, gram = torch.from_numpy(alpha_float_gram(pattern, Xn)), True
+    g_sv = _svdvals_torch(torch, G, f"{name}/svd-gamma")
+    a_sv = _svdvals_torch(torch, A, f"{name}/svd-alpha")
     if gram:
         a_sv = np.sqrt(np.clip(a_sv, 0, None))
     rg = int(torch.linalg.matrix_rank(G)) if G.numel() else 0
     ra = int(torch.linalg.matrix_rank(A)) if A.numel() else 0
-    return Spectra(f"torch-{dtype_name}", float(torch.finfo(dtype).eps), g_sv, tuple(G.shape),
-                   a_sv, (len(X), n_paths(net.widths)), flips, (rg, ra))
+    return Spectra(name, float(torch.finfo(dtype).eps), g_sv, tuple(G.shape),
+                   a_sv, (len(X), n_paths(net.widths)), flips, (rg, ra), warnings=log.entries)
