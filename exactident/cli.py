@@ -51,6 +51,8 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from exactident.io.limits import add_limit_arguments
+
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -68,10 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=_tolerance, default=None,
                    help="relative SVD tolerance (times sigma_max) for the float Gamma")
+    add_limit_arguments(p)  # --max-file-size, --max-digits, --max-number-digits
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
     v.add_argument("case", metavar="CASE")
     v.add_argument("report", metavar="REPORT.json")
+    add_limit_arguments(v)
 
     c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
     from exactident.crosscheck.command import add_arguments
@@ -81,9 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
+    from exactident.io.limits import limits_from_args
     from exactident.verify.certificate import run_verify_certificate
 
-    return run_verify_certificate(args.case, args.report)
+    return run_verify_certificate(args.case, args.report, limits_from_args(args))
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:
@@ -96,9 +101,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.check import check
     from exactident.io.atomic import write_stdout
     from exactident.io.case import load_case
+    from exactident.io.limits import limits_from_args
     from exactident.io.report import render_table, reports_to_json
 
-    cases = [load_case(path) for path in args.cases]  # validate everything before any work
+    limits = limits_from_args(args)
+    cases = [load_case(path, limits) for path in args.cases]  # validate everything before any work
     reports = []
     for path, c in zip(args.cases, cases):
         try:

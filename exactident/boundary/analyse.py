@@ -69,7 +69,7 @@ from exactident.boundary.canonical import (
 from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
 from exactident.boundary.line import find_probe, is_constant_line, line_outputs
 from exactident.errors import InvariantViolation
-from exactident.io.rationals import format_fmpq
+from exactident.io.rationals import format_fmpq, short_text
 from exactident.model.activation import ActivationState, Tie, resolve_ties
 from exactident.model.conditions import (
     IDENTIFIABLE,
@@ -235,6 +235,14 @@ def _progress(iterable: Iterable, total: int) -> Iterable:
     return tqdm(iterable, total=total, desc="tie resolutions", file=sys.stderr, leave=False)
 
 
+def _line_summary(line: dict[str, Any]) -> str:
+    """The readable line for a straight-line certificate (long numbers abbreviated)."""
+    part = line["line"]
+    return ("line certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in part["delta"].items()
+                                                   if v != "0")
+            + f"; probe x* = ({', '.join(short_text(v) for v in part['probe'])})")
+
+
 def _power_of_two(k: int) -> str:
     """``2^k`` for a message: the decimal value too while it is short (never thousands of digits)."""
     return f"2^{k} = {2 ** k}" if k <= 64 else f"2^{k}"
@@ -250,8 +258,9 @@ def _line_candidates(K: list[list[flint.fmpq]], signed: list) -> list[list[flint
     vectors, both signs, and float LP points of ``{c : sign_t g_t K c >= 0, c_j = +-1}`` (rationalised)."""
     k = len(K)
     out = [c for col in K for c in (col, [-v for v in col])]
-    for c in relaxed_directions(kernel_rows(K, signed), k):
-        out.append(combine(K, c))
+    if len(out) < MAX_LINE_CANDIDATES:  # otherwise the basis fills the list: no LP needed
+        for c in relaxed_directions(kernel_rows(K, signed), k):
+            out.append(combine(K, c))
     return out[:MAX_LINE_CANDIDATES]
 
 
@@ -275,7 +284,7 @@ def _find_line(net: Network, X, canon: Canonical, pool: list) -> dict[str, Any] 
                     dW[p.l - 1][p.i, p.j] = d
                 else:
                     db[p.l - 1][p.i] = d
-            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in X):
+            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in canon.points):  # = on all of X
                 continue
             probe = find_probe(net, dW, db, canon.points)
             if probe is not None:
@@ -363,8 +372,18 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         raise_hint = (f"raise it with --max-resolutions {2 ** n_cls}" if n_cls <= 40
                       else "too many to enumerate at any setting")
         reason = (f"{len(ties)} visible ties{where} give {_power_of_two(n_cls)} tie resolutions, more than the limit "
-                  f"{max_resolutions}; nothing was enumerated ({raise_hint})")
-        return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
+                  f"{max_resolutions}")
+        # A straight line needs no enumeration: try the kernel of Gamma at the >= 0 pattern.
+        K0 = canonical_nullspace(canon.search_matrix(gamma_exact(net, X, state.Z, state.pattern, canon.fixed)))
+        line = _find_line(net, X, canon, [(K0, [])]) if K0 else None
+        if line is None:
+            reason += f"; nothing was enumerated ({raise_hint})"
+            return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
+        reason += (" (none enumerated), but the segment theta + eps delta (a kernel direction of Gamma at the "
+                   ">= 0 pattern) keeps every output on X exactly and changes f at a probe point "
+                   "(straight-line certificate)")
+        summary.append(_line_summary(line))
+        return BoundaryOutcome(NOT_IDENTIFIABLE, reason, certificate=line, extra={"summary": summary})
     n_res = 2 ** n_cls
 
     grads = TieGradients(net, X, state.Z, fixed)
@@ -444,16 +463,14 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   f"< dim = {dim} and a kernel direction delta enters its piece strictly: nearby "
                   "non-equivalent parameters give the same outputs (certificate)")
         nz = {k: v for k, v in ent["delta"].items() if v != "0"}
-        summary.append("certificate delta: " + ", ".join(f"{k} = {v}" for k, v in nz.items()))
+        summary.append("certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in nz.items()))
     elif n_cs_fail and (line := _find_line(net, X, canon, line_pool)) is not None:
         certificate = line
         verdict = NOT_IDENTIFIABLE
         reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and no kernel direction enters "
                   "strictly to first order, but the segment theta + eps delta keeps every output on X "
                   "exactly and changes f at a probe point (straight-line certificate)")
-        summary.append("line certificate delta: " + ", ".join(
-            f"{k} = {v}" for k, v in line["line"]["delta"].items() if v != "0")
-            + f"; probe x* = ({', '.join(line['line']['probe'])})")
+        summary.append(_line_summary(line))
     elif n_cs_fail == 0:
         verdict = IDENTIFIABLE
         excluded = ("none excluded" if len(ties) == n_cls

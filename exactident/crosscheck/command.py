@@ -32,6 +32,7 @@ from exactident.crosscheck.render import render_text, to_csv
 from exactident.errors import CaseFormatError, OutputError
 from exactident.io.atomic import atomic_write_bytes, write_stdout
 from exactident.io.case import Case, load_case
+from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.numeric.tolerance import default_policies
 
 __all__ = ["add_arguments", "expand_paths", "run"]
@@ -56,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tol", type=_positive, default=None, help="also judge an absolute tolerance on Gamma")
     parser.add_argument("--rtol", type=_positive, default=None, help="also judge a relative tolerance")
     parser.add_argument("--torch", action="store_true", help="add the PyTorch backend (needs torch)")
+    add_limit_arguments(parser)  # --max-file-size, --max-digits, --max-number-digits
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
@@ -139,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
         import_torch()
     paths = expand_paths(args.paths)
     _check_outputs(args, paths)
-    cases = [load_case(p) for p in paths]
+    limits = limits_from_args(args)
+    cases = [load_case(p, limits) for p in paths]
     first: dict[str, str] = {}
     for c in cases:
         if c.name in first:
