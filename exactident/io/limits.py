@@ -8,10 +8,11 @@ Three limits, all raisable (CLI ``--max-file-size``, ``--max-digits``,
   from its size alone, anything else (``/dev/zero``, a FIFO, a pipe) is read
   up to ``max_bytes + 1`` bytes and refused there.  Nothing is parsed before
   the whole file is known to fit.
-- ``max_digits``: decimal digits of all the numbers of one case, counted as
-  exact rationals (numerator and denominator, exponents expanded: ``1e4000``
-  counts 4001).  Charged number by number as the case is validated, before the
-  exact integer is built, so a few bytes spelling huge numbers cannot blow up.
+- ``max_digits``: decimal digits of all the numbers of one case: ``p/q`` counts
+  the digits of ``p`` and ``q``, an integer its digits, a decimal its mantissa
+  digits plus ``|exponent|`` (``1e4000`` counts 4001, ``0.25`` counts 4).
+  Charged number by number as the case is validated, before the exact integer
+  is built, so a few bytes spelling huge numbers cannot blow up.
 - ``max_number_digits``: digits of one number (numerator or denominator) and
   the largest decimal exponent magnitude.
 
@@ -108,7 +109,7 @@ def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     too_big = CaseFormatError(source, "", f"file is larger than the limit of {_size_text(max_bytes)} "
                               "(raise it with --max-file-size)")
     try:
-        with open(path, "rb") as fh:
+        with open(path, "rb", buffering=0) as fh:  # unbuffered: no read-ahead past the limit
             st = os.fstat(fh.fileno())
             if stat.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(21, "Is a directory")
