@@ -191,7 +191,29 @@ def _shape(reason):
     return re.sub(r"\((none excluded|only those splitting[^)]*)\)", "(...)", reason)
 
 
-def assert_equivalent(r0, r1, p, X0):
+def has_twins(widths, W, b):
+    """Two neurons of a hidden layer equal up to rescaling, in and out: swapping them is a symmetry.
+
+    Such neurons cannot be told apart by anything intrinsic, so which one a certificate uses follows the
+    input order (docs/boundary.md); the results then agree up to that swap, not label by label.
+    """
+    L = len(widths) - 1
+    scale = [[Fraction(1)] * widths[0]]
+    for l in range(1, L):
+        rows = [[W[l - 1][v][u] / scale[l - 1][u] for u in range(widths[l - 1])] + [b[l - 1][v]]
+                for v in range(widths[l])]
+        m = [max(abs(x) for x in row) or Fraction(1) for row in rows]
+        scale.append([1 / mv for mv in m])
+        normal_in = [tuple(x / mv for x in row) for row, mv in zip(rows, m)]
+        normal_out = [tuple(W[l][k][v] / scale[l][v] for k in range(widths[l + 1]))
+                      for v in range(widths[l])]
+        keys = list(zip(normal_in, normal_out))
+        if len(set(keys)) < len(keys):
+            return True
+    return False
+
+
+def assert_equivalent(r0, r1, p, X0, twins=False):
     for key in ("verdict", "rank_gamma", "rank_a", "cs", "cn", "dim", "degenerate", "on_boundary", "widths"):
         assert getattr(r0, key) == getattr(r1, key), key
     assert _shape(r0.reason) == _shape(r1.reason)
@@ -201,8 +223,11 @@ def assert_equivalent(r0, r1, p, X0):
     for a, c in zip(r0.patterns or [], r1.patterns or []):
         for key in ("rank_gamma", "rank_a", "cs", "cn", "reachable"):
             assert a[key] == c[key], key
-        assert _ties(ident, X0, a["ties"]) == _ties(p, p.X, c["ties"])
+        if not twins:
+            assert _ties(ident, X0, a["ties"]) == _ties(p, p.X, c["ties"])
     assert sorted(r0.certificate or {}) == sorted(r1.certificate or {})
+    if twins:
+        return
     if r0.certificate and "entering" in r0.certificate:
         e0, e1 = r0.certificate["entering"], r1.certificate["entering"]
         assert _ties(ident, X0, e0["resolution"]) == _ties(p, p.X, e1["resolution"])
@@ -221,7 +246,7 @@ def test_equivalent_presentations_give_the_same_report(case, data):
     assume(r0.on_boundary and r0.verdict != "degenerate")
     p = data.draw(presentations(case), label="presentation")
     r1 = _report(p.widths, p.W, p.b, p.X)
-    assert_equivalent(r0, r1, p, case[3])
+    assert_equivalent(r0, r1, p, case[3], twins=has_twins(*case[:3]))
 
 
 def test_duplicated_kink_sample_keeps_verdict_and_ranks():

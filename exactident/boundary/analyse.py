@@ -368,11 +368,10 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
 
     n_cls = len(classes)
     if n_cls > max_resolutions.bit_length() - 1:  # 2^n_cls > max_resolutions, without building 2^n_cls
-        where = "" if len(ties) == n_cls else f" at {n_cls} distinct (sample point, neuron) pairs"
         raise_hint = (f"raise it with --max-resolutions {2 ** n_cls}" if n_cls <= 40
                       else "too many to enumerate at any setting")
-        reason = (f"{len(ties)} visible ties{where} give {_power_of_two(n_cls)} tie resolutions, more than the limit "
-                  f"{max_resolutions}")
+        reason = (f"the visible ties at {n_cls} distinct (sample point, neuron) pairs give {_power_of_two(n_cls)} "
+                  f"tie resolutions, more than the limit {max_resolutions}")
         # A straight line needs no enumeration: try the kernel of Gamma at the >= 0 pattern.
         K0 = canonical_nullspace(canon.search_matrix(gamma_exact(net, X, state.Z, state.pattern, canon.fixed)))
         line = _find_line(net, X, canon, [(K0, [])]) if K0 else None

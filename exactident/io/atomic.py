@@ -87,6 +87,9 @@ def _signals_clean_up() -> Iterator[None]:
         raise _Interrupted(signum)
 
     for sig in _SIGNALS:
+        current = signal.getsignal(sig)
+        if current is None or current == signal.SIG_IGN:  # set outside Python, or ignored: leave it
+            continue
         with suppress(OSError, ValueError):
             previous[sig] = signal.signal(sig, handler)
     try:
