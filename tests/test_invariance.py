@@ -141,9 +141,9 @@ def presentations(draw, case):
     return p
 
 
-def _report(widths, W, b, X):
+def _report(widths, W, b, X, **options):
     case = parse_case(case_obj(widths, W, b, X))
-    r = check(case, numeric=False)
+    r = check(case, numeric=False, **options)
     if r.certificate:
         valid, msgs = verify_certificate(case, r.to_dict())
         assert valid, msgs
@@ -239,13 +239,15 @@ def assert_equivalent(r0, r1, p, X0, twins=False):
         assert _same_ray(d0, _line_back(p, l1["delta"]))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(boundary_cases(), st.data())
-def test_equivalent_presentations_give_the_same_report(case, data):
-    r0 = _report(*case)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(boundary_cases(), st.data(), st.sampled_from([4096, 4096, 4, 1]), st.booleans())
+def test_equivalent_presentations_give_the_same_report(case, data, cap, all_ranks):
+    # cap < 2^ties exercises the resolution cap (and the straight line sought past it).
+    options = {"max_resolutions": cap, "all_ranks": all_ranks}
+    r0 = _report(*case, **options)
     assume(r0.on_boundary and r0.verdict != "degenerate")
     p = data.draw(presentations(case), label="presentation")
-    r1 = _report(p.widths, p.W, p.b, p.X)
+    r1 = _report(p.widths, p.W, p.b, p.X, **options)
     assert_equivalent(r0, r1, p, case[3], twins=has_twins(*case[:3]))
 
 
