@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
         Its ``error`` raises an internal usage error that :func:`main` turns
         into exit status 2 with one line on stderr.
     """
+    from exactident.io.limits import add_limit_arguments
+
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
     parser.add_argument("--version", action=_VersionAction)
@@ -99,10 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_arguments(p)  # CASE may also be a model file (.onnx, .pt, .keras, ...) with --sample DATA
     p.add_argument("--expect", action="store_true",
                    help="compare each report with the case's expected block (exit 3 when a field differs)")
+    add_limit_arguments(p)  # --max-file-size, --max-digits, --max-number-digits
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
     v.add_argument("case", metavar="CASE")
     v.add_argument("report", metavar="REPORT.json")
+    add_limit_arguments(v)
 
     c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
     from exactident.crosscheck.command import add_arguments
@@ -123,9 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
+    from exactident.io.limits import limits_from_args
     from exactident.verify.certificate import run_verify_certificate
 
-    return run_verify_certificate(args.case, args.report)
+    return run_verify_certificate(args.case, args.report, limits_from_args(args))
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:
@@ -151,11 +156,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.crosscheck.command import expand_paths
     from exactident.io.atomic import write_stdout
     from exactident.io.importers.command import load_check_inputs
+    from exactident.io.limits import limits_from_args
     from exactident.io.report import render_table, reports_to_json
 
+    limits = limits_from_args(args)
     # a folder: its *.json files, as crosscheck; anything else as given (a case or a model file)
     paths = [str(q) for p in args.cases for q in (expand_paths([p]) if os.path.isdir(p) else [p])]
-    cases = load_check_inputs(paths, args)  # validate (and import) everything before any work
+    cases = load_check_inputs(paths, args, limits)  # validate (and import) everything before any work
     if args.expect:
         for path, c in zip(paths, cases):
             if c.expected is None:

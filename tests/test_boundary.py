@@ -195,12 +195,26 @@ def test_zero_biases_at_the_origin_hit_the_cap():
     W = [[[1, 2], [-1, 1], [2, -3]], [[1, -1, 2], [2, 1, 1], [-1, 3, 1]], [[1, 2, -1]]]
     case = _case("origin", [2, 3, 3, 1], W, [[0, 0, 0], [0, 0, 0], [0]], [[0, 0], [1, 2], [-1, 1]])
     r = check(case, numeric=False, max_resolutions=16)
-    assert r.verdict == "inconclusive" and r.n_ties == 6
-    assert "2^6 tie resolutions" in r.reason and "--max-resolutions 64" in r.reason
+    assert r.n_ties == 6 and "2^6 = 64 tie resolutions, more than the limit 16" in r.reason
+    # Past the cap a straight line is still sought (it needs no enumeration).  By hand: moving W_1[2,0]
+    # changes z_(1,2) by eps x_0, which is 0 at the origin and leaves z_(1,2) = -4, -5 < 0 at (1,2) and
+    # (-1,1): the outputs on X stay put, while at x = (-3,-3) the neuron turns on and f changes.
+    assert r.verdict == "not-identifiable" and r.patterns is None
+    assert {k: v for k, v in r.certificate["line"]["delta"].items() if v != "0"} == {"W_1[2,0]": "3"}
+    assert verify_certificate(case, r.to_dict())[0]
     assert check(case, numeric=False, max_resolutions=64).patterns is not None
     # The float verdict is not marked against a verdict that was not reached.
     num = check(case, max_resolutions=16).numeric
     assert num["agrees"] is None and num["compared_with"]["verdict"] is None
+
+
+def test_past_the_cap_without_a_line_is_inconclusive_and_says_how_to_raise_it():
+    # f = 3 relu(2x + 1) with samples 0, 1, -1/2, -1: C_S holds at the >= 0 pattern (rank 3 = dim),
+    # so no kernel direction exists there; one tie gives 2^1 = 2 resolutions > 1.
+    case = _case("kp", [1, 1, 1], [[[2]], [[3]]], [[1], [0]], [[0], [1], ["-1/2"], [-1]])
+    r = check(case, numeric=False, max_resolutions=1)
+    assert r.verdict == "inconclusive" and r.certificate is None
+    assert "2^1 = 2 tie resolutions, more than the limit 1" in r.reason and "--max-resolutions 2" in r.reason
 
 
 def test_tie_groups_follow_parameter_supports():

@@ -16,9 +16,11 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
   ``Gamma``) is the same on both sides, in every neighbourhood of theta.  If
   every tie is invisible, theta is not on ``Delta_X`` after all and Theorems
   8/9 apply directly.
-- **No resolution is excluded.**  Proving a pattern unreachable needs more
+- **No resolution is excluded** but those splitting ties at equal sample
+  points (equal points have equal pre-activations for every theta, so they
+  always share a side).  Proving a pattern unreachable otherwise needs more
   than first order, so the sufficient check (``identifiable``) runs over
-  every resolution of the visible ties.  Reachability is only *proved*
+  every other resolution of the visible ties.  Reachability is only *proved*
   (first-order strict entering direction, :mod:`exactident.boundary.entering`) and is
   otherwise ``"unknown"``.
 - **Grouping is for reachability only.**  Ties whose pre-activations depend on
@@ -29,7 +31,12 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
   resolution's rank is computed.
 - **Cap.**  Beyond ``max_resolutions`` resolutions nothing is enumerated and
   the verdict is ``inconclusive`` with the count as ``2^k`` (and the option to
-  raise only while ``k <= 20``); ``rank_gamma`` is ``None``: no verdict reached.
+  raise only while ``k <= MAX_ADVISED_TIES``) unless a straight line is found on the
+  kernel at the ``>= 0`` pattern; ``rank_gamma`` is ``None``: no resolution enumerated.
+- **Canonical search order** (:mod:`exactident.boundary.canonical`): ties,
+  resolutions, kernel bases, LPs and probe points are taken in an order and a
+  scale computed from invariants, so rescaling or permuting neurons and
+  permuting or repeating samples changes neither the verdict nor what is found.
 - **not-identifiable** needs an exact certificate: a resolution ``s`` with
   ``R_Gamma(s) == R_A(s) < dim`` and ``delta = K c`` in ``ker Gamma(s)``
   entering the piece of ``s`` strictly (:mod:`exactident.verify.certificate`), or,
@@ -52,11 +59,19 @@ from typing import Any
 
 import flint
 
+from exactident.boundary.canonical import (
+    Canonical,
+    canonical_form,
+    canonical_nullspace,
+    combine,
+    full_direction,
+    kernel_rows,
+    to_slice,
+)
 from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
 from exactident.boundary.line import find_probe, is_constant_line, line_outputs
 from exactident.errors import InvariantViolation
-from exactident.io.rationals import format_fmpq
-from exactident.linalg import exact
+from exactident.io.rationals import format_fmpq, short_text
 from exactident.model.activation import ActivationState, Tie, resolve_ties
 from exactident.model.conditions import (
     IDENTIFIABLE,
@@ -67,7 +82,7 @@ from exactident.model.conditions import (
     reason_from_ranks,
     verdict_from_ranks,
 )
-from exactident.model.fixed_edges import FixedEdges, free_parameters
+from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
 from exactident.model.network import Network
 
@@ -207,12 +222,11 @@ def tie_groups(ties: Sequence[Tie]) -> list[list[int]]:
     return sorted(groups.values())
 
 
-def _support_columns(net: Network, fixed: FixedEdges, ties: Sequence[Tie]) -> list[int]:
-    """Columns of ``tau`` that the group's ``g_t`` can touch (see :func:`tie_groups`)."""
+def _support_columns(canon: Canonical, ties: Sequence[Tie]) -> list[int]:
+    """Search coordinates that the group's ``g_t`` can touch (see :func:`tie_groups`)."""
     top = max(t.l for t in ties)
     own = {(t.l, t.v) for t in ties}
-    return [c for c, p in enumerate(free_parameters(net, fixed))
-            if p.l < top or (p.l, p.i) in own]
+    return canon.columns(lambda p: p.l < top or (p.l, p.i) in own)
 
 
 def _progress(iterable: Iterable, total: int) -> Iterable:
@@ -225,34 +239,48 @@ def _progress(iterable: Iterable, total: int) -> Iterable:
     return tqdm(iterable, total=total, desc="tie resolutions", file=sys.stderr, leave=False)
 
 
+def _line_summary(line: dict[str, Any]) -> str:
+    """The readable line for a straight-line certificate (long numbers abbreviated)."""
+    part = line["line"]
+    return ("line certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in part["delta"].items()
+                                                   if v != "0")
+            + f"; probe x* = ({', '.join(short_text(v) for v in part['probe'])})")
+
+
+def _power_of_two(k: int) -> str:
+    """``2^k`` for a message: the decimal value too while enumerating them is within reach."""
+    return f"2^{k} = {2 ** k}" if k <= MAX_ADVISED_TIES else f"2^{k}"
+
+
 def _fmt_res(ties: Sequence[Tie], active: Sequence[bool], limit: int = 6) -> str:
     text = ", ".join(f"{t} {'active' if a else 'inactive'}" for t, a in list(zip(ties, active))[:limit])
     return text + (f", ... ({len(ties)} ties)" if len(ties) > limit else "")
 
 
-def _line_candidates(gamma: flint.fmpq_mat, signed: list) -> list[list[flint.fmpq]]:
-    """Kernel directions of ``Gamma(s)`` worth a straight-line check: basis vectors, both signs,
-    and float LP points of ``{c : sign_t g_t K c >= 0, c_j = +-1}`` (rationalised)."""
-    K = exact.nullspace(gamma)
-    k = K.ncols()
-    cols = [[K[r, j] for r in range(K.nrows())] for j in range(k)]
-    out = [c for col in cols for c in (col, [-v for v in col])]
-    rows = [(flint.fmpq_mat([row]) * K).entries() for row in signed]
-    for c in relaxed_directions(rows, k):
-        out.append((K * flint.fmpq_mat(k, 1, c)).entries())
+def _line_candidates(K: list[list[flint.fmpq]], signed: list) -> list[list[flint.fmpq]]:
+    """Kernel directions of ``Gamma(s)`` worth a straight-line check (search coordinates): basis
+    vectors, both signs, and float LP points of ``{c : sign_t g_t K c >= 0, c_j = +-1}`` (rationalised)."""
+    k = len(K)
+    out = [c for col in K for c in (col, [-v for v in col])]
+    if len(out) < MAX_LINE_CANDIDATES:  # otherwise the basis fills the list: no LP needed
+        for c in relaxed_directions(kernel_rows(K, signed), k):
+            out.append(combine(K, c))
     return out[:MAX_LINE_CANDIDATES]
 
 
-def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any] | None:
-    params = free_parameters(net, fixed)
+def _find_line(net: Network, X, canon: Canonical, pool: list) -> dict[str, Any] | None:
+    # Candidates are made in search coordinates (canonical, docs/boundary.md) and checked in the
+    # case's own parameters: a positive rescaling maps straight lines to straight lines.
+    params = canon.params
     seen: set[tuple] = set()
-    for gamma, signed in pool:
-        for delta in _line_candidates(gamma, signed):
-            delta = primitive_integer(delta)
-            key = tuple(delta)
-            if key in seen or not any(delta):
+    for K, signed in pool:
+        for cand in _line_candidates(K, signed):
+            cand = primitive_integer(cand)
+            key = tuple(cand)
+            if key in seen or not any(cand):
                 continue
             seen.add(key)
+            delta = canon.to_parameters(cand)
             dW = [flint.fmpq_mat(net.widths[l], net.widths[l - 1]) for l in range(1, net.L + 1)]
             db = [[flint.fmpq(0)] * net.widths[l] for l in range(1, net.L + 1)]
             for p, d in zip(params, delta):
@@ -260,9 +288,9 @@ def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any]
                     dW[p.l - 1][p.i, p.j] = d
                 else:
                     db[p.l - 1][p.i] = d
-            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in X):
+            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in canon.points):  # = on all of X
                 continue
-            probe = find_probe(net, dW, db, X)
+            probe = find_probe(net, dW, db, canon.points)
             if probe is not None:
                 return {"line": {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)},
                                  "probe": [format_fmpq(v) for v in probe]}}
@@ -318,10 +346,20 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
 
     dim = net.dim
     hidden = set(invisible_ties(net, state))
-    ties = [t for t in state.ties if t not in hidden]
     n_samples_tied = len({t.i for t in state.ties})
     summary = [f"{len(state.ties)} tie(s) on {n_samples_tied} sample(s)"
                + (f", {len(hidden)} invisible (a later layer is all strictly inactive)" if hidden else "")]
+    # Canonical order (docs/boundary.md, "Presentation invariance"): ties sorted by (sample point,
+    # layer, canonical neuron); ties at equal sample points form one class and always share a side
+    # (equal points have equal pre-activations for every theta, so split sides are unreachable).
+    canon = canonical_form(net, X, state.Z)
+    ties = sorted((t for t in state.ties if t not in hidden), key=lambda t: (canon.tie_key(t), t.i))
+    classes: list[list[int]] = []
+    for k, t in enumerate(ties):
+        if classes and canon.tie_key(ties[classes[-1][0]]) == canon.tie_key(t):
+            classes[-1].append(k)
+        else:
+            classes.append([k])
 
     if not ties:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=True, rng=rng)
@@ -332,29 +370,43 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   + reason_from_ranks(rg, ra, dim, verdict))
         return BoundaryOutcome(verdict, reason, rg, ra, patterns=[], extra={"summary": summary})
 
-    n_res = 2 ** len(ties)
-    if n_res > max_resolutions:
-        # Say 2^k, not the number: advising --max-resolutions 549755813888 advises the impossible.
-        how = (f"raise the limit with --max-resolutions {n_res} to enumerate them" if len(ties) <= MAX_ADVISED_TIES
-               else "far too many to enumerate, each needs a certified rank")
-        reason = (f"{len(ties)} visible ties give 2^{len(ties)} tie resolutions, more than the limit "
-                  f"{max_resolutions}; nothing was enumerated, so no exact verdict was reached ({how})")
-        summary.append(f"2^{len(ties)} resolution(s) of {len(ties)} visible tie(s): over the limit "
-                       f"{max_resolutions}, none enumerated")
-        return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
+    n_cls = len(classes)
+    if n_cls > max_resolutions.bit_length() - 1:  # 2^n_cls > max_resolutions, without building 2^n_cls
+        raise_hint = (f"raise it with --max-resolutions {2 ** n_cls}" if n_cls <= MAX_ADVISED_TIES
+                      else "too many to enumerate at any setting")
+        reason = (f"the visible ties at {n_cls} distinct (sample point, neuron) pairs give {_power_of_two(n_cls)} "
+                  f"tie resolutions, more than the limit {max_resolutions}")
+        # A straight line needs no enumeration: try the kernel of Gamma at the >= 0 pattern.
+        K0 = canonical_nullspace(canon.search_matrix(gamma_exact(net, X, state.Z, state.pattern, canon.fixed)))
+        line = _find_line(net, X, canon, [(K0, [])]) if K0 else None
+        if line is None:
+            reason += f"; nothing was enumerated, so no exact verdict was reached ({raise_hint})"
+            return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
+        reason += (" (none enumerated), but the segment theta + eps delta (a kernel direction of Gamma at the "
+                   ">= 0 pattern) keeps every output on X exactly and changes f at a probe point "
+                   "(straight-line certificate)")
+        summary.append(_line_summary(line))
+        return BoundaryOutcome(NOT_IDENTIFIABLE, reason, certificate=line, extra={"summary": summary})
+    n_res = 2 ** n_cls
 
     grads = TieGradients(net, X, state.Z, fixed)
-    groups = tie_groups(ties)
-    group_cols = [_support_columns(net, fixed, [ties[k] for k in g]) for g in groups]
+    # The searches run in canonical coordinates (canonical slice, order and scale).
+    grads_c = grads if canon.fixed == fixed else TieGradients(net, X, state.Z, canon.fixed)
+    reps = [ties[c[0]] for c in classes]
+    groups = tie_groups(reps)
+    group_cols = [_support_columns(canon, [reps[k] for k in g]) for g in groups]
     reach_cache: dict[tuple[int, tuple[bool, ...]], bool] = {}
 
     patterns: list[dict[str, Any]] = []
-    line_pool: list[tuple[flint.fmpq_mat, list]] = []
+    line_pool: list[tuple[list, list]] = []
     certificate = None
     cert_res: tuple[bool, ...] = ()
-    best: tuple[int, int | None] | None = None
     n_reach = n_cs_fail = n_cn_fail = 0
-    for active in _progress(product((True, False), repeat=len(ties)), n_res):
+    for sides in _progress(product((True, False), repeat=n_cls), n_res):
+        active = [False] * len(ties)
+        for members, a in zip(classes, sides):
+            for k in members:
+                active[k] = a
         pattern = resolve_ties(state.pattern, ties, active)
         # Certified modular ranks; the rational Gamma(s) is built only where a
         # kernel (entering or line certificate) is looked for.
@@ -362,39 +414,49 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         rg, ra = ranks.rank_gamma, ranks.rank_a
         cs = holds_cs(rg, dim)
         cn = holds_cn(rg, ra, dim)
-        gamma = None if cs else gamma_exact(net, X, state.Z, pattern, fixed)
-        g_rows = [grads.gradient(pattern, t) for t in ties]
-        signed = [g if a else [-x for x in g] for g, a in zip(g_rows, active)]
+        # One derivative row per class (equal points, equal rows), in search coordinates.
+        signed = []
+        for t, a in zip(reps, sides):
+            g = canon.search_row(grads_c.gradient(pattern, t), t)
+            signed.append(g if a else [-x for x in g])
         reachable = True
         for gi, (members, cols) in enumerate(zip(groups, group_cols)):
-            key = (gi, tuple(active[k] for k in members))
+            key = (gi, tuple(sides[k] for k in members))
             if key not in reach_cache:
                 rows = [[signed[k][c] for c in cols] for k in members]
                 reach_cache[key] = find_strict_direction(rows)[0] is not None
             reachable = reachable and reach_cache[key]
-        if not cn and certificate is None and gamma is not None:  # not cn implies not cs: gamma is built
-            K = exact.nullspace(gamma)
-            rows = [(flint.fmpq_mat([row]) * K).entries() for row in signed]
-            c, _how = find_strict_direction(rows)
+        K = None  # kernel of Gamma(s) in search coordinates, built only where a certificate is sought
+        if not cs and certificate is None and (not cn or len(line_pool) < MAX_LINE_RESOLUTIONS):
+            K = canonical_nullspace(canon.search_matrix(gamma_exact(net, X, state.Z, pattern, canon.fixed)))
+        if not cn and certificate is None and K is not None:  # not cn implies not cs: K is built
+            c, _how = find_strict_direction(kernel_rows(K, signed))
             if c is not None:
-                # Positive scaling keeps kernel membership and strict signs: report it primitive.
-                delta = primitive_integer((K * flint.fmpq_mat(len(c), 1, c)).entries())
+                # Back to the case's own parameters and slice; positive scaling keeps kernel
+                # membership and strict signs: report it primitive.
+                dW, db = full_direction(net, canon, canon.to_parameters(combine(K, c)))
+                delta = primitive_integer(to_slice(net, fixed, dW, db))
+                gamma = gamma_exact(net, X, state.Z, pattern, fixed)
+                g_rows = [grads.gradient(pattern, t) for t in ties]
                 certificate = build_entering_certificate(net, fixed, ties, sorted(hidden), active, delta,
                                                          gamma, g_rows, rg, ra)
-                cert_res = active
+                cert_res = tuple(active)
                 reachable = True  # the entering kernel direction is itself a first-order witness
-        if gamma is not None and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
-            line_pool.append((gamma, signed))
+        if K is not None and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
+            line_pool.append((K, signed))
         n_reach += reachable
         n_cs_fail += not cs
         n_cn_fail += not cn
-        if best is None or rg < best[0]:
-            best = (rg, ra)
         patterns.append({"ties": [tie_dict(t, a) for t, a in zip(ties, active)], "rank_gamma": rg,
                          "rank_a": ra, "cs": cs, "cn": cn, "reachable": True if reachable else "unknown"})
+    # The top-level ranks: smallest rank_gamma, then smallest rank_a (a rule on the multiset of
+    # pattern ranks, so it does not depend on the enumeration order).
+    best = min(((p["rank_gamma"], p["rank_a"]) for p in patterns),
+               key=lambda r: (r[0], r[1] if r[1] is not None else dim + 1), default=None)
     # Invariants: len(patterns) == n_res; best holds the smallest rank_gamma; a certificate
     # exists only for a resolution with rank_gamma == rank_a < dim.
-    summary.append(f"{n_res} resolution(s) of {len(ties)} visible tie(s), {n_reach} proved reachable, "
+    pairs = "" if len(ties) == n_cls else f" at {n_cls} distinct (sample point, neuron) pairs"
+    summary.append(f"{n_res} resolution(s) of {len(ties)} visible tie(s){pairs}, {n_reach} proved reachable, "
                    f"{n_res - n_reach} unknown; C_S fails for {n_cs_fail}, C_N fails for {n_cn_fail}"
                    + (f"; {len(groups)} independent tie groups" if len(groups) > 1 else ""))
     if certificate is not None:
@@ -404,19 +466,19 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   f"< dim = {dim} and a kernel direction delta enters its piece strictly: nearby "
                   "non-equivalent parameters give the same outputs (certificate)")
         nz = {k: v for k, v in ent["delta"].items() if v != "0"}
-        summary.append("certificate delta: " + ", ".join(f"{k} = {v}" for k, v in nz.items()))
-    elif n_cs_fail and (line := _find_line(net, X, fixed, line_pool)) is not None:
+        summary.append("certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in nz.items()))
+    elif n_cs_fail and (line := _find_line(net, X, canon, line_pool)) is not None:
         certificate = line
         verdict = NOT_IDENTIFIABLE
         reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and no kernel direction enters "
                   "strictly to first order, but the segment theta + eps delta keeps every output on X "
                   "exactly and changes f at a probe point (straight-line certificate)")
-        summary.append("line certificate delta: " + ", ".join(
-            f"{k} = {v}" for k, v in line["line"]["delta"].items() if v != "0")
-            + f"; probe x* = ({', '.join(line['line']['probe'])})")
+        summary.append(_line_summary(line))
     elif n_cs_fail == 0:
         verdict = IDENTIFIABLE
-        reason = (f"C_S holds for all {n_res} tie resolutions (none excluded): rank Gamma(s) = dim = {dim} "
+        excluded = ("none excluded" if len(ties) == n_cls
+                    else "only those splitting ties at equal sample points excluded, as unreachable")
+        reason = (f"C_S holds for all {n_res} tie resolutions ({excluded}): rank Gamma(s) = dim = {dim} "
                   "on every resolution, a superset of the patterns reachable near theta")
     else:
         verdict = INCONCLUSIVE

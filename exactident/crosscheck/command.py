@@ -9,9 +9,12 @@ the wrong verdicts and ranks, and the relative tolerance band right for every
 case.  ``--json`` prints all of it; ``--csv FILE`` writes one row per
 (case, policy); ``--plot FILE`` draws singular values (one case) or bands
 (suite).  Output paths are checked before any work (an output that resolves
-to an input case file, or ``--csv`` and ``--plot`` naming one file, is bad
-usage); every output is rendered before any is written, each atomically, so
-a failing run leaves existing files untouched.
+to an input case file, ``--csv`` and ``--plot`` naming one file, a symlink loop
+or a missing directory is bad usage); every output is rendered before any is
+written, and the files are replaced together or not at all
+(:func:`exactident.io.atomic.write_outputs`), so a failing run leaves existing
+files untouched.  ``--json`` has no timings unless ``--timings`` is given, so it
+is byte-reproducible.
 
 Called by :mod:`exactident.cli`; calls :mod:`exactident.crosscheck.core` and
 :mod:`exactident.crosscheck.plot`.
@@ -29,9 +32,10 @@ from pathlib import Path
 
 from exactident.crosscheck.core import crosscheck_case, summarize
 from exactident.crosscheck.render import render_text, to_csv
-from exactident.errors import CaseFormatError, OutputError
-from exactident.io.atomic import atomic_write_bytes, write_stdout
+from exactident.errors import CaseFormatError
+from exactident.io.atomic import check_writable, write_outputs, write_stdout
 from exactident.io.case import Case, load_case
+from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.numeric.tolerance import default_policies
 
 __all__ = ["add_arguments", "expand_paths", "run"]
@@ -56,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tol", type=_positive, default=None, help="also judge an absolute tolerance on Gamma")
     parser.add_argument("--rtol", type=_positive, default=None, help="also judge a relative tolerance")
     parser.add_argument("--torch", action="store_true", help="add the PyTorch backend (needs torch)")
+    parser.add_argument("--timings", action="store_true",
+                        help="include wall-clock seconds per case in --json (off: the JSON is byte-reproducible)")
+    add_limit_arguments(parser)  # --max-file-size, --max-digits, --max-number-digits
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
@@ -105,28 +112,30 @@ def _progress(cases: Sequence[Case]) -> Iterable[Case]:
 def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
     """Refuse, before any work, outputs that would clobber an input or each other, or cannot be written.
 
-    Paths are compared after resolving symlinks (:func:`os.path.realpath`).
+    Paths are compared after resolving symlinks (:func:`os.path.realpath`); a symlink loop, a
+    directory, a missing or unwritable directory is refused here, not after the work
+    (:func:`exactident.io.atomic.check_writable`).
     """
     seen: dict[str, str] = {os.path.realpath(p): f"input case file {p}" for p in inputs}
     for option in ("--csv", "--plot"):
         path = getattr(args, option[2:])
         if not path:
             continue
+        problem = check_writable(path)
+        if problem is not None:
+            raise CaseFormatError(path, option, problem)
         real = os.path.realpath(path)
         if real in seen:
             raise CaseFormatError(path, option, f"is also the {seen[real]}; refusing to overwrite it")
         seen[real] = f"{option} output"
-        if os.path.isdir(path):
-            raise CaseFormatError(path, option, "is a directory")
-        if not os.path.exists(path) and not os.path.isdir(os.path.dirname(real)):
-            raise CaseFormatError(path, option, "cannot write (no such directory)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; exit status as in docs/cli.md (errors propagate to :func:`exactident.cli.main`).
 
-    Every output is rendered before any is written, so a failing run leaves
-    existing files untouched; a failing write raises :class:`OutputError`.
+    Every output is rendered before any is written, and they are committed
+    together, so a failing run leaves existing files untouched; a failing
+    write raises :class:`~exactident.errors.OutputError`.
     """
     plot_fmt = ""
     if args.plot:
@@ -139,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         import_torch()
     paths = expand_paths(args.paths)
     _check_outputs(args, paths)
-    cases = [load_case(p) for p in paths]
+    limits = limits_from_args(args)
+    cases = [load_case(p, limits) for p in paths]
     first: dict[str, str] = {}
     for c in cases:
         if c.name in first:
@@ -159,17 +169,17 @@ def run(args: argparse.Namespace) -> int:
                  else render_suite(results, summary, plot_fmt))
         outputs.append((args.plot, image))
     if args.json:
-        data = {"format": "exactident-crosscheck/1", "cases": [r.to_dict() for r in results],
-                "summary": summary.to_dict()}
+        per_case = [r.to_dict() for r in results]
+        if not args.timings:  # wall-clock time would make the JSON differ from run to run
+            for entry in per_case:
+                entry.pop("seconds", None)
+        data = {"format": "exactident-crosscheck/1", "cases": per_case, "summary": summary.to_dict()}
         text = json.dumps(data, indent=2) + "\n"
     else:
         text = render_text(results, summary)
-    for path, data_bytes in outputs:  # everything computed: now commit
-        try:
-            atomic_write_bytes(path, data_bytes)
-        except OSError as exc:
-            raise OutputError(path, exc) from None
-    write_stdout(text)
+    # Everything computed: the files are written to temporary files first, then standard output,
+    # then all renamed together; any failure before the renames replaces nothing.
+    write_outputs(outputs, last_step=lambda: write_stdout(text))
     return 0
 
 

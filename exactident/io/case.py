@@ -14,13 +14,13 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import flint
 
 from exactident.errors import CaseFormatError
 from exactident.io.atomic import atomic_write_text
+from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_bounded
 from exactident.io.rationals import NonFinite, describe_json_value, format_fmpq, parse_number
 from exactident.model.network import Network
 
@@ -28,6 +28,7 @@ __all__ = [
     "CASE_FORMAT",
     "PROVENANCE_KEYS",
     "Case",
+    "ReadLimits",
     "atomic_write_text",
     "case_to_json",
     "dump_case",
@@ -156,23 +157,32 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """Parse a JSON file with decimals kept exact (``decimal.Decimal``).
+def read_json(path: str | os.PathLike[str], limits: ReadLimits | None = None) -> Any:
+    """Parse a JSON file with decimals kept exact (``decimal.Decimal``), size-limited.
+
+    Parameters
+    ----------
+    path : path-like
+        A file, device or FIFO: at most ``limits.max_bytes + 1`` bytes are read
+        (:func:`exactident.io.limits.read_bounded`).
+    limits : ReadLimits, optional
+        Default :data:`exactident.io.limits.DEFAULT_LIMITS`.
 
     Raises
     ------
     CaseFormatError
-        If the file cannot be read, is not UTF-8 JSON, repeats a key in one
-        object, or nests too deeply.  ``NaN``/``Infinity`` tokens are kept as
-        :class:`~exactident.io.rationals.NonFinite` so the error can name the field.
+        If the file cannot be read, is larger than the limit, is not UTF-8 JSON,
+        repeats a key in one object, or nests too deeply.  ``NaN``/``Infinity``
+        tokens are kept as :class:`~exactident.io.rationals.NonFinite` so the
+        error can name the field.
     """
     source = str(path)
+    data = read_bounded(path, (limits or DEFAULT_LIMITS).max_bytes)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a leading BOM is harmless
-    except OSError as exc:
-        raise CaseFormatError(source, "", f"cannot read file ({exc.strerror or exc})") from None
+        text = data.decode("utf-8-sig")  # a leading BOM is harmless
     except UnicodeDecodeError:
         raise CaseFormatError(source, "", "file is not UTF-8 text") from None
+    del data
     try:
         return json.loads(text, parse_float=decimal.Decimal, parse_int=_json_int,
                           parse_constant=NonFinite, object_pairs_hook=_no_duplicates)
@@ -193,15 +203,16 @@ def _list(value: Any, source: str, where: str, length: int | None = None, what: 
     return value
 
 
-def _matrix(value: Any, source: str, where: str, rows: int, cols: int) -> list[list[flint.fmpq]]:
+def _matrix(value: Any, source: str, where: str, rows: int, cols: int,
+            budget: DigitBudget) -> list[list[flint.fmpq]]:
     out = []
     for i, row in enumerate(_list(value, source, where, rows, f"a list of {rows} rows")):
         entries = _list(row, source, f"{where}[{i}]", cols, f"a list of {cols} numbers")
-        out.append([parse_number(v, source, f"{where}[{i}][{j}]") for j, v in enumerate(entries)])
+        out.append([parse_number(v, source, f"{where}[{i}][{j}]", budget) for j, v in enumerate(entries)])
     return out
 
 
-def parse_case(obj: Any, source: str = "<case>") -> Case:
+def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = None) -> Case:
     """Validate a decoded ``exactident-case/1`` object and build a :class:`Case`.
 
     Parameters
@@ -210,6 +221,9 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
         As returned by :func:`read_json` (decimals as ``Decimal``).
     source : str
         File name for error messages.
+    limits : ReadLimits, optional
+        Digit limits (total and per number); default
+        :data:`exactident.io.limits.DEFAULT_LIMITS`.
 
     Returns
     -------
@@ -218,7 +232,8 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
     Raises
     ------
     CaseFormatError
-        Naming ``source`` and the field, for every deviation from docs/case-format.md.
+        Naming ``source`` and the field, for every deviation from docs/case-format.md
+        and for numbers beyond the digit limits.
 
     Examples
     --------
@@ -256,18 +271,19 @@ def parse_case(obj: Any, source: str = "<case>") -> Case:
             found = describe_json_value(w)
             raise CaseFormatError(source, f"widths[{i}]", f"expected a positive integer, found {found}")
     L = len(widths) - 1
+    budget = DigitBudget(limits or DEFAULT_LIMITS, source)
     weights = _list(obj["weights"], source, "weights", L, f"a list of {L} matrices")
     biases = _list(obj["biases"], source, "biases", L, f"a list of {L} vectors")
     W = []
     b = []
     for l in range(1, L + 1):
-        rows = _matrix(weights[l - 1], source, f"weights[{l - 1}]", widths[l], widths[l - 1])
+        rows = _matrix(weights[l - 1], source, f"weights[{l - 1}]", widths[l], widths[l - 1], budget)
         W.append(flint.fmpq_mat(widths[l], widths[l - 1], [v for row in rows for v in row]))
         vec = _list(biases[l - 1], source, f"biases[{l - 1}]", widths[l], f"a list of {widths[l]} numbers")
-        b.append([parse_number(v, source, f"biases[{l - 1}][{i}]") for i, v in enumerate(vec)])
+        b.append([parse_number(v, source, f"biases[{l - 1}][{i}]", budget) for i, v in enumerate(vec)])
     sample = _list(obj["sample"], source, "sample")
     X = [
-        [parse_number(v, source, f"sample[{i}][{j}]") for j, v in enumerate(
+        [parse_number(v, source, f"sample[{i}][{j}]", budget) for j, v in enumerate(
             _list(row, source, f"sample[{i}]", widths[0], f"a list of {widths[0]} numbers"))]
         for i, row in enumerate(sample)
     ]
@@ -307,15 +323,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def load_case(path: str | os.PathLike[str]) -> Case:
-    """Read and validate a case file.
+def load_case(path: str | os.PathLike[str], limits: ReadLimits | None = None) -> Case:
+    """Read and validate a case file, within ``limits`` (size, digits; docs/case-format.md).
 
     Raises
     ------
     CaseFormatError
-        Naming the file and field (see :func:`parse_case`).
+        Naming the file and field (see :func:`read_json`, :func:`parse_case`).
     """
-    return parse_case(read_json(path), str(path))
+    return parse_case(read_json(path, limits), str(path), limits)
 
 
 def case_to_json(case: Case) -> dict[str, Any]:

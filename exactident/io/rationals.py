@@ -5,6 +5,13 @@ it spells, or a string ``"p/q"``, ``"-7"``, ``"1.25e-3"``.  Floats never enter:
 the JSON reader must be called with ``parse_float=decimal.Decimal`` (see
 :func:`exactident.io.case.read_json`).  Writers emit canonical reduced ``"p/q"``
 (or ``"p"`` for integers), so a round trip is byte-stable.
+
+Any size: Python refuses ``int(str)`` and ``str(int)`` beyond 4300 digits (an
+interpreter-wide limit, ``sys.set_int_max_str_digits``, which a library must not
+change for its caller).  Every conversion here goes through FLINT's ``fmpz``
+(``fmpz(text)``, ``str(fmpz)``: no such limit, and quasi-linear time), so numbers
+of any size the input limits allow are read and written; :func:`short_text`
+abbreviates them in messages.
 """
 
 from __future__ import annotations
@@ -12,8 +19,14 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import flint
+
+from exactident.errors import CaseFormatError
+
+if TYPE_CHECKING:
+    from exactident.io.limits import DigitBudget
 
 __all__ = [
     "MAX_DIGITS",
@@ -21,7 +34,10 @@ __all__ = [
     "NonFinite",
     "describe_json_value",
     "format_fmpq",
+    "format_int",
     "parse_number",
+    "parse_rational",
+    "short_text",
     "to_fmpq",
 ]
 
@@ -33,6 +49,7 @@ MAX_DIGITS = 4000
 # re.ASCII: without it \d also matches other scripts' digits ("٣/٤", fullwidth "３").
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _RATIO = re.compile(r"([+-]?\d+)/(\d+)", re.ASCII)
+_SMALL_INT = re.compile(r"[+-]?\d+", re.ASCII)
 
 
 def to_fmpq(value: int | Fraction | flint.fmpq | flint.fmpz) -> flint.fmpq:
@@ -81,8 +98,10 @@ def describe_json_value(value: object) -> str:
         return str(value).lower()
     if isinstance(value, NonFinite):
         return str(value)
-    if isinstance(value, (int, Decimal)):
-        return f"number {value}"
+    if isinstance(value, int):
+        return f"number {short_text(format_int(value))}"
+    if isinstance(value, Decimal):
+        return f"number {short_text(str(value))}"
     if isinstance(value, str):
         return "string " + repr(value[:40]) + ("..." if len(value) > 40 else "")
     if isinstance(value, list):
@@ -92,19 +111,34 @@ def describe_json_value(value: object) -> str:
     return type(value).__name__
 
 
-def _from_decimal(value: Decimal, source: str, field: str, shown: str | None = None) -> flint.fmpq:
-    from exactident.errors import CaseFormatError
+def _digits(n: int) -> int:
+    """Decimal digits of ``|n|`` (any size; no ``str(int)``)."""
+    n = abs(n)
+    if n.bit_length() < 13_000:  # < 3914 digits: within Python's own str() limit
+        return len(str(n))
+    return len(str(flint.fmpz(n)))
 
+
+def _from_decimal(value: Decimal, source: str, field: str, shown: str, budget: DigitBudget | None) -> flint.fmpq:
+    per = budget.per_number if budget is not None else MAX_DIGITS
     if not value.is_finite():
         raise CaseFormatError(source, field, f"expected a finite number, found {value}")
-    if len(value.as_tuple().digits) > MAX_DIGITS:
-        raise CaseFormatError(source, field, f"more than {MAX_DIGITS} digits in {(shown or str(value))[:40]}...")
-    if value and abs(value.adjusted()) > MAX_EXPONENT:
-        raise CaseFormatError(source, field, f"exponent beyond ±{MAX_EXPONENT} in {(shown or str(value))[:40]}")
+    _sign, digits, exponent = value.as_tuple()
+    if len(digits) <= 18 and -18 <= int(exponent) <= 0:  # fast path: short decimals like 0.25
+        if budget is not None:
+            budget.charge(len(digits) - int(exponent), field)
+        m = int(value.scaleb(-int(exponent)))
+        return flint.fmpq(m, 10 ** -int(exponent))
+    if len(digits) > per:
+        raise CaseFormatError(source, field, f"more than {per} digits in {shown[:40]}...")
+    if value and abs(value.adjusted()) > per:
+        raise CaseFormatError(source, field, f"exponent beyond ±{per} in {shown[:40]}")
+    if budget is not None:  # before the exact integer (10^|exponent|) is built
+        budget.charge(len(digits) + abs(int(exponent)), field)
     return to_fmpq(Fraction(value))
 
 
-def parse_number(value: object, source: str, field: str) -> flint.fmpq:
+def parse_number(value: object, source: str, field: str, budget: DigitBudget | None = None) -> flint.fmpq:
     """Read one number of a case file exactly.
 
     Parameters
@@ -113,17 +147,22 @@ def parse_number(value: object, source: str, field: str) -> flint.fmpq:
         As produced by ``json.loads(..., parse_float=Decimal)``.
     source, field : str
         File name and JSON path, used in the error message.
+    budget : DigitBudget, optional
+        The case's digit budget (:class:`exactident.io.limits.DigitBudget`):
+        its per-number limit replaces :data:`MAX_DIGITS` / :data:`MAX_EXPONENT`
+        and the number's digits are charged to it before the integer is built.
 
     Returns
     -------
     fmpq
-        The exact rational the value spells (``0.1`` is 1/10).
+        The exact rational the value spells (``0.1`` is 1/10), of any size.
 
     Raises
     ------
     CaseFormatError
         For booleans, floats, NaN, infinities, zero denominators, malformed
-        strings and exponents beyond :data:`MAX_EXPONENT`.
+        strings, more digits or a larger exponent than allowed, and a case
+        over its digit budget.
 
     Examples
     --------
@@ -136,31 +175,42 @@ def parse_number(value: object, source: str, field: str) -> flint.fmpq:
     ...
     exactident.errors.CaseFormatError: a.json: biases[0][1]: zero denominator in '1/0'
     """
-    from exactident.errors import CaseFormatError
-
+    per = budget.per_number if budget is not None else MAX_DIGITS
     if isinstance(value, NonFinite):
         raise CaseFormatError(source, field, f"expected a finite number, found {value}")
     if isinstance(value, bool) or value is None:
         raise CaseFormatError(source, field, f"expected a number, found {describe_json_value(value)}")
     if isinstance(value, int):
+        n = _digits(value)
+        if n > per:
+            raise CaseFormatError(source, field, f"more than {per} digits in {short_text(format_int(value))}")
+        if budget is not None:
+            budget.charge(n, field)
         return flint.fmpq(value)
     if isinstance(value, Decimal):
-        return _from_decimal(value, source, field)
+        return _from_decimal(value, source, field, str(value)[:41], budget)
     if isinstance(value, str):
         text = value.strip()
+        if len(text) <= 18 and _SMALL_INT.fullmatch(text):  # fast path: most entries of real cases
+            if budget is not None:
+                budget.charge(len(text.lstrip("+-")), field)
+            return flint.fmpq(int(text))
         ratio = _RATIO.fullmatch(text)
         if ratio:
-            if max(len(ratio.group(1)), len(ratio.group(2))) > MAX_DIGITS + 1:
-                raise CaseFormatError(source, field, f"more than {MAX_DIGITS} digits in {value[:40]!r}...")
-            p, q = int(ratio.group(1)), int(ratio.group(2))
+            p_text, q_text = ratio.group(1).lstrip("+"), ratio.group(2)
+            if max(len(p_text.lstrip("-")), len(q_text)) > per:
+                raise CaseFormatError(source, field, f"more than {per} digits in {value[:40]!r}...")
+            if budget is not None:
+                budget.charge(len(p_text.lstrip("-")) + len(q_text), field)
+            p, q = flint.fmpz(p_text), flint.fmpz(q_text)  # no 4300-digit limit, unlike int()
             if q == 0:
                 raise CaseFormatError(source, field, f"zero denominator in {value!r}")
             return flint.fmpq(p, q)
         if _DECIMAL.fullmatch(text):
             _, _, exponent = text.lower().partition("e")
             if len(exponent.lstrip("+-")) > 9:  # Decimal itself refuses such exponents
-                raise CaseFormatError(source, field, f"exponent beyond ±{MAX_EXPONENT} in {value[:40]!r}")
-            return _from_decimal(Decimal(text), source, field, repr(value))
+                raise CaseFormatError(source, field, f"exponent beyond ±{per} in {value[:40]!r}")
+            return _from_decimal(Decimal(text), source, field, repr(value), budget)
         raise CaseFormatError(
             source, field, f"expected a number like 3, -7/2 or 1.25e-3, found {value[:40]!r}"
         )
@@ -169,8 +219,58 @@ def parse_number(value: object, source: str, field: str) -> flint.fmpq:
                                              "the case with Case.from_arrays, which reads floats exactly)")
     if isinstance(value, (list, dict)):
         raise CaseFormatError(source, field, f"expected a number, found {describe_json_value(value)}")
-    raise CaseFormatError(source, field, f"expected a number, found {type(value).__name__} {value!r}"[:200]
-                          + " (Case.from_arrays takes Fraction, fmpq, floats and numpy arrays)")
+    raise CaseFormatError(source, field, f"expected a number, found {type(value).__name__} {short_text(repr(value))}"
+                          " (Case.from_arrays takes Fraction, fmpq, floats and numpy arrays)")
+
+
+def parse_rational(text: str) -> Fraction | None:
+    """The exact value of a canonical ``"p"`` / ``"p/q"`` string (report fields), any size; ``None`` if malformed.
+
+    ``Fraction(text)`` refuses numerators and denominators beyond 4300 digits
+    (Python's ``int(str)`` limit); this does not.  A zero denominator is malformed.
+
+    Examples
+    --------
+    >>> parse_rational("-6/4"), parse_rational("7"), parse_rational("1/0"), parse_rational("0.5")
+    (Fraction(-3, 2), Fraction(7, 1), None, None)
+    >>> parse_rational("1" * 5000).numerator % 10**6
+    111111
+    """
+    ratio = _RATIO.fullmatch(text.strip())
+    if ratio:
+        p, q = int(flint.fmpz(ratio.group(1).lstrip("+"))), int(flint.fmpz(ratio.group(2)))
+    elif re.fullmatch(r"[+-]?\d+", text.strip(), re.ASCII):
+        p, q = int(flint.fmpz(text.strip().lstrip("+"))), 1
+    else:
+        return None
+    return None if q == 0 else Fraction(p, q)
+
+
+def format_int(n: int | flint.fmpz) -> str:
+    """Decimal text of an integer of any size (``str(int)`` stops at 4300 digits).
+
+    Examples
+    --------
+    >>> len(format_int(10**5000))
+    5001
+    """
+    return str(flint.fmpz(n))
+
+
+def short_text(text: str, keep: int = 20) -> str:
+    """``text`` for a message: long digit strings become ``first...last (N digits)``.
+
+    Examples
+    --------
+    >>> short_text("-" + "1" * 70 + "/" + "3" * 30)
+    '-1111111111111111111...33333333333333333333 (100 digits)'
+    >>> short_text("12/7")
+    '12/7'
+    """
+    if len(text) <= 3 * keep:
+        return text
+    digits = sum(c.isdigit() for c in text)
+    return f"{text[:keep]}...{text[-keep:]} ({digits} digits)"
 
 
 def format_fmpq(q: flint.fmpq) -> str:
@@ -182,4 +282,4 @@ def format_fmpq(q: flint.fmpq) -> str:
     ('-3/2', '3')
     """
     q = to_fmpq(q)
-    return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"
+    return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"  # fmpz to str: no 4300-digit limit

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from exactident.errors import CaseFormatError
+from exactident.io.limits import DEFAULT_LIMITS, read_bounded
 
 __all__ = ["read_report_json"]
 
@@ -26,12 +27,16 @@ class _DuplicateKey(Exception):
     """A JSON object with a repeated key (carries the key)."""
 
 
-def read_report_json(path: str) -> Any:
-    """The report file as plain JSON; every failure is a one-line :class:`CaseFormatError`."""
+def read_report_json(path: str, max_bytes: int | None = None) -> Any:
+    """The report file as plain JSON; every failure is a one-line :class:`CaseFormatError`.
+
+    At most ``max_bytes + 1`` bytes are read (default: the case-file limit of
+    :data:`exactident.io.limits.DEFAULT_LIMITS`); a larger file is refused.
+    """
+    data = read_bounded(path, max_bytes or DEFAULT_LIMITS.max_bytes)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise CaseFormatError(path, "", f"cannot read file ({exc})") from None
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys)

@@ -67,7 +67,9 @@ class CertifiedRank:
 
 
 def _fmt(num: int, den: int) -> str:
-    return str(num) if den == 1 else f"{num}/{den}"
+    # Through fmpz: str(int) refuses more than 4300 digits (Python's interpreter-wide limit).
+    p = str(flint.fmpz(num))
+    return p if den == 1 else f"{p}/{flint.fmpz(den)}"
 
 
 def kernel_to_integer_columns(kernel: Sequence[Mapping[int, flint.fmpq]]) -> list[dict[int, int]]:

@@ -17,6 +17,8 @@ from fractions import Fraction
 from itertools import product
 from typing import Any
 
+from exactident.io.rationals import parse_rational
+
 __all__ = [
     "PARAMETER_NAME",
     "BadField",
@@ -58,12 +60,10 @@ def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
 def parse_fraction(text: Any, where: str) -> Fraction:
     if not isinstance(text, str) or not re.fullmatch(r"[+-]?\d+(/\d+)?", text.strip()):
         raise BadField(where, f"expected a rational string 'p/q', found {text!r}")
-    try:
-        return Fraction(text.strip())
-    except ZeroDivisionError:
-        raise BadField(where, f"zero denominator in {text!r}") from None
-    except ValueError as exc:  # more digits than int() accepts
-        raise BadField(where, f"not a usable rational ({exc})") from None
+    value = parse_rational(text)  # any size: Fraction(str) stops at 4300 digits
+    if value is None:
+        raise BadField(where, f"zero denominator in {text!r}")
+    return value
 
 
 def tie_key(obj: Any, where: str) -> tuple[int, int, int]:

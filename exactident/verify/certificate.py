@@ -42,6 +42,7 @@ import sys
 from typing import Any
 
 from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
+from exactident.io.limits import ReadLimits
 from exactident.io.report_file import read_report_json
 from exactident.verify.arith import BadField, need, unknown_fields
 from exactident.verify.entering import verify_entering
@@ -204,8 +205,10 @@ def _verify_rank(case, part: Any) -> tuple[list[str], list[str]]:
     return [], ["rank part valid"]
 
 
-def run_verify_certificate(case_path: str, report_path: str) -> int:
+def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits | None = None) -> int:
     """CLI body of ``exactident verify-certificate CASE REPORT.json``.
+
+    ``limits`` bounds both files (size, digits; default :data:`exactident.io.limits.DEFAULT_LIMITS`).
 
     Returns
     -------
@@ -216,10 +219,10 @@ def run_verify_certificate(case_path: str, report_path: str) -> int:
 
     try:
         try:
-            case = load_case(case_path)
+            case = load_case(case_path, limits)
         except RecursionError:
             raise CaseFormatError(case_path, "", "not valid JSON (nested too deeply)") from None
-        report = read_report_json(report_path)
+        report = read_report_json(report_path, limits.max_bytes if limits else None)
         if isinstance(report, list):  # several cases: take the one named like the case
             named = [r for r in report if isinstance(r, dict) and r.get("name") == case.name]
             if len(named) != 1:

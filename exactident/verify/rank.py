@@ -71,7 +71,7 @@ def _check_one(problems: list[str], what: str, c: Mapping[str, Any], image, shap
                 problems.append(f"{what}: local kernel has {len(K)} vectors, certificate says {up['nullity']}")
                 return None
         else:
-            K = [{int(i): flint.fmpq(*(int(t) for t in str(v).split("/"))) for i, v in col}
+            K = [{int(i): flint.fmpq(*(flint.fmpz(t) for t in str(v).split("/"))) for i, v in col}
                  for col in up["kernel"]]
         n = shape[1]
         if any(not 0 <= i < n for col in K for i in col) or shape[1] - len(K) != r:

@@ -14,14 +14,16 @@ Called by :mod:`exactident.cli`; calls :mod:`exactident.io.importers.load`.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Sequence
 
 from exactident.errors import CaseFormatError
 from exactident.io.case import Case, dump_case, load_case, write_case
 from exactident.io.importers.common import DEFAULT_MAX_BYTES
-from exactident.io.importers.load import FORMATS, import_model
+from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, import_model
 from exactident.io.importers.sample import parse_rows
+from exactident.io.limits import ReadLimits
 
 __all__ = ["add_arguments", "add_check_arguments", "load_check_inputs", "parse_bytes", "run"]
 
@@ -68,8 +70,12 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     _common(parser)
 
 
-def load_check_inputs(paths: Sequence[str], args: argparse.Namespace) -> list[Case]:
+def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
+                      limits: ReadLimits | None = None) -> list[Case]:
     """Case files loaded and model files imported with ``--sample``, all before any analysis.
+
+    Case files are read within ``limits`` (:class:`exactident.io.limits.ReadLimits`; model
+    and sample files within ``--max-bytes``).
 
     Raises
     ------
@@ -78,7 +84,11 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace) -> list[Ca
     """
     sample = getattr(args, "sample", None)
     rows = parse_rows(getattr(args, "sample_rows", None))
-    models = [p for p in paths if not p.lower().endswith(".json")]
+    # A model file by its extension (pickles included, to refuse them by name) or by --format;
+    # anything else is read as a case file, within the case limits (so /dev/zero is refused there).
+    known = {e for exts in FORMATS.values() for e in exts} | set(PICKLE_EXTENSIONS)
+    fmt = getattr(args, "format", None)
+    models = [p for p in paths if fmt is not None or os.path.splitext(p)[1].lower() in known]
     if (sample is not None or rows is not None) and not models:
         raise CaseFormatError(paths[0], "--sample", "case files hold their own sample; --sample is for model files")
     out = []
@@ -89,7 +99,7 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace) -> list[Ca
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
                                     max_bytes=getattr(args, "max_bytes", None)))
         else:
-            out.append(load_case(path))
+            out.append(load_case(path, limits))
     return out
 
 

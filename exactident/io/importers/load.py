@@ -34,7 +34,8 @@ FORMATS = {
     "keras": (".keras", ".h5", ".hdf5"),
     "npz": (".npz",),
 }
-_PICKLE_EXT = (".pkl", ".pickle", ".joblib", ".sav", ".dill")
+#: Extensions refused by name: pickles are never loaded.
+PICKLE_EXTENSIONS = (".pkl", ".pickle", ".joblib", ".sav", ".dill")
 
 
 def detect_format(path: str) -> str:
@@ -47,7 +48,7 @@ def detect_format(path: str) -> str:
         never unpickled; or a format that cannot be told (use ``--format``).
     """
     ext = os.path.splitext(path)[1].lower()
-    if ext in _PICKLE_EXT:
+    if ext in PICKLE_EXTENSIONS:
         raise CaseFormatError(path, "", "pickle files are never loaded (unpickling runs code); export the model "
                                         "to ONNX, or call exactident.from_sklearn(model, X) in Python")
     for fmt, exts in FORMATS.items():
