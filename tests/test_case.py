@@ -245,3 +245,12 @@ def test_atomic_write_replaces(tmp_path):
     atomic_write_text(tmp_path / "x.txt", "two ünïcode")
     assert (tmp_path / "x.txt").read_text(encoding="utf-8") == "two ünïcode"
     assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
+
+
+@pytest.mark.parametrize("field, token", [("name", "NaN"), ("description", "Infinity"), ("name", "-Infinity")])
+def test_bare_nan_is_not_a_string(tmp_path, field, token):
+    # A bare NaN token is a number-like JSON constant, not the text "NaN": where a string is
+    # expected it is refused like any other non-string.
+    text = json.dumps(BASE).replace(f'"{field}": "{BASE[field]}"', f'"{field}": {token}')
+    with pytest.raises(CaseFormatError, match=rf"c\.json: {field}: expected a (non-empty )?string, found {token}"):
+        load_case(write(tmp_path, "c.json", text.encode()))

@@ -258,10 +258,10 @@ def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = Non
     if obj["format"] != CASE_FORMAT:
         raise CaseFormatError(source, "format", f"expected {CASE_FORMAT!r}, found {obj['format']!r}")
     name = obj["name"]
-    if not isinstance(name, str) or not name:
+    if not _is_text(name) or not name:
         raise CaseFormatError(source, "name", f"expected a non-empty string, found {describe_json_value(name)}")
     description = obj.get("description", "")
-    if not isinstance(description, str):
+    if not _is_text(description):
         raise CaseFormatError(source, "description", f"expected a string, found {describe_json_value(description)}")
     widths = _list(obj["widths"], source, "widths")
     if len(widths) < 2:
@@ -298,6 +298,12 @@ def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = Non
                 expected=_plain(expected), source=source, generator=_plain(generator), provenance=provenance)
 
 
+def _is_text(value: Any) -> bool:
+    # A bare JSON NaN/Infinity decodes to NonFinite (a str subclass, so numbers can name their
+    # field); it is not text where a string is expected.
+    return isinstance(value, str) and not isinstance(value, NonFinite)
+
+
 def _provenance(value: Any, source: str) -> dict[str, str] | None:
     if value is None:
         return None
@@ -307,7 +313,7 @@ def _provenance(value: Any, source: str) -> dict[str, str] | None:
         if key not in PROVENANCE_KEYS:
             raise CaseFormatError(source, f"provenance.{key}",
                                   f"unknown field (allowed: {', '.join(PROVENANCE_KEYS)})")
-        if not isinstance(v, str):
+        if not _is_text(v):
             raise CaseFormatError(source, f"provenance.{key}", f"expected a string, found {describe_json_value(v)}")
     return dict(value)
 
