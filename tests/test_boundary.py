@@ -115,9 +115,15 @@ def test_boundary_family(name):
         assert p["rank_a"] in (None, ra) and rg <= min(ra, dim)
     assert len(report.patterns) == 2 ** len(T)
     assert report.rank_gamma == min(r[0] for r in oracle.values())
+    case = _case(name, widths, W, b, X)
     if expected == "identifiable":
         assert all(rg == dim for rg, _, dim in oracle.values())
-        assert report.certificate is None
+        # the natural certificate: C_S certified (rank mod p = dim) on every tie resolution
+        assert set(report.certificate) == {"boundary"}
+        assert all(r["rank_gamma"]["lower"]["rank_mod_p"] == dim
+                   for r in report.certificate["boundary"]["resolutions"])
+        valid, msgs = verify_certificate(case, report.to_dict(), require_claims=True)
+        assert valid, msgs
     if expected == "not-identifiable":
         ent = report.certificate["entering"]
         valid, msgs = verify_certificate(_case(name, widths, W, b, X), report.to_dict())
@@ -186,7 +192,13 @@ def test_invisible_ties_mean_theta_is_not_on_the_boundary():
     r = check(case, numeric=False)
     assert (r.verdict, r.rank_gamma, r.rank_a, r.n_ties) == ("not-identifiable", 3, 3, 1)
     assert "not on Delta_X after all" in r.reason and "Theorem 8" in r.reason
-    assert r.patterns == [] and r.certificate is None
+    assert r.patterns == [] and set(r.certificate) == {"boundary"}
+    # Theorem 8 on the common alpha, the tie shown invisible (layer 2 strictly inactive at x = 0).
+    part = r.certificate["boundary"]
+    assert part["ties"] == [] and part["invisible_ties"] == [{"sample": 0, "layer": 1, "neuron": 0, "blocked_by": 2}]
+    assert [res["active"] for res in part["resolutions"]] == [[]]
+    valid, msgs = verify_certificate(case, r.to_dict(), require_claims=True)
+    assert valid, msgs
 
 
 def test_zero_biases_at_the_origin_hit_the_cap():
@@ -284,8 +296,8 @@ def test_shipped_boundary_cases_match_expected(name):
     case = load_case(f"cases/{name}.json")
     got = check(case, numeric=False).to_dict()
     assert {k: got[k] for k in case.expected} == case.expected
-    if got["verdict"] == "not-identifiable" and "certificate" in got:
-        assert verify_certificate(case, got)[0]
+    valid, msgs = verify_certificate(case, got, require_claims=True)  # every verdict is certified
+    assert valid, msgs
 
 
 def test_all_ranks_fills_rank_a_on_every_resolution():

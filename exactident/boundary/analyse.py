@@ -53,6 +53,7 @@ import flint
 
 from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
 from exactident.boundary.line import find_probe, is_constant_line, line_outputs
+from exactident.boundary.nonequivalence import find_witness
 from exactident.errors import InvariantViolation
 from exactident.io.rationals import format_fmpq
 from exactident.linalg import exact
@@ -260,9 +261,14 @@ def _find_line(net: Network, X, fixed: FixedEdges, pool: list) -> dict[str, Any]
             if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in X):
                 continue
             probe = find_probe(net, dW, db, X)
-            if probe is not None:
-                return {"line": {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)},
-                                 "probe": [format_fmpq(v) for v in probe]}}
+            witness = find_witness(net, dW, db, first_order=False)
+            if probe is not None or witness is not None:  # either shows non-equivalence (docs/boundary.md)
+                line: dict[str, Any] = {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)}}
+                if probe is not None:
+                    line["probe"] = [format_fmpq(v) for v in probe]
+                if witness is not None:
+                    line["nonequivalence"] = witness
+                return {"line": line}
     return None
 
 
@@ -308,7 +314,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     >>> out.verdict, out.certificate["entering"]["delta"]
     ('not-identifiable', {'W_1[0,0]': '0', 'b_1[0]': '1', 'b_2[0]': '-3'})
     """
-    from exactident.boundary.certificate import build_entering_certificate
+    from exactident.boundary.certificate import BoundaryPartBuilder, build_entering_certificate
     from exactident.ranks.certify import certify_ranks
 
     rng = random.Random(0)  # primes affect speed only, never the ranks
@@ -320,25 +326,29 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     summary = [f"{len(state.ties)} tie(s) on {n_samples_tied} sample(s)"
                + (f", {len(hidden)} invisible (a later layer is all strictly inactive)" if hidden else "")]
 
+    builder = BoundaryPartBuilder(net, fixed, state.Z, ties, sorted(hidden))
     if not ties:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=True, rng=rng)
+        builder.add([], ranks.certificate, None)  # the one alpha of every resolution: Theorems 8/9 directly
         rg, ra = ranks.rank_gamma, ranks.rank_a
         verdict = verdict_from_ranks(rg, ra, dim, False)
         reason = ("theta is not on Delta_X after all: every tie resolution gives the same alpha "
                   "(all ties invisible), so the theorems apply directly; "
                   + reason_from_ranks(rg, ra, dim, verdict))
-        return BoundaryOutcome(verdict, reason, rg, ra, patterns=[], extra={"summary": summary})
+        return BoundaryOutcome(verdict, reason, rg, ra, patterns=[], certificate={"boundary": builder.part()},
+                               extra={"summary": summary})
 
     n_res = 2 ** len(ties)
     if n_res > max_resolutions:
         reason = (f"{len(ties)} visible ties give {n_res} tie resolutions, more than the limit "
                   f"{max_resolutions}; nothing was enumerated (raise it with --max-resolutions {n_res})")
-        return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
+        return BoundaryOutcome(INCONCLUSIVE, reason, certificate={"boundary": builder.part(enumerated=False)},
+                               extra={"summary": summary})
 
     grads = TieGradients(net, X, state.Z, fixed)
     groups = tie_groups(ties)
     group_cols = [_support_columns(net, fixed, [ties[k] for k in g]) for g in groups]
-    reach_cache: dict[tuple[int, tuple[bool, ...]], bool] = {}
+    reach_cache: dict[tuple[int, tuple[bool, ...]], list | None] = {}
 
     patterns: list[dict[str, Any]] = []
     line_pool: list[tuple[flint.fmpq_mat, list]] = []
@@ -358,12 +368,16 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         g_rows = [grads.gradient(pattern, t) for t in ties]
         signed = [g if a else [-x for x in g] for g, a in zip(g_rows, active)]
         reachable = True
+        combined = [flint.fmpq(0)] * dim  # group directions on disjoint columns, added up
         for gi, (members, cols) in enumerate(zip(groups, group_cols)):
             key = (gi, tuple(active[k] for k in members))
             if key not in reach_cache:
                 rows = [[signed[k][c] for c in cols] for k in members]
-                reach_cache[key] = find_strict_direction(rows)[0] is not None
-            reachable = reachable and reach_cache[key]
+                reach_cache[key] = find_strict_direction(rows)[0]
+            reachable = reachable and reach_cache[key] is not None
+            for col, v in zip(cols, reach_cache[key] or []):
+                combined[col] += v
+        entering_delta = None
         if not cn and certificate is None and gamma is not None:  # not cn implies not cs: gamma is built
             K = exact.nullspace(gamma)
             rows = [(flint.fmpq_mat([row]) * K).entries() for row in signed]
@@ -374,7 +388,14 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                 certificate = build_entering_certificate(net, fixed, ties, sorted(hidden), active, delta,
                                                          gamma, g_rows, rg, ra)
                 cert_res = active
-                reachable = True  # the entering kernel direction is itself a first-order witness
+                entering_delta = delta  # the entering kernel direction is itself a first-order witness
+        # `reachable` is claimed only with a witness that passes the exact check (the verifier re-checks it).
+        candidates = [combined if reachable else None, entering_delta]
+        witness = builder.witness(signed, candidates)
+        if witness is None and reachable:
+            witness = builder.witness(signed, [find_strict_direction(signed)[0]])
+        reachable = witness is not None
+        builder.add(active, ranks.certificate, witness)
         if gamma is not None and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
             line_pool.append((gamma, signed))
         n_reach += reachable
@@ -400,12 +421,16 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     elif n_cs_fail and (line := _find_line(net, X, fixed, line_pool)) is not None:
         certificate = line
         verdict = NOT_IDENTIFIABLE
+        shown = ("changes f at a probe point" if "probe" in line["line"] else
+                 "changes an invariant of the equivalence (so the parameters are not equivalent)")
         reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and no kernel direction enters "
                   "strictly to first order, but the segment theta + eps delta keeps every output on X "
-                  "exactly and changes f at a probe point (straight-line certificate)")
+                  f"exactly and {shown} (straight-line certificate)")
         summary.append("line certificate delta: " + ", ".join(
             f"{k} = {v}" for k, v in line["line"]["delta"].items() if v != "0")
-            + f"; probe x* = ({', '.join(line['line']['probe'])})")
+            + (f"; probe x* = ({', '.join(line['line']['probe'])})" if "probe" in line["line"] else "")
+            + (f"; {line['line']['nonequivalence']['invariant']} invariant changes"
+               if "nonequivalence" in line["line"] else ""))
     elif n_cs_fail == 0:
         verdict = IDENTIFIABLE
         reason = (f"C_S holds for all {n_res} tie resolutions (none excluded): rank Gamma(s) = dim = {dim} "
@@ -418,4 +443,5 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   "no entering kernel direction found")
     if best is None:
         raise InvariantViolation("no tie resolution was enumerated")
+    certificate = {"boundary": builder.part(), **(certificate or {})}
     return BoundaryOutcome(verdict, reason, best[0], best[1], patterns, certificate, {"summary": summary})

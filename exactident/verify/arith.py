@@ -20,19 +20,25 @@ from typing import Any
 __all__ = [
     "PARAMETER_NAME",
     "BadField",
+    "ParamKey",
     "alpha_rows",
     "as_fractions",
+    "direction",
     "forward_tangent",
     "line_forward",
     "need",
     "parse_fraction",
+    "parse_parameter",
     "rank_qq",
     "tie_key",
     "unknown_fields",
 ]
 
 
-PARAMETER_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]")
+PARAMETER_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]", re.ASCII)
+
+#: A parameter as the verifier keys it: ``("W", l, row, col)`` or ``("b", l, row, None)``.
+ParamKey = tuple[str, int, int, "int | None"]
 
 
 class BadField(Exception):
@@ -56,14 +62,50 @@ def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
 
 
 def parse_fraction(text: Any, where: str) -> Fraction:
-    if not isinstance(text, str) or not re.fullmatch(r"[+-]?\d+(/\d+)?", text.strip()):
-        raise BadField(where, f"expected a rational string 'p/q', found {text!r}")
+    """A certificate's rational string, read strictly (:func:`exactident.io.report_file.parse_report_rational`)."""
+    from exactident.errors import CaseFormatError
+    from exactident.io.report_file import parse_report_rational
+
     try:
-        return Fraction(text.strip())
-    except ZeroDivisionError:
-        raise BadField(where, f"zero denominator in {text!r}") from None
-    except ValueError as exc:  # more digits than int() accepts
-        raise BadField(where, f"not a usable rational ({exc})") from None
+        return parse_report_rational(text, "", where)
+    except CaseFormatError as exc:
+        raise BadField(where, exc.message) from None
+
+
+def parse_parameter(name: Any, widths: Sequence[int], where: str) -> ParamKey | None:
+    """``"W_l[r,c]"`` / ``"b_l[r]"`` (canonical spelling, ASCII) as a key; None if no such parameter exists.
+
+    Raises
+    ------
+    BadField
+        If ``name`` is not a string spelled like a parameter name.
+
+    Examples
+    --------
+    >>> parse_parameter("W_2[0,1]", [1, 2, 1], "delta"), parse_parameter("b_3[0]", [1, 2, 1], "delta")
+    (('W', 2, 0, 1), None)
+    """
+    m = PARAMETER_NAME.fullmatch(name) if isinstance(name, str) else None
+    if m is None:
+        raise BadField(where, f"expected a parameter name like 'W_1[0,0]' or 'b_1[0]', found {name!r}"[:200])
+    key: ParamKey = ("W", int(m[2]), int(m[3]), int(m[4])) if m[1] else ("b", int(m[6]), int(m[7]), None)
+    canonical = f"W_{key[1]}[{key[2]},{key[3]}]" if key[0] == "W" else f"b_{key[1]}[{key[2]}]"
+    if name != canonical:
+        raise BadField(where, f"parameter name {name!r} is not spelled canonically ({canonical!r})")
+    L = len(widths) - 1
+    l, r, c = key[1], key[2], key[3]
+    if not 1 <= l <= L or r >= widths[l] or (c is not None and c >= widths[l - 1]):
+        return None
+    return key
+
+
+def direction(widths: Sequence[int], vec: dict) -> tuple[list, list]:
+    """``(dW, db)`` shaped like ``W``, ``b`` from ``{ParamKey: Fraction}`` (zero elsewhere)."""
+    L = len(widths) - 1
+    dW = [[[vec.get(("W", l, r, c), Fraction(0)) for c in range(widths[l - 1])] for r in range(widths[l])]
+          for l in range(1, L + 1)]
+    db = [[vec.get(("b", l, r, None), Fraction(0)) for r in range(widths[l])] for l in range(1, L + 1)]
+    return dW, db
 
 
 def tie_key(obj: Any, where: str) -> tuple[int, int, int]:
