@@ -73,7 +73,8 @@ class _TieGradients:
     def __init__(self, facts: CaseFacts) -> None:
         self.facts = facts
         w = facts.widths
-        self.params: list[tuple] = [("W", l, r, c) for l in range(1, facts.L + 1) for r in range(w[l]) for c in range(w[l - 1])]
+        self.params: list[tuple] = [("W", l, r, c) for l in range(1, facts.L + 1) for r in range(w[l])
+                                    for c in range(w[l - 1])]
         self.params += [("b", l, r, None) for l in range(1, facts.L + 1) for r in range(w[l])]
         self.cache: dict[tuple, dict[Tie, dict]] = {}
 
