@@ -63,41 +63,47 @@ class BoundaryResult:
     resolutions: list[Resolution] | None = None  # None: not enumerated (or not verifiable)
 
 
-class _TieGradients:
-    """``d z_t / d theta`` (all weights and biases) at each tie, per sample and local sides, cached.
+class _TieRates:
+    """First-order rates ``d z_t / d eps`` of the ties along witnesses, per sample.
 
-    The tangent of a tie of sample ``i`` depends only on the sides of the ties of that
-    sample, so each is computed once by forward-mode passes (one per parameter).
+    The tangent of a tie of sample ``i`` depends only on the sides of that sample's
+    ties.  When a sample has few such local resolutions compared with the number of
+    witnesses, the gradients (one forward-mode pass per parameter) are computed once
+    per local resolution and cached; otherwise one tangent pass along each witness.
     """
 
-    def __init__(self, facts: CaseFacts) -> None:
+    def __init__(self, facts: CaseFacts, n_witnesses: int) -> None:
         self.facts = facts
         w = facts.widths
         self.params: list[tuple] = [("W", l, r, c) for l in range(1, facts.L + 1) for r in range(w[l])
                                     for c in range(w[l - 1])]
         self.params += [("b", l, r, None) for l in range(1, facts.L + 1) for r in range(w[l])]
+        self.n_witnesses = n_witnesses
         self.cache: dict[tuple, dict[Tie, dict]] = {}
 
-    def at(self, i: int, sides: dict[Tie, bool]) -> dict[Tie, dict]:
+    def rates(self, i: int, sides: dict[Tie, bool], vec: dict) -> dict[Tie, Fraction]:
+        f = self.facts
         local = {t: a for t, a in sides.items() if t[0] == i}
+        act = f.active(local)(i)
+        if 2 ** len(local) * len(self.params) >= self.n_witnesses:  # direct: one pass along the witness
+            _, dz = forward_tangent(f.W, f.b, f.X[i], act, *direction(f.widths, vec))
+            return {t: dz[t[1] - 1][t[2]] for t in local}
         key = (i, tuple(sorted(local.items())))
         if key not in self.cache:
-            f = self.facts
-            act = f.active(local)(i)
             grads: dict[Tie, dict] = {t: {} for t in local}
             for p in self.params:
-                dW, db = direction(f.widths, {p: Fraction(1)})
-                _, dz = forward_tangent(f.W, f.b, f.X[i], act, dW, db)
+                _, dz = forward_tangent(f.W, f.b, f.X[i], act, *direction(f.widths, {p: Fraction(1)}))
                 for (_, l, v) in local:
                     if dz[l - 1][v] != 0:
                         grads[(i, l, v)][p] = dz[l - 1][v]
             self.cache[key] = grads
-        return self.cache[key]
+        return {t: sum((c * vec[p] for p, c in g.items() if p in vec), Fraction(0))
+                for t, g in self.cache[key].items()}
 
 
-def _witness_problems(grads: _TieGradients, sides: dict[Tie, bool], part: Any, where: str) -> list[str]:
+def _witness_problems(rates: _TieRates, sides: dict[Tie, bool], part: Any, where: str) -> list[str]:
     """``reachable``: every visible tie moves strictly to its side along the witness, to first order."""
-    facts = grads.facts
+    facts = rates.facts
     if not isinstance(part, dict):
         raise BadField(where, f"expected dict, found {type(part).__name__}")
     fails = unknown_fields(part, ("delta",), where)
@@ -111,8 +117,7 @@ def _witness_problems(grads: _TieGradients, sides: dict[Tie, bool], part: Any, w
     if fails:
         return fails
     for i in sorted({t[0] for t in sides}):
-        for t, g in grads.at(i, sides).items():
-            rate = sum((c * vec[p] for p, c in g.items() if p in vec), Fraction(0))
+        for t, rate in rates.rates(i, sides, vec).items():
             if (rate <= 0) if sides[t] else (rate >= 0):
                 fails.append(f"{where}: tie {t} moves at rate {rate} along the witness; the certificate claims "
                              f"it enters the {'active' if sides[t] else 'inactive'} side strictly")
@@ -183,7 +188,7 @@ def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any) -> 
         return out
     seen: set[tuple[bool, ...]] = set()
     verified: list[Resolution] = []
-    grads = _TieGradients(facts)
+    rates = _TieRates(facts, sum(isinstance(r, dict) and "reachable" in r for r in resolutions))
     for j, res in enumerate(resolutions):
         at = f"{where}.resolutions[{j}]"
         if not isinstance(res, dict):
@@ -201,7 +206,7 @@ def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any) -> 
         out.fails += problems
         reachable = False
         if "reachable" in res:
-            wit = _witness_problems(grads, sides, res["reachable"], f"{at}.reachable")
+            wit = _witness_problems(rates, sides, res["reachable"], f"{at}.reachable")
             out.fails += wit
             reachable = not wit
         verified.append(Resolution(tuple(active), ranks.rank_gamma, ranks.rank_a, reachable))

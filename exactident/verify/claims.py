@@ -187,7 +187,7 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
             raise BadField(at, f"expected dict, found {type(p).__name__}")
         fails += unknown_fields(p, _PATTERN_KEYS, at)
         want = [{"sample": i, "layer": l, "neuron": v, "active": a} for (i, l, v), a in zip(ties, r.active)]
-        if "ties" in p and p["ties"] != want:
+        if need(p, "ties", list, at) != want:  # an entry's claims are about the resolution it names
             fails.append(f"{at}.ties: report says {p['ties']}, the certificate's resolution {j} is {want}")
         rg = r.rank_gamma
         got_rg = _typed(p, "rank_gamma", int)
