@@ -23,11 +23,12 @@ per tie resolution; Fraction forward passes):
 - ``optional-evidence``: optional evidence removed while the rest still proves the claim
   (an entering part's witness, a line's probe or witness when the other remains, a
   derivative's redundant ``active``, a zero entry of a line's ``delta``, an unneeded
-  ``rank_a`` certificate);
+  ``rank_a`` certificate, the primes of a kernel check, which the verifier then draws);
 - ``witness-still-enters`` / ``entering-still-enters``: a changed direction still enters
   every tie strictly (and, for ``entering``, stays in the kernel with the claimed
   derivatives and witness coefficients), by sympy;
 - ``probe-still-shows``: ``f`` still changes at the changed probe point;
+- ``kernel-column-rescaled``: a kernel column replaced by a nonzero multiple of itself;
 - ``blocked-by``: the changed blocking layer is also all strictly negative at the sample;
 - ``rank_a-of-a-minimal-resolution``: another resolution of minimal ``rank_gamma`` has that ``R_A``.
 
@@ -66,6 +67,10 @@ FN_PRESERVING = {"format": "exactident-case/1", "name": "fn-preserving-tie-2", "
                  "weights": [[["1/2"], ["1/4"]], [["1", "-3"]], [["1"]]],
                  "biases": [["0", "0"], ["1/4"], ["0"]],
                  "sample": [["1"], ["-1"], ["-2"], ["1/2"], ["1/4"], ["3"], ["5"]]}
+# Neuron (1,0) strictly inactive everywhere: rank Gamma = 7 < R_A = 8 < dim = 11, a kernel certificate.
+DEAD_NEURON = {"format": "exactident-case/1", "name": "dead-neuron-inconclusive", "widths": [1, 3, 2],
+               "weights": [[["1"], ["-2"], ["-4"]], [["3", "4", "1"], ["1", "1", "3"]]],
+               "biases": [["-100", "3", "1"], ["2", "2"]], "sample": [["1"], ["2/3"], ["2"], ["-4/3"], ["5/2"]]}
 # f = 3 relu(2x + 1) at -1/2 (on the kink), 1, -2 (the kink forgery's case).
 KINK_FORGERY_CASE = {"format": "exactident-case/1", "name": "kink-forgery", "widths": [1, 1, 1],
                      "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
@@ -154,7 +159,8 @@ def genuine():
     out = [Genuine(name, json.loads((ROOT / "cases" / f"{name}.json").read_text())) for name in SHIPPED]
     out += [Genuine(name, json.loads((ROOT / "cases" / f"{name}.json").read_text()), limit=n)
             for name, n in SAMPLED.items()]
-    out += [Genuine("fn-preserving-tie-2", FN_PRESERVING), Genuine("kink-forgery-case", KINK_FORGERY_CASE)]
+    out += [Genuine("fn-preserving-tie-2", FN_PRESERVING), Genuine("kink-forgery-case", KINK_FORGERY_CASE),
+            Genuine("dead-neuron-inconclusive", DEAD_NEURON)]
     out += _random_genuine()
     return {g.label: g for g in out}
 
@@ -326,10 +332,18 @@ def still_true(g, path, kind, mutated):
             return "optional-evidence"
         if path[:3] == ["certificate", "line", "delta"] and _get(g.report, path) == "0":
             return "optional-evidence"
+        if keys[-2:] == ["upper", "primes"]:  # the verifier then draws its own primes
+            return "optional-evidence"
         if keys[:3] == ["certificate", "boundary", "resolutions"] and last == "rank_a":
             res = _get(mutated, path[:-1])
             if res["rank_gamma"]["upper"]["kind"] != "rank_a" and mutated["patterns"][path[3]]["rank_a"] is None:
                 return "optional-evidence"
+    if "kernel" in keys and kind in ("q+1", "q-neg"):
+        k = path.index("kernel")
+        new, old = _get(mutated, path[:k + 2]), _get(g.report, path[:k + 2])
+        ratios = {F(a[1]) / F(o[1]) for a, o in zip(new, old) if F(o[1]) != 0}
+        if [a[0] for a in new] == [o[0] for o in old] and len(ratios) == 1 and F(0) not in ratios:
+            return "kernel-column-rescaled"  # a nonzero multiple of a kernel vector spans the same line
     if keys[:3] == ["certificate", "boundary", "resolutions"] and "reachable" in keys:
         res = _get(mutated, path[:4])
         sides = _sides(cert["boundary"]["ties"], res["active"])
@@ -390,7 +404,7 @@ def run_mutations(g):
     return tried, rejected, rules, bad
 
 
-CASE_LABELS = SHIPPED + list(SAMPLED) + ["fn-preserving-tie-2", "kink-forgery-case"]
+CASE_LABELS = SHIPPED + list(SAMPLED) + ["fn-preserving-tie-2", "kink-forgery-case", "dead-neuron-inconclusive"]
 
 
 @pytest.mark.parametrize("label", CASE_LABELS)

@@ -302,3 +302,82 @@ def test_every_shipped_report_verifies(tmp_path, capsys):
         _case, rep = _report(path)
         rc, out, _, _ = _cli(tmp_path, capsys, path, rep)
         assert rc == 0 and out.endswith("certificate VALID\n"), (path, out)
+
+
+# --- malformed fields of the parts are bad input (exit 2), each naming its field ----------------------
+
+DEAD_NEURON = {"format": "exactident-case/1", "name": "dead-neuron-inconclusive", "widths": [1, 3, 2],
+               "weights": [[["1"], ["-2"], ["-4"]], [["3", "4", "1"], ["1", "1", "3"]]],
+               "biases": [["-100", "3", "1"], ["2", "2"]], "sample": [["1"], ["2/3"], ["2"], ["-4/3"], ["5/2"]]}
+DEGENERATE = {"format": "exactident-case/1", "name": "dead", "widths": [1, 2, 1],
+              "weights": [[["1"], ["2"]], [["3", "0"]]], "biases": [["1", "1"], ["0"]], "sample": [["1"], ["2"]]}
+
+
+def _set(path, value):
+    def go(d):
+        node = d
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    return go
+
+
+B, R = ["certificate", "boundary"], ["certificate", "rank", "rank_gamma"]
+
+
+@pytest.mark.parametrize("source, mutate, match", [
+    (KINK, _set([*B], []), r"certificate\.boundary: expected dict, found list"),
+    (KINK, _set([*B, "resolutions", 0], 1), r"certificate\.boundary\.resolutions\[0\]: expected dict, found int"),
+    (KINK, _set([*B, "resolutions", 0, "active"], [1]), r"resolutions\[0\]\.active: expected 1 booleans, found \[1\]"),
+    (KINK, _set([*B, "resolutions", 0, "reachable"], []), r"resolutions\[0\]\.reachable: expected dict, found list"),
+    (KINK, _set([*B, "resolutions", 0, "reachable", "delta"], {"W_01[0,0]": "1"}),
+     r"reachable\.delta\['W_01\[0,0\]'\]: parameter name 'W_01\[0,0\]' is not spelled canonically \('W_1\[0,0\]'\)"),
+    (KINK, _set([*B, "fixed_edges", 0], [1, 0]), r"fixed_edges\[0\]: expected \[layer, neuron, k\] of ints"),
+    (KINK, _set([*B, "resolutions", 0, "rank_gamma"], []), r"resolutions\[0\]\.rank_gamma: expected dict, found list"),
+    (KINK, _set([*B, "resolutions", 0, "rank_gamma", "rank"], -1),
+     r"resolutions\[0\]\.rank_gamma\.rank: expected a nonnegative int, found -1"),
+    (KINK, _set(["certificate", "entering", "nonequivalence"], "path"),
+     r"certificate\.entering\.nonequivalence: expected dict, found str"),
+    (KINK, _set(["certificate", "entering", "nonequivalence", "path", "neurons"], ["0"]),
+     r"nonequivalence\.path\.neurons: expected a list of ints"),
+    (KINK, _set(["certificate", "entering", "nonequivalence", "path", "neurons"], [5]),
+     r"nonequivalence\.path: neuron 5 does not exist in layer 1 \(width 1\)"),
+    (KINK, _set(["certificate", "entering", "nonequivalence", "coefficients"], ["3", "x"]),
+     r"nonequivalence\.coefficients\[1\]: expected a rational string"),
+    (KINK, _set(["certificate", "entering", "nonequivalence"], {"invariant": "first-layer-rays", "neuron": 3}),
+     r"nonequivalence\.neuron: no hidden neuron 3 in layer 1"),
+    (KINK, _set(["patterns"], {}), r"patterns: expected list, found dict"),
+    (KINK, _set(["patterns", 0], "x"), r"patterns\[0\]: expected dict, found str"),
+    (KINK, lambda d: d["patterns"][0].pop("ties"), r"patterns\[0\]\.ties: missing"),
+    (DEGENERATE, _set(["certificate", "degenerate"], 1), r"certificate\.degenerate: expected dict, found int"),
+    (DEGENERATE, _set(["certificate", "degenerate", "why"], "dead"),
+     r"certificate\.degenerate\.why: expected 'outgoing' or 'incoming', found 'dead'"),
+    (DEAD_NEURON, _set([*R, "upper", "kernel", 0], "1"), r"upper\.kernel\[0\]: expected list, found str"),
+    (DEAD_NEURON, _set([*R, "upper", "kernel", 0, 0], [0]), r"upper\.kernel\[0\]\[0\]: expected \[index, 'p/q'\]"),
+    (DEAD_NEURON, _set([*R, "upper", "kernel", 0, 0], [0, "1/0"]), r"upper\.kernel\[0\]\[0\]: zero denominator"),
+    (DEAD_NEURON, _set([*R, "upper", "kernel", 0, 0], ["0", "1"]), r"upper\.kernel\[0\]\[0\]\[0\]: expected int"),
+    (DEAD_NEURON, _set(["certificate", "rank"], "rank"), r"certificate\.rank: expected dict, found str"),
+    (DEAD_NEURON, _set(["certificate", "rank", "fixed_edges"], {}),
+     r"certificate\.rank\.fixed_edges: expected list, found dict"),
+    (DEAD_NEURON, _set([*R, "upper", "primes"], [True]), r"upper\.primes\[0\]: expected int, found bool"),
+])
+def test_malformed_part_fields_are_bad_input(source, mutate, match):
+    case, rep = _report(source)
+    assert verify_certificate(case, rep, require_claims=True)[0]
+    bad = copy.deepcopy(rep)
+    mutate(bad)
+    with pytest.raises(CaseFormatError, match=r"^r\.json: .*" + match):
+        verify_certificate(case, bad, "r.json", require_claims=True)
+
+
+def test_report_exponent_decimal_refuses_is_bad_input(tmp_path, capsys):
+    _, rep = _report(KINK)
+    text = json.dumps(rep).replace('"dim": 3', '"dim": 1E+9999999999999999999', 1)
+    rc, out, err, path = _cli(tmp_path, capsys, KINK, None, text=text)
+    assert rc == 2 and out == "" and err.startswith(f"error: {path}: ") and "exponent" in err, err
+
+
+def test_report_array_needs_exactly_one_report_for_the_case(tmp_path, capsys):
+    _, rep = _report(KINK)
+    rc, _out, err, path = _cli(tmp_path, capsys, KINK, [rep, rep])
+    assert rc == 2 and err == f"error: {path}: expected one report named 'tiny-111-kink', found 2\n"

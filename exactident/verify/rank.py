@@ -21,7 +21,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.errors import ExactIdentError, InvariantViolation
+from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation
 from exactident.linalg import exact
 from exactident.linalg.certified import has_full_column_rank, kernel_is_zero_mod, kernel_to_integer_columns
 from exactident.linalg.modular import random_primes, rank_mod_p, require_prime
@@ -58,6 +58,12 @@ def _int(obj: Any, key: str, where: str) -> int:
     value = need(obj, key, int, where)
     if value < 0:
         raise BadField(f"{where}.{key}", f"expected a nonnegative int, found {value}")
+    return value
+
+
+def _json_int(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadField(where, f"expected int, found {type(value).__name__}")
     return value
 
 
@@ -137,7 +143,7 @@ def _check_one(what: str, c: Any, image, shape: tuple[int, int], avoid: int, bou
     K_int = kernel_to_integer_columns(K)
     size = n * bound_fn() * max((abs(v) for col in K_int for v in col.values()), default=0)
     if "primes" in up:
-        primes = [need({"p": q}, "p", int, f"{what}.upper.primes[{k}]")
+        primes = [_json_int(q, f"{what}.upper.primes[{k}]")
                   for k, q in enumerate(need(up, "primes", list, f"{what}.upper"))]
         for q in primes:
             try:
@@ -173,11 +179,11 @@ def _kernel_columns(cols: list, n: int, where: str) -> list[dict[int, flint.fmpq
             at = f"{where}[{c}][{k}]"
             if not (isinstance(entry, list) and len(entry) == 2):
                 raise BadField(at, "expected [index, 'p/q']")
-            i = need({"i": entry[0]}, "i", int, at)
+            i = _json_int(entry[0], f"{at}[0]")
             try:
                 v = parse_report_rational(entry[1], "", at)
-            except ExactIdentError as exc:
-                raise BadField(at, exc.message if hasattr(exc, "message") else str(exc)) from None
+            except CaseFormatError as exc:
+                raise BadField(at, exc.message) from None
             if not 0 <= i < n or i in out:
                 raise _Reject(f"{at}: index {i} is out of range [0, {n}) or repeated")
             out[i] = flint.fmpq(v.numerator, v.denominator)
