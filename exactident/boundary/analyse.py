@@ -100,7 +100,9 @@ class BoundaryOutcome:
     patterns : list of dict or None
         ``{ties, rank_gamma, rank_a, cs, cn, reachable}`` per resolution (docs/cli.md).
     certificate : dict or None
-        ``{"entering": ...}`` for ``not-identifiable``.
+        ``{"boundary": ...}`` (the ties and certified ranks of every resolution; without
+        ``resolutions`` past the cap), plus ``"entering"`` or ``"line"`` for
+        ``not-identifiable`` (docs/boundary.md, "Certificates").
     extra : dict
         ``summary``: readable lines for the human table.
     """
