@@ -381,3 +381,15 @@ def test_report_array_needs_exactly_one_report_for_the_case(tmp_path, capsys):
     _, rep = _report(KINK)
     rc, _out, err, path = _cli(tmp_path, capsys, KINK, [rep, rep])
     assert rc == 2 and err == f"error: {path}: expected one report named 'tiny-111-kink', found 2\n"
+
+
+def test_booleans_are_not_integers_in_claims():
+    # Python's True == 1: a widths or a pattern's tie spelled with true must not pass for 1.
+    case, rep = _report(KINK)
+    bad = dict(rep, widths=[True, 1, 1])
+    valid, msgs = verify_certificate(case, bad, require_claims=True)
+    assert not valid and "widths: report says [True, 1, 1], the case has [1, 1, 1]" in msgs
+    bad = copy.deepcopy(rep)
+    bad["patterns"][1]["ties"][0]["layer"] = True
+    valid, msgs = verify_certificate(case, bad, require_claims=True)
+    assert not valid and any(m.startswith("patterns[1].ties: report says") for m in msgs)

@@ -47,6 +47,17 @@ class Proofs:
     boundary: BoundaryResult | None = None
 
 
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality that tells ``true`` from ``1`` (Python's ``==`` does not)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
 def _typed(report: dict, key: str, kind, allow_none: bool = False) -> Any:
     if key not in report or (allow_none and report[key] is None):
         return None
@@ -59,7 +70,7 @@ def structural_claims(report: dict, facts: CaseFacts) -> list[str]:
     if "format" in report and report["format"] != "exactident-report/1":
         fails.append(f"format: report says {report['format']!r}, expected 'exactident-report/1'")
     widths = _typed(report, "widths", list)
-    if widths is not None and widths != facts.widths:
+    if widths is not None and not _same(widths, facts.widths):
         fails.append(f"widths: report says {widths}, the case has {facts.widths}")
     expect = {"n_samples": facts.n, "dim": facts.dim, "n_ties": len(facts.ties)}
     for key, value in expect.items():
@@ -187,7 +198,7 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
             raise BadField(at, f"expected dict, found {type(p).__name__}")
         fails += unknown_fields(p, _PATTERN_KEYS, at)
         want = [{"sample": i, "layer": l, "neuron": v, "active": a} for (i, l, v), a in zip(ties, r.active)]
-        if need(p, "ties", list, at) != want:  # an entry's claims are about the resolution it names
+        if not _same(need(p, "ties", list, at), want):  # an entry's claims are about the resolution it names
             fails.append(f"{at}.ties: report says {p['ties']}, the certificate's resolution {j} is {want}")
         rg = r.rank_gamma
         got_rg = _typed(p, "rank_gamma", int)
