@@ -138,7 +138,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     # Ranks at the >= 0 pattern: the matrices the float pipeline rounds.
     rank_gamma_pattern, rank_a_pattern = rank_gamma, rank_a
     patterns = None
-    certificate = {"rank": rank_certificate} if rank_certificate and not state.ties else None
+    # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
+    certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None
     extra: dict = {}
     verdict_reached = True
     if degenerate:
@@ -147,6 +148,9 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         bad = ", ".join(f"({l},{v}) {why}" for l, v, why in dead[:8])
         bad += f", ... ({len(dead)} in all)" if len(dead) > 8 else ""
         reason = f"theta is in S: hidden neuron(s) {bad} all zero; the theorems do not apply"
+        from exactident.boundary.certificate import build_degenerate_part
+
+        certificate = {**(certificate or {}), "degenerate": build_degenerate_part(net) or {}}
     elif state.ties:
         outcome = analyse_boundary(net, X, state, fixed, max_resolutions=max_resolutions,
                                    all_ranks=all_ranks)
@@ -154,6 +158,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         patterns, certificate = outcome.patterns, outcome.certificate
         if outcome.rank_gamma is not None:
             rank_gamma, rank_a = outcome.rank_gamma, outcome.rank_a
+        elif rank_certificate and certificate is not None:  # nothing enumerated: the >= 0 pattern's ranks
+            certificate = {**certificate, "rank": rank_certificate}
         verdict_reached = outcome.rank_gamma is not None  # None: nothing enumerated (the cap)
         extra.update(outcome.extra)
     else:

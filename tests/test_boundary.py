@@ -115,9 +115,15 @@ def test_boundary_family(name):
         assert p["rank_a"] in (None, ra) and rg <= min(ra, dim)
     assert len(report.patterns) == 2 ** len(T)
     assert report.rank_gamma == min(r[0] for r in oracle.values())
+    case = _case(name, widths, W, b, X)
     if expected == "identifiable":
         assert all(rg == dim for rg, _, dim in oracle.values())
-        assert report.certificate is None
+        # the natural certificate: C_S certified (rank mod p = dim) on every tie resolution
+        assert set(report.certificate) == {"boundary"}
+        assert all(r["rank_gamma"]["lower"]["rank_mod_p"] == dim
+                   for r in report.certificate["boundary"]["resolutions"])
+        valid, msgs = verify_certificate(case, report.to_dict(), require_claims=True)
+        assert valid, msgs
     if expected == "not-identifiable":
         ent = report.certificate["entering"]
         valid, msgs = verify_certificate(_case(name, widths, W, b, X), report.to_dict())
@@ -186,7 +192,13 @@ def test_invisible_ties_mean_theta_is_not_on_the_boundary():
     r = check(case, numeric=False)
     assert (r.verdict, r.rank_gamma, r.rank_a, r.n_ties) == ("not-identifiable", 3, 3, 1)
     assert "not on Delta_X after all" in r.reason and "Theorem 8" in r.reason
-    assert r.patterns == [] and r.certificate is None
+    assert r.patterns == [] and set(r.certificate) == {"boundary"}
+    # Theorem 8 on the common alpha, the tie shown invisible (layer 2 strictly inactive at x = 0).
+    part = r.certificate["boundary"]
+    assert part["ties"] == [] and part["invisible_ties"] == [{"sample": 0, "layer": 1, "neuron": 0, "blocked_by": 2}]
+    assert [res["active"] for res in part["resolutions"]] == [[]]
+    valid, msgs = verify_certificate(case, r.to_dict(), require_claims=True)
+    assert valid, msgs
 
 
 def test_zero_biases_at_the_origin_hit_the_cap():
@@ -201,7 +213,8 @@ def test_zero_biases_at_the_origin_hit_the_cap():
     # (-1,1): the outputs on X stay put, while at x = (-3,-3) the neuron turns on and f changes.
     assert r.verdict == "not-identifiable" and r.patterns is None
     assert {k: v for k, v in r.certificate["line"]["delta"].items() if v != "0"} == {"W_1[2,0]": "3"}
-    assert verify_certificate(case, r.to_dict())[0]
+    assert set(r.certificate) == {"boundary", "rank", "line"} and "resolutions" not in r.certificate["boundary"]
+    assert verify_certificate(case, r.to_dict(), require_claims=True)[0]
     assert check(case, numeric=False, max_resolutions=64).patterns is not None
     # The float verdict is not marked against a verdict that was not reached.
     num = check(case, max_resolutions=16).numeric
@@ -213,7 +226,10 @@ def test_past_the_cap_without_a_line_is_inconclusive_and_says_how_to_raise_it():
     # so no kernel direction exists there; one tie gives 2^1 = 2 resolutions > 1.
     case = _case("kp", [1, 1, 1], [[[2]], [[3]]], [[1], [0]], [[0], [1], ["-1/2"], [-1]])
     r = check(case, numeric=False, max_resolutions=1)
-    assert r.verdict == "inconclusive" and r.certificate is None
+    # Nothing enumerated: the certificate backs only the ties and the >= 0 pattern's ranks (no resolution).
+    assert r.verdict == "inconclusive" and set(r.certificate) == {"boundary", "rank"}
+    assert "resolutions" not in r.certificate["boundary"]
+    assert verify_certificate(case, r.to_dict(), require_claims=True)[0]
     assert "2^1 = 2 tie resolutions, more than the limit 1" in r.reason and "--max-resolutions 2" in r.reason
 
 
@@ -301,8 +317,8 @@ def test_shipped_boundary_cases_match_expected(name):
     case = load_case(f"cases/{name}.json")
     got = check(case, numeric=False).to_dict()
     assert {k: got[k] for k in case.expected} == case.expected
-    if got["verdict"] == "not-identifiable" and "certificate" in got:
-        assert verify_certificate(case, got)[0]
+    valid, msgs = verify_certificate(case, got, require_claims=True)  # every verdict is certified
+    assert valid, msgs
 
 
 def test_all_ranks_fills_rank_a_on_every_resolution():

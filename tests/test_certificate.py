@@ -95,7 +95,7 @@ def test_bad_delta_value_names_the_field(report):
 def test_bad_parameter_name_names_the_field(report):
     data = copy.deepcopy(report)
     data["certificate"]["entering"]["parameters"][1] = "bias one"
-    with pytest.raises(CaseFormatError, match=r"parameters\[1\]: expected a name like"):
+    with pytest.raises(CaseFormatError, match=r"parameters\[1\]: expected a parameter name like"):
         verify_certificate(load_case(KINK), data, "r.json")
 
 
@@ -127,8 +127,9 @@ def test_line_certificate_for_a_tie_never_entered_at_first_order(tmp_path, line_
 
 
 @pytest.mark.parametrize("change, why", [
-    ({"probe": ["1"]}, "probe point does not show"),          # x = 1: relu(3 + eps) - 3 - eps = 0
-    ({"delta": {"b_1[1]": "1", "b_2[0]": "-2"}}, "outputs change"),
+    # x = 1: relu(3 + eps) - 3 - eps = 0
+    ({"probe": ["1"]}, "f is constant along the line at the probe point (1); the certificate claims it changes"),
+    ({"delta": {"b_1[1]": "1", "b_2[0]": "-2"}}, "output 0 at sample 0 moves along theta + eps delta"),
     ({"delta": {"b_3[0]": "1"}}, "not a weight or bias"),
 ])
 def test_tampered_line_certificate_is_rejected(change, why):
@@ -164,4 +165,5 @@ def test_invisible_ties_are_checked(tmp_path):
     bad_ent["resolution"] = []
     bad_ent["derivatives"] = []
     valid, msgs = verify_certificate(case, bad)
-    assert not valid and any("listed invisible" in m for m in msgs)
+    assert not valid and any("invisible_ties: the certificate lists [(0, 1, 0), (1, 2, 0)], the case's invisible "
+                                 "ties (a later hidden layer all strictly inactive) are [(0, 1, 0)]" in m for m in msgs)

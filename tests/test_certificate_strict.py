@@ -47,7 +47,7 @@ def kink_report():
 @pytest.fixture(scope="module")
 def line_report():
     data = _check_json(SECOND_ORDER)
-    assert data["verdict"] == "not-identifiable" and set(data["certificate"]) == {"line"}
+    assert data["verdict"] == "not-identifiable" and set(data["certificate"]) == {"boundary", "line"}
     return data
 
 
@@ -88,7 +88,8 @@ def test_rank_part_without_its_verifier_is_not_valid(tmp_path, capsys, monkeypat
     data = copy.deepcopy(kink_report)
     data["certificate"]["rank"] = rank_part
     rc, out, _, _ = _run(tmp_path, capsys, data)
-    _assert_invalid(rc, out, "rank part could not be checked")
+    _assert_invalid(rc, out, "certificate.rank: could not be checked (exactident.verify.rank is not available")
+    assert "certificate.boundary: could not be checked" in out  # its resolutions are rank certificates too
     assert "entering part valid" in out  # the other part is still reported
 
 
@@ -100,15 +101,17 @@ def test_rank_only_certificate_without_its_verifier_is_not_valid(tmp_path, capsy
     _assert_invalid(rc, out, "could not be checked")
 
 
-def _fake_modular(monkeypatch, behaviour):
+def _fake_modular(monkeypatch, behaviour, ranks=(None, None)):
+    from exactident.verify.rank import CertifiedRanks
+
     calls = []
 
-    def verify_rank_certificate(case, rank_certificate):
-        calls.append((case.name, rank_certificate))
-        return behaviour()
+    def check_rank_certificate(case, rank_certificate, pattern, where):
+        calls.append((case.name, rank_certificate, where))
+        return behaviour(), CertifiedRanks(*ranks)
 
     module = types.ModuleType(MODULAR)
-    module.verify_rank_certificate = verify_rank_certificate
+    module.check_rank_certificate = check_rank_certificate
     monkeypatch.setitem(sys.modules, MODULAR, module)
     return calls
 
@@ -120,16 +123,19 @@ def _raise(exc):
 
 
 @pytest.mark.parametrize("behaviour, rc_expected, why", [
-    (lambda: ["R_Gamma claimed 3, modular rank 2"], 3, "rank part: R_Gamma claimed 3, modular rank 2"),
-    (lambda: True, 3, "could not be checked (verify_rank_certificate returned bool"),
-    (_raise(TypeError("string indices")), 3, "could not be checked (verify_rank_certificate raised TypeError"),
+    (lambda: ["R_Gamma claimed 3, modular rank 2"], 3, "R_Gamma claimed 3, modular rank 2"),
+    (lambda: True, 3, "certificate.rank: could not be checked (the rank checker returned bool"),
+    (_raise(TypeError("string indices")), 3, "certificate.rank: could not be checked (the rank checker raised "
+                                             "TypeError"),
 ])
 def test_rank_part_uses_the_problem_list(tmp_path, capsys, monkeypatch, kink_report, behaviour, rc_expected, why):
     calls = _fake_modular(monkeypatch, behaviour)
     data = copy.deepcopy(kink_report)
     data["certificate"]["rank"] = {"primes": [2147483647]}
     rc, out, _, _ = _run(tmp_path, capsys, data)
-    assert calls == [("tiny-111-kink", {"primes": [2147483647]})]
+    assert ("tiny-111-kink", {"primes": [2147483647]}, "certificate.rank") in calls
+    assert [c[2] for c in calls if c[2] != "certificate.rank"] == [  # and each resolution of the boundary part
+        "certificate.boundary.resolutions[0]", "certificate.boundary.resolutions[1]"]
     _assert_invalid(rc, out, why)
 
 
@@ -147,18 +153,22 @@ def _off_boundary(tmp_path):
 
 def test_empty_problem_list_is_valid(tmp_path, capsys, monkeypatch):
     case, report = _off_boundary(tmp_path)
-    _fake_modular(monkeypatch, lambda: [])
+    _fake_modular(monkeypatch, lambda: [], ranks=(2, 2))
     rc, out, _, _ = _run(tmp_path, capsys, report, case=case)
     assert rc == 0 and "rank part valid" in out and "certificate VALID" in out
 
 
 @pytest.mark.parametrize("field, value, why", [
-    ("rank_gamma", 3, "rank_gamma: report says 3 but the certified ranks give 2"),
-    ("rank_a", 1, "rank_a: report says 1 but the certified ranks give 2"),
-    ("dim", 2, "dim: report says 2 but the certified ranks give 3"),
-    ("verdict", "identifiable", "verdict: report says 'identifiable' but the certified ranks give 'not-identifiable'"),
-    ("cs", True, "cs: report says True but the certified ranks give False"),
-    ("on_boundary", True, "a rank certificate does not decide a boundary case"),
+    ("rank_gamma", 3, "rank_gamma: report says 3, the certificate certifies 2"),
+    ("rank_a", 1, "rank_a: report says 1, the certificate certifies 2"),
+    ("dim", 2, "dim: report says 2, the case gives 3"),
+    ("verdict", "identifiable", "verdict: report says identifiable, but the certificate does not prove C_S on every "
+                                "tie resolution (certified R_Gamma = 2, R_A = 2, dim = 3)"),
+    ("cs", True, "cs: report says True, the certified ranks give False (R_Gamma = 2, dim = 3)"),
+    ("cn", True, "cn: report says True, the certified ranks give False (R_Gamma = 2, R_A = 2)"),
+    ("on_boundary", True, "on_boundary: report says True, the case gives False (ties: [])"),
+    ("n_ties", 1, "n_ties: report says 1, the case gives 0"),
+    ("degenerate", True, "degenerate: report says True, the case gives False (neurons in S: [])"),
 ])
 def test_report_claims_must_match_the_certified_ranks(tmp_path, capsys, field, value, why):
     # A genuine rank certificate does not vouch for a report that contradicts it.
@@ -218,11 +228,18 @@ def test_no_certificate_is_not_valid(tmp_path, capsys, kink_report, certificate)
     _assert_invalid(rc, out, "no certificate to verify")
 
 
-def test_identifiable_report_has_nothing_to_verify(tmp_path, capsys):
-    data = _check_json(KINK_PLUS)  # sample -1 added: C_S on both sides, no certificate
-    assert data["verdict"] == "identifiable" and "certificate" not in data
+def test_identifiable_boundary_report_is_certified(tmp_path, capsys):
+    # sample -1 added: rows (0,0,1) and the tie's row give rank 3 = dim on both sides (docs/boundary.md),
+    # so the certificate is a rank mod p equal to dim on each of the 2 resolutions.
+    data = _check_json(KINK_PLUS)
+    assert data["verdict"] == "identifiable" and set(data["certificate"]) == {"boundary"}
+    assert [r["rank_gamma"]["lower"]["rank_mod_p"] for r in data["certificate"]["boundary"]["resolutions"]] == [3, 3]
     rc, out, _, _ = _run(tmp_path, capsys, data, case=KINK_PLUS)
-    _assert_invalid(rc, out, "no certificate to verify")
+    assert rc == 0 and "C_S on 2" in out and "certificate VALID" in out
+    del data["certificate"]
+    rc, out, _, _ = _run(tmp_path, capsys, data, case=KINK_PLUS)
+    _assert_invalid(rc, out, "no certificate to verify (the report has no 'certificate'): the verdict identifiable "
+                             "is not backed")
 
 
 @pytest.mark.parametrize("mutate, field", [
@@ -234,6 +251,12 @@ def test_identifiable_report_has_nothing_to_verify(tmp_path, capsys):
      "certificate.entering.resolution[0].active: expected bool"),
     (lambda d: d["certificate"]["entering"]["derivatives"][0].update(value=1),
      "certificate.entering.derivatives[0].value: expected str"),
+    (lambda d: d["certificate"]["entering"]["delta"].update({"b_1[0]": "\u0661"}),
+     "certificate.entering.delta['b_1[0]']: expected a rational string 'p/q' (ASCII digits), found '\u0661'"),
+    (lambda d: d["certificate"]["entering"]["delta"].update({"b_1[0]": "1/0"}),
+     "certificate.entering.delta['b_1[0]']: zero denominator in '1/0'"),
+    (lambda d: d["certificate"]["entering"]["delta"].update({"b_1[0]": " 1"}),
+     "certificate.entering.delta['b_1[0]']: expected a rational string"),
     (lambda d: d["certificate"]["entering"].pop("derivatives"), "certificate.entering.derivatives: missing"),
     (lambda d: d.update(verdict=["not-identifiable"]), "verdict: expected str, found list"),
     (lambda d: d.pop("name"), "name: missing"),
@@ -254,12 +277,17 @@ def test_malformed_line_part_is_bad_input(tmp_path, capsys, line_report):
 
 # --- 2. the report's verdict and name -----------------------------------------------------------
 
-@pytest.mark.parametrize("verdict", ["identifiable", "inconclusive", "degenerate", ""])
-def test_entering_certificate_contradicting_the_verdict(tmp_path, capsys, kink_report, verdict):
+@pytest.mark.parametrize("verdict, why", [
+    ("identifiable", "but the certificate does not prove C_S on every tie resolution (C_S fails on 1 of 2"),
+    ("inconclusive", "but the certificate proves not-identifiable"),
+    ("degenerate", "but no hidden neuron of the case puts theta in S"),
+    ("", "not one of ['identifiable', 'not-identifiable', 'inconclusive', 'degenerate']"),
+])
+def test_entering_certificate_contradicting_the_verdict(tmp_path, capsys, kink_report, verdict, why):
     data = copy.deepcopy(kink_report)
     data["verdict"] = verdict
     rc, out, _, _ = _run(tmp_path, capsys, data)
-    _assert_invalid(rc, out, f"verdict: report says {verdict} but the certificate proves not-identifiable")
+    _assert_invalid(rc, out, f"verdict: report says {verdict if verdict else repr(verdict)}, {why}")
     assert "entering part valid" in out  # the certificate itself is fine: the report's claim is not
 
 
@@ -267,7 +295,7 @@ def test_line_certificate_contradicting_the_verdict(tmp_path, capsys, line_repor
     data = copy.deepcopy(line_report)
     data["verdict"] = "identifiable"
     rc, out, _, _ = _run(tmp_path, capsys, data, case=SECOND_ORDER)
-    _assert_invalid(rc, out, "report says identifiable but the certificate proves not-identifiable")
+    _assert_invalid(rc, out, "verdict: report says identifiable, but the certificate does not prove C_S")
 
 
 def test_report_for_another_case_name(tmp_path, capsys, kink_report):
@@ -284,7 +312,7 @@ def test_library_call_gives_the_same_answers(kink_report):
     data = copy.deepcopy(kink_report)
     data["verdict"] = "identifiable"
     valid, msgs = verify_certificate(case, data)
-    assert not valid and msgs[-1] == "verdict: report says identifiable but the certificate proves not-identifiable"
+    assert not valid and msgs[-1].startswith("verdict: report says identifiable, but the certificate does not prove")
     with pytest.raises(CaseFormatError, match=r"^r\.json: name: missing$"):
         verify_certificate(case, {"verdict": "not-identifiable", "certificate": {"line": {}}}, "r.json",
                            require_claims=True)
@@ -312,11 +340,14 @@ def _tie(sample, layer=1, neuron=0, **more):
     (lambda e: e["derivatives"][0].update(active=False), "side False differs from the resolution's True"),
     (lambda e: e["resolution"].append(_tie(2, active=False)), "tie (2, 1, 0) is resolved twice"),
     # g_t . delta = 1 by hand (module fixture): a claimed -1 is a wrong value, and of the wrong sign
-    (lambda e: e["derivatives"][0].update(value="-1"), "claimed g_t.delta -1 but it is 1"),
+    (lambda e: e["derivatives"][0].update(value="-1"), "certificate says g_t.delta = -1, recomputed 1"),
     # the only tie of the case dropped everywhere: the certificate no longer covers the case's ties
-    (lambda e: e.update(resolution=[], derivatives=[]), "are not the case's ties [(2, 1, 0)]"),
+    (lambda e: e.update(resolution=[], derivatives=[]),
+     "the certificate resolves the ties [], the case's visible ties are [(2, 1, 0)]"),
     # L = 2: no later hidden layer can block the tie, so it cannot be invisible
-    (lambda e: e.update(resolution=[], derivatives=[], invisible_ties=[_tie(2)]), "listed invisible"),
+    (lambda e: e.update(resolution=[], derivatives=[], invisible_ties=[_tie(2)]),
+     "invisible_ties: the certificate lists [(2, 1, 0)], the case's invisible ties (a later hidden layer all "
+     "strictly inactive) are []"),
 ])
 def test_entering_certificate_must_cover_every_visible_tie(tmp_path, capsys, kink_report, mutate, why):
     data = copy.deepcopy(kink_report)

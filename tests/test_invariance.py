@@ -234,7 +234,7 @@ def assert_equivalent(r0, r1, p, X0, twins=False):
         assert (e0["rank_gamma"], e0["rank_a"], e0["dim"]) == (e1["rank_gamma"], e1["rank_a"], e1["dim"])
     if r0.certificate and "line" in r0.certificate:
         l0, l1 = r0.certificate["line"], r1.certificate["line"]
-        assert l0["probe"] == l1["probe"]
+        assert l0.get("probe") == l1.get("probe")  # a line may show non-equivalence by an invariant only
         d0 = {k: Fraction(v) for k, v in l0["delta"].items() if v != "0"}
         assert _same_ray(d0, _line_back(p, l1["delta"]))
 

@@ -61,11 +61,16 @@ def test_check_takes_a_folder(tmp_path, capsys):
 
 
 def _many_ties(k: int):
-    # [1, k, 1], zero biases, sample x = 0: every hidden pre-activation is 0, k visible ties
-    # (no later hidden layer can hide them): 2^k resolutions.
+    # [1, k, 1], neuron j = relu(x - (j + 1)) (kink at x = j + 1), samples on every kink: k visible ties
+    # (no later hidden layer can hide them), 2^k resolutions.  Samples j + 1/2 (j = 0..k) and 0 put two
+    # samples in each of the k + 1 linear pieces, so at the >= 0 pattern Gamma has full rank 2k + 1 = dim
+    # (the columns x 1[x >= j+1], 1[x >= j+1] and 1 are independent on them): no kernel direction, so no
+    # straight line past the cap either, and nothing decides the verdict.  (With every kink at 0, neurons
+    # j and j' compute proportional functions and a line keeps f on all inputs: not identifiable.)
+    xs = [str(j + 1) for j in range(k)] + [f"{2 * j + 1}/2" for j in range(k + 1)] + ["0"]
     return parse_case({"format": "exactident-case/1", "name": f"ties{k}", "widths": [1, k, 1],
-                       "weights": [[[str(j + 1)] for j in range(k)], [[str((-1) ** j) for j in range(k)]]],
-                       "biases": [["0"] * k, ["0"]], "sample": [["0"], ["1"], ["-1"]]})
+                       "weights": [[["1"] for _ in range(k)], [[str((-1) ** j) for j in range(k)]]],
+                       "biases": [[str(-(j + 1)) for j in range(k)], ["0"]], "sample": [[x] for x in xs]})
 
 
 def test_resolution_cap_says_2_to_the_k_and_no_disagreement():

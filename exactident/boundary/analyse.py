@@ -42,7 +42,13 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
   entering the piece of ``s`` strictly (:mod:`exactident.verify.certificate`), or,
   when no direction enters at first order, a straight-line certificate
   (:mod:`exactident.boundary.line`): a kernel direction along which the outputs on
-  ``X`` are exactly constant and ``f`` changes at a probe point.
+  ``X`` are exactly constant and ``f`` changes at a probe point, or an invariant of
+  the equivalence changes (:mod:`exactident.boundary.nonequivalence`).
+- **Every verdict carries a certificate**: the ``boundary`` part
+  (:class:`exactident.boundary.certificate.BoundaryPartBuilder`) lists the visible and
+  invisible ties and, for every enumerated resolution, its rank certificate and, where
+  reachability is claimed, an exactly checked first-order witness (in the case's own
+  parameters).  Past the cap it has no ``resolutions``.
 
 Called by :func:`exactident.check.check`; calls :mod:`exactident.model.gamma`,
 :mod:`exactident.boundary.entering`, :mod:`exactident.boundary.line`, :mod:`exactident.verify.certificate`.
@@ -68,10 +74,10 @@ from exactident.boundary.canonical import (
     kernel_rows,
     to_slice,
 )
-from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer, relaxed_directions
-from exactident.boundary.line import find_probe, is_constant_line, line_outputs
+from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer
+from exactident.boundary.line import find_line, line_summary
 from exactident.errors import InvariantViolation
-from exactident.io.rationals import format_fmpq, short_text
+from exactident.io.rationals import short_text
 from exactident.model.activation import ActivationState, Tie, resolve_ties
 from exactident.model.conditions import (
     IDENTIFIABLE,
@@ -100,8 +106,6 @@ DEFAULT_MAX_RESOLUTIONS = 4096
 MAX_ADVISED_TIES = 20
 #: Resolutions (failing C_S) whose kernels are searched for a straight-line certificate.
 MAX_LINE_RESOLUTIONS = 64
-#: Kernel directions tried per resolution.
-MAX_LINE_CANDIDATES = 24
 
 
 @dataclass
@@ -116,8 +120,10 @@ class BoundaryOutcome:
         nothing was enumerated.
     patterns : list of dict or None
         ``{ties, rank_gamma, rank_a, cs, cn, reachable}`` per resolution (docs/cli.md).
-    certificate : dict or None
-        ``{"entering": ...}`` for ``not-identifiable``.
+    certificate : dict
+        ``{"boundary": ...}`` (the ties and certified ranks of every resolution; without
+        ``resolutions`` past the cap), plus ``"entering"`` or ``"line"`` for
+        ``not-identifiable`` (docs/boundary.md, "Certificates").
     extra : dict
         ``summary``: readable lines for the human table.
     """
@@ -239,12 +245,20 @@ def _progress(iterable: Iterable, total: int) -> Iterable:
     return tqdm(iterable, total=total, desc="tie resolutions", file=sys.stderr, leave=False)
 
 
-def _line_summary(line: dict[str, Any]) -> str:
-    """The readable line for a straight-line certificate (long numbers abbreviated)."""
-    part = line["line"]
-    return ("line certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in part["delta"].items()
-                                                   if v != "0")
-            + f"; probe x* = ({', '.join(short_text(v) for v in part['probe'])})")
+def _line_shows(line: dict[str, Any]) -> str:
+    """How a line certificate shows non-equivalence, for the reason."""
+    return ("changes f at a probe point" if "probe" in line["line"] else
+            "changes an invariant of the equivalence (so the parameters are not equivalent)")
+
+
+def _to_case(net: Network, canon: Canonical, fixed: FixedEdges, c: Sequence[flint.fmpq]) -> list[flint.fmpq]:
+    """A direction in search coordinates on the case's own slice ``fixed`` (primitive integer).
+
+    Positive column scales and first-order rescalings (:func:`exactident.boundary.canonical.to_slice`)
+    keep every ``g_t . delta`` sign and kernel membership.
+    """
+    dW, db = full_direction(net, canon, canon.to_parameters(c))
+    return primitive_integer(to_slice(net, fixed, dW, db))
 
 
 def _power_of_two(k: int) -> str:
@@ -255,46 +269,6 @@ def _power_of_two(k: int) -> str:
 def _fmt_res(ties: Sequence[Tie], active: Sequence[bool], limit: int = 6) -> str:
     text = ", ".join(f"{t} {'active' if a else 'inactive'}" for t, a in list(zip(ties, active))[:limit])
     return text + (f", ... ({len(ties)} ties)" if len(ties) > limit else "")
-
-
-def _line_candidates(K: list[list[flint.fmpq]], signed: list) -> list[list[flint.fmpq]]:
-    """Kernel directions of ``Gamma(s)`` worth a straight-line check (search coordinates): basis
-    vectors, both signs, and float LP points of ``{c : sign_t g_t K c >= 0, c_j = +-1}`` (rationalised)."""
-    k = len(K)
-    out = [c for col in K for c in (col, [-v for v in col])]
-    if len(out) < MAX_LINE_CANDIDATES:  # otherwise the basis fills the list: no LP needed
-        for c in relaxed_directions(kernel_rows(K, signed), k):
-            out.append(combine(K, c))
-    return out[:MAX_LINE_CANDIDATES]
-
-
-def _find_line(net: Network, X, canon: Canonical, pool: list) -> dict[str, Any] | None:
-    # Candidates are made in search coordinates (canonical, docs/boundary.md) and checked in the
-    # case's own parameters: a positive rescaling maps straight lines to straight lines.
-    params = canon.params
-    seen: set[tuple] = set()
-    for K, signed in pool:
-        for cand in _line_candidates(K, signed):
-            cand = primitive_integer(cand)
-            key = tuple(cand)
-            if key in seen or not any(cand):
-                continue
-            seen.add(key)
-            delta = canon.to_parameters(cand)
-            dW = [flint.fmpq_mat(net.widths[l], net.widths[l - 1]) for l in range(1, net.L + 1)]
-            db = [[flint.fmpq(0)] * net.widths[l] for l in range(1, net.L + 1)]
-            for p, d in zip(params, delta):
-                if p.j is not None:
-                    dW[p.l - 1][p.i, p.j] = d
-                else:
-                    db[p.l - 1][p.i] = d
-            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in canon.points):  # = on all of X
-                continue
-            probe = find_probe(net, dW, db, canon.points)
-            if probe is not None:
-                return {"line": {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)},
-                                 "probe": [format_fmpq(v) for v in probe]}}
-    return None
 
 
 def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationState,
@@ -339,7 +313,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     >>> out.verdict, out.certificate["entering"]["delta"]
     ('not-identifiable', {'W_1[0,0]': '0', 'b_1[0]': '1', 'b_2[0]': '-3'})
     """
-    from exactident.boundary.certificate import build_entering_certificate
+    from exactident.boundary.certificate import BoundaryPartBuilder, build_entering_certificate
     from exactident.ranks.certify import certify_ranks
 
     rng = random.Random(0)  # primes affect speed only, never the ranks
@@ -361,14 +335,19 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         else:
             classes.append([k])
 
+    # The certificate's boundary part lists the ties in this order; every resolution it lists gives
+    # one side per class (the verifier derives the classes from the case: equal points).
+    builder = BoundaryPartBuilder(net, fixed, state.Z, ties, sorted(hidden))
     if not ties:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=True, rng=rng)
+        builder.add([], ranks.certificate, None)  # the one alpha of every resolution: Theorems 8/9 directly
         rg, ra = ranks.rank_gamma, ranks.rank_a
         verdict = verdict_from_ranks(rg, ra, dim, False)
         reason = ("theta is not on Delta_X after all: every tie resolution gives the same alpha "
                   "(all ties invisible), so the theorems apply directly; "
                   + reason_from_ranks(rg, ra, dim, verdict))
-        return BoundaryOutcome(verdict, reason, rg, ra, patterns=[], extra={"summary": summary})
+        return BoundaryOutcome(verdict, reason, rg, ra, patterns=[], certificate={"boundary": builder.part()},
+                               extra={"summary": summary})
 
     n_cls = len(classes)
     if n_cls > max_resolutions.bit_length() - 1:  # 2^n_cls > max_resolutions, without building 2^n_cls
@@ -378,15 +357,16 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   f"tie resolutions, more than the limit {max_resolutions}")
         # A straight line needs no enumeration: try the kernel of Gamma at the >= 0 pattern.
         K0 = canonical_nullspace(canon.search_matrix(gamma_exact(net, X, state.Z, state.pattern, canon.fixed)))
-        line = _find_line(net, X, canon, [(K0, [])]) if K0 else None
+        line = find_line(net, canon, [(K0, [])]) if K0 else None
+        part = {"boundary": builder.part(enumerated=False)}  # check adds the rank part (>= 0 pattern)
         if line is None:
             reason += f"; nothing was enumerated, so no exact verdict was reached ({raise_hint})"
-            return BoundaryOutcome(INCONCLUSIVE, reason, extra={"summary": summary})
+            return BoundaryOutcome(INCONCLUSIVE, reason, certificate=part, extra={"summary": summary})
         reason += (" (none enumerated), but the segment theta + eps delta (a kernel direction of Gamma at the "
-                   ">= 0 pattern) keeps every output on X exactly and changes f at a probe point "
+                   f">= 0 pattern) keeps every output on X exactly and {_line_shows(line)} "
                    "(straight-line certificate)")
-        summary.append(_line_summary(line))
-        return BoundaryOutcome(NOT_IDENTIFIABLE, reason, certificate=line, extra={"summary": summary})
+        summary.append(line_summary(line))
+        return BoundaryOutcome(NOT_IDENTIFIABLE, reason, certificate={**part, **line}, extra={"summary": summary})
     n_res = 2 ** n_cls
 
     grads = TieGradients(net, X, state.Z, fixed)
@@ -395,7 +375,7 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
     reps = [ties[c[0]] for c in classes]
     groups = tie_groups(reps)
     group_cols = [_support_columns(canon, [reps[k] for k in g]) for g in groups]
-    reach_cache: dict[tuple[int, tuple[bool, ...]], bool] = {}
+    reach_cache: dict[tuple[int, tuple[bool, ...]], list | None] = {}
 
     patterns: list[dict[str, Any]] = []
     line_pool: list[tuple[list, list]] = []
@@ -420,12 +400,17 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
             g = canon.search_row(grads_c.gradient(pattern, t), t)
             signed.append(g if a else [-x for x in g])
         reachable = True
+        combined = [flint.fmpq(0)] * len(canon.params)  # group directions on disjoint columns, added up
         for gi, (members, cols) in enumerate(zip(groups, group_cols)):
             key = (gi, tuple(sides[k] for k in members))
             if key not in reach_cache:
                 rows = [[signed[k][c] for c in cols] for k in members]
-                reach_cache[key] = find_strict_direction(rows)[0] is not None
-            reachable = reachable and reach_cache[key]
+                reach_cache[key] = find_strict_direction(rows)[0]
+            reachable = reachable and reach_cache[key] is not None
+            for col, v in zip(cols, reach_cache[key] or []):
+                combined[col] += v
+        entering_delta = None
+        g_rows = [grads.gradient(pattern, t) for t in ties]  # case coordinates: certificates, witness check
         K = None  # kernel of Gamma(s) in search coordinates, built only where a certificate is sought
         if not cs and certificate is None and (not cn or len(line_pool) < MAX_LINE_RESOLUTIONS):
             K = canonical_nullspace(canon.search_matrix(gamma_exact(net, X, state.Z, pattern, canon.fixed)))
@@ -434,14 +419,22 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
             if c is not None:
                 # Back to the case's own parameters and slice; positive scaling keeps kernel
                 # membership and strict signs: report it primitive.
-                dW, db = full_direction(net, canon, canon.to_parameters(combine(K, c)))
-                delta = primitive_integer(to_slice(net, fixed, dW, db))
+                delta = _to_case(net, canon, fixed, combine(K, c))
                 gamma = gamma_exact(net, X, state.Z, pattern, fixed)
-                g_rows = [grads.gradient(pattern, t) for t in ties]
                 certificate = build_entering_certificate(net, fixed, ties, sorted(hidden), active, delta,
                                                          gamma, g_rows, rg, ra)
                 cert_res = tuple(active)
-                reachable = True  # the entering kernel direction is itself a first-order witness
+                entering_delta = delta  # the entering kernel direction is itself a first-order witness
+        # `reachable` is claimed only with a witness that passes the exact check in the case's own
+        # parameters (the verifier re-checks it): candidates found in search coordinates are mapped back.
+        case_signed = [g if a else [-x for x in g] for g, a in zip(g_rows, active)]
+        witness = builder.witness(case_signed, [_to_case(net, canon, fixed, combined) if reachable else None,
+                                                entering_delta])
+        if witness is None and reachable:
+            c_all = find_strict_direction(signed)[0]
+            witness = builder.witness(case_signed, [None if c_all is None else _to_case(net, canon, fixed, c_all)])
+        reachable = witness is not None
+        builder.add(active, ranks.certificate, witness)
         if K is not None and certificate is None and len(line_pool) < MAX_LINE_RESOLUTIONS:
             line_pool.append((K, signed))
         n_reach += reachable
@@ -467,13 +460,13 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   "non-equivalent parameters give the same outputs (certificate)")
         nz = {k: v for k, v in ent["delta"].items() if v != "0"}
         summary.append("certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in nz.items()))
-    elif n_cs_fail and (line := _find_line(net, X, canon, line_pool)) is not None:
+    elif n_cs_fail and (line := find_line(net, canon, line_pool)) is not None:
         certificate = line
         verdict = NOT_IDENTIFIABLE
         reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and no kernel direction enters "
                   "strictly to first order, but the segment theta + eps delta keeps every output on X "
-                  "exactly and changes f at a probe point (straight-line certificate)")
-        summary.append(_line_summary(line))
+                  f"exactly and {_line_shows(line)} (straight-line certificate)")
+        summary.append(line_summary(line))
     elif n_cs_fail == 0:
         verdict = IDENTIFIABLE
         excluded = ("none excluded" if len(ties) == n_cls
@@ -488,4 +481,5 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
                   "no entering kernel direction found")
     if best is None:
         raise InvariantViolation("no tie resolution was enumerated")
+    certificate = {"boundary": builder.part(), **(certificate or {})}
     return BoundaryOutcome(verdict, reason, best[0], best[1], patterns, certificate, {"summary": summary})

@@ -18,8 +18,10 @@ Both items are decided exactly by running the network on polynomials in
 coefficients, and for small ``eps > 0`` ``relu(p) = p`` when the lowest nonzero
 coefficient is positive, ``0`` otherwise (``p = 0`` gives ``0`` either way).
 
-Candidates ``delta`` come from the kernels of ``Gamma(s)`` (called by
-:mod:`exactident.boundary.analyse`); the check here does not trust them.
+Candidates ``delta`` come from the kernels of ``Gamma(s)`` (:func:`find_line`, called by
+:mod:`exactident.boundary.analyse`); the check here does not trust them.  Instead of (or
+besides) a probe point, non-equivalence may be shown by an invariant of the equivalence
+that changes along the line (:func:`exactident.boundary.nonequivalence.find_witness`).
 """
 
 from __future__ import annotations
@@ -30,9 +32,17 @@ from typing import Any
 
 import flint
 
+from exactident.boundary.canonical import Canonical, combine, kernel_rows
+from exactident.boundary.entering import primitive_integer, relaxed_directions
+from exactident.boundary.nonequivalence import find_witness
+from exactident.io.rationals import format_fmpq, short_text
 from exactident.model.network import Network
 
-__all__ = ["Poly", "find_probe", "is_constant_line", "line_outputs"]
+__all__ = ["MAX_LINE_CANDIDATES", "Poly", "find_line", "find_probe", "is_constant_line", "line_outputs",
+           "line_summary"]
+
+#: Kernel directions tried per resolution.
+MAX_LINE_CANDIDATES = 24
 
 Poly = list  # coefficients [c_0, c_1, ...] in Q (fmpq), lowest degree first
 
@@ -125,3 +135,76 @@ def find_probe(net: Network, dW, db, X) -> list[flint.fmpq] | None:
         if not is_constant_line(line_outputs(net, dW, db, x)):
             return x
     return None
+
+
+def _line_candidates(K: list[list[flint.fmpq]], signed: list) -> list[list[flint.fmpq]]:
+    """Kernel directions of ``Gamma(s)`` worth a straight-line check (search coordinates): basis
+    vectors, both signs, and float LP points of ``{c : sign_t g_t K c >= 0, c_j = +-1}`` (rationalised)."""
+    k = len(K)
+    out = [c for col in K for c in (col, [-v for v in col])]
+    if len(out) < MAX_LINE_CANDIDATES:  # otherwise the basis fills the list: no LP needed
+        for c in relaxed_directions(kernel_rows(K, signed), k):
+            out.append(combine(K, c))
+    return out[:MAX_LINE_CANDIDATES]
+
+
+def find_line(net: Network, canon: Canonical, pool: Sequence[tuple[list, list]]) -> dict[str, Any] | None:
+    """A ``line`` certificate from the kernels in ``pool``, exactly checked, or ``None``.
+
+    Parameters
+    ----------
+    net : Network
+    canon : Canonical
+        The case's canonical presentation (:func:`exactident.boundary.canonical.canonical_form`).
+    pool : list of (K, signed)
+        Kernel bases of ``Gamma(s)`` and the signed tie derivatives, in search coordinates.
+
+    Returns
+    -------
+    dict or None
+        ``{"line": {"delta", "probe"?, "nonequivalence"?}}``: ``delta`` over the free
+        parameters of ``canon.fixed`` in the case's own names and scale (a positive
+        rescaling maps straight lines to straight lines), at least one of a probe point
+        (from the canonical sample points and a fixed grid) and an invariant witness.
+    """
+    params = canon.params
+    seen: set[tuple] = set()
+    for K, signed in pool:
+        for cand in _line_candidates(K, signed):
+            cand = primitive_integer(cand)
+            key = tuple(cand)
+            if key in seen or not any(cand):
+                continue
+            seen.add(key)
+            delta = canon.to_parameters(cand)
+            dW = [flint.fmpq_mat(net.widths[l], net.widths[l - 1]) for l in range(1, net.L + 1)]
+            db = [[flint.fmpq(0)] * net.widths[l] for l in range(1, net.L + 1)]
+            for p, d in zip(params, delta):
+                if p.j is not None:
+                    dW[p.l - 1][p.i, p.j] = d
+                else:
+                    db[p.l - 1][p.i] = d
+            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in canon.points):  # = on all of X
+                continue
+            probe = find_probe(net, dW, db, canon.points)
+            witness = find_witness(net, dW, db, first_order=False)
+            if probe is not None or witness is not None:  # either shows non-equivalence (docs/boundary.md)
+                line: dict[str, Any] = {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)}}
+                if probe is not None:
+                    line["probe"] = [format_fmpq(v) for v in probe]
+                if witness is not None:
+                    line["nonequivalence"] = witness
+                return {"line": line}
+    return None
+
+
+def line_summary(line: dict[str, Any]) -> str:
+    """The readable line for a straight-line certificate (long numbers abbreviated)."""
+    part = line["line"]
+    text = "line certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in part["delta"].items()
+                                                  if v != "0")
+    if "probe" in part:
+        text += f"; probe x* = ({', '.join(short_text(v) for v in part['probe'])})"
+    if "nonequivalence" in part:
+        text += f"; {part['nonequivalence']['invariant']} invariant changes"
+    return text

@@ -17,24 +17,34 @@ from fractions import Fraction
 from itertools import product
 from typing import Any
 
-from exactident.io.rationals import parse_rational
+import flint
 
 __all__ = [
     "PARAMETER_NAME",
     "BadField",
+    "ParamKey",
     "alpha_rows",
     "as_fractions",
+    "direction",
     "forward_tangent",
     "line_forward",
     "need",
     "parse_fraction",
+    "parse_parameter",
     "rank_qq",
+    "show",
     "tie_key",
     "unknown_fields",
 ]
 
 
-PARAMETER_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]")
+# re.ASCII: without it \d also matches other scripts' digits.
+_RATIONAL = re.compile(r"([+-]?[0-9]+)(?:/([0-9]+))?", re.ASCII)
+
+PARAMETER_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]", re.ASCII)
+
+#: A parameter as the verifier keys it: ``("W", l, row, col)`` or ``("b", l, row, None)``.
+ParamKey = tuple[str, int, int, "int | None"]
 
 
 class BadField(Exception):
@@ -58,12 +68,84 @@ def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
 
 
 def parse_fraction(text: Any, where: str) -> Fraction:
-    if not isinstance(text, str) or not re.fullmatch(r"[+-]?\d+(/\d+)?", text.strip()):
-        raise BadField(where, f"expected a rational string 'p/q', found {text!r}")
-    value = parse_rational(text)  # any size: Fraction(str) stops at 4300 digits
-    if value is None:
-        raise BadField(where, f"zero denominator in {text!r}")
-    return value
+    """A certificate's rational string ``"p/q"`` or ``"p"``, read strictly, of any size.
+
+    The same rules as :func:`exactident.io.report_file.parse_report_rational` (kept
+    here so that this module imports nothing of the engine): ASCII ``[+-]digits[/digits]``
+    exactly (no blanks, decimals, other scripts' digits), nonzero denominator.  The
+    digits are converted by FLINT (``int(str)`` stops at 4300 digits).
+
+    Raises
+    ------
+    BadField
+        Naming ``where``.
+
+    Examples
+    --------
+    >>> parse_fraction("-6/4", "delta"), parse_fraction("7" * 5000, "delta").denominator
+    (Fraction(-3, 2), 1)
+    """
+    m = _RATIONAL.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
+        shown = repr(text[:40]) if isinstance(text, str) else type(text).__name__
+        raise BadField(where, f"expected a rational string 'p/q' (ASCII digits), found {shown}")
+    num = int(flint.fmpz(m.group(1).lstrip("+")))
+    den = int(flint.fmpz(m.group(2))) if m.group(2) is not None else 1
+    if den == 0:
+        raise BadField(where, f"zero denominator in {text[:40]!r}")
+    return Fraction(num, den)
+
+
+def show(value: Fraction | int) -> str:
+    """A rational for a message: any size (``str(int)`` stops at 4300 digits), long ones abbreviated.
+
+    Examples
+    --------
+    >>> show(Fraction(-3, 2)), show(Fraction(10**5000 + 1))
+    ('-3/2', '10000000000000000000...00000000000000000001 (5001 digits)')
+    """
+    q = Fraction(value)
+    num = str(flint.fmpz(q.numerator))
+    text = num if q.denominator == 1 else f"{num}/{flint.fmpz(q.denominator)}"
+    if len(text) <= 60:
+        return text
+    return f"{text[:20]}...{text[-20:]} ({sum(c.isdigit() for c in text)} digits)"
+
+
+def parse_parameter(name: Any, widths: Sequence[int], where: str) -> ParamKey | None:
+    """``"W_l[r,c]"`` / ``"b_l[r]"`` (canonical spelling, ASCII) as a key; None if no such parameter exists.
+
+    Raises
+    ------
+    BadField
+        If ``name`` is not a string spelled like a parameter name.
+
+    Examples
+    --------
+    >>> parse_parameter("W_2[0,1]", [1, 2, 1], "delta"), parse_parameter("b_3[0]", [1, 2, 1], "delta")
+    (('W', 2, 0, 1), None)
+    """
+    m = PARAMETER_NAME.fullmatch(name) if isinstance(name, str) else None
+    if m is None:
+        raise BadField(where, f"expected a parameter name like 'W_1[0,0]' or 'b_1[0]', found {name!r}"[:200])
+    key: ParamKey = ("W", int(m[2]), int(m[3]), int(m[4])) if m[1] else ("b", int(m[6]), int(m[7]), None)
+    canonical = f"W_{key[1]}[{key[2]},{key[3]}]" if key[0] == "W" else f"b_{key[1]}[{key[2]}]"
+    if name != canonical:
+        raise BadField(where, f"parameter name {name!r} is not spelled canonically ({canonical!r})")
+    L = len(widths) - 1
+    l, r, c = key[1], key[2], key[3]
+    if not 1 <= l <= L or r >= widths[l] or (c is not None and c >= widths[l - 1]):
+        return None
+    return key
+
+
+def direction(widths: Sequence[int], vec: dict) -> tuple[list, list]:
+    """``(dW, db)`` shaped like ``W``, ``b`` from ``{ParamKey: Fraction}`` (zero elsewhere)."""
+    L = len(widths) - 1
+    dW = [[[vec.get(("W", l, r, c), Fraction(0)) for c in range(widths[l - 1])] for r in range(widths[l])]
+          for l in range(1, L + 1)]
+    db = [[vec.get(("b", l, r, None), Fraction(0)) for r in range(widths[l])] for l in range(1, L + 1)]
+    return dW, db
 
 
 def tie_key(obj: Any, where: str) -> tuple[int, int, int]:

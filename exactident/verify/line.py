@@ -1,49 +1,69 @@
-"""Verify a ``line`` certificate: ``f_{theta + eps delta}(X) = f_theta(X)`` for small ``eps > 0``, and ``f`` changes.
+"""Verify a ``line`` certificate: ``f_{theta + eps delta}(X) = f_theta(X)`` for small ``eps > 0``, and non-equivalence.
 
 The network is re-run on polynomials in ``eps`` over Fractions
-(:func:`exactident.verify.arith.line_forward`).
+(:func:`exactident.verify.arith.line_forward`).  Non-equivalence of
+``theta + eps delta`` to theta is shown by a ``probe`` point where ``f``
+changes (equivalent parameters compute the same function), by a
+``nonequivalence`` witness (an invariant of the equivalence that changes,
+:mod:`exactident.verify.nonequivalence`), or both; at least one is required
+and each one given must hold.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
-from exactident.verify.arith import PARAMETER_NAME, as_fractions, line_forward, need, parse_fraction, unknown_fields
+from exactident.verify.arith import direction, line_forward, need, parse_fraction, parse_parameter, show, unknown_fields
+from exactident.verify.facts import CaseFacts
+from exactident.verify.nonequivalence import check_nonequivalence
 
 __all__ = ["verify_line"]
 
 
-def verify_line(case, line: dict) -> tuple[bool, list[str]]:
+def verify_line(case, line: dict, facts: CaseFacts | None = None) -> tuple[bool, list[str]]:
     where = "certificate.line"
-    unknown = unknown_fields(line, ("delta", "probe"), where)
-    net = case.network
-    widths = list(net.widths)
-    L = len(widths) - 1
-    W, b, X = as_fractions(case)
-    delta = {k: parse_fraction(v, f"{where}.delta[{k!r}]") for k, v in need(line, "delta", dict, where).items()}
-    probe = [parse_fraction(v, f"{where}.probe[{k}]") for k, v in enumerate(need(line, "probe", list, where))]
-    dW = [[[Fraction(0)] * widths[l - 1] for _ in range(widths[l])] for l in range(1, L + 1)]
-    db = [[Fraction(0)] * widths[l] for l in range(1, L + 1)]
-    fails = []
-    for name, d in delta.items():
-        m = PARAMETER_NAME.fullmatch(name)
-        if m and m[1] and 1 <= int(m[2]) <= L and int(m[3]) < widths[int(m[2])] and int(m[4]) < widths[int(m[2]) - 1]:
-            dW[int(m[2]) - 1][int(m[3])][int(m[4])] = d
-        elif m and m[5] and 1 <= int(m[6]) <= L and int(m[7]) < widths[int(m[6])]:
-            db[int(m[6]) - 1][int(m[7])] = d
+    facts = facts or CaseFacts.from_case(case)
+    widths, W, b, X = facts.widths, facts.W, facts.b, facts.X
+    fails = unknown_fields(line, ("delta", "probe", "nonequivalence"), where)
+    vec: dict = {}
+    for name, v in need(line, "delta", dict, where).items():
+        at = f"{where}.delta[{name!r}]"
+        value = parse_fraction(v, at)
+        key = parse_parameter(name, widths, at)
+        if key is None:
+            fails.append(f"{at}: {name!r} is not a weight or bias of this network (widths {widths})")
         else:
-            fails.append(f"delta: {name!r} is not a weight or bias of this network")
-    if len(probe) != widths[0]:
-        fails.append(f"probe has {len(probe)} coordinates, expected N_0 = {widths[0]}")
-    fails += unknown
+            vec[key] = value
+    probe = None
+    if "probe" in line:
+        probe = [parse_fraction(v, f"{where}.probe[{k}]") for k, v in enumerate(need(line, "probe", list, where))]
+        if len(probe) != widths[0]:
+            fails.append(f"{where}.probe: {len(probe)} coordinates, the input has N_0 = {widths[0]}")
+    if probe is None and "nonequivalence" not in line:
+        fails.append(f"{where}: neither a probe point nor a nonequivalence witness: non-equivalence not shown")
+    if not any(vec.values()):
+        fails.append(f"{where}.delta: delta is 0 (claimed a nonzero direction)")
     if fails:
         return False, fails
+    dW, db = direction(widths, vec)
     for i, x in enumerate(X):
-        if any(c != 0 for p in line_forward(W, b, dW, db, x) for c in p[1:]):
-            fails.append(f"sample {i}: the outputs change along theta + eps delta")
-    if all(c == 0 for p in line_forward(W, b, dW, db, probe) for c in p[1:]):
-        fails.append("the probe point does not show a change of f: non-equivalence not proved")
+        for k, p in enumerate(line_forward(W, b, dW, db, x)):
+            moving = [(d, c) for d, c in enumerate(p) if d >= 1 and c != 0]
+            if moving:
+                d, c = moving[0]
+                fails.append(f"{where}: output {k} at sample {i} moves along theta + eps delta (coefficient of "
+                             f"eps^{d} is {show(c)}); the certificate claims it is constant")
+    shown = []
+    if probe is not None:
+        if all(c == 0 for p in line_forward(W, b, dW, db, probe) for c in p[1:]):
+            fails.append(f"{where}.probe: f is constant along the line at the probe point "
+                         f"({', '.join(show(v) for v in probe)}); the certificate claims it changes")
+        else:
+            shown.append("f changes at the probe point")
+    if "nonequivalence" in line:
+        problems, summary = check_nonequivalence(widths, W, b, dW, db, line["nonequivalence"],
+                                                 f"{where}.nonequivalence", first_order=False)
+        fails += problems
+        shown.append(summary)
     if fails:
         return False, fails
-    return True, ["line part valid: f_{theta + eps delta}(X) = f_theta(X) for all small eps > 0, "
-                  "and f changes at the probe point"]
+    return True, ["line part valid: f_{theta + eps delta}(X) = f_theta(X) for all small eps > 0, and "
+                  + " and ".join(shown)]

@@ -1,0 +1,276 @@
+"""The report's own claims, checked against the case's facts and what the certificate proved.
+
+:mod:`exactident.verify.certificate` verifies the certificate's parts; this
+module then checks every claim of the report (docs/boundary.md, "What VALID
+means"):
+
+- *structural* claims against :class:`exactident.verify.facts.CaseFacts`:
+  ``format``, ``widths``, ``n_samples``, ``dim``, ``degenerate``, ``on_boundary``, ``n_ties``;
+- *rank* claims (``rank_gamma``, ``rank_a``, ``cs``, ``cn``, every ``patterns`` entry)
+  against the certified ranks (a claim with no certified rank to compare with is not valid);
+- the *verdict* against what the parts prove, by the rules of docs/boundary.md.
+
+``reason``, ``summary`` (prose) and ``numeric`` (the float cross-check) are not
+claims about the exact facts and are not verified; any other unknown field is
+not valid.  Each failure names the value found and the value claimed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from exactident.verify.arith import BadField, need, show, unknown_fields
+from exactident.verify.boundary import BoundaryResult, Resolution
+from exactident.verify.facts import CaseFacts
+
+__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "Proofs", "rank_and_pattern_claims", "structural_claims",
+           "verdict_claim", "verify_degenerate"]
+
+#: Fields of ``exactident-report/1`` (docs/cli.md).
+REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
+                 "on_boundary", "n_ties", "verdict", "reason", "patterns", "numeric", "certificate", "summary")
+#: Fields that are not claims about the exact facts, with why.
+NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim"}
+
+VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
+_PATTERN_KEYS = ("ties", "rank_gamma", "rank_a", "cs", "cn", "reachable")
+
+
+@dataclass
+class Proofs:
+    """What the verified parts established (``None``/False: not established)."""
+
+    degenerate: bool = False
+    nonequivalence: str | None = None        # "entering" or "line": a valid not-identifiable proof
+    rank_part: tuple[int, int | None] | None = None   # certified (R_Gamma, R_A) at the >= 0 pattern
+    boundary: BoundaryResult | None = None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality that tells ``true`` from ``1`` (Python's ``==`` does not)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def _typed(report: dict, key: str, kind, allow_none: bool = False) -> Any:
+    if key not in report or (allow_none and report[key] is None):
+        return None
+    return need(report, key, kind, "")
+
+
+def structural_claims(report: dict, facts: CaseFacts) -> list[str]:
+    """``format``, ``widths``, ``n_samples``, ``dim``, ``degenerate``, ``on_boundary``, ``n_ties``, unknown fields."""
+    fails = [f"{key}: unknown report field, not verified" for key in sorted(set(report) - set(REPORT_FIELDS))]
+    if "format" in report and report["format"] != "exactident-report/1":
+        fails.append(f"format: report says {report['format']!r}, expected 'exactident-report/1'")
+    widths = _typed(report, "widths", list)
+    if widths is not None and not _same(widths, facts.widths):
+        fails.append(f"widths: report says {widths}, the case has {facts.widths}")
+    expect = {"n_samples": facts.n, "dim": facts.dim, "n_ties": len(facts.ties)}
+    for key, value in expect.items():
+        got = _typed(report, key, int)
+        if got is not None and got != value:
+            fails.append(f"{key}: report says {got}, the case gives {value}")
+    for key, value in (("degenerate", bool(facts.degenerate)), ("on_boundary", bool(facts.ties))):
+        got = _typed(report, key, bool)
+        if got is not None and got != value:
+            why = (f"neurons in S: {[(l, v) for l, v, _ in facts.degenerate][:4]}" if key == "degenerate"
+                   else f"ties: {facts.ties[:4]}")
+            fails.append(f"{key}: report says {got}, the case gives {value} ({why})")
+    return fails
+
+
+def verify_degenerate(part: Any, facts: CaseFacts) -> tuple[list[str], list[str]]:
+    """A ``degenerate`` part ``{"layer", "neuron", "why"}``: the named hidden neuron puts theta in ``S``."""
+    where = "certificate.degenerate"
+    if not isinstance(part, dict):
+        raise BadField(where, f"expected dict, found {type(part).__name__}")
+    fails = unknown_fields(part, ("layer", "neuron", "why"), where)
+    l, v, why = need(part, "layer", int, where), need(part, "neuron", int, where), need(part, "why", str, where)
+    if not (1 <= l < facts.L and 0 <= v < facts.widths[l]):
+        return fails + [f"{where}: ({l},{v}) is not a hidden neuron of this network (widths {facts.widths})"], []
+    W, b = facts.W, facts.b
+    if why == "outgoing":
+        vals = [W[l][k][v] for k in range(facts.widths[l + 1])]
+    elif why == "incoming":
+        vals = [*W[l - 1][v], b[l - 1][v]]
+    else:
+        raise BadField(f"{where}.why", f"expected 'outgoing' or 'incoming', found {why!r}")
+    if any(vals):
+        fails.append(f"{where}: neuron ({l},{v}) has {why} weights{' and bias' if why == 'incoming' else ''} "
+                     f"{[show(x) for x in vals]}; the certificate claims they are all zero")
+    if fails:
+        return fails, []
+    return [], [f"degenerate part valid: hidden neuron ({l},{v}) has all {why} weights zero (theta in S)"]
+
+
+def _common_ranks(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None] | None:
+    """Certified ranks of the one ``alpha`` near theta, when no visible tie exists."""
+    if facts.visible:
+        return None
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    if res and len(res) == 1 and res[0].rank_gamma is not None:
+        return res[0].rank_gamma, res[0].rank_a
+    return proofs.rank_part
+
+
+def _top_level_source(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None] | None:
+    """(certified rank_gamma, certified rank_a or None) the report's top-level ranks must match.
+
+    On the boundary (resolutions certified) the rule is docs/cli.md's: the smallest
+    ``rank_gamma`` over the resolutions, then the smallest ``rank_a`` among the
+    resolutions that have it; that ``rank_a`` is certified only if every one of them
+    has a certified ``R_A`` (``None`` otherwise: a claimed value cannot be checked).
+    """
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    if facts.visible and not facts.degenerate:
+        if res:
+            if any(r.rank_gamma is None for r in res):
+                return None
+            low = min(r.rank_gamma for r in res if r.rank_gamma is not None)
+            ras = [r.rank_a for r in res if r.rank_gamma == low]
+            return low, (min(ra for ra in ras if ra is not None) if None not in ras else None)
+        if proofs.rank_part is not None:  # nothing enumerated: the >= 0 pattern's ranks
+            return proofs.rank_part
+        return None
+    common = _common_ranks(facts, proofs) if not facts.degenerate else proofs.rank_part
+    return common
+
+
+def _cn_problem(where: str, claimed_cn: Any, rg: int, ra: int | None, dim: int) -> str | None:
+    if rg == dim:
+        truth = True
+    elif ra is None:
+        return f"{where}cn: report says {claimed_cn}, but R_A is not certified, so C_N cannot be checked"
+    else:
+        truth = not (rg == ra < dim)
+    if claimed_cn != truth:
+        return f"{where}cn: report says {claimed_cn}, the certified ranks give {truth} (R_Gamma = {rg}, R_A = {ra})"
+    return None
+
+
+def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]:
+    """``rank_gamma``, ``rank_a``, ``cs``, ``cn`` and ``patterns`` against the certified ranks."""
+    fails = []
+    claims = {"rank_gamma": _typed(report, "rank_gamma", int), "rank_a": _typed(report, "rank_a", int, True),
+              "cs": _typed(report, "cs", bool), "cn": _typed(report, "cn", bool)}
+    source = _top_level_source(facts, proofs)
+    if source is None:
+        fails += [f"{k}: report says {v}, but the certificate certifies no rank to check it against"
+                  for k, v in claims.items() if v is not None]
+    else:
+        rg, certified_ra = source
+        dim = facts.dim
+        if claims["rank_gamma"] is not None and claims["rank_gamma"] != rg:
+            fails.append(f"rank_gamma: report says {claims['rank_gamma']}, the certificate certifies {rg}")
+        ra = claims["rank_a"]
+        if ra is not None and ra != certified_ra:
+            rule = (" (the smallest R_A among the resolutions of smallest R_Gamma)"
+                    if facts.visible and proofs.boundary and proofs.boundary.resolutions else "")
+            fails.append(f"rank_a: report says {ra}, the certificate certifies "
+                         f"{'no R_A' if certified_ra is None else certified_ra}{rule}")
+        if claims["cs"] is not None and claims["cs"] != (rg == dim):
+            fails.append(f"cs: report says {claims['cs']}, the certified ranks give {rg == dim} "
+                         f"(R_Gamma = {rg}, dim = {dim})")
+        if claims["cn"] is not None:
+            problem = _cn_problem("", claims["cn"], rg, ra if ra is not None else certified_ra, dim)
+            if problem:
+                fails.append(problem)
+    fails += _pattern_claims(report, facts, proofs)
+    return fails
+
+
+def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]:
+    patterns = report.get("patterns")
+    res: list[Resolution] | None = proofs.boundary.resolutions if proofs.boundary else None
+    if patterns is None or patterns == []:
+        return []  # no claim
+    if not isinstance(patterns, list):
+        raise BadField("patterns", f"expected list, found {type(patterns).__name__}")
+    if not facts.visible or facts.degenerate or res is None:
+        return [f"patterns: report lists {len(patterns)} tie resolution(s), but the certificate certifies none "
+                f"(the case has {len(facts.visible)} visible tie(s))"]
+    if len(patterns) != len(res):
+        return [f"patterns: report lists {len(patterns)} resolution(s), the certificate certifies {len(res)}"]
+    fails: list[str] = []
+    ties = proofs.boundary.ties if proofs.boundary else []
+    dim = facts.dim
+    for j, (p, r) in enumerate(zip(patterns, res)):
+        at = f"patterns[{j}]"
+        if not isinstance(p, dict):
+            raise BadField(at, f"expected dict, found {type(p).__name__}")
+        fails += unknown_fields(p, _PATTERN_KEYS, at)
+        want = [{"sample": i, "layer": l, "neuron": v, "active": a} for (i, l, v), a in zip(ties, r.active)]
+        if not _same(need(p, "ties", list, at), want):  # an entry's claims are about the resolution it names
+            fails.append(f"{at}.ties: report says {p['ties']}, the certificate's resolution {j} is {want}")
+        rg = r.rank_gamma
+        got_rg = _typed(p, "rank_gamma", int)
+        if got_rg is not None and got_rg != rg:
+            fails.append(f"{at}.rank_gamma: report says {got_rg}, the certificate certifies {rg}")
+        got_ra = _typed(p, "rank_a", int, True)
+        if got_ra is not None and got_ra != r.rank_a:
+            fails.append(f"{at}.rank_a: report says {got_ra}, the certificate certifies "
+                         f"{'no R_A' if r.rank_a is None else r.rank_a}")
+        got_cs = _typed(p, "cs", bool)
+        if got_cs is not None and rg is not None and got_cs != (rg == dim):
+            fails.append(f"{at}.cs: report says {got_cs}, the certified ranks give {rg == dim}")
+        got_cn = _typed(p, "cn", bool)
+        if got_cn is not None and rg is not None:
+            problem = _cn_problem(f"{at}.", got_cn, rg, r.rank_a, dim)
+            if problem:
+                fails.append(problem)
+        reach = p.get("reachable", "unknown")
+        if reach is True and not r.reachable:
+            fails.append(f"{at}.reachable: report says true, but the certificate has no reachability witness "
+                         "for this resolution")
+        elif reach is not True and reach != "unknown":
+            fails.append(f"{at}.reachable: report says {reach!r}, expected true (with a witness) or 'unknown'")
+    return fails
+
+
+def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
+    """The verdict must be what the verified parts prove, by the rules of docs/boundary.md."""
+    if verdict not in VERDICTS:
+        return [f"verdict: report says {verdict!r}, not one of {list(VERDICTS)}"]
+    if facts.degenerate:
+        l, v, why = facts.degenerate[0]
+        if verdict != "degenerate":
+            return [f"verdict: report says {verdict}, but theta is in S (hidden neuron ({l},{v}), {why} weights all "
+                    "zero): the verdict is degenerate"]
+        return [] if proofs.degenerate else ["verdict: report says degenerate, but the certificate has no valid "
+                                             "degenerate part naming the neuron"]
+    if verdict == "degenerate":
+        return ["verdict: report says degenerate, but no hidden neuron of the case puts theta in S"]
+    dim = facts.dim
+    common = _common_ranks(facts, proofs)
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    if not facts.visible:
+        identifiable = common is not None and common[0] == dim
+        shown = f"certified R_Gamma = {common[0]}, R_A = {common[1]}" if common else "no certified rank"
+    else:
+        identifiable = res is not None and all(r.rank_gamma == dim for r in res)
+        fails_cs = sum(r.rank_gamma != dim for r in res) if res else None
+        shown = (f"C_S fails on {fails_cs} of {len(res)} tie resolutions" if res
+                 else "the tie resolutions are not certified")
+    by_ranks = (not facts.visible and common is not None and common[1] is not None and common[0] == common[1] < dim)
+    not_identifiable = proofs.nonequivalence is not None or by_ranks
+    if verdict == "identifiable" and not identifiable:
+        return [f"verdict: report says identifiable, but the certificate does not prove C_S on every tie resolution "
+                f"({shown}, dim = {dim})"]
+    if verdict == "not-identifiable" and not not_identifiable:
+        return [f"verdict: report says not-identifiable, but no valid entering or line part proves it and the "
+                f"ranks do not ({shown}, dim = {dim})"]
+    if verdict == "inconclusive":
+        if identifiable or not_identifiable:
+            proved = "identifiable" if identifiable else "not-identifiable"
+            return [f"verdict: report says inconclusive, but the certificate proves {proved}"]
+        if not facts.visible and (common is None or common[1] is None):
+            return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
+                    f"show C_S failing and C_N holding ({shown})"]
+    return []

@@ -1,0 +1,181 @@
+"""What the verifier knows about a case: derived from the case file alone, with Fractions.
+
+Nothing in a report is trusted: the ties, which of them are invisible (and the
+layer that blocks each), the visible ties whose resolutions exist (ties at equal
+sample points share a side: :attr:`CaseFacts.classes`), the degenerate set ``S``,
+``dim`` and the activation pattern of any tie resolution are recomputed here by the verifier's own forward pass
+(:func:`exactident.verify.arith.forward_tangent`), and the report's claims are
+checked against them (:mod:`exactident.verify.claims`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from exactident.verify.arith import as_fractions, forward_tangent
+
+__all__ = ["CaseFacts", "Tie"]
+
+#: A tie as the verifier keys it: (sample, layer, neuron).
+Tie = tuple[int, int, int]
+
+
+@dataclass
+class CaseFacts:
+    """Facts of one case, recomputed from the case file.
+
+    Attributes
+    ----------
+    name : str
+    widths : list of int
+        ``[N_0, ..., N_L]``.
+    W, b, X : nested lists of Fraction
+    Z : list (per sample) of lists (per layer ``1..L``) of Fraction
+        Pre-activations; they do not depend on how ties resolve (``relu(0) = 0``).
+    ties : list of Tie
+        Every ``(i, l, v)`` with ``z_l(x^i)_v == 0``, hidden ``l``, sorted.
+    blocked_by : dict Tie -> int
+        For each invisible tie, the first hidden layer ``m > l`` whose neurons are
+        all strictly inactive at ``x^i`` (docs/boundary.md).
+    visible : list of Tie
+        ``ties`` minus the invisible ones, sorted.
+    degenerate : list of (l, v, why)
+        Hidden neurons putting theta in ``S``: ``why`` is ``"outgoing"`` (all outgoing
+        weights zero) or ``"incoming"`` (all incoming weights and the bias zero).
+    classes : list of list of Tie
+        The visible ties grouped by (sample point, layer, neuron): ties of one class sit
+        at samples with equal exact coordinates, whose pre-activations (recomputed here)
+        are equal, and stay equal for every parameter near theta, so the ties of a class
+        are on the same side in every reachable pattern.  The tie resolutions that exist
+        are the ``2^len(classes)`` that give each class one side (docs/boundary.md).
+    """
+
+    name: str
+    widths: list[int]
+    W: list
+    b: list
+    X: list
+    Z: list
+    ties: list[Tie]
+    blocked_by: dict[Tie, int]
+    visible: list[Tie]
+    degenerate: list[tuple[int, int, str]]
+    classes: list[list[Tie]]
+
+    @property
+    def L(self) -> int:
+        return len(self.widths) - 1
+
+    @property
+    def n(self) -> int:
+        return len(self.X)
+
+    @property
+    def dim(self) -> int:
+        """``|F_theta| + |B| = N_0 N_1 + ... + N_{L-1} N_L + N_L``."""
+        w = self.widths
+        return sum(w[l] * w[l + 1] for l in range(self.L)) + w[-1]
+
+    @classmethod
+    def from_case(cls, case: Any) -> CaseFacts:
+        """Recompute the facts of ``case`` (a validated :class:`exactident.io.case.Case`).
+
+        Examples
+        --------
+        ``f = 3 relu(2x + 1)`` at ``-1/2, 1, -2``: one tie (sample 0), visible, theta not in ``S``.
+
+        >>> from exactident.io.case import parse_case
+        >>> case = parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
+        ...                    "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
+        ...                    "sample": [["-1/2"], ["1"], ["-2"]]})
+        >>> f = CaseFacts.from_case(case)
+        >>> f.ties, f.visible, f.degenerate, f.dim
+        ([(0, 1, 0)], [(0, 1, 0)], [], 3)
+
+        A repeated sample point: two ties, one class (they always share a side).
+
+        >>> case = parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
+        ...                    "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
+        ...                    "sample": [["-1/2"], ["1"], ["-1/2"]]})
+        >>> CaseFacts.from_case(case).classes
+        [[(0, 1, 0), (2, 1, 0)]]
+        """
+        W, b, X = as_fractions(case)
+        widths = list(case.network.widths)
+        L = len(widths) - 1
+        Z = [forward_tangent(W, b, x, lambda l, v, z: z > 0)[0] for x in X]
+        ties = sorted((i, l, v) for i in range(len(X)) for l in range(1, L) for v in range(widths[l])
+                      if Z[i][l - 1][v] == 0)
+        blocked: dict[Tie, int] = {}
+        for (i, l, v) in ties:
+            for m in range(l + 1, L):
+                if all(z < 0 for z in Z[i][m - 1]):
+                    blocked[(i, l, v)] = m
+                    break
+        degenerate = []
+        for l in range(1, L):
+            for v in range(widths[l]):
+                if all(W[l][k][v] == 0 for k in range(widths[l + 1])):
+                    degenerate.append((l, v, "outgoing"))
+                elif all(w == 0 for w in W[l - 1][v]) and b[l - 1][v] == 0:
+                    degenerate.append((l, v, "incoming"))
+        visible = [t for t in ties if t not in blocked]
+        return cls(case.name, widths, W, b, X, Z, ties, blocked, visible, degenerate, _classes(visible, X, Z))
+
+    def consistent(self, sides: dict[Tie, bool]) -> bool:
+        """Every class of :attr:`classes` has one side under ``sides`` (a resolution that exists)."""
+        return all(len({sides.get(t) for t in members}) == 1 for members in self.classes)
+
+    def active(self, sides: dict[Tie, bool]):
+        """``act(i) -> (l, v, z) -> bool`` for :func:`forward_tangent`: ties per ``sides``, other ties active."""
+        def at_sample(i: int):
+            def act(l: int, v: int, z: Fraction) -> bool:
+                key = (i, l, v)
+                return sides.get(key, z >= 0)
+            return act
+        return at_sample
+
+    def pattern(self, sides: dict[Tie, bool]) -> list[np.ndarray]:
+        """Activation pattern of a tie resolution: ``z > 0`` active, ties per ``sides`` (others active).
+
+        Returns
+        -------
+        list of bool arrays, ``pattern[l-1]`` of shape ``(n, N_l)`` for hidden ``l = 1..L-1``.
+        """
+        out = []
+        for l in range(1, self.L):
+            a = np.zeros((self.n, self.widths[l]), dtype=bool)
+            for i in range(self.n):
+                for v in range(self.widths[l]):
+                    z = self.Z[i][l - 1][v]
+                    a[i, v] = sides.get((i, l, v), True) if z == 0 else z > 0
+            out.append(a)
+        return out
+
+
+def _classes(visible: list[Tie], X: list, Z: list) -> list[list[Tie]]:
+    """Visible ties grouped by (exact sample point, layer, neuron), in order of first appearance.
+
+    Two ties share a class only if their points are equal coordinate by coordinate *and*
+    the recomputed pre-activations at the two samples are equal (they must be: the
+    forward pass is a function of the point); if in doubt they stay apart, which asks
+    the report for more resolutions, never fewer.
+    """
+    out: list[list[Tie]] = []
+    where: dict[tuple, list[int]] = {}
+    for t in visible:
+        i, l, v = t
+        key = (tuple(X[i]), l, v)
+        for k in where.get(key, []):
+            j = out[k][0][0]
+            if Z[j] == Z[i]:
+                out[k].append(t)
+                break
+        else:
+            where.setdefault(key, []).append(len(out))
+            out.append([t])
+    return out
