@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from exactident.boundary.analyse import analyse_boundary
+from exactident.budget import run_isolated, stage
+from exactident.errors import UnsupportedCaseError
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.linalg import exact
@@ -22,9 +25,9 @@ from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import degenerate_neurons
-from exactident.ranks.certify import certify_ranks
+from exactident.ranks.certify import certified_by, certify_ranks
 
-__all__ = ["MAX_EXPLICIT_ALPHA", "check", "rank_alpha"]
+__all__ = ["MAX_EXPLICIT_ALPHA", "check", "rank_alpha", "timed_out_report"]
 
 #: ``alpha`` is materialised when it has at most this many entries, else the Gram route.
 MAX_EXPLICIT_ALPHA = 2_000_000
@@ -43,7 +46,9 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
           rtol: float | None = None, verify_propositions: bool = False,
           max_resolutions: int = 4096, all_ranks: bool = False,
           fixed_choice: Mapping[tuple[int, int], int] | None = None,
-          modular: bool = True, seed: int | None = 0) -> Report:
+          modular: bool = True, seed: int | None = 0, certify: str = "full",
+          timeout: float | None = None,
+          on_stage: Callable[[str, dict[str, Any]], None] | None = None) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -71,6 +76,17 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     seed : int or None
         Seed of the random primes (None: fresh randomness).  Primes only
         affect speed and the certificate, never the ranks.
+    certify : {"full", "none"}
+        ``"full"`` (default): every rank is certified.  ``"none"``: Monte Carlo ranks
+        mod random primes, labelled in the report (``certified: false`` and
+        ``error_probability``, a proven bound on the chance that a rank is too low;
+        docs/modular.md); boundary cases stay certified.
+    timeout : float, optional
+        Seconds of wall time.  The analysis then runs in a child process that is
+        killed (with its whole process group) at the deadline; the report is then
+        ``inconclusive`` with reason ``time budget exhausted at <stage>``.
+    on_stage : callable (stage, sizes), optional
+        Called at each stage of the analysis (progress display).
 
     Returns
     -------
@@ -94,8 +110,21 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     >>> r.verdict, r.rank_gamma, r.rank_a, r.dim
     ('identifiable', 3, 3, 3)
     """
+    if certify not in ("full", "none"):
+        raise UnsupportedCaseError(f"certify must be 'full' or 'none', not {certify!r}")
+    if timeout is not None or on_stage is not None:
+        def work() -> Report:
+            return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
+                         max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
+                         modular=modular, seed=seed, certify=certify)
+
+        outcome = run_isolated(work, timeout, on_stage)
+        if outcome.timed_out:
+            return timed_out_report(case, outcome.stage, outcome.seconds)
+        return outcome.value
     start = time.perf_counter()
     net, X = case.network, case.X
+    stage("forward pass", samples=len(X), widths="-".join(map(str, net.widths)))
     state = activation_state(net, X)
     degenerate = bool(degenerate_neurons(net))
     fixed = fixed_edges(net, fixed_choice)
@@ -105,7 +134,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     rank_certificate = None
     if modular:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=all_ranks or bool(state.ties),
-                              rng=random.Random(seed))
+                              rng=random.Random(seed), certify="none" if certify == "none" and not state.ties
+                              else "full")
         rank_gamma, rank_a, rank_certificate = ranks.rank_gamma, ranks.rank_a, ranks.certificate
     else:
         gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
@@ -115,8 +145,13 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     # Ranks at the >= 0 pattern: the matrices the float pipeline rounds.
     rank_gamma_pattern, rank_a_pattern = rank_gamma, rank_a
     patterns = None
-    certificate = {"rank": rank_certificate} if rank_certificate and not state.ties else None
     extra: dict = {}
+    if rank_certificate and rank_certificate.get("certified") is False:  # Monte Carlo: labelled, no certificate
+        extra.update(certified=False, error_probability=rank_certificate["error_probability"])
+        rank_certificate = None
+    elif rank_certificate and not state.ties:
+        extra["certified_by"] = certified_by(rank_certificate)
+    certificate = {"rank": rank_certificate} if rank_certificate and not state.ties else None
     if degenerate:
         verdict = DEGENERATE
         dead = degenerate_neurons(net)
@@ -132,8 +167,11 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
             rank_gamma, rank_a = outcome.rank_gamma, outcome.rank_a
         extra.update(outcome.extra)
     else:
+        stage("verdict", rank_gamma=rank_gamma, dim=dim)
         verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
         reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
+        if extra.get("certified") is False:
+            reason += f" (Monte Carlo ranks, not certified: error probability <= {extra['error_probability']:.3g})"
     if verify_propositions:
         _verify(net, X, state, fixed, gamma)
     report = Report(
@@ -145,9 +183,33 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     if numeric:
         from exactident.numeric.numpy_backend import numeric_check
 
+        stage("float cross-check", rows=len(X) * net.widths[-1], cols=dim)
         res = numeric_check(net, X, fixed, state.pattern, degenerate, tol, rtol=rtol)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
         report.numeric = res.as_dict(rank_gamma_pattern, rank_a_pattern, verdict, band_rank=rank_gamma_pattern)
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
     report.seconds = time.perf_counter() - start
+    return report
+
+
+def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
+    """The report of a case whose time budget ran out: ``inconclusive``, ranks unknown (``null``).
+
+    Examples
+    --------
+    >>> from exactident.io.case import parse_case
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1]]})
+    >>> r = timed_out_report(case, "ranks mod p", 2.0)
+    >>> r.verdict, r.reason, r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
+    ('inconclusive', 'time budget exhausted at ranks mod p', None, True)
+    """
+    net = case.network
+    report = Report(name=case.name, widths=list(net.widths), n_samples=len(case.X), dim=net.dim,
+                    rank_gamma=None, rank_a=None, cs=False, cn=False,  # type: ignore[arg-type]
+                    degenerate=bool(degenerate_neurons(net)), on_boundary=None,  # type: ignore[arg-type]
+                    n_ties=None,  # type: ignore[arg-type]
+                    verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",
+                    extra={"timed_out": True, "stage": at_stage})
+    report.seconds = seconds
     return report

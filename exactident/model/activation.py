@@ -34,6 +34,7 @@ __all__ = [
     "activation_state",
     "alpha_exact",
     "alpha_gram",
+    "alpha_row_subset",
     "n_paths",
     "resolve_ties",
 ]
@@ -187,3 +188,65 @@ def alpha_gram(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]])
         suffix_sum = suffix_sum + prod_c
     G = (Xint @ Xint.T) * prod_c + (d * d) * (suffix_sum + 1)
     return flint.fmpz_mat(G.tolist())
+
+
+def alpha_row_subset(pattern: Sequence[np.ndarray], X_res: np.ndarray, p: int) -> np.ndarray:
+    """Rows of ``alpha`` that span its row space (if ``p`` is not unlucky), in memory linear in ``n``.
+
+    Samples with one activation pattern have ``alpha`` rows that are one fixed linear
+    map of ``(x, 1)`` (Prop. 1), so within a pattern group only rows independent in
+    ``[X_g, 1]`` matter, at most ``N_0 + 1`` of them; identical samples are merged
+    first.  Groups are found by sorting (no ``n x n`` array).  Any subset of rows
+    gives a lower bound ``rank_p(alpha[rows]) <= rank alpha``, so a merge of distinct
+    samples (equal residues mod p) or an unlucky ``p`` can only lower the bound.
+
+    Parameters
+    ----------
+    pattern : activation pattern, ``(n, N_l)`` bool arrays
+    X_res : int64 array ``(n, N_0)``
+        Residues of the sample mod ``p``.
+    p : int
+        A prime below ``2**21``.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Sorted row indices.
+
+    Examples
+    --------
+    Five samples of a 1-1-1 network, two distinct points: two rows suffice.
+
+    >>> pat = [np.array([[True]] * 5)]
+    >>> alpha_row_subset(pat, np.array([[3], [4], [3], [4], [3]]), 7).tolist()
+    [0, 1]
+    """
+    from exactident.linalg.blas_modp import pivots_blas
+
+    n = X_res.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    bits = [np.asarray(a, dtype=bool).reshape(n, -1) for a in pattern]
+    key = np.concatenate([np.asarray(X_res, dtype=np.int64) % p] + [b.astype(np.int64) for b in bits], axis=1)
+    _uniq, first, _inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    first = np.sort(first)
+    if not bits:
+        pat_key = np.zeros((first.size, 0), dtype=np.uint8)
+    else:
+        pat_key = np.packbits(np.concatenate(bits, axis=1)[first], axis=1)
+    _g, group = np.unique(pat_key, axis=0, return_inverse=True)
+    group = np.asarray(group).reshape(-1)
+    keep: list[np.ndarray] = []
+    width = X_res.shape[1] + 1
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    for members in np.split(order, bounds):
+        idx = first[members]
+        if idx.size <= width:
+            keep.append(idx)
+            continue
+        M = np.concatenate([np.asarray(X_res, dtype=np.int64)[idx] % p, np.ones((idx.size, 1), dtype=np.int64)],
+                           axis=1)
+        R, _C, _G = pivots_blas(M, p)
+        keep.append(idx[np.sort(np.asarray(R, dtype=np.int64))])
+    return np.sort(np.concatenate(keep))

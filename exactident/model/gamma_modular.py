@@ -33,6 +33,7 @@ from exactident.model.network import Network
 
 __all__ = [
     "ModularData",
+    "alpha_mod_p",
     "Scaled",
     "gamma_entry_bound",
     "gamma_mod_p",
@@ -209,3 +210,25 @@ def gram_entry_bound(X: Sequence[Sequence[flint.fmpq]], widths: Sequence[int]) -
     return widths[0] * x_max * x_max * prod(hidden) + d * d * (tail + 1)
 
 
+
+
+def alpha_mod_p(pattern: Sequence[np.ndarray], X_res: np.ndarray, p: int) -> np.ndarray:
+    """``alpha(X, theta) mod p``, shape ``(n, |P|)``, from the residues ``X_res`` of the sample.
+
+    Vectorised form of :func:`exactident.model.activation.alpha_exact` (same column
+    order): row ``i`` is ``x^i ⊗ a_1 ⊗ ... ⊗ a_{L-1}, a_1 ⊗ ... ⊗ a_{L-1}, ..., a_{L-1}, 1``.
+
+    Examples
+    --------
+    >>> alpha_mod_p([np.array([[True], [False]])], np.array([[2], [3]]), 7).tolist()
+    [[2, 1, 1], [0, 0, 1]]
+    """
+    n = X_res.shape[0]
+    tail = np.ones((n, 1), dtype=np.int64)
+    blocks = []
+    for a in reversed(pattern):
+        a = np.asarray(a, dtype=np.int64).reshape(n, -1)
+        tail = (a[:, :, None] * tail[:, None, :]).reshape(n, -1)
+        blocks.append(tail)
+    first = ((np.asarray(X_res, dtype=np.int64) % p)[:, :, None] * tail[:, None, :]).reshape(n, -1)
+    return np.concatenate([first, *blocks[::-1], np.ones((n, 1), dtype=np.int64)], axis=1)

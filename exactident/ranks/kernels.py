@@ -22,7 +22,7 @@ from exactident.model.gamma import gamma_exact
 from exactident.model.integer_forward import integer_forward
 from exactident.model.network import Network
 
-__all__ = ["neuron_local_kernel", "sparse_columns"]
+__all__ = ["independent_subset", "input_local_kernel", "neuron_local_kernel", "semi_local_kernel", "sparse_columns"]
 
 
 def sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:
@@ -81,3 +81,180 @@ def neuron_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern
         for j in range(K.ncols()):
             out.append({C[r]: rows[r][j] for r in range(len(C)) if rows[r][j] != 0})
     return out
+
+
+#: A fixed prime for choosing an independent subset of kernel vectors: deterministic, so the
+#: verifier rebuilds the very same vectors (an unlucky prime only makes the set smaller).
+_SELECT_PRIME = 1048583
+
+
+def _integer_kernel(M: flint.fmpz_mat) -> list[list[int]]:
+    """Exact kernel basis (integer columns) of an integer matrix, via a modular row subset.
+
+    Rows ``R`` of a maximal independent set mod p give ``ker M[R] ⊇ ker M``; the
+    kernel of the small ``M[R]`` is accepted after ``M K = 0`` is checked exactly, else
+    FLINT's nullspace of ``M`` itself is used.
+    """
+    from exactident.linalg.blas_modp import pivots_blas
+
+    m, c = M.nrows(), M.ncols()
+    if c == 0:
+        return []
+    if m == 0:
+        return [[int(i == j) for i in range(c)] for j in range(c)]
+    rows = M.tolist()
+    p = _SELECT_PRIME
+    A = np.array([[int(v) % p for v in row] for row in rows], dtype=np.int64)
+    R, C, _ = pivots_blas(A, p)
+    if len(C) == c:
+        return []
+    sub = flint.fmpz_mat([rows[i] for i in R]) if R else flint.fmpz_mat(0, c)
+    K, nullity = sub.nullspace() if R else (flint.fmpz_mat(c, c, [int(i == j) for i in range(c) for j in range(c)]), c)
+    K = flint.fmpz_mat([[K[i, j] for j in range(int(nullity))] for i in range(c)])
+    if int(nullity) == 0 or not all(v == 0 for v in (M * K).entries()):
+        K, nullity = M.nullspace()
+        K = flint.fmpz_mat([[K[i, j] for j in range(int(nullity))] for i in range(c)])
+    t = K.tolist()
+    return [[int(t[i][j]) for i in range(c)] for j in range(int(nullity))]
+
+
+def input_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                       fixed: FixedEdges) -> list[dict[int, flint.fmpq]]:
+    """Kernel vectors of ``Gamma`` on one neuron's incoming parameters, from its inputs alone.
+
+    For a neuron ``v`` of layer ``l`` (hidden or output) with free incoming edges
+    ``J_v`` and active samples ``S_v`` (every sample for an output neuron), the
+    columns ``C_v = (W_l[v, J_v], b_l[v])`` of ``Gamma`` are
+    ``Gamma[(i, k), C_v] = d f_k(x^i) / d z_l(x^i)_v [h_{l-1}(x^i)_{J_v}, 1]``,
+    and ``d f / d z_l(x^i)_v = 0`` for ``i`` outside ``S_v`` (Prop. 10, the ReLU
+    derivative is a factor).  So every ``u`` in ``ker [h_{l-1}(X_{S_v})_{J_v}, 1]``
+    (extended by zeros) is in ``ker Gamma``.  This covers inputs that are zero or
+    dependent on the samples where a neuron is active (zero pixels of images, dead
+    neurons: ``S_v`` empty gives all of ``C_v``).
+
+    Returns
+    -------
+    list of dict index -> fmpq
+        Sparse exact kernel vectors (indices into ``free_parameters``); vectors of
+        different neurons have disjoint supports.
+    """
+    from exactident.model.fixed_edges import free_parameters
+
+    params = free_parameters(net, fixed)
+    cols: dict[tuple[int, int], list[int]] = {}
+    for c, prm in enumerate(params):
+        cols.setdefault((prm.l, prm.i), []).append(c)
+    n = len(X)
+    fw = integer_forward(net, X)
+    H = [np.array(Hl.entries() or [0], dtype=object)[:n * net.widths[l]].reshape(n, net.widths[l])
+         for l, Hl in enumerate(fw.H_int)]
+    out: list[dict[int, flint.fmpq]] = []
+    for (l, v), C in sorted(cols.items()):
+        active = pattern[l - 1][:, v] if l < net.L else np.ones(n, dtype=bool)
+        S = np.flatnonzero(active)
+        J = [params[c].j for c in C if params[c].j is not None]
+        # [h_{l-1}(X_S)_J, 1] scaled by s_{l-1}: integer, same kernel
+        M = [[int(x) for x in H[l - 1][i, J]] + [fw.den[l - 1]] for i in S]
+        K = _integer_kernel(flint.fmpz_mat(len(S), len(C), [x for row in M for x in row]) if len(S)
+                            else flint.fmpz_mat(0, len(C)))
+        for k in K:
+            out.append({C[r]: flint.fmpq(k[r]) for r in range(len(C)) if k[r] != 0})
+    return out
+
+
+def semi_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                      fixed: FixedEdges) -> list[dict[int, flint.fmpq]]:
+    """Independent exact kernel vectors of ``Gamma`` from input-local and semi-local blocks.
+
+    Besides :func:`input_local_kernel`, for each hidden neuron ``w`` (layer ``l``)
+    active on few samples ``S_w``, the columns of ``Gamma`` that vanish outside the
+    rows of ``S_w`` form a small block whose exact kernel is in ``ker Gamma``:
+
+    - its free incoming parameters ``W_l[w, :]``, ``b_l[w]`` (factor ``a_w``);
+    - its free outgoing weights ``W_{l+1}[k, w]`` (factor ``h_w``, zero off ``S_w``);
+    - for each neuron ``u`` of layer ``l - 1`` whose *fixed* edge enters ``w``
+      (``s_max(u) = w``), the rescaling direction ``rho_u``: ``+W_{l-1}[u, j]``,
+      ``+b_{l-1}[u]`` on ``u``'s incoming parameters and ``-W_l[k, u]`` on its free
+      outgoing weights.  The full rescaling of ``u`` leaves ``f`` unchanged (positive
+      homogeneity of ReLU), so ``Gamma rho_u`` equals ``W_l[w, u]`` times the
+      derivative along the fixed weight ``W_l[w, u]``, which carries the factor
+      ``a_w``: zero off ``S_w``.
+
+    A kernel vector of the block ``Gamma[S_w rows, these columns]`` (exact, small)
+    is therefore a kernel vector of ``Gamma``.  All vectors found are exact; an
+    independent subset is kept (rank mod a fixed prime: deterministic, so a verifier
+    rebuilds the same set; independence mod p implies independence over Q).
+
+    Returns
+    -------
+    list of dict index -> fmpq
+    """
+    from exactident.model.fixed_edges import free_parameters
+
+    params = free_parameters(net, fixed)
+    index = {(prm.l, prm.i, prm.j): c for c, prm in enumerate(params)}
+    N_L, n = net.widths[-1], len(X)
+    vectors = input_local_kernel(net, X, pattern, fixed)
+    fw = None
+    for l in net.hidden_layers():
+        for w in range(net.widths[l]):
+            S = [i for i in range(n) if pattern[l - 1][i, w]]
+            cols: list[dict[int, flint.fmpq]] = []  # block columns as combinations of Gamma columns
+            cols += [{index[(l, w, j)]: flint.fmpq(1)} for j in range(net.widths[l - 1]) if (l, w, j) in index]
+            cols.append({index[(l, w, None)]: flint.fmpq(1)})
+            cols += [{index[(l + 1, k, w)]: flint.fmpq(1)} for k in range(net.widths[l + 1])
+                     if (l + 1, k, w) in index]
+            if l > 1:
+                for u in range(net.widths[l - 1]):
+                    if fixed.s_max.get((l - 1, u)) != w:
+                        continue
+                    rho = {index[(l - 1, u, j)]: net.W[l - 2][u, j] for j in range(net.widths[l - 2])
+                           if (l - 1, u, j) in index and net.W[l - 2][u, j] != 0}
+                    if net.b[l - 2][u] != 0:
+                        rho[index[(l - 1, u, None)]] = flint.fmpq(net.b[l - 2][u])
+                    for k in range(net.widths[l]):
+                        if (l, k, u) in index and net.W[l - 1][k, u] != 0:
+                            rho[index[(l, k, u)]] = -net.W[l - 1][k, u]
+                    if rho:
+                        cols.append(rho)
+            if len(S) * N_L >= len(cols):
+                continue
+            if fw is None:
+                fw = integer_forward(net, X)
+            X_S = [X[i] for i in S]
+            G = gamma_exact(net, X_S, integer_forward(net, X_S).Z(), [a[S] for a in pattern], fixed) \
+                if S else flint.fmpq_mat(0, net.dim)
+            Gt = G.table()
+            block = flint.fmpq_mat(len(S) * N_L, len(cols),
+                                   [sum((Gt[r][c] * v for c, v in col.items()), flint.fmpq(0))
+                                    for r in range(len(S) * N_L) for col in cols])
+            K = exact.nullspace(block)
+            if block * K != flint.fmpq_mat(block.nrows(), K.ncols()):
+                raise InvariantViolation("exact nullspace of a semi-local Gamma block is not a kernel")
+            Kt = K.table()
+            for j in range(K.ncols()):
+                vec: dict[int, flint.fmpq] = {}
+                for r, col in enumerate(cols):
+                    if Kt[r][j] != 0:
+                        for c, v in col.items():
+                            vec[c] = vec.get(c, flint.fmpq(0)) + Kt[r][j] * v
+                vec = {c: v for c, v in vec.items() if v != 0}
+                if vec:
+                    vectors.append(vec)
+    return independent_subset(vectors, net.dim)
+
+
+def independent_subset(vectors: Sequence[dict[int, flint.fmpq]], dim: int) -> list[dict[int, flint.fmpq]]:
+    """A maximal subset independent mod a fixed prime (so independent over Q), in order."""
+    if not vectors:
+        return []
+    from exactident.linalg.blas_modp import pivots_blas
+    from exactident.linalg.certified import kernel_to_integer_columns
+
+    p = _SELECT_PRIME
+    K = np.zeros((dim, len(vectors)), dtype=np.int64)
+    for c, col in enumerate(kernel_to_integer_columns(vectors)):
+        for i, v in col.items():
+            K[i, c] = v % p
+    _R, C, _ = pivots_blas(K, p)
+    return [vectors[c] for c in C]
