@@ -31,7 +31,7 @@ from typing import Any
 
 from exactident.errors import ExactIdentError
 
-__all__ = ["BudgetExhausted", "Outcome", "listening", "run_isolated", "stage"]
+__all__ = ["BudgetExhausted", "Outcome", "TerminalProgress", "listening", "run_isolated", "stage"]
 
 Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
@@ -102,7 +102,7 @@ def _child(fn: Callable[[], Any], conn: Any) -> None:  # pragma: no cover - runs
     try:
         value = fn()
         conn.send(("done", value))
-    except BaseException as exc:  # noqa: BLE001 - every error goes back to the parent
+    except BaseException as exc:
         try:
             conn.send(("error", exc))
         except (pickle.PicklingError, TypeError, AttributeError):
@@ -118,7 +118,7 @@ def _kill_group(pid: int) -> None:
 
 
 def run_isolated(fn: Callable[[], Any], timeout: float | None,
-                 on_stage: Listener | None = None) -> Outcome:
+                 on_stage: Listener | None = None, on_tick: Callable[[], None] | None = None) -> Outcome:
     """Run ``fn()`` with a hard deadline of ``timeout`` seconds (None: no deadline, in-process).
 
     Parameters
@@ -127,6 +127,9 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
     timeout : float or None
     on_stage : callable (stage, sizes), optional
         Called in this process for every stage the child announces.
+    on_tick : callable (), optional
+        Called about twice a second while the child works (to refresh a display).
+        ``timeout = math.inf`` runs in a child without a deadline (so a display stays live).
 
     Returns
     -------
@@ -171,6 +174,8 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not parent.poll(min(left, 0.5)):
+                if on_tick is not None:
+                    on_tick()
                 if time.monotonic() >= deadline:
                     _kill_group(proc.pid)  # type: ignore[arg-type]
                     proc.join()
@@ -199,3 +204,44 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
         raise
     finally:
         parent.close()
+
+
+class TerminalProgress:
+    """Stage progress of several cases on a terminal (tqdm on stderr); silent elsewhere.
+
+    ``case(name)`` starts a case, ``stage(name, sizes)`` and ``tick()`` update the
+    line (elapsed time included), ``done()`` advances the bar, ``close()`` ends it.
+    """
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar = None
+        self.name = ""
+        self.current = ""
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="case", dynamic_ncols=True, leave=False,
+                            bar_format="{desc} {n_fmt}/{total_fmt} cases [{elapsed}] {postfix}")
+
+    def case(self, name: str) -> None:
+        self.name = name
+        self.stage("start", {})
+
+    def stage(self, name: str, sizes: dict[str, Any]) -> None:
+        if self.bar is None:
+            return
+        size = " ".join(f"{k}={v}" for k, v in sizes.items())
+        self.current = f"{self.name}: {name}" + (f" ({size})" if size else "")
+        self.bar.set_postfix_str(self.current[:100], refresh=True)
+
+    def tick(self) -> None:
+        if self.bar is not None:
+            self.bar.refresh()
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -48,7 +48,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
           fixed_choice: Mapping[tuple[int, int], int] | None = None,
           modular: bool = True, seed: int | None = 0, certify: str = "full",
           timeout: float | None = None,
-          on_stage: Callable[[str, dict[str, Any]], None] | None = None) -> Report:
+          on_stage: Callable[[str, dict[str, Any]], None] | None = None,
+          on_tick: Callable[[], None] | None = None) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -87,6 +88,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         ``inconclusive`` with reason ``time budget exhausted at <stage>``.
     on_stage : callable (stage, sizes), optional
         Called at each stage of the analysis (progress display).
+    on_tick : callable (), optional
+        Called about twice a second while a child process works (``timeout`` given).
 
     Returns
     -------
@@ -118,10 +121,10 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
                          max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
                          modular=modular, seed=seed, certify=certify)
 
-        outcome = run_isolated(work, timeout, on_stage)
-        if outcome.timed_out:
-            return timed_out_report(case, outcome.stage, outcome.seconds)
-        return outcome.value
+        isolated = run_isolated(work, timeout, on_stage, on_tick)
+        if isolated.timed_out:
+            return timed_out_report(case, isolated.stage, isolated.seconds)
+        return isolated.value
     start = time.perf_counter()
     net, X = case.network, case.X
     stage("forward pass", samples=len(X), widths="-".join(map(str, net.widths)))
@@ -130,13 +133,15 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     fixed = fixed_edges(net, fixed_choice)
     dim = net.dim
     rank_a = None
+    rank_a_lower = None
     gamma = None
     rank_certificate = None
     if modular:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=all_ranks or bool(state.ties),
                               rng=random.Random(seed), certify="none" if certify == "none" and not state.ties
-                              else "full")
+                              else "full", allow_rank_a_lower=not state.ties and not degenerate)
         rank_gamma, rank_a, rank_certificate = ranks.rank_gamma, ranks.rank_a, ranks.certificate
+        rank_a_lower = ranks.rank_a_lower
     else:
         gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
         rank_gamma = exact.rank(gamma)
@@ -166,6 +171,14 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
         if outcome.rank_gamma is not None:
             rank_gamma, rank_a = outcome.rank_gamma, outcome.rank_a
         extra.update(outcome.extra)
+    elif rank_a is None and rank_a_lower is not None:
+        # R_Gamma < N_L rank_p(alpha) <= R_A and R_Gamma < dim: C_S fails and C_N holds
+        verdict = "inconclusive"
+        reason = (f"R_Gamma = {rank_gamma} < dim = {dim} and R_A >= {rank_a_lower} > R_Gamma "
+                  "(C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
+        extra["rank_a_lower_bound"] = rank_a_lower
+        extra.setdefault("certified_by", {})["rank_a"] = "lower-bound"
+        certificate = None  # rank certificates carry exact R_A; this one proves a bound only
     else:
         stage("verdict", rank_gamma=rank_gamma, dim=dim)
         verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
@@ -177,7 +190,8 @@ def check(case: Case, *, numeric: bool = True, tol: float | None = None,
     report = Report(
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
         rank_gamma=rank_gamma, rank_a=rank_a, cs=holds_cs(rank_gamma, dim),
-        cn=holds_cn(rank_gamma, rank_a, dim), degenerate=degenerate,
+        cn=True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim),
+        degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
         patterns=patterns, certificate=certificate, extra=extra)
     if numeric:

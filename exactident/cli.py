@@ -68,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=_tolerance, default=None,
                    help="relative SVD tolerance (times sigma_max) for the float Gamma")
+    p.add_argument("--timeout", type=_tolerance, default=None, metavar="SECONDS",
+                   help="wall-time budget per case: past it the case is inconclusive "
+                        "('time budget exhausted at <stage>')")
+    p.add_argument("--jsonl", default=None, metavar="FILE",
+                   help="also write each report to FILE as one JSON line as soon as its case finishes")
+    p.add_argument("--certify", choices=["full", "none"], default="full",
+                   help="full (default): certified ranks; none: Monte Carlo ranks, labelled with "
+                        "their error probability")
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
     v.add_argument("case", metavar="CASE")
@@ -93,20 +101,18 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from exactident.check import check
     from exactident.io.atomic import write_stdout
     from exactident.io.case import load_case
     from exactident.io.report import render_table, reports_to_json
 
     cases = [load_case(path) for path in args.cases]  # validate everything before any work
     reports = []
-    for path, c in zip(args.cases, cases):
-        try:
-            reports.append(check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
-                                 verify_propositions=args.verify_propositions,
-                                 max_resolutions=args.max_resolutions, all_ranks=args.all_ranks))
-        except UnsupportedCaseError as exc:  # docs/cli.md: the message names the file
-            raise UnsupportedCaseError(f"{path}: {exc}") from None
+    from exactident.run_cases import check_cases
+
+    for path, report in check_cases(args.cases, cases, args):
+        if isinstance(report, UnsupportedCaseError):  # docs/cli.md: the message names the file
+            raise UnsupportedCaseError(f"{path}: {report}") from None
+        reports.append(report)
     write_stdout(reports_to_json(reports, as_list=len(args.cases) > 1) if args.json else render_table(reports))
     return 0
 

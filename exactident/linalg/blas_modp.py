@@ -103,7 +103,7 @@ def to_symmetric(A: np.ndarray, p: int) -> np.ndarray:
         return _reduce(A.astype(np.float64, copy=True), p)
     B = np.asarray(A, dtype=np.int64) % p
     out = B.astype(np.float64)
-    out[B > p // 2] -= p
+    out[p // 2 < B] -= p
     return out
 
 
@@ -308,7 +308,7 @@ def rref_kernel_blas(A: np.ndarray, p: int) -> tuple[list[int], list[int], np.nd
     ([0, 2], [1], array([[2],
            [0]]))
     """
-    m, n = A.shape
+    _m, n = A.shape
     R, C, G = pivots_blas(A, p, need_inv=True)
     cset = set(C)
     free = [c for c in range(n) if c not in cset]

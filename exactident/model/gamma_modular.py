@@ -33,8 +33,8 @@ from exactident.model.network import Network
 
 __all__ = [
     "ModularData",
-    "alpha_mod_p",
     "Scaled",
+    "alpha_mod_p",
     "gamma_entry_bound",
     "gamma_mod_p",
     "gram_counts",
@@ -227,7 +227,8 @@ def alpha_mod_p(pattern: Sequence[np.ndarray], X_res: np.ndarray, p: int) -> np.
     tail = np.ones((n, 1), dtype=np.int64)
     blocks = []
     for a in reversed(pattern):
-        a = np.asarray(a, dtype=np.int64).reshape(n, -1)
+        a = np.asarray(a, dtype=np.int64)
+        a = a.reshape(n, a.shape[-1] if a.ndim == 2 else a.size // max(n, 1))
         tail = (a[:, :, None] * tail[:, None, :]).reshape(n, -1)
         blocks.append(tail)
     first = ((np.asarray(X_res, dtype=np.int64) % p)[:, :, None] * tail[:, None, :]).reshape(n, -1)

@@ -21,9 +21,9 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.budget import stage
 from exactident.errors import InvariantViolation
 from exactident.linalg import exact
-from exactident.budget import stage
 from exactident.linalg.blas_modp import blas_primes, rank_blas
 from exactident.linalg.certified import CertifiedRank, certified_rank, modular_lower_bound
 from exactident.model.activation import alpha_exact, alpha_gram, alpha_row_subset, n_paths
@@ -81,7 +81,8 @@ MAX_EXPLICIT_ALPHA_MOD_P = 40_000_000
 
 
 def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
-                       widths: Sequence[int], *, rng: random.Random | None = None) -> CertifiedRank:
+                       widths: Sequence[int], *, rng: random.Random | None = None,
+                       cheap_only: bool = False) -> CertifiedRank | int:
     """Exact ``rank alpha`` with a certificate; ``R_A = N_L`` times it.
 
     Lower bound: the rank mod p of ``alpha`` on the rows of :func:`alpha_row_subset`
@@ -90,13 +91,16 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     Gram matrix of those rows; memory is linear in ``n`` whenever the groups are
     small.  Upper bounds: ``n``, ``|P|``, the pattern-group bound, the column-block
     kernel (:func:`exactident.ranks.bounds.alpha_column_kernel`), then Gram kernels and
-    exact elimination.
+    exact elimination.  With ``cheap_only``, returns the rank mod p (an int, a lower
+    bound) instead of going past the column-block kernel.
     """
     rng = rng or random.Random()
     avoid = common_denominator(v for row in X for v in row)
     n = len(X)
     P = n_paths(widths)
     Xs = Scaled([v for row in X for v in row], (n, widths[0]))
+    if n == 0:  # the Gram route handles the empty sample (shape bound 0)
+        return _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs)
     p = blas_primes(1, avoid, rng)[0]
     X_res = Xs.mod(p)
     stage("rank alpha mod p", samples=n, paths=P)
@@ -118,13 +122,20 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
             cert["upper"] = {"kind": kind, "bound": bound}
             return CertifiedRank(r_low, cert)
     stage("bounds", what="alpha column blocks", samples=n, paths=P)
-    if len(widths) > 2 and P <= MAX_EXPLICIT_ALPHA_MOD_P // max(n, 1) + 1:
+    if len(widths) > 2 and MAX_EXPLICIT_ALPHA_MOD_P // max(n, 1) + 1 >= P:
         K = alpha_column_kernel(pattern, X, widths)
         if P - len(K) == r_low:
             cert["upper"] = {"kind": "kernel", "bound": r_low, "source": "column-blocks", "nullity": len(K)}
             return CertifiedRank(r_low, cert)
+    if cheap_only:
+        return r_low
+    return _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs)
+
+
+def _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs) -> CertifiedRank:
+    """The Gram route (kernels in sample space, the earlier certificate kinds), then exact elimination."""
+    n, P = len(X), n_paths(widths)
     if n * n <= MAX_EXPLICIT_ALPHA_MOD_P:
-        # the Gram route: its kernels live in sample space (the earlier certificate kinds)
         counts = gram_counts(pattern)
         res = certified_rank(lambda q: gram_mod_p(pattern, X, q, avoid, counts, Xs), (n, n), avoid=avoid,
                              entry_bound=lambda: gram_entry_bound(X, widths),
@@ -146,11 +157,14 @@ class RankResult:
     rank_gamma: int
     rank_a: int | None
     certificate: dict[str, Any]
+    #: A certified lower bound on ``R_A`` when the exact value was not needed (see :func:`certify_ranks`).
+    rank_a_lower: int | None = None
 
 
 def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                   fixed: FixedEdges, *, need_rank_a: bool = False,
-                  rng: random.Random | None = None, certify: str = "full") -> RankResult:
+                  rng: random.Random | None = None, certify: str = "full",
+                  allow_rank_a_lower: bool = False) -> RankResult:
     """Certified ``R_Gamma`` and, when needed, ``R_A = N_L rank alpha`` (Prop. 11).
 
     Only what the verdict needs: one prime whose rank mod p is ``dim`` proves
@@ -158,6 +172,12 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     Otherwise ``R_A`` is certified first and used as an upper bound on
     ``R_Gamma`` (``Gamma = A o Dpsi``); only if that leaves a gap is a kernel
     of ``Gamma`` reconstructed.
+
+    With ``allow_rank_a_lower`` (off the boundary, ``rank_a`` not requested): when
+    ``R_A`` has no cheap certificate (``n``, ``|P|``, column blocks) and the certified
+    ``R_Gamma`` is below ``N_L`` times a rank of ``alpha`` mod p (a lower bound on
+    ``R_A``), ``R_Gamma < R_A`` is proved without the exact ``R_A``: ``rank_a`` is
+    None and ``rank_a_lower`` holds the bound (the verdict is inconclusive).
 
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
@@ -198,7 +218,17 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     rank_a = None
     bounds: dict[str, int] = {}
     if need_rank_a or lower[0] < dim:
-        ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+        ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, cheap_only=allow_rank_a_lower and not need_rank_a)
+        if isinstance(ra, int):
+            # R_A has no cheap certificate; ``ra`` is a rank mod p, a certified lower bound.
+            # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved.
+            stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
+            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data)
+            if g.rank < N_L * ra:
+                cert["rank_gamma"] = g.certificate
+                return RankResult(g.rank, None, cert, rank_a_lower=N_L * ra)
+            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+        assert isinstance(ra, CertifiedRank)
         rank_a = N_L * ra.rank
         cert["rank_a"] = dict(ra.certificate, rank_a=rank_a)
         bounds["rank_a"] = rank_a

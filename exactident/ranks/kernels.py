@@ -146,16 +146,16 @@ def input_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
         cols.setdefault((prm.l, prm.i), []).append(c)
     n = len(X)
     fw = integer_forward(net, X)
-    H = [np.array(Hl.entries() or [0], dtype=object)[:n * net.widths[l]].reshape(n, net.widths[l])
+    H = [np.array(list(Hl.entries()) + [0], dtype=object)[:n * net.widths[l]].reshape(n, net.widths[l])
          for l, Hl in enumerate(fw.H_int)]
     out: list[dict[int, flint.fmpq]] = []
     for (l, v), C in sorted(cols.items()):
         active = pattern[l - 1][:, v] if l < net.L else np.ones(n, dtype=bool)
         S = np.flatnonzero(active)
-        J = [params[c].j for c in C if params[c].j is not None]
+        J = [int(j) for j in (params[c].j for c in C) if j is not None]
         # [h_{l-1}(X_S)_J, 1] scaled by s_{l-1}: integer, same kernel
-        M = [[int(x) for x in H[l - 1][i, J]] + [fw.den[l - 1]] for i in S]
-        K = _integer_kernel(flint.fmpz_mat(len(S), len(C), [x for row in M for x in row]) if len(S)
+        M = [[int(x) for x in H[l - 1][int(i)][J]] + [int(fw.den[l - 1])] for i in S]
+        K = _integer_kernel(flint.fmpz_mat(len(S), len(C), [flint.fmpz(x) for row in M for x in row]) if len(S)
                             else flint.fmpz_mat(0, len(C)))
         for k in K:
             out.append({C[r]: flint.fmpq(k[r]) for r in range(len(C)) if k[r] != 0})

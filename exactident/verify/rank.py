@@ -62,7 +62,14 @@ def _check_one(problems: list[str], what: str, c: Mapping[str, Any], image, shap
             return None
         from exactident.linalg.certified import has_full_column_rank, kernel_to_integer_columns
 
-        if up.get("source") == "local" and "kernel" not in up:
+        if up.get("source") == "semi-local" and "kernel" not in up and isinstance(local_kernel, _LocalKernel):
+            from exactident.ranks.kernels import semi_local_kernel
+
+            K = semi_local_kernel(*local_kernel.args)  # rebuilt from the case
+            if len(K) != int(up["nullity"]):
+                problems.append(f"{what}: semi-local kernel has {len(K)} vectors, certificate says {up['nullity']}")
+                return None
+        elif up.get("source") == "local" and "kernel" not in up:
             if local_kernel is None:
                 problems.append(f"{what}: no local kernel construction for this matrix")
                 return None
@@ -129,7 +136,16 @@ def verify_rank_certificate(case: Any, rank_certificate: Mapping[str, Any]) -> l
     avoid = data_denominator(net, X)
     n, N_L, dim = len(X), net.widths[-1], net.dim
     rank_a = None
-    if "rank_a" in rank_certificate:
+    if "rank_a" in rank_certificate and isinstance(rank_certificate["rank_a"], Mapping) \
+            and isinstance(rank_certificate["rank_a"].get("lower"), Mapping) \
+            and "matrix" in rank_certificate["rank_a"]["lower"]:
+        c = rank_certificate["rank_a"]
+        r = _check_alpha_rows(problems, c, pattern, X, net.widths)
+        if r is not None:
+            rank_a = N_L * r
+            if c.get("rank_a") != rank_a:
+                problems.append(f"rank_a: R_A = N_L rank alpha = {rank_a}, certificate says {c.get('rank_a')}")
+    elif "rank_a" in rank_certificate:
         c = rank_certificate["rank_a"]
         avoid_x = common_denominator(v for row in X for v in row)
         r = _check_one(problems, "rank_a", c, lambda q: gram_mod_p(pattern, X, q, avoid_x), (n, n), avoid_x,
@@ -150,5 +166,84 @@ def verify_rank_certificate(case: Any, rank_certificate: Mapping[str, Any]) -> l
                lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), (n * N_L, dim), avoid,
                lambda: gamma_entry_bound(net, X), structural,
                lambda: exact.rank(gamma_exact(net, X, state.Z, pattern, fixed)),
-               lambda: neuron_local_kernel(net, X, pattern, fixed))
+               _LocalKernel(net, X, pattern, fixed))
     return problems
+
+
+class _LocalKernel:
+    """``neuron_local_kernel`` of the case when called; its arguments serve the semi-local kernel too."""
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+
+    def __call__(self) -> list:
+        return neuron_local_kernel(*self.args)
+
+
+def _check_alpha_rows(problems: list[str], c: Mapping[str, Any], pattern, X, widths) -> int | None:
+    """``rank_a`` certificates whose lower bound is a rank mod p of rows of ``alpha`` (or of their Gram matrix).
+
+    Any set of rows gives a lower bound, so the rows named in the certificate need no
+    trust; the rank mod p is recomputed with FLINT.  Upper bounds: ``shape`` (``n``),
+    ``paths`` (``|P|``), or the column-block kernel, rebuilt from the case and checked
+    exactly (``alpha K = 0`` over Q, ``K`` of full column rank mod a prime).
+    """
+    from exactident.linalg.certified import has_full_column_rank, kernel_to_integer_columns
+    from exactident.model.activation import alpha_exact
+    from exactident.model.gamma_modular import Scaled, alpha_mod_p
+    from exactident.ranks.bounds import alpha_column_kernel
+
+    what = "rank_a"
+    n, P = len(X), n_paths(widths)
+    try:
+        r = int(c["rank"])
+        low, up = c["lower"], c["upper"]
+        if list(c["shape"]) != [n, P]:
+            problems.append(f"{what}: shape {c['shape']} != {[n, P]}")
+            return None
+        avoid = common_denominator(v for row in X for v in row)
+        p = require_prime(int(low["prime"]), avoid)
+        rows = list(range(n)) if low.get("rows", "all") == "all" else [int(i) for i in low["rows"]]
+        if any(not 0 <= i < n for i in rows) or len(set(rows)) != len(rows):
+            problems.append(f"{what}: bad row indices")
+            return None
+        Xs = Scaled([v for row in X for v in row], (n, widths[0]))
+        sub = [a[rows] for a in pattern]
+        if low["matrix"] == "alpha":
+            image = alpha_mod_p(sub, Xs.mod(p)[rows], p)
+        elif low["matrix"] == "gram":
+            image = gram_mod_p(sub, [X[i] for i in rows], p, avoid)
+        else:
+            problems.append(f"{what}: unknown lower-bound matrix {low['matrix']!r}")
+            return None
+        rp = rank_mod_p(image, p)
+        if rp != r or int(low["rank_mod_p"]) != r:
+            problems.append(f"{what}: rank mod {p} is {rp}, certificate says {r}")
+            return None
+        kind = up["kind"]
+        if kind in ("shape", "paths"):
+            bound = n if kind == "shape" else P
+            if int(up["bound"]) != bound or bound != r:
+                problems.append(f"{what}: upper bound {kind} is {bound}, not {r}")
+                return None
+            return r
+        if kind == "kernel" and up.get("source") == "column-blocks":
+            K = alpha_column_kernel(pattern, X, widths)
+            if len(K) != int(up["nullity"]) or P - len(K) != r:
+                problems.append(f"{what}: column-block kernel has {len(K)} vectors; rank {r} needs {P - r}")
+                return None
+            q = random_primes(1, avoid, random.Random(0))[0]
+            if not has_full_column_rank(kernel_to_integer_columns(K), P, q):
+                problems.append(f"{what}: column-block kernel is not of full column rank")
+                return None
+            Kmat = flint.fmpq_mat(P, len(K), [col.get(i, 0) for i in range(P) for col in K])
+            if K and alpha_exact(pattern, X) * Kmat != flint.fmpq_mat(n, len(K)):
+                problems.append(f"{what}: alpha K != 0")
+                return None
+            return r
+        problems.append(f"{what}: unknown upper bound kind {kind!r}")
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        problems.append(f"{what}: malformed certificate ({exc!r})")
+    except InvariantViolation as exc:
+        problems.append(f"{what}: {exc}")
+    return None
