@@ -261,10 +261,14 @@ def rank_blas(A: np.ndarray, p: int) -> int:
     --------
     >>> rank_blas(np.array([[1, 2], [3, 6]]), 7), rank_blas(np.zeros((0, 3), dtype=np.int64), 7)
     (1, 0)
-    >>> rank_blas(np.array([[1]]), 2**21 + 17)
+    >>> rank_blas(np.array([[1]]), 15)
     Traceback (most recent call last):
     ...
-    exactident.errors.InvariantViolation: modulus 2097169 is not a prime in [3, 2**31)
+    exactident.errors.InvariantViolation: modulus 15 is not a prime in [3, 2**31)
+    >>> rank_blas(np.array([[1]]), 2147483647)
+    Traceback (most recent call last):
+    ...
+    exactident.errors.InvariantViolation: BLAS elimination needs a prime below 2**21, got 2147483647
     """
     return len(pivots_blas(A, p)[0])
 

@@ -90,6 +90,9 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
       them is ``alpha'(x) u = 0``, elsewhere both are zero.  (Neurons with nested
       active sets, one active on a few more samples than the other, give these.)
 
+    - *beta*: for ``v`` active on every sample, the column of the path that starts
+      at ``v`` is all ones, like ``beta``: their difference is in ``ker alpha``.
+
     Every vector is exact by construction; a maximal subset independent mod a fixed
     prime (so over Q) is returned, so ``rank alpha <= |P| - len(result)``.
 
@@ -116,6 +119,15 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
     if L < 2 or n == 0:
         return []
     groups = _block_columns(widths)
+    # Kernels depend only on the distinct rows: merge samples equal in x and in pattern.
+    seen: dict[tuple, int] = {}
+    for i in range(n):
+        seen.setdefault((tuple(X[i]), *(np.asarray(a[i]).tobytes() for a in pattern)), i)
+    keep = sorted(seen.values())
+    if len(keep) < n:
+        X = [X[i] for i in keep]
+        pattern = [np.asarray(a)[keep] for a in pattern]
+        n = len(X)
     a = np.asarray(pattern[-1], dtype=bool)
     sub = alpha_exact(list(pattern[:-1]), X).table()  # alpha'(X), n x |P'|, scaled to integers below
     d = lcm(1, *(int(v.q) for row in sub for v in row))
@@ -133,6 +145,11 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
         for u in ker(a[:, v]):
             vectors.append({cols[r]: flint.fmpq(x) for r, x in enumerate(u) if x})
     N = a.shape[1]
+    P = n_paths(widths)
+    for v in range(N):
+        if a[:, v].all():
+            # always active: the path that starts at v (its column is a_v = 1) equals beta
+            vectors.append({groups[v][-1]: flint.fmpq(1), P - 1: flint.fmpq(-1)})
     for v in range(N):
         for w in range(v + 1, N):
             diff = a[:, v] ^ a[:, w]
@@ -142,4 +159,4 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
                 vec = {groups[v][r]: flint.fmpq(-x) for r, x in enumerate(u) if x}
                 vec.update({groups[w][r]: flint.fmpq(x) for r, x in enumerate(u) if x})
                 vectors.append(vec)
-    return independent_subset(vectors, n_paths(widths))
+    return independent_subset(vectors, P)
