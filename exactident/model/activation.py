@@ -24,7 +24,7 @@ from math import lcm, prod
 import flint
 import numpy as np
 
-from exactident.model.integer_forward import integer_forward
+from exactident.model.integer_forward import float_forward_bounded, integer_forward
 from exactident.model.network import Network
 
 __all__ = [
@@ -52,14 +52,14 @@ class Tie:
         return f"x^{self.i}@({self.l},{self.v})"
 
 
-@dataclass
 class ActivationState:
     """Exact forward pass of a sample.
 
     Attributes
     ----------
     Z : list of fmpq_mat
-        ``Z[l-1]`` = ``z_l(X)``, shape ``(n, N_l)``, for ``l = 1..L`` (Q).
+        ``Z[l-1]`` = ``z_l(X)``, shape ``(n, N_l)``, for ``l = 1..L`` (Q); computed on
+        first use (the pattern and the ties do not need it).
     pattern : list of numpy.ndarray of bool
         ``pattern[l-1]`` has shape ``(n, N_l)`` for hidden ``l = 1..L-1``;
         ``True`` where ``z >= 0`` (the paper's indicator ``z >= 0``; ties are ``True`` here).
@@ -67,13 +67,29 @@ class ActivationState:
         Sorted by sample, layer, neuron.
     """
 
-    Z: list[flint.fmpq_mat]
-    pattern: list[np.ndarray]
-    ties: list[Tie]
+    def __init__(self, Z: list[flint.fmpq_mat] | None, pattern: list[np.ndarray], ties: list[Tie],
+                 net: Network | None = None, X: Sequence[Sequence[flint.fmpq]] | None = None) -> None:
+        self._Z = Z
+        self.pattern = pattern
+        self.ties = ties
+        self._source = (net, X)
+
+    @property
+    def Z(self) -> list[flint.fmpq_mat]:
+        if self._Z is None:
+            net, X = self._source
+            assert net is not None and X is not None
+            self._Z = integer_forward(net, X).Z()
+        return self._Z
 
 
 def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> ActivationState:
     """Pre-activations, the ``>= 0`` activation pattern and the ties.
+
+    The pattern comes from a float64 forward pass with a rigorous error bound
+    (:func:`exactident.model.integer_forward.float_forward_bounded`); only the samples
+    whose margin is inside the bound are recomputed exactly (integer forward pass),
+    and ties can only be among them.
 
     Examples
     --------
@@ -83,10 +99,25 @@ def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> Activat
     >>> st.pattern[0].ravel().tolist(), [str(t) for t in st.ties]
     ([True, True, True], ['x^2@(1,0)'])
     """
+    n = len(X)
+    bounded = float_forward_bounded(net, X) if n else None
+    if bounded is None:
+        return _exact_state(net, X)
+    pattern, uncertain = bounded
+    idx = np.flatnonzero(uncertain)
+    ties: list[Tie] = []
+    if idx.size:
+        sub = _exact_state(net, [X[i] for i in idx], keep_Z=False)
+        for a, a_sub in zip(pattern, sub.pattern):
+            a[idx] = a_sub
+        ties = sorted(Tie(int(idx[t.i]), t.l, t.v) for t in sub.ties)
+    return ActivationState(None, pattern, ties, net, X)
+
+
+def _exact_state(net: Network, X: Sequence[Sequence[flint.fmpq]], keep_Z: bool = True) -> ActivationState:
     # Signs come from the integer forward pass (same signs, no per-entry gcd);
     # Z is the exact rational z_l(X) rebuilt from it for callers that want Q.
     fw = integer_forward(net, X)
-    Z = fw.Z()
     n = len(X)
     pattern = []
     ties: list[Tie] = []
@@ -97,7 +128,7 @@ def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> Activat
         pattern.append(np.array([z >= zero for z in entries], dtype=bool).reshape(n, width))
         ties.extend(Tie(k // width, l, k % width) for k, z in enumerate(entries) if z == zero)
     ties.sort()
-    return ActivationState(Z, pattern, ties)
+    return ActivationState(fw.Z() if keep_Z else None, pattern, ties, net, X)
 
 
 def activation_pattern(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[np.ndarray]:
