@@ -17,7 +17,6 @@ import subprocess
 import sys
 
 import flint
-import numpy as np
 import pytest
 
 from exactident.io.case import Case
@@ -135,7 +134,7 @@ def test_float_pattern_bound_is_sound_near_kinks():
     net = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])], [[flint.fmpq(-1, 3)], [flint.fmpq(0)]])
     X = [[flint.fmpq(1, 3)], [flint.fmpq(1, 3) + flint.fmpq(1, 2**60)], [flint.fmpq(1, 3) - flint.fmpq(1, 2**60)],
          [flint.fmpq(5)], [flint.fmpq(-5)]]
-    pattern, uncertain = float_forward_bounded(net, X)
+    _pattern, uncertain = float_forward_bounded(net, X)
     assert uncertain.tolist() == [True, True, True, False, False]
     st = activation_state(net, X)
     assert st.pattern[0][:, 0].tolist() == [True, True, False, True, False]

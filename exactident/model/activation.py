@@ -107,7 +107,7 @@ def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> Activat
     idx = np.flatnonzero(uncertain)
     ties: list[Tie] = []
     if idx.size:
-        sub = _exact_state(net, [X[i] for i in idx], keep_Z=False)
+        sub = _exact_state(net, [X[int(i)] for i in idx], keep_Z=False)
         for a, a_sub in zip(pattern, sub.pattern):
             a[idx] = a_sub
         ties = sorted(Tie(int(idx[t.i]), t.l, t.v) for t in sub.ties)

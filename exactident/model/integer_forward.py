@@ -154,7 +154,8 @@ _U = 2.0**-53
 def _to_float_array(values: Sequence[flint.fmpq], shape: tuple[int, int]) -> np.ndarray | None:
     """Correctly rounded float64 values (``int / int``), or None if one is out of range."""
     try:
-        out = np.array([int(v.p) / int(v.q) for v in values] or [0.0], dtype=np.float64)[:len(values)]
+        fracs = [flint.fmpq(v) for v in values]
+        out = np.array([int(v.p) / int(v.q) for v in fracs] or [0.0], dtype=np.float64)[:len(values)]
     except OverflowError:
         return None
     if not np.all(np.isfinite(out)):
@@ -162,7 +163,8 @@ def _to_float_array(values: Sequence[flint.fmpq], shape: tuple[int, int]) -> np.
     return out.reshape(shape)
 
 
-def float_forward_bounded(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> tuple[list[np.ndarray], np.ndarray] | None:
+def float_forward_bounded(net: Network, X: Sequence[Sequence[flint.fmpq]],
+                          ) -> tuple[list[np.ndarray], np.ndarray] | None:
     """Activation pattern from a float64 forward pass, with the samples it cannot vouch for.
 
     With ``x^ = fl(x)`` (correctly rounded, ``|x^ - x| <= u' |x^|``, ``u' = u / (1 - u)``,
