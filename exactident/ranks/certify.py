@@ -82,7 +82,7 @@ MAX_EXPLICIT_ALPHA_MOD_P = 40_000_000
 
 def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
                        widths: Sequence[int], *, rng: random.Random | None = None,
-                       cheap_only: bool = False) -> CertifiedRank | int:
+                       cheap_only: bool = False, lower_only: bool = False) -> CertifiedRank | int:
     """Exact ``rank alpha`` with a certificate; ``R_A = N_L`` times it.
 
     Lower bound: the rank mod p of ``alpha`` on the rows of :func:`alpha_row_subset`
@@ -92,7 +92,8 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     small.  Upper bounds: ``n``, ``|P|``, the pattern-group bound, the column-block
     kernel (:func:`exactident.ranks.bounds.alpha_column_kernel`), then Gram kernels and
     exact elimination.  With ``cheap_only``, returns the rank mod p (an int, a lower
-    bound) instead of going past the column-block kernel.
+    bound) instead of going past the column-block kernel; with ``lower_only``, returns it
+    unless the shape bounds already certify it.
     """
     rng = rng or random.Random()
     avoid = common_denominator(v for row in X for v in row)
@@ -112,7 +113,15 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     else:
         Xsub = [X[i] for i in rows]
         image = gram_mod_p(sub, Xsub, p, avoid, None, Scaled([v for row in Xsub for v in row], (len(rows), widths[0])))
-    r_low = rank_blas(image, p)
+    r_low = -1
+    m_img, n_img = image.shape
+    if explicit and n_img > m_img + m_img // 8 + 16 and len(rows) == n:
+        # wide: a random set of n + 16 columns usually has rank n already (a lower bound too)
+        cols = sorted(rng.sample(range(n_img), m_img + 16))
+        if rank_blas(image[:, cols], p) == n:
+            r_low = n
+    if r_low < 0:
+        r_low = rank_blas(image, p)
     upper = {"shape": n, "paths": P}
     lower_info = {"prime": p, "rank_mod_p": r_low, "matrix": "alpha" if explicit else "gram",
                   "rows": [int(i) for i in rows] if len(rows) < n else "all"}
@@ -121,6 +130,12 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
         if bound == r_low:
             cert["upper"] = {"kind": kind, "bound": bound}
             return CertifiedRank(r_low, cert)
+    if lower_only:
+        return r_low
+    stage("bounds", what="alpha pattern groups", samples=n, paths=P)
+    if pattern_rank_bound(pattern, X) == r_low:
+        cert["upper"] = {"kind": "patterns", "bound": r_low}
+        return CertifiedRank(r_low, cert)
     stage("bounds", what="alpha column blocks", samples=n, paths=P)
     if len(widths) > 2 and MAX_EXPLICIT_ALPHA_MOD_P // max(n, 1) + 1 >= P:
         K = alpha_column_kernel(pattern, X, widths)
@@ -218,7 +233,14 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     rank_a = None
     bounds: dict[str, int] = {}
     if need_rank_a or lower[0] < dim:
-        ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, cheap_only=allow_rank_a_lower and not need_rank_a)
+        ra: CertifiedRank | int
+        if allow_rank_a_lower and not need_rank_a:
+            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, lower_only=True)
+            if not (isinstance(ra, int) and N_L * ra > lower[0]):
+                # R_Gamma = R_A is possible (not identifiable): R_A is needed, cheap bounds first
+                ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, cheap_only=True)
+        else:
+            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
         if isinstance(ra, int):
             # R_A has no cheap certificate; ``ra`` is a rank mod p, a certified lower bound.
             # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved.

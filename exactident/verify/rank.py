@@ -185,7 +185,7 @@ def _check_alpha_rows(problems: list[str], c: Mapping[str, Any], pattern, X, wid
 
     Any set of rows gives a lower bound, so the rows named in the certificate need no
     trust; the rank mod p is recomputed with FLINT.  Upper bounds: ``shape`` (``n``),
-    ``paths`` (``|P|``), or the column-block kernel, rebuilt from the case and checked
+    ``paths`` (``|P|``), ``patterns`` (recomputed), or the column-block kernel, rebuilt from the case and checked
     exactly (``alpha K = 0`` over Q, ``K`` of full column rank mod a prime).
     """
     from exactident.linalg.certified import has_full_column_rank, kernel_to_integer_columns
@@ -221,8 +221,8 @@ def _check_alpha_rows(problems: list[str], c: Mapping[str, Any], pattern, X, wid
             problems.append(f"{what}: rank mod {p} is {rp}, certificate says {r}")
             return None
         kind = up["kind"]
-        if kind in ("shape", "paths"):
-            bound = n if kind == "shape" else P
+        if kind in ("shape", "paths", "patterns"):
+            bound = n if kind == "shape" else P if kind == "paths" else pattern_rank_bound(pattern, X)
             if int(up["bound"]) != bound or bound != r:
                 problems.append(f"{what}: upper bound {kind} is {bound}, not {r}")
                 return None
