@@ -164,3 +164,33 @@ def test_600k_samples_rank_a_in_linear_memory():
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["not-identifiable", "2", "2"]
     assert resource.RLIMIT_AS  # the limit exists on this platform
+
+
+def test_new_certificate_kinds_verify_and_tampering_is_rejected():
+    # breast-cancer-like structure in miniature: two hidden neurons with nested active sets
+    # (S_0 = all 5 samples, S_1 = {x >= 0}): alpha = [x a_0, x a_1, a_0, a_1, 1] has the kernel
+    # vector e(a_0 path) - e(beta) (neuron 0 always active) -> rank alpha <= 4 (column blocks).
+    net = Network((1, 2, 1), [flint.fmpq_mat([[1], [1]]), flint.fmpq_mat([[1, 2]])],
+                  [[flint.fmpq(10), flint.fmpq(1, 2)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(k)] for k in (-2, -1, 0, 1, 2)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    res = certify_ranks(net, X, st.pattern, fixed, need_rank_a=True, rng=random.Random(1))
+    A = alpha_exact(st.pattern, X)
+    assert res.rank_a == exact.rank(A) == 4
+    ra = res.certificate["rank_a"]
+    assert ra["lower"]["matrix"] == "alpha" and ra["shape"] == [5, 5]
+    case = Case("t", net, X)
+    assert verify_rank_certificate(case, res.certificate) == []
+    import copy
+
+    for mutate in (lambda c: c["rank_a"].__setitem__("rank", 5),
+                   lambda c: c["rank_a"]["lower"].__setitem__("rank_mod_p", 3),
+                   lambda c: c["rank_a"]["lower"].__setitem__("rows", [0, 0]),
+                   lambda c: c["rank_a"]["lower"].__setitem__("matrix", "beta"),
+                   lambda c: c["rank_a"].__setitem__("shape", [5, 4]),
+                   lambda c: c["rank_a"]["upper"].__setitem__("kind", "made-up"),
+                   lambda c: c["rank_a"].__setitem__("rank_a", 5)):
+        bad = copy.deepcopy(res.certificate)
+        mutate(bad)
+        assert verify_rank_certificate(case, bad), bad
