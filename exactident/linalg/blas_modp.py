@@ -47,6 +47,7 @@ __all__ = [
     "pivots_blas",
     "rank_blas",
     "rref_kernel_blas",
+    "sketch_rows",
     "to_symmetric",
 ]
 
@@ -322,3 +323,22 @@ def rref_kernel_blas(A: np.ndarray, p: int) -> tuple[list[int], list[int], np.nd
     assert G is not None
     N = matmul_blas(G, F[np.ix_(R, free)], p) if free else np.zeros((len(C), 0))
     return C, free, N.astype(np.int64) % p
+
+
+def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random) -> np.ndarray:
+    """``R A mod p`` for a random ``k x m`` matrix ``R`` (int64 residues in ``[0, p)``).
+
+    ``rank_p(R A) <= rank_p(A)`` always (a lower bound stays a lower bound); equality
+    holds unless ``R`` is unlucky, with probability at most about ``rank / p``.
+
+    Examples
+    --------
+    >>> A = np.array([[1, 2], [2, 4], [3, 6], [1, 0]] * 3)
+    >>> rank_blas(sketch_rows(A, 3, 1048583, random.Random(0)), 1048583)
+    2
+    """
+    _check_prime(p)
+    gen = np.random.default_rng(rng.getrandbits(64))
+    R = gen.integers(-(p // 2), p // 2 + 1, (k, A.shape[0])).astype(np.float64)  # symmetric residues
+    F = to_symmetric(A, p) if A.dtype.kind != "f" else A
+    return matmul_blas(R, F, p).astype(np.int64) % p

@@ -29,7 +29,7 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
-from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas
+from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas, sketch_rows
 from exactident.linalg.modular import (
     matmul_mod,
     random_primes,
@@ -155,6 +155,12 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             cols = sorted(rng.sample(range(n), m + 16))
             if rank_fn(image[:, cols], p) == m:
                 return m, p, image
+        if blas and m > 2 * n + 64:
+            # Very tall: the rank of R A for a random k x m matrix R (k = n + 16) is a lower bound
+            # for the rank of A (and equal to it unless R is unlucky, chance about rank / p); one
+            # product instead of an elimination over all m rows.  R A has A's row space then, so
+            # its reduced echelon kernel is A's too.
+            image = sketch_rows(image, n + 16, p, rng)
         r = rank_fn(image, p)
         if best is None or r > best[0]:
             best = (r, p, image)

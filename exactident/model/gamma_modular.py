@@ -130,7 +130,7 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
         if l > 1:
             D = matmul_mod(D, Wp[l - 1], p) * np.repeat(masks[l - 2], N_L, axis=0)
     full = np.concatenate(blocks[::-1], axis=1) if blocks else np.zeros((n * N_L, 0), dtype=np.int64)
-    return np.ascontiguousarray(full[:, free_columns(net, fixed)])
+    return np.take(full, free_columns(net, fixed), axis=1)  # C-ordered (full[:, cols] is not)
 
 
 def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:

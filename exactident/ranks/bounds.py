@@ -112,7 +112,7 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
     2
     """
     from exactident.model.activation import alpha_exact, n_paths
-    from exactident.ranks.kernels import _integer_kernel, independent_subset
+    from exactident.ranks.kernels import _SELECT_PRIME, _integer_kernel, independent_subset
 
     L = len(widths) - 1
     n = len(X)
@@ -131,14 +131,13 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
     a = np.asarray(pattern[-1], dtype=bool)
     sub = alpha_exact(list(pattern[:-1]), X).table()  # alpha'(X), n x |P'|, scaled to integers below
     d = lcm(1, *(int(v.q) for row in sub for v in row))
-    rows = [[int(v.p) * (d // int(v.q)) for v in row] for row in sub]
-    width = len(rows[0])
+    rows = np.array([[int(v.p) * (d // int(v.q)) for v in row] for row in sub], dtype=object)
+    rows_res = (rows % _SELECT_PRIME).astype(np.int64)
+    width = rows.shape[1]
 
     def ker(S: np.ndarray) -> list[list[int]]:
         idx = np.flatnonzero(S)
-        M = flint.fmpz_mat(len(idx), width, [v for i in idx for v in rows[i]]) if idx.size \
-            else flint.fmpz_mat(0, width)
-        return _integer_kernel(M)
+        return _integer_kernel(rows[idx], rows_res[idx])
 
     vectors: list[dict[int, flint.fmpq]] = []
     for v, cols in enumerate(groups):

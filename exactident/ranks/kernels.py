@@ -11,6 +11,7 @@ Called by :mod:`exactident.ranks.certify` and :mod:`exactident.verify.rank`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import flint
 import numpy as np
@@ -88,34 +89,36 @@ def neuron_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern
 _SELECT_PRIME = 1048583
 
 
-def _integer_kernel(M: flint.fmpz_mat) -> list[list[int]]:
-    """Exact kernel basis (integer columns) of an integer matrix, via a modular row subset.
+def _integer_kernel(M: np.ndarray, M_res: np.ndarray | None = None) -> list[list[int]]:
+    """Exact kernel basis (integer columns) of an integer matrix (object array), via a modular row subset.
 
     Rows ``R`` of a maximal independent set mod p give ``ker M[R] ⊇ ker M``; the
     kernel of the small ``M[R]`` is accepted after ``M K = 0`` is checked exactly, else
-    FLINT's nullspace of ``M`` itself is used.
+    FLINT's nullspace of ``M`` itself is used.  ``M_res``: ``M mod p`` if already known.
     """
     from exactident.linalg.blas_modp import pivots_blas
 
-    m, c = M.nrows(), M.ncols()
+    m, c = M.shape
     if c == 0:
         return []
     if m == 0:
         return [[int(i == j) for i in range(c)] for j in range(c)]
-    rows = M.tolist()
     p = _SELECT_PRIME
-    A = np.array([[int(v) % p for v in row] for row in rows], dtype=np.int64)
-    R, C, _ = pivots_blas(A, p)
+    if M_res is None:
+        M_res = (M % p).astype(np.int64)
+    R, C, _ = pivots_blas(M_res, p)
     if len(C) == c:
         return []
-    sub = flint.fmpz_mat([rows[i] for i in R]) if R else flint.fmpz_mat(0, c)
-    K, nullity = sub.nullspace() if R else (flint.fmpz_mat(c, c, [int(i == j) for i in range(c) for j in range(c)]), c)
-    K = flint.fmpz_mat([[K[i, j] for j in range(int(nullity))] for i in range(c)])
-    if int(nullity) == 0 or not all(v == 0 for v in (M * K).entries()):
-        K, nullity = M.nullspace()
-        K = flint.fmpz_mat([[K[i, j] for j in range(int(nullity))] for i in range(c)])
-    t = K.tolist()
-    return [[int(t[i][j]) for i in range(c)] for j in range(int(nullity))]
+    K: Any = None
+    if R:
+        Kf, nullity = flint.fmpz_mat(M[R].tolist()).nullspace()
+        K = np.array([[int(Kf[i, j]) for j in range(int(nullity))] for i in range(c)], dtype=object).reshape(c, -1)
+    else:
+        K = np.eye(c, dtype=np.int64).astype(object)
+    if K.shape[1] == 0 or (M.dot(K) != 0).any():
+        Kf, nullity = flint.fmpz_mat(M.tolist()).nullspace()
+        K = np.array([[int(Kf[i, j]) for j in range(int(nullity))] for i in range(c)], dtype=object).reshape(c, -1)
+    return [[int(K[i, j]) for i in range(c)] for j in range(K.shape[1])]
 
 
 def input_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -146,17 +149,17 @@ def input_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
         cols.setdefault((prm.l, prm.i), []).append(c)
     n = len(X)
     fw = integer_forward(net, X)
-    H = [np.array(list(Hl.entries()) + [0], dtype=object)[:n * net.widths[l]].reshape(n, net.widths[l])
+    # [h_{l-1}, 1] scaled by s_{l-1}: integers (object arrays), and their residues for the rank tests
+    H = [np.concatenate([np.array([int(x) for x in Hl.entries()] + [0], dtype=object)[:n * net.widths[l]]
+                         .reshape(n, net.widths[l]), np.full((n, 1), int(fw.den[l]), dtype=object)], axis=1)
          for l, Hl in enumerate(fw.H_int)]
+    H_res = [(Hl % _SELECT_PRIME).astype(np.int64) for Hl in H]
     out: list[dict[int, flint.fmpq]] = []
     for (l, v), C in sorted(cols.items()):
         active = pattern[l - 1][:, v] if l < net.L else np.ones(n, dtype=bool)
         S = np.flatnonzero(active)
-        J = [int(j) for j in (params[c].j for c in C) if j is not None]
-        # [h_{l-1}(X_S)_J, 1] scaled by s_{l-1}: integer, same kernel
-        M = [[int(x) for x in H[l - 1][int(i)][J]] + [int(fw.den[l - 1])] for i in S]
-        K = _integer_kernel(flint.fmpz_mat(len(S), len(C), [flint.fmpz(x) for row in M for x in row]) if len(S)
-                            else flint.fmpz_mat(0, len(C)))
+        J = [int(j) for j in (params[c].j for c in C) if j is not None] + [net.widths[l - 1]]  # + the 1
+        K = _integer_kernel(H[l - 1][np.ix_(S, J)], H_res[l - 1][np.ix_(S, J)])
         for k in K:
             out.append({C[r]: flint.fmpq(k[r]) for r in range(len(C)) if k[r] != 0})
     return out
