@@ -159,7 +159,7 @@ def input_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
         active = pattern[l - 1][:, v] if l < net.L else np.ones(n, dtype=bool)
         S = np.flatnonzero(active)
         J = [int(j) for j in (params[c].j for c in C) if j is not None] + [net.widths[l - 1]]  # + the 1
-        K = _integer_kernel(H[l - 1][np.ix_(S, J)], H_res[l - 1][np.ix_(S, J)])
+        K = _integer_kernel(H[l - 1][np.ix_(S, np.asarray(J))], H_res[l - 1][np.ix_(S, np.asarray(J))])
         for k in K:
             out.append({C[r]: flint.fmpq(k[r]) for r in range(len(C)) if k[r] != 0})
     return out
