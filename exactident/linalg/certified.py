@@ -265,7 +265,10 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         K = build()
         if K and n - len(K) == r_low:
             q = random_primes(1, avoid, rng, exclude=used)[0]
-            if has_full_column_rank(kernel_to_integer_columns(K), n, q):
+            K_int = kernel_to_integer_columns(K)
+            # K is exact by construction; M K = 0 mod one prime guards against a construction bug
+            # (the verifier proves M K = 0 with enough primes)
+            if has_full_column_rank(K_int, n, q) and kernel_is_zero_mod(image_mod_p, n, K_int, [q], avoid):
                 # K is not stored: the verifier rebuilds it from the case (compact certificate)
                 cert["upper"] = {"kind": "kernel", "bound": r_low, "source": name, "nullity": len(K)}
                 return CertifiedRank(r_low, cert)
