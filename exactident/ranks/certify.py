@@ -236,7 +236,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         ra: CertifiedRank | int
         if allow_rank_a_lower and not need_rank_a:
             ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, lower_only=True)
-            if not (isinstance(ra, int) and N_L * ra > lower[0]):
+            if isinstance(ra, int) and N_L * ra <= lower[0]:
                 # R_Gamma = R_A is possible (not identifiable): R_A is needed, cheap bounds first
                 ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, cheap_only=True)
         else:
