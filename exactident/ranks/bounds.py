@@ -120,10 +120,13 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
         return []
     groups = _block_columns(widths)
     # Kernels depend only on the distinct rows: merge samples equal in x and in pattern.
-    seen: dict[tuple, int] = {}
-    for i in range(n):
-        seen.setdefault((tuple(X[i]), *(np.asarray(a[i]).tobytes() for a in pattern)), i)
-    keep = sorted(seen.values())
+    keep = list(range(n))
+    if n > 5000:  # exact keys: merging rows that differ would make the kernels wrong
+        seen: dict[tuple, int] = {}
+        for i in range(n):
+            seen.setdefault((tuple((int(v.p), int(v.q)) for v in map(flint.fmpq, X[i])),
+                             *(np.asarray(a[i]).tobytes() for a in pattern)), i)
+        keep = sorted(seen.values())
     if len(keep) < n:
         X = [X[i] for i in keep]
         pattern = [np.asarray(a)[keep] for a in pattern]

@@ -133,7 +133,7 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     if lower_only:
         return r_low
     stage("bounds", what="alpha pattern groups", samples=n, paths=P)
-    if pattern_rank_bound(pattern, X) == r_low:
+    if _pattern_count_bound(pattern, widths[0]) >= r_low and pattern_rank_bound(pattern, X) == r_low:
         cert["upper"] = {"kind": "patterns", "bound": r_low}
         return CertifiedRank(r_low, cert)
     stage("bounds", what="alpha column blocks", samples=n, paths=P)
@@ -313,3 +313,13 @@ def _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data) -
     err = min(1.0, err_g + err_a)
     cert = {"certified": False, "error_probability": err}
     return RankResult(rg, rank_a, cert)
+
+
+def _pattern_count_bound(pattern: Sequence[np.ndarray], N0: int) -> int:
+    """``sum_g min(|g|, N_0 + 1)`` over groups of samples with one pattern: at least the pattern-group bound."""
+    n = pattern[0].shape[0] if pattern else 0
+    if n == 0 or not pattern:
+        return n
+    keys = np.packbits(np.concatenate([np.asarray(a, dtype=bool) for a in pattern], axis=1), axis=1)
+    _u, counts = np.unique(keys, axis=0, return_counts=True)
+    return int(np.minimum(counts, N0 + 1).sum())
