@@ -194,3 +194,32 @@ def test_new_certificate_kinds_verify_and_tampering_is_rejected():
         bad = copy.deepcopy(res.certificate)
         mutate(bad)
         assert verify_rank_certificate(case, bad), bad
+
+
+def test_kernel_check_is_capped_and_huge_entries_fall_back_to_the_rational_path():
+    # issue: thousands of check primes for entries of thousands of digits.  A candidate whose
+    # zero check would need more than MAX_CHECK_PRIMES primes is dropped before any prime is used.
+    from exactident.linalg.certified import MAX_CHECK_PRIMES, _check_kernel
+
+    def no_image(q):
+        raise AssertionError("no prime should be tried")
+
+    K = [{0: flint.fmpq(1)}]
+    assert _check_kernel(K, no_image, 1, 1, 2 ** (30 * MAX_CHECK_PRIMES + 64), random.Random(0), []) is None
+    # End to end: 3-layer networks with ~4000-digit rationals give the ranks of the rational path.
+    rng = random.Random(5)
+    from exactident.check import check
+
+    def big():
+        return flint.fmpq(rng.randint(-10**4000, 10**4000), rng.randint(1, 10**4000))
+
+    for _ in range(3):
+        widths = (2, 3, 3, 1)
+        W = [flint.fmpq_mat(widths[l + 1], widths[l], [big() for _ in range(widths[l] * widths[l + 1])])
+             for l in range(3)]
+        b = [[big() for _ in range(widths[l + 1])] for l in range(3)]
+        X = [[flint.fmpq(rng.randint(-3, 3)), flint.fmpq(rng.randint(-3, 3))] for _ in range(25)]
+        case = Case("huge", Network(widths, W, b), X)
+        fast, ref = check(case, numeric=False, all_ranks=True), check(case, numeric=False, modular=False,
+                                                                         all_ranks=True)
+        assert (fast.verdict, fast.rank_gamma, fast.rank_a) == (ref.verdict, ref.rank_gamma, ref.rank_a)
