@@ -221,7 +221,7 @@ class TerminalProgress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, unit="case", dynamic_ncols=True, leave=False,
-                            bar_format="{desc} {n_fmt}/{total_fmt} cases [{elapsed}] {postfix}")
+                            bar_format="{desc} [{elapsed}, case {n_fmt}/{total_fmt} done]")
 
     def case(self, name: str) -> None:
         self.name = name
@@ -232,7 +232,7 @@ class TerminalProgress:
             return
         size = " ".join(f"{k}={v}" for k, v in sizes.items())
         self.current = f"{self.name}: {name}" + (f" ({size})" if size else "")
-        self.bar.set_postfix_str(self.current[:100], refresh=True)
+        self.bar.set_description_str(self.current[:110], refresh=True)
 
     def tick(self) -> None:
         if self.bar is not None:
