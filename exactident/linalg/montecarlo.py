@@ -21,7 +21,7 @@ from collections.abc import Callable
 import flint
 import numpy as np
 
-from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas
+from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas, sketch_rows
 from exactident.linalg.modular import PRIME_HI, PRIME_LO, rank_mod_p, require_prime
 
 __all__ = ["PRIMES_IN_RANGE", "TARGET_ERROR", "failure_bound", "monte_carlo_rank", "uniform_prime"]
@@ -42,8 +42,14 @@ def uniform_prime(rng: random.Random, lo: int, hi: int, avoid: int, exclude: set
         return require_prime(q, avoid)
 
 
-def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int, hi: int, k: int) -> float:
+def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int, hi: int, k: int,
+                  sketch: bool = False) -> float:
     """``prod_{i<k} d / (N - i)``: chance that ``k`` uniform primes of ``[lo, hi)`` all lower the rank.
+
+    With ``sketch`` each trial also compresses the rows by a random matrix ``R``
+    (uniform residues): the rank of ``R M`` drops below that of ``M`` mod p only if a
+    nonzero polynomial of degree ``r`` in the entries of ``R`` vanishes, chance at most
+    ``r / p <= r / lo`` (Schwartz-Zippel), added to each trial's ``d / (N - i)``.
 
     Examples
     --------
@@ -58,7 +64,7 @@ def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int,
     n_usable = PRIMES_IN_RANGE[(lo, hi)] - math.floor(math.log2(max(int(avoid), 1)) / math.log2(lo))
     bound = 1.0
     for i in range(k):
-        bound *= min(1.0, d / max(n_usable - i, 1))
+        bound *= min(1.0, d / max(n_usable - i, 1) + (r / lo if sketch else 0.0))
     return bound
 
 
@@ -93,15 +99,19 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
     small = (BLAS_PRIME_LO, BLAS_PRIME_HI)
     lo, hi = small if failure_bound(shape, B, avoid, *small, 1) <= 0.25 else (PRIME_LO, PRIME_HI)
     rank_fn = rank_blas if lo == BLAS_PRIME_LO else rank_mod_p
+    sketch = lo == BLAS_PRIME_LO and m > 2 * n + 64  # very tall: rank of a random row sketch
     used: set[int] = set()
     k = 0
     while k < MAX_PRIMES:
         q = uniform_prime(rng, lo, hi, avoid, used)
         used.add(q)
         k += 1
-        best = max(best, rank_fn(image_mod_p(q), q))
+        image = image_mod_p(q)
+        if sketch:
+            image = sketch_rows(image, n + 16, q, rng)
+        best = max(best, rank_fn(image, q))
         if best >= top:
             return best, 0.0
-        if failure_bound(shape, B, avoid, lo, hi, k) <= TARGET_ERROR:
+        if failure_bound(shape, B, avoid, lo, hi, k, sketch) <= TARGET_ERROR:
             break
-    return best, failure_bound(shape, B, avoid, lo, hi, k)
+    return best, failure_bound(shape, B, avoid, lo, hi, k, sketch)
