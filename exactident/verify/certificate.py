@@ -45,8 +45,11 @@ from exactident.verify.boundary import verify_boundary
 from exactident.verify.claims import (
     NOT_VERIFIED,
     Proofs,
+    closed_by,
+    extra_claims,
     rank_and_pattern_claims,
     structural_claims,
+    uncertified_claims,
     verdict_claim,
     verify_degenerate,
 )
@@ -156,6 +159,9 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
     name, verdict = (need(report, k, str, "") if require_claims or k in report else None
                      for k in ("name", "verdict"))
     backed = f": the verdict {verdict} is not backed" if verdict is not None else ""
+    uncertified = uncertified_claims(report)
+    if uncertified:  # Monte Carlo or timed out: the report itself says nothing is proved
+        return False, uncertified
     cert = report.get("certificate")
     if cert is None:
         return False, [f"no certificate to verify (the report has no 'certificate'){backed}"]
@@ -182,8 +188,12 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
                 fails += problems
             else:
                 proofs.rank_part = (ranks.rank_gamma, ranks.rank_a)
+                proofs.rank_a_lower = getattr(ranks, "rank_a_lower", None)
+                proofs.closed_by = closed_by(cert["rank"])
+                lower = proofs.rank_a_lower if ranks.rank_a is None and proofs.rank_a_lower is not None else None
                 msgs.append(f"rank part valid: at the >= 0 pattern R_Gamma = {ranks.rank_gamma}"
-                            + (f", R_A = {ranks.rank_a}" if ranks.rank_a is not None else ""))
+                            + (f", R_A = {ranks.rank_a}" if ranks.rank_a is not None else "")
+                            + (f", R_A >= {lower}" if lower is not None else ""))
     if "boundary" in cert:
         if rank_check is None:
             fails.append(f"certificate.boundary: could not be checked ({missing}): not verified")
@@ -209,6 +219,7 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
         msgs += more
         proofs.degenerate = not bad
     fails += rank_and_pattern_claims(report, facts, proofs)
+    fails += extra_claims(report, facts, proofs, case.provenance)
     if verdict is not None:
         fails += verdict_claim(verdict, facts, proofs)
     msgs += [f"not verified: {key} ({why})" for key, why in NOT_VERIFIED.items() if key in report]
