@@ -29,9 +29,11 @@ __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "Proofs", "rank_and_pattern_claims",
 
 #: Fields of ``exactident-report/1`` (docs/cli.md).
 REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
-                 "on_boundary", "n_ties", "verdict", "reason", "patterns", "numeric", "certificate", "summary")
+                 "on_boundary", "n_ties", "verdict", "reason", "patterns", "numeric", "certificate", "summary",
+                 "parameters", "neurons", "kernel_basis", "explanation")
 #: Fields that are not claims about the exact facts, with why.
-NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim"}
+NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
+                "explanation": "prose"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 _PATTERN_KEYS = ("ties", "rank_gamma", "rank_a", "cs", "cn", "reachable")
