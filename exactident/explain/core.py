@@ -28,6 +28,7 @@ from typing import Any
 from exactident.explain.kernel import gamma_kernel
 from exactident.explain.neurons import neuron_entries
 from exactident.explain.parameters import KernelBlock, classify, constant_line, fixed_names
+from exactident.explain.render import explanation_lines
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.model.activation import Tie, activation_state, resolve_ties
@@ -173,8 +174,6 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
     neurons = neuron_entries(state, X, net.widths, params,
                              [b.basis for b in blocks] if blocks or report.verdict == "identifiable" else None)
     ex = Explanation(names, parameters, neurons, blocks)
-    from exactident.explain.render import explanation_lines
-
     ex.lines = explanation_lines(report, ex, deltas)
     ex.seconds = time.perf_counter() - start
     return report, ex

@@ -109,6 +109,7 @@ def neuron_entries(state: ActivationState, X: Sequence[Sequence[flint.fmpq]], wi
         twins.setdefault((l, v), []).append({"neuron": u, "ratio": format_fmpq(1 / c)})
     moved_count: dict[tuple[int, int], int] = {}
     partners: dict[tuple[int, int], set[int]] = {}
+    local: set[tuple[int, int]] = set()  # moved by some one-layer direction
     if bases is not None:
         moved = {j for basis in bases for vec in basis for j, x in enumerate(vec) if x}
         for j in moved:
@@ -117,6 +118,7 @@ def neuron_entries(state: ActivationState, X: Sequence[Sequence[flint.fmpq]], wi
                 moved_count[key] = moved_count.get(key, 0) + 1
         for basis in bases:
             for touched in _incoming(params, basis, L):
+                local.update(touched)
                 for l, v in touched:
                     partners.setdefault((l, v), set()).update(u for (m, u) in touched if m == l and u != v)
     out = []
@@ -136,6 +138,9 @@ def neuron_entries(state: ActivationState, X: Sequence[Sequence[flint.fmpq]], wi
                                      (u, *coactivity(state, l, v, u))))
                             for u in sorted(partners.get((l, v), ()))]
         e["why"] = neuron_reason(e, len(X))
+        if e.get("under_determined") and (l, v) not in local:
+            e["why"] += ("; its parameters move only together with other layers' (a kernel direction across "
+                         "layers)")
         out.append(e)
     return out
 

@@ -2,8 +2,8 @@
 
 With ``K`` an exact basis of ``ker Gamma(X)`` (columns), adding a point ``x`` with no
 tie gives ``ker Gamma(X + x) = ker Gamma(X) ∩ ker Gamma_x``, where ``Gamma_x`` are the
-``N_L`` rows of ``x``; so the rank grows by exactly ``rank(Gamma_x K)`` and the new
-kernel is ``K N`` with ``N`` a basis of ``ker(Gamma_x K)``.  Both are computed over Q:
+``N_L`` rows of ``x``; so the rank grows by exactly ``rank(Gamma_x K)`` (:func:`added_rank`) and
+the new kernel is ``K N`` with ``N`` a basis of ``ker(Gamma_x K)`` (:func:`shrink`).  Both are computed over Q:
 no candidate is accepted on a float or modular guess.  On the boundary the same holds
 for every tie resolution's kernel at once (a new point without ties has the same rows
 in every resolution).
@@ -38,7 +38,7 @@ from exactident.model.fixed_edges import FixedEdges, Parameter
 from exactident.model.gamma import gamma_exact
 from exactident.model.network import Network
 
-__all__ = ["GRID", "PointSearch", "added_rank", "search_points", "stderr_progress"]
+__all__ = ["GRID", "PointSearch", "added_rank", "search_points", "shrink", "stderr_progress"]
 
 #: Candidate coordinates are multiples of a power of two close to ``(hi - lo) / GRID``.
 GRID = 1024
@@ -78,32 +78,57 @@ def _rows(net: Network, x: Sequence[flint.fmpq], fixed: FixedEdges) -> flint.fmp
     return gamma_exact(net, [list(x)], st.Z, st.pattern, fixed)
 
 
-def added_rank(rows: flint.fmpq_mat, K: Sequence[Sequence[int]]) -> tuple[int, list[list[int]]]:
-    """``(rank(Gamma_x K), new kernel basis K N)`` over Q (module docstring).
+def _as_matrix(K: Sequence[Sequence[int]]) -> flint.fmpq_mat:
+    """Kernel vectors as the columns of a ``(dim, k)`` matrix over Q."""
+    return flint.fmpq_mat(len(K[0]), len(K), [K[c][r] for r in range(len(K[0])) for c in range(len(K))])
+
+
+def added_rank(rows: flint.fmpq_mat, K: Sequence[Sequence[int]], Km: flint.fmpq_mat | None = None) -> int:
+    """``rank(Gamma_x K)`` over Q: what a point with rows ``Gamma_x`` adds to ``rank Gamma`` (module docstring).
 
     Examples
     --------
-    >>> rows = flint.fmpq_mat([[1, 0, 0]])
-    >>> added_rank(rows, [[1, 0, 0], [0, 1, 0]])
-    (1, [[0, 1, 0]])
+    >>> added_rank(flint.fmpq_mat([[1, 0, 0]]), [[1, 0, 0], [0, 1, 0]])
+    1
     """
     if not K:
-        return 0, []
-    Km = flint.fmpq_mat(len(K[0]), len(K), [K[c][r] for r in range(len(K[0])) for c in range(len(K))])
+        return 0
+    return exact.rank(rows * (Km if Km is not None else _as_matrix(K)))
+
+
+def shrink(rows: flint.fmpq_mat, K: Sequence[Sequence[int]]) -> list[list[int]]:
+    """A basis of ``ker Gamma(X) ∩ ker Gamma_x`` as ``K N``, ``N`` a basis of ``ker(Gamma_x K)`` (exact).
+
+    The vectors are made primitive; LLL (:func:`exactident.explain.kernel.readable_basis`) runs
+    only when their entries have grown past 4096 bits.
+
+    Examples
+    --------
+    >>> shrink(flint.fmpq_mat([[1, 0, 0]]), [[1, 0, 0], [0, 1, 0]])
+    [[0, 1, 0]]
+    """
+    if not K:
+        return []
+    Km = _as_matrix(K)
     M = rows * Km
-    r = exact.rank(M)
-    if r == 0:
-        return 0, [list(v) for v in K]
-    N = exact.nullspace(M)
-    newK = Km * N
+    if exact.rank(M) == 0:
+        return [list(v) for v in K]
+    newK = Km * exact.nullspace(M)
     out = []
     for c in range(newK.ncols()):
         col = [newK[i, c] for i in range(newK.nrows())]
         d = 1
-        for v in col:
-            d = d * int(v.q) // _gcd(d, int(v.q))
-        out.append([int(v.p) * (d // int(v.q)) for v in col])
-    return r, readable_basis(out)
+        for q in col:
+            d = d * int(q.q) // _gcd(d, int(q.q))
+        ints = [int(q.p) * (d // int(q.q)) for q in col]
+        g = 0
+        for x in ints:
+            g = _gcd(g, abs(x))
+        ints = [v // g for v in ints] if g > 1 else ints
+        out.append([-v for v in ints] if next(v for v in ints if v) < 0 else ints)
+    if max((abs(v).bit_length() for vec in out for v in vec), default=0) > 4096:
+        return readable_basis(out)
+    return out
 
 
 def _gcd(a: int, b: int) -> int:
@@ -276,6 +301,7 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     out = PointSearch()
     known = [list(x) for x in X]
     on = _active_sets(net, known)
+    mats = [_as_matrix(K) if K else None for K in Ks]
     L = net.L
     idle = 0
     while sum(map(len, Ks)) > floor and len(out.points) < budget and idle < patience:
@@ -283,7 +309,7 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         wanted = sorted({(params[j].l, params[j].i, params[j].j) for K in Ks for v in K for j, x in enumerate(v)
                          if x and params[j].l < L and (params[j].l, params[j].i) not in set(skip)},
                         key=lambda t: (t[0], t[1], -1 if t[2] is None else t[2]))
-        best: tuple[int, list, list] | None = None
+        best: tuple[int, list, flint.fmpq_mat] | None = None
         for _ in range(batch):
             out.tried += 1
             on_v: list[int] = []
@@ -319,15 +345,16 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
             rows = _rows(net, x, fixed)
             if rows is None:
                 continue
-            gains = [added_rank(rows, K) for K in Ks]
-            g = sum(gi for gi, _ in gains)
+            g = sum(added_rank(rows, K, Km) for K, Km in zip(Ks, mats))
             if g and (best is None or g > best[0]):
-                best = (g, x, [k for _, k in gains])
+                best = (g, x, rows)
         if best is None:
             idle += 1
             continue
         idle = 0
-        g, x, Ks = best
+        g, x, best_rows = best
+        Ks = [shrink(best_rows, K) for K in Ks]
+        mats = [_as_matrix(K) if K else None for K in Ks]
         known.append(x)
         on += _active_sets(net, [x])
         out.points.append(x)

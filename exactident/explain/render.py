@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from exactident.explain.kernel import combination_text
 from exactident.io.report import Report, escape_nonprintable
 
-if TYPE_CHECKING:
-    from exactident.explain.core import Explanation
+# ``ex`` below is an :class:`exactident.explain.core.Explanation` (not imported: core imports this module).
+Explanation = Any
 
 __all__ = ["compress_names", "direction_texts", "explanation_lines", "render_explanation"]
 
@@ -108,7 +108,7 @@ def explanation_lines(report: Report, ex: Explanation, deltas: Mapping[str, Mapp
     if any(any(b.lines) for b in ex.blocks) and report.verdict not in ("not-identifiable", "degenerate"):
         out.append("the straight lines prove that theta is not locally identifiable from X; the verdict above "
                    "comes from Theorems 8 and 9 and the boundary certificates, which do not use them")
-    for e in ex.neurons:
+    for e in sorted(ex.neurons, key=lambda e: (-e.get("n_moved", 0), e["layer"], e["neuron"])):
         if e.get("under_determined"):
             full = e["hyperplane_full"]
             out.append(f"under-determined neuron ({e['layer']},{e['neuron']}): {e['why']} "
