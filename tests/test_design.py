@@ -127,3 +127,31 @@ def test_degenerate_says_theta_in_S():
     d = design(case)
     assert d.verdict == "degenerate" and d.obstructions[0]["kind"] == "degenerate"
     assert "theta is in S" in d.statement[1]
+
+
+def _tiny_of(case) -> TinyCase:
+    fr = lambda q: Fraction(int(q.p), int(q.q))  # noqa: E731
+    net = case.network
+    return TinyCase(list(net.widths), [[[fr(q) for q in row] for row in M.table()] for M in net.W],
+                    [[fr(q) for q in bl] for bl in net.b], [[fr(q) for q in x] for x in case.X])
+
+
+@pytest.mark.parametrize("name", ["twins-2x2x2x1-s1-001", "twins-2x2x2x1-s1-003", "twins-1x2x1-s1-000",
+                                  "twins-2x3x2-s1-002"])
+def test_suite_twins_directions_are_function_preserving(name):
+    # Twins of a deeper layer have fixed edges among their incoming weights: the direction must
+    # stay in tau (no fixed edge moves) and be in ker Gamma for a fresh sample (oracle).
+    case = load_case(ROOT / "cases" / "suite-v1" / "twins" / f"{name}.json")
+    d = design(case, budget=5)
+    tc = _tiny_of(case)
+    rng = random.Random(2)
+    fresh = [[Fraction(rng.randint(-30, 30), 7) for _ in range(tc.widths[0])] for _ in range(20)]
+    fresh = [x for x in fresh if is_tie_free(tc.W, tc.b, [x])]
+    orc = Oracle(TinyCase(tc.widths, tc.W, tc.b, fresh), lifting=False)
+    for o in d.obstructions:
+        if o["box"]:
+            continue
+        for direction in o["directions"]:
+            assert set(direction) <= set(orc.names)  # free parameters only
+            delta = sp.Matrix([sp.Rational(direction.get(nm, "0")) for nm in orc.names])
+            assert orc.gamma * delta == sp.zeros(orc.gamma.rows, 1)

@@ -38,7 +38,9 @@ def _verify(capsys, tmp_path, name, report):
 
 
 @pytest.mark.parametrize("name", ["tiny-111-kink", "iris-mlp-4-8-8-3", "diabetes-mlp-10-8-1-first10",
-                                  "boundary-dead-neuron", "diabetes-mlp-10-8-1"])
+                                  "boundary-dead-neuron", "diabetes-mlp-10-8-1", "boundary-two-ties-one-neuron",
+                                  "suite-v1/degenerate/degenerate-1x2x1-s1-001", "suite-v1/twins/twins-2x2x2x1-s1-001",
+                                  "suite-v1/gap/gap-2x2x2x1-s1-000"])
 def test_explain_reports_verify(capsys, tmp_path, name):
     report = _explained(capsys, tmp_path, name)
     assert {"parameters", "neurons", "kernel_basis", "explanation"} <= set(report)

@@ -14,7 +14,8 @@ sample can help"):
   weights by ``t dW_u``, ``t dW_v`` leaves every pre-activation of layer ``l + 1``
   unchanged to first order, at every input, when ``c s_u W_u + c dW_u + s_v W_v +
   dW_v = 0`` (``N_{l+1}`` linear equations in ``2 N_{l+1}`` unknowns, the fixed
-  edges held: a nonzero solution exists);
+  edges held; the scalings only when no incoming weight of the neuron is itself a
+  fixed edge): each solution is reported;
 - **inactive on the box**: a hidden neuron whose pre-activation is ``< 0`` on the
   whole box (exact interval bounds on the pieces of a branch and bound,
   :func:`prove_on_box`): its incoming parameters never matter for inputs in the box;
@@ -189,8 +190,10 @@ def _twin_directions(net: Network, fixed: FixedEdges, idx, l: int, u: int, v: in
     N = net.widths[l + 1]
     W = net.W[l]
     ku, kv = fixed.s_max[(l, u)], fixed.s_max[(l, v)]
-    cols = ([("su", None), ("sv", None)] + [("u", k) for k in range(N) if k != ku]
-            + [("v", k) for k in range(N) if k != kv])
+    # scaling a neuron's incoming parameters is a move in tau only if none of them is a fixed edge
+    scalable = [(kind, None) for kind, w in (("su", u), ("sv", v))
+                if all((l, w, j) in idx for j in range(net.widths[l - 1]))]
+    cols = scalable + [("u", k) for k in range(N) if k != ku] + [("v", k) for k in range(N) if k != kv]
     rows = []
     for k in range(N):
         row = []

@@ -3,8 +3,8 @@
 Nothing is trusted.  From the case alone:
 
 - each ``kernel_basis`` block's directions are checked to be in ``ker Gamma(s)``
-  (``s`` the sample's pattern, or the named tie resolution of the verified
-  ``boundary`` part): ``Gamma(s) K = 0`` mod fresh primes whose product exceeds the
+  (``s`` the sample's ``>= 0`` pattern, ties active, for ``resolution: null``; or the
+  named tie resolution of the verified ``boundary`` part): ``Gamma(s) K = 0`` mod fresh primes whose product exceeds the
   bound on ``|Gamma K|`` (the same test as the rank certificates, with the
   engine's residues of ``Gamma``, :mod:`exactident.model.gamma_modular`), ``K`` of
   full column rank; the block is *complete* when it has ``dim - R_Gamma(s)``
@@ -56,11 +56,9 @@ def _certified_rank(facts: CaseFacts, proofs: Proofs, resolution: int | None) ->
     res = proofs.boundary.resolutions if proofs.boundary else None
     if resolution is not None:
         return res[resolution].rank_gamma if res and 0 <= resolution < len(res) else None
-    if facts.visible:
-        return None
-    if res and len(res) == 1 and res[0].rank_gamma is not None:
+    if not facts.visible and res and len(res) == 1 and res[0].rank_gamma is not None:
         return res[0].rank_gamma
-    return proofs.rank_part[0] if proofs.rank_part else None
+    return proofs.rank_part[0] if proofs.rank_part else None  # the >= 0 pattern (ties active)
 
 
 def _zero_mod_primes(case, pattern, fixed, vectors: list[dict[int, Fraction]]) -> bool:
@@ -107,10 +105,6 @@ def _blocks(case, report: dict, facts: CaseFacts, proofs: Proofs, names: list[st
         if res is not None and (not isinstance(res, int) or isinstance(res, bool)):
             raise BadField(f"{at}.resolution", f"expected int or null, found {type(res).__name__}")
         sides: dict = {}
-        if res is None and facts.visible:
-            fails.append(f"{at}.resolution: null (the sample's own pattern), but the case has visible ties")
-            out.append(None)
-            continue
         if res is not None:
             resolutions = proofs.boundary.resolutions if proofs.boundary else None
             if not resolutions or not 0 <= res < len(resolutions):
