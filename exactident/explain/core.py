@@ -160,7 +160,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
             patterns, covers_all = [], False
         for res, pattern in patterns:
             k = gamma_kernel(net, X, pattern, fixed, rng=rng)
-            lines = [not report.degenerate and constant_line(net, X, fixed, params, vec, ties=res is not None)
+            lines = [not report.degenerate and constant_line(net, X, fixed, params, vec, ties=ties)
                      for vec in k.basis]
             blocks.append(KernelBlock(res, k.rank, k.basis, lines))
     deltas, ent_res = _certificate_deltas(report)

@@ -360,8 +360,8 @@ def combination_text(vec: Sequence[int], names: Sequence[str], max_terms: int = 
 
     Integer coefficients are printed exactly when every one is below ``small`` in absolute
     value; otherwise they are divided by the largest and shown to 4 digits after ``~``
-    (display only: the exact integers are in the JSON).  At most ``max_terms`` terms, the
-    largest first when abbreviated, then ``(+N more)``.
+    (display only: the exact integers are in the JSON).  At most ``max_terms`` terms (the
+    largest, in parameter order), then ``(+N more)``.
 
     Examples
     --------

@@ -115,6 +115,8 @@ def _blocks(case, report: dict, facts: CaseFacts, proofs: Proofs, names: list[st
         vectors, lines = [], []
         for d, direc in enumerate(need(blk, "directions", list, at)):
             where = f"{at}.directions[{d}]"
+            if not isinstance(direc, dict):
+                raise BadField(where, f"expected dict, found {type(direc).__name__}")
             fails += unknown_fields(direc, ("delta", "line"), where)
             vec: dict[int, Fraction] = {}
             for name, value in need(direc, "delta", dict, where).items():

@@ -103,6 +103,8 @@ def check_neurons(entries: list, facts: CaseFacts, names: list[str], blocks: lis
         want = twins[l].get(v, {})
         got_twins = {}
         for t in need(e, "twins", list, at):
+            if not isinstance(t, dict):
+                raise BadField(f"{at}.twins", f"expected objects {{neuron, ratio}}, found {type(t).__name__}")
             got_twins[need(t, "neuron", int, f"{at}.twins")] = parse_fraction(need(t, "ratio", str, f"{at}.twins"),
                                                                                 f"{at}.twins")
         if got_twins != want:
@@ -121,8 +123,8 @@ def check_neurons(entries: list, facts: CaseFacts, names: list[str], blocks: lis
 
 
 def _coupled(got: Any, facts: CaseFacts, l: int, v: int, want: set[int], at: str) -> list[str]:
-    if not isinstance(got, list):
-        return [f"{at}.coupled: expected a list"]
+    if not isinstance(got, list) or not all(isinstance(c, dict) for c in got):
+        raise BadField(f"{at}.coupled", "expected a list of objects {neuron, both, only_this, only_other}")
     fails = []
     if sorted(str(c.get("neuron")) for c in got if isinstance(c, dict)) != sorted(str(u) for u in want):
         return [f"{at}.coupled: report says {[c.get('neuron') for c in got if isinstance(c, dict)]}, the verified "
