@@ -16,6 +16,8 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 from _gen import forward, random_case
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_oracle import Oracle
 
 from exactident.explain.core import explain
@@ -150,6 +152,21 @@ def test_identifiable_case_has_every_parameter_identifiable():
     assert ex.blocks == []
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([(1, 2, 1), (2, 2, 1), (1, 2, 2, 1)]), st.integers(2, 6),
+       st.randoms(use_true_random=False))
+def test_classes_do_not_depend_on_the_order_of_samples(seed, widths, n, rnd):
+    # Gamma's rows are permuted with the samples: same kernel, same classes.
+    tc = random_case(widths, seed, n, rational=True)
+    _r, ex = explain(parse_case(tc.obj()))
+    perm = list(range(n))
+    rnd.shuffle(perm)
+    obj = tc.obj()
+    obj["sample"] = [obj["sample"][i] for i in perm]
+    _r2, ex2 = explain(parse_case(obj))
+    assert [(e["name"], e["class"]) for e in ex.parameters] == [(e["name"], e["class"]) for e in ex2.parameters]
+
+
 def test_boundary_case_uses_the_entering_resolution():
     # SPEC's example: sample -1/2 on the kink.  Resolution "active": rank 2 = rank A < 3 and the entering
     # certificate (0, 1, -3); resolution "inactive": rank 3.  Both biases move in ker Gamma(active).
@@ -160,6 +177,22 @@ def test_boundary_case_uses_the_entering_resolution():
     cls = {e["name"]: e for e in ex.parameters}
     assert cls["b_1[0]"]["class"] == cls["b_2[0]"]["class"] == "not-identifiable"
     assert cls["W_1[0,0]"]["class"] == "first-order-determined"  # unmoved in both resolutions
+    # the kernel direction of resolution "active" keeps f on X exactly along theta + t delta, t > 0:
+    # 3 relu(2x + 1 + t) - 3t = 3 (2x + 1) at x = 0, 1 and 3 relu(t) - 3t = 0 at the kink x = -1/2
+    tc = _gen_case(case)
+    (vec,) = ex.blocks[0].basis
+    for t in (Fraction(1, 2**40), Fraction(1, 7)):
+        W, b = _theta_plus(tc, ex.names, vec, t)
+        assert [forward(W, b, x)[-1] for x in tc.X] == [forward(tc.W, tc.b, x)[-1] for x in tc.X]
+
+
+def _gen_case(case):
+    from _gen import TinyCase
+
+    fr = lambda q: Fraction(int(q.p), int(q.q))  # noqa: E731
+    net = case.network
+    return TinyCase(list(net.widths), [[[fr(q) for q in row] for row in M.table()] for M in net.W],
+                    [[fr(q) for q in bl] for bl in net.b], [[fr(q) for q in x] for x in case.X])
 
 
 # ------------------------------------------------------------------------------------------- neurons

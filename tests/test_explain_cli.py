@@ -149,5 +149,5 @@ def test_bad_usage_exits_2(capsys, argv, needle):
 def test_malformed_explain_field_is_bad_input(capsys, tmp_path):
     report = _explained(capsys, tmp_path, "tiny-111-kink")
     report["kernel_basis"][0]["directions"][0] = "b_1[0] - 3 b_2[0]"
-    status, out, err = _verify(capsys, tmp_path, "tiny-111-kink", report)
+    status, _out, err = _verify(capsys, tmp_path, "tiny-111-kink", report)
     assert status == 2 and "kernel_basis[0].directions[0]" in err
