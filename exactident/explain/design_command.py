@@ -74,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET, metavar="K",
                         help=f"add at most K new points (default {DEFAULT_BUDGET})")
     parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
-                        help="new points have every coordinate in [lo, hi] (default: the sample's bounding box)")
+                        help="new points have every coordinate in [lo, hi] (default: the sample's bounding box); "
+                             "write --box=-3:3 when lo is negative")
     parser.add_argument("-o", "--output", metavar="NEW_CASE.json", default=None,
                         help="write the new case here (atomically)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the point search and the primes (default 0)")
@@ -150,4 +151,6 @@ def run(args: argparse.Namespace) -> int:
             note = f"nothing written to {args.output}: no new case\n"
     text = json.dumps(d.to_dict(), indent=2) + "\n" if args.json else render_design(d) + note
     write_outputs(outputs, last_step=lambda: write_stdout(text))
+    if args.json and note:
+        print(note.rstrip("\n"), file=sys.stderr)
     return 0
