@@ -1,5 +1,6 @@
 """Command line: ``exactident check CASE... [--json] [--no-numeric] [--tol T] [--verify-propositions] [--expect]``,
-plus ``verify-certificate``, ``crosscheck``, ``generate``, ``suite run|score`` and ``survey`` (each in its own module).
+plus ``verify-certificate``, ``crosscheck``, ``generate``, ``suite run|score``, ``survey``, ``explain`` and
+``design`` (each in its own module).
 
 A thin layer over :func:`exactident.check.check`.  This is the only place
 that catches exceptions: bad input or usage -> exit 2 with one line on
@@ -110,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--certify", choices=["full", "none"], default="full",
                    help="full (default): certified ranks; none: Monte Carlo ranks, labelled with "
                         "their error probability")
+    from exactident.explain import command as explain_command
+
+    explain_command.add_check_option(p)  # --explain
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
     v.add_argument("case", metavar="CASE")
@@ -131,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
     cli_generate.add_arguments(sub.add_parser("generate", help="write generated cases with their expected blocks"))
     cli_suite.add_arguments(sub.add_parser("suite", help="run a suite against its expected blocks, or score a tool"))
     cli_survey.add_arguments(sub.add_parser("survey", help="distribution of R_Gamma over random parameters"))
+    from exactident.explain import design_command
+
+    explain_command.add_arguments(sub.add_parser("explain", help="per parameter and per neuron, what the sample "
+                                                 "determines; the kernel of Gamma, readable"))
+    design_command.add_arguments(sub.add_parser("design", help="which samples identify theta, which new points "
+                                                "would, or why none can"))
     return parser
 
 
@@ -159,6 +169,12 @@ def _cmd_suites(args: argparse.Namespace) -> int:
     return {"generate": cli_generate, "suite": cli_suite, "survey": cli_survey}[args.command].run(args)
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from exactident.explain import command, design_command
+
+    return {"explain": command, "design": design_command}[args.command].run(args)
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.crosscheck.command import expand_paths
     from exactident.io.atomic import write_stdout
@@ -182,7 +198,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
             raise UnsupportedCaseError(f"{path}: {report}") from None
         reports.append(report)
     as_list = len(paths) > 1 or any(os.path.isdir(p) for p in args.cases)  # a folder: an array, even of one
-    write_stdout(reports_to_json(reports, as_list=as_list) if args.json else render_table(reports))
+    explained = ""
+    if args.explain:
+        from exactident.explain.command import explain_reports
+
+        explained = explain_reports(cases, reports)  # adds the report fields; the text is for the table
+    write_stdout(reports_to_json(reports, as_list=as_list) if args.json else render_table(reports) + explained)
     if args.expect:
         from exactident.suites.compare import expect_lines
 
@@ -212,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
                   "crosscheck": _cmd_crosscheck, "import": _cmd_import, "generate": _cmd_suites,
-                  "suite": _cmd_suites, "survey": _cmd_suites}[args.command](args)
+                  "suite": _cmd_suites, "survey": _cmd_suites, "explain": _cmd_explain,
+                  "design": _cmd_explain}[args.command](args)
         try:
             sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
         except OSError as exc:

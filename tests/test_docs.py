@@ -166,7 +166,7 @@ def test_api_reference_covers_every_module():
 # budget (stage names and the time budget, standard library only) is at the bottom with errors: every
 # layer may announce its stage.  io sits above model: io/case.py builds a Network (and model never imports io).
 LAYER = {"errors": 0, "budget": 1, "linalg": 2, "model": 3, "ranks": 4, "io": 4, "boundary": 5, "verify": 5,
-         "numeric": 5, "check": 6, "run_cases": 7, "crosscheck": 7, "suites": 8, "cli": 9}
+         "numeric": 5, "check": 6, "run_cases": 7, "crosscheck": 7, "explain": 7, "suites": 8, "cli": 9}
 
 
 @functools.lru_cache(maxsize=1)
@@ -210,7 +210,7 @@ def test_architecture_import_rules_hold():
 
 @pytest.mark.parametrize("library, where", [
     ("networkx", {"exactident.model.graph"}),
-    ("scipy", {"exactident.boundary.entering"}),
+    ("scipy", {"exactident.boundary.entering", "exactident.explain.points"}),
     ("matplotlib", {"exactident.crosscheck.plot"}),
     ("torch", {"exactident.numeric.torch_backend", "exactident.io.importers.torch_state_dict"}),
     ("onnx", {"exactident.io.importers.onnx_model"}),

@@ -220,6 +220,11 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
         proofs.degenerate = not bad
     fails += rank_and_pattern_claims(report, facts, proofs)
     fails += extra_claims(report, facts, proofs, case.provenance)
+    from exactident.verify.explained import verify_explained  # parameters, neurons, kernel_basis (explain)
+
+    bad, more = verify_explained(case, report, facts, proofs)
+    fails += bad
+    msgs += more
     if verdict is not None:
         fails += verdict_claim(verdict, facts, proofs)
     msgs += [f"not verified: {key} ({why})" for key, why in NOT_VERIFIED.items() if key in report]

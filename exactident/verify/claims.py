@@ -38,10 +38,10 @@ __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "Proofs", "closed_by", "extra_claims
 REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
                  "on_boundary", "n_ties", "verdict", "reason", "patterns", "numeric", "certificate", "summary",
                  "certified_by", "rank_a_lower_bound", "provenance", "certified", "error_probability", "timed_out",
-                 "stage")
+                 "stage", "parameters", "neurons", "kernel_basis", "explanation")
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
-                "stage": "where a timed-out analysis stopped, not an exact claim"}
+                "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 _PATTERN_KEYS = ("ties", "rank_gamma", "rank_a", "cs", "cn", "reachable")

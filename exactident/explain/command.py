@@ -1,0 +1,73 @@
+"""``exactident explain CASE...`` and ``exactident check --explain``: per parameter and per neuron, what is determined.
+
+The terminal view names the under-determined neurons and the parameters of each
+class, then the kernel directions (a few lines each); ``--json`` prints the
+``exactident-report/1`` report with the optional fields ``parameters``,
+``neurons``, ``kernel_basis`` and ``explanation`` (docs/cli.md), which
+``exactident verify-certificate`` re-checks.  Every case is loaded and
+validated before any work (bad input: exit 2 naming the file and field).
+
+Called by :mod:`exactident.cli`; calls :mod:`exactident.explain.core`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from exactident.explain.core import add_explanation, explain
+from exactident.explain.render import render_explanation
+from exactident.io.atomic import write_stdout
+from exactident.io.case import Case, load_case
+from exactident.io.limits import add_limit_arguments, limits_from_args
+from exactident.io.report import Report, reports_to_json
+
+__all__ = ["add_arguments", "add_check_option", "explain_reports", "run"]
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, found {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``exactident explain`` (called by :func:`exactident.cli.build_parser`)."""
+    parser.add_argument("cases", nargs="+", metavar="CASE", help="case files (exactident-case/1 JSON)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the report (exactident-report/1) with the explain fields")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of the random primes (speed only)")
+    parser.add_argument("--max-directions", type=int, default=20, metavar="N",
+                        help="kernel directions printed on the terminal (all of them are in --json)")
+    add_limit_arguments(parser)
+
+
+def add_check_option(parser: argparse.ArgumentParser) -> None:
+    """``check --explain`` (called by :func:`exactident.cli.build_parser`)."""
+    parser.add_argument("--explain", action="store_true",
+                        help="also classify every parameter, diagnose every hidden neuron and print the kernel of "
+                             "Gamma (report fields parameters, neurons, kernel_basis, explanation)")
+
+
+def explain_reports(cases: Sequence[Case], reports: Sequence[Report]) -> str:
+    """Add the explain fields to each report (``check --explain``); returns the terminal text for the table."""
+    out = []
+    for case, report in zip(cases, reports):
+        ex = add_explanation(case, report)
+        out.append(render_explanation(report, ex))
+    return "\n" + "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``exactident explain``; exit status as in docs/cli.md (errors propagate to :func:`exactident.cli.main`)."""
+    limits = limits_from_args(args)
+    cases = [load_case(p, limits) for p in args.cases]
+    texts, reports = [], []
+    for case in cases:
+        report, ex = explain(case, seed=args.seed)
+        report.extra.update(ex.fields())
+        reports.append(report)
+        texts.append(render_explanation(report, ex, max_directions=max(args.max_directions, 0)))
+    write_stdout(reports_to_json(reports, as_list=len(reports) > 1) if args.json else "\n".join(texts))
+    return 0

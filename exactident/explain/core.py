@@ -1,0 +1,187 @@
+"""``explain``: per parameter and per neuron, what the sample determines; the kernel of ``Gamma``, readable.
+
+Order of work: the report (:func:`exactident.check.check`, or one already made)
+-> the exact kernel of ``Gamma`` at the sample's activation pattern, or of
+``Gamma(s)`` for every tie resolution ``s`` the report enumerated
+(:mod:`exactident.explain.kernel`) -> which kernel vectors are exact straight
+lines of equal outputs -> the class of each parameter
+(:mod:`exactident.explain.parameters`) -> the neuron diagnostics
+(:mod:`exactident.explain.neurons`) -> readable lines.
+
+The results go into the report as the optional fields ``parameters``,
+``neurons``, ``kernel_basis`` and ``explanation`` (docs/cli.md), only when asked
+(``exactident explain``, ``exactident check --explain``); every exact claim in
+them is re-checked by ``exactident verify-certificate``
+(:mod:`exactident.verify.explained`).
+
+Called by :mod:`exactident.explain.command` and ``exactident check --explain``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from exactident.explain.kernel import gamma_kernel
+from exactident.explain.neurons import neuron_entries
+from exactident.explain.parameters import KernelBlock, classify, constant_line, fixed_names
+from exactident.explain.render import explanation_lines
+from exactident.io.case import Case
+from exactident.io.report import Report
+from exactident.model.activation import Tie, activation_state, resolve_ties
+from exactident.model.fixed_edges import fixed_edges, free_parameters
+
+__all__ = ["MAX_EXPLAIN_RESOLUTIONS", "Explanation", "add_explanation", "explain"]
+
+#: On the boundary, kernels are computed for at most this many tie resolutions.
+MAX_EXPLAIN_RESOLUTIONS = 64
+
+
+@dataclass
+class Explanation:
+    """What :func:`explain` found (docs/explain.md).
+
+    Attributes
+    ----------
+    names : list of str
+        The coordinates of ``tau``.
+    parameters : list of dict
+        Report field ``parameters`` (:func:`exactident.explain.parameters.classify`).
+    neurons : list of dict
+        Report field ``neurons`` (:func:`exactident.explain.neurons.neuron_entries`).
+    blocks : list of KernelBlock
+        Exact kernels of ``Gamma`` (one per tie resolution on the boundary).
+    lines : list of str
+        Readable lines (report field ``explanation``).
+    seconds : float
+        Time spent after the report (kernels, lines, classes, diagnostics).
+    """
+
+    names: list[str]
+    parameters: list[dict[str, Any]]
+    neurons: list[dict[str, Any]]
+    blocks: list[KernelBlock]
+    lines: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def fields(self) -> dict[str, Any]:
+        """The report fields, JSON-ready (kernel entries as decimal strings of any size)."""
+        from exactident.io.rationals import format_int
+
+        blocks = [{"resolution": b.resolution, "rank_gamma": b.rank,
+                   "directions": [{"delta": {self.names[j]: format_int(v) for j, v in enumerate(vec) if v},
+                                   **({"line": True} if line else {})}
+                                  for vec, line in zip(b.basis, b.lines)]}
+                  for b in self.blocks]
+        return {"parameters": self.parameters, "neurons": self.neurons, "kernel_basis": blocks,
+                "explanation": self.lines}
+
+    def count(self, cls: str) -> int:
+        return sum(1 for e in self.parameters if e["class"] == cls)
+
+
+def _pattern_of(state, entry: dict[str, Any]):
+    ties = [Tie(t["sample"], t["layer"], t["neuron"]) for t in entry["ties"]]
+    return resolve_ties(state.pattern, ties, [bool(t["active"]) for t in entry["ties"]])
+
+
+def _certificate_deltas(report: Report) -> tuple[dict[str, dict[str, str]], list | None]:
+    cert = report.certificate or {}
+    deltas = {k: dict(cert[k]["delta"]) for k in ("line", "entering") if isinstance(cert.get(k), dict)}
+    resolution = cert["entering"].get("resolution") if "entering" in deltas else None
+    return deltas, resolution
+
+
+def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None, seed: int | None = 0,
+            sample: Any = None) -> tuple[Report, Explanation]:
+    """Explain the verdict on ``case``: parameter classes, neuron diagnostics, kernel directions.
+
+    Parameters
+    ----------
+    case : Case, or path
+        As for :func:`exactident.check.check`.
+    report : Report, optional
+        The report of ``check`` on this case (computed here, without the float
+        cross-check, when not given).
+    seed : int or None
+        Seed of the primes (speed only, never the result).
+    sample : optional
+        The sample of a model file (as for ``check``).
+
+    Returns
+    -------
+    (Report, Explanation)
+
+    Raises
+    ------
+    CaseFormatError
+        A path that cannot be read or imported.
+
+    Examples
+    --------
+    ``f = 3 relu(2x + 1)`` at ``0, 1``: ``W_1[0,0]`` is pinned (first order), the two biases trade
+    along an exact line (``b_1[0] - 3 b_2[0]``) and are not identifiable.
+
+    >>> from exactident.io.case import parse_case
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1]]})
+    >>> report, ex = explain(case)
+    >>> report.verdict, [(e["name"], e["class"]) for e in ex.parameters]
+    ('not-identifiable', [('W_2[0,0]', 'fixed'), ('W_1[0,0]', 'first-order-determined'), \
+('b_1[0]', 'not-identifiable'), ('b_2[0]', 'not-identifiable')])
+    """
+    if not isinstance(case, Case) or sample is not None:
+        from exactident.io.importers.load import as_case
+
+        case = as_case(case, sample)
+    if report is None:
+        from exactident.check import check
+
+        report = check(case, numeric=False, seed=seed)
+    start = time.perf_counter()
+    net, X = case.network, case.X
+    state = activation_state(net, X)
+    fixed = fixed_edges(net)
+    params = free_parameters(net, fixed)
+    names = [p.name for p in params]
+    rng = random.Random(seed)
+    blocks: list[KernelBlock] = []
+    covers_all = True
+    ties = bool(state.ties)
+    if report.verdict != "identifiable":
+        if not ties or report.degenerate or report.patterns == []:
+            patterns: list[tuple[int | None, Any]] = [(None, state.pattern)]
+        elif report.patterns and len(report.patterns) <= MAX_EXPLAIN_RESOLUTIONS:
+            patterns = [(k, _pattern_of(state, p)) for k, p in enumerate(report.patterns)]
+        else:
+            patterns, covers_all = [], False
+        for res, pattern in patterns:
+            k = gamma_kernel(net, X, pattern, fixed, rng=rng)
+            lines = [not report.degenerate and constant_line(net, X, fixed, params, vec, ties=ties)
+                     for vec in k.basis]
+            blocks.append(KernelBlock(res, k.rank, k.basis, lines))
+    deltas, ent_res = _certificate_deltas(report)
+    entering_block = next((b for b, blk in enumerate(blocks) if blk.resolution is not None and ent_res is not None
+                           and report.patterns and report.patterns[blk.resolution]["ties"] == ent_res), None)
+    cn_fails = (not ties and not report.degenerate and report.rank_a is not None
+                and report.rank_gamma == report.rank_a < report.dim and bool(blocks))
+    parameters = classify(names, fixed_names(net, fixed), verdict=report.verdict, degenerate=report.degenerate,
+                          blocks=blocks, covers_all=covers_all and bool(blocks), cn_fails=cn_fails,
+                          entering_block=entering_block, certificate_deltas=deltas)
+    neurons = neuron_entries(state, X, net.widths, params,
+                             [b.basis for b in blocks] if blocks or report.verdict == "identifiable" else None)
+    ex = Explanation(names, parameters, neurons, blocks)
+    ex.lines = explanation_lines(report, ex, deltas)
+    ex.seconds = time.perf_counter() - start
+    return report, ex
+
+
+def add_explanation(case: Case, report: Report, *, seed: int | None = 0) -> Explanation:
+    """Run :func:`explain` on an existing report and add its fields to ``report.extra``."""
+    _, ex = explain(case, report=report, seed=seed)
+    report.extra.update(ex.fields())
+    return ex
+

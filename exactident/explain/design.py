@@ -1,0 +1,453 @@
+"""``design``: which samples already identify theta, and which new points would (docs/explain.md).
+
+- **Smallest prefix.**  ``rank Gamma(x^1..x^m)`` never decreases with ``m``, so the
+  smallest identifying prefix is where the greedy row basis of ``Gamma`` (the pivot
+  rows of ``Gamma^T`` mod p, in sample order) completes.  It is certified at both
+  ends: ``rank_p = dim`` on the first ``m`` samples (a lower bound that meets
+  ``dim``), and ``rank < dim`` on the first ``m - 1`` (by shape, ``(m - 1) N_L < dim``,
+  or by an exact kernel vector, :func:`exactident.explain.kernel.integer_kernel`).  An
+  unlucky prime (``rank_p < rank``) can only make ``m`` too large; the exact check at
+  ``m - 1`` catches that and an exact bisection below ``m`` takes over.
+- **A small identifying subsample.**  The samples of the pivot rows (in a few
+  orders), pruned while ``rank_p`` stays ``dim``: certified by its rank mod p, set
+  against the lower bound ``ceil(dim / N_L)`` (each sample adds at most ``N_L`` rows).
+- **New points** (:mod:`exactident.explain.points`) when ``C_S`` fails on the whole
+  sample, unless a direction no sample can remove exists
+  (:mod:`exactident.explain.obstructions`); the augmented case is re-checked by
+  :func:`exactident.check.check`.
+
+Called by :mod:`exactident.explain.design_command`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from math import ceil
+from typing import Any
+
+import flint
+import numpy as np
+
+from exactident.errors import InvariantViolation
+from exactident.explain.kernel import combination_text, gamma_kernel, integer_kernel
+from exactident.explain.obstructions import Obstruction, never_seen, obstructions
+from exactident.explain.points import search_points
+from exactident.io.case import Case
+from exactident.io.rationals import format_fmpq
+from exactident.io.report import Report
+from exactident.linalg import exact
+from exactident.linalg.modular import random_primes, rank_mod_p, rref_kernel_mod_p
+from exactident.model.activation import Tie, activation_state, resolve_ties
+from exactident.model.fixed_edges import FixedEdges, fixed_edges, free_parameters
+from exactident.model.gamma import gamma_exact
+from exactident.model.gamma_modular import gamma_mod_p
+from exactident.model.integer_forward import data_denominator, integer_forward
+from exactident.model.network import Network, degenerate_neurons
+
+__all__ = ["DEFAULT_BUDGET", "Design", "data_box", "design", "small_subsample", "smallest_prefix"]
+
+#: Default most new points.
+DEFAULT_BUDGET = 256
+
+
+@dataclass
+class Design:
+    """What :func:`design` found; :meth:`to_dict` is the ``exactident-design/1`` JSON (docs/cli.md).
+
+    ``verdict`` is ``check``'s verdict when it was run (identifiable cases, the boundary), else
+    None: ``C_S`` fails (``rank_gamma < dim``, exact) and the finer verdict, which needs ``rank A``,
+    is not needed here.
+    """
+
+    name: str
+    widths: list[int]
+    n_samples: int
+    dim: int
+    rank_gamma: int
+    verdict: str | None
+    lower_bound: int
+    prefix: dict[str, Any] | None = None
+    subsample: dict[str, Any] | None = None
+    obstructions: list[dict[str, Any]] = field(default_factory=list)
+    points: dict[str, Any] | None = None
+    new_case: Case | None = None
+    new_report: Report | None = None
+    statement: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "format": "exactident-design/1", "name": self.name, "widths": self.widths, "n_samples": self.n_samples,
+            "dim": self.dim, "rank_gamma": self.rank_gamma, "verdict": self.verdict, "lower_bound": self.lower_bound,
+            "prefix": self.prefix, "subsample": self.subsample, "obstructions": self.obstructions,
+            "points": self.points, "new_case": None, "statement": self.statement,
+        }
+        if self.new_case is not None and self.new_report is not None:
+            nr = self.new_report
+            out["new_case"] = {"name": self.new_case.name, "n_samples": nr.n_samples, "verdict": nr.verdict,
+                               "rank_gamma": nr.rank_gamma, "rank_a": nr.rank_a, "dim": nr.dim, "reason": nr.reason}
+        return out
+
+
+def data_box(X: Sequence[Sequence[flint.fmpq]], n0: int) -> tuple[list[flint.fmpq], list[flint.fmpq]]:
+    """The bounding box of the sample (exact), ``[0, 0]`` per coordinate for an empty sample.
+
+    Examples
+    --------
+    >>> data_box([[flint.fmpq(1), flint.fmpq(-2)], [flint.fmpq(3), flint.fmpq(5)]], 2)
+    ([1, -2], [3, 5])
+    """
+    if not X:
+        return [flint.fmpq(0)] * n0, [flint.fmpq(0)] * n0
+    return [min(row[j] for row in X) for j in range(n0)], [max(row[j] for row in X) for j in range(n0)]
+
+
+def _residues(net: Network, X, pattern, fixed: FixedEdges, rng: random.Random) -> tuple[int, np.ndarray]:
+    avoid = data_denominator(net, X)
+    p = random_primes(1, avoid, rng)[0]
+    return p, gamma_mod_p(net, X, pattern, fixed, p, avoid)
+
+
+def _exact_rank(net: Network, X, pattern, fixed: FixedEdges, rng: random.Random) -> int:
+    if not X:
+        return 0
+    G = exact.to_integer_rows(gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))
+    avoid = data_denominator(net, X)
+    rank, _, _ = integer_kernel(G, lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), avoid=avoid, rng=rng)
+    return rank
+
+
+def smallest_prefix(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                    fixed: FixedEdges, *, rng: random.Random) -> dict[str, Any] | None:
+    """The smallest ``m`` with ``rank Gamma(x^1..x^m) = dim``, certified at ``m`` and ``m - 1`` (module docstring).
+
+    Off the boundary (``pattern`` the sample's own, no ties).  None when the whole sample does
+    not reach ``dim``.
+
+    Returns
+    -------
+    dict or None
+        ``{"length": m, "prime": p, "rank_mod_p": dim, "shorter": {"length": m - 1, "rank_gamma"
+        or "rank_gamma_at_most": r, "proof": "shape" | "exact"}}``.
+
+    Examples
+    --------
+    ``f = 3 relu(2x + 1)`` at ``0, 1, -1, 2``: ``dim = 3`` and the first three samples suffice.
+
+    >>> from exactident.model.fixed_edges import fixed_edges
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[1], [0]])
+    >>> X = [[flint.fmpq(x)] for x in (0, 1, -1, 2)]
+    >>> r = smallest_prefix(net, X, activation_state(net, X).pattern, fixed_edges(net), rng=random.Random(0))
+    >>> r["length"], r["shorter"]["proof"]
+    (3, 'shape')
+    """
+    dim, N_L = net.dim, net.widths[-1]
+    for _ in range(3):
+        p, G = _residues(net, X, pattern, fixed, rng)
+        piv = rref_kernel_mod_p(np.ascontiguousarray(G.T), p)[0] if len(X) else []
+        if len(piv) == dim:
+            break
+    else:
+        if _exact_rank(net, X, pattern, fixed, rng) < dim:
+            return None
+        piv, p = list(range(len(X) * N_L)), 0  # every prime unlucky: bisect over the whole sample
+    m = piv[-1] // N_L + 1 if p else len(X)
+
+    def prefix_rank(k: int) -> int:
+        return _exact_rank(net, X[:k], [a[:k] for a in pattern], fixed, rng)
+
+    lo = -(-dim // N_L) - 1  # (lo) N_L < dim: fails by shape
+    if (m - 1) * N_L >= dim and prefix_rank(m - 1) == dim:  # an unlucky prime: exact bisection below m
+        hi = m - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if prefix_rank(mid) == dim:
+                hi = mid
+            else:
+                lo = mid
+        m, p = hi, 0
+    certified: dict[str, Any] = {"length": m}
+    if p:
+        certified.update({"prime": p, "rank_mod_p": dim})
+    else:
+        certified.update({"rank_gamma": dim, "proof": "exact"})
+    if (m - 1) * N_L < dim:
+        certified["shorter"] = {"length": m - 1, "rank_gamma_at_most": (m - 1) * N_L, "proof": "shape"}
+    else:
+        r = prefix_rank(m - 1)
+        if r >= dim:
+            raise InvariantViolation(f"prefix {m - 1} reaches rank {r} = dim after the bisection")
+        certified["shorter"] = {"length": m - 1, "rank_gamma": r, "proof": "exact"}
+    return certified
+
+
+def small_subsample(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                    fixed: FixedEdges, *, rng: random.Random, tries: int = 4) -> dict[str, Any] | None:
+    """A small set of samples with ``rank Gamma = dim`` (certified mod p), from pivot rows, pruned.
+
+    Returns
+    -------
+    dict or None
+        ``{"size", "indices", "prime", "rank_mod_p", "lower_bound", "pruned": True}``; None when
+        no set was found (``rank_p < dim`` for the whole sample).
+
+    Examples
+    --------
+    >>> from exactident.model.fixed_edges import fixed_edges
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[1], [0]])
+    >>> X = [[flint.fmpq(x)] for x in (0, 1, 3, -1, 2)]
+    >>> small_subsample(net, X, activation_state(net, X).pattern, fixed_edges(net), rng=random.Random(0))["size"]
+    3
+    """
+    dim, N_L, n = net.dim, net.widths[-1], len(X)
+    if n == 0:
+        return None
+    p, G = _residues(net, X, pattern, fixed, rng)
+    lower = -(-dim // N_L)
+
+    def rows(samples: Sequence[int]) -> np.ndarray:
+        return G[[i * N_L + k for i in samples for k in range(N_L)]]
+
+    best: list[int] | None = None
+    order = list(range(n))
+    for t in range(tries):
+        if t:
+            rng.shuffle(order)
+        piv = rref_kernel_mod_p(np.ascontiguousarray(rows(order).T), p)[0]
+        if len(piv) < dim:
+            return None
+        S = sorted({order[r // N_L] for r in piv})
+        if len(S) > lower:
+            for i in sorted(S, reverse=True):
+                trial = [s for s in S if s != i]
+                if len(trial) * N_L >= dim and rank_mod_p(rows(trial), p) == dim:
+                    S = trial
+        if best is None or len(S) < len(best):
+            best = S
+        if len(best) == lower:
+            break
+    assert best is not None
+    return {"size": len(best), "indices": best, "prime": p, "rank_mod_p": dim, "lower_bound": lower}
+
+
+def _resolution_patterns(report: Report, state) -> list[Any] | None:
+    if not state.ties or report.patterns == []:
+        return [state.pattern]
+    if not report.patterns or len(report.patterns) > 64:
+        return None
+    return [resolve_ties(state.pattern, [Tie(t["sample"], t["layer"], t["neuron"]) for t in e["ties"]],
+                         [bool(t["active"]) for t in e["ties"]]) for e in report.patterns]
+
+
+def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
+           box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]] | None = None, seed: int | None = 0,
+           report: Report | None = None, progress: Callable[[str], None] | None = None) -> Design:
+    """Prefix, subsample and new points for ``case`` (module docstring).
+
+    Parameters
+    ----------
+    case : Case, or path
+    budget : int
+        Most new points added.
+    box : (lo, hi), optional
+        Where new points may lie (default: the sample's bounding box, :func:`data_box`).
+    seed : int or None
+        Seeds the primes and the point search (the result is reproducible).
+    report : Report, optional
+        ``check``'s report on the case.  Without it, off the boundary, ``check`` runs only when
+        ``C_S`` holds (or theta is in ``S``); otherwise the exact kernel of ``Gamma`` decides.
+    progress : callable, optional
+        Called with a short line after each new point.
+
+    Returns
+    -------
+    Design
+
+    Raises
+    ------
+    CaseFormatError
+        A path that cannot be read.
+    InvariantViolation
+        A structural direction that is not in ``ker Gamma`` (a bug).
+
+    Examples
+    --------
+    >>> from exactident.io.case import parse_case
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1], [2]]})
+    >>> d = design(case)
+    >>> d.prefix["length"], d.subsample["size"], d.lower_bound
+    (3, 3, 3)
+    """
+    from exactident.check import check
+
+    start = time.perf_counter()
+    if not isinstance(case, Case):
+        from exactident.io.importers.load import as_case
+
+        case = as_case(case)
+    net, X = case.network, case.X
+    rng = random.Random(seed)
+    state = activation_state(net, X)
+    fixed = fixed_edges(net)
+    params = free_parameters(net, fixed)
+    names = [p.name for p in params]
+    dim, N_L = net.dim, net.widths[-1]
+    kernel0 = None
+    if report is None and not state.ties:
+        # C_S is decided by the exact kernel; check (whose C_N test needs rank A) runs only when C_S holds
+        # (theta in S: the verdict is degenerate whatever the ranks)
+        kernel0 = gamma_kernel(net, X, state.pattern, fixed, rng=rng)
+        if kernel0.rank == dim and not degenerate_neurons(net):
+            report = check(case, numeric=False, seed=seed)
+    elif report is None:
+        report = check(case, numeric=False, seed=seed)
+    rank = report.rank_gamma if report is not None else kernel0.rank if kernel0 is not None else 0
+    verdict = report.verdict if report is not None else "degenerate" if degenerate_neurons(net) else None
+    out = Design(case.name, list(net.widths), len(X), dim, rank, verdict, ceil(dim / N_L))
+    box = box or data_box(X, net.widths[0])
+    if verdict == "identifiable":
+        if not state.ties:
+            out.prefix = smallest_prefix(net, X, state.pattern, fixed, rng=rng)
+            out.subsample = small_subsample(net, X, state.pattern, fixed, rng=rng)
+            if out.prefix:
+                out.statement.append(f"the first {out.prefix['length']} of the {len(X)} samples already identify "
+                                     f"theta (C_S); the first {out.prefix['length'] - 1} do not")
+            if out.subsample:
+                s = out.subsample
+                gap = "the minimum" if s["size"] == out.lower_bound else f"{s['size'] - out.lower_bound} above it"
+                out.statement.append(f"a subsample of {s['size']} samples identifies theta (certified: rank Gamma "
+                                     f"= dim mod p = {s['prime']}); lower bound ceil(dim / N_L) = "
+                                     f"{out.lower_bound}: {gap}")
+            if out.subsample and out.subsample["size"] < len(X):
+                idx = out.subsample["indices"]
+                sub = Case(name=f"{case.name}-subsample", network=net, X=[list(X[i]) for i in idx],
+                           description=(f"The {len(idx)} samples {_ranges(idx)} of {case.name}: an identifying "
+                                        "subsample found by exactident design."), provenance=case.provenance)
+                out.new_case, out.new_report = sub, check(sub, numeric=False, seed=seed)
+        else:
+            out.statement.append("theta is identifiable; prefixes and subsamples are not searched on the boundary")
+        out.seconds = time.perf_counter() - start
+        return out
+    inside = all(box[0][j] <= x[j] <= box[1][j] for x in X for j in range(len(box[0])))
+    from exactident.model.diagnostics import neuron_activity
+
+    candidates = [(a.l, a.v, 1 if a.is_always_active else -1) for a in neuron_activity(state)
+                  if a.is_always_active or a.is_dead] if inside else []
+    obs = obstructions(net, fixed, params, box, candidates)
+    G = gamma_exact(net, X, state.Z, state.pattern, fixed)
+    _record(out, obs, names, G if not state.ties else None, inside)
+    if any(not o.box for o in obs):
+        out.statement.append("no finite sample anywhere can make theta identifiable:")
+        out.statement += [_obstruction_line(o, names) for o in obs if not o.box]
+        out.seconds = time.perf_counter() - start
+        return out
+    patterns = _resolution_patterns(report, state) if report is not None else [state.pattern]
+    if patterns is None:
+        out.statement.append("the tie resolutions were not enumerated: no kernel to shrink")
+        out.seconds = time.perf_counter() - start
+        return out
+    kernels = ([kernel0.basis] if kernel0 is not None and len(patterns) == 1 and not state.ties
+               else [gamma_kernel(net, X, pat, fixed, rng=rng).basis for pat in patterns])
+    before = [len(K) for K in kernels]
+    skip = [o.neurons[0] for o in obs]
+    n_out = sum(len(o.deltas) for o in obs)
+    found = search_points(net, X, fixed, params, kernels, box, budget=budget, rng=rng, progress=progress,
+                          floor=n_out * len(kernels), skip=skip)
+    if inside and len(kernels) == 1 and found.nullity[0]:  # single weights still unseen: proved out of reach?
+        X_new = [list(x) for x in X] + found.points
+        st_new = activation_state(net, X_new)
+        left = gamma_kernel(net, X_new, st_new.pattern, fixed, rng=rng).basis
+        more = []
+        covered = {j for o in obs for d in o.deltas for j, x in enumerate(d) if x != 0
+                   and sum(1 for y in d if y != 0) == 1}
+        for vec in left:
+            nz = [j for j, x in enumerate(vec) if x]
+            if len(nz) == 1 and nz[0] not in covered and never_seen(net, box, params[nz[0]]):
+                delta = [flint.fmpq(0)] * dim
+                delta[nz[0]] = flint.fmpq(1)
+                prm = params[nz[0]]
+                more.append(Obstruction("unseen-on-box", [(prm.l, prm.i)], [delta], True,
+                                        f"{prm.name} is never seen on the box (exact interval bounds: neuron "
+                                        f"({prm.l},{prm.i}) is inactive wherever its input {prm.j} is nonzero)"))
+        _record(out, more, names, None, inside)
+        obs += more
+    out.points = {"box": [[format_fmpq(a), format_fmpq(b)] for a, b in zip(*box)],
+                  "added": [{"x": [format_fmpq(v) for v in x], "gain": g, "active": [list(t) for t in tg]}
+                            for x, g, tg in zip(found.points, found.gains, found.targets)],
+                  "nullity_before": before, "nullity_after": found.nullity, "budget": budget,
+                  "tried": found.tried, "seed": seed}
+    if found.points:
+        from exactident.check import check as recheck
+
+        new = Case(name=f"{case.name}-designed", network=net, X=[list(x) for x in X] + found.points,
+                   description=(f"{case.name} with {len(found.points)} points added by exactident design "
+                                f"(seed {seed}) inside the box; the first {len(X)} samples are the original ones."),
+                   provenance=case.provenance)
+        out.new_case, out.new_report = new, recheck(new, numeric=False, seed=seed)
+    out.statement.append(f"C_S fails on the whole sample (kernel dimension {sum(before)}): no prefix or subsample "
+                         "identifies theta")
+    gained = f"{len(found.points)} new point(s) in the box (+{sum(found.gains)} rank)"
+    if not any(found.nullity):
+        out.statement.append(f"{gained} make C_S hold"
+                             + (f"; check on the new case: {out.new_report.verdict}" if out.new_report else ""))
+    elif obs:
+        out.statement.append(f"{gained} leave a kernel of dimension {sum(found.nullity)}; no finite sample in the "
+                             "box can make theta identifiable:")
+        out.statement += [_obstruction_line(o, names) for o in obs]
+        n_out = sum(len(o.deltas) for o in obs) * len(kernels)
+        if sum(found.nullity) > n_out:
+            out.statement.append(f"  and {sum(found.nullity) - n_out} more direction(s) were not "
+                                 f"removed within the budget ({found.tried} candidates tried)")
+    else:
+        out.statement.append(f"{gained} leave a kernel of dimension {sum(found.nullity)}: the budget ran out or no "
+                             f"candidate in the box helped ({found.tried} candidates tried)")
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _record(out: Design, obs: Sequence[Obstruction], names: Sequence[str], G: flint.fmpq_mat | None,
+            inside: bool) -> None:
+    """Check each direction against ``Gamma(X)`` (when given) and add it to ``out.obstructions``."""
+    for o in obs:
+        for delta in o.deltas:
+            if G is not None and (not o.box or inside) and any(
+                    v != 0 for v in (G * flint.fmpq_mat(len(delta), 1, delta)).entries()):
+                raise InvariantViolation(f"structural direction ({o.kind}) is not in ker Gamma")
+        out.obstructions.append({"kind": o.kind, "neurons": [list(v) for v in o.neurons], "box": o.box,
+                                 "directions": [{names[j]: format_fmpq(d) for j, d in enumerate(delta) if d != 0}
+                                                for delta in o.deltas],
+                                 "text": o.text})
+
+
+def _obstruction_line(o: Obstruction, names: Sequence[str]) -> str:
+    more = f" (and {len(o.deltas) - 1} more)" if len(o.deltas) > 1 else ""
+    return f"  {o.text}; direction {combination_text(_ints(o.delta), names)}{more}"
+
+
+def _ints(delta: Sequence[flint.fmpq]) -> list[int]:
+    d = 1
+    for v in delta:
+        d = d * int(v.q) // _gcd(d, int(v.q))
+    return [int(v.p) * (d // int(v.q)) for v in delta]
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _ranges(idx: Sequence[int]) -> str:
+    """``0..83, 86, 88..91`` for sorted indices."""
+    out, start = [], None
+    for k, v in enumerate(idx):
+        start = v if start is None else start
+        if k + 1 == len(idx) or idx[k + 1] != v + 1:
+            out.append(str(v) if v == start else f"{start}..{v}")
+            start = None
+    return ", ".join(out)

@@ -1,0 +1,156 @@
+"""``exactident design CASE [--budget K] [--box lo:hi] [-o NEW_CASE.json] [--seed S] [--json]``.
+
+Prints which prefix and which subsample of the sample already identify theta,
+or which new points would (:mod:`exactident.explain.design`), or why no finite
+sample can.  With ``-o`` the new case is written atomically: the sample with
+the new points, or, when theta is already identifiable, the small identifying
+subsample; its verdict is re-derived by :func:`exactident.check.check` and
+printed.  The output path is checked before any work (an output that is the
+input case, a missing directory: exit 2).  ``--json`` prints the
+``exactident-design/1`` object (docs/cli.md).
+
+Called by :mod:`exactident.cli`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import flint
+
+from exactident.errors import CaseFormatError
+from exactident.explain.design import DEFAULT_BUDGET, Design, design
+from exactident.explain.points import stderr_progress
+from exactident.io.atomic import check_writable, write_outputs, write_stdout
+from exactident.io.case import dump_case, load_case
+from exactident.io.limits import add_limit_arguments, limits_from_args
+from exactident.io.report import escape_nonprintable
+
+__all__ = ["add_arguments", "parse_box", "render_design", "run"]
+
+
+def parse_box(text: str) -> tuple[flint.fmpq, flint.fmpq]:
+    """``"lo:hi"`` -> exact ``(lo, hi)`` with ``lo < hi`` (integers, ``p/q`` or decimals, read exactly).
+
+    Examples
+    --------
+    >>> parse_box("-3:1/2")
+    (-3, 1/2)
+    >>> parse_box("2:1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected lo:hi with lo < hi, found '2:1'
+    """
+    from exactident.io.rationals import parse_number
+
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected lo:hi (two numbers), found {text!r}")
+    try:
+        lo, hi = (parse_number(p.strip(), "--box", "box") for p in parts)
+    except CaseFormatError:
+        raise argparse.ArgumentTypeError(f"expected lo:hi with exact numbers, found {text!r}") from None
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"expected lo:hi with lo < hi, found {text!r}")
+    return lo, hi
+
+
+def _budget(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a nonnegative integer, found {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``exactident design`` (called by :func:`exactident.cli.build_parser`)."""
+    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON)")
+    parser.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET, metavar="K",
+                        help=f"add at most K new points (default {DEFAULT_BUDGET})")
+    parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
+                        help="new points have every coordinate in [lo, hi] (default: the sample's bounding box); "
+                             "write --box=-3:3 when lo is negative")
+    parser.add_argument("-o", "--output", metavar="NEW_CASE.json", default=None,
+                        help="write the new case here (atomically)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the point search and the primes (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the exactident-design/1 JSON object")
+    add_limit_arguments(parser)
+
+
+def _short(values, limit: int = 20) -> str:
+    shown = ", ".join(str(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def render_design(d: Design) -> str:
+    """The terminal view of a :class:`Design`."""
+    N_L = d.widths[-1]
+    verdict = d.verdict or f"C_S fails (rank Gamma = {d.rank_gamma} < dim)"
+    lines = [f"{escape_nonprintable(d.name)}: {verdict} (rank Gamma = {d.rank_gamma}, dim = {d.dim}, "
+             f"n = {d.n_samples}, N_L = {N_L}; at least ceil(dim / N_L) = {d.lower_bound} samples are needed)"]
+    lines += [f"  {s}" for s in d.statement]
+    if d.prefix:
+        p, sh = d.prefix, d.prefix["shorter"]
+        proof = (f"rank Gamma = dim mod p = {p['prime']}" if "prime" in p else "exact rank")
+        why = (f"rank Gamma <= {sh['rank_gamma_at_most']} < dim by shape" if sh["proof"] == "shape"
+               else f"exact rank Gamma = {sh['rank_gamma']} < dim")
+        lines.append(f"  smallest identifying prefix: the first {p['length']} samples ({proof}); "
+                     f"the first {sh['length']}: {why}")
+    if d.subsample:
+        s = d.subsample
+        lines.append(f"  identifying subsample: {s['size']} samples (lower bound {s['lower_bound']}), "
+                     f"indices {_short(s['indices'])}")
+    if d.points:
+        pts = d.points
+        lines.append(f"  new points (seed {pts['seed']}, budget {pts['budget']}, {pts['tried']} candidates tried): "
+                     f"{len(pts['added'])} added, kernel dimension {sum(pts['nullity_before'])} -> "
+                     f"{sum(pts['nullity_after'])}")
+        for k, e in enumerate(pts["added"][:12]):
+            act = ", ".join(f"({l},{v})" for l, v in e["active"]) or "-"
+            lines.append(f"    x{k} = ({', '.join(e['x'])}): +{e['gain']} rank; active at {act}")
+        if len(pts["added"]) > 12:
+            lines.append(f"    ... ({len(pts['added']) - 12} more in --json)")
+    if d.new_case is not None and d.new_report is not None:
+        nr = d.new_report
+        lines.append(f"  new case {escape_nonprintable(d.new_case.name)} ({nr.n_samples} samples): check says "
+                     f"{nr.verdict}: {escape_nonprintable(nr.reason)}")
+    lines.append(f"  ({d.seconds:.2f}s)")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``exactident design``; exit status as in docs/cli.md (errors propagate to :func:`exactident.cli.main`)."""
+    if args.output:
+        problem = check_writable(args.output)
+        if problem is not None:
+            raise CaseFormatError(args.output, "-o", problem)
+        if os.path.exists(args.case) and os.path.realpath(args.output) == os.path.realpath(args.case):
+            raise CaseFormatError(args.output, "-o", "is also the input case file; refusing to overwrite it")
+    case = load_case(args.case, limits_from_args(args))
+    box = None
+    if args.box is not None:
+        n0 = case.network.widths[0]
+        box = ([args.box[0]] * n0, [args.box[1]] * n0)
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    d = design(case, budget=args.budget, box=box, seed=args.seed, progress=stderr_progress if tty else None)
+    if tty and d.points:
+        print(file=sys.stderr)
+    outputs = []
+    note = ""
+    if args.output:
+        if d.new_case is not None:
+            outputs.append((args.output, dump_case(d.new_case).encode("utf-8")))
+            note = f"wrote {args.output}: {d.new_case.name}, {len(d.new_case.X)} samples\n"
+        else:
+            note = f"nothing written to {args.output}: no new case\n"
+    text = json.dumps(d.to_dict(), indent=2) + "\n" if args.json else render_design(d) + note
+    write_outputs(outputs, last_step=lambda: write_stdout(text))
+    if args.json and note:
+        print(note.rstrip("\n"), file=sys.stderr)
+    return 0

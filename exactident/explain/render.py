@@ -1,0 +1,157 @@
+"""Readable text for ``explain``: the report's ``explanation`` lines and the terminal view.
+
+The terminal shows a few lines per kernel direction (:func:`exactident.explain.kernel.combination_text`,
+abbreviated when the integers are large); the exact integers are in the JSON.
+
+Called by :mod:`exactident.explain.core` and :mod:`exactident.explain.command`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from exactident.explain.kernel import combination_text
+from exactident.io.report import Report, escape_nonprintable
+
+# ``ex`` below is an :class:`exactident.explain.core.Explanation` (not imported: core imports this module).
+Explanation = Any
+
+__all__ = ["compress_names", "direction_texts", "explanation_lines", "render_explanation"]
+
+_NAME = re.compile(r"(W|b)_(\d+)\[(\d+)(?:,(\d+))?\]")
+
+
+def _runs(values: Sequence[int]) -> str:
+    out, start = [], None
+    for k, v in enumerate(values):
+        if start is None:
+            start = v
+        if k + 1 == len(values) or values[k + 1] != v + 1:
+            out.append(str(v) if v == start else f"{start}..{v}")
+            start = None
+    return ",".join(out)
+
+
+def compress_names(names: Sequence[str], limit: int | None = None) -> str:
+    """Parameter names grouped per neuron: ``W_2[2,0..7], b_2[2]``; at most ``limit`` groups, then ``...``.
+
+    Examples
+    --------
+    >>> compress_names(["W_2[2,0]", "W_2[2,1]", "W_2[2,2]", "W_2[2,5]", "b_2[2]", "b_3[0]"])
+    'W_2[2,0..2,5], b_2[2], b_3[0]'
+    """
+    groups: dict[tuple[str, int, int], list[int]] = {}
+    other: list[str] = []
+    for n in names:
+        m = _NAME.fullmatch(n)
+        if m is None:
+            other.append(n)
+            continue
+        key = (m[1], int(m[2]), int(m[3]) if m[1] == "W" else 0)
+        groups.setdefault(key, []).append(int(m[4]) if m[1] == "W" else int(m[3]))
+    parts = []
+    for (kind, l, i), idx in groups.items():
+        parts.append(f"W_{l}[{i},{_runs(sorted(idx))}]" if kind == "W" else f"b_{l}[{_runs(sorted(idx))}]")
+    parts += other
+    if limit is not None and len(parts) > limit:
+        return ", ".join(parts[:limit]) + f", ... ({len(names)} in all)"
+    return ", ".join(parts)
+
+
+def direction_texts(ex: Explanation, limit: int = 6) -> list[str]:
+    """One line per kernel direction: ``d3 = 2 W_1[0,0] - b_1[0]  [line]`` (``s2.d0`` for resolution 2)."""
+    out = []
+    for blk in ex.blocks:
+        where = "" if blk.resolution is None else f"s{blk.resolution}."
+        for d, (vec, line) in enumerate(zip(blk.basis, blk.lines)):
+            out.append(f"{where}d{d} = {combination_text(vec, ex.names, limit)}" + ("  [line]" if line else ""))
+    return out
+
+
+def _by(ex: Explanation) -> str:
+    counts: dict[str, int] = {}
+    for e in ex.parameters:
+        if e["class"] == "not-identifiable":
+            counts[e["by"]] = counts.get(e["by"], 0) + 1
+    words = {"line": "on exact straight lines", "C_N": "by C_N failing", "entering": "by the entering certificate"}
+    return ", ".join(f"{n} {words.get(k, k)}" for k, n in counts.items())
+
+
+def explanation_lines(report: Report, ex: Explanation, deltas: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The readable lines of the report field ``explanation`` (prose, not verified)."""
+    dim = report.dim
+    out: list[str] = []
+    if report.verdict == "identifiable":
+        out.append(f"C_S holds: all {dim} free parameters are identifiable (Theorem 9)")
+    elif report.degenerate:
+        out.append("theta is in S: the theorems do not apply, every free parameter is unknown")
+    if not ex.blocks and report.verdict != "identifiable":
+        out.append("no kernel computed: the tie resolutions were not enumerated (the resolution cap)")
+    for blk in ex.blocks:
+        where = "ker Gamma" if blk.resolution is None else f"ker Gamma(s) of tie resolution {blk.resolution}"
+        moved = sum(1 for j in range(dim) if any(vec[j] for vec in blk.basis))
+        n_lines = sum(blk.lines)
+        if blk.rank == dim:
+            out.append(f"{where} is zero (rank {blk.rank} = dim: C_S holds there)")
+            continue
+        out.append(f"{where} has dimension {dim - blk.rank} (rank {blk.rank} < dim = {dim}; exact basis, "
+                   f"Gamma K = 0 checked over Q) and moves {moved} of the {dim} free parameters"
+                   + (f"; {n_lines} basis direction(s) keep the outputs on X exactly along a straight line"
+                      if n_lines else ""))
+    if report.verdict != "identifiable" and not report.degenerate:
+        out.append(f"parameters: {ex.count('not-identifiable')} not identifiable"
+                   + (f" ({_by(ex)})" if ex.count("not-identifiable") else "")
+                   + f", {ex.count('first-order-determined')} determined to first order, "
+                   f"{ex.count('unknown')} unknown; {ex.count('fixed')} fixed edges")
+    if any(any(b.lines) for b in ex.blocks) and report.verdict not in ("not-identifiable", "degenerate"):
+        out.append("the straight lines prove that theta is not locally identifiable from X; the verdict above "
+                   "comes from Theorems 8 and 9 and the boundary certificates, which do not use them")
+    for e in sorted(ex.neurons, key=lambda e: (-e.get("n_moved", 0), e["layer"], e["neuron"])):
+        if e.get("under_determined"):
+            full = e["hyperplane_full"]
+            out.append(f"under-determined neuron ({e['layer']},{e['neuron']}): {e['why']} "
+                       f"[kernel moves {e['n_moved']} of its {full} incoming parameters]")
+    L = len(report.widths) - 1
+    moved_out = [ex.names[j] for j in range(dim) if ex.names[j].startswith((f"W_{L}[", f"b_{L}["))
+                 and any(vec[j] for blk in ex.blocks for vec in blk.basis)]
+    if moved_out:
+        out.append(f"output layer parameters moved with them: {compress_names(moved_out, 8)}")
+    names = {nm: j for j, nm in enumerate(ex.names)}
+    for kind, delta in deltas.items():
+        vec = [0] * dim
+        text = ", ".join(f"{k} = {v}" for k, v in delta.items() if v != "0")
+        if all("/" not in v for v in delta.values()):
+            for k, v in delta.items():
+                if k in names:
+                    vec[names[k]] = int(v)
+            text = combination_text(vec, ex.names)
+        out.append(f"certificate direction ({kind}): {text}")
+    return out
+
+
+def render_explanation(report: Report, ex: Explanation, *, max_directions: int = 20) -> str:
+    """The terminal view of ``exactident explain`` (names escaped)."""
+    esc = escape_nonprintable
+    lines = [f"{esc(report.name)}: {report.verdict} (rank Gamma = {report.rank_gamma}, "
+             f"rank A = {'-' if report.rank_a is None else report.rank_a}, dim = {report.dim}, "
+             f"n*N_L = {report.n_samples * report.widths[-1]})",
+             f"  {esc(report.reason)}"]
+    lines += [f"  {esc(line)}" for line in ex.lines]
+    by_class: dict[str, list[str]] = {}
+    for e in ex.parameters:
+        key = e["class"] + (f" ({e['by']})" if e["class"] == "not-identifiable" else "")
+        by_class.setdefault(key, []).append(e["name"])
+    lines.append("  parameters by class:")
+    for key, names in by_class.items():
+        lines.append(f"    {key} [{len(names)}]: {compress_names(names, 12)}")
+    texts = direction_texts(ex)
+    if texts:
+        lines.append(f"  kernel directions ({len(texts)}, integer basis; exact integers in --json):")
+        lines += [f"    {t}" for t in texts[:max_directions]]
+        if len(texts) > max_directions:
+            lines.append(f"    ... ({len(texts) - max_directions} more in --json)")
+    lines.append(f"  ({ex.seconds:.2f}s after the report)")
+    return "\n".join(lines) + "\n"
+
