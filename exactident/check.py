@@ -17,11 +17,20 @@ from typing import Any
 import numpy as np
 
 from exactident.boundary.analyse import analyse_boundary
+from exactident.boundary.structural import decided_by, settle
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.model.activation import activation_state, alpha_exact, alpha_gram, n_paths
-from exactident.model.conditions import DEGENERATE, holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks
+from exactident.model.conditions import (
+    DEGENERATE,
+    INCONCLUSIVE,
+    NOT_IDENTIFIABLE,
+    holds_cn,
+    holds_cs,
+    reason_from_ranks,
+    verdict_from_ranks,
+)
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.lifting import verify_propositions as _verify
@@ -54,7 +63,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           rtol: float | None = None, verify_propositions: bool = False,
           max_resolutions: int = 4096, all_ranks: bool = False,
           fixed_choice: Mapping[tuple[int, int], int] | None = None,
-          modular: bool = True, seed: int | None = 0) -> Report:
+          modular: bool = True, seed: int | None = 0, structural: bool = True) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -88,6 +97,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     seed : int or None
         Seed of the random primes (None: fresh randomness).  Primes only
         affect speed and the certificate, never the ranks.
+    structural : bool
+        Try to settle an ``inconclusive`` verdict with a structural certificate or a
+        straight line (:func:`exactident.boundary.structural.settle`; docs/theory.md,
+        "Structural certificates").  ``False`` keeps the verdict of the rank rules.
 
     Returns
     -------
@@ -165,6 +178,9 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     else:
         verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
         reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
+    rank_verdict = verdict  # what the rank rules give: the float pipeline is compared with this
+    if structural and verdict == INCONCLUSIVE:
+        verdict, reason, certificate = _settle(net, X, state, certificate, reason, extra)
     if verify_propositions:
         _verify(net, X, state, fixed, gamma)
     report = Report(
@@ -172,13 +188,13 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         rank_gamma=rank_gamma, rank_a=rank_a, cs=holds_cs(rank_gamma, dim),
         cn=holds_cn(rank_gamma, rank_a, dim), degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
-        patterns=patterns, certificate=certificate, extra=extra)
+        patterns=patterns, certificate=certificate, extra=extra, decided_by=decided_by(verdict, certificate))
     if numeric:
         from exactident.numeric.block import numeric_block
 
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
         dtype = _numeric_dtype(case.provenance)
-        report.numeric = numeric_block(net, X, fixed, state, degenerate, verdict,
+        report.numeric = numeric_block(net, X, fixed, state, degenerate, rank_verdict,
                                        (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
                                        verdict_reached=verdict_reached, dtype=dtype)
     if case.provenance:
@@ -186,3 +202,13 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _settle(net, X, state, certificate, reason, extra) -> tuple[str, str, dict | None]:
+    """An ``inconclusive`` verdict settled by a structural certificate or a line, else the searches tried."""
+    visible = bool(((certificate or {}).get("boundary") or {}).get("ties"))
+    found = settle(net, X, state, kernel_line=not visible)  # on the boundary analyse_boundary searched lines
+    extra["summary"] = [*extra.get("summary", []), *found.summary]
+    if found.certificate is None:
+        return INCONCLUSIVE, f"{reason}; {found.clause}", certificate
+    return NOT_IDENTIFIABLE, f"{reason}; but {found.clause}", {**(certificate or {}), **found.certificate}

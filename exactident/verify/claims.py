@@ -8,7 +8,9 @@ means"):
   ``format``, ``widths``, ``n_samples``, ``dim``, ``degenerate``, ``on_boundary``, ``n_ties``;
 - *rank* claims (``rank_gamma``, ``rank_a``, ``cs``, ``cn``, every ``patterns`` entry)
   against the certified ranks (a claim with no certified rank to compare with is not valid);
-- the *verdict* against what the parts prove, by the rules of docs/boundary.md.
+- the *verdict* against what the parts prove, by the rules of docs/boundary.md;
+- ``decided_by``: the named rule must be one that the verified parts prove, for that verdict;
+- ``provenance`` (imported networks) must equal the case file's own ``provenance``.
 
 ``reason``, ``summary`` (prose) and ``numeric`` (the float cross-check) are not
 claims about the exact facts and are not verified; any other unknown field is
@@ -24,16 +26,23 @@ from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.facts import CaseFacts
 
-__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "Proofs", "rank_and_pattern_claims", "structural_claims",
-           "verdict_claim", "verify_degenerate"]
+__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "provenance_claim",
+           "rank_and_pattern_claims", "structural_claims", "verdict_claim", "verify_degenerate"]
 
 #: Fields of ``exactident-report/1`` (docs/cli.md).
 REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
-                 "on_boundary", "n_ties", "verdict", "reason", "patterns", "numeric", "certificate", "summary")
+                 "on_boundary", "n_ties", "verdict", "reason", "decided_by", "patterns", "numeric", "certificate",
+                 "summary", "provenance")
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
+#: ``decided_by`` values and the verdict each rule gives (docs/cli.md).
+RULES = {"theorem-9": "identifiable", "boundary-cs": "identifiable", "theorem-8": "not-identifiable",
+         "boundary-entering": "not-identifiable", "line": "not-identifiable", "dead-neuron": "not-identifiable",
+         "untouched-input": "not-identifiable", "proportional-neurons": "not-identifiable",
+         "always-active-block": "not-identifiable", "unpinned-hyperplane": "not-identifiable",
+         "degenerate": "degenerate", "none": "inconclusive"}
 _PATTERN_KEYS = ("ties", "rank_gamma", "rank_a", "cs", "cn", "reachable")
 
 
@@ -43,6 +52,9 @@ class Proofs:
 
     degenerate: bool = False
     nonequivalence: str | None = None        # "entering" or "line": a valid not-identifiable proof
+    entering: bool = False                   # a valid entering part
+    line: bool = False                       # a valid line part
+    mechanism: str | None = None             # a valid structural part (with a valid line part)
     rank_part: tuple[int, int | None] | None = None   # certified (R_Gamma, R_A) at the >= 0 pattern
     boundary: BoundaryResult | None = None
 
@@ -273,4 +285,57 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
         if not facts.visible and (common is None or common[1] is None):
             return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
                     f"show C_S failing and C_N holding ({shown})"]
+    return []
+
+
+def provenance_claim(report: dict, case: Any) -> list[str]:
+    """``provenance`` (imported networks) must be the case file's own ``provenance``, entry for entry."""
+    if "provenance" not in report:
+        return []
+    claimed = need(report, "provenance", dict, "")
+    own = dict(case.provenance) if case.provenance else None
+    if own is None:
+        return [f"provenance: report says {_short(claimed)}, the case file has no provenance"]
+    if not _same(claimed, own):
+        return [f"provenance: report says {_short(claimed)}, the case file says {_short(own)}"]
+    return []
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def decided_by_claim(report: dict, verdict: str | None, facts: CaseFacts, proofs: Proofs) -> list[str]:
+    """``decided_by`` names a rule of :data:`RULES` that goes with the verdict and that the verified parts prove."""
+    rule = _typed(report, "decided_by", str)
+    if rule is None:
+        return []
+    if rule not in RULES:
+        return [f"decided_by: report says {rule!r}, not one of {list(RULES)}"]
+    if verdict is not None and RULES[rule] != verdict:
+        return [f"decided_by: report says {rule}, which gives {RULES[rule]}, but the verdict is {verdict}"]
+    common = _common_ranks(facts, proofs)
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    dim = facts.dim
+    proved = {
+        "theorem-9": not facts.visible and common is not None and common[0] == dim,
+        "boundary-cs": bool(facts.visible) and res is not None and all(r.rank_gamma == dim for r in res),
+        "theorem-8": (not facts.visible and common is not None and common[1] is not None
+                      and common[0] == common[1] < dim),
+        "boundary-entering": proofs.entering,
+        "line": proofs.line,
+        "degenerate": proofs.degenerate,
+        "none": True,  # inconclusive: verdict_claim checks that nothing contradicts it
+    }.get(rule, proofs.mechanism == rule)
+    if facts.degenerate and rule != "degenerate":
+        proved = False  # theta in S: only the degenerate rule applies (the theorems do not)
+    if not proved:
+        what = {"theorem-9": "certified R_Gamma = dim with no visible tie",
+                "boundary-cs": "C_S certified on every tie resolution",
+                "theorem-8": "certified R_Gamma = R_A < dim with no visible tie",
+                "boundary-entering": "valid entering part", "line": "valid line part",
+                "degenerate": "valid degenerate part"}.get(rule, f"valid line part with a valid {rule} "
+                                                                 "structural part")
+        return [f"decided_by: report says {rule}, but the certificate has no {what}"]
     return []
