@@ -131,3 +131,12 @@ def test_provenance_from_sklearn_round_trip(tmp_path):
     rep = json.loads(reports_to_json([check(case, numeric=False)], as_list=False))
     assert rep["provenance"] == dict(case.provenance)
     assert verify_certificate(case, rep, require_claims=True)[0]
+
+
+def test_the_verifier_knows_the_engines_rules():
+    # kept apart on purpose (the verifier imports nothing of the engine): they must not drift
+    from exactident.boundary import structural as engine
+    from exactident.verify import claims
+    from exactident.verify import structural as verifier
+
+    assert claims.RULES == engine.RULES and verifier.MECHANISMS == engine.MECHANISMS

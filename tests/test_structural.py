@@ -190,7 +190,6 @@ def test_tampered_structural_certificates_are_rejected(obj):
 
 
 @pytest.mark.parametrize("part, match", [
-    ({"mechanism": "zombie-neuron", "neurons": [[1, 0]], "t0": None}, r"structural\.mechanism: expected one of"),
     ({"mechanism": "dead-neuron", "neurons": [[1, 0]]}, r"structural\.t0: missing"),
     ({"mechanism": "dead-neuron", "neurons": [1, 0], "t0": None}, r"structural\.neurons\[0\]: expected \[layer, "),
     ({"mechanism": "dead-neuron", "neurons": [[1, 0]], "t0": "1/0"}, r"structural\.t0: zero denominator"),
@@ -202,6 +201,15 @@ def test_malformed_structural_part_is_bad_input(part, match):
     rep["certificate"]["structural"] = part
     with pytest.raises(CaseFormatError, match=r"^r\.json: certificate\." + match):
         verify_certificate(case, rep, "r.json", require_claims=True)
+
+
+def test_an_unknown_mechanism_is_not_valid():
+    case, rep = _report(SC.DEAD)
+    rep["certificate"]["structural"]["mechanism"] = "zombie-neuron"
+    valid, msgs = _valid(case, rep)
+    assert not valid and ("certificate.structural.mechanism: 'zombie-neuron' is not one of ['dead-neuron', "
+                          "'untouched-input', 'proportional-neurons', 'always-active-block', 'unpinned-hyperplane']: "
+                          "not verified") in msgs
 
 
 def test_untouched_input_out_of_range_is_bad_input():
@@ -276,3 +284,34 @@ def test_planted_mechanisms_against_the_definition(kind):
         if seen >= 12:
             break
     assert seen >= 10 and settled >= 2, (seen, settled)
+
+
+# --- on the boundary --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cap", [4096, 1])
+def test_a_mechanism_settles_a_boundary_case_for_every_tie_resolution(cap):
+    # TWINS plus the sample 1/3, exactly on the kink of z_1 = 3x - 1.  The twins z_0, z_2 are strictly
+    # negative there (-7/3, -14/3), so h_2 = 2 h_0 still holds on every sample, and the line moves only
+    # W_2: layer 1 (the tie included) does not move at all, whichever side the tie would take.  The
+    # boundary rules find no entering direction and no line; past the cap (1) nothing is enumerated.
+    obj = copy.deepcopy(SC.TWINS)
+    obj["sample"].append(["1/3"])
+    case, rep = _report(obj, max_resolutions=cap)
+    assert (rep["on_boundary"], rep["n_ties"], rep["verdict"], rep["decided_by"]) == \
+        (True, 1, "not-identifiable", "proportional-neurons")
+    assert {"boundary", "line", "structural"} <= set(rep["certificate"])
+    assert check(case, numeric=False, max_resolutions=cap, structural=False).verdict == "inconclusive"
+    assert ("resolutions" in rep["certificate"]["boundary"]) == (cap > 1)
+    assert mechanism_holds(obj, rep["certificate"]["structural"], rep["certificate"]["line"]["delta"])
+    confirm_line(obj, rep)
+    valid, msgs = _valid(case, rep)
+    assert valid, msgs
+
+
+def test_the_line_search_honours_its_budget(monkeypatch):
+    import exactident.boundary.structural as S
+
+    monkeypatch.setattr(S, "MAX_LINE_GAMMA_ENTRIES", 10)
+    _case, rep = _report(SC.TWINS_OFF)  # 6 samples x 2 outputs x dim 11 = 132 entries of Gamma
+    assert rep["verdict"] == "inconclusive"
+    assert rep["reason"].endswith("line search in ker Gamma skipped (Gamma has 132 entries, more than 10)")

@@ -56,7 +56,7 @@ from exactident.boundary.line import find_line, is_constant_line, line_outputs, 
 from exactident.errors import InvariantViolation
 from exactident.io.rationals import format_fmpq, short_text
 from exactident.model.activation import ActivationState
-from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE
+from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE
 from exactident.model.diagnostics import hyperplane_rows, neuron_activity, proportional_twins, untouched_inputs
 from exactident.model.gamma import gamma_exact
 from exactident.model.network import Network
@@ -68,11 +68,12 @@ __all__ = ["MAX_LINE_GAMMA_ENTRIES", "MECHANISMS", "RULES", "Settlement", "decid
 MECHANISMS = ("dead-neuron", "untouched-input", "proportional-neurons", "always-active-block",
               "unpinned-hyperplane")
 #: Every value of the report's ``decided_by`` and the verdict it goes with (docs/cli.md).
-RULES = {"theorem-9": IDENTIFIABLE, "boundary-cs": IDENTIFIABLE, "theorem-8": "not-identifiable",
-         "boundary-entering": "not-identifiable", "line": "not-identifiable",
-         **{m: "not-identifiable" for m in MECHANISMS}, "degenerate": DEGENERATE, "none": INCONCLUSIVE}
-#: The exact kernel of ``Gamma`` for the line search is computed up to this many entries of ``Gamma``.
-MAX_LINE_GAMMA_ENTRIES = 1_000_000
+RULES = {"theorem-9": IDENTIFIABLE, "boundary-cs": IDENTIFIABLE, "theorem-8": NOT_IDENTIFIABLE,
+         "boundary-entering": NOT_IDENTIFIABLE, "line": NOT_IDENTIFIABLE,
+         **{m: NOT_IDENTIFIABLE for m in MECHANISMS}, "degenerate": DEGENERATE, "none": INCONCLUSIVE}
+#: The exact kernel of ``Gamma`` for the line search is computed up to this many entries of ``Gamma``
+#: (a budget: exact elimination grows fast; docs/theory.md gives measured times).
+MAX_LINE_GAMMA_ENTRIES = 200_000
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
