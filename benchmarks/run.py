@@ -1,23 +1,30 @@
-"""Benchmark: exact certified check vs float64 SVD vs sympy, in one run; writes docs/performance.md.
+"""Benchmark: certified exact check vs the float64 pipeline (one BLAS thread) vs sympy, in one run.
 
-Usage (from the repository root)::
+Usage (from the repository root; writes nothing unless told where)::
 
-    python benchmarks/run.py            # full table (about 10 minutes on 2 cores)
-    python benchmarks/run.py --quick    # small and 1600 x 1231 sizes only
+    python benchmarks/run.py --out results.md [--json results.json] [--quick]
 
-Every measurement runs in its own subprocess (fresh interpreter, so peak RSS
-from ``resource.getrusage`` is that measurement's own), with a timeout.  The
-case is built before the clock starts; what is timed:
+Every measurement runs in a fresh subprocess (its own session, so a timed-out
+run is killed with its whole process group) and reports its *CPU time*
+(user + system of that process, from ``resource.getrusage``), wall time and
+peak RSS.  CPU time is the headline on a shared machine; ratios are CPU-time
+ratios against the float64 pipeline with one BLAS thread (threaded BLAS on a
+busy 2-core machine spin-waits and its times swing by 10x).  The case is built
+(or loaded) before the clock starts.  Methods:
 
-- ``exact``: ``exactident.check(case, numeric=False)`` -- exact forward pass,
-  ``Gamma mod p``, certified ranks (and ``R_A`` when the verdict needs it);
-- ``float``: float64 network and sample, ``Gamma`` by backprop, ``numpy.linalg.matrix_rank``
-  (plus the float Gram rank of ``alpha`` for the ``R_A`` case);
-- ``sympy``: ``sympy.Matrix(Gamma).rank()`` on the exact rational ``Gamma``
-  (building ``Gamma`` is not timed), and ``dm``: ``Matrix.to_DM().rank()``;
-- ``fmpq``: ``check(case, numeric=False, modular=False)``, the rational reference path;
-- ``ra``: the certified ``R_A`` alone (Gram matrix mod p, no ``alpha``), and
-  ``ra_float``: the float Gram matrix + ``matrix_rank``.
+- ``exact``: ``exactident.check(case, numeric=False)`` -- certified ranks and verdict;
+  also records which bound certified each rank (``certified_by``);
+- ``float1`` / ``float``: float64 ``Gamma`` by backprop + ``numpy.linalg.matrix_rank``,
+  plus the float rank of ``alpha`` (explicit, or its Gram matrix) when ``rank Gamma < dim``
+  (the verdict needs ``R_A``), with one BLAS thread / the default threads;
+- ``sympy``: ``sympy.Matrix(Gamma).rank()`` on the exact rational ``Gamma`` (small cases).
+
+Cases: random networks with dyadic weights (float64 draws, converted exactly),
+identifiable; *planted* rank-deficient ones (two last-hidden-layer neurons made
+active on 12 and 17 samples by their biases); the scikit-learn MLPs of
+``examples/train_benchmark_cases.py`` (breast cancer 30-16-1 on 569 rows, digits
+64-16-10 on 200 and 1797 rows); a 1-1-1 network on 600,000 samples (two points,
+repeated).
 """
 
 from __future__ import annotations
@@ -26,50 +33,42 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from fractions import Fraction
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the checkout's exactident, installed or not
 
-# name, widths, n, weights ("dyadic": float64 draws converted exactly; "int": small integers), methods
+# name, kind, parameters, methods
 CONFIGS = [
-    ("s0-dyadic", (2, 3, 3, 1), 30, "dyadic", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
-    ("s0-int", (2, 3, 3, 1), 30, "int", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
-    ("s05-dyadic", (3, 4, 4, 1), 40, "dyadic", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
-    ("s05-int", (3, 4, 4, 1), 40, "int", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
-    ("s1-dyadic", (3, 5, 5, 1), 60, "dyadic", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
-    ("s1-int", (3, 5, 5, 1), 60, "int", 0, ["exact", "float", "float1", "sympy", "dm", "fmpq"]),
-    ("s2-dyadic", (4, 8, 8, 1), 150, "dyadic", 0, ["exact", "float", "float1", "dm", "fmpq"]),
-    ("s2-int", (4, 8, 8, 1), 150, "int", 0, ["exact", "float", "float1", "dm", "fmpq"]),
-    ("s3-dyadic", (6, 12, 12, 1), 400, "dyadic", 0, ["exact", "float", "float1", "dm", "fmpq"]),
-    ("s3-int", (6, 12, 12, 1), 400, "int", 0, ["exact", "float", "float1", "dm", "fmpq"]),
-    # seed 5: full rank (C_S holds); seed 0: two layer-2 neurons active on 14 and 19 samples
-    # and one structurally zero column, rank 1201 < 1231 (the inconclusive, kernel-certified case)
-    ("m-dyadic", (10, 30, 30, 1), 1600, "dyadic", 5, ["exact", "float", "float1", "fmpq"]),
-    ("m-dyadic-deficient", (10, 30, 30, 1), 1600, "dyadic", 0, ["exact", "float"]),
-    ("m-int", (10, 30, 30, 1), 1600, "int", 0, ["exact", "float", "float1", "fmpq"]),
-    ("l-dyadic", (20, 50, 40, 1), 4000, "dyadic", 0, ["exact", "float"]),
-    ("deep-dyadic", (10, 32, 32, 32, 32, 32, 1), 2000, "dyadic", 0, ["exact", "float", "float1", "ra", "ra_float"]),
+    ("s2-dyadic", "random", ((4, 8, 8, 1), 150, 0), ["exact", "float1", "float", "sympy"]),
+    ("s3-dyadic", "random", ((6, 12, 12, 1), 400, 0), ["exact", "float1", "float"]),
+    ("m-dyadic", "random", ((10, 30, 30, 1), 1600, 5), ["exact", "float1", "float"]),
+    ("l-dyadic", "random", ((20, 50, 40, 1), 4000, 0), ["exact", "float1", "float"]),
+    ("planted-800", "planted", ((9, 20, 20, 1), 800, 1), ["exact", "float1", "float"]),
+    ("planted-1600", "planted", ((10, 30, 30, 1), 1600, 1), ["exact", "float1", "float"]),
+    ("breast-cancer-30-16-1", "sklearn", ("breast-cancer-mlp-30-16-1",), ["exact", "float1", "float"]),
+    ("digits-64-16-10-first200", "sklearn", ("digits-mlp-64-16-10-first200",), ["exact", "float1", "float"]),
+    ("digits-64-16-10", "sklearn", ("digits-mlp-64-16-10",), ["exact", "float1", "float"]),
+    ("tiny-111-600k", "repeated", (600_000,), ["exact", "float1"]),
 ]
-QUICK = {"s0-dyadic", "s0-int", "s2-dyadic", "s2-int", "m-dyadic", "m-int"}
-TIMEOUT = {"sympy": 120, "dm": 60, "fmpq": 60}
+QUICK = {"s2-dyadic", "m-dyadic", "planted-800", "breast-cancer-30-16-1", "digits-64-16-10-first200"}
+TIMEOUT = {"sympy": 120}
+DEFAULT_TIMEOUT = 900
 
 
-def build_case(widths, n, kind, seed=0):
-    """A random case; small-integer networks are redrawn until no sample is on a kink (no ties)."""
-    from exactident.model.activation import activation_state
+def _q(x: float):
+    import flint
 
-    while True:
-        case = _draw_case(widths, n, kind, seed)
-        if not activation_state(case.network, case.X).ties:
-            return case
-        seed += 1000
+    f = Fraction(float(x))  # the exact binary64 value
+    return flint.fmpq(f.numerator, f.denominator)
 
 
-def _draw_case(widths, n, kind, seed):
+def random_case(widths, n, seed, name="bench"):
     import flint
     import numpy as np
 
@@ -77,37 +76,69 @@ def _draw_case(widths, n, kind, seed):
     from exactident.model.network import Network
 
     rng = np.random.default_rng(seed)
+    W = [flint.fmpq_mat(widths[l + 1], widths[l], [_q(v) for v in (rng.standard_normal(
+        (widths[l + 1], widths[l])) * widths[l] ** -0.5).ravel()]) for l in range(len(widths) - 1)]
+    b = [[_q(v) for v in rng.standard_normal(widths[l + 1]) * 0.3] for l in range(len(widths) - 1)]
+    X = [[_q(v) for v in row] for row in rng.standard_normal((n, widths[0]))]
+    return Case(name, Network(tuple(widths), W, b), X)
 
-    def q(x):
-        f = Fraction(int(x)) if kind == "int" else Fraction(float(x))  # exact binary64 value
-        return flint.fmpq(f.numerator, f.denominator)
 
-    def draw(shape, scale):
-        if kind == "int":
-            return rng.integers(-4, 5, size=shape)
-        return rng.standard_normal(shape) * scale
+def planted_case(widths, n, seed, active=(12, 17)):
+    """Random dyadic network; two last-hidden-layer neurons get biases that leave them active on few samples."""
+    import numpy as np
 
-    W = [flint.fmpq_mat(widths[l + 1], widths[l], [q(v) for v in draw((widths[l + 1], widths[l]),
-                                                                      widths[l] ** -0.5).ravel()])
-         for l in range(len(widths) - 1)]
-    if kind == "int":
-        # nonzero integer weights (never degenerate); b_l = odd / 2**l, so that z_l lies in
-        # odd/2**l + Z/2**(l-1) and is never 0: no ties, whatever the draw
-        W = [flint.fmpq_mat(M.nrows(), M.ncols(), [v if v != 0 else 1 for v in M.entries()]) for M in W]
-        b = [[flint.fmpq(2 * int(v) + 1, 2 ** (l + 1)) for v in draw(widths[l + 1], 0)]
-             for l in range(len(widths) - 1)]
-    else:
-        b = [[q(v) for v in draw(widths[l + 1], 0.3)] for l in range(len(widths) - 1)]
-    X = [[q(v) for v in row] for row in draw((n, widths[0]), 1.0)]
-    return Case(f"bench-{kind}", Network(tuple(widths), W, b), X)
+    from exactident.io.case import Case
+    from exactident.model.network import Network
+    from exactident.numeric.numpy_backend import to_float_network, to_float_sample
+
+    case = random_case(widths, n, seed)
+    fnet = to_float_network(case.network)
+    h = to_float_sample(case.X, widths[0])
+    for l in range(len(widths) - 3):
+        h = np.maximum(h @ fnet.W[l].T + fnet.b[l], 0.0)
+    L2 = len(widths) - 3  # index of the last hidden layer's weights
+    z = h @ fnet.W[L2].T  # without bias
+    b = [list(row) for row in case.network.b]
+    for v, k in enumerate(active):
+        top = np.sort(z[:, v])[::-1]
+        b[L2][v] = _q(-(top[k - 1] + top[k]) / 2)  # exactly k samples above the cut (generically)
+    return Case(f"planted-{n}", Network(case.network.widths, case.network.W, b), case.X)
+
+
+def repeated_case(n):
+    import flint
+
+    from exactident.io.case import Case
+    from exactident.model.network import Network
+
+    net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[flint.fmpq(1)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(1)] if i % 2 else [flint.fmpq(2)] for i in range(n)]
+    return Case("tiny-111-600k", net, X)
+
+
+def build(name):
+    _, kind, params, _ = next(c for c in CONFIGS if c[0] == name)
+    if kind == "random":
+        return random_case(*params, name=name)
+    if kind == "planted":
+        return planted_case(*params)
+    if kind == "repeated":
+        return repeated_case(*params)
+    from exactident.io.case import load_case
+
+    path = os.path.join(os.environ["EXACTIDENT_BENCH_CASES"], params[0] + ".json")
+    return load_case(path)
+
+
+def _cpu():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def measure(method, name):
-    cfg = next(c for c in CONFIGS if c[0] == name)
-    _, widths, n, kind, seed, _ = cfg
-    case = build_case(widths, n, kind, seed)
+    case = build(name)
     out = {}
-    if method in ("sympy", "dm"):
+    if method == "sympy":
         import sympy
 
         from exactident.model.activation import activation_state
@@ -116,28 +147,23 @@ def measure(method, name):
 
         st = activation_state(case.network, case.X)
         G = gamma_exact(case.network, case.X, st.Z, st.pattern, fixed_edges(case.network))
-        M = sympy.Matrix(G.nrows(), G.ncols(),
-                         [sympy.Rational(int(v.p), int(v.q)) for v in G.entries()])
-        t = time.perf_counter()
-        out["rank_gamma"] = int(M.rank()) if method == "sympy" else int(M.to_DM().rank())
+        M = sympy.Matrix(G.nrows(), G.ncols(), [sympy.Rational(int(v.p), int(v.q)) for v in G.entries()])
+        c0, t0 = _cpu(), time.perf_counter()
+        out["rank_gamma"] = int(M.rank())
     elif method == "exact":
         from exactident.check import check
 
-        t = time.perf_counter()
+        c0, t0 = _cpu(), time.perf_counter()
         r = check(case, numeric=False)
-        out.update(rank_gamma=r.rank_gamma, rank_a=r.rank_a, verdict=r.verdict)
-    elif method == "fmpq":
-        from exactident.check import check
-
-        t = time.perf_counter()
-        r = check(case, numeric=False, modular=False)
-        out.update(rank_gamma=r.rank_gamma, rank_a=r.rank_a, verdict=r.verdict)
-    elif method in ("float", "float1", "ra_float"):
+        out.update(rank_gamma=r.rank_gamma, rank_a=r.rank_a, verdict=r.verdict,
+                   certified_by=r.extra.get("certified_by"), rank_a_lower_bound=r.extra.get("rank_a_lower_bound"))
+    elif method in ("float", "float1"):
         import numpy as np
 
         from exactident.model.fixed_edges import fixed_edges
         from exactident.model.gamma import free_columns
         from exactident.numeric.numpy_backend import (
+            alpha_float,
             alpha_float_gram,
             float_pattern,
             gamma_float,
@@ -147,143 +173,149 @@ def measure(method, name):
 
         fixed = fixed_edges(case.network)
         cols = free_columns(case.network, fixed)
-        t = time.perf_counter()
+        c0, t0 = _cpu(), time.perf_counter()
         fnet = to_float_network(case.network)
-        Xf = to_float_sample(case.X, widths[0])
-        if method in ("float", "float1"):
-            out["rank_gamma"] = int(np.linalg.matrix_rank(gamma_float(fnet, Xf, fixed, cols)))
-        if method == "ra_float" or (method in ("float", "float1") and name.startswith("deep")):
-            out["rank_a"] = widths[-1] * int(np.linalg.matrix_rank(alpha_float_gram(float_pattern(fnet, Xf), Xf)))
-    elif method == "ra":
-        import random
+        Xf = to_float_sample(case.X, case.network.widths[0])
+        rg = int(np.linalg.matrix_rank(gamma_float(fnet, Xf, fixed, cols)))
+        out["rank_gamma"] = rg
+        if rg < case.network.dim:  # the verdict needs R_A
+            pat = float_pattern(fnet, Xf)
+            from exactident.model.activation import n_paths
 
-        from exactident.model.activation import activation_state
-        from exactident.ranks.certify import certify_rank_alpha
-
-        t = time.perf_counter()
-        st = activation_state(case.network, case.X)
-        res = certify_rank_alpha(st.pattern, case.X, widths, rng=random.Random(0))
-        out.update(rank_a=widths[-1] * res.rank, upper=res.certificate["upper"]["kind"])
+            if len(Xf) * n_paths(case.network.widths) <= 20_000_000:
+                ra = int(np.linalg.matrix_rank(alpha_float(pat, Xf)))
+            else:
+                ra = int(np.linalg.matrix_rank(alpha_float_gram(pat, Xf)))
+            out["rank_a"] = case.network.widths[-1] * ra
     else:
         raise SystemExit(f"unknown method {method}")
-    out["seconds"] = time.perf_counter() - t
+    out["wall"] = time.perf_counter() - t0
+    out["cpu"] = _cpu() - c0
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 
 
-def run_one(method, name):
-    limit = TIMEOUT.get(method, 900)
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    if method == "float1":  # one BLAS thread: immune to oversubscription on a shared machine
+def run_one(method, name, cases_dir):
+    limit = TIMEOUT.get(method, DEFAULT_TIMEOUT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               EXACTIDENT_BENCH_CASES=cases_dir)
+    if method != "float":  # one BLAS thread (the exact path's BLAS elimination too)
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, __file__, "--measure", method, name], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
     try:
-        proc = subprocess.run([sys.executable, __file__, "--measure", method, name], capture_output=True,
-                              text=True, timeout=limit, env=env, cwd=ROOT)
+        stdout, stderr = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole group: no orphan keeps the CPU
+        proc.communicate()
         return {"timeout": limit}
     if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        return {"error": stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {proc.returncode}"}
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
-def fmt_t(r):
+def fmt(r):
     if r is None:
         return "-"
     if "timeout" in r:
-        return f"> {r['timeout']} s (timeout)"
+        return f"> {r['timeout']} s (killed)"
     if "error" in r:
-        return "error"
-    return f"{r['seconds']:.3g} s / {r['peak_mb']:.0f} MB"
+        return "error: " + r["error"][:60]
+    return f"{r['cpu']:.3g} s cpu, {r['wall']:.3g} s wall, {r['peak_mb']:.0f} MB"
 
 
-def ratio(a, b):
-    if not a or not b or "seconds" not in a:
+def ratio(ex, fl):
+    if not ex or not fl or "cpu" not in ex or "cpu" not in fl or fl["cpu"] <= 0:
         return "-"
-    if "timeout" in b:
-        return f"> {b['timeout'] / a['seconds']:.3g}x"
-    if "seconds" not in b:
-        return "-"
-    return f"{b['seconds'] / a['seconds']:.3g}x"
+    return f"{ex['cpu'] / fl['cpu']:.2f}x"
+
+
+def _load() -> str:
+    try:
+        with open("/proc/loadavg") as fh:
+            return " ".join(fh.read().split()[:3])
+    except OSError:
+        return "?"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=False, help="markdown table to write (nothing is written without it)")
+    ap.add_argument("--json", default=None, help="raw results as JSON")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", nargs="*", default=None, help="configuration names")
+    ap.add_argument("--cases", default=None, help="directory with the scikit-learn cases (made if missing)")
     ap.add_argument("--measure", nargs=2, metavar=("METHOD", "CONFIG"), help=argparse.SUPPRESS)
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "performance.md"))
     args = ap.parse_args(argv)
     if args.measure:
         measure(*args.measure)
         return 0
-    from exactident.model.activation import n_paths
-
-    rows = []
+    cases_dir = args.cases or tempfile.mkdtemp(prefix="exactident-bench-")
+    names = [c[0] for c in CONFIGS if (not args.quick or c[0] in QUICK) and (not args.only or c[0] in args.only)]
+    if any(next(c for c in CONFIGS if c[0] == nm)[1] == "sklearn" for nm in names):
+        missing = [c[2][0] for c in CONFIGS if c[1] == "sklearn"
+                   and not os.path.exists(os.path.join(cases_dir, c[2][0] + ".json"))]
+        if missing:
+            subprocess.run([sys.executable, os.path.join(ROOT, "examples", "train_benchmark_cases.py"),
+                            "--out", cases_dir, *missing], check=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    for name, widths, n, kind, _seed, methods in CONFIGS:
-        if args.quick and name not in QUICK:
-            continue
-        res = {}
+    results = {}
+    loads = [_load()]
+    for name in names:
+        methods = next(c for c in CONFIGS if c[0] == name)[3]
+        results[name] = {}
         for m in methods:
-            res[m] = run_one(m, name)
-            print(name, m, res[m], flush=True)
-        dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
-        rows.append((name, widths, n, kind, dim, n_paths(widths), res))
+            results[name][m] = run_one(m, name, cases_dir)
+            print(name, m, results[name][m], flush=True)
+        loads.append(_load())
     lines = [
-        "# Performance: exact certified ranks vs float64 vs sympy",
+        f"Run of `python benchmarks/run.py` started {started}; load average (1, 5, 15 min) at the start "
+        f"and after each case: {'; '.join(loads)}.",
         "",
-        f"Generated by `python benchmarks/run.py{' --quick' if args.quick else ''}` on {started}, "
-        f"on this project's 2-core machine ({os.cpu_count()} CPUs visible); single runs, so "
-        "compare within a row.",
-        "",
-        "Each cell is wall time / peak RSS of a fresh subprocess (the interpreter, numpy and FLINT "
-        "included, ~60-80 MB). Building the case is not timed. *exact* = the whole certified "
-        "`check(case, numeric=False)`; *float* = float64 `Gamma` by backprop + `numpy.linalg.matrix_rank`; "
-        "*sympy* = `Matrix(Gamma).rank()` and *DomainMatrix* = `Matrix.to_DM().rank()` on the exact "
-        "`Gamma` (building it not timed); *fmpq ref* = the rational reference path "
-        "(`modular=False`: `gamma_exact` + FLINT `fmpz_mat.rank`).",
-        "",
-        "| case | widths | n | weights | Gamma shape | exact certified | float64 | exact / float | "
-        "float64, 1 BLAS thread | exact / float 1-thread | "
-        "sympy Matrix.rank | sympy / exact | DomainMatrix | fmpq ref | ranks (exact; float) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | Gamma | exact certified | float64, 1 BLAS thread | exact / float (CPU) | float64, threaded | "
+        "sympy | verdict, ranks (exact; float) | certified by |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, widths, n, kind, dim, _P, res in rows:
-        ex, fl = res.get("exact"), res.get("float")
-        er = f"{ex.get('rank_gamma')}, R_A {ex.get('rank_a')}, {ex.get('verdict')}" if ex and "seconds" in ex else "-"
-        fr = f"{fl.get('rank_gamma')}" + (f", R_A {fl['rank_a']}" if fl and "rank_a" in fl else "") \
-            if fl and "seconds" in fl else "-"
-        ef = (f"{ex['seconds'] / fl['seconds']:.2f}" if ex and fl and "seconds" in ex and "seconds" in fl else "-")
-        f1 = res.get("float1")
-        ef1 = (f"{ex['seconds'] / f1['seconds']:.2f}" if ex and f1 and "seconds" in ex and "seconds" in f1
-               else "-")
-        lines.append(f"| {name} | {','.join(map(str, widths))} | {n} | {kind} | {n * widths[-1]} x {dim} | "
-                     f"{fmt_t(ex)} | {fmt_t(fl)} | {ef} | {fmt_t(f1)} | {ef1} | {fmt_t(res.get('sympy'))} | "
-                     f"{ratio(ex, res.get('sympy'))} | {fmt_t(res.get('dm'))} | {fmt_t(res.get('fmpq'))} | "
-                     f"{er}; {fr} |")
-    ra_rows = [(name, widths, n, P, res) for name, widths, n, kind, dim, P, res in rows if "ra" in res]
-    if ra_rows:
-        lines += ["", "## R_A without materialising alpha", "",
-                  "| case | widths | n | paths |P| | certified R_A (Gram mod p) | float Gram + matrix_rank | "
-                  "R_A (exact; float) | upper bound used |", "|---|---|---|---|---|---|---|---|"]
-        for name, widths, n, P, res in ra_rows:
-            ra, rf = res["ra"], res.get("ra_float", {})
-            lines.append(f"| {name} | {','.join(map(str, widths))} | {n} | {P:.3e} | {fmt_t(ra)} | {fmt_t(rf)} | "
-                         f"{ra.get('rank_a')}; {rf.get('rank_a')} | {ra.get('upper')} |")
+    for name in names:
+        res = results[name]
+        ex, f1 = res.get("exact"), res.get("float1")
+        if ex and "cpu" in ex:
+            ranks = f"{ex['verdict']}, {ex['rank_gamma']}, R_A {ex['rank_a']}"
+            if ex.get("rank_a_lower_bound"):
+                ranks += f" (>= {ex['rank_a_lower_bound']})"
+        else:
+            ranks = "-"
+        if f1 and "cpu" in f1:
+            ranks += f"; {f1['rank_gamma']}" + (f", R_A {f1['rank_a']}" if "rank_a" in f1 else "")
+        by = ", ".join(f"{k}: {v}" for k, v in (ex or {}).get("certified_by", {}).items()) \
+            if ex and ex.get("certified_by") else "-"
+        shape = _shape(name)
+        lines.append(f"| {name} | {shape} | {fmt(ex)} | {fmt(f1)} | {ratio(ex, f1)} | {fmt(res.get('float'))} | "
+                     f"{fmt(res.get('sympy'))} | {ranks} | {by} |")
     text = "\n".join(lines) + "\n"
-    # Hand-written analysis below the marker survives a rerun.
-    marker = "<!-- notes: kept by benchmarks/run.py -->"
-    if os.path.exists(args.out):
-        with open(args.out) as fh:
-            old = fh.read()
-        if marker in old:
-            text += "\n" + marker + old.split(marker, 1)[1]
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, args.out)
     print(text)
+    if args.out:
+        from exactident.io.atomic import atomic_write_text
+
+        atomic_write_text(args.out, text)
+    if args.json:
+        from exactident.io.atomic import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps({"started": started, "loads": loads, "results": results}, indent=1))
     return 0
+
+
+def _shape(name):
+    _, kind, params, _ = next(c for c in CONFIGS if c[0] == name)
+    if kind in ("random", "planted"):
+        widths, n = params[0], params[1]
+    elif kind == "repeated":
+        widths, n = (1, 1, 1), params[0]
+    else:
+        widths = {"breast": (30, 16, 1), "digits": (64, 16, 10)}[params[0].split("-")[0]]
+        n = 200 if params[0].endswith("first200") else (569 if params[0].startswith("breast") else 1797)
+    dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
+    return f"{n * widths[-1]} x {dim}"
 
 
 if __name__ == "__main__":

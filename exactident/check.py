@@ -11,13 +11,15 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from exactident.boundary.analyse import analyse_boundary
 from exactident.boundary.structural import decided_by, settle
+from exactident.budget import run_isolated, stage
+from exactident.errors import UnsupportedCaseError
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.linalg import exact
@@ -35,9 +37,9 @@ from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import degenerate_neurons
-from exactident.ranks.certify import certify_ranks
+from exactident.ranks.certify import certified_by, certify_ranks
 
-__all__ = ["MAX_EXPLICIT_ALPHA", "check", "rank_alpha"]
+__all__ = ["MAX_EXPLICIT_ALPHA", "check", "rank_alpha", "timed_out_report"]
 
 #: ``alpha`` is materialised when it has at most this many entries, else the Gram route.
 MAX_EXPLICIT_ALPHA = 2_000_000
@@ -63,7 +65,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           rtol: float | None = None, verify_propositions: bool = False,
           max_resolutions: int = 4096, all_ranks: bool = False,
           fixed_choice: Mapping[tuple[int, int], int] | None = None,
-          modular: bool = True, seed: int | None = 0, structural: bool = True) -> Report:
+          modular: bool = True, seed: int | None = 0, certify: str = "full",
+          timeout: float | None = None,
+          on_stage: Callable[[str, dict[str, Any]], None] | None = None,
+          on_tick: Callable[[], None] | None = None, structural: bool = True) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -97,6 +102,19 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     seed : int or None
         Seed of the random primes (None: fresh randomness).  Primes only
         affect speed and the certificate, never the ranks.
+    certify : {"full", "none"}
+        ``"full"`` (default): every rank is certified.  ``"none"``: Monte Carlo ranks
+        mod random primes, labelled in the report (``certified: false`` and
+        ``error_probability``, a proven bound on the chance that a rank is too low;
+        docs/modular.md); boundary cases stay certified.
+    timeout : float, optional
+        Seconds of wall time.  The analysis then runs in a child process that is
+        killed (with its whole process group) at the deadline; the report is then
+        ``inconclusive`` with reason ``time budget exhausted at <stage>``.
+    on_stage : callable (stage, sizes), optional
+        Called at each stage of the analysis (progress display).
+    on_tick : callable (), optional
+        Called about twice a second while a child process works (``timeout`` given).
     structural : bool
         Try to settle an ``inconclusive`` verdict with a structural certificate or a
         straight line (:func:`exactident.boundary.structural.settle`; docs/theory.md,
@@ -126,23 +144,39 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     >>> r.verdict, r.rank_gamma, r.rank_a, r.dim
     ('identifiable', 3, 3, 3)
     """
-    start = time.perf_counter()
-    if not isinstance(case, Case) or sample is not None:
+    if certify not in ("full", "none"):
+        raise UnsupportedCaseError(f"certify must be 'full' or 'none', not {certify!r}")
+    if not isinstance(case, Case) or sample is not None:  # before any budget: a timed-out report needs the case
         from exactident.io.importers.load import as_case
 
         case = as_case(case, sample)
+    if timeout is not None or on_stage is not None:
+        def work() -> Report:
+            return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
+                         max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
+                         modular=modular, seed=seed, certify=certify, structural=structural)
+
+        isolated = run_isolated(work, timeout, on_stage, on_tick)
+        if isolated.timed_out:
+            return timed_out_report(case, isolated.stage, isolated.seconds)
+        return isolated.value
+    start = time.perf_counter()
     net, X = case.network, case.X
+    stage("forward pass", samples=len(X), widths="-".join(map(str, net.widths)))
     state = activation_state(net, X)
     degenerate = bool(degenerate_neurons(net))
     fixed = fixed_edges(net, fixed_choice)
     dim = net.dim
     rank_a = None
+    rank_a_lower = None
     gamma = None
     rank_certificate = None
     if modular:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=all_ranks or bool(state.ties),
-                              rng=random.Random(seed))
+                              rng=random.Random(seed), certify="none" if certify == "none" and not state.ties
+                              else "full", allow_rank_a_lower=not state.ties and not degenerate)
         rank_gamma, rank_a, rank_certificate = ranks.rank_gamma, ranks.rank_a, ranks.certificate
+        rank_a_lower = ranks.rank_a_lower
     else:
         gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
         rank_gamma = exact.rank(gamma)
@@ -151,9 +185,14 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     # Ranks at the >= 0 pattern: the matrices the float pipeline rounds.
     rank_gamma_pattern, rank_a_pattern = rank_gamma, rank_a
     patterns = None
+    extra: dict = {}
+    if rank_certificate and rank_certificate.get("certified") is False:  # Monte Carlo: labelled, no certificate
+        extra.update(certified=False, error_probability=rank_certificate["error_probability"])
+        rank_certificate = None
+    elif rank_certificate and not state.ties:
+        extra["certified_by"] = certified_by(rank_certificate)
     # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
     certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None
-    extra: dict = {}
     verdict_reached = True
     if degenerate:
         verdict = DEGENERATE
@@ -175,23 +214,38 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
             certificate = {**certificate, "rank": rank_certificate}
         verdict_reached = outcome.rank_gamma is not None  # None: nothing enumerated (the cap)
         extra.update(outcome.extra)
+    elif rank_a is None and rank_a_lower is not None:
+        # R_Gamma < N_L rank_p(alpha) <= R_A and R_Gamma < dim: C_S fails and C_N holds
+        verdict = "inconclusive"
+        reason = (f"R_Gamma = {rank_gamma} < dim = {dim} and R_A >= {rank_a_lower} > R_Gamma "
+                  "(C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
+        # the rank part certifies R_Gamma and the lower bound (its rank_a part has no upper bound)
+        extra["rank_a_lower_bound"] = rank_a_lower
     else:
+        stage("verdict", rank_gamma=rank_gamma, dim=dim)
         verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
         reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
+        if extra.get("certified") is False:
+            reason += f" (Monte Carlo ranks, not certified: error probability <= {extra['error_probability']:.3g})"
     rank_verdict = verdict  # what the rank rules give: the float pipeline is compared with this
+    settled_by = None  # the mechanism or "line" that settled an inconclusive verdict
     if structural and verdict == INCONCLUSIVE:
-        verdict, reason, certificate = _settle(net, X, state, certificate, reason, extra)
+        verdict, reason, certificate, settled_by = _settle(net, X, state, certificate, reason, extra,
+                                                           attach=extra.get("certified") is not False)
     if verify_propositions:
         _verify(net, X, state, fixed, gamma)
     report = Report(
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
         rank_gamma=rank_gamma, rank_a=rank_a, cs=holds_cs(rank_gamma, dim),
-        cn=holds_cn(rank_gamma, rank_a, dim), degenerate=degenerate,
+        cn=True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim),
+        degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
-        patterns=patterns, certificate=certificate, extra=extra, decided_by=decided_by(verdict, certificate))
+        patterns=patterns, certificate=certificate, extra=extra,
+        decided_by=settled_by or decided_by(verdict, certificate))
     if numeric:
         from exactident.numeric.block import numeric_block
 
+        stage("float cross-check", rows=len(X) * net.widths[-1], cols=dim)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
         dtype = _numeric_dtype(case.provenance)
         report.numeric = numeric_block(net, X, fixed, state, degenerate, rank_verdict,
@@ -204,11 +258,38 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     return report
 
 
-def _settle(net, X, state, certificate, reason, extra) -> tuple[str, str, dict | None]:
-    """An ``inconclusive`` verdict settled by a structural certificate or a line, else the searches tried."""
+def _settle(net, X, state, certificate, reason, extra, attach: bool) -> tuple[str, str, dict | None, str | None]:
+    """An ``inconclusive`` verdict settled by a structural certificate or a line, else the searches tried.
+
+    ``attach=False`` (Monte Carlo ranks): the verdict is settled the same way, but the report carries
+    no certificate, like every uncertified report.
+    """
     visible = bool(((certificate or {}).get("boundary") or {}).get("ties"))
+    stage("structural certificates", samples=len(X), neurons=sum(net.widths[1:-1]))
     found = settle(net, X, state, kernel_line=not visible)  # on the boundary analyse_boundary searched lines
     extra["summary"] = [*extra.get("summary", []), *found.summary]
     if found.certificate is None:
-        return INCONCLUSIVE, f"{reason}; {found.clause}", certificate
-    return NOT_IDENTIFIABLE, f"{reason}; but {found.clause}", {**(certificate or {}), **found.certificate}
+        return INCONCLUSIVE, f"{reason}; {found.clause}", certificate, None
+    settled = {**(certificate or {}), **found.certificate} if attach else certificate
+    return NOT_IDENTIFIABLE, f"{reason}; but {found.clause}", settled, found.decided_by
+def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
+    """The report of a case whose time budget ran out: ``inconclusive``, ranks unknown (``null``).
+
+    Examples
+    --------
+    >>> from exactident.io.case import parse_case
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1]]})
+    >>> r = timed_out_report(case, "ranks mod p", 2.0)
+    >>> r.verdict, r.reason, r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
+    ('inconclusive', 'time budget exhausted at ranks mod p', None, True)
+    """
+    net = case.network
+    report = Report(name=case.name, widths=list(net.widths), n_samples=len(case.X), dim=net.dim,
+                    rank_gamma=None, rank_a=None, cs=False, cn=False,  # type: ignore[arg-type]
+                    degenerate=bool(degenerate_neurons(net)), on_boundary=None,  # type: ignore[arg-type]
+                    n_ties=None,  # type: ignore[arg-type]
+                    verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",
+                    extra={"timed_out": True, "stage": at_stage}, decided_by="none")
+    report.seconds = seconds
+    return report

@@ -102,6 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expect", action="store_true",
                    help="compare each report with the case's expected block (exit 3 when a field differs)")
     add_limit_arguments(p)  # --max-file-size, --max-digits, --max-number-digits
+    p.add_argument("--timeout", type=_tolerance, default=None, metavar="SECONDS",
+                   help="wall-time budget per case: past it the case is inconclusive "
+                        "('time budget exhausted at <stage>')")
+    p.add_argument("--jsonl", default=None, metavar="FILE",
+                   help="also write each report to FILE as one JSON line as soon as its case finishes")
+    p.add_argument("--certify", choices=["full", "none"], default="full",
+                   help="full (default): certified ranks; none: Monte Carlo ranks, labelled with "
+                        "their error probability")
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
     v.add_argument("case", metavar="CASE")
@@ -152,7 +160,6 @@ def _cmd_suites(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from exactident.check import check
     from exactident.crosscheck.command import expand_paths
     from exactident.io.atomic import write_stdout
     from exactident.io.importers.command import load_check_inputs
@@ -168,13 +175,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
             if c.expected is None:
                 raise CaseFormatError(path, "expected", "missing: --expect needs the case's expected block")
     reports = []
-    for path, c in zip(paths, cases):
-        try:
-            reports.append(check(c, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
-                                 verify_propositions=args.verify_propositions,
-                                 max_resolutions=args.max_resolutions, all_ranks=args.all_ranks or args.expect))
-        except UnsupportedCaseError as exc:  # docs/cli.md: the message names the file
-            raise UnsupportedCaseError(f"{path}: {exc}") from None
+    from exactident.run_cases import check_cases
+
+    for path, report in check_cases(paths, cases, args):
+        if isinstance(report, UnsupportedCaseError):  # docs/cli.md: the message names the file
+            raise UnsupportedCaseError(f"{path}: {report}") from None
+        reports.append(report)
     as_list = len(paths) > 1 or any(os.path.isdir(p) for p in args.cases)  # a folder: an array, even of one
     write_stdout(reports_to_json(reports, as_list=as_list) if args.json else render_table(reports))
     if args.expect:

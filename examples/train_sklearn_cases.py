@@ -143,7 +143,7 @@ def check_faithful(net: Network, X_exact: Sequence[Sequence[flint.fmpq]], model:
         The trained model.
     X : ndarray, shape (n, N_0), float64
         The inputs the model was trained on (rows matching ``X_exact``).
-    kind : {"regressor", "classifier"}
+    kind : {"regressor", "classifier", "binary"}
 
     Raises
     ------
@@ -172,6 +172,11 @@ def check_faithful(net: Network, X_exact: Sequence[Sequence[flint.fmpq]], model:
             if l < len(model.coefs_) - 1:
                 h = np.maximum(h, 0.0)
         _assert_close(out, h, "logits")
+        if kind == "binary":  # one logit, logistic output (MLPClassifier with two classes)
+            with np.errstate(over="ignore"):  # exp(-logit) = inf gives probability 0, as sklearn
+                proba1 = 1.0 / (1.0 + np.exp(-out[:, 0]))
+            _assert_close(proba1, model.predict_proba(X)[:, 1], "predict_proba")
+            return
         z = out - out.max(axis=1, keepdims=True)
         proba = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
         _assert_close(proba, model.predict_proba(X), "predict_proba")

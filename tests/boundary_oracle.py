@@ -81,6 +81,13 @@ def resolution_ranks(widths, W, b, X, sides):
                 h = [z[v] if sides.get((i, l, v), zs[l - 1][v] > 0) else 0 for v in range(widths[l])]
         for out in z:
             rows.append([sympy.diff(out, p).subs(point) for p in free])
+    alpha = alpha_matrix(widths, W, b, X, sides)
+    return _rank(rows, len(free)), widths[-1] * _rank(alpha, len(alpha[0]) if alpha else 0), len(free)
+
+
+def alpha_matrix(widths, W, b, X, sides):
+    """``alpha(s)`` (Fractions, one row per sample) by explicit path enumeration, ``sides`` as above."""
+    L = len(widths) - 1
     alpha = []
     for i, x in enumerate(X):
         zs = forward(widths, W, b, x)
@@ -96,7 +103,16 @@ def resolution_ranks(widths, W, b, X, sides):
                     f *= x[u] if m == 0 else int(act(m, u))
                 row.append(f)
         alpha.append(row + [Fraction(1)])
-    return _rank(rows, len(free)), widths[-1] * _rank(alpha, len(alpha[0]) if alpha else 0), len(free)
+    return alpha
+
+
+def rank_mod_p(rows, ncols, p):
+    """Rank of a Fraction matrix mod the prime ``p`` (sympy over GF(p); ``p`` divides no denominator)."""
+    if not rows or not ncols:
+        return 0
+    F = sympy.GF(p)
+    return DomainMatrix([[F(int(v.numerator) * pow(int(v.denominator), -1, p)) for v in r] for r in rows],
+                        (len(rows), ncols), F).rank()
 
 
 def all_resolution_ranks(widths, W, b, X):

@@ -13,11 +13,14 @@ import json
 import random
 import sys
 from fractions import Fraction
+from unittest import mock
 
 from _gen import forward
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import exactident.linalg.certified as certified
+import exactident.verify.rank as vrank
 from exactident.check import check
 from exactident.cli import main
 from exactident.io.case import dump_case, load_case, parse_case, write_case
@@ -157,19 +160,32 @@ def _kernel_case(d):
 def test_rank_certificate_kernel_around_the_limit(d):
     limits = ReadLimits(max_number_digits=3 * d)
     case = parse_case(case_obj(*_kernel_case(d)), "k.json", limits)
-    small = check(parse_case(case_obj(*_kernel_case(0)), "k.json"), numeric=False)
-    r = check(case, numeric=False)
+    small = check(parse_case(case_obj(*_kernel_case(0)), "k.json"), numeric=False, all_ranks=True)
+    r = check(case, numeric=False, all_ranks=True)
     # Rescaling changes no rank.  Theorems 8/9 leave it open (5 < 7 < 11); layer 2's two neurons are
     # strictly active on all 11 samples, so the always-active-block certificate settles it (docs/theory.md).
     assert (r.verdict, r.rank_gamma, r.rank_a, r.decided_by) == \
         (small.verdict, small.rank_gamma, small.rank_a, small.decided_by) == \
         ("not-identifiable", 5, 7, "always-active-block")
-    assert check(case, numeric=False, structural=False).verdict == "inconclusive"
+    assert check(case, numeric=False, all_ranks=True, structural=False).verdict == "inconclusive"
+    # By default the kernel's zero check would need more than MAX_CHECK_PRIMES primes: exact elimination.
+    assert r.certificate["rank"]["rank_gamma"]["upper"] == {"kind": "exact-elimination"}
+    assert verify_certificate(case, json.loads(reports_to_json([r], as_list=False)))[0]
+    # With the prime caps raised (engine and verifier), the kernel itself is the certificate: its
+    # entries are around Python's 4300-digit limit, written and read back exactly.
+    with mock.patch.object(certified, "MAX_CHECK_PRIMES", 1000), mock.patch.object(certified, "MAX_CRT_PRIMES", 1000):
+        r = check(case, numeric=False, all_ranks=True)
     up = r.certificate["rank"]["rank_gamma"]["upper"]
     longest = max(len(v) for col in up["kernel"] for _, v in col)
-    assert up["kind"] == "kernel" and 3500 < longest < 5000  # around Python's 4300
-    text = reports_to_json([r], as_list=False)
-    valid, msgs = verify_certificate(case, json.loads(text))
+    assert up["kind"] == "kernel" and 3500 < longest < 5000 and len(up["primes"]) > vrank.MAX_VERIFY_PRIMES
+    report = json.loads(reports_to_json([r], as_list=False))
+    with mock.patch.object(vrank, "MAX_VERIFY_PRIMES", 1000):
+        valid, msgs = verify_certificate(case, report)
+    assert valid, msgs
+    # under the verifier's own cap: too many primes in the certificate; without them, one exact product
+    assert not verify_certificate(case, report)[0]
+    del report["certificate"]["rank"]["rank_gamma"]["upper"]["primes"]
+    valid, msgs = verify_certificate(case, report)
     assert valid, msgs
 
 

@@ -60,7 +60,7 @@ def test_json_single_object_with_spec_fields(capsys, good):
     data = json.loads(out)
     assert isinstance(data, dict)
     assert list(data)[:len(REPORT_FIELDS)] == REPORT_FIELDS
-    assert set(data) == set(REPORT_FIELDS) | {"numeric", "certificate"}  # certificate: the rank certificate
+    assert set(data) == set(REPORT_FIELDS) | {"numeric", "certificate", "certified_by"}  # the rank certificate
     assert data["format"] == "exactident-report/1" and data["name"] == "notident"
     assert (data["widths"], data["n_samples"], data["dim"]) == ([1, 1, 1], 3, 3)
     assert (data["rank_gamma"], data["rank_a"], data["cs"], data["cn"]) == (2, 2, False, False)

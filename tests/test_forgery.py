@@ -34,6 +34,9 @@ per tie resolution; Fraction forward passes):
 - ``structural-still-true``: a changed structural certificate still names facts that hold and a line
   that keeps f(X) and changes the path products (``structural_oracle``: Fractions, theta(t) stepped),
   with a witness whose coefficients are still right.
+- ``alpha-rows-same-rank-mod-p``: a ``rank_a`` lower bound's rows changed (any rows of ``alpha`` bound
+  its rank from below) to distinct rows on which ``alpha`` (or its Gram matrix) still has the claimed
+  rank mod p, by explicit path enumeration and sympy over GF(p).
 
 Counts (tried / rejected, per claim) are printed with ``pytest -s``.
 """
@@ -64,8 +67,9 @@ ROOT = Path(__file__).parent.parent
 SKIP = {"reason", "summary", "numeric"}
 VERDICTS = ["identifiable", "not-identifiable", "inconclusive", "degenerate"]
 OPTIONAL_TOP = {"format", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
-                "on_boundary", "n_ties", "reason", "summary", "patterns", "numeric", "decided_by"}
-ORDER_FREE = {"resolution", "parameters", "derivatives", "invisible_ties", "fixed_edges", "primes", "kernel"}
+                "on_boundary", "n_ties", "reason", "summary", "patterns", "numeric", "certified_by",
+                "rank_a_lower_bound", "decided_by"}
+ORDER_FREE = {"resolution", "parameters", "derivatives", "invisible_ties", "fixed_edges", "primes", "kernel", "rows"}
 
 # The function-preserving tie of the issue (layer-2 tie at x = 1; W_1 along (3, 1) keeps f everywhere).
 FN_PRESERVING = {"format": "exactident-case/1", "name": "fn-preserving-tie-2", "widths": [1, 2, 1, 1],
@@ -76,6 +80,16 @@ FN_PRESERVING = {"format": "exactident-case/1", "name": "fn-preserving-tie-2", "
 DEAD_NEURON = {"format": "exactident-case/1", "name": "dead-neuron-inconclusive", "widths": [1, 3, 2],
                "weights": [[["1"], ["-2"], ["-4"]], [["3", "4", "1"], ["1", "1", "3"]]],
                "biases": [["-100", "3", "1"], ["2", "2"]], "sample": [["1"], ["2/3"], ["2"], ["-4/3"], ["5/2"]]}
+# Seeded random networks whose rank_gamma needs an explicit (CRT) kernel, no structural one: R_Gamma = 5 with
+# R_A >= 6 by a lower bound only (inconclusive), and R_Gamma = 7 < R_A = 8 < dim = 14.
+CRT_LOWER = {"format": "exactident-case/1", "name": "crt-kernel-lower-bound", "widths": [2, 2, 2],
+             "weights": [[["-1", "3"], ["3", "-3"]], [["-2", "1"], ["-1", "-1"]]],
+             "biases": [["2", "-6"], ["-3", "-7"]],
+             "sample": [["0", "2/3"], ["-4/3", "4"], ["1", "0"], ["0", "3"]]}
+CRT_EXACT = {"format": "exactident-case/1", "name": "crt-kernel-inconclusive", "widths": [2, 3, 2],
+             "weights": [[["0", "-3"], ["-3", "-2"], ["-2", "-2"]], [["-2", "2", "-3"], ["-3", "-1", "-2"]]],
+             "biases": [["-2", "3", "-8"], ["-3", "1"]],
+             "sample": [["-4", "2/3"], ["-4/3", "-1/3"], ["1", "-4/3"], ["-1", "4/3"]]}
 # f = 3 relu(2x + 1) at -1/2 (on the kink), 1, -2 (the kink forgery's case).
 KINK_FORGERY_CASE = {"format": "exactident-case/1", "name": "kink-forgery", "widths": [1, 1, 1],
                      "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
@@ -170,7 +184,8 @@ def genuine():
     out += [Genuine(name, json.loads((ROOT / "cases" / f"{name}.json").read_text()), limit=n)
             for name, n in SAMPLED.items()]
     out += [Genuine("fn-preserving-tie-2", FN_PRESERVING), Genuine("kink-forgery-case", KINK_FORGERY_CASE),
-            Genuine("dead-neuron-inconclusive", DEAD_NEURON)]
+            Genuine("dead-neuron-inconclusive", DEAD_NEURON), Genuine("crt-kernel-lower-bound", CRT_LOWER),
+            Genuine("crt-kernel-inconclusive", CRT_EXACT)]
     out += [Genuine(obj["name"], obj) for obj in STRUCTURAL]
     out += _random_genuine()
     return {g.label: g for g in out}
@@ -181,6 +196,11 @@ def test_genuine_reports_verify_and_their_claims_hold(genuine):
     assert kinds["boundary-entering"] >= 4 and kinds["boundary-line"] >= 2 and kinds["degenerate"] >= 2
     assert kinds["boundary-identifiable"] >= 3 and kinds["off-not-identifiable"] >= 2 and kinds["all-invisible"] >= 2
     assert kinds["structural"] >= 5
+    # every kind of rank certificate is mutated: explicit kernels, rebuilt kernels, R_A lower bounds
+    by = {label: g.report.get("certified_by") for label, g in genuine.items()}
+    assert by["crt-kernel-lower-bound"] == {"rank_gamma": "kernel:crt", "rank_a": "lower-bound"}
+    assert by["crt-kernel-inconclusive"]["rank_gamma"] == "kernel:crt"
+    assert by["dead-neuron-inconclusive"] == {"rank_gamma": "kernel:semi-local", "rank_a": "lower-bound"}
     for g in genuine.values():
         valid, msgs = verify_certificate(g.case, g.report, require_claims=True)
         assert valid, (g.label, msgs)
@@ -386,6 +406,8 @@ def still_true(g, path, kind, mutated):
     if "structural" in cert and keys[:2] in (["certificate", "structural"], ["certificate", "line"]) \
             and _structural_true(g, mutated):
         return "structural-still-true"
+    if keys[-2:] == ["lower", "rows"] and _rows_rank_still_true(g, path, mutated):  # the list or one entry
+        return "alpha-rows-same-rank-mod-p"
     if path == ["rank_a"] and g.small and g.report.get("patterns"):
         ranks = g.oracle_ranks()
         low = min(rg for rg, _ in ranks.values())
@@ -417,6 +439,27 @@ def _structural_true(g, mutated):
         return False
 
 
+def _rows_rank_still_true(g, path, mutated):
+    """The mutated ``lower.rows`` of a ``rank_a`` part: alpha (or Gram) on them has rank ``rank_mod_p`` mod p."""
+    k = path.index("rows")
+    low = _get(mutated, path[:k])
+    rows, n = low["rows"], len(g.X)
+    if rows == "all":
+        rows = list(range(n))
+    if not (isinstance(rows, list) and all(type(i) is int and 0 <= i < n for i in rows)
+            and len(set(rows)) == len(rows)):
+        return False
+    if path[1] == "rank":  # the >= 0 pattern: every tie active
+        sides = {t: True for t in O.ties(g.widths, g.W, g.b, g.X)}
+    else:  # a tie resolution of the boundary part (invisible ties do not change alpha)
+        res = _get(mutated, path[:4])
+        sides = _sides(mutated["certificate"]["boundary"]["ties"], res["active"])
+    A = [O.alpha_matrix(g.widths, g.W, g.b, g.X, sides)[i] for i in rows]
+    if low["matrix"] == "gram":
+        A = [[sum(a * c for a, c in zip(r, t)) for t in A] for r in A]
+    return O.rank_mod_p(A, len(A[0]) if A else 0, low["prime"]) == low["rank_mod_p"]
+
+
 def run_mutations(g):
     """``(tried, rejected, accepted rules, unexplained acceptances)`` per claim for one genuine report."""
     muts = mutations(g.report)
@@ -442,7 +485,8 @@ def run_mutations(g):
     return tried, rejected, rules, bad
 
 
-CASE_LABELS = SHIPPED + list(SAMPLED) + ["fn-preserving-tie-2", "kink-forgery-case", "dead-neuron-inconclusive"] \
+CASE_LABELS = SHIPPED + list(SAMPLED) + ["fn-preserving-tie-2", "kink-forgery-case", "dead-neuron-inconclusive",
+                                         "crt-kernel-lower-bound", "crt-kernel-inconclusive"] \
     + [obj["name"] for obj in STRUCTURAL]
 
 

@@ -281,14 +281,15 @@ def test_local_kernel_certificate_is_compact_and_verified():
     from exactident.ranks.certify import certify_rank_gamma
     res = certify_rank_gamma(net, X, st.pattern, fixed, rng=random.Random(0))
     assert res.rank == 4
-    assert res.certificate["upper"] == {"kind": "kernel", "bound": 4, "source": "local", "nullity": 1}
+    # the semi-local construction contains the neuron-local one (docs/modular.md)
+    assert res.certificate["upper"] == {"kind": "kernel", "bound": 4, "source": "semi-local", "nullity": 1}
     case = Case("local", net, X)
     cert = {"fixed_edges": [[l, v, k] for (l, v), k in sorted(fixed.s_max.items())], "rank_gamma": res.certificate}
     assert verify_rank_certificate(case, cert) == []
     bad = copy.deepcopy(cert)
     bad["rank_gamma"]["upper"]["nullity"] = 2
     assert verify_rank_certificate(case, bad) == [
-        "rank.rank_gamma.upper.nullity: certificate says 2, the local kernel rebuilt from the case has 1 vectors"]
+        "rank.rank_gamma.upper.nullity: certificate says 2, the semi-local kernel rebuilt from the case has 1 vectors"]
     bad = copy.deepcopy(cert)
     bad["rank_gamma"]["rank"] = 3
     assert verify_rank_certificate(case, bad)

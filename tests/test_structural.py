@@ -44,7 +44,7 @@ def test_hand_built_mechanism_settles_the_gap(obj):
     rg, ra, dim = O.resolution_ranks(widths, W, b, X, {})  # sympy, no tie in these cases
     assert O.ties(widths, W, b, X) == [] and rg < ra and rg < dim  # Theorems 8 and 9 are silent
     mechanism, neurons = SC.MECHANISM[obj["name"]]
-    case, rep = _report(obj)
+    case, rep = _report(obj, all_ranks=True)
     assert (rep["verdict"], rep["decided_by"], rep["cs"], rep["cn"]) == ("not-identifiable", mechanism, False, True)
     assert (rep["rank_gamma"], rep["rank_a"], rep["dim"]) == (rg, ra, dim)
     part = rep["certificate"]["structural"]
@@ -61,7 +61,7 @@ def test_the_issues_dead_neuron_case(tmp_path, capsys):
     # every t > 0; the path b_1[0] -> W_2[0,0] = 3 has product 3 (-100 - t) = -300 - 3t: not constant.
     path = tmp_path / "dead.json"
     path.write_text(json.dumps(SC.DEAD))
-    assert main(["check", "--json", "--no-numeric", str(path)]) == 0
+    assert main(["check", "--json", "--no-numeric", "--all-ranks", str(path)]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert (rep["verdict"], rep["decided_by"]) == ("not-identifiable", "dead-neuron")
     assert (rep["rank_gamma"], rep["rank_a"], rep["dim"]) == (7, 8, 11)
@@ -315,3 +315,11 @@ def test_the_line_search_honours_its_budget(monkeypatch):
     _case, rep = _report(SC.TWINS_OFF)  # 6 samples x 2 outputs x dim 11 = 132 entries of Gamma
     assert rep["verdict"] == "inconclusive"
     assert rep["reason"].endswith("line search in ker Gamma skipped (Gamma has 132 entries, more than 10)")
+
+
+def test_monte_carlo_mode_settles_the_same_way_without_a_certificate():
+    # --certify none: uncertified ranks, labelled; the structural search runs on the exact facts all the
+    # same, but an uncertified report carries no certificate (verify-certificate never accepts one).
+    _case, rep = _report(SC.DEAD, certify="none")
+    assert (rep["verdict"], rep["decided_by"], rep["certified"]) == ("not-identifiable", "dead-neuron", False)
+    assert "certificate" not in rep

@@ -380,6 +380,11 @@ def test_every_shipped_report_verifies(tmp_path, capsys):
 DEAD_NEURON = {"format": "exactident-case/1", "name": "dead-neuron-inconclusive", "widths": [1, 3, 2],
                "weights": [[["1"], ["-2"], ["-4"]], [["3", "4", "1"], ["1", "1", "3"]]],
                "biases": [["-100", "3", "1"], ["2", "2"]], "sample": [["1"], ["2/3"], ["2"], ["-4/3"], ["5/2"]]}
+# rank_gamma by an explicit kernel (CRT, with its primes); R_A by a lower bound only
+CRT_LOWER = {"format": "exactident-case/1", "name": "crt-kernel-lower-bound", "widths": [2, 2, 2],
+             "weights": [[["-1", "3"], ["3", "-3"]], [["-2", "1"], ["-1", "-1"]]],
+             "biases": [["2", "-6"], ["-3", "-7"]],
+             "sample": [["0", "2/3"], ["-4/3", "4"], ["1", "0"], ["0", "3"]]}
 DEGENERATE = {"format": "exactident-case/1", "name": "dead", "widths": [1, 2, 1],
               "weights": [[["1"], ["2"]], [["3", "0"]]], "biases": [["1", "1"], ["0"]], "sample": [["1"], ["2"]]}
 
@@ -423,14 +428,14 @@ B, R = ["certificate", "boundary"], ["certificate", "rank", "rank_gamma"]
     (DEGENERATE, _set(["certificate", "degenerate"], 1), r"certificate\.degenerate: expected dict, found int"),
     (DEGENERATE, _set(["certificate", "degenerate", "why"], "dead"),
      r"certificate\.degenerate\.why: expected 'outgoing' or 'incoming', found 'dead'"),
-    (DEAD_NEURON, _set([*R, "upper", "kernel", 0], "1"), r"upper\.kernel\[0\]: expected list, found str"),
-    (DEAD_NEURON, _set([*R, "upper", "kernel", 0, 0], [0]), r"upper\.kernel\[0\]\[0\]: expected \[index, 'p/q'\]"),
-    (DEAD_NEURON, _set([*R, "upper", "kernel", 0, 0], [0, "1/0"]), r"upper\.kernel\[0\]\[0\]: zero denominator"),
-    (DEAD_NEURON, _set([*R, "upper", "kernel", 0, 0], ["0", "1"]), r"upper\.kernel\[0\]\[0\]\[0\]: expected int"),
+    (CRT_LOWER, _set([*R, "upper", "kernel", 0], "1"), r"upper\.kernel\[0\]: expected list, found str"),
+    (CRT_LOWER, _set([*R, "upper", "kernel", 0, 0], [0]), r"upper\.kernel\[0\]\[0\]: expected \[index, 'p/q'\]"),
+    (CRT_LOWER, _set([*R, "upper", "kernel", 0, 0], [0, "1/0"]), r"upper\.kernel\[0\]\[0\]: zero denominator"),
+    (CRT_LOWER, _set([*R, "upper", "kernel", 0, 0], ["0", "1"]), r"upper\.kernel\[0\]\[0\]\[0\]: expected int"),
     (DEAD_NEURON, _set(["certificate", "rank"], "rank"), r"certificate\.rank: expected dict, found str"),
     (DEAD_NEURON, _set(["certificate", "rank", "fixed_edges"], {}),
      r"certificate\.rank\.fixed_edges: expected list, found dict"),
-    (DEAD_NEURON, _set([*R, "upper", "primes"], [True]), r"upper\.primes\[0\]: expected int, found bool"),
+    (CRT_LOWER, _set([*R, "upper", "primes"], [True]), r"upper\.primes\[0\]: expected int, found bool"),
 ])
 def test_malformed_part_fields_are_bad_input(source, mutate, match):
     case, rep = _report(source)

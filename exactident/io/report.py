@@ -171,8 +171,10 @@ def render_table(reports: Sequence[Report]) -> str:
     rows = []
     for r in reports:
         flt = _float_cell(r.numeric)
-        rows.append([esc(r.name), r.verdict, str(r.rank_gamma), "-" if r.rank_a is None else str(r.rank_a),
-                     str(r.dim), str(r.n_samples * r.widths[-1]), str(r.n_ties), flt, f"{r.seconds:.2f}s"])
+        rows.append([esc(r.name), r.verdict, "-" if r.rank_gamma is None else str(r.rank_gamma),  # None: timed out
+                     "-" if r.rank_a is None else str(r.rank_a),
+                     str(r.dim), str(r.n_samples * r.widths[-1]), "-" if r.n_ties is None else str(r.n_ties), flt,
+                     f"{r.seconds:.2f}s"])
     widths = [max(len(h), *(len(row[c]) for row in rows)) for c, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]

@@ -29,6 +29,7 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
+from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas, sketch_rows
 from exactident.linalg.modular import (
     matmul_mod,
     random_primes,
@@ -40,13 +41,35 @@ from exactident.linalg.modular import (
 )
 
 __all__ = [
+    "MAX_CHECK_PRIMES",
+    "MAX_CRT_PRIMES",
+    "MAX_EXACT_CHECK_ENTRIES",
     "CertifiedRank",
     "certified_rank",
     "has_full_column_rank",
+    "kernel_is_checkable",
     "kernel_is_zero_mod",
     "kernel_to_integer_columns",
     "modular_lower_bound",
 ]
+
+
+#: Most primes (of ~30 bits) for the exact zero check ``M K = 0`` of one kernel candidate;
+#: beyond it (entries of many thousand digits) the candidate is dropped and the caller
+#: falls back to exact rational elimination, whose cost does not explode the same way.
+MAX_CHECK_PRIMES = 120
+#: Most primes for the CRT reconstruction of one kernel (before the exact-nullspace fallback).
+MAX_CRT_PRIMES = 60
+#: A kernel rebuilt by the verifier whose zero check needs more than ``MAX_CHECK_PRIMES`` primes is
+#: checked by one exact product over Q instead, for matrices of at most this many entries; a
+#: kernel that fits neither is not used (:func:`kernel_is_checkable`).
+MAX_EXACT_CHECK_ENTRIES = 4_000_000
+
+
+def _stage(name: str, **sizes: Any) -> None:
+    from exactident.budget import stage
+
+    stage(name, **sizes)
 
 
 @dataclass
@@ -102,17 +125,51 @@ def kernel_is_zero_mod(image_mod_p: Callable[[int], np.ndarray], ncols: int,
     return True
 
 
+def _zero_guard(image_mod_p, n, K_int, avoid, rng, used) -> bool:
+    """``M K = 0`` mod one small prime, by BLAS: a cheap guard, not a proof (the verifier proves it)."""
+    from exactident.linalg.blas_modp import matmul_blas, to_symmetric
+
+    q = blas_primes(1, avoid, rng, exclude=used)[0]
+    Kq = np.zeros((n, len(K_int)), dtype=np.int64)
+    for c, col in enumerate(K_int):
+        for i, v in col.items():
+            Kq[i, c] = v % q
+    return not matmul_blas(to_symmetric(image_mod_p(q), q), to_symmetric(Kq, q), q).any()
+
+
+def kernel_is_checkable(K_int: Sequence[Mapping[int, int]], shape: tuple[int, int], entry_bound: int) -> bool:
+    """Can ``M K = 0`` be proved within the caps: ``MAX_CHECK_PRIMES`` primes, or an exact product?
+
+    ``|D M K| <= ncols * entry_bound * max |K|``; each prime of ``[2**30, 2**31)`` gives 30
+    bits.  Past the primes, one exact product is allowed when ``M`` has at most
+    :data:`MAX_EXACT_CHECK_ENTRIES` entries.  The verifier applies the same caps
+    (:mod:`exactident.verify.rank`), so a certificate built on a checkable kernel verifies.
+
+    Examples
+    --------
+    >>> kernel_is_checkable([{0: 2**5000}], (10**4, 10**3), 1)
+    False
+    >>> kernel_is_checkable([{0: 2**5000}], (10, 10), 1), kernel_is_checkable([{0: 3}], (10**4, 10**3), 1)
+    (True, True)
+    """
+    size = shape[1] * entry_bound * max((abs(v) for col in K_int for v in col.values()), default=0)
+    return size.bit_length() < 30 * MAX_CHECK_PRIMES or shape[0] * shape[1] <= MAX_EXACT_CHECK_ENTRIES
+
+
 def _bits_needed(bound: int) -> int:
     return bound.bit_length() + 1
 
 
 def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                         rng: random.Random | None = None, n_primes: int = 1,
-                        stop_at: int | None = None) -> tuple[int, int, np.ndarray]:
+                        stop_at: int | None = None, blas: bool = False) -> tuple[int, int, np.ndarray]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
     Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
     bound such as ``dim``: nothing larger can come).
+
+    With ``blas`` the primes are below ``2**21`` and the ranks are BLAS eliminations
+    (:mod:`exactident.linalg.blas_modp`), else word-size primes and FLINT.
 
     Returns
     -------
@@ -121,21 +178,29 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     """
     rng = rng or random.Random()
     best: tuple[int, int, np.ndarray] | None = None
-    for p in random_primes(n_primes, avoid, rng):
+    rank_fn = rank_blas if blas else rank_mod_p
+    primes = blas_primes(n_primes, avoid, rng) if blas else random_primes(n_primes, avoid, rng)
+    for p in primes:
         image = image_mod_p(p)
         m, n = image.shape
         if stop_at is not None and stop_at == n and m > n + n // 8 + 16:
             # Tall: a random set of n + 16 rows usually has full column rank already, and the
             # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.
             rows = sorted(rng.sample(range(m), n + 16))
-            if rank_mod_p(image[rows], p) == n:
+            if rank_fn(image[rows], p) == n:
                 return n, p, image
         if stop_at is not None and stop_at == m and n > m + m // 8 + 16:
             # Wide, same idea with columns (e.g. Gamma with n N_L < dim: full row rank).
             cols = sorted(rng.sample(range(n), m + 16))
-            if rank_mod_p(image[:, cols], p) == m:
+            if rank_fn(image[:, cols], p) == m:
                 return m, p, image
-        r = rank_mod_p(image, p)
+        if blas and m > 2 * n + 64:
+            # Very tall: the rank of R A for a random k x m matrix R (k = n + 16) is a lower bound
+            # for the rank of A (and equal to it unless R is unlucky, chance about rank / p); one
+            # product instead of an elimination over all m rows.  R A has A's row space then, so
+            # its reduced echelon kernel is A's too.
+            image = sketch_rows(image, n + 16, p, rng)
+        r = rank_fn(image, p)
         if best is None or r > best[0]:
             best = (r, p, image)
         if stop_at is not None and r >= stop_at:
@@ -152,6 +217,8 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
                    lower: tuple[int, int, np.ndarray] | None = None,
                    exact_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
                    local_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
+                   local_kernels: Sequence[tuple[str, Callable[[], list[dict[int, flint.fmpq]]]]] = (),
+                   blas: bool = False, use_crt: bool = True,
                    ) -> CertifiedRank | None:
     """Exact rank of a rational matrix ``M`` known through its images mod p.
 
@@ -184,6 +251,15 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         blocks of ``M``); tried first, and accepted without a modular zero
         check when there are ``n - lower`` of them (full column rank is still
         checked).  The verifier re-checks them mod its own primes.
+    local_kernels : sequence of (source, callable), optional
+        More such constructions, tried in order after ``local_kernel``; the
+        certificate's ``upper.source`` names the one that closed the gap.
+    blas : bool
+        Primes below ``2**21`` and BLAS elimination for the lower bound and the
+        CRT kernel (word-size primes and FLINT otherwise); zero checks always use
+        word-size primes.
+    use_crt : bool
+        Try the CRT reconstruction of a kernel (at most :data:`MAX_CRT_PRIMES` primes).
 
     Returns
     -------
@@ -207,7 +283,8 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
     ub_kind = min(bounds, key=lambda k: bounds[k])
     ub = bounds[ub_kind]
     if lower is None:
-        lower = modular_lower_bound(image_mod_p, avoid=avoid, rng=rng, n_primes=n_lower_primes, stop_at=ub)
+        lower = modular_lower_bound(image_mod_p, avoid=avoid, rng=rng, n_primes=n_lower_primes, stop_at=ub,
+                                    blas=blas)
     r_low, lower_prime, image = lower
     used = [lower_prime]
     if r_low > ub:
@@ -218,21 +295,31 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         cert["upper"] = {"kind": ub_kind, "bound": ub}
         return CertifiedRank(r_low, cert)
     if max_primes is None:
-        max_primes = 8 if exact_kernel is not None and m * n <= 200_000 else 40
+        max_primes = 8 if exact_kernel is not None and m * n <= 200_000 else MAX_CRT_PRIMES
+    max_primes = min(max_primes, MAX_CRT_PRIMES)
     kernel = None
-    if local_kernel is not None:
-        K = local_kernel()
+    sources = ([("local", local_kernel)] if local_kernel is not None else []) + list(local_kernels)
+    for name, build in sources:
+        _stage("kernel", source=name, rows=m, cols=n)
+        K = build()
         if K and n - len(K) == r_low:
             q = random_primes(1, avoid, rng, exclude=used)[0]
-            if has_full_column_rank(kernel_to_integer_columns(K), n, q):
+            K_int = kernel_to_integer_columns(K)
+            # K is exact by construction; M K = 0 mod one prime guards against a construction bug
+            # (the verifier proves M K = 0 with enough primes, or exactly: only if that fits its caps)
+            if has_full_column_rank(K_int, n, q) and kernel_is_checkable(K_int, shape, entry_bound()) \
+                    and _zero_guard(image_mod_p, n, K_int, avoid, rng, used):
                 # K is not stored: the verifier rebuilds it from the case (compact certificate)
-                cert["upper"] = {"kind": "kernel", "bound": r_low, "source": "local", "nullity": len(K)}
+                cert["upper"] = {"kind": "kernel", "bound": r_low, "source": name, "nullity": len(K)}
                 return CertifiedRank(r_low, cert)
     source = "crt"
-    kernel = _reconstruct_kernel(image_mod_p, image, lower_prime, shape, avoid,
-                                 entry_bound, rng, max_primes, used)
+    if use_crt:
+        _stage("kernel", source="crt", rows=m, cols=n)
+        kernel = _reconstruct_kernel(image_mod_p, image, lower_prime, shape, avoid,
+                                     entry_bound, rng, max_primes, used, blas)
     if kernel is None and exact_kernel is not None:
         source = "exact-nullspace"
+        _stage("kernel", source=source, rows=m, cols=n)
         K = exact_kernel()
         if n - len(K) == r_low:
             check_primes = _check_kernel(K, image_mod_p, n, avoid, entry_bound(), rng, used)
@@ -253,6 +340,8 @@ def _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used) -> list[int] | N
     K_int = kernel_to_integer_columns(K)
     bound_K = max((abs(v) for col in K_int for v in col.values()), default=0)
     bits = _bits_needed(n * bound_M * bound_K)
+    if bits > 29 * MAX_CHECK_PRIMES:
+        return None  # too many primes: the caller falls back to exact elimination
     check: list[int] = []
     while sum(q.bit_length() - 1 for q in check) < bits:
         check += random_primes(1, avoid, rng, exclude=used + check)
@@ -263,10 +352,12 @@ def _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used) -> list[int] | N
 
 
 def _reconstruct_kernel(image_mod_p, first_image, first_prime, shape, avoid, entry_bound, rng,
-                        max_primes, used):
+                        max_primes, used, blas=False):
     """CRT + rational reconstruction of the reduced kernel basis; exact check. None on failure."""
     _m, n = shape
-    pivots, free, N = rref_kernel_mod_p(first_image, first_prime)
+    rref = rref_kernel_blas if blas else rref_kernel_mod_p
+    draw = blas_primes if blas else random_primes
+    pivots, free, N = rref(first_image, first_prime)
     if not free:
         return None
     crt = N.astype(object)
@@ -284,9 +375,9 @@ def _reconstruct_kernel(image_mod_p, first_image, first_prime, shape, avoid, ent
                 check = _check_kernel(K, image_mod_p, n, avoid, bound_M, rng, used)
                 if check:
                     return K, check
-        p = random_primes(1, avoid, rng, exclude=used)[0]
+        p = draw(1, avoid, rng, exclude=used)[0]
         used.append(p)
-        piv_p, free_p, N_p = rref_kernel_mod_p(image_mod_p(p), p)
+        piv_p, free_p, N_p = rref(image_mod_p(p), p)
         if piv_p != pivots:
             if len(piv_p) > len(pivots) or (len(piv_p) == len(pivots) and piv_p < pivots):
                 # The earlier primes were unlucky: start over from this one.

@@ -24,7 +24,7 @@ from math import lcm, prod
 import flint
 import numpy as np
 
-from exactident.model.integer_forward import integer_forward
+from exactident.model.integer_forward import float_forward_bounded, integer_forward
 from exactident.model.network import Network
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "activation_state",
     "alpha_exact",
     "alpha_gram",
+    "alpha_row_subset",
     "n_paths",
     "resolve_ties",
 ]
@@ -51,14 +52,14 @@ class Tie:
         return f"x^{self.i}@({self.l},{self.v})"
 
 
-@dataclass
 class ActivationState:
     """Exact forward pass of a sample.
 
     Attributes
     ----------
     Z : list of fmpq_mat
-        ``Z[l-1]`` = ``z_l(X)``, shape ``(n, N_l)``, for ``l = 1..L`` (Q).
+        ``Z[l-1]`` = ``z_l(X)``, shape ``(n, N_l)``, for ``l = 1..L`` (Q); computed on
+        first use (the pattern and the ties do not need it).
     pattern : list of numpy.ndarray of bool
         ``pattern[l-1]`` has shape ``(n, N_l)`` for hidden ``l = 1..L-1``;
         ``True`` where ``z >= 0`` (the paper's indicator ``z >= 0``; ties are ``True`` here).
@@ -66,13 +67,29 @@ class ActivationState:
         Sorted by sample, layer, neuron.
     """
 
-    Z: list[flint.fmpq_mat]
-    pattern: list[np.ndarray]
-    ties: list[Tie]
+    def __init__(self, Z: list[flint.fmpq_mat] | None, pattern: list[np.ndarray], ties: list[Tie],
+                 net: Network | None = None, X: Sequence[Sequence[flint.fmpq]] | None = None) -> None:
+        self._Z = Z
+        self.pattern = pattern
+        self.ties = ties
+        self._source = (net, X)
+
+    @property
+    def Z(self) -> list[flint.fmpq_mat]:
+        if self._Z is None:
+            net, X = self._source
+            assert net is not None and X is not None
+            self._Z = integer_forward(net, X).Z()
+        return self._Z
 
 
 def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> ActivationState:
     """Pre-activations, the ``>= 0`` activation pattern and the ties.
+
+    The pattern comes from a float64 forward pass with a rigorous error bound
+    (:func:`exactident.model.integer_forward.float_forward_bounded`); only the samples
+    whose margin is inside the bound are recomputed exactly (integer forward pass),
+    and ties can only be among them.
 
     Examples
     --------
@@ -82,10 +99,25 @@ def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> Activat
     >>> st.pattern[0].ravel().tolist(), [str(t) for t in st.ties]
     ([True, True, True], ['x^2@(1,0)'])
     """
+    n = len(X)
+    bounded = float_forward_bounded(net, X) if n else None
+    if bounded is None:
+        return _exact_state(net, X)
+    pattern, uncertain = bounded
+    idx = np.flatnonzero(uncertain)
+    ties: list[Tie] = []
+    if idx.size:
+        sub = _exact_state(net, [X[int(i)] for i in idx], keep_Z=False)
+        for a, a_sub in zip(pattern, sub.pattern):
+            a[idx] = a_sub
+        ties = sorted(Tie(int(idx[t.i]), t.l, t.v) for t in sub.ties)
+    return ActivationState(None, pattern, ties, net, X)
+
+
+def _exact_state(net: Network, X: Sequence[Sequence[flint.fmpq]], keep_Z: bool = True) -> ActivationState:
     # Signs come from the integer forward pass (same signs, no per-entry gcd);
     # Z is the exact rational z_l(X) rebuilt from it for callers that want Q.
     fw = integer_forward(net, X)
-    Z = fw.Z()
     n = len(X)
     pattern = []
     ties: list[Tie] = []
@@ -96,7 +128,7 @@ def activation_state(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> Activat
         pattern.append(np.array([z >= zero for z in entries], dtype=bool).reshape(n, width))
         ties.extend(Tie(k // width, l, k % width) for k, z in enumerate(entries) if z == zero)
     ties.sort()
-    return ActivationState(Z, pattern, ties)
+    return ActivationState(fw.Z() if keep_Z else None, pattern, ties, net, X)
 
 
 def activation_pattern(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[np.ndarray]:
@@ -187,3 +219,65 @@ def alpha_gram(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]])
         suffix_sum = suffix_sum + prod_c
     G = (Xint @ Xint.T) * prod_c + (d * d) * (suffix_sum + 1)
     return flint.fmpz_mat(G.tolist())
+
+
+def alpha_row_subset(pattern: Sequence[np.ndarray], X_res: np.ndarray, p: int) -> np.ndarray:
+    """Rows of ``alpha`` that span its row space (if ``p`` is not unlucky), in memory linear in ``n``.
+
+    Samples with one activation pattern have ``alpha`` rows that are one fixed linear
+    map of ``(x, 1)`` (Prop. 1), so within a pattern group only rows independent in
+    ``[X_g, 1]`` matter, at most ``N_0 + 1`` of them; identical samples are merged
+    first.  Groups are found by sorting (no ``n x n`` array).  Any subset of rows
+    gives a lower bound ``rank_p(alpha[rows]) <= rank alpha``, so a merge of distinct
+    samples (equal residues mod p) or an unlucky ``p`` can only lower the bound.
+
+    Parameters
+    ----------
+    pattern : activation pattern, ``(n, N_l)`` bool arrays
+    X_res : int64 array ``(n, N_0)``
+        Residues of the sample mod ``p``.
+    p : int
+        A prime below ``2**21``.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Sorted row indices.
+
+    Examples
+    --------
+    Five samples of a 1-1-1 network, two distinct points: two rows suffice.
+
+    >>> pat = [np.array([[True]] * 5)]
+    >>> alpha_row_subset(pat, np.array([[3], [4], [3], [4], [3]]), 7).tolist()
+    [0, 1]
+    """
+    from exactident.linalg.blas_modp import pivots_blas
+
+    n = X_res.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    bits = [np.asarray(a, dtype=bool).reshape(n, -1) for a in pattern]
+    key = np.concatenate([np.asarray(X_res, dtype=np.int64) % p] + [b.astype(np.int64) for b in bits], axis=1)
+    _uniq, first, _inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    first = np.sort(first)
+    if not bits:
+        pat_key = np.zeros((first.size, 0), dtype=np.uint8)
+    else:
+        pat_key = np.packbits(np.concatenate(bits, axis=1)[first], axis=1)
+    _g, group = np.unique(pat_key, axis=0, return_inverse=True)
+    group = np.asarray(group).reshape(-1)
+    keep: list[np.ndarray] = []
+    width = X_res.shape[1] + 1
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    for members in np.split(order, bounds):
+        idx = first[members]
+        if idx.size <= width:
+            keep.append(idx)
+            continue
+        M = np.concatenate([np.asarray(X_res, dtype=np.int64)[idx] % p, np.ones((idx.size, 1), dtype=np.int64)],
+                           axis=1)
+        R, _C, _G = pivots_blas(M, p)
+        keep.append(idx[np.sort(np.asarray(R, dtype=np.int64))])
+    return np.sort(np.concatenate(keep))

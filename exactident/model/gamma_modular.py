@@ -34,6 +34,7 @@ from exactident.model.network import Network
 __all__ = [
     "ModularData",
     "Scaled",
+    "alpha_mod_p",
     "gamma_entry_bound",
     "gamma_mod_p",
     "gram_counts",
@@ -129,7 +130,7 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
         if l > 1:
             D = matmul_mod(D, Wp[l - 1], p) * np.repeat(masks[l - 2], N_L, axis=0)
     full = np.concatenate(blocks[::-1], axis=1) if blocks else np.zeros((n * N_L, 0), dtype=np.int64)
-    return np.ascontiguousarray(full[:, free_columns(net, fixed)])
+    return np.take(full, free_columns(net, fixed), axis=1)  # C-ordered (full[:, cols] is not)
 
 
 def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -209,3 +210,26 @@ def gram_entry_bound(X: Sequence[Sequence[flint.fmpq]], widths: Sequence[int]) -
     return widths[0] * x_max * x_max * prod(hidden) + d * d * (tail + 1)
 
 
+
+
+def alpha_mod_p(pattern: Sequence[np.ndarray], X_res: np.ndarray, p: int) -> np.ndarray:
+    """``alpha(X, theta) mod p``, shape ``(n, |P|)``, from the residues ``X_res`` of the sample.
+
+    Vectorised form of :func:`exactident.model.activation.alpha_exact` (same column
+    order): row ``i`` is ``x^i ⊗ a_1 ⊗ ... ⊗ a_{L-1}, a_1 ⊗ ... ⊗ a_{L-1}, ..., a_{L-1}, 1``.
+
+    Examples
+    --------
+    >>> alpha_mod_p([np.array([[True], [False]])], np.array([[2], [3]]), 7).tolist()
+    [[2, 1, 1], [0, 0, 1]]
+    """
+    n = X_res.shape[0]
+    tail = np.ones((n, 1), dtype=np.int64)
+    blocks = []
+    for a in reversed(pattern):
+        a = np.asarray(a, dtype=np.int64)
+        a = a.reshape(n, a.shape[-1] if a.ndim == 2 else a.size // max(n, 1))
+        tail = (a[:, :, None] * tail[:, None, :]).reshape(n, -1)
+        blocks.append(tail)
+    first = ((np.asarray(X_res, dtype=np.int64) % p)[:, :, None] * tail[:, None, :]).reshape(n, -1)
+    return np.concatenate([first, *blocks[::-1], np.ones((n, 1), dtype=np.int64)], axis=1)

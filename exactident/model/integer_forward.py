@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from math import lcm
 
 import flint
+import numpy as np
 
 from exactident.model.network import Network
 
@@ -32,6 +33,7 @@ __all__ = [
     "IntegerForward",
     "common_denominator",
     "data_denominator",
+    "float_forward_bounded",
     "integer_forward",
     "scaled_rows",
 ]
@@ -143,3 +145,75 @@ def integer_forward(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> IntegerF
             H = flint.fmpz_mat(n, len(bias), [z if z > zero else zero for z in Z.entries()])
             H_int.append(H)
     return IntegerForward(Z_int, H_int, den)
+
+
+#: Unit roundoff of binary64.
+_U = 2.0**-53
+
+
+def _to_float_array(values: Sequence[flint.fmpq], shape: tuple[int, int]) -> np.ndarray | None:
+    """Correctly rounded float64 values (``int / int``), or None if one is out of range."""
+    try:
+        fracs = [flint.fmpq(v) for v in values]
+        out = np.array([int(v.p) / int(v.q) for v in fracs] or [0.0], dtype=np.float64)[:len(values)]
+    except OverflowError:
+        return None
+    if not np.all(np.isfinite(out)):
+        return None
+    return out.reshape(shape)
+
+
+def float_forward_bounded(net: Network, X: Sequence[Sequence[flint.fmpq]],
+                          ) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """Activation pattern from a float64 forward pass, with the samples it cannot vouch for.
+
+    With ``x^ = fl(x)`` (correctly rounded, ``|x^ - x| <= u' |x^|``, ``u' = u / (1 - u)``,
+    ``u = 2**-53``) and any summation order in the products, the error of the
+    computed pre-activation is bounded componentwise by (Higham, *Accuracy and
+    Stability of Numerical Algorithms*, §3.1, ``gamma_k = k u / (1 - k u)``)::
+
+        e_l <= gamma_{k+3} (|W^| |h^| + |b^|) + (1 + u') |W^| e_{l-1},   e_0 = u' |X^|,
+
+    ``k = N_{l-1}``, because ``|z^ - z| <= |fl(W^ h^ + b^) - (W^ h^ + b^)| + |W^ - W| |h^|
+    + |W| |h^ - h| + |b^ - b|`` and ReLU is 1-Lipschitz (``|h^ - h| <= e``).  The bound
+    is itself computed in floats, so it is inflated by ``1 + 2**-20`` (far above the
+    relative rounding of its few operations) plus an absolute ``2**-1000`` (underflow);
+    subnormal inputs and weights, whose conversion error is absolute (``<= 2**-1075``),
+    add ``2**-1074`` to ``e_0`` and ``2**-1074 (sum |h^| + 1)`` per layer.
+    A sample is *certain* when every hidden pre-activation satisfies ``|z^| > e``: its
+    sign is then the exact one (and it is no tie).
+
+    Returns
+    -------
+    (pattern, uncertain) or None
+        ``pattern[l-1]`` bool ``(n, N_l)`` for hidden layers, valid on certain samples;
+        ``uncertain`` bool ``(n,)``.  None when a value does not fit in a float64
+        (the caller then uses the exact pass for everything).
+    """
+    n = len(X)
+    h = _to_float_array([v for row in X for v in row], (n, net.widths[0]))
+    if h is None:
+        return None
+    tiny = 2.0**-1074  # conversion error of a subnormal value is absolute, up to half of this
+    e = np.abs(h) * (_U / (1 - _U)) + tiny
+    uncertain = np.zeros(n, dtype=bool)
+    pattern = []
+    for l in net.hidden_layers():
+        W = _to_float_array(list(net.W[l - 1].entries()), (net.widths[l], net.widths[l - 1]))
+        b = _to_float_array([flint.fmpq(v) for v in net.b[l - 1]], (1, net.widths[l]))
+        if W is None or b is None:
+            return None
+        k = net.widths[l - 1]
+        gamma = (k + 3) * _U / (1 - (k + 3) * _U)
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = h @ W.T + b
+            absW = np.abs(W)
+            # the last term: subnormal W^ and b^ (absolute conversion errors) times |h^|
+            e = (gamma * (np.abs(h) @ absW.T + np.abs(b)) + (1 + 2 * _U) * (e @ absW.T)
+                 + tiny * (np.abs(h).sum(axis=1, keepdims=True) + 1)) * (1 + 2.0**-20) + 2.0**-1000
+        if not (np.all(np.isfinite(z)) and np.all(np.isfinite(e))):
+            return None
+        uncertain |= (np.abs(z) <= e).any(axis=1)
+        pattern.append(z >= 0)
+        h = np.maximum(z, 0.0)
+    return pattern, uncertain

@@ -21,15 +21,24 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.budget import stage
 from exactident.errors import InvariantViolation
 from exactident.linalg import exact
-from exactident.linalg.certified import CertifiedRank, certified_rank, modular_lower_bound
-from exactident.model.activation import alpha_gram, n_paths
+from exactident.linalg.blas_modp import blas_primes, rank_blas
+from exactident.linalg.certified import (
+    CertifiedRank,
+    certified_rank,
+    kernel_is_checkable,
+    kernel_to_integer_columns,
+    modular_lower_bound,
+)
+from exactident.model.activation import alpha_exact, alpha_gram, alpha_row_subset, n_paths
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
 from exactident.model.gamma_modular import (
     ModularData,
     Scaled,
+    alpha_mod_p,
     gamma_entry_bound,
     gamma_mod_p,
     gram_counts,
@@ -38,45 +47,142 @@ from exactident.model.gamma_modular import (
 )
 from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.model.network import Network
-from exactident.ranks.bounds import pattern_rank_bound
-from exactident.ranks.kernels import neuron_local_kernel, sparse_columns
+from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
+from exactident.ranks.kernels import semi_local_kernel, sparse_columns
 
-__all__ = ["RankResult", "certify_rank_alpha", "certify_rank_gamma", "certify_ranks"]
+__all__ = ["AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha", "certify_rank_gamma",
+           "certify_ranks"]
 
 
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                        fixed: FixedEdges, *, rng: random.Random | None = None,
                        upper_bounds: Mapping[str, int] | None = None,
-                       lower: tuple[int, int, np.ndarray] | None = None) -> CertifiedRank:
-    """Exact ``R_Gamma = rank Gamma`` with a certificate (falls back to exact elimination)."""
+                       lower: tuple[int, int, np.ndarray] | None = None,
+                       data: ModularData | None = None) -> CertifiedRank:
+    """Exact ``R_Gamma = rank Gamma`` with a certificate (falls back to exact elimination).
+
+    Upper bounds, cheapest first, stopping as soon as one meets the rank mod p:
+    ``min(rows, dim)`` and ``upper_bounds`` (``R_A``, Prop. 11); the semi-local
+    kernel (:func:`exactident.ranks.kernels.semi_local_kernel`); a CRT kernel
+    (capped, :data:`exactident.linalg.certified.MAX_CRT_PRIMES`); FLINT's exact
+    nullspace for small matrices; exact elimination.
+    """
     avoid = data_denominator(net, X)
     shape = (len(X) * net.widths[-1], net.dim)
-    data = ModularData(net, X)
+    data = data or ModularData(net, X)
     res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), shape, avoid=avoid,
                          entry_bound=lambda: gamma_entry_bound(net, X), upper_bounds=upper_bounds,
-                         rng=rng, lower=lower, local_kernel=lambda: neuron_local_kernel(net, X, pattern, fixed),
+                         rng=rng, lower=lower, blas=True,
+                         local_kernels=[("semi-local", lambda: semi_local_kernel(net, X, pattern, fixed))],
                          exact_kernel=lambda: sparse_columns(exact.nullspace(
                              gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))))
     if res is not None:
         return res
+    stage("exact elimination", rows=shape[0], cols=shape[1])
     r = exact.rank(gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))
     return CertifiedRank(r, {"rank": r, "shape": list(shape), "upper": {"kind": "exact-elimination"}})
 
 
+#: ``alpha`` is reduced mod p explicitly (rows of :func:`alpha_row_subset`) up to this many entries.
+MAX_EXPLICIT_ALPHA_MOD_P = 40_000_000
+
+
+@dataclass
+class AlphaLowerBound:
+    """A certified lower bound ``rank alpha >= rank`` (a rank mod p of rows of ``alpha``), no upper bound.
+
+    ``certificate`` is ``{"shape": [n, |P|], "lower": {...}}``: the ``rank_a`` part of a
+    rank certificate without ``rank`` or ``upper`` (checked by
+    :func:`exactident.verify.rank.check_rank_certificate`).
+    """
+
+    rank: int
+    certificate: dict[str, Any]
+
+
 def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
-                       widths: Sequence[int], *, rng: random.Random | None = None) -> CertifiedRank:
-    """Exact ``rank alpha`` (= rank of its Gram matrix over Q) with a certificate; ``R_A = N_L`` times it."""
+                       widths: Sequence[int], *, rng: random.Random | None = None,
+                       cheap_only: bool = False, lower_only: bool = False) -> CertifiedRank | AlphaLowerBound:
+    """Exact ``rank alpha`` with a certificate; ``R_A = N_L`` times it.
+
+    Lower bound: the rank mod p of ``alpha`` on the rows of :func:`alpha_row_subset`
+    (identical samples merged, pattern groups reduced to independent rows), reduced
+    explicitly when it has at most :data:`MAX_EXPLICIT_ALPHA_MOD_P` entries, else the
+    Gram matrix of those rows; memory is linear in ``n`` whenever the groups are
+    small.  Upper bounds: ``n``, ``|P|``, the pattern-group bound, the column-block
+    kernel (:func:`exactident.ranks.bounds.alpha_column_kernel`), then Gram kernels and
+    exact elimination.  With ``cheap_only``, returns the rank mod p (an :class:`AlphaLowerBound`)
+    instead of going past the column-block kernel; with ``lower_only``, returns it
+    unless the shape bounds already certify it.
+    """
+    rng = rng or random.Random()
     avoid = common_denominator(v for row in X for v in row)
     n = len(X)
-    counts = gram_counts(pattern)
+    P = n_paths(widths)
     Xs = Scaled([v for row in X for v in row], (n, widths[0]))
-    res = certified_rank(lambda q: gram_mod_p(pattern, X, q, avoid, counts, Xs), (n, n), avoid=avoid,
-                         entry_bound=lambda: gram_entry_bound(X, widths),
-                         upper_bounds={"paths": n_paths(widths), "patterns": pattern_rank_bound(pattern, X)},
-                         rng=rng, exact_kernel=lambda: sparse_columns(exact.nullspace(alpha_gram(pattern, X))))
-    if res is not None:
-        return res
-    r = exact.rank(alpha_gram(pattern, X)) if n else 0
+    if n == 0:  # the Gram route handles the empty sample (shape bound 0)
+        return _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs)
+    p = blas_primes(1, avoid, rng)[0]
+    X_res = Xs.mod(p)
+    stage("rank alpha mod p", samples=n, paths=P)
+    rows = alpha_row_subset(pattern, X_res, p)
+    sub = [a[rows] for a in pattern]
+    explicit = len(rows) * P <= MAX_EXPLICIT_ALPHA_MOD_P
+    if explicit:
+        image = alpha_mod_p(sub, X_res[rows], p)
+    else:
+        Xsub = [X[i] for i in rows]
+        image = gram_mod_p(sub, Xsub, p, avoid, None, Scaled([v for row in Xsub for v in row], (len(rows), widths[0])))
+    r_low = -1
+    m_img, n_img = image.shape
+    if explicit and n_img > m_img + m_img // 8 + 16 and len(rows) == n:
+        # wide: a random set of n + 16 columns usually has rank n already (a lower bound too)
+        cols = sorted(rng.sample(range(n_img), m_img + 16))
+        if rank_blas(image[:, cols], p) == n:
+            r_low = n
+    if r_low < 0:
+        r_low = rank_blas(image, p)
+    upper = {"shape": n, "paths": P}
+    lower_info = {"prime": p, "rank_mod_p": r_low, "matrix": "alpha" if explicit else "gram",
+                  "rows": [int(i) for i in rows] if len(rows) < n else "all"}
+    cert: dict[str, Any] = {"rank": r_low, "shape": [n, P], "lower": lower_info}
+    for kind, bound in upper.items():
+        if bound == r_low:
+            cert["upper"] = {"kind": kind, "bound": bound}
+            return CertifiedRank(r_low, cert)
+    if lower_only:
+        return AlphaLowerBound(r_low, {"shape": [n, P], "lower": lower_info})
+    stage("bounds", what="alpha pattern groups", samples=n, paths=P)
+    if _pattern_count_bound(pattern, widths[0]) >= r_low and pattern_rank_bound(pattern, X) == r_low:
+        cert["upper"] = {"kind": "patterns", "bound": r_low}
+        return CertifiedRank(r_low, cert)
+    stage("bounds", what="alpha column blocks", samples=n, paths=P)
+    if len(widths) > 2 and MAX_EXPLICIT_ALPHA_MOD_P // max(n, 1) + 1 >= P:
+        K = alpha_column_kernel(pattern, X, widths)
+        x_bound = max(max((abs(int(v)) for v in Xs.ints.ravel()), default=0), Xs.den)  # entries of den * alpha
+        if P - len(K) == r_low and kernel_is_checkable(kernel_to_integer_columns(K), (n, P), x_bound):
+            cert["upper"] = {"kind": "kernel", "bound": r_low, "source": "column-blocks", "nullity": len(K)}
+            return CertifiedRank(r_low, cert)
+    if cheap_only:
+        return AlphaLowerBound(r_low, {"shape": [n, P], "lower": lower_info})
+    return _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs)
+
+
+def _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs) -> CertifiedRank:
+    """The Gram route (kernels in sample space, the earlier certificate kinds), then exact elimination."""
+    n, P = len(X), n_paths(widths)
+    if n * n <= MAX_EXPLICIT_ALPHA_MOD_P:
+        counts = gram_counts(pattern)
+        res = certified_rank(lambda q: gram_mod_p(pattern, X, q, avoid, counts, Xs), (n, n), avoid=avoid,
+                             entry_bound=lambda: gram_entry_bound(X, widths),
+                             upper_bounds={"paths": P, "patterns": pattern_rank_bound(pattern, X)},
+                             rng=rng, blas=True,
+                             exact_kernel=lambda: sparse_columns(exact.nullspace(alpha_gram(pattern, X))))
+        if res is not None:
+            return res
+    stage("exact elimination", what="alpha", samples=n, paths=P)
+    r = exact.rank(alpha_exact(pattern, X)) if n * P <= MAX_EXPLICIT_ALPHA_MOD_P else \
+        (exact.rank(alpha_gram(pattern, X)) if n else 0)
     return CertifiedRank(r, {"rank": r, "shape": [n, n], "upper": {"kind": "exact-elimination"}})
 
 
@@ -87,11 +193,14 @@ class RankResult:
     rank_gamma: int
     rank_a: int | None
     certificate: dict[str, Any]
+    #: A certified lower bound on ``R_A`` when the exact value was not needed (see :func:`certify_ranks`).
+    rank_a_lower: int | None = None
 
 
 def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                   fixed: FixedEdges, *, need_rank_a: bool = False,
-                  rng: random.Random | None = None) -> RankResult:
+                  rng: random.Random | None = None, certify: str = "full",
+                  allow_rank_a_lower: bool = False) -> RankResult:
     """Certified ``R_Gamma`` and, when needed, ``R_A = N_L rank alpha`` (Prop. 11).
 
     Only what the verdict needs: one prime whose rank mod p is ``dim`` proves
@@ -99,6 +208,19 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     Otherwise ``R_A`` is certified first and used as an upper bound on
     ``R_Gamma`` (``Gamma = A o Dpsi``); only if that leaves a gap is a kernel
     of ``Gamma`` reconstructed.
+
+    With ``allow_rank_a_lower`` (off the boundary, ``rank_a`` not requested): when
+    ``R_A`` has no cheap certificate (``n``, ``|P|``, column blocks) and the certified
+    ``R_Gamma`` is below ``N_L`` times a rank of ``alpha`` mod p (a lower bound on
+    ``R_A``), ``R_Gamma < R_A`` is proved without the exact ``R_A``: ``rank_a`` is
+    None, ``rank_a_lower`` holds the bound (the verdict is inconclusive) and the
+    certificate's ``rank_a`` part is the lower bound only (``{"shape", "lower",
+    "rank_a_lower"}``, see :class:`AlphaLowerBound`).
+
+    With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
+    ranks mod random primes and ``certificate`` is ``{"certified": False,
+    "error_probability": e}`` with ``e`` a proven bound on the probability that a
+    rank is below the true one (:func:`_monte_carlo`).
 
     Returns
     -------
@@ -124,18 +246,116 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     dim, N_L = net.dim, net.widths[-1]
     rows = len(X) * N_L
     cert: dict[str, Any] = {"fixed_edges": [[l, v, k] for (l, v), k in sorted(fixed.s_max.items())]}
+    stage("Gamma mod p", rows=rows, cols=dim)
     data = ModularData(net, X)
+    stage("ranks mod p", rows=rows, cols=dim)
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
-                                rng=rng, stop_at=min(dim, rows))
+                                rng=rng, stop_at=min(dim, rows), blas=True)
+    if certify == "none":
+        return _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data)
     rank_a = None
     bounds: dict[str, int] = {}
     if need_rank_a or lower[0] < dim:
-        ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+        ra: CertifiedRank | AlphaLowerBound
+        if allow_rank_a_lower and not need_rank_a:
+            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, lower_only=True)
+            if isinstance(ra, AlphaLowerBound) and N_L * ra.rank <= lower[0]:
+                # R_Gamma = R_A is possible (not identifiable): R_A is needed, cheap bounds first
+                ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, cheap_only=True)
+        else:
+            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+        if isinstance(ra, AlphaLowerBound):
+            # R_A has no cheap certificate; ``ra`` is a rank mod p, a certified lower bound.
+            # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved,
+            # and the certificate's rank_a part carries the lower bound only.
+            stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
+            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data)
+            if g.rank < N_L * ra.rank:
+                cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
+                cert["rank_gamma"] = g.certificate
+                return RankResult(g.rank, None, cert, rank_a_lower=N_L * ra.rank)
+            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+        assert isinstance(ra, CertifiedRank)
         rank_a = N_L * ra.rank
         cert["rank_a"] = dict(ra.certificate, rank_a=rank_a)
         bounds["rank_a"] = rank_a
-    g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, upper_bounds=bounds, lower=lower)
+    stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
+    g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, upper_bounds=bounds, lower=lower, data=data)
     cert["rank_gamma"] = g.certificate
     if rank_a is not None and g.rank > rank_a:
         raise InvariantViolation(f"rank Gamma = {g.rank} > R_A = {rank_a}, contradicting Prop. 11")
     return RankResult(g.rank, rank_a, cert)
+
+
+def certified_by(certificate: Mapping[str, Any]) -> dict[str, str]:
+    """Which bound closed each rank: ``{"rank_gamma": "rank_a", "rank_a": "kernel:column-blocks", ...}``.
+
+    ``kind`` or ``kind:source`` of each part's upper bound; ``lower-bound`` for a
+    ``rank_a`` part that only proves a lower bound (no ``upper``).  The verifier
+    recomputes it from the certificate it verified (the report's ``certified_by``).
+
+    Examples
+    --------
+    >>> certified_by({"rank_gamma": {"upper": {"kind": "kernel", "source": "semi-local"}}})
+    {'rank_gamma': 'kernel:semi-local'}
+    >>> certified_by({"rank_gamma": {"upper": {"kind": "shape", "bound": 3}}, "rank_a": {"lower": {}}})
+    {'rank_gamma': 'shape', 'rank_a': 'lower-bound'}
+    """
+    out = {}
+    for key in ("rank_gamma", "rank_a"):
+        part = certificate.get(key)
+        if not isinstance(part, dict):
+            continue
+        up = part.get("upper")
+        if isinstance(up, dict):
+            out[key] = str(up.get("kind", "?")) + (f":{up['source']}" if "source" in up else "")
+        elif "upper" not in part and "lower" in part:
+            out[key] = "lower-bound"
+    return out
+
+
+def _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data) -> RankResult:
+    """``--certify none``: ranks mod random primes, with a bound on the probability that one is low.
+
+    A rank mod p can only be *below* the rank over Q, and only when p divides a
+    nonzero ``r x r`` minor of the integer matrix ``D M`` (``|entries| <= B``); by
+    Hadamard such a minor is at most ``(sqrt(r) B)^r`` in absolute value, so at most
+    ``d = floor(r log2(sqrt(r) B) / log2(lo))`` primes of the range ``[lo, hi)`` divide
+    it.  Primes drawn uniformly and independently from the ``N`` primes of the
+    range fail together with probability at most ``(d / N)^k`` (docs/modular.md).
+    A rank equal to a proven upper bound (``dim``, ``n``) is exact and contributes 0.
+    """
+    from exactident.linalg.montecarlo import monte_carlo_rank
+
+    dim, N_L, n = net.dim, net.widths[-1], len(X)
+    stage("ranks mod p (Monte Carlo)", rows=n * N_L, cols=dim)
+    rg, err_g = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
+                                 (n * N_L, dim), avoid, lambda: gamma_entry_bound(net, X), rng, first=lower)
+    rank_a = None
+    err_a = 0.0
+    if need_rank_a or rg < dim:
+        avoid_x = common_denominator(v for row in X for v in row)
+        Xs = Scaled([v for row in X for v in row], (n, net.widths[0]))
+        P = n_paths(net.widths)
+        if n * P <= MAX_EXPLICIT_ALPHA_MOD_P:
+            ra, err_a = monte_carlo_rank(lambda q: alpha_mod_p(pattern, Xs.mod(q), q), (n, P), avoid_x,
+                                         lambda: int(max((abs(int(v)) for v in Xs.ints.ravel()), default=1)) + Xs.den,
+                                         rng)
+        else:
+            counts = gram_counts(pattern)
+            ra, err_a = monte_carlo_rank(lambda q: gram_mod_p(pattern, X, q, avoid_x, counts, Xs), (n, n), avoid_x,
+                                         lambda: gram_entry_bound(X, net.widths), rng)
+        rank_a = N_L * ra
+    err = min(1.0, err_g + err_a)
+    cert = {"certified": False, "error_probability": err}
+    return RankResult(rg, rank_a, cert)
+
+
+def _pattern_count_bound(pattern: Sequence[np.ndarray], N0: int) -> int:
+    """``sum_g min(|g|, N_0 + 1)`` over groups of samples with one pattern: at least the pattern-group bound."""
+    n = pattern[0].shape[0] if pattern else 0
+    if n == 0 or not pattern:
+        return n
+    keys = np.packbits(np.concatenate([np.asarray(a, dtype=bool) for a in pattern], axis=1), axis=1)
+    _u, counts = np.unique(keys, axis=0, return_counts=True)
+    return int(np.minimum(counts, N0 + 1).sum())

@@ -49,10 +49,12 @@ from exactident.verify.boundary import verify_boundary
 from exactident.verify.claims import (
     NOT_VERIFIED,
     Proofs,
+    closed_by,
     decided_by_claim,
-    provenance_claim,
+    extra_claims,
     rank_and_pattern_claims,
     structural_claims,
+    uncertified_claims,
     verdict_claim,
     verify_degenerate,
 )
@@ -163,6 +165,9 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
     name, verdict = (need(report, k, str, "") if require_claims or k in report else None
                      for k in ("name", "verdict"))
     backed = f": the verdict {verdict} is not backed" if verdict is not None else ""
+    uncertified = uncertified_claims(report)
+    if uncertified:  # Monte Carlo or timed out: the report itself says nothing is proved
+        return False, uncertified
     cert = report.get("certificate")
     if cert is None:
         return False, [f"no certificate to verify (the report has no 'certificate'){backed}"]
@@ -189,8 +194,12 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
                 fails += problems
             else:
                 proofs.rank_part = (ranks.rank_gamma, ranks.rank_a)
+                proofs.rank_a_lower = getattr(ranks, "rank_a_lower", None)
+                proofs.closed_by = closed_by(cert["rank"])
+                lower = proofs.rank_a_lower if ranks.rank_a is None and proofs.rank_a_lower is not None else None
                 msgs.append(f"rank part valid: at the >= 0 pattern R_Gamma = {ranks.rank_gamma}"
-                            + (f", R_A = {ranks.rank_a}" if ranks.rank_a is not None else ""))
+                            + (f", R_A = {ranks.rank_a}" if ranks.rank_a is not None else "")
+                            + (f", R_A >= {lower}" if lower is not None else ""))
     if "boundary" in cert:
         if rank_check is None:
             fails.append(f"certificate.boundary: could not be checked ({missing}): not verified")
@@ -223,7 +232,7 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
         msgs += more
         proofs.degenerate = not bad
     fails += rank_and_pattern_claims(report, facts, proofs)
-    fails += provenance_claim(report, case)
+    fails += extra_claims(report, facts, proofs, case.provenance)
     fails += decided_by_claim(report, verdict, facts, proofs)
     if verdict is not None:
         fails += verdict_claim(verdict, facts, proofs)

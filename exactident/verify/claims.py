@@ -9,16 +9,22 @@ means"):
 - *rank* claims (``rank_gamma``, ``rank_a``, ``cs``, ``cn``, every ``patterns`` entry)
   against the certified ranks (a claim with no certified rank to compare with is not valid);
 - the *verdict* against what the parts prove, by the rules of docs/boundary.md;
-- ``decided_by``: the named rule must be one that the verified parts prove, for that verdict;
-- ``provenance`` (imported networks) must equal the case file's own ``provenance``.
+- ``rank_a_lower_bound`` (``R_A >= value``, with ``rank_a: null``) against the lower
+  bound the rank part certifies, ``certified_by`` against the upper-bound kinds of the
+  verified rank part, ``provenance`` against the case file's;
+- ``decided_by``: the named rule must be one that the verified parts prove, for that verdict.
 
-``reason``, ``summary`` (prose) and ``numeric`` (the float cross-check) are not
-claims about the exact facts and are not verified; any other unknown field is
-not valid.  Each failure names the value found and the value claimed.
+``reason``, ``summary`` (prose), ``numeric`` (the float cross-check) and ``stage``
+are not claims about the exact facts and are not verified; any other unknown
+field is not valid.  A report that says it is not certified (``certified: false``,
+``error_probability``: Monte Carlo ranks) or that its analysis ran out of time
+(``timed_out: true``) is never valid (:func:`uncertified_claims`).  Each failure
+names the value found and the value claimed.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,15 +32,17 @@ from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.facts import CaseFacts
 
-__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "provenance_claim",
-           "rank_and_pattern_claims", "structural_claims", "verdict_claim", "verify_degenerate"]
+__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "closed_by", "decided_by_claim", "extra_claims",
+           "rank_and_pattern_claims", "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
 
 #: Fields of ``exactident-report/1`` (docs/cli.md).
 REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
                  "on_boundary", "n_ties", "verdict", "reason", "decided_by", "patterns", "numeric", "certificate",
-                 "summary", "provenance")
+                 "summary", "certified_by", "rank_a_lower_bound", "provenance", "certified", "error_probability",
+                 "timed_out", "stage")
 #: Fields that are not claims about the exact facts, with why.
-NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim"}
+NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
+                "stage": "where a timed-out analysis stopped, not an exact claim"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 #: ``decided_by`` values and the verdict each rule gives (docs/cli.md).
@@ -57,6 +65,8 @@ class Proofs:
     mechanism: str | None = None             # a valid structural part (with a valid line part)
     rank_part: tuple[int, int | None] | None = None   # certified (R_Gamma, R_A) at the >= 0 pattern
     boundary: BoundaryResult | None = None
+    rank_a_lower: int | None = None          # certified lower bound on R_A by the rank part (R_A when certified)
+    closed_by: dict[str, str] | None = None  # upper-bound kind per matrix of the verified rank part
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -155,15 +165,29 @@ def _top_level_source(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None
     return common
 
 
-def _cn_problem(where: str, claimed_cn: Any, rg: int, ra: int | None, dim: int) -> str | None:
+def _common_lower(facts: CaseFacts, proofs: Proofs) -> int | None:
+    """Certified lower bound on ``R_A`` of the one ``alpha`` near theta (no visible tie)."""
+    if facts.visible:
+        return None
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    if res and len(res) == 1 and res[0].rank_gamma is not None:
+        return res[0].rank_a
+    return proofs.rank_a_lower
+
+
+def _cn_problem(where: str, claimed_cn: Any, rg: int, ra: int | None, dim: int,
+                ra_lower: int | None = None) -> str | None:
     if rg == dim:
         truth = True
+    elif ra is None and ra_lower is not None and ra_lower > rg:
+        truth = True  # R_A >= ra_lower > R_Gamma: C_N holds without the exact R_A
     elif ra is None:
         return f"{where}cn: report says {claimed_cn}, but R_A is not certified, so C_N cannot be checked"
     else:
         truth = not (rg == ra < dim)
     if claimed_cn != truth:
-        return f"{where}cn: report says {claimed_cn}, the certified ranks give {truth} (R_Gamma = {rg}, R_A = {ra})"
+        shown = f"R_A = {ra}" if ra is not None else f"R_A >= {ra_lower}"
+        return f"{where}cn: report says {claimed_cn}, the certified ranks give {truth} (R_Gamma = {rg}, {shown})"
     return None
 
 
@@ -191,7 +215,8 @@ def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> l
             fails.append(f"cs: report says {claims['cs']}, the certified ranks give {rg == dim} "
                          f"(R_Gamma = {rg}, dim = {dim})")
         if claims["cn"] is not None:
-            problem = _cn_problem("", claims["cn"], rg, ra if ra is not None else certified_ra, dim)
+            problem = _cn_problem("", claims["cn"], rg, ra if ra is not None else certified_ra, dim,
+                                  _common_lower(facts, proofs))
             if problem:
                 fails.append(problem)
     fails += _pattern_claims(report, facts, proofs)
@@ -271,6 +296,8 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
         shown = (f"C_S fails on {fails_cs} of {len(res)} tie resolutions" if res
                  else "the tie resolutions are not certified")
     by_ranks = (not facts.visible and common is not None and common[1] is not None and common[0] == common[1] < dim)
+    lower = _common_lower(facts, proofs)
+    cn_by_bound = common is not None and lower is not None and common[0] < lower  # R_Gamma < R_A: C_N holds
     not_identifiable = proofs.nonequivalence is not None or by_ranks
     if verdict == "identifiable" and not identifiable:
         return [f"verdict: report says identifiable, but the certificate does not prove C_S on every tie resolution "
@@ -282,27 +309,77 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
         if identifiable or not_identifiable:
             proved = "identifiable" if identifiable else "not-identifiable"
             return [f"verdict: report says inconclusive, but the certificate proves {proved}"]
-        if not facts.visible and (common is None or common[1] is None):
+        if not facts.visible and (common is None or common[1] is None) and not cn_by_bound:
             return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
                     f"show C_S failing and C_N holding ({shown})"]
     return []
 
 
-def provenance_claim(report: dict, case: Any) -> list[str]:
-    """``provenance`` (imported networks) must be the case file's own ``provenance``, entry for entry."""
-    if "provenance" not in report:
-        return []
-    claimed = need(report, "provenance", dict, "")
-    own = dict(case.provenance) if case.provenance else None
-    if own is None:
-        return [f"provenance: report says {_short(claimed)}, the case file has no provenance"]
-    if not _same(claimed, own):
-        return [f"provenance: report says {_short(claimed)}, the case file says {_short(own)}"]
-    return []
+def uncertified_claims(report: dict) -> list[str]:
+    """Failures for a report that says it is not certified: Monte Carlo ranks, or a timed-out analysis.
+
+    Such a report is never valid, whatever else it holds: its ranks and verdict
+    are not backed by a proof (docs/cli.md, ``--certify none`` and ``--timeout``).
+    """
+    fails = []
+    timed_out = _typed(report, "timed_out", bool)
+    if timed_out:
+        at = report.get("stage")
+        fails.append("timed_out: the report says its analysis ran out of time"
+                     + (f" (at {at})" if isinstance(at, str) else "")
+                     + ": it decides nothing and certifies nothing")
+    certified = _typed(report, "certified", bool)
+    if certified is False or "error_probability" in report:
+        prob = report.get("error_probability")
+        shown = f", error probability <= {prob}" if isinstance(prob, (int, float)) else ""
+        fails.append(f"certified: the report says its ranks are Monte Carlo ranks, not certified{shown}: "
+                     "nothing backs its ranks or verdict")
+    return fails
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
+def closed_by(rank_part: dict) -> dict[str, str]:
+    """``kind`` or ``kind:source`` of each matrix's upper bound; ``lower-bound`` for a ``rank_a`` without one."""
+    out = {}
+    for key in ("rank_gamma", "rank_a"):
+        part = rank_part.get(key)
+        if not isinstance(part, dict):
+            continue
+        up = part.get("upper")
+        if isinstance(up, dict):
+            out[key] = f"{up.get('kind')}:{up['source']}" if "source" in up else str(up.get("kind"))
+        elif "upper" not in part:
+            out[key] = "lower-bound"
+    return out
+
+
+def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any) -> list[str]:
+    """``rank_a_lower_bound``, ``certified_by`` and ``provenance`` (``provenance``: the case file's)."""
+    fails = []
+    lower = _typed(report, "rank_a_lower_bound", int, True)
+    if lower is not None:
+        certified = _common_lower(facts, proofs)
+        if certified is None:
+            fails.append(f"rank_a_lower_bound: report says {lower}, but the certificate certifies no lower bound "
+                         "on R_A for the report's ranks")
+        elif lower != certified:
+            fails.append(f"rank_a_lower_bound: report says {lower}, the certificate certifies R_A >= {certified}")
+    if "certified_by" in report:
+        claim = need(report, "certified_by", dict, "")
+        if proofs.closed_by is None:
+            fails.append(f"certified_by: report says {claim}, but the certificate has no verified rank part")
+        elif not _same(claim, proofs.closed_by):
+            fails.append(f"certified_by: report says {claim}, the verified rank part's bounds are {proofs.closed_by}")
+    if "provenance" in report:
+        claim = report["provenance"]
+        case_side = dict(provenance) if provenance else None
+        if not _same(claim, case_side):
+            fails.append(f"provenance: report says {_show_json(claim)}, the case file's is {_show_json(case_side)}")
+    return fails
+
+
+def _show_json(value: Any) -> str:
+    """A short JSON rendering for messages."""
+    text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 200 else text[:200] + "..."
 
 

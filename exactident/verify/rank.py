@@ -4,17 +4,31 @@ Everything is recomputed from the case at an activation pattern the *caller*
 derives (:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the
 ``rank`` part, a tie resolution for each entry of the ``boundary`` part): the
 images mod the certificate's primes, the entry bounds, the structural bounds
-and (for ``source: local`` kernels) the kernel vectors themselves.  Every field
+and, for kernels the certificate names by construction (``source`` ``local``,
+``semi-local``, ``column-blocks``), the kernel vectors themselves.  Every field
 is read strictly (JSON ints, not strings or floats; unknown fields are not
 verified, hence invalid) and every bound is checked, ``upper.bound`` included.
 Each problem names the value found and the value claimed.
+
+``rank_a`` comes in three forms: the Gram form (shape ``[n, n]``, a rank mod p of
+``alpha alpha^T``); the alpha-rows form (shape ``[n, |P|]``, ``lower.matrix``
+``alpha`` or ``gram`` of the rows ``lower.rows``: any rows give a lower bound);
+and the lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``):
+it proves ``R_A >= rank_a_lower`` only.
+
+``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``,
+at most :data:`MAX_VERIFY_PRIMES` of them; past that cap it is checked by one exact
+product over Q on the support of ``K`` instead, when ``M`` has at most
+:data:`exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries (else the part is
+not verified): the cost of a product, not of an unbounded prime loop.  The engine uses
+only kernels that fit these caps (:func:`exactident.linalg.certified.kernel_is_checkable`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
@@ -24,31 +38,71 @@ import numpy as np
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation
 from exactident.io.rationals import format_int, short_text
 from exactident.linalg import exact
-from exactident.linalg.certified import has_full_column_rank, kernel_is_zero_mod, kernel_to_integer_columns
+from exactident.linalg.certified import (
+    MAX_CHECK_PRIMES,
+    MAX_EXACT_CHECK_ENTRIES,
+    has_full_column_rank,
+    kernel_to_integer_columns,
+)
 from exactident.linalg.modular import random_primes, rank_mod_p, require_prime
-from exactident.model.activation import alpha_gram, n_paths
+from exactident.model.activation import alpha_exact, alpha_gram, n_paths
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
-from exactident.model.gamma_modular import gamma_entry_bound, gamma_mod_p, gram_entry_bound, gram_mod_p
+from exactident.model.gamma_modular import (
+    ModularData,
+    Scaled,
+    alpha_mod_p,
+    gamma_entry_bound,
+    gamma_mod_p,
+    gram_entry_bound,
+    gram_mod_p,
+)
 from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
-from exactident.ranks.bounds import pattern_rank_bound
-from exactident.ranks.kernels import neuron_local_kernel
+from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
+from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.verify.arith import BadField, need, unknown_fields
 
-__all__ = ["CertifiedRanks", "check_rank_certificate", "verify_rank_certificate"]
+__all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
+           "verify_rank_certificate"]
+
+#: Most primes the verifier uses for one check ``M K = 0`` (the engine's cap for its own checks).
+MAX_VERIFY_PRIMES = MAX_CHECK_PRIMES
+
+#: ``alpha`` (or rows of it) is reduced mod p explicitly up to this many entries, as the engine does
+#: (``exactident.ranks.certify.MAX_EXPLICIT_ALPHA_MOD_P``); a certificate asking for more is not verified.
+MAX_ALPHA_ENTRIES = 40_000_000
 
 _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
+_LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
 _STRUCTURAL = ("shape", "paths", "patterns", "rank_a")
-_KERNEL_SOURCES = ("local", "crt", "exact-nullspace")
+_EXPLICIT_KERNELS = ("crt", "exact-nullspace")
 
 
 @dataclass
 class CertifiedRanks:
-    """What a verified rank certificate proves: ``R_Gamma`` and, when certified, ``R_A = N_L rank alpha``."""
+    """What a verified rank certificate proves: ``R_Gamma``, ``R_A = N_L rank alpha`` when certified,
+    and a certified lower bound on ``R_A`` (``R_A`` itself when it is certified)."""
 
     rank_gamma: int | None
     rank_a: int | None
+    rank_a_lower: int | None = None
+
+
+@dataclass
+class _Matrix:
+    """One matrix whose rank a part claims, as the verifier rebuilds it from the case."""
+
+    shape: tuple[int, int]
+    avoid: int
+    image: Callable[[int], np.ndarray]      # M mod q
+    entry_bound: Callable[[], int]          # bound on the entries of D M (D clears M's denominators)
+    structural: Mapping[str, int]
+    exact_rank: Callable[[], int]
+    exact_matrix: Callable[[], Any]         # M over Q (fmpq_mat or fmpz_mat): M K = 0 past the prime cap
+    kernels: Mapping[str, Callable[[], list]] = field(default_factory=dict)  # constructions, by source
+    lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
+    lower_image: Callable[[dict, int, str], np.ndarray] | None = None  # what the lower bound is a rank of
 
 
 class _Reject(Exception):
@@ -68,15 +122,38 @@ def _json_int(value: Any, where: str) -> int:
     return value
 
 
-def _check_one(what: str, c: Any, image, shape: tuple[int, int], avoid: int, bound_fn,
-               structural: Mapping[str, int], exact_rank, local_kernel=None) -> int:
+def _prime(p: int, avoid: int, where: str) -> int:
+    try:
+        return require_prime(p, avoid)
+    except InvariantViolation:
+        raise _Reject(f"{where}: {p} is not a prime in [3, 2^31) dividing no denominator of the data") from None
+
+
+def _shape(what: str, c: dict, shape: tuple[int, int]) -> None:
+    got = need(c, "shape", list, what)
+    if got != list(shape) or any(isinstance(v, bool) for v in got):
+        raise _Reject(f"{what}.shape: certificate says {got}, the matrix is {list(shape)}")
+
+
+def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
+    """The rank mod p a ``lower`` field claims, recomputed (FLINT) from the case; returns it and p."""
+    low = need(c, "lower", dict, what)
+    for key in unknown_fields(low, m.lower_keys, f"{what}.lower"):
+        raise _Reject(key)
+    p = _prime(_int(low, "prime", f"{what}.lower"), m.avoid, f"{what}.lower.prime")
+    claimed = _int(low, "rank_mod_p", f"{what}.lower")
+    rp = rank_mod_p(m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p), p)
+    if claimed != rp:
+        raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is {rp}")
+    return rp, p
+
+
+def _check_one(what: str, c: Any, m: _Matrix) -> int:
     """Check one matrix's certificate; returns the certified rank or raises :class:`_Reject`."""
     if not isinstance(c, dict):
         raise BadField(what, f"expected dict, found {type(c).__name__}")
     r = _int(c, "rank", what)
-    got_shape = need(c, "shape", list, what)
-    if got_shape != list(shape) or any(isinstance(v, bool) for v in got_shape):
-        raise _Reject(f"{what}.shape: certificate says {got_shape}, the matrix is {list(shape)}")
+    _shape(what, c, m.shape)
     up = need(c, "upper", dict, what)
     kind = need(up, "kind", str, f"{what}.upper")
     extra = [k for k in c if k not in _ONE_KEYS]
@@ -86,23 +163,11 @@ def _check_one(what: str, c: Any, image, shape: tuple[int, int], avoid: int, bou
         if "lower" in c or set(up) != {"kind"}:
             raise _Reject(f"{what}: an exact-elimination certificate has no other field, found "
                           f"{sorted(set(c) - {'rank', 'shape', 'upper'}) + sorted(set(up) - {'kind'})}")
-        true = exact_rank()
+        true = m.exact_rank()
         if true != r:
             raise _Reject(f"{what}.rank: certificate says {r}, exact elimination gives {true}")
         return r
-    low = need(c, "lower", dict, what)
-    for key in unknown_fields(low, ("prime", "rank_mod_p"), f"{what}.lower"):
-        raise _Reject(key)
-    p = _int(low, "prime", f"{what}.lower")
-    claimed_mod_p = _int(low, "rank_mod_p", f"{what}.lower")
-    try:
-        require_prime(p, avoid)
-    except InvariantViolation:
-        raise _Reject(f"{what}.lower.prime: {p} is not a prime in [3, 2^31) dividing no denominator "
-                      "of the data") from None
-    rp = rank_mod_p(image(p), p)
-    if claimed_mod_p != rp:
-        raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed_mod_p}, recomputed rank mod {p} is {rp}")
+    rp, p = _lower(what, c, m)
     if r != rp:
         raise _Reject(f"{what}.rank: certificate says {r}, but the certified lower bound (rank mod {p}) is {rp}")
     bound = _int(up, "bound", f"{what}.upper")
@@ -111,62 +176,97 @@ def _check_one(what: str, c: Any, image, shape: tuple[int, int], avoid: int, bou
     if kind in _STRUCTURAL:
         for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
             raise _Reject(key)
-        if kind not in structural:
+        if kind not in m.structural:
             raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix "
-                          f"(available: {sorted(structural)})")
-        if structural[kind] != bound:
+                          f"(available: {sorted(m.structural)})")
+        if m.structural[kind] != bound:
             raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
-                          f"recomputed bound is {structural[kind]}")
+                          f"recomputed bound is {m.structural[kind]}")
         return r
     if kind != "kernel":
         raise _Reject(f"{what}.upper.kind: unknown upper bound kind {kind!r}")
     source = need(up, "source", str, f"{what}.upper")
-    if source not in _KERNEL_SOURCES:
-        raise _Reject(f"{what}.upper.source: unknown kernel source {source!r}")
-    n = shape[1]
-    if source == "local":
-        for key in unknown_fields(up, ("kind", "bound", "source", "nullity"), f"{what}.upper"):
-            raise _Reject(key)
-        nullity = _int(up, "nullity", f"{what}.upper")
-        if local_kernel is None:
-            raise _Reject(f"{what}.upper: no local kernel construction for this matrix")
-        K = local_kernel()  # rebuilt from the case, then checked like any other K
-        if len(K) != nullity:
-            raise _Reject(f"{what}.upper.nullity: certificate says {nullity}, the local kernel rebuilt "
-                          f"from the case has {len(K)} vectors")
-    else:
+    n = m.shape[1]
+    if source in _EXPLICIT_KERNELS:
         for key in unknown_fields(up, ("kind", "bound", "source", "kernel", "primes"), f"{what}.upper"):
             raise _Reject(key)
         K = _kernel_columns(need(up, "kernel", list, f"{what}.upper"), n, f"{what}.upper.kernel")
+    else:
+        if source not in m.kernels:
+            raise _Reject(f"{what}.upper.source: {source!r} is not a kernel construction for this matrix "
+                          f"(available: {sorted(m.kernels) + list(_EXPLICIT_KERNELS)})")
+        for key in unknown_fields(up, ("kind", "bound", "source", "nullity"), f"{what}.upper"):
+            raise _Reject(key)
+        nullity = _int(up, "nullity", f"{what}.upper")
+        K = m.kernels[source]()  # rebuilt from the case, then checked like any other K
+        if len(K) != nullity:
+            raise _Reject(f"{what}.upper.nullity: certificate says {nullity}, the {source} kernel rebuilt "
+                          f"from the case has {len(K)} vectors")
     if n - len(K) != r:
         raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by {n - len(K)}; "
                       f"the certificate says {r}")
+    _kernel_is_zero(what, up, m, K)
+    return r
+
+
+def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
+    """``K`` of full column rank and ``M K = 0``: mod enough primes (at most the cap), or exactly."""
+    rows, n = m.shape
     K_int = kernel_to_integer_columns(K)
-    size = n * bound_fn() * max((abs(v) for col in K_int for v in col.values()), default=0)
+    size = n * m.entry_bound() * max((abs(v) for col in K_int for v in col.values()), default=0)
+    exact_check = False
     if "primes" in up:
-        primes = [_json_int(q, f"{what}.upper.primes[{k}]")
-                  for k, q in enumerate(need(up, "primes", list, f"{what}.upper"))]
-        for q in primes:
-            try:
-                require_prime(q, avoid)
-            except InvariantViolation:
-                raise _Reject(f"{what}.upper.primes: {q} is not a prime in [3, 2^31) dividing no "
-                              "denominator of the data") from None
-    else:  # no primes given: draw our own, enough of them
-        primes = []
-        while prod(primes) <= size:
-            primes += random_primes(1, avoid, random.Random(len(primes)), exclude=primes)
-    if len(set(primes)) != len(primes) or not primes:
-        raise _Reject(f"{what}.upper.primes: must be distinct and nonempty, found {primes}")
-    if prod(primes) <= size:
-        raise _Reject(f"{what}.upper.primes: their product {short_text(format_int(prod(primes)))} does not "
-                      f"exceed the bound {short_text(format_int(size))} "
-                      "on |M K|")
+        given = need(up, "primes", list, f"{what}.upper")
+        if len(given) > MAX_VERIFY_PRIMES:
+            raise _Reject(f"{what}.upper.primes: {len(given)} primes, more than the verifier checks "
+                          f"({MAX_VERIFY_PRIMES})")
+        primes = [_prime(_json_int(q, f"{what}.upper.primes[{k}]"), m.avoid, f"{what}.upper.primes")
+                  for k, q in enumerate(given)]
+        if len(set(primes)) != len(primes) or not primes:
+            raise _Reject(f"{what}.upper.primes: must be distinct and nonempty, found {primes}")
+        if prod(primes) <= size:
+            raise _Reject(f"{what}.upper.primes: their product {short_text(format_int(prod(primes)))} does not "
+                          f"exceed the bound {short_text(format_int(size))} on |M K|")
+    else:  # no primes given: our own, each above 2^30, enough of them; past the cap one exact product
+        count = size.bit_length() // 30 + 1
+        exact_check = count > MAX_VERIFY_PRIMES
+        if exact_check and rows * n > MAX_EXACT_CHECK_ENTRIES:
+            raise _Reject(f"{what}.upper: M K = 0 would need {count} primes (|M K| < 2^{size.bit_length()}), "
+                          f"more than {MAX_VERIFY_PRIMES}, and M has {rows} x {n} entries, more than "
+                          f"{MAX_EXACT_CHECK_ENTRIES} for an exact product: not verified")
+        primes = random_primes(1 if exact_check else count, m.avoid, random.Random(0))
     if not has_full_column_rank(K_int, n, primes[0]):
         raise _Reject(f"{what}.upper.kernel: the kernel basis is not of full column rank {len(K)}")
-    if not kernel_is_zero_mod(image, n, K_int, primes, avoid):
+    zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
+    if not zero:
         raise _Reject(f"{what}.upper.kernel: M K is not 0 (the certificate claims it is)")
-    return r
+
+
+def _zero_mod(image: Callable[[int], np.ndarray], K_int: list[dict[int, int]], primes: list[int]) -> bool:
+    """``M K = 0`` mod every prime, column by column on the support of ``K`` (cost: rows x nonzeros)."""
+    for q in primes:
+        Mq = np.asarray(image(q), dtype=np.int64)
+        for col in K_int:
+            if not col:
+                continue
+            idx = np.fromiter(col.keys(), dtype=np.int64, count=len(col))
+            vals = np.array([v % q for v in col.values()], dtype=np.int64)
+            # residues below 2^31: each product below 2^62, reduced before the sum
+            if (((Mq[:, idx] * vals) % q).sum(axis=1) % q).any():
+                return False
+    return True
+
+
+def _product_is_zero(M: Any, K: list[dict[int, flint.fmpq]]) -> bool:
+    """``M K = 0`` over Q, column by column on the support of ``K`` (cost: rows x nonzeros of ``K``)."""
+    if not K:
+        return True
+    A = np.array(M.table(), dtype=object).reshape(M.nrows(), M.ncols())
+    for col in K:
+        idx = sorted(col)
+        if idx and any(v != 0 for v in A[:, idx].dot(np.array([col[i] for i in idx], dtype=object))):
+            return False
+    return True
 
 
 def _kernel_columns(cols: list, n: int, where: str) -> list[dict[int, flint.fmpq]]:
@@ -211,6 +311,82 @@ def _fixed(net, entries: Any):
         raise _Reject(f"fixed_edges: {exc}") from None
 
 
+def _alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[dict, int, str], np.ndarray]:
+    """``lower`` of the alpha-rows form: ``alpha`` (or its Gram matrix) mod p on the rows ``lower.rows``."""
+    n = len(X)
+
+    def image(low: dict, p: int, where: str) -> np.ndarray:
+        matrix = need(low, "matrix", str, where)
+        if "rows" not in low:
+            raise BadField(f"{where}.rows", "missing")
+        rows_field = low["rows"]
+        if rows_field == "all":
+            rows = list(range(n))
+        elif isinstance(rows_field, list):
+            rows = [_json_int(i, f"{where}.rows[{k}]") for k, i in enumerate(rows_field)]
+            if any(not 0 <= i < n for i in rows) or len(set(rows)) != len(rows):
+                raise _Reject(f"{where}.rows: expected distinct sample indices in [0, {n}), found "
+                              f"{short_text(str(rows_field))}")
+        else:
+            raise BadField(f"{where}.rows", f"expected 'all' or a list of ints, found {type(rows_field).__name__}")
+        sub = [np.asarray(a)[rows] for a in pattern]
+        if matrix == "alpha":
+            if len(rows) * P > MAX_ALPHA_ENTRIES:
+                raise _Reject(f"{where}.matrix: alpha on {len(rows)} rows has {len(rows)} x {P} entries, more than "
+                              f"{MAX_ALPHA_ENTRIES} to reduce mod p: not verified (the engine uses 'gram' then)")
+            return alpha_mod_p(sub, Xs.mod(p)[rows], p)
+        if matrix == "gram":
+            return gram_mod_p(sub, [X[i] for i in rows], p, avoid)
+        raise _Reject(f"{where}.matrix: expected 'alpha' or 'gram', found {matrix!r}")
+    return image
+
+
+def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, int]:
+    """The ``rank_a`` part: (certified ``R_A`` or None, certified lower bound on ``R_A``)."""
+    if not isinstance(c, dict):
+        raise BadField(where, f"expected dict, found {type(c).__name__}")
+    n, N_L, P = len(X), widths[-1], n_paths(widths)
+    avoid_x = common_denominator(v for row in X for v in row)
+    low = c.get("lower")
+    alpha_rows = isinstance(low, dict) and "matrix" in low
+    if "rank_a_lower" in c or (alpha_rows and "upper" not in c):  # the lower-bound form
+        for key in unknown_fields(c, _LOWER_ONLY_KEYS, where):
+            raise _Reject(key)
+        claimed = _int(c, "rank_a_lower", where)
+    else:
+        claimed = _int(c, "rank_a", where)
+    Xs = Scaled([v for row in X for v in row], (n, widths[0]))
+    if alpha_rows:
+        x_bound = max((abs(int(v)) for v in Xs.ints.ravel()), default=0)
+
+        def alpha_image(q: int) -> np.ndarray:
+            if MAX_ALPHA_ENTRIES // max(n, 1) + 1 < P:  # as the engine: no column blocks past this size
+                raise _Reject(f"{where}.upper: alpha has {n} x {P} entries, more than {MAX_ALPHA_ENTRIES} to reduce "
+                              "mod p for the kernel check: not verified")
+            return alpha_mod_p(pattern, Xs.mod(q), q)
+
+        m = _Matrix((n, P), avoid_x, alpha_image, lambda: max(x_bound, Xs.den),
+                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X)},
+                    lambda: exact.rank(alpha_exact(pattern, X)), lambda: alpha_exact(pattern, X),
+                    {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
+                    ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))
+    else:
+        m = _Matrix((n, n), avoid_x, lambda q: gram_mod_p(pattern, X, q, avoid_x), lambda: gram_entry_bound(X, widths),
+                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X)},
+                    lambda: exact.rank(alpha_gram(pattern, X)) if n else 0, lambda: alpha_gram(pattern, X))
+    if "rank_a_lower" in c:
+        _shape(where, c, m.shape)
+        r = _lower(where, c, m)[0]
+        if claimed != N_L * r:
+            raise _Reject(f"{where}.rank_a_lower: certificate says {claimed}, but N_L rank_p alpha = "
+                          f"{N_L} x {r} = {N_L * r}")
+        return None, claimed
+    r = _check_one(where, {k: v for k, v in c.items() if k != "rank_a"}, m)
+    if claimed != N_L * r:
+        raise _Reject(f"{where}.rank_a: certificate says {claimed}, but N_L rank alpha = {N_L} x {r} = {N_L * r}")
+    return N_L * r, N_L * r
+
+
 def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.ndarray],
                            where: str = "certificate.rank") -> tuple[list[str], CertifiedRanks]:
     """Re-check a rank certificate at ``pattern``; problems (empty = valid) and the certified ranks.
@@ -220,7 +396,8 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
     case : Case
     certificate : dict
         ``{"fixed_edges": [[l, v, k], ...], "rank_gamma": {...}, "rank_a": {...}}``
-        (``rank_a`` optional; it carries ``"rank_a": N_L * rank``).
+        (``rank_a`` optional; it carries ``"rank_a": N_L * rank``, or in the
+        lower-bound form ``"rank_a_lower": N_L * rank_mod_p``).
     pattern : list of bool arrays ``(n, N_l)``
         The activation pattern the ranks are about, derived by the caller from the case.
     where : str
@@ -251,39 +428,37 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         return problems + [f"{where}.{exc}"], CertifiedRanks(None, None)
     avoid = data_denominator(net, X)
     n, N_L, dim = len(X), net.widths[-1], net.dim
-    rank_a = None
+    rank_a = rank_a_lower = None
     if "rank_a" in certificate:
-        c = need(certificate, "rank_a", dict, where)
-        avoid_x = common_denominator(v for row in X for v in row)
-        inner = {k: v for k, v in c.items() if k != "rank_a"}
         try:
-            claimed = _int(c, "rank_a", f"{where}.rank_a")
-            r = _check_one(f"{where}.rank_a", inner, lambda q: gram_mod_p(pattern, X, q, avoid_x), (n, n), avoid_x,
-                           lambda: gram_entry_bound(X, net.widths),
-                           {"shape": n, "paths": n_paths(net.widths), "patterns": pattern_rank_bound(pattern, X)},
-                           lambda: exact.rank(alpha_gram(pattern, X)) if n else 0)
-            if claimed != N_L * r:
-                raise _Reject(f"{where}.rank_a.rank_a: certificate says {claimed}, but N_L rank alpha = "
-                              f"{N_L} x {r} = {N_L * r}")
-            rank_a = N_L * r
+            rank_a, rank_a_lower = _check_rank_a(f"{where}.rank_a", certificate["rank_a"], pattern, X, net.widths)
         except _Reject as exc:
             problems.append(str(exc))
     c = need(certificate, "rank_gamma", dict, where)
     structural = {"shape": min(n * N_L, dim)}
     if rank_a is not None:
         structural["rank_a"] = rank_a
+    data: list[ModularData] = []  # the case's data scaled to integers once, for every prime
+
+    def image(q: int) -> np.ndarray:
+        data[:] = data or [ModularData(net, X)]
+        return gamma_mod_p(net, X, pattern, fixed, q, avoid, data[0])
+
+    def gamma() -> flint.fmpq_mat:
+        return gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed)
+
+    m = _Matrix((n * N_L, dim), avoid, image, lambda: gamma_entry_bound(net, X), structural,
+                lambda: exact.rank(gamma()), gamma,
+                {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
+                 "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed)})
     rank_gamma = None
     try:
-        rank_gamma = _check_one(
-            f"{where}.rank_gamma", c, lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), (n * N_L, dim),
-            avoid, lambda: gamma_entry_bound(net, X), structural,
-            lambda: exact.rank(gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed)),
-            lambda: neuron_local_kernel(net, X, pattern, fixed))
+        rank_gamma = _check_one(f"{where}.rank_gamma", c, m)
     except _Reject as exc:
         problems.append(str(exc))
     if problems:
         return problems, CertifiedRanks(None, None)
-    return problems, CertifiedRanks(rank_gamma, rank_a)
+    return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower)
 
 
 def verify_rank_certificate(case: Any, rank_certificate: Any,

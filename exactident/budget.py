@@ -1,0 +1,247 @@
+"""A time budget and stage progress for long analyses (standard library only).
+
+Two pieces, both usable from any layer:
+
+- :func:`stage` names the stage a computation is in (``"forward pass"``,
+  ``"ranks mod p"``, ``"bounds"``, ``"kernel"``, ...) with the sizes involved.  It
+  is a no-op unless a listener is installed (:func:`listening`): the terminal
+  display of the CLI, or the pipe to a parent process.
+- :func:`run_isolated` runs a function in a forked child process with a hard
+  deadline.  A single FLINT call cannot be interrupted by a Python signal
+  handler, so the only budget that always holds is a separate process that is
+  killed: the child is made leader of its own process group and the whole
+  group is killed (``SIGKILL``) at the deadline or on Ctrl-C.  The parent learns
+  the last stage the child reported, which is what a timed-out report names.
+
+Without ``fork`` (not POSIX) :func:`run_isolated` runs the function in-process and
+the budget is checked between stages only (:class:`BudgetExhausted` is raised by
+:func:`stage` once the deadline has passed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from exactident.errors import ExactIdentError
+
+__all__ = ["BudgetExhausted", "Outcome", "TerminalProgress", "listening", "run_isolated", "stage"]
+
+Listener = Callable[[str, dict[str, Any]], None]
+_listeners: list[Listener] = []
+_deadline: list[float] = []  # in-process soft deadlines (innermost last)
+_last_stage: list[str] = ["start"]
+
+
+class BudgetExhausted(ExactIdentError):
+    """The time budget ran out; ``stage`` is where the computation was."""
+
+    def __init__(self, stage: str) -> None:
+        super().__init__(f"time budget exhausted at {stage}")
+        self.stage = stage
+
+
+def stage(name: str, **sizes: Any) -> None:
+    """Announce that the computation enters stage ``name`` (sizes are for display).
+
+    Raises
+    ------
+    BudgetExhausted
+        If an in-process deadline (see :func:`run_isolated` without fork) has passed.
+
+    Examples
+    --------
+    >>> seen = []
+    >>> with listening(lambda s, sizes: seen.append((s, sizes))):
+    ...     stage("ranks mod p", rows=10, cols=3)
+    >>> seen
+    [('ranks mod p', {'rows': 10, 'cols': 3})]
+    """
+    _last_stage[0] = name
+    for listener in list(_listeners):
+        listener(name, sizes)
+    if _deadline and time.monotonic() > _deadline[-1]:
+        raise BudgetExhausted(name)
+
+
+@contextlib.contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """Install ``listener(stage_name, sizes)`` for the duration of the block."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+@dataclass
+class Outcome:
+    """What :func:`run_isolated` returns: the value, or the stage where the budget ran out."""
+
+    value: Any = None
+    timed_out: bool = False
+    stage: str = "start"
+    seconds: float = 0.0
+    stages: list[str] = field(default_factory=list)
+
+
+def _child(fn: Callable[[], Any], conn: Any) -> None:  # pragma: no cover - runs in the child
+    os.setpgid(0, 0)  # own process group: the parent kills it whole
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+    def send(name: str, sizes: dict[str, Any]) -> None:
+        conn.send(("stage", name, {k: v for k, v in sizes.items() if isinstance(v, (int, float, str))}))
+
+    _listeners[:] = [send]
+    try:
+        value = fn()
+        conn.send(("done", value))
+    except BaseException as exc:
+        try:
+            conn.send(("error", exc))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            conn.send(("error", ExactIdentError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
+def _kill_group(pid: int) -> None:
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill()
+
+
+def run_isolated(fn: Callable[[], Any], timeout: float | None,
+                 on_stage: Listener | None = None, on_tick: Callable[[], None] | None = None) -> Outcome:
+    """Run ``fn()`` with a hard deadline of ``timeout`` seconds (None: no deadline, in-process).
+
+    Parameters
+    ----------
+    fn : callable () -> picklable value
+    timeout : float or None
+    on_stage : callable (stage, sizes), optional
+        Called in this process for every stage the child announces.
+    on_tick : callable (), optional
+        Called about twice a second while the child works (to refresh a display).
+        ``timeout = math.inf`` runs in a child without a deadline (so a display stays live).
+
+    Returns
+    -------
+    Outcome
+        ``timed_out`` with the last announced ``stage`` when the deadline passed (the
+        child's whole process group has then been killed), else ``value``.
+
+    Raises
+    ------
+    Exception
+        Whatever ``fn`` raised (re-raised here); ``KeyboardInterrupt`` after killing the child.
+    """
+    start = time.monotonic()
+    stages: list[str] = []
+
+    def note(name: str, sizes: dict[str, Any]) -> None:
+        stages.append(name)
+        if on_stage is not None:
+            on_stage(name, sizes)
+
+    if timeout is None or not hasattr(os, "fork"):
+        if timeout is not None:
+            _deadline.append(start + timeout)
+        try:
+            with listening(note):
+                return Outcome(value=fn(), seconds=time.monotonic() - start, stages=stages)
+        except BudgetExhausted as exc:
+            return Outcome(timed_out=True, stage=exc.stage, seconds=time.monotonic() - start, stages=stages)
+        finally:
+            if timeout is not None:
+                _deadline.pop()
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(fn, child), daemon=True)
+    proc.start()
+    child.close()
+    deadline = start + timeout
+    last = "start"
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not parent.poll(min(left, 0.5)):
+                if on_tick is not None:
+                    on_tick()
+                if time.monotonic() >= deadline:
+                    _kill_group(proc.pid)  # type: ignore[arg-type]
+                    proc.join()
+                    return Outcome(timed_out=True, stage=last, seconds=time.monotonic() - start, stages=stages)
+                if not proc.is_alive() and not parent.poll():
+                    raise ExactIdentError(f"analysis process died (exit status {proc.exitcode}) at {last}")
+                continue
+            try:
+                msg = parent.recv()
+            except EOFError:
+                proc.join()
+                raise ExactIdentError(f"analysis process died (exit status {proc.exitcode}) at {last}") from None
+            if msg[0] == "stage":
+                last = msg[1]
+                note(msg[1], msg[2])
+            elif msg[0] == "done":
+                proc.join()
+                return Outcome(value=msg[1], stage=last, seconds=time.monotonic() - start, stages=stages)
+            else:
+                proc.join()
+                raise msg[1]
+    except BaseException:
+        if proc.is_alive():
+            _kill_group(proc.pid)  # type: ignore[arg-type]
+            proc.join()
+        raise
+    finally:
+        parent.close()
+
+
+class TerminalProgress:
+    """Stage progress of several cases on a terminal (tqdm on stderr); silent elsewhere.
+
+    ``case(name)`` starts a case, ``stage(name, sizes)`` and ``tick()`` update the
+    line (elapsed time included), ``done()`` advances the bar, ``close()`` ends it.
+    """
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar = None
+        self.name = ""
+        self.current = ""
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="case", dynamic_ncols=True, leave=False,
+                            bar_format="{desc} [{elapsed}, case {n_fmt}/{total_fmt} done]")
+
+    def case(self, name: str) -> None:
+        self.name = name
+        self.stage("start", {})
+
+    def stage(self, name: str, sizes: dict[str, Any]) -> None:
+        if self.bar is None:
+            return
+        size = " ".join(f"{k}={v}" for k, v in sizes.items())
+        self.current = f"{self.name}: {name}" + (f" ({size})" if size else "")
+        self.bar.set_description_str(self.current[:110], refresh=True)
+
+    def tick(self) -> None:
+        if self.bar is not None:
+            self.bar.refresh()
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

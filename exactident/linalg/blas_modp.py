@@ -1,0 +1,344 @@
+"""Ranks, pivots and kernels mod a prime below ``2**21`` by BLAS (float64) elimination.
+
+Why float64: a residue in symmetric form has ``|x| <= 2**20``, so a product is
+at most ``2**40`` and a dot product of up to :data:`CHUNK` ``= 4096`` terms is an
+integer below ``2**52``: float64 holds every partial sum exactly, *whatever
+order* BLAS adds in, so ``A @ B`` followed by one reduction is ``A B mod p``
+exactly.  Elimination is recursive over columns, so almost all the work is
+such products (the classic recursive LU/PLE schedule):
+
+    pivots(A[:, :h]) -> rows R1, columns C1, G1 = A[R1, C1]^-1
+    S = A[others, h:] - A[others, C1] (G1 A[R1, h:])        (Schur complement)
+    pivots(S)        -> rows R2, columns C2, G2 = S[R2, C2]^-1
+
+and ``A[R, C]^-1`` is assembled from ``G1, G2`` by the block-inverse formula.
+The pivot columns are the greedy ones (a column is a pivot iff it is not in
+the span of the columns before it), which are the pivot columns of the reduced
+echelon form, so :func:`rref_kernel_blas` returns exactly what FLINT's
+``nmod_mat.rref`` gives (:func:`exactident.linalg.modular.rref_kernel_mod_p`),
+which is the reference it is tested against.
+
+A rank mod a prime dividing no denominator of the data is a lower bound on the
+rank over Q (a minor nonzero mod p is nonzero); the small primes used here are
+unlucky (rank drops) more often than word-size ones, which costs time (a later
+prime or a different bound), never correctness.
+
+Imports nothing from the package but :mod:`exactident.linalg.modular` (prime
+guards) and :mod:`exactident.errors`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import numpy as np
+
+from exactident.errors import InvariantViolation
+from exactident.linalg.modular import random_primes, require_prime
+
+__all__ = [
+    "BLAS_PRIME_HI",
+    "BLAS_PRIME_LO",
+    "CHUNK",
+    "blas_primes",
+    "inverse_blas",
+    "matmul_blas",
+    "pivots_blas",
+    "rank_blas",
+    "rref_kernel_blas",
+    "sketch_rows",
+    "to_symmetric",
+]
+
+#: Primes for BLAS elimination are drawn from ``[BLAS_PRIME_LO, BLAS_PRIME_HI)``.
+BLAS_PRIME_LO = 2**20
+BLAS_PRIME_HI = 2**21
+#: Longest exact float64 dot product of symmetric residues: ``CHUNK * 2**40 <= 2**52``.
+CHUNK = 4096
+#: Below this many columns the elimination is unblocked (numpy row operations).
+_BASE = 16
+
+
+def blas_primes(count: int, avoid: int = 1, rng: random.Random | None = None,
+                exclude: Sequence[int] = ()) -> list[int]:
+    """``count`` distinct random primes in ``[2**20, 2**21)`` not dividing ``avoid``.
+
+    Examples
+    --------
+    >>> ps = blas_primes(3, avoid=6, rng=random.Random(0))
+    >>> all(2**20 <= p < 2**21 for p in ps), len(set(ps))
+    (True, 3)
+    """
+    return random_primes(count, avoid, rng, exclude=exclude, lo=BLAS_PRIME_LO, hi=BLAS_PRIME_HI)
+
+
+def _check_prime(p: int) -> int:
+    p = require_prime(p)
+    if p >= BLAS_PRIME_HI:
+        raise InvariantViolation(f"BLAS elimination needs a prime below 2**21, got {p}")
+    return p
+
+
+def _reduce(x: np.ndarray, p: int) -> np.ndarray:
+    """Symmetric residues in place: ``x - p round(x / p)``, ``|result| <= (p + 1) / 2``.
+
+    ``x`` holds integers below ``2**53`` in magnitude; the float quotient is off by
+    less than ``2**-19``, so ``round`` can only pick the other neighbour when
+    ``x mod p`` is next to ``p / 2``: the residue is still exact and below ``2**20``.
+    """
+    q = np.rint(x * (1.0 / p))
+    x -= q * p
+    return x
+
+
+def to_symmetric(A: np.ndarray, p: int) -> np.ndarray:
+    """Integer residues (any int64 or float64 integers) as float64 symmetric residues mod p.
+
+    Examples
+    --------
+    >>> to_symmetric(np.array([[0, 1, 6, -8]]), 7).tolist()
+    [[0.0, 1.0, -1.0, -1.0]]
+    """
+    if A.dtype.kind == "f":
+        return _reduce(A.astype(np.float64, copy=True), p)
+    B = np.asarray(A, dtype=np.int64) % p
+    out = B.astype(np.float64)
+    out[p // 2 < B] -= p
+    return out
+
+
+def matmul_blas(A: np.ndarray, B: np.ndarray, p: int) -> np.ndarray:
+    """``A @ B mod p`` for float64 symmetric residues (``|entries| <= 2**20``), symmetric result.
+
+    The inner dimension is cut into chunks of :data:`CHUNK`, each product exact in float64.
+
+    Examples
+    --------
+    >>> p = 1048583
+    >>> A = to_symmetric(np.array([[p - 1, 2]]), p); B = to_symmetric(np.array([[3], [p - 5]]), p)
+    >>> int(matmul_blas(A, B, p)[0, 0] % p) == (-3 - 10) % p
+    True
+    """
+    k = A.shape[1]
+    if k <= CHUNK:
+        return _reduce(A @ B, p)
+    out = np.zeros((A.shape[0], B.shape[1]))
+    for s in range(0, k, CHUNK):
+        out += _reduce(A[:, s:s + CHUNK] @ B[s:s + CHUNK], p)
+        _reduce(out, p)
+    return out
+
+
+def _inv_small(B: np.ndarray, p: int) -> np.ndarray:
+    """Inverse of a small nonsingular matrix mod p (Gauss-Jordan with numpy rows)."""
+    k = B.shape[0]
+    M = np.concatenate([B % p, np.eye(k)], axis=1)
+    for j in range(k):
+        nz = np.flatnonzero(M[j:, j])
+        if nz.size == 0:
+            raise InvariantViolation("pivot block is singular mod p")
+        i = j + int(nz[0])
+        if i != j:
+            M[[i, j]] = M[[j, i]]
+        M[j] = (M[j] * pow(int(M[j, j]), -1, p)) % p
+        f = M[:, j].copy()
+        f[j] = 0
+        M -= np.outer(f, M[j])
+        M %= p
+    return _reduce(M[:, k:], p)
+
+
+def _base(A: np.ndarray, p: int, need_inv: bool):
+    """Unblocked greedy pivots of a narrow matrix (columns left to right, pivot rows moved up)."""
+    T = A.copy()
+    perm = np.arange(T.shape[0])
+    m = T.shape[0]
+    k = 0
+    cols: list[int] = []
+    for j in range(T.shape[1]):
+        if k == m:
+            break
+        col = _reduce(T[k:, j].copy(), p)  # the block is reduced lazily: test residues
+        T[k:, j] = col
+        nz = np.flatnonzero(col)
+        if nz.size == 0:
+            continue
+        i = k + int(nz[0])
+        if i != k:
+            T[[k, i]] = T[[i, k]]
+            perm[[k, i]] = perm[[i, k]]
+        cols.append(j)
+        if k + 1 < m:
+            # Delayed reduction: the block grows by <= 2**40 a step (<= _BASE steps, far below
+            # 2**53); only the column and the pivot row that enter a product are reduced.
+            piv = _reduce(T[k, j:].copy(), p)
+            f = T[k + 1:, j] * float(pow(int(piv[0]) % p, -1, p))
+            _reduce(f, p)
+            T[k + 1:, j:] -= np.outer(f, piv)
+        k += 1
+    rows = [int(r) for r in perm[:k]]
+    G = _inv_small(A[np.ix_(rows, cols)], p) if need_inv and rows else None
+    return rows, cols, G
+
+
+def _pivots(A: np.ndarray, p: int, need_inv: bool):
+    m, w = A.shape
+    if m == 0 or w == 0:
+        return [], [], (np.zeros((0, 0)) if need_inv else None)
+    if w <= _BASE:
+        G = None
+        rows, cols, G = _base(A, p, need_inv)
+        if need_inv and G is None:
+            G = np.zeros((0, 0))
+        return rows, cols, G
+    h = w // 2
+    R1, C1, G1 = _pivots(A[:, :h], p, True)
+    if not R1:
+        R2, C2, G2 = _pivots(A[:, h:], p, need_inv)
+        return R2, [h + c for c in C2], G2
+    others = np.ones(m, dtype=bool)
+    others[R1] = False
+    oidx = np.flatnonzero(others)
+    A_R1 = A[R1]
+    Y = matmul_blas(G1, A_R1[:, h:], p)  # G1 A[R1, h:], k1 x (w - h)
+    A_o = A[oidx]
+    if len(C1) <= CHUNK:  # one exact product (< 2**52), one reduction
+        S = A_o[:, h:] - A_o[:, C1] @ Y
+    else:
+        S = A_o[:, h:] - matmul_blas(A_o[:, C1], Y, p)
+    _reduce(S, p)
+    R2s, C2s, G2 = _pivots(S, p, need_inv)
+    R = list(R1) + [int(oidx[i]) for i in R2s]
+    C = list(C1) + [h + c for c in C2s]
+    if not need_inv:
+        return R, C, None
+    if not R2s:
+        return R, C, G1
+    # B = [[A11, A12], [A21, A22]] = A[R, C]; Schur complement A22 - A21 G1 A12 = S[R2s, C2s], inverse G2.
+    A12 = A_R1[:, [h + c for c in C2s]]
+    A21 = A_o[np.ix_(R2s, C1)]
+    G1A12 = matmul_blas(G1, A12, p)             # k1 x k2
+    A21G1 = matmul_blas(A21, G1, p)             # k2 x k1
+    top_right = -matmul_blas(G1A12, G2, p)      # -G1 A12 G2
+    bottom_left = -matmul_blas(G2, A21G1, p)    # -G2 A21 G1
+    top_left = G1 - matmul_blas(top_right, A21G1, p)  # G1 + G1 A12 G2 A21 G1
+    G = np.block([[_reduce(top_left, p), top_right], [bottom_left, G2]])
+    return R, C, G
+
+
+def pivots_blas(A: np.ndarray, p: int, need_inv: bool = False) -> tuple[list[int], list[int], np.ndarray | None]:
+    """Pivot rows ``R``, greedy pivot columns ``C`` and optionally ``A[R, C]^-1`` mod p.
+
+    Parameters
+    ----------
+    A : numpy.ndarray, shape (m, n)
+        Integer residues (int64, any representative) or float64 symmetric residues.
+    p : int
+        A prime in ``[3, 2**21)``.
+    need_inv : bool
+        Also return ``A[R, C]^-1`` (float64 symmetric residues, rows indexed like ``C``,
+        columns like ``R``).
+
+    Returns
+    -------
+    R, C, G
+        ``len(R) = len(C) = rank_p(A)``; ``C`` increasing.
+
+    Raises
+    ------
+    InvariantViolation
+        If ``p`` is not a prime below ``2**21``.
+    """
+    _check_prime(p)
+    F = to_symmetric(A, p) if A.dtype.kind != "f" else A
+    return _pivots(F, p, need_inv)
+
+
+def rank_blas(A: np.ndarray, p: int) -> int:
+    """Rank of an integer matrix over Z/pZ, ``p < 2**21`` prime (a lower bound for the rank over Q).
+
+    Examples
+    --------
+    >>> rank_blas(np.array([[1, 2], [3, 6]]), 7), rank_blas(np.zeros((0, 3), dtype=np.int64), 7)
+    (1, 0)
+    >>> rank_blas(np.array([[1]]), 15)
+    Traceback (most recent call last):
+    ...
+    exactident.errors.InvariantViolation: modulus 15 is not a prime in [3, 2**31)
+    >>> rank_blas(np.array([[1]]), 2147483647)
+    Traceback (most recent call last):
+    ...
+    exactident.errors.InvariantViolation: BLAS elimination needs a prime below 2**21, got 2147483647
+    """
+    return len(pivots_blas(A, p)[0])
+
+
+def inverse_blas(A: np.ndarray, p: int) -> np.ndarray:
+    """Inverse of a square matrix mod p (int64 in ``[0, p)``).
+
+    Raises
+    ------
+    InvariantViolation
+        If ``A`` is singular mod p.
+
+    Examples
+    --------
+    >>> inverse_blas(np.array([[2, 0], [0, 3]]), 7).tolist()
+    [[4, 0], [0, 5]]
+    """
+    R, C, G = pivots_blas(A, p, need_inv=True)
+    if len(R) != A.shape[0] or A.shape[0] != A.shape[1]:
+        raise InvariantViolation("matrix is singular mod p")
+    assert G is not None
+    out = np.zeros(A.shape)
+    out[np.ix_(C, R)] = G  # G rows follow C, columns follow R
+    return out.astype(np.int64) % p
+
+
+def rref_kernel_blas(A: np.ndarray, p: int) -> tuple[list[int], list[int], np.ndarray]:
+    """Same output as :func:`exactident.linalg.modular.rref_kernel_mod_p`, by BLAS elimination.
+
+    Returns
+    -------
+    pivots, free : list of int
+    N : int64 array, shape ``(len(pivots), len(free))``, entries in ``[0, p)``
+        ``N = A[R, pivots]^-1 A[R, free]`` (the free columns of the reduced
+        echelon form): kernel vector ``f`` is 1 at ``free[f]`` and ``-N[:, f]``
+        at ``pivots``.
+
+    Examples
+    --------
+    >>> rref_kernel_blas(np.array([[1, 2, 3], [2, 4, 7]]), 11)
+    ([0, 2], [1], array([[2],
+           [0]]))
+    """
+    _m, n = A.shape
+    R, C, G = pivots_blas(A, p, need_inv=True)
+    cset = set(C)
+    free = [c for c in range(n) if c not in cset]
+    if not C:
+        return [], free, np.zeros((0, len(free)), dtype=np.int64)
+    F = to_symmetric(A, p) if A.dtype.kind != "f" else A
+    assert G is not None
+    N = matmul_blas(G, F[np.ix_(R, free)], p) if free else np.zeros((len(C), 0))
+    return C, free, N.astype(np.int64) % p
+
+
+def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random) -> np.ndarray:
+    """``R A mod p`` for a random ``k x m`` matrix ``R`` (int64 residues in ``[0, p)``).
+
+    ``rank_p(R A) <= rank_p(A)`` always (a lower bound stays a lower bound); equality
+    holds unless ``R`` is unlucky, with probability at most about ``rank / p``.
+
+    Examples
+    --------
+    >>> A = np.array([[1, 2], [2, 4], [3, 6], [1, 0]] * 3)
+    >>> rank_blas(sketch_rows(A, 3, 1048583, random.Random(0)), 1048583)
+    2
+    """
+    _check_prime(p)
+    gen = np.random.default_rng(rng.getrandbits(64))
+    R = gen.integers(-(p // 2), p // 2 + 1, (k, A.shape[0])).astype(np.float64)  # symmetric residues
+    F = to_symmetric(A, p) if A.dtype.kind != "f" else A
+    return matmul_blas(R, F, p).astype(np.int64) % p

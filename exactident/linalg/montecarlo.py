@@ -1,0 +1,117 @@
+"""Monte Carlo ranks: ranks mod uniformly random primes with a proven failure bound.
+
+Used only when the caller asks for an uncertified answer (``--certify none``).
+For an integer matrix ``M`` (the data scaled by its denominators) with
+``|entries| <= B`` and rank ``r`` over Q, some ``r x r`` minor ``Delta`` is nonzero
+and ``|Delta| <= (sqrt(r) B)^r`` (Hadamard).  ``rank_p(M) < r`` needs ``p | Delta``,
+and at most ``d = floor(log2 |Delta| / log2 lo)`` primes ``>= lo`` divide ``Delta``.
+Drawing ``k`` distinct primes uniformly from the ``N`` usable primes of
+``[lo, hi)`` (rejection sampling, so every prime is equally likely), the chance
+that all of them divide ``Delta`` is at most ``prod_{i<k} d / (N - i)``.  The rank
+reported is the largest rank seen, so it is wrong only in that event.  Since
+``r`` is unknown, ``r = min(m, n)`` is used in ``d`` (a larger ``d``, a valid bound).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+import flint
+import numpy as np
+
+from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas, sketch_rows
+from exactident.linalg.modular import PRIME_HI, PRIME_LO, rank_mod_p, require_prime
+
+__all__ = ["PRIMES_IN_RANGE", "TARGET_ERROR", "failure_bound", "monte_carlo_rank", "uniform_prime"]
+
+#: Number of primes in each range (pi(2**21) - pi(2**20), pi(2**31) - pi(2**30)).
+PRIMES_IN_RANGE = {(BLAS_PRIME_LO, BLAS_PRIME_HI): 73_586, (PRIME_LO, PRIME_HI): 50_697_537}
+#: More primes are drawn until the failure bound is at most this (or :data:`MAX_PRIMES`).
+TARGET_ERROR = 2.0**-40
+MAX_PRIMES = 8
+
+
+def uniform_prime(rng: random.Random, lo: int, hi: int, avoid: int, exclude: set[int]) -> int:
+    """A prime drawn uniformly from ``[lo, hi)`` (rejection sampling), not dividing ``avoid``."""
+    while True:
+        q = rng.randrange(lo, hi)
+        if q in exclude or int(avoid) % q == 0 or not flint.fmpz(q).is_prime():
+            continue
+        return require_prime(q, avoid)
+
+
+def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int, hi: int, k: int,
+                  sketch: bool = False) -> float:
+    """``prod_{i<k} d / (N - i)``: chance that ``k`` uniform primes of ``[lo, hi)`` all lower the rank.
+
+    With ``sketch`` each trial also compresses the rows by a random matrix ``R``
+    (uniform residues): the rank of ``R M`` drops below that of ``M`` mod p only if a
+    nonzero polynomial of degree ``r`` in the entries of ``R`` vanishes, chance at most
+    ``r / p <= r / lo`` (Schwartz-Zippel), added to each trial's ``d / (N - i)``.
+
+    Examples
+    --------
+    >>> failure_bound((3, 3), 10, 1, 2**20, 2**21, 1) < 1e-4
+    True
+    """
+    r = min(shape)
+    if r == 0:
+        return 0.0
+    log2_minor = r * (math.log2(max(entry_bound, 1)) + 0.5 * math.log2(r))
+    d = math.floor(log2_minor / math.log2(lo))
+    n_usable = PRIMES_IN_RANGE[(lo, hi)] - math.floor(math.log2(max(int(avoid), 1)) / math.log2(lo))
+    bound = 1.0
+    for i in range(k):
+        bound *= min(1.0, d / max(n_usable - i, 1) + (r / lo if sketch else 0.0))
+    return bound
+
+
+def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, int], avoid: int,
+                     entry_bound: Callable[[], int], rng: random.Random,
+                     first: tuple[int, int, np.ndarray] | None = None) -> tuple[int, float]:
+    """Largest rank mod uniformly random primes and a bound on the chance it is below the rank over Q.
+
+    Parameters
+    ----------
+    image_mod_p : callable p -> int64 residues of shape ``shape``
+    shape : (m, n)
+    avoid : int
+        Denominator of the data (primes dividing it are never drawn).
+    entry_bound : callable () -> int
+        ``|entries|`` bound of the integer matrix behind the residues.
+    rng : random.Random
+    first : (rank, prime, image), optional
+        A rank already known (any prime): it counts in the maximum, not in the bound.
+
+    Returns
+    -------
+    (rank, error_probability)
+        ``error_probability`` is 0 when the rank reaches ``min(m, n)`` (then it is exact).
+    """
+    m, n = shape
+    top = min(m, n)
+    best = first[0] if first is not None else 0
+    if best >= top:
+        return best, 0.0
+    B = entry_bound()
+    small = (BLAS_PRIME_LO, BLAS_PRIME_HI)
+    lo, hi = small if failure_bound(shape, B, avoid, *small, 1) <= 0.25 else (PRIME_LO, PRIME_HI)
+    rank_fn = rank_blas if lo == BLAS_PRIME_LO else rank_mod_p
+    sketch = lo == BLAS_PRIME_LO and m > 2 * n + 64  # very tall: rank of a random row sketch
+    used: set[int] = set()
+    k = 0
+    while k < MAX_PRIMES:
+        q = uniform_prime(rng, lo, hi, avoid, used)
+        used.add(q)
+        k += 1
+        image = image_mod_p(q)
+        if sketch:
+            image = sketch_rows(image, n + 16, q, rng)
+        best = max(best, rank_fn(image, q))
+        if best >= top:
+            return best, 0.0
+        if failure_bound(shape, B, avoid, lo, hi, k, sketch) <= TARGET_ERROR:
+            break
+    return best, failure_bound(shape, B, avoid, lo, hi, k, sketch)

@@ -1,0 +1,83 @@
+"""Run ``check`` over several cases for the CLI: progress, per-case budget, results as they finish.
+
+- Each case runs with :func:`exactident.check.check`; with ``--timeout`` (or on a
+  terminal, to keep the display live) it runs in a child process that is killed
+  with its whole process group at the deadline (:func:`exactident.budget.run_isolated`),
+  and the case's report is ``inconclusive`` with reason
+  ``time budget exhausted at <stage>``.
+- ``--jsonl FILE``: every report is appended to ``FILE`` as one JSON line as soon as
+  its case finishes (flushed and synced), so Ctrl-C or a timeout keeps the cases
+  already done.  The file is written in place (not atomically): that is its point.
+- On a terminal (stderr is a tty) a progress line shows the case, the stage and
+  the sizes involved, and the elapsed time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from exactident.budget import TerminalProgress
+from exactident.check import check
+from exactident.errors import OutputError, UnsupportedCaseError
+
+__all__ = ["check_cases"]
+
+
+def check_cases(paths: Sequence[str], cases: Sequence[Any],
+                args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
+    """Yield ``(path, report)`` per case, in order (``report`` may be an ``UnsupportedCaseError``).
+
+    Raises
+    ------
+    OutputError
+        If the ``--jsonl`` file cannot be written.
+    """
+    jsonl = getattr(args, "jsonl", None)
+    fh = None
+    if jsonl:
+        try:
+            fh = open(jsonl, "w", encoding="utf-8")  # noqa: SIM115 - kept open across cases
+        except OSError as exc:
+            raise OutputError(jsonl, exc) from None
+    try:
+        tty = sys.stderr is not None and sys.stderr.isatty()
+    except (ValueError, AttributeError):
+        tty = False
+    progress = TerminalProgress(len(cases), enabled=tty)
+    timeout = getattr(args, "timeout", None)
+    if timeout is None and tty:
+        timeout = math.inf  # a child process, so the display stays live during long FLINT calls
+    try:
+        for path, case in zip(paths, cases):
+            progress.case(case.name)
+            try:
+                report = check(case, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
+                               verify_propositions=args.verify_propositions,
+                               max_resolutions=args.max_resolutions,
+                               all_ranks=args.all_ranks or getattr(args, "expect", False),
+                               certify=getattr(args, "certify", "full"), timeout=timeout,
+                               on_stage=progress.stage, on_tick=progress.tick)
+            except UnsupportedCaseError as exc:
+                yield path, exc
+                continue
+            progress.done()
+            if fh is not None:
+                try:
+                    fh.write(json.dumps(report.to_dict()) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                except OSError as exc:
+                    raise OutputError(str(jsonl), exc) from None
+            yield path, report
+    finally:
+        progress.close()
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()

@@ -1,0 +1,124 @@
+"""BLAS elimination mod p (exactident.linalg.blas_modp) against FLINT's nmod_mat, the reference.
+
+Matrices of prescribed rank mod p are built as ``L U mod p`` with random ``L``
+(``m x r``) and ``U`` (``r x n``), so their rank is at most ``r`` by construction;
+FLINT's ``nmod_mat.rank`` / ``rref`` give the reference rank, pivots and reduced
+kernel basis.  Unlucky primes: ``M = L U + p E`` has (generically) full rank over
+Z but rank ``<= r`` mod p, the situation where a rank mod p is only a lower bound.
+"""
+
+from __future__ import annotations
+
+import random
+
+import flint
+import numpy as np
+import pytest
+
+from exactident.errors import InvariantViolation
+from exactident.linalg.blas_modp import (
+    BLAS_PRIME_HI,
+    BLAS_PRIME_LO,
+    CHUNK,
+    blas_primes,
+    inverse_blas,
+    matmul_blas,
+    pivots_blas,
+    rank_blas,
+    rref_kernel_blas,
+    to_symmetric,
+)
+from exactident.linalg.certified import certified_rank
+from exactident.linalg.modular import rank_mod_p, rref_kernel_mod_p
+
+
+def prescribed(rng: np.random.Generator, m: int, n: int, r: int, p: int) -> np.ndarray:
+    if r == 0 or m == 0 or n == 0:
+        return np.zeros((m, n), dtype=np.int64)
+    L = rng.integers(0, p, (m, r))
+    U = rng.integers(0, p, (r, n))
+    A = (L @ U) % p if p < 2**21 else np.array((L.astype(object) @ U.astype(object)) % p, dtype=np.int64)
+    if rng.random() < 0.3:  # zero columns and repeated rows: pivots that must be skipped
+        A[:, rng.integers(0, n, max(1, n // 5))] = 0
+        if m > 1:
+            A[rng.integers(0, m)] = A[rng.integers(0, m)]
+    return A.astype(np.int64)
+
+
+@pytest.mark.parametrize("block", range(6))
+def test_rank_pivots_and_kernel_agree_with_flint(block):
+    # 6 x 400 = 2400 random matrices of prescribed rank, small primes and p = 3 (many zero divisors
+    # of pivots), shapes from empty to 70 x 70 (several recursion levels: the base case is 16 columns)
+    rng = np.random.default_rng(block)
+    prng = random.Random(block)
+    for t in range(400):
+        m, n = int(rng.integers(0, 71)), int(rng.integers(0, 71))
+        p = [3, 5, 65537][t % 3] if t % 4 == 0 else blas_primes(1, rng=prng)[0]
+        r = int(rng.integers(0, min(m, n) + 1)) if min(m, n) else 0
+        A = prescribed(rng, m, n, r, p)
+        expected = rank_mod_p(A, p)
+        assert expected <= r
+        assert rank_blas(A, p) == expected, (m, n, r, p)
+        if m and n:
+            pv, free, N = rref_kernel_blas(A, p)
+            pv_f, free_f, N_f = rref_kernel_mod_p(A, p)
+            assert (pv, free) == (pv_f, free_f)
+            assert np.array_equal(N, N_f)
+            # the kernel it describes is a kernel: A K = 0 mod p
+            K = np.zeros((n, len(free)), dtype=object)
+            for f_idx, f in enumerate(free):
+                K[f, f_idx] = 1
+                for j, c in enumerate(pv):
+                    K[c, f_idx] = -int(N[j, f_idx])
+            assert not ((A.astype(object) @ K) % p).any()
+
+
+def test_unlucky_prime_forces_rank_down():
+    # M = L U + p E: full rank over Z (E random), rank r mod p; BLAS and FLINT agree mod p,
+    # a luckier prime sees the full rank, and the certified rank (exact) is never the low one.
+    rng = np.random.default_rng(7)
+    p = blas_primes(1, rng=random.Random(7))[0]
+    for r in (0, 3, 9):
+        L, U = rng.integers(0, p, (14, r)), rng.integers(0, p, (r, 12))
+        M = (L @ U) % p + p * rng.integers(1, 4, (14, 12))
+        assert rank_blas(M, p) == rank_mod_p(M, p) == r
+        q = blas_primes(1, rng=random.Random(8), exclude=[p])[0]
+        assert rank_blas(M, q) == rank_mod_p(M, q) == int(flint.fmpz_mat(M.tolist()).rank()) == 12
+
+        def image(prime, M=M):
+            return M % prime
+
+        res = certified_rank(image, (14, 12), avoid=1, entry_bound=lambda M=M: int(np.abs(M).max()),
+                             lower=(r, p, M % p), rng=random.Random(0), blas=True)
+        assert res is None or res.rank == 12  # None: the caller falls back to exact elimination
+
+
+def test_float_products_are_exact_over_long_chunks():
+    # Worst case magnitudes: residues +-(p-1)/2 with the largest p, inner dimension past CHUNK
+    p = 2097143  # the largest prime below 2**21
+    assert flint.fmpz(p).is_prime() and p < BLAS_PRIME_HI
+    k = CHUNK + 100
+    A = np.full((2, k), (p - 1) // 2, dtype=np.int64)
+    B = np.full((k, 3), -((p - 1) // 2), dtype=np.int64)
+    got = matmul_blas(to_symmetric(A, p), to_symmetric(B, p), p)
+    expected = (k * ((p - 1) // 2) * (-((p - 1) // 2))) % p
+    assert all(int(v) % p == expected for v in got.ravel())
+
+
+def test_inverse_and_guards():
+    rng = np.random.default_rng(3)
+    p = blas_primes(1, rng=random.Random(3))[0]
+    while True:
+        A = rng.integers(0, p, (40, 40))
+        if rank_mod_p(A, p) == 40:
+            break
+    Ainv = inverse_blas(A, p)
+    assert np.array_equal((A.astype(object) @ Ainv.astype(object)) % p, np.eye(40, dtype=object))
+    with pytest.raises(InvariantViolation, match="singular mod p"):
+        inverse_blas(np.array([[1, 2], [2, 4]]), 7)
+    with pytest.raises(InvariantViolation, match="not a prime"):
+        rank_blas(np.array([[1]]), 21)
+    with pytest.raises(InvariantViolation, match="below 2\\*\\*21"):
+        pivots_blas(np.array([[1]]), 2147483647)
+    ps = blas_primes(20, rng=random.Random(0))
+    assert len(set(ps)) == 20 and all(BLAS_PRIME_LO <= q < BLAS_PRIME_HI for q in ps)
