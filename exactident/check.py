@@ -17,13 +17,22 @@ from typing import Any
 import numpy as np
 
 from exactident.boundary.analyse import analyse_boundary
+from exactident.boundary.structural import decided_by, settle
 from exactident.budget import run_isolated, stage
 from exactident.errors import UnsupportedCaseError
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.model.activation import activation_state, alpha_exact, alpha_gram, n_paths
-from exactident.model.conditions import DEGENERATE, holds_cn, holds_cs, reason_from_ranks, verdict_from_ranks
+from exactident.model.conditions import (
+    DEGENERATE,
+    INCONCLUSIVE,
+    NOT_IDENTIFIABLE,
+    holds_cn,
+    holds_cs,
+    reason_from_ranks,
+    verdict_from_ranks,
+)
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.lifting import verify_propositions as _verify
@@ -59,7 +68,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           modular: bool = True, seed: int | None = 0, certify: str = "full",
           timeout: float | None = None,
           on_stage: Callable[[str, dict[str, Any]], None] | None = None,
-          on_tick: Callable[[], None] | None = None) -> Report:
+          on_tick: Callable[[], None] | None = None, structural: bool = True) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -106,6 +115,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         Called at each stage of the analysis (progress display).
     on_tick : callable (), optional
         Called about twice a second while a child process works (``timeout`` given).
+    structural : bool
+        Try to settle an ``inconclusive`` verdict with a structural certificate or a
+        straight line (:func:`exactident.boundary.structural.settle`; docs/theory.md,
+        "Structural certificates").  ``False`` keeps the verdict of the rank rules.
 
     Returns
     -------
@@ -141,7 +154,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         def work() -> Report:
             return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
                          max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
-                         modular=modular, seed=seed, certify=certify)
+                         modular=modular, seed=seed, certify=certify, structural=structural)
 
         isolated = run_isolated(work, timeout, on_stage, on_tick)
         if isolated.timed_out:
@@ -214,6 +227,11 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
         if extra.get("certified") is False:
             reason += f" (Monte Carlo ranks, not certified: error probability <= {extra['error_probability']:.3g})"
+    rank_verdict = verdict  # what the rank rules give: the float pipeline is compared with this
+    settled_by = None  # the mechanism or "line" that settled an inconclusive verdict
+    if structural and verdict == INCONCLUSIVE:
+        verdict, reason, certificate, settled_by = _settle(net, X, state, certificate, reason, extra,
+                                                           attach=extra.get("certified") is not False)
     if verify_propositions:
         _verify(net, X, state, fixed, gamma)
     report = Report(
@@ -222,14 +240,15 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         cn=True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim),
         degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
-        patterns=patterns, certificate=certificate, extra=extra)
+        patterns=patterns, certificate=certificate, extra=extra,
+        decided_by=settled_by or decided_by(verdict, certificate))
     if numeric:
         from exactident.numeric.block import numeric_block
 
         stage("float cross-check", rows=len(X) * net.widths[-1], cols=dim)
         # agrees: same verdict, and the same ranks as the exact matrices the float ones round
         dtype = _numeric_dtype(case.provenance)
-        report.numeric = numeric_block(net, X, fixed, state, degenerate, verdict,
+        report.numeric = numeric_block(net, X, fixed, state, degenerate, rank_verdict,
                                        (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
                                        verdict_reached=verdict_reached, dtype=dtype)
     if case.provenance:
@@ -239,6 +258,20 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     return report
 
 
+def _settle(net, X, state, certificate, reason, extra, attach: bool) -> tuple[str, str, dict | None, str | None]:
+    """An ``inconclusive`` verdict settled by a structural certificate or a line, else the searches tried.
+
+    ``attach=False`` (Monte Carlo ranks): the verdict is settled the same way, but the report carries
+    no certificate, like every uncertified report.
+    """
+    visible = bool(((certificate or {}).get("boundary") or {}).get("ties"))
+    stage("structural certificates", samples=len(X), neurons=sum(net.widths[1:-1]))
+    found = settle(net, X, state, kernel_line=not visible)  # on the boundary analyse_boundary searched lines
+    extra["summary"] = [*extra.get("summary", []), *found.summary]
+    if found.certificate is None:
+        return INCONCLUSIVE, f"{reason}; {found.clause}", certificate, None
+    settled = {**(certificate or {}), **found.certificate} if attach else certificate
+    return NOT_IDENTIFIABLE, f"{reason}; but {found.clause}", settled, found.decided_by
 def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     """The report of a case whose time budget ran out: ``inconclusive``, ranks unknown (``null``).
 
@@ -257,6 +290,6 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
                     degenerate=bool(degenerate_neurons(net)), on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
                     verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",
-                    extra={"timed_out": True, "stage": at_stage})
+                    extra={"timed_out": True, "stage": at_stage}, decided_by="none")
     report.seconds = seconds
     return report

@@ -52,20 +52,21 @@ FAITHFUL_RTOL = 1e-12
 CONFIRMED_WITH_SKLEARN = "1.9.1"
 
 
-def _expected(verdict: str, dim: int, rank_gamma: int, rank_a: int) -> dict[str, Any]:
-    return {"verdict": verdict, "on_boundary": False, "degenerate": False, "n_ties": 0,
+def _expected(verdict: str, dim: int, rank_gamma: int, rank_a: int, decided_by: str) -> dict[str, Any]:
+    return {"verdict": verdict, "decided_by": decided_by, "on_boundary": False, "degenerate": False, "n_ties": 0,
             "dim": dim, "rank_gamma": rank_gamma, "rank_a": rank_a}
 
 
 # Values from the independent oracle (sympy DomainMatrix ranks of a Fraction backprop
 # Jacobian and an explicitly enumerated alpha), not from exactident's own output.
 # ``rank_a`` is the true N_L * rank alpha (``exactident check`` prints it when C_S
-# fails, or always with --all-ranks).
+# fails, or always with --all-ranks).  ``decided_by`` is the oracle's rule too: Theorem 9 or 8, or
+# for iris (where neither applies) layer-2 neurons whose active samples do not pin their hyperplane.
 EXPECTED: dict[str, dict[str, Any]] = {
-    "diabetes-mlp-10-8-1": _expected("identifiable", 89, 89, 89),
-    "diabetes-mlp-10-8-1-first10": _expected("not-identifiable", 89, 10, 10),
-    "iris-mlp-4-8-8-3": _expected("inconclusive", 123, 109, 237),
-    "wine-mlp-13-8-3": _expected("identifiable", 131, 131, 321),
+    "diabetes-mlp-10-8-1": _expected("identifiable", 89, 89, 89, "theorem-9"),
+    "diabetes-mlp-10-8-1-first10": _expected("not-identifiable", 89, 10, 10, "theorem-8"),
+    "iris-mlp-4-8-8-3": _expected("not-identifiable", 123, 109, 237, "unpinned-hyperplane"),
+    "wine-mlp-13-8-3": _expected("identifiable", 131, 131, 321, "theorem-9"),
 }
 
 

@@ -18,7 +18,7 @@ from exactident.cli import main
 from exactident.model import lifting
 
 REPORT_FIELDS = ["format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn",
-                 "degenerate", "on_boundary", "n_ties", "verdict", "reason"]
+                 "degenerate", "on_boundary", "n_ties", "verdict", "reason", "decided_by"]
 NUMERIC_FIELDS = {"rank_gamma", "rank_a", "verdict", "tol", "agrees", "singular_values_near_cut"}
 
 
@@ -65,7 +65,7 @@ def test_json_single_object_with_spec_fields(capsys, good):
     assert (data["widths"], data["n_samples"], data["dim"]) == ([1, 1, 1], 3, 3)
     assert (data["rank_gamma"], data["rank_a"], data["cs"], data["cn"]) == (2, 2, False, False)
     assert (data["degenerate"], data["on_boundary"], data["n_ties"]) == (False, False, 0)
-    assert data["verdict"] == "not-identifiable"
+    assert data["verdict"] == "not-identifiable" and data["decided_by"] == "theorem-8"
     assert set(data["numeric"]) >= NUMERIC_FIELDS
     assert data["numeric"]["agrees"] is True and data["numeric"]["rank_gamma"] == 2
 

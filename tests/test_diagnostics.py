@@ -8,7 +8,13 @@ import sympy
 from _gen import forward, random_case
 
 from exactident.model.activation import activation_state
-from exactident.model.diagnostics import hyperplane_rank, neuron_activity, proportional_twins, untouched_inputs
+from exactident.model.diagnostics import (
+    hyperplane_rank,
+    hyperplane_rows,
+    neuron_activity,
+    proportional_twins,
+    untouched_inputs,
+)
 from exactident.model.network import Network
 
 
@@ -55,6 +61,17 @@ def test_hyperplane_rank_second_layer_uses_hidden_values():
     # With x = 1, 2 only, h_1 = 0 on every sample: rank 2 < 3.
     X = _q([[1], [2]])
     assert hyperplane_rank(activation_state(net, X), X, 2, 0) == (2, 3)
+
+
+def test_hyperplane_rows_with_and_without_ties():
+    # Layer 2 neuron z = h_0 - h_1 over h = (relu(x), relu(-x)): at x = 2, -1, 0 it is 2 (active),
+    # -1 (inactive), 0 (a tie, and h = (0, 0) there).  Rows [h_0, h_1, 1].
+    net = Network((1, 2, 1, 1), [[[1], [-1]], [[1, -1]], [[1]]], [[0, 0], [0], [0]])
+    X = _q([[2], [-1], [0]])
+    state = activation_state(net, X)
+    assert hyperplane_rows(state, X, 2, 0) == _q([[2, 0, 1]])
+    assert hyperplane_rows(state, X, 2, 0, ties=True) == _q([[2, 0, 1], [0, 0, 1]])
+    assert hyperplane_rank(state, X, 2, 0) == (1, 3)
 
 
 @pytest.mark.parametrize("widths", [(1, 3, 1), (2, 3, 2), (2, 2, 3, 1)])

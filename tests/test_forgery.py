@@ -31,6 +31,9 @@ per tie resolution; Fraction forward passes):
 - ``kernel-column-rescaled``: a kernel column replaced by a nonzero multiple of itself;
 - ``blocked-by``: the changed blocking layer is also all strictly negative at the sample;
 - ``rank_a-of-a-minimal-resolution``: another resolution of minimal ``rank_gamma`` has that ``R_A``;
+- ``structural-still-true``: a changed structural certificate still names facts that hold and a line
+  that keeps f(X) and changes the path products (``structural_oracle``: Fractions, theta(t) stepped),
+  with a witness whose coefficients are still right.
 - ``alpha-rows-same-rank-mod-p``: a ``rank_a`` lower bound's rows changed (any rows of ``alpha`` bound
   its rank from below) to distinct rows on which ``alpha`` (or its Gram matrix) still has the claimed
   rank mod p, by explicit path enumeration and sympy over GF(p).
@@ -50,7 +53,9 @@ from pathlib import Path
 import boundary_oracle as O
 import forgery_oracle as FO
 import pytest
+import structural_cases as SC
 from _gen import is_degenerate, random_case
+from structural_oracle import confirm_line, mechanism_holds
 
 from exactident.check import check
 from exactident.errors import CaseFormatError, UnsupportedCaseError
@@ -63,7 +68,7 @@ SKIP = {"reason", "summary", "numeric"}
 VERDICTS = ["identifiable", "not-identifiable", "inconclusive", "degenerate"]
 OPTIONAL_TOP = {"format", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
                 "on_boundary", "n_ties", "reason", "summary", "patterns", "numeric", "certified_by",
-                "rank_a_lower_bound"}
+                "rank_a_lower_bound", "decided_by"}
 ORDER_FREE = {"resolution", "parameters", "derivatives", "invisible_ties", "fixed_edges", "primes", "kernel", "rows"}
 
 # The function-preserving tie of the issue (layer-2 tie at x = 1; W_1 along (3, 1) keeps f everywhere).
@@ -93,6 +98,8 @@ KINK_FORGERY_REPORT = {"name": "kink-forgery", "verdict": "identifiable", "certi
     "rank": 3, "shape": [3, 3], "lower": {"prime": 1073741827, "rank_mod_p": 3},
     "upper": {"kind": "shape", "bound": 3}}}}}
 
+# One hand-built case per structural mechanism besides the dead neuron (tests/structural_cases.py).
+STRUCTURAL = [SC.ONE_ACTIVE, SC.UNTOUCHED, SC.TWINS, SC.BLOCK]
 SHIPPED = ["tiny-111-kink", "tiny-111-kink-plus", "boundary-dead-neuron", "boundary-hyperplane-2d",
            "boundary-invisible-tie", "boundary-second-layer", "boundary-second-order-tie",
            "boundary-two-ties-one-neuron", "diabetes-mlp-10-8-1-first10"]
@@ -108,6 +115,7 @@ SAMPLED = {"boundary-origin-zero-biases": 40, "diabetes-mlp-10-8-1": 25, "wine-m
 class Genuine:
     def __init__(self, label, obj, limit=None):
         self.label = label
+        self.obj = obj
         self.case = parse_case(obj)
         self.report = json.loads(reports_to_json([check(self.case, numeric=False)], as_list=False))
         self.widths = list(obj["widths"])
@@ -130,6 +138,8 @@ def _kind_of(report):
     cert = report.get("certificate") or {}
     if report["degenerate"]:
         return "degenerate"
+    if "structural" in cert:
+        return "structural"
     if not report["on_boundary"]:
         return "off-" + report["verdict"]
     if not report.get("patterns"):
@@ -141,7 +151,7 @@ def _random_genuine():
     """Seeded small networks: integers in [-2, 2] hit ties often; quotas per kind of report."""
     quotas = {"boundary-entering": 4, "boundary-line": 2, "boundary-identifiable": 3, "boundary-inconclusive": 1,
               "all-invisible": 1, "degenerate": 2, "off-identifiable": 2, "off-not-identifiable": 2,
-              "off-inconclusive": 1}
+              "off-inconclusive": 1, "structural": 3}
     got = []
     rng = random.Random(15)
     shapes = [[1, 2, 1], [2, 2, 1], [1, 2, 2], [1, 1, 2, 1], [1, 2, 1, 1], [2, 1, 2]]
@@ -176,6 +186,7 @@ def genuine():
     out += [Genuine("fn-preserving-tie-2", FN_PRESERVING), Genuine("kink-forgery-case", KINK_FORGERY_CASE),
             Genuine("dead-neuron-inconclusive", DEAD_NEURON), Genuine("crt-kernel-lower-bound", CRT_LOWER),
             Genuine("crt-kernel-inconclusive", CRT_EXACT)]
+    out += [Genuine(obj["name"], obj) for obj in STRUCTURAL]
     out += _random_genuine()
     return {g.label: g for g in out}
 
@@ -184,6 +195,7 @@ def test_genuine_reports_verify_and_their_claims_hold(genuine):
     kinds = Counter(_kind_of(g.report) for g in genuine.values())
     assert kinds["boundary-entering"] >= 4 and kinds["boundary-line"] >= 2 and kinds["degenerate"] >= 2
     assert kinds["boundary-identifiable"] >= 3 and kinds["off-not-identifiable"] >= 2 and kinds["all-invisible"] >= 2
+    assert kinds["structural"] >= 5
     # every kind of rank certificate is mutated: explicit kernels, rebuilt kernels, R_A lower bounds
     by = {label: g.report.get("certified_by") for label, g in genuine.items()}
     assert by["crt-kernel-lower-bound"] == {"rank_gamma": "kernel:crt", "rank_a": "lower-bound"}
@@ -391,6 +403,9 @@ def still_true(g, path, kind, mutated):
         zs = O.forward(g.widths, g.W, g.b, g.X[i])
         if l < m < len(g.widths) - 1 and all(z < 0 for z in zs[m - 1]):
             return "blocked-by"
+    if "structural" in cert and keys[:2] in (["certificate", "structural"], ["certificate", "line"]) \
+            and _structural_true(g, mutated):
+        return "structural-still-true"
     if keys[-2:] == ["lower", "rows"] and _rows_rank_still_true(g, path, mutated):  # the list or one entry
         return "alpha-rows-same-rank-mod-p"
     if path == ["rank_a"] and g.small and g.report.get("patterns"):
@@ -399,6 +414,29 @@ def still_true(g, path, kind, mutated):
         if mutated["rank_a"] in {ra for rg, ra in ranks.values() if rg == low}:
             return "rank_a-of-a-minimal-resolution"
     return None
+
+
+def _structural_true(g, mutated):
+    """Every claim of a (mutated) structural certificate still holds, by the independent oracles."""
+    cert = mutated["certificate"]
+    part, line = cert.get("structural"), cert.get("line")
+    try:
+        if not mechanism_holds(g.obj, part, line["delta"]):
+            return False
+        confirm_line(g.obj, mutated)
+        witness = line.get("nonequivalence")
+        if witness is not None:
+            poly = _path_poly(g, _delta(line["delta"]), witness["path"])
+            while len(poly) > 1 and poly[-1] == 0:
+                poly.pop()
+            if [F(c) for c in witness["coefficients"]] != poly or len(poly) < 2:
+                return False
+        if "probe" in line and not FO.changes_at(g.widths, g.W, g.b, _delta(line["delta"]),
+                                                 [F(v) for v in line["probe"]]):
+            return False
+        return witness is not None or "probe" in line
+    except (AssertionError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
+        return False
 
 
 def _rows_rank_still_true(g, path, mutated):
@@ -448,7 +486,8 @@ def run_mutations(g):
 
 
 CASE_LABELS = SHIPPED + list(SAMPLED) + ["fn-preserving-tie-2", "kink-forgery-case", "dead-neuron-inconclusive",
-                                         "crt-kernel-lower-bound", "crt-kernel-inconclusive"]
+                                         "crt-kernel-lower-bound", "crt-kernel-inconclusive"] \
+    + [obj["name"] for obj in STRUCTURAL]
 
 
 @pytest.mark.parametrize("label", CASE_LABELS)

@@ -21,9 +21,11 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+import structural_cases as SC
 from _gen import case_obj, forward, is_degenerate
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from structural_oracle import fractions_of
 
 from exactident.check import check
 from exactident.io.case import parse_case
@@ -188,7 +190,11 @@ def _same_ray(u, v):
 
 def _shape(reason):
     reason = re.sub(r"\[[^\]]*\]", "[...]", reason)  # tie lists follow the numbering
-    return re.sub(r"\((none excluded|only those splitting[^)]*)\)", "(...)", reason)
+    reason = re.sub(r"\((none excluded|only those splitting[^)]*)\)", "(...)", reason)
+    # structural reasons name neurons (their labels follow the numbering) and count samples (repeats count)
+    reason = re.sub(r"\(\d+,\d+\)", "(l,v)", reason)
+    reason = re.sub(r"e_\d+ e_\d+\^T", "e_i e_j^T", reason)
+    return re.sub(r"\d+ (of \d+ )?samples", "n samples", reason)
 
 
 def has_twins(widths, W, b):
@@ -295,3 +301,21 @@ def test_entering_certificate_moves_onto_the_reports_own_slice():
         ent = r.certificate["entering"]
         deltas.append({k: v for k, v in ent["delta"].items() if v != "0"})
     assert deltas == [{"b_1[0]": "1", "b_2[1]": "-3"}, {"b_1[0]": "4", "b_2[1]": "-3"}]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SC.HAND), st.data())
+def test_structural_certificates_follow_the_presentation(obj, data):
+    # Off the boundary: the mechanism, its neurons (mapped back) and the line's ray do not depend on
+    # how the network and the sample are written (docs/theory.md, "Structural certificates").
+    widths, W, b, X = fractions_of(obj)
+    # all_ranks: whether R_A is computed or only bounded below may follow the sample size (a cost rule)
+    r0 = _report(widths, W, b, X, all_ranks=True)
+    p = data.draw(presentations((widths, W, b, X)), label="presentation")
+    r1 = _report(p.widths, p.W, p.b, p.X, all_ranks=True)
+    twins = has_twins(widths, W, b)
+    assert_equivalent(r0, r1, p, X, twins=twins)
+    assert r0.decided_by == r1.decided_by == r0.certificate["structural"]["mechanism"]
+    s0, s1 = r0.certificate["structural"], r1.certificate["structural"]
+    if not twins:
+        assert [[l, p.orig_neuron(l, v)] for l, v in s1["neurons"]] == s0["neurons"]

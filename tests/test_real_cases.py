@@ -28,7 +28,15 @@ computation written here, sharing no code with the package:
 - the verdict follows SPEC §2 off the boundary: ``C_S`` (``rank_gamma ==
   dim``) -> identifiable (Theorem 9); ``rank_gamma == rank_a < dim`` ->
   not-identifiable (Theorem 8); otherwise inconclusive; a hidden neuron with
-  all outgoing weights zero, or all incoming weights and bias zero -> degenerate.
+  all outgoing weights zero, or all incoming weights and bias zero -> degenerate;
+- where the theorems leave it inconclusive, the structural mechanisms of
+  docs/theory.md ("Structural certificates") are looked for here, in their order
+  (a dead neuron, an input zero on every sample, two neurons with proportional
+  activations, two always-active neurons of one layer, a neuron whose active
+  samples do not pin its hyperplane: rank of ``[h_{l-1}(x^i), 1]`` over them below
+  ``N_{l-1} + 1``, by the same sympy rank); the first one present gives
+  ``decided_by`` and not-identifiable.  The engine's certificate is then stepped
+  in Fractions (``structural_oracle``): same outputs on X, different path products.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from structural_oracle import confirm_line, mechanism_holds
 from sympy import QQ
 from sympy.polys.matrices import DomainMatrix
 
@@ -117,9 +126,10 @@ def oracle(case: dict) -> dict:
     widths, W, b, X = case["widths"], case["W"], case["b"], case["X"]
     L, n, N_L = len(widths) - 1, X.shape[0], widths[-1]
     # Forward pass: H[l] = h_l (n, N_l), A[l] = activation indicator of hidden layer l.
-    H, A, ties = [X], {}, 0
+    H, A, ties, Zs = [X], {}, 0, {}
     for l in range(1, L + 1):
         Z = H[-1].dot(W[l - 1].T) + b[l - 1]
+        Zs[l] = Z
         if l < L:
             A[l] = np.vectorize(lambda z: z >= 0, otypes=[bool])(Z)
             ties += sum(1 for z in Z.ravel() if z == 0)
@@ -177,10 +187,39 @@ def oracle(case: dict) -> dict:
         verdict = "not-identifiable"
     else:
         verdict = "inconclusive"
-    return {"dim": dim, "n_free": len(free), "rank_gamma": rank_gamma, "rank_full": rank_full,
+    decided_by = {"identifiable": "theorem-9", "not-identifiable": "theorem-8", "degenerate": "degenerate"}.get(
+        verdict or "")
+    if verdict == "inconclusive":
+        decided_by = _mechanism(widths, X, H, Zs)
+        verdict = "not-identifiable" if decided_by else "inconclusive"
+    return {"dim": dim, "decided_by": decided_by, "n_free": len(free), "rank_gamma": rank_gamma, "rank_full": rank_full,
             "rank_a": rank_a, "n_ties": ties, "on_boundary": ties > 0, "degenerate": degenerate,
             "cs": rank_gamma == dim, "cn": not (rank_gamma == rank_a < dim), "verdict": verdict,
             "n_paths": len(paths) + 1}
+
+
+def _mechanism(widths, X, H, Zs) -> str | None:
+    """The first structural mechanism present (docs/theory.md order), off the boundary, or None."""
+    L, n = len(widths) - 1, X.shape[0]
+    hidden = [(l, v) for l in range(1, L) for v in range(widths[l])]
+    cols = {(l, v): [Zs[l][i, v] for i in range(n)] for l, v in hidden}
+    if n and any(all(z < 0 for z in cols[h]) for h in hidden):
+        return "dead-neuron"
+    if n and any(all(X[i, j] == 0 for i in range(n)) for j in range(widths[0])):
+        return "untouched-input"
+    for (l, u), (m, v) in itertools.combinations(hidden, 2):
+        zu, zv = cols[(l, u)], cols[(m, v)]
+        on = [z > 0 for z in zu]
+        if l == m and on == [z > 0 for z in zv] and any(on) and len({a / c for a, c, o in zip(zu, zv, on) if o}) == 1:
+            return "proportional-neurons"
+    for l in range(1, L):
+        if n and sum(all(z > 0 for z in cols[(l, v)]) for v in range(widths[l])) >= 2:
+            return "always-active-block"
+    for l, v in hidden:
+        rows = [list(H[l - 1][i]) + [Fraction(1)] for i in range(n) if cols[(l, v)][i] > 0]
+        if _rank(rows, widths[l - 1] + 1) < widths[l - 1] + 1:
+            return "unpinned-hyperplane"
+    return None
 
 
 # --- tests --------------------------------------------------------------------
@@ -213,9 +252,15 @@ def test_check_agrees_with_independent_oracle(path):
     assert truth["n_free"] == truth["dim"]  # |F_theta| + |B| = dim (SPEC §1)
     assert truth["rank_full"] == truth["rank_gamma"]  # fixed-edge choice does not matter (docstring)
     report = _report(path)
-    keys = ("dim", "rank_gamma", "rank_a", "n_ties", "on_boundary", "degenerate", "cs", "cn", "verdict")
+    keys = ("dim", "rank_gamma", "rank_a", "n_ties", "on_boundary", "degenerate", "cs", "cn", "verdict",
+            "decided_by")
     assert {k: getattr(report, k) for k in keys} == {k: truth[k] for k in keys}
     assert report.on_boundary is False
+    if truth["decided_by"] not in ("theorem-9", "theorem-8"):  # a structural certificate: step theta(t)
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        cert = report.certificate
+        assert mechanism_holds(obj, cert["structural"], cert["line"]["delta"])
+        confirm_line(obj, report.to_dict())
     # The file's ``expected`` block must be ground truth: every key confirmed here.
     for key, value in (data["expected"] or {}).items():
         assert key in truth, f"expected.{key} is not confirmed by this oracle"

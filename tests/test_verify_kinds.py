@@ -45,6 +45,10 @@ RA = ["certificate", "rank", "rank_a"]
 
 
 def _report(obj, **kw):
+    # The rank rules' verdicts (inconclusive backed by R_A >= lower bound): these tests are about the rank
+    # certificates; the structural certificate that settles DEAD_NEURON is checked below and in
+    # tests/test_structural.py.
+    kw.setdefault("structural", False)
     case = parse_case(obj)
     return case, json.loads(reports_to_json([check(case, numeric=False, **kw)], as_list=False))
 
@@ -69,6 +73,16 @@ def test_rank_a_lower_bound_report_verifies_with_its_values_by_hand():
     valid, msgs = _verify(case, rep)
     assert valid, msgs
     assert "rank part valid: at the >= 0 pattern R_Gamma = 7, R_A >= 8" in msgs
+
+
+def test_settled_by_its_dead_neuron_the_lower_bound_report_still_verifies():
+    # With the structural search (the default) the dead neuron (1,0) settles the verdict; R_A is still
+    # only bounded below (8 > R_Gamma = 7, so C_N holds) and that claim is still checked.
+    case, rep = _report(DEAD_NEURON, structural=True)
+    assert (rep["verdict"], rep["decided_by"], rep["rank_a"], rep["rank_a_lower_bound"], rep["cn"]) == \
+        ("not-identifiable", "dead-neuron", None, 8, True)
+    assert _verify(case, rep)[0]
+    assert not _verify(case, dict(rep, rank_a_lower_bound=9))[0]
 
 
 def _mutated(obj, path, value):

@@ -39,6 +39,8 @@ class Report:
     certificate: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    #: The rule that decided the verdict (``theorem-9``, ``dead-neuron``, ...; docs/cli.md).
+    decided_by: str | None = None
     #: Exact ranks at the ``>= 0`` activation pattern (what a float tool rounds); equal to
     #: ``rank_gamma``/``rank_a`` off the boundary.  Not part of the JSON report.
     pattern_ranks: tuple[int, int | None] | None = None
@@ -64,6 +66,8 @@ class Report:
         for key in ("name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn",
                     "degenerate", "on_boundary", "n_ties", "verdict", "reason"):
             out[key] = getattr(self, key)
+        if self.decided_by is not None:
+            out["decided_by"] = self.decided_by
         for key in ("patterns", "numeric", "certificate"):
             value = getattr(self, key)
             if value is not None:

@@ -35,6 +35,7 @@ from exactident.model.activation import ActivationState
 __all__ = [
     "NeuronActivity",
     "hyperplane_rank",
+    "hyperplane_rows",
     "neuron_activity",
     "proportional_twins",
     "untouched_inputs",
@@ -166,6 +167,43 @@ def _ratio(zu: Sequence[flint.fmpq], zv: Sequence[flint.fmpq]) -> flint.fmpq | N
     return c if all(zu[i] == c * zv[i] for i in S) else None
 
 
+def hyperplane_rows(state: ActivationState, X: Sequence[Sequence[flint.fmpq]], l: int, v: int, *,
+                    ties: bool = False) -> list[list[flint.fmpq]]:
+    """The rows ``[h_{l-1}(x^i), 1]`` over the samples where neuron ``(l, v)`` is strictly active.
+
+    With ``ties=True`` the samples where ``z_l(x^i)_v == 0`` are included too: a change
+    ``(dw, db)`` of the neuron's incoming weights and bias with ``[h_{l-1}(x^i), 1] . (dw, db) = 0``
+    on these rows leaves ``z_l(x^i)_v`` unchanged there, ties included (used by the
+    ``unpinned-hyperplane`` certificate on the boundary).  ``h_{l-1}`` does not depend on
+    how ties of earlier layers resolve (``relu(0) = 0``).
+
+    Returns
+    -------
+    list of list of fmpq
+        One row of length ``N_{l-1} + 1`` per such sample, in sample order (Q).
+
+    Examples
+    --------
+    ``relu(x - 1)`` at ``x = 2, 1, 0``: active at 2, tied at 1.
+
+    >>> from exactident.model.activation import activation_state
+    >>> from exactident.model.network import Network
+    >>> net = Network((1, 1, 1), [[[1]], [[1]]], [[-1], [0]])
+    >>> X = [[flint.fmpq(x)] for x in (2, 1, 0)]
+    >>> state = activation_state(net, X)
+    >>> hyperplane_rows(state, X, 1, 0), hyperplane_rows(state, X, 1, 0, ties=True)
+    ([[2, 1]], [[2, 1], [1, 1]])
+    """
+    Z = state.Z[l - 1]
+    S = [i for i in range(Z.nrows()) if Z[i, v] > _ZERO or (ties and Z[i, v] == _ZERO)]
+    if l == 1:
+        rows = [[flint.fmpq(x) for x in X[i]] for i in S]
+    else:
+        prev = state.Z[l - 2]
+        rows = [[max(prev[i, j], _ZERO) for j in range(prev.ncols())] for i in S]
+    return [r + [flint.fmpq(1)] for r in rows]
+
+
 def hyperplane_rank(state: ActivationState, X: Sequence[Sequence[flint.fmpq]], l: int, v: int) -> tuple[int, int]:
     """``(rank [h_{l-1}(x^i), 1] over the samples where neuron (l, v) is strictly active, N_{l-1} + 1)``.
 
@@ -184,14 +222,8 @@ def hyperplane_rank(state: ActivationState, X: Sequence[Sequence[flint.fmpq]], l
     >>> hyperplane_rank(state, [[1], [-1], [-2]], 1, 0)
     (1, 2)
     """
-    Z = state.Z[l - 1]
-    S = [i for i in range(Z.nrows()) if Z[i, v] > _ZERO]
-    if l == 1:
-        rows = [[flint.fmpq(x) for x in X[i]] for i in S]
-    else:
-        prev = state.Z[l - 2]
-        rows = [[max(prev[i, j], _ZERO) for j in range(prev.ncols())] for i in S]
+    rows = hyperplane_rows(state, X, l, v)
     width = (len(X[0]) if l == 1 and X else state.Z[l - 2].ncols() if l > 1 else 0) + 1
-    if not S:
+    if not rows:
         return 0, width
-    return rank(flint.fmpq_mat([r + [flint.fmpq(1)] for r in rows])), width
+    return rank(flint.fmpq_mat(rows)), width

@@ -31,7 +31,7 @@ DEFAULT_FIELDS: tuple[str, ...] = ("verdict", "rank_gamma", "rank_a", "dim", "on
 
 #: Report fields a comparison may name (the scalar part of ``exactident-report/1``).
 REPORT_SCALARS: tuple[str, ...] = ("widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
-                                   "on_boundary", "n_ties", "verdict", "reason")
+                                   "on_boundary", "n_ties", "verdict", "reason", "decided_by")
 
 #: One disagreement: (field, expected value, value found).
 Difference = tuple[str, Any, Any]
@@ -53,7 +53,7 @@ def parse_fields(text: str) -> tuple[str, ...]:
     Traceback (most recent call last):
     ...
     exactident.errors.UnsupportedCaseError: --fields: unknown report field 'colour' (known: widths, n_samples, \
-dim, rank_gamma, rank_a, cs, cn, degenerate, on_boundary, n_ties, verdict, reason)
+dim, rank_gamma, rank_a, cs, cn, degenerate, on_boundary, n_ties, verdict, reason, decided_by)
     """
     names = tuple(f.strip() for f in text.split(",") if f.strip())
     if not names:

@@ -21,7 +21,11 @@ against what the case and the verified parts give
     a segment ``theta + eps delta`` of constant outputs on ``X`` that leaves the
     equivalence class (:mod:`exactident.verify.line`);
 ``degenerate``
-    a hidden neuron putting theta in ``S``.
+    a hidden neuron putting theta in ``S``;
+``structural``
+    the mechanism behind a ``line`` part (dead neuron, unpinned hyperplane, untouched
+    input, proportional neurons, always-active block), re-derived from the case
+    (:mod:`exactident.verify.structural`).
 
 The arithmetic is the verifier's own (``fractions.Fraction`` forward passes,
 forward-mode tangents where the engine backpropagates, explicit path
@@ -46,6 +50,7 @@ from exactident.verify.claims import (
     NOT_VERIFIED,
     Proofs,
     closed_by,
+    decided_by_claim,
     extra_claims,
     rank_and_pattern_claims,
     structural_claims,
@@ -56,11 +61,12 @@ from exactident.verify.claims import (
 from exactident.verify.entering import verify_entering
 from exactident.verify.facts import CaseFacts
 from exactident.verify.line import verify_line
+from exactident.verify.structural import verify_structural
 
 __all__ = ["PARTS", "run_verify_certificate", "verify_certificate"]
 
 #: Certificate parts the verifier understands.
-PARTS = ("rank", "boundary", "entering", "line", "degenerate")
+PARTS = ("rank", "boundary", "entering", "line", "degenerate", "structural")
 
 
 def verify_certificate(case, report: Any, source: str = "<report>", *,
@@ -208,11 +214,18 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
         (msgs if ent.valid else fails).extend(ent.messages)
         if ent.valid:
             proofs.nonequivalence = "entering"
+            proofs.entering = True
     if "line" in cert:
         good, more = verify_line(case, need(cert, "line", dict, "certificate"), facts)
         (msgs if good else fails).extend(more)
         if good and proofs.nonequivalence is None:
             proofs.nonequivalence = "line"
+        proofs.line = good
+    if "structural" in cert:
+        bad, more, mechanism = verify_structural(cert["structural"], cert.get("line"), facts)
+        fails += bad
+        msgs += more
+        proofs.mechanism = mechanism if proofs.line else None
     if "degenerate" in cert:
         bad, more = verify_degenerate(cert["degenerate"], facts)
         fails += bad
@@ -220,6 +233,7 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
         proofs.degenerate = not bad
     fails += rank_and_pattern_claims(report, facts, proofs)
     fails += extra_claims(report, facts, proofs, case.provenance)
+    fails += decided_by_claim(report, verdict, facts, proofs)
     from exactident.verify.explained import verify_explained  # parameters, neurons, kernel_basis (explain)
 
     bad, more = verify_explained(case, report, facts, proofs)

@@ -11,7 +11,8 @@ means"):
 - the *verdict* against what the parts prove, by the rules of docs/boundary.md;
 - ``rank_a_lower_bound`` (``R_A >= value``, with ``rank_a: null``) against the lower
   bound the rank part certifies, ``certified_by`` against the upper-bound kinds of the
-  verified rank part, ``provenance`` against the case file's.
+  verified rank part, ``provenance`` against the case file's;
+- ``decided_by``: the named rule must be one that the verified parts prove, for that verdict.
 
 ``reason``, ``summary`` (prose), ``numeric`` (the float cross-check) and ``stage``
 are not claims about the exact facts and are not verified; any other unknown
@@ -31,19 +32,25 @@ from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.facts import CaseFacts
 
-__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "Proofs", "closed_by", "extra_claims", "rank_and_pattern_claims",
-           "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
+__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "closed_by", "decided_by_claim", "extra_claims",
+           "rank_and_pattern_claims", "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
 
 #: Fields of ``exactident-report/1`` (docs/cli.md).
 REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
-                 "on_boundary", "n_ties", "verdict", "reason", "patterns", "numeric", "certificate", "summary",
-                 "certified_by", "rank_a_lower_bound", "provenance", "certified", "error_probability", "timed_out",
-                 "stage", "parameters", "neurons", "kernel_basis", "explanation")
+                 "on_boundary", "n_ties", "verdict", "reason", "decided_by", "patterns", "numeric", "certificate",
+                 "summary", "certified_by", "rank_a_lower_bound", "provenance", "certified", "error_probability",
+                 "timed_out", "stage", "parameters", "neurons", "kernel_basis", "explanation")
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
                 "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
+#: ``decided_by`` values and the verdict each rule gives (docs/cli.md).
+RULES = {"theorem-9": "identifiable", "boundary-cs": "identifiable", "theorem-8": "not-identifiable",
+         "boundary-entering": "not-identifiable", "line": "not-identifiable", "dead-neuron": "not-identifiable",
+         "untouched-input": "not-identifiable", "proportional-neurons": "not-identifiable",
+         "always-active-block": "not-identifiable", "unpinned-hyperplane": "not-identifiable",
+         "degenerate": "degenerate", "none": "inconclusive"}
 _PATTERN_KEYS = ("ties", "rank_gamma", "rank_a", "cs", "cn", "reachable")
 
 
@@ -53,6 +60,9 @@ class Proofs:
 
     degenerate: bool = False
     nonequivalence: str | None = None        # "entering" or "line": a valid not-identifiable proof
+    entering: bool = False                   # a valid entering part
+    line: bool = False                       # a valid line part
+    mechanism: str | None = None             # a valid structural part (with a valid line part)
     rank_part: tuple[int, int | None] | None = None   # certified (R_Gamma, R_A) at the >= 0 pattern
     boundary: BoundaryResult | None = None
     rank_a_lower: int | None = None          # certified lower bound on R_A by the rank part (R_A when certified)
@@ -371,3 +381,38 @@ def _show_json(value: Any) -> str:
     """A short JSON rendering for messages."""
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 200 else text[:200] + "..."
+
+
+def decided_by_claim(report: dict, verdict: str | None, facts: CaseFacts, proofs: Proofs) -> list[str]:
+    """``decided_by`` names a rule of :data:`RULES` that goes with the verdict and that the verified parts prove."""
+    rule = _typed(report, "decided_by", str)
+    if rule is None:
+        return []
+    if rule not in RULES:
+        return [f"decided_by: report says {rule!r}, not one of {list(RULES)}"]
+    if verdict is not None and RULES[rule] != verdict:
+        return [f"decided_by: report says {rule}, which gives {RULES[rule]}, but the verdict is {verdict}"]
+    common = _common_ranks(facts, proofs)
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    dim = facts.dim
+    proved = {
+        "theorem-9": not facts.visible and common is not None and common[0] == dim,
+        "boundary-cs": bool(facts.visible) and res is not None and all(r.rank_gamma == dim for r in res),
+        "theorem-8": (not facts.visible and common is not None and common[1] is not None
+                      and common[0] == common[1] < dim),
+        "boundary-entering": proofs.entering,
+        "line": proofs.line,
+        "degenerate": proofs.degenerate,
+        "none": True,  # inconclusive: verdict_claim checks that nothing contradicts it
+    }.get(rule, proofs.mechanism == rule)
+    if facts.degenerate and rule != "degenerate":
+        proved = False  # theta in S: only the degenerate rule applies (the theorems do not)
+    if not proved:
+        what = {"theorem-9": "certified R_Gamma = dim with no visible tie",
+                "boundary-cs": "C_S certified on every tie resolution",
+                "theorem-8": "certified R_Gamma = R_A < dim with no visible tie",
+                "boundary-entering": "valid entering part", "line": "valid line part",
+                "degenerate": "valid degenerate part"}.get(rule, f"valid line part with a valid {rule} "
+                                                                 "structural part")
+        return [f"decided_by: report says {rule}, but the certificate has no {what}"]
+    return []
