@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from exactident.argtypes import positive_int, positive_number, positive_seconds
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
 __all__ = ["build_parser", "main"]
@@ -46,26 +47,6 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{self.prog}: {message}")
 
 
-def _tolerance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, found {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, found {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``exactident`` argument parser with its subcommands (usage errors raise, never exit).
 
@@ -87,15 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "or model files with --sample")
     p.add_argument("--json", action="store_true", help="print exactident-report/1 JSON")
     p.add_argument("--no-numeric", action="store_true", help="skip the float64 cross-check")
-    p.add_argument("--tol", type=_tolerance, default=None,
+    p.add_argument("--tol", type=positive_number, default=None,
                    help="absolute SVD tolerance for the float Gamma (default: numpy's rule)")
     p.add_argument("--verify-propositions", action="store_true",
                    help="check Prop. 1 (f = alpha phi) and Prop. 10 (Gamma = A Dpsi) exactly")
     p.add_argument("--all-ranks", action="store_true",
                    help="compute rank_a even when C_S already decides the verdict")
-    p.add_argument("--max-resolutions", type=_positive_int, default=4096, metavar="N",
+    p.add_argument("--max-resolutions", type=positive_int, default=4096, metavar="N",
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
-    p.add_argument("--rtol", type=_tolerance, default=None,
+    p.add_argument("--rtol", type=positive_number, default=None,
                    help="relative SVD tolerance (times sigma_max) for the float Gamma")
     from exactident.io.importers.command import add_check_arguments
 
@@ -103,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expect", action="store_true",
                    help="compare each report with the case's expected block (exit 3 when a field differs)")
     add_limit_arguments(p)  # --max-file-size, --max-digits, --max-number-digits
-    p.add_argument("--timeout", type=_tolerance, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                    help="wall-time budget per case: past it the case is inconclusive "
                         "('time budget exhausted at <stage>')")
     p.add_argument("--jsonl", default=None, metavar="FILE",

@@ -145,7 +145,7 @@ def test_missing_file_exit_2(capsys, tmp_path):
     (["check", "--tol", "0", "x.json"], "found '0'"),
     (["check", "--tol", "nan", "x.json"], "found 'nan'"),
     (["check", "--tol", "inf", "x.json"], "found 'inf'"),
-    (["check", "--tol", "abc", "x.json"], "expected a positive number, found 'abc'"),
+    (["check", "--tol", "abc", "x.json"], "expected a positive finite number, found 'abc'"),
     (["check", "--rtol", "-1e-9", "x.json"], "--rtol"),
     (["check", "--bogus", "x.json"], "unrecognized arguments: --bogus"),
     (["frobnicate"], "invalid choice"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from exactident.argtypes import any_int
 from exactident.explain.core import add_explanation, explain
 from exactident.explain.render import render_explanation
 from exactident.io.atomic import write_stdout
@@ -25,19 +26,12 @@ from exactident.io.report import Report, reports_to_json
 __all__ = ["add_arguments", "add_check_option", "explain_reports", "run"]
 
 
-def _seed(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, found {text!r}") from None
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident explain`` (called by :func:`exactident.cli.build_parser`)."""
     parser.add_argument("cases", nargs="+", metavar="CASE", help="case files (exactident-case/1 JSON)")
     parser.add_argument("--json", action="store_true",
                         help="print the report (exactident-report/1) with the explain fields")
-    parser.add_argument("--seed", type=_seed, default=0, help="seed of the random primes (speed only)")
+    parser.add_argument("--seed", type=any_int, default=0, help="seed of the random primes (speed only)")
     parser.add_argument("--max-directions", type=int, default=20, metavar="N",
                         help="kernel directions printed on the terminal (all of them are in --json)")
     add_limit_arguments(parser)

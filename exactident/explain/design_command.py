@@ -21,6 +21,7 @@ import sys
 
 import flint
 
+from exactident.argtypes import non_negative_int
 from exactident.errors import CaseFormatError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
@@ -58,20 +59,10 @@ def parse_box(text: str) -> tuple[flint.fmpq, flint.fmpq]:
     return lo, hi
 
 
-def _budget(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a nonnegative integer, found {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident design`` (called by :func:`exactident.cli.build_parser`)."""
     parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON)")
-    parser.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET, metavar="K",
+    parser.add_argument("--budget", type=non_negative_int, default=DEFAULT_BUDGET, metavar="K",
                         help=f"add at most K new points (default {DEFAULT_BUDGET})")
     parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
                         help="new points have every coordinate in [lo, hi] (default: the sample's bounding box); "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from exactident.suites.argtypes import positive_int, positive_seconds
+from exactident.argtypes import positive_int, positive_seconds
 
 __all__ = ["add_arguments", "run"]
 
