@@ -38,4 +38,5 @@ __all__ = [
            "parse_case",
            "write_case",
 ]
+#: The package version (PEP 440).
 __version__ = "0.1.0"
