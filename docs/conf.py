@@ -3,7 +3,7 @@
 Build (warnings are errors)::
 
     pip install '.[docs]'
-    sphinx-build -n -W --keep-going -b html docs docs/_build/html
+    sphinx-build -W --keep-going -b html docs docs/_build/html
 
 Pages are Markdown (MyST); the API reference (``docs/api/``) is generated
 from the numpydoc docstrings by autodoc + numpydoc.
