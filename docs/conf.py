@@ -53,6 +53,40 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 
+
+def _dataclass_factories(app, what, name, obj, options, signature, return_annotation):
+    """Show ``field(default_factory=f)`` defaults as ``f()``.
+
+    A dataclass signature says ``= <factory>``, which is not Python: Sphinx then falls back to
+    splitting the signature at commas and cross-references fragments such as ``dict[str``.
+    """
+    fields = getattr(obj, "__dataclass_fields__", None)
+    if what != "class" or not fields or signature is None or "<factory>" not in signature:
+        return None
+    for f in fields.values():
+        factory = f.default_factory
+        if f.init and callable(factory):
+            label = getattr(factory, "__name__", "")
+            signature = signature.replace("<factory>", f"{label}()" if label.isidentifier() else "...", 1)
+    return signature, return_annotation
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _dataclass_factories)
+
+
+# --- nitpicky cross-references ----------------------------------------------------------------
+# Every reference must resolve (-n). The build is offline (no intersphinx), so references into the
+# standard library and third-party packages, which come from the type hints of signatures, are
+# accepted as they are; references to exactident itself must all resolve.
+nitpicky = True
+nitpick_ignore_regex = [
+    ("py:class", r"(collections|collections\.abc|argparse|fractions|os|pathlib|random|typing)\.\w+"),
+    ("py:class", r"(flint|numpy|nx|networkx)\..*"),
+    # TypeVars of generic helpers (``progress_iter(items: Iterable[T]) -> Iterator[T]``)
+    ("py:class", r"exactident\.[\w.]+\.T"),
+]
+
 # --- HTML -------------------------------------------------------------------------------------
 html_theme = "alabaster"
 html_title = f"exactident {release}"

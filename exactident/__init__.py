@@ -7,7 +7,8 @@ The package is layered (``docs/architecture.md``): ``io`` (numbers, case
 files, reports), ``linalg`` (exact, modular and float linear algebra),
 ``model`` (the paper's objects on one network), ``ranks`` (certified ranks),
 ``boundary`` (ties), ``verify`` (independent certificate checks), ``numeric``
-(float backends), and on top :func:`check`, ``crosscheck`` and the CLI.
+(float backends), and on top :func:`check`, ``run_cases``, ``crosscheck``,
+``explain``, ``suites`` and the CLI.
 Importing the package loads numpy and python-flint, never networkx, scipy,
 matplotlib or torch (those load where they are used).
 
@@ -38,4 +39,5 @@ __all__ = [
            "parse_case",
            "write_case",
 ]
+#: The package version (PEP 440).
 __version__ = "0.1.0"

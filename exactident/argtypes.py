@@ -1,7 +1,7 @@
 """argparse types shared by every command: each error names the expectation and the value found.
 
 Plain standard library, so the CLI can import it at start-up.  Numbers of
-options are read with :func:`int`/:func:`float`: they are counts, seeds and
+options are read with ``int()``/``float()``: they are counts, seeds and
 seconds, never parameters of a network (those are read exactly, in
 :mod:`exactident.io.rationals`).
 """

@@ -75,7 +75,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     ----------
     case : Case, or path
         A case, a case file (``.json``), or a model file (``.onnx``, ``.pt``, ``.safetensors``,
-        ``.keras``/``.h5``, ``.npz``; imported exactly by :func:`exactident.io.importers.import_model`).
+        ``.keras``/``.h5``, ``.npz``; imported exactly by :func:`exactident.io.importers.load.import_model`).
     sample : path or array-like, optional
         The sample for a model file (``.npy``, ``.npz``, ``.csv`` or an array ``(n, N_0)``).
     numeric : bool

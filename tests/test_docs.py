@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -149,6 +151,60 @@ def test_sphinx_build_has_no_warnings(tmp_path):
         sys.path[:] = saved
     assert status == 0, "sphinx-build -W failed (warnings are printed above)"
     assert (tmp_path / "html" / "api" / "model.html").exists()
+
+
+def _package_modules() -> list[str]:
+    return sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                  for p in (ROOT / "exactident").rglob("*.py") if p.name != "__main__.py")
+
+
+def _data_docs(module: str) -> dict[str, object]:
+    """Module-level name -> its doc comment (``#:`` above or on the line, or a string below), or,
+    for a name imported with ``from m import name``, the pair ``(m, name)`` to follow."""
+    src = (ROOT / (module.replace(".", "/") + ".py"))
+    src = src if src.exists() else ROOT / module.replace(".", "/") / "__init__.py"
+    lines = src.read_text(encoding="utf-8").splitlines()
+    body = ast.parse("\n".join(lines)).body
+    out: dict[str, object] = {}
+    for k, node in enumerate(body):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.update({a.asname or a.name: (node.module, a.name) for a in node.names})
+            continue
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        comment = [line.split("#:", 1)[1] for line in lines[node.lineno - 1:node.lineno] if "#:" in line]
+        j = node.lineno - 2
+        while j >= 0 and lines[j].lstrip().startswith("#:"):
+            comment.insert(0, lines[j].lstrip()[2:])
+            j -= 1
+        after = body[k + 1] if k + 1 < len(body) else None
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            comment.append(after.value.value)
+        out.update({t.id: " ".join(comment).strip() for t in targets if isinstance(t, ast.Name)})
+    return out
+
+
+def _has_doc(module: str, name: str) -> bool:
+    obj = getattr(importlib.import_module(module), name)
+    if inspect.isclass(obj) or inspect.isroutine(obj):
+        doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
+        if dataclasses.is_dataclass(obj) and (doc or "").startswith(f"{obj.__name__}("):
+            return False  # the signature dataclasses write when the class has no docstring
+        return bool((doc or "").strip())
+    for _ in range(10):  # data: follow re-exports to the module that assigns it
+        doc = _data_docs(module).get(name)
+        if not isinstance(doc, tuple):
+            return bool(doc)
+        module, name = doc
+    return False
+
+
+def test_every_exported_name_has_a_docstring():
+    # Functions and classes: a docstring.  Data (constants, type aliases): a ``#:`` comment or a
+    # string right after the assignment, which autodoc shows in the API reference.
+    missing = [f"{m}.{name}" for m in _package_modules()
+               for name in getattr(importlib.import_module(m), "__all__", ()) if not _has_doc(m, name)]
+    assert not missing, "names in __all__ without a docstring:\n" + "\n".join(missing)
 
 
 def test_api_reference_covers_every_module():

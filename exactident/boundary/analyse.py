@@ -101,6 +101,7 @@ __all__ = [
     "tie_groups",
 ]
 
+#: Default cap on the tie resolutions enumerated (``--max-resolutions``).
 DEFAULT_MAX_RESOLUTIONS = 4096
 #: Beyond this many visible ties the cap message does not suggest raising --max-resolutions.
 MAX_ADVISED_TIES = 20

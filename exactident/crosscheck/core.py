@@ -209,7 +209,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     ----------
     case : Case
     policies : list of Policy, optional
-        Default :func:`default_policies` (numpy backends only).
+        Default :func:`~exactident.numeric.tolerance.default_policies` (numpy backends only).
 
     Returns
     -------

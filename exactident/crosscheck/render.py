@@ -16,6 +16,7 @@ from exactident.io.report import escape_nonprintable
 __all__ = ["CSV_COLUMNS", "render_text", "to_csv"]
 
 
+#: Header of :func:`to_csv`: one row per (case, policy).
 CSV_COLUMNS = ["case", "policy", "exact_verdict", "float_verdict", "right_verdict",
                "exact_rank_gamma", "float_rank_gamma", "exact_rank_a", "float_rank_a", "right_ranks",
                "tol_gamma", "band_rel_lo", "band_rel_hi", "pattern_differs", "fixable"]

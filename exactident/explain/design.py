@@ -80,6 +80,7 @@ class Design:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """This design as the ``exactident-design/1`` JSON object (docs/cli.md)."""
         out: dict[str, Any] = {
             "format": "exactident-design/1", "name": self.name, "widths": self.widths, "n_samples": self.n_samples,
             "dim": self.dim, "rank_gamma": self.rank_gamma, "verdict": self.verdict, "lower_bound": self.lower_bound,

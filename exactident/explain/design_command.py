@@ -80,7 +80,7 @@ def _short(values, limit: int = 20) -> str:
 
 
 def render_design(d: Design) -> str:
-    """The terminal view of a :class:`Design`."""
+    """The terminal view of a :class:`~exactident.explain.design.Design`."""
     N_L = d.widths[-1]
     verdict = d.verdict or f"C_S fails (rank Gamma = {d.rank_gamma} < dim)"
     lines = [f"{escape_nonprintable(d.name)}: {verdict} (rank Gamma = {d.rank_gamma}, dim = {d.dim}, "

@@ -37,6 +37,7 @@ from exactident.model.network import Network
 
 __all__ = ["CLASSES", "MAX_LINE_WORK", "KernelBlock", "classify", "constant_line", "fixed_names"]
 
+#: The classes a free parameter can be put in by :func:`classify` (docs/explain.md).
 CLASSES = ("identifiable", "not-identifiable", "first-order-determined", "unknown", "fixed")
 #: The polynomial line test runs when ``n * dim`` is at most this (it costs about that many
 #: polynomial products per direction); above it only the one-layer lemma is used.

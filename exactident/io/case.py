@@ -3,7 +3,7 @@
 A case is a network (widths, ``W_l``, ``b_l``) plus a sample ``X`` of shape
 ``(n, N_0)``, all exact rationals.  Validation happens once, here, at the
 edge; every error names the file and the JSON path of the bad field.
-Output goes through :func:`atomic_write_text` so a failed run never leaves a
+Output goes through :func:`~exactident.io.atomic.atomic_write_text` so a failed run never leaves a
 half-written file.
 """
 
@@ -38,6 +38,7 @@ __all__ = [
     "write_case",
 ]
 
+#: The ``format`` field of a case file (docs/case-format.md).
 CASE_FORMAT = "exactident-case/1"
 _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "generator", "expected",
          "provenance")

@@ -76,6 +76,7 @@ class ReadLimits:
                 raise ExactIdentError(f"ReadLimits.{name} must be a positive integer, found {value!r}")
 
 
+#: The limits used when none are given (the CLI's defaults).
 DEFAULT_LIMITS = ReadLimits()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 __all__ = ["REPORT_FORMAT", "Report", "escape_nonprintable", "render_table", "reports_to_json"]
 
+#: The ``format`` field of a report (docs/cli.md).
 REPORT_FORMAT = "exactident-report/1"
 
 

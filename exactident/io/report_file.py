@@ -63,7 +63,7 @@ def _check_numbers(value: Any, source: str, where: str, budget: DigitBudget | No
 
 
 def read_report_json(path: str, max_bytes: int | None = None, *, limits: ReadLimits | None = None) -> Any:
-    """The report file as plain JSON; every failure is a one-line :class:`CaseFormatError`.
+    """The report file as plain JSON; every failure is a one-line :class:`~exactident.errors.CaseFormatError`.
 
     Parameters
     ----------

@@ -53,6 +53,7 @@ __all__ = [
 
 #: Primes for BLAS elimination are drawn from ``[BLAS_PRIME_LO, BLAS_PRIME_HI)``.
 BLAS_PRIME_LO = 2**20
+#: Upper end (excluded) of the BLAS prime range.
 BLAS_PRIME_HI = 2**21
 #: Longest exact float64 dot product of symmetric residues: ``CHUNK * 2**40 <= 2**52``.
 CHUNK = 4096

@@ -411,6 +411,40 @@ def _try_reconstruct(crt, modulus, pivots, free):
 
 
 def has_full_column_rank(K_int, n, q) -> bool:
+    """Does the integer matrix ``K`` have full column rank mod the prime ``q``?
+
+    A ``True`` answer is a proof of full column rank over Q: a ``k x k`` minor of ``K``
+    nonzero mod ``q`` is a nonzero integer.  (``False`` proves nothing over Q: ``q``
+    may divide every such minor.)  With ``M K = 0``, full column rank of ``K`` gives
+    ``dim ker M >= k``, i.e. the upper bound ``rank M <= n - k``.
+
+    Parameters
+    ----------
+    K_int : sequence of dict int -> int
+        The ``k`` columns of ``K`` (in Z), sparse: row index -> nonzero entry.
+    n : int
+        Number of rows of ``K``.
+    q : int
+        A prime in ``[3, 2**31)``; ``K`` is reduced to Z/qZ.
+
+    Returns
+    -------
+    bool
+        ``rank (K mod q) == k`` (``True`` for ``k = 0``).
+
+    Raises
+    ------
+    exactident.errors.InvariantViolation
+        ``q`` is not a prime in range.
+
+    Examples
+    --------
+    ``K = [[1, 3], [2, -1]]`` has determinant ``-7``: full rank over Q, not mod 7.
+
+    >>> K = [{0: 1, 1: 2}, {0: 3, 1: -1}]
+    >>> has_full_column_rank(K, 2, 11), has_full_column_rank(K, 2, 7)
+    (True, False)
+    """
     k = len(K_int)
     Kq = np.zeros((n, k), dtype=np.int64)
     for c, col in enumerate(K_int):

@@ -44,6 +44,7 @@ __all__ = [
 
 #: Random primes are drawn from ``[PRIME_LO, PRIME_HI)``: word size, and ``p**2 < 2**62``.
 PRIME_LO = 2**30
+#: Upper end (excluded) of the word-size prime range.
 PRIME_HI = 2**31
 
 

@@ -28,7 +28,7 @@ __all__ = ["PRIMES_IN_RANGE", "TARGET_ERROR", "failure_bound", "monte_carlo_rank
 
 #: Number of primes in each range (pi(2**21) - pi(2**20), pi(2**31) - pi(2**30)).
 PRIMES_IN_RANGE = {(BLAS_PRIME_LO, BLAS_PRIME_HI): 73_586, (PRIME_LO, PRIME_HI): 50_697_537}
-#: More primes are drawn until the failure bound is at most this (or :data:`MAX_PRIMES`).
+#: More primes are drawn until the failure bound is at most this (stopping at ``MAX_PRIMES`` primes).
 TARGET_ERROR = 2.0**-40
 MAX_PRIMES = 8
 

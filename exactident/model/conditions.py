@@ -27,10 +27,15 @@ __all__ = [
     "verdict_from_ranks",
 ]
 
+#: Verdict: ``C_S`` holds (``rank_gamma == dim``, Theorem 9): theta is locally identifiable from X.
 IDENTIFIABLE = "identifiable"
+#: Verdict: ``C_N`` fails (``rank_gamma == rank_a < dim``, Theorem 8): theta is not locally identifiable.
 NOT_IDENTIFIABLE = "not-identifiable"
+#: Verdict: neither rule decides (off the boundary: ``rank_gamma < rank_a`` and ``rank_gamma < dim``).
 INCONCLUSIVE = "inconclusive"
+#: Verdict: theta is in ``S`` (a neuron can be removed); the theorems do not apply.
 DEGENERATE = "degenerate"
+#: Every verdict, in the order above.
 VERDICTS = (IDENTIFIABLE, NOT_IDENTIFIABLE, INCONCLUSIVE, DEGENERATE)
 
 

@@ -29,6 +29,7 @@ from exactident.model.network import Network
 
 __all__ = ["MAX_LIFTING_ENTRIES", "Path", "dpsi", "paths", "phi", "psi", "tau_of", "verify_propositions"]
 
+#: A path of ``P``: ``(l, (v_l, ..., v_{L-1}))``, the empty path ``beta`` being ``(L, ())``.
 Path = tuple[int, tuple[int, ...]]
 
 #: Refuse to materialise ``Dpsi`` with more entries than this.

@@ -50,6 +50,7 @@ def torch_loaded() -> bool:
 #: ``float32/float64-eps`` is a float32 Jacobian ranked as float64 (``matrix_rank(J.double())``).
 NUMPY_POLICIES = (Policy("float64", "numpy-default"), Policy("float32", "numpy-default"),
                   Policy("float32", "float64-eps"))
+#: The same rank rules for the PyTorch backend (``crosscheck --torch``).
 TORCH_POLICIES = (Policy("torch-float64", "torch-default"), Policy("torch-float32", "torch-default"),
                   Policy("torch-float32", "float64-eps"))
 

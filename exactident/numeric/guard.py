@@ -47,6 +47,7 @@ __all__ = [
     "safe_svdvals",
 ]
 
+#: Outcome of a float pipeline: ``ok`` or the first failure met.
 STATUSES = ("ok", "overflow", "underflow-to-zero", "non-finite", "svd-failed")
 #: At most this many locations are named in ``where.entries`` (``n_entries`` has the count).
 MAX_WHERE_ENTRIES = 10

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_ALPHA_ENTRIES",
     "FloatNetwork",
     "FloatOperators",
+    "FloatSample",
     "all_parameters",
     "alpha_float",
     "alpha_float_gram",
@@ -48,6 +49,7 @@ __all__ = [
     "float_pattern",
     "gamma_float",
     "numpy_dtype",
+    "round_sample",
     "to_float_network",
     "to_float_sample",
 ]

@@ -74,6 +74,7 @@ class FloatFormat:
         return math.ldexp(1.0, self.emin)
 
 
+#: The IEEE 754 binary formats by name (precision with the hidden bit, ``emin``, ``emax``).
 FORMATS: dict[str, FloatFormat] = {
     "float64": FloatFormat("float64", 53, -1022, 1023),
     "float32": FloatFormat("float32", 24, -126, 127),

@@ -35,6 +35,7 @@ from exactident.errors import InvariantViolation
 __all__ = ["EPS64", "Policy", "backend_dtype", "default_policies", "is_full_jacobian"]
 
 
+#: Machine epsilon of float64, ``2**-52``.
 EPS64 = float(np.finfo(np.float64).eps)
 
 

@@ -44,7 +44,7 @@ __all__ = ["build_sequential", "gamma_torch", "import_torch", "torch_full_jacobi
 
 
 def import_torch():
-    """Import torch or raise :class:`UnsupportedCaseError` naming the extra to install."""
+    """Import torch or raise :class:`~exactident.errors.UnsupportedCaseError` naming the extra to install."""
     try:
         import torch
     except ImportError:

@@ -83,7 +83,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     return CertifiedRank(r, {"rank": r, "shape": list(shape), "upper": {"kind": "exact-elimination"}})
 
 
-#: ``alpha`` is reduced mod p explicitly (rows of :func:`alpha_row_subset`) up to this many entries.
+#: ``alpha`` is reduced mod p explicitly (rows of
+#: :func:`~exactident.model.activation.alpha_row_subset`) up to this many entries.
 MAX_EXPLICIT_ALPHA_MOD_P = 40_000_000
 
 
@@ -105,9 +106,10 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
                        cheap_only: bool = False, lower_only: bool = False) -> CertifiedRank | AlphaLowerBound:
     """Exact ``rank alpha`` with a certificate; ``R_A = N_L`` times it.
 
-    Lower bound: the rank mod p of ``alpha`` on the rows of :func:`alpha_row_subset`
-    (identical samples merged, pattern groups reduced to independent rows), reduced
-    explicitly when it has at most :data:`MAX_EXPLICIT_ALPHA_MOD_P` entries, else the
+    Lower bound: the rank mod p of ``alpha`` on the rows of
+    :func:`~exactident.model.activation.alpha_row_subset` (identical samples merged, pattern
+    groups reduced to independent rows), reduced explicitly when it has at most
+    ``MAX_EXPLICIT_ALPHA_MOD_P`` entries, else the
     Gram matrix of those rows; memory is linear in ``n`` whenever the groups are
     small.  Upper bounds: ``n``, ``|P|``, the pattern-group bound, the column-block
     kernel (:func:`exactident.ranks.bounds.alpha_column_kernel`), then Gram kernels and
@@ -220,14 +222,14 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
     "error_probability": e}`` with ``e`` a proven bound on the probability that a
-    rank is below the true one (:func:`_monte_carlo`).
+    rank is below the true one (``_monte_carlo``).
 
     Returns
     -------
     RankResult
         ``certificate`` is ``{"fixed_edges": [[l, v, k], ...], "rank_gamma": {...},
         "rank_a": {...}}`` (``rank_a`` absent when skipped), checked by
-        :func:`verify_rank_certificate`.
+        :func:`~exactident.verify.rank.verify_rank_certificate`.
 
     Examples
     --------

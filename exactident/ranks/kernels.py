@@ -27,6 +27,24 @@ __all__ = ["independent_subset", "input_local_kernel", "neuron_local_kernel", "s
 
 
 def sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:
+    """The columns of an exact matrix as sparse dicts: the form kernels take in this module.
+
+    Parameters
+    ----------
+    K : flint.fmpq_mat
+        Shape ``(m, k)``, entries in Q (typically a kernel basis, one vector per column).
+
+    Returns
+    -------
+    list of dict int -> flint.fmpq
+        ``k`` dicts, column ``c`` as ``{row: K[row, c]}`` over its nonzero entries.
+
+    Examples
+    --------
+    >>> import flint
+    >>> sparse_columns(flint.fmpq_mat(3, 2, [1, 0, 0, flint.fmpq(-1, 2), 2, 0]))
+    [{0: 1, 2: 2}, {1: -1/2}]
+    """
     rows = K.table()
     return [{i: rows[i][c] for i in range(K.nrows()) if rows[i][c] != 0} for c in range(K.ncols())]
 
@@ -186,7 +204,7 @@ def semi_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 
     A kernel vector of the block ``Gamma[S_w rows, these columns]`` (exact, small)
     is therefore a kernel vector of ``Gamma``.  Pairs of last-hidden-layer neurons
-    with almost equal active sets add the vectors of :func:`_pair_kernel`.  All vectors found are exact; an
+    with almost equal active sets add the vectors of ``_pair_kernel``.  All vectors found are exact; an
     independent subset is kept (rank mod a fixed prime: deterministic, so a verifier
     rebuilds the same set; independence mod p implies independence over Q).
 

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``exactident survey``; errors propagate to :func:`exactident.cli.main` (bad requests exit 2)."""
     from exactident.io.atomic import atomic_write_bytes, write_stdout
     from exactident.suites.survey import render_plot, survey
 

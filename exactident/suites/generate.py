@@ -35,8 +35,9 @@ __all__ = ["SUITES", "Request", "generate_case", "plan_requests", "remove_genera
 #: The key prefix of every case stream: change it and every generated case changes.
 STREAM = "exactident-suite/1"
 
-#: Built-in suites: name -> (seed, [(family, widths, count), ...]).  ``suite-v1`` is cases/suite-v1/.
+#: The widths of every family in ``suite-v1``.
 SUITE_V1_WIDTHS = ([1, 2, 1], [2, 3, 1], [2, 2, 2], [2, 3, 2], [2, 2, 2, 1])
+#: Built-in suites: name -> (seed, [(family, widths, count), ...]).  ``suite-v1`` is cases/suite-v1/.
 SUITES: dict[str, tuple[int, list[tuple[str, list[int], int]]]] = {
     "suite-v1": (1, [(family, list(w), count) for family, count in (
         ("generic", 9), ("boundary", 6), ("degenerate", 4), ("dead-neuron", 6), ("all-active", 5),
@@ -47,6 +48,23 @@ SUITES: dict[str, tuple[int, list[tuple[str, list[int], int]]]] = {
 
 @dataclass(frozen=True)
 class Request:
+    """One case to generate: the whole key of its random stream.
+
+    Attributes
+    ----------
+    family : str
+        A family name (``exactident generate --list``).
+    widths : tuple of int
+        ``N_0, ..., N_L``.
+    seed : int
+    index : int
+        The case's number among those of the same family, widths and seed.
+    n_samples : int, optional
+        Sample size; None lets the family choose.
+    suite : str, optional
+        The built-in suite the case belongs to (a key of :data:`SUITES`), if any.
+    """
+
     family: str
     widths: tuple[int, ...]
     seed: int
@@ -56,6 +74,7 @@ class Request:
 
     @property
     def name(self) -> str:
+        """The case's name, e.g. ``generic-2x3x1-s1-004`` (``-n<n>`` after the widths when ``n_samples`` is set)."""
         n = "" if self.n_samples is None else f"-n{self.n_samples}"
         return f"{self.family}-{'x'.join(map(str, self.widths))}{n}-s{self.seed}-{self.index:03d}"
 

@@ -32,7 +32,9 @@ from exactident.suites.compare import DEFAULT_FIELDS, REPORT_SCALARS
 
 __all__ = ["MANIFEST", "SUITE_FORMAT", "build_manifest", "read_manifest", "suite_files", "write_manifest"]
 
+#: File name of a suite's manifest, at the root of the suite folder.
 MANIFEST = "manifest.json"
+#: The ``format`` field of a suite manifest (docs/suites.md).
 SUITE_FORMAT = "exactident-suite/1"
 
 

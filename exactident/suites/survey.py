@@ -32,6 +32,27 @@ KINDS = {"gaussian": "Gaussian float64 values (standard normal), converted exact
 
 @dataclass
 class SurveyResult:
+    """The ranks a :func:`survey` found, with what it drew them from.
+
+    Attributes
+    ----------
+    widths : list of int
+        ``N_0, ..., N_L``.
+    n_samples : int
+        ``n``, the sample size of every trial.
+    seed : int
+    kind : str
+        A key of :data:`KINDS`.
+    ranks : list of int
+        ``R_Gamma`` of each trial that ran, in order (exact, between 0 and :attr:`bound`).
+    ties : int
+        Trials whose sample had a tie (the rank is the one of the ``z >= 0`` pattern).
+    requested : int
+        Trials requested (more than ``len(ranks)`` when the budget stopped the survey).
+    seconds : float
+        Wall-clock time.
+    """
+
     widths: list[int]
     n_samples: int
     seed: int
@@ -43,20 +64,25 @@ class SurveyResult:
 
     @property
     def dim(self) -> int:
+        """``dim``, the number of free parameters (``rank Gamma <= dim``)."""
         return network_dim(self.widths)
 
     @property
     def bound(self) -> int:
+        """``min(dim, n N_L)``: the largest possible ``R_Gamma``."""
         return min(self.dim, self.n_samples * self.widths[-1])
 
     def distribution(self) -> dict[int, int]:
+        """Rank -> number of trials, by increasing rank."""
         return dict(sorted(Counter(self.ranks).items()))
 
     @property
     def reaching_dim(self) -> int:
+        """Trials with ``R_Gamma = dim`` (``C_S``, Theorem 9)."""
         return sum(r == self.dim for r in self.ranks)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``exactident-survey/1`` JSON object (``survey --json``)."""
         return {"format": "exactident-survey/1", "widths": self.widths, "n_samples": self.n_samples,
                 "seed": self.seed, "draws": self.kind, "draws_description": KINDS[self.kind], "dim": self.dim,
                 "bound": self.bound, "trials": len(self.ranks), "trials_requested": self.requested,
@@ -64,6 +90,7 @@ class SurveyResult:
                 "reaching_dim": self.reaching_dim, "trials_with_ties": self.ties, "ranks": self.ranks}
 
     def render(self) -> str:
+        """The terminal table of the distribution."""
         from exactident.suites.render import table
 
         t = len(self.ranks)

@@ -41,6 +41,7 @@ __all__ = [
 # re.ASCII: without it \d also matches other scripts' digits.
 _RATIONAL = re.compile(r"([+-]?[0-9]+)(?:/([0-9]+))?", re.ASCII)
 
+#: A parameter's name in a report: ``W_l[row,col]`` or ``b_l[row]`` (groups: kind, layer, row, col).
 PARAMETER_NAME = re.compile(r"(W)_(\d{1,9})\[(\d{1,9}),(\d{1,9})\]|(b)_(\d{1,9})\[(\d{1,9})\]", re.ASCII)
 
 #: A parameter as the verifier keys it: ``("W", l, row, col)`` or ``("b", l, row, None)``.
@@ -56,6 +57,41 @@ class BadField(Exception):
 
 
 def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]``, required and of JSON type ``kind``: the strict reader of every report field.
+
+    Parameters
+    ----------
+    obj : Any
+        Should be a ``dict`` (a JSON object of the report).
+    key : str
+        The field to read.
+    kind : type or tuple of type
+        Accepted Python type(s) of the value (``int``, ``str``, ``list``, ``dict``, ``bool``).
+        With ``kind`` exactly ``int``, a ``bool`` is refused (JSON ``true`` is not a count).
+    where : str
+        JSON path of ``obj`` in the report (``""`` at the top), used in the error.
+
+    Returns
+    -------
+    Any
+        The value, unchanged.
+
+    Raises
+    ------
+    BadField
+        ``obj`` is not a dict (path ``where``), ``key`` is missing, or the value has another
+        type (path ``where.key``).
+
+    Examples
+    --------
+    >>> need({"layer": 2}, "layer", int, "ties[0]")
+    2
+    >>> try:
+    ...     need({"layer": True}, "layer", int, "ties[0]")
+    ... except BadField as exc:
+    ...     print(exc.where, "-", exc)
+    ties[0].layer - expected int, found bool
+    """
     if not isinstance(obj, dict):
         raise BadField(where, f"expected dict, found {type(obj).__name__}")
     if key not in obj:
@@ -75,10 +111,22 @@ def parse_fraction(text: Any, where: str) -> Fraction:
     exactly (no blanks, decimals, other scripts' digits), nonzero denominator.  The
     digits are converted by FLINT (``int(str)`` stops at 4300 digits).
 
+    Parameters
+    ----------
+    text : Any
+        Should be a ``str``; a JSON number is refused (a float is not exact).
+    where : str
+        JSON path of the field, used in the error.
+
+    Returns
+    -------
+    fractions.Fraction
+        The number in Q, in lowest terms.
+
     Raises
     ------
     BadField
-        Naming ``where``.
+        Naming ``where``: not a string of that form, or a zero denominator.
 
     Examples
     --------
@@ -149,6 +197,34 @@ def direction(widths: Sequence[int], vec: dict) -> tuple[list, list]:
 
 
 def tie_key(obj: Any, where: str) -> tuple[int, int, int]:
+    """A tie object ``{"sample": i, "layer": l, "neuron": v}`` of a report as the key ``(i, l, v)``.
+
+    The tie is ``x^i@(l,v)``: sample ``i`` (0-based) on the zero set of hidden neuron
+    ``v`` of layer ``l`` (1-based, ``1 <= l <= L-1``).  Only the types are checked here;
+    whether the tie exists is checked against :class:`exactident.verify.facts.CaseFacts`.
+
+    Parameters
+    ----------
+    obj : Any
+        Should be a dict with ``int`` fields ``sample``, ``layer``, ``neuron``.
+    where : str
+        JSON path of ``obj``, used in the error.
+
+    Returns
+    -------
+    tuple of int
+        ``(sample, layer, neuron)``.
+
+    Raises
+    ------
+    BadField
+        A field is missing or not an ``int`` (see :func:`need`).
+
+    Examples
+    --------
+    >>> tie_key({"sample": 3, "layer": 1, "neuron": 0}, "resolution[0]")
+    (3, 1, 0)
+    """
     return need(obj, "sample", int, where), need(obj, "layer", int, where), need(obj, "neuron", int, where)
 
 
@@ -180,6 +256,33 @@ def forward_tangent(W, b, x, active_at, dW=None, db=None):
 
 
 def rank_qq(rows: list[list[Fraction]], ncols: int) -> int:
+    """Exact rank over Q of a matrix of Fractions, by sympy's ``DomainMatrix`` over ``QQ``.
+
+    The verifier's own rank (the engine ranks with FLINT, mostly mod p): it is how
+    ``verify-certificate`` recomputes ``R_Gamma(s) = rank Gamma(s)`` and
+    ``R_A(s) = N_L rank alpha(s)`` (paper Prop. 11) and the hyperplane ranks of
+    :mod:`exactident.verify.neurons_check`.  sympy is imported on first call.
+
+    Parameters
+    ----------
+    rows : list of list of fractions.Fraction
+        The matrix, shape ``(len(rows), ncols)``, entries in Q.
+    ncols : int
+        Number of columns (needed when ``rows`` is empty).
+
+    Returns
+    -------
+    int
+        The rank, ``0`` for an empty matrix.
+
+    Examples
+    --------
+    >>> F = Fraction
+    >>> rank_qq([[F(1), F(1, 2)], [F(2), F(1)], [F(0), F(3)]], 2), rank_qq([], 3)
+    (2, 0)
+    >>> rank_qq([[F(1, 3), F(2, 3)], [F(1), F(2)]], 2)
+    1
+    """
     from sympy import QQ
     from sympy.polys.matrices import DomainMatrix
 

@@ -11,7 +11,7 @@ Part (written by :class:`exactident.boundary.certificate.BoundaryPartBuilder`)::
 
 ``resolutions`` (absent when the resolutions were not enumerated) must list
 every one of the ``2^k`` resolutions exactly once, ``k`` the number of classes of
-visible ties (:attr:`exactident.verify.facts.CaseFacts.classes`, derived here
+visible ties (``classes`` of :class:`~exactident.verify.facts.CaseFacts`, derived here
 from the case): ties at equal sample points are one class and take one side in
 every listed resolution.  A resolution splitting them is not a resolution: near
 theta the pre-activation is a function of the point, so equal points are on the

@@ -84,6 +84,42 @@ def tau_problems(facts: CaseFacts, keys: list, where: str) -> list[str]:
 
 
 def verify_entering(case, ent: dict, facts: CaseFacts | None = None) -> EnteringResult:
+    """Check the ``entering`` part of a certificate against the case alone.
+
+    The argument of Theorem 8 at a tie resolution ``s`` (docs/boundary.md, "Why the
+    entering test certifies non-identifiability"): if ``R_Gamma(s) == R_A(s) < dim``
+    and some ``delta`` in ``ker Gamma(s)`` has ``sign_t g_t(s) . delta > 0`` at every
+    resolved tie ``t``, parameters that enter the piece of ``s`` strictly compute the
+    same outputs on X without being equivalent to theta.  Every fact is recomputed in
+    Q with ``fractions.Fraction``: the ties (visible and invisible), the coordinates
+    ``tau`` (:func:`tau_problems`), ``Gamma(s) delta`` and the ``g_t(s) . delta`` by
+    forward-mode differentiation, ``R_Gamma(s)`` and ``R_A(s)`` by :func:`~exactident.verify.arith.rank_qq`,
+    and the optional ``nonequivalence`` witness (to first order).
+
+    Parameters
+    ----------
+    case : exactident.io.case.Case
+        The case the report is about (network in Q, sample ``X`` of shape ``(n, N_0)`` in Q).
+    ent : dict
+        The report's ``certificate.entering`` object (JSON): ``resolution``,
+        ``invisible_ties``, ``parameters``, ``delta`` (rational strings),
+        ``derivatives``, ``rank_gamma``, ``rank_a``, ``dim`` and optionally ``nonequivalence``.
+    facts : CaseFacts, optional
+        The facts of ``case``, when the caller already computed them.
+
+    Returns
+    -------
+    EnteringResult
+        ``valid`` only if every claim holds; ``messages`` names each failure (or the one
+        line of success); the resolution's ``sides`` and the recomputed ranks when reached.
+
+    Raises
+    ------
+    exactident.verify.arith.BadField
+        A field is malformed (missing, wrong JSON type, not a rational string).
+    exactident.errors.UnsupportedCaseError
+        ``alpha(s)`` has more than :data:`MAX_VERIFY_ALPHA` entries.
+    """
     where = "certificate.entering"
     facts = facts or CaseFacts.from_case(case)
     widths, L, W, b, X, n = facts.widths, facts.L, facts.W, facts.b, facts.X, facts.n

@@ -2,7 +2,7 @@
 
 Nothing in a report is trusted: the ties, which of them are invisible (and the
 layer that blocks each), the visible ties whose resolutions exist (ties at equal
-sample points share a side: :attr:`CaseFacts.classes`), the degenerate set ``S``,
+sample points share a side: ``CaseFacts.classes``), the degenerate set ``S``,
 ``dim`` and the activation pattern of any tie resolution are recomputed here by the verifier's own forward pass
 (:func:`exactident.verify.arith.forward_tangent`), and the report's claims are
 checked against them (:mod:`exactident.verify.claims`).
@@ -127,11 +127,14 @@ class CaseFacts:
         return cls(case.name, widths, W, b, X, Z, ties, blocked, visible, degenerate, _classes(visible, X, Z))
 
     def consistent(self, sides: dict[Tie, bool]) -> bool:
-        """Every class of :attr:`classes` has one side under ``sides`` (a resolution that exists)."""
+        """Every class of ``classes`` has one side under ``sides`` (a resolution that exists)."""
         return all(len({sides.get(t) for t in members}) == 1 for members in self.classes)
 
     def active(self, sides: dict[Tie, bool]):
-        """``act(i) -> (l, v, z) -> bool`` for :func:`forward_tangent`: ties per ``sides``, other ties active."""
+        """``act(i) -> (l, v, z) -> bool`` for :func:`~exactident.verify.arith.forward_tangent`.
+
+        Ties are on the side ``sides`` gives them, other ties active.
+        """
         def at_sample(i: int):
             def act(l: int, v: int, z: Fraction) -> bool:
                 key = (i, l, v)

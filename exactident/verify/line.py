@@ -19,6 +19,40 @@ __all__ = ["verify_line"]
 
 
 def verify_line(case, line: dict, facts: CaseFacts | None = None) -> tuple[bool, list[str]]:
+    """Check a ``line`` certificate part against the case alone.
+
+    The claim (docs/boundary.md, "Beyond first order: straight-line certificates"):
+    along ``theta + eps delta`` every output on X is constant for all small
+    ``eps > 0`` (each output is re-run as a polynomial in ``eps`` over Q, with the
+    ReLU decided by the sign of the lowest nonzero coefficient), and the moved
+    parameters are not equivalent to theta: ``f`` changes at the ``probe`` point,
+    or a ``nonequivalence`` invariant changes (:mod:`exactident.verify.nonequivalence`).
+    So theta is not locally identifiable from X.
+
+    Parameters
+    ----------
+    case : exactident.io.case.Case
+        The case the report is about (network in Q, sample ``X`` of shape ``(n, N_0)`` in Q).
+    line : dict
+        The report's ``line`` object (JSON): ``delta`` (``{"W_l[r,c]": "p/q", ...}``,
+        nonzero, absent parameters are 0), and ``probe`` (``N_0`` rational strings)
+        and/or ``nonequivalence``.
+    facts : CaseFacts, optional
+        The facts of ``case``, when the caller already computed them.
+
+    Returns
+    -------
+    valid : bool
+        Every claim holds.
+    messages : list of str
+        One message per failure, or the one line of success.
+
+    Raises
+    ------
+    exactident.verify.arith.BadField
+        A field is malformed (missing, wrong JSON type, not a rational string or
+        parameter name).
+    """
     where = "certificate.line"
     facts = facts or CaseFacts.from_case(case)
     widths, W, b, X = facts.widths, facts.W, facts.b, facts.X

@@ -46,6 +46,7 @@ from exactident.verify.arith import BadField, need, parse_fraction, show, unknow
 __all__ = ["INVARIANTS", "check_nonequivalence", "first_layer_rays", "path_factors", "path_polynomial",
            "path_products"]
 
+#: The invariants a non-equivalence witness may name (module docstring).
 INVARIANTS = ("path-products", "first-layer-rays")
 
 

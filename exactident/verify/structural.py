@@ -38,6 +38,7 @@ from exactident.verify.facts import CaseFacts
 
 __all__ = ["MECHANISMS", "line_delta", "verify_structural"]
 
+#: The mechanisms a ``structural`` certificate part may name (docs/boundary.md).
 MECHANISMS = ("dead-neuron", "untouched-input", "proportional-neurons", "always-active-block",
               "unpinned-hyperplane")
 _KEYS = {"dead-neuron": ("mechanism", "neurons", "t0"), "unpinned-hyperplane": ("mechanism", "neurons", "t0"),
@@ -48,7 +49,10 @@ _COUNT = {"dead-neuron": 1, "unpinned-hyperplane": 1, "proportional-neurons": 2,
 
 
 def line_delta(line: dict, widths: list[int]) -> dict[ParamKey, Fraction]:
-    """The nonzero entries of a line part's ``delta`` (names already checked by :func:`verify_line`)."""
+    """The nonzero entries of a line part's ``delta``.
+
+    The names were already checked by :func:`~exactident.verify.line.verify_line`.
+    """
     out = {}
     for name, v in need(line, "delta", dict, "certificate.line").items():
         key = parse_parameter(name, widths, f"certificate.line.delta[{name!r}]")

@@ -211,7 +211,7 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 def network_from_tensors(weights: Sequence[Tensor], biases: Sequence[Tensor | None], source: str,
                          n_inputs: int | None = None, layout: str = "out_in") -> Network:
-    """Check shapes along the chain and build the exact :class:`Network`.
+    """Check shapes along the chain and build the exact :class:`~exactident.model.network.Network`.
 
     Parameters
     ----------
@@ -295,7 +295,7 @@ def sample_rows(value: Any, source: str, name: str, n_inputs: int) -> tuple[list
 
 def case_parts(weights: Sequence[Any], biases: Sequence[Any] | None, X: Any,
                source: str = "<arrays>") -> tuple[Network, list[list[flint.fmpq]], dict[str, str]]:
-    """The pieces of :meth:`Case.from_arrays`: network, exact sample, provenance."""
+    """The pieces of :meth:`~exactident.io.case.Case.from_arrays`: network, exact sample, provenance."""
     if isinstance(weights, np.ndarray) or not isinstance(weights, Sequence):
         raise CaseFormatError(source, "weights", "expected a list of L matrices W_1..W_L")
     L = len(weights)

@@ -245,7 +245,8 @@ def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
 
 def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,
             max_bytes: int | None = None) -> Case:
-    """A :class:`Case` as is, a case file (``.json``) loaded, or a model file imported with ``sample``.
+    """A :class:`~exactident.io.case.Case` as is, a case file (``.json``) loaded, or a model file imported
+    with ``sample``.
 
     Raises
     ------

@@ -1,7 +1,7 @@
 """NumPy ``.npz`` weights: ``W1, b1, W2, b2, ...`` with ``W_l`` of shape ``(N_l, N_{l-1})``.
 
 Read with ``allow_pickle=False`` after each member's header was checked
-against the size limit (:func:`exactident.io.importers.sample.npz_arrays`).
+against the size limit (``exactident.io.importers.sample.npz_arrays``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The families of generated cases: what each builds and the property it promises.
 
-A :class:`Family` has a ``build`` (request -> :class:`~exactident.suites.draft.Draft`,
-searching until its property holds), a ``verify`` (the property, checked
-exactly by :mod:`exactident.suites.exact`, independently of the engine's
-verdict) and an ``impossible`` test for architectures where the property
-cannot hold.  The promise is about the case, never about the verdict: the
-verdict in a case's ``expected`` block is whatever the engine computes.
+A :class:`~exactident.suites.families.common.Family` has a ``build``
+(request -> :class:`~exactident.suites.draft.Draft`, searching until its
+property holds), a ``verify`` (the property, checked exactly by
+:mod:`exactident.suites.exact`, independently of the engine's verdict) and an
+``impossible`` test for architectures where the property cannot hold.  The
+promise is about the case, never about the verdict: the verdict in a case's
+``expected`` block is whatever the engine computes.
 docs/suites.md lists the families and their guarantees.
 """
 
@@ -25,6 +26,9 @@ def _families() -> dict[str, Family]:
     return out
 
 
+#: Every family by name, in the order of the modules below.
+#:
+#: :meta hide-value:
 FAMILIES: dict[str, Family] = _families()
 
 

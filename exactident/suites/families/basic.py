@@ -166,6 +166,9 @@ def _verify_twins(d: Draft) -> str | None:
     return None if clean(d) else "ties or neurons in S"
 
 
+#: The families defined here (collected in ``exactident.suites.families.FAMILIES``).
+#:
+#: :meta hide-value:
 FAMILIES = [
     Family("generic", "random small-denominator rational weights and samples, no tie; n below / at / above "
            "dim / N_L (cycling) unless --n-samples is given",

@@ -155,6 +155,9 @@ def _verify_near_kink(d: Draft) -> str | None:
     return None if clean(d) else "ties or neurons in S"
 
 
+#: The families defined here (collected in ``exactident.suites.families.FAMILIES``).
+#:
+#: :meta hide-value:
 FAMILIES = [
     Family("boundary", "a sample exactly on a hidden neuron's zero set (first layer, deeper layers, and "
            "function-preserving ties on twin neurons; cycling)",

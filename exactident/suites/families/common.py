@@ -75,6 +75,7 @@ def hidden_neurons(widths: list[int]) -> list[tuple[int, int]]:
 
 
 def no_hidden_layer(widths: list[int]) -> str | None:
+    """Why ``widths`` cannot have the property of a family about hidden neurons (``L = 1``), else None."""
     return "the network has no hidden neuron (L = 1)" if len(widths) < 3 else None
 
 
@@ -100,6 +101,7 @@ def search(rng: HashRng, what: str, make: Callable[[HashRng], Draft | None], att
 
 
 def clean_draft(rng: HashRng, widths: list[int], n: int) -> Draft | None:
+    """A random draft (:func:`exactident.suites.draft.random_draft`, ``n`` samples) if it is clean, else None."""
     d = random_draft(rng, widths, n)
     return d if clean(d) else None
 

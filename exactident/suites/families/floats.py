@@ -125,6 +125,9 @@ def _verify_f32(d: Draft) -> str | None:
     return None if clean(d) else "ties or neurons in S"
 
 
+#: The families defined here (collected in ``exactident.suites.families.FAMILIES``).
+#:
+#: :meta hide-value:
 FAMILIES = [
     Family("rescaled", "a well-conditioned clean network with one hidden neuron rescaled by 10^k or 10^-k "
            "(k = 4, 8, 12, 16): same function and exact verdict, hard for floats",

@@ -66,6 +66,9 @@ def _verify_gap(d: Draft) -> str | None:
     return None if clean(d) else "ties or neurons in S"
 
 
+#: The families defined here (collected in ``exactident.suites.families.FAMILIES``).
+#:
+#: :meta hide-value:
 FAMILIES = [
     Family("gap", "a clean network with R_Gamma < R_A and R_Gamma < dim (searched for; refused where the "
            "architecture makes it impossible)", "R_Gamma < R_A and R_Gamma < dim, ranks computed exactly; no tie, "

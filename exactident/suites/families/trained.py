@@ -96,6 +96,9 @@ def _verify_trained(d: Draft) -> str | None:
     return "neurons in S" if degenerate_neurons(d) else None
 
 
+#: The families defined here (collected in ``exactident.suites.families.FAMILIES``).
+#:
+#: :meta hide-value:
 FAMILIES = [
     Family("trained", "small MLPs trained with scikit-learn on its bundled data sets (diabetes, iris, wine), "
            "weights exact (needs scikit-learn)", "every weight, bias and sample value is exactly a float64 of the "
