@@ -46,6 +46,15 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse would exit(2) itself, with usage text
         raise _UsageError(f"{self.prog}: {message}")
 
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports a subcommand's unknown options from the top parser: name the subcommand
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            words = [getattr(ns, k, None) for k in ("command", "suite_command")]
+            prog = " ".join([self.prog, *(w for w in words if isinstance(w, str))])
+            raise _UsageError(f"{prog}: unrecognized arguments: {' '.join(extras)}")
+        return ns
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``exactident`` argument parser with its subcommands (usage errors raise, never exit).

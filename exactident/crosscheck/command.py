@@ -34,7 +34,7 @@ from exactident.crosscheck.core import crosscheck_case, summarize
 from exactident.crosscheck.render import render_text, to_csv
 from exactident.errors import CaseFormatError
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
-from exactident.io.case import Case, load_case
+from exactident.io.case import Case, load_case, require_case_files
 from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.numeric.tolerance import default_policies
 
@@ -66,21 +66,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
-    """Files as given, folders as their ``*.json`` files in name order.
+    """Files as given, folders as their ``*.json`` files in name order, suite manifests left out.
+
+    Not recursive (:func:`exactident.io.case.case_files`).
 
     Raises
     ------
     CaseFormatError
-        A path that does not exist, or a folder without ``*.json`` files.
+        A path that does not exist, or a folder without case files.
     """
     out: list[Path] = []
     for text in paths:
         p = Path(text)
         if p.is_dir():
-            found = sorted(p.glob("*.json"))
-            if not found:
-                raise CaseFormatError(text, "", "folder holds no case files (*.json)")
-            out.extend(found)
+            out.extend(require_case_files(p, recursive=False))
         elif p.exists():
             out.append(p)
         else:

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import flint
@@ -27,19 +28,31 @@ from exactident.model.network import Network
 __all__ = [
     "CASE_FORMAT",
     "PROVENANCE_KEYS",
+    "SUITE_FORMAT",
     "Case",
     "ReadLimits",
     "atomic_write_text",
+    "case_files",
     "case_to_json",
     "dump_case",
     "load_case",
     "parse_case",
     "read_json",
+    "require_case_files",
     "write_case",
 ]
 
 #: The ``format`` field of a case file (docs/case-format.md).
 CASE_FORMAT = "exactident-case/1"
+#: The ``format`` field of a suite manifest (``manifest.json``, docs/suites.md): never a case.
+SUITE_FORMAT = "exactident-suite/1"
+#: Files exactident writes that are not cases, by ``format``: what to say when one is given as a case.
+_NOT_A_CASE = {
+    "exactident-report/1": "this file is an exactident report, not a case; "
+                           "did you mean verify-certificate CASE REPORT?",
+    SUITE_FORMAT: "this file is a suite manifest (exactident-suite/1), not a case; run its folder with "
+                  "exactident suite run DIR",
+}
 _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "generator", "expected",
          "provenance")
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
@@ -248,6 +261,9 @@ def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = Non
     ...
     exactident.errors.CaseFormatError: a.json: weights[0][0][0]: expected a number, found true
     """
+    first = obj[0] if isinstance(obj, list) and obj else obj  # check --json of several cases: an array
+    if isinstance(first, dict) and first.get("format") in _NOT_A_CASE:
+        raise CaseFormatError(source, "", _NOT_A_CASE[first["format"]])
     if not isinstance(obj, dict):
         raise CaseFormatError(source, "", f"expected a JSON object, found {describe_json_value(obj)}")
     for key in obj:
@@ -339,6 +355,70 @@ def load_case(path: str | os.PathLike[str], limits: ReadLimits | None = None) ->
         Naming the file and field (see :func:`read_json`, :func:`parse_case`).
     """
     return parse_case(read_json(path, limits), str(path), limits)
+
+
+def _is_suite_manifest(path: Path) -> bool:
+    if path.name != "manifest.json" or not path.is_file():
+        return False
+    try:
+        obj = read_json(path)
+    except CaseFormatError:
+        return False  # not a manifest; loading it as a case will say what is wrong
+    return isinstance(obj, dict) and obj.get("format") == SUITE_FORMAT
+
+
+def case_files(folder: str | os.PathLike[str], recursive: bool = True) -> tuple[list[Path], list[Path]]:
+    """The case files of a folder, and the nested suites left out: ``(files, nested)``, in path order.
+
+    A suite folder (``suite run DIR``, ``suite score DIR``; ``recursive``) means
+    every ``*.json`` below it (family sub-folders included, hidden names
+    skipped) except suite manifests (``manifest.json`` with ``format``
+    ``exactident-suite/1``) and the sub-folders holding one: a nested suite is
+    run on its own.  ``check DIR`` and ``crosscheck DIR`` (not ``recursive``)
+    take the ``*.json`` files of the folder itself, suite manifests left out.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for rel in ("a.json", "fam/b.json", "inner/manifest.json", "inner/fam/c.json"):
+    ...     (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    ...     _ = (root / rel).write_text('{"format": "exactident-suite/1"}')
+    >>> files, nested = case_files(root)
+    >>> [f.relative_to(root).as_posix() for f in files], [n.relative_to(root).as_posix() for n in nested]
+    (['a.json', 'fam/b.json'], ['inner'])
+    >>> [f.relative_to(root).as_posix() for f in case_files(root, recursive=False)[0]]
+    ['a.json']
+    """
+    root = Path(folder)
+
+    def hidden(p: Path) -> bool:
+        return any(part.startswith(".") for part in p.relative_to(root).parts)
+
+    nested = sorted(m.parent for m in root.rglob("manifest.json")
+                    if m.parent != root and not hidden(m) and _is_suite_manifest(m))
+    files = sorted(p for p in (root.rglob("*.json") if recursive else root.glob("*.json"))
+                   if p.is_file() and not hidden(p) and not any(n in p.parents for n in nested)
+                   and not (p.name == "manifest.json" and _is_suite_manifest(p)))
+    return files, nested
+
+
+def require_case_files(folder: str | os.PathLike[str], recursive: bool = True) -> list[Path]:
+    """:func:`case_files`, refusing a folder without any (naming its nested suites, if it has some).
+
+    Raises
+    ------
+    CaseFormatError
+        The folder holds no case file.
+    """
+    files, nested = case_files(folder, recursive)
+    if not files:
+        hint = ("; it holds suites of their own, run each with exactident suite run: "
+                + ", ".join(str(n) for n in nested)) if nested else ""
+        if not recursive and _is_suite_manifest(Path(folder) / "manifest.json"):
+            hint = f"; it is a suite (its cases are in sub-folders): exactident suite run {folder}"
+        raise CaseFormatError(str(folder), "", f"folder holds no case files (*.json){hint}")
+    return files
 
 
 def case_to_json(case: Case) -> dict[str, Any]:

@@ -162,7 +162,9 @@ def _summary_lines(r: Report) -> list[str]:
 
 
 def render_table(reports: Sequence[Report]) -> str:
-    """A plain-text table: verdict, ranks, dim, n*N_L, ties, float agreement, time.
+    """A plain-text table: verdict, ranks, dim, n*N_L, ties, float agreement, time; then each reason.
+
+    Each reason line ends with ``[decided by: RULE]`` when the report has ``decided_by``.
 
     Non-printable characters in names and reasons are escaped
     (:func:`escape_nonprintable`).
@@ -181,6 +183,7 @@ def render_table(reports: Sequence[Report]) -> str:
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     for r in reports:
-        lines.append(f"{esc(r.name)}: {esc(r.reason)}")
+        decided = r.decided_by  # the JSON field, shown compactly after the reason
+        lines.append(f"{esc(r.name)}: {esc(r.reason)}" + (f" [decided by: {esc(decided)}]" if decided else ""))
         lines += [f"  {esc(line)}" for line in _summary_lines(r)]
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ import argparse
 import json
 
 from exactident.argtypes import positive_int, positive_seconds
+from exactident.errors import UnsupportedCaseError
 
 __all__ = ["add_arguments", "run"]
 
@@ -43,17 +44,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true", help="print the score as JSON")
 
 
+def _note_nested_suites(folder: str) -> None:
+    """A sub-folder with its own manifest is a suite of its own: say it is left out (stderr)."""
+    import os
+    import sys
+
+    from exactident.io.case import case_files
+
+    if os.path.isdir(folder):
+        files, nested = case_files(folder)
+        for n in nested if files else []:  # no files at all: the error names the nested suites
+            print(f"note: {n} is a suite of its own (its manifest.json), left out: "
+                  f"run it with exactident suite run {n}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Dispatch ``suite run`` / ``suite score``; errors propagate to :func:`exactident.cli.main`."""
     from exactident.io.atomic import write_stdout
     from exactident.suites.compare import parse_fields
 
     fields = parse_fields(args.fields) if args.fields else None
+    _note_nested_suites(args.folder)
     if args.suite_command == "score":
         from exactident.suites.score import SCORED_FIELDS, command_tool, score
 
         tool = command_tool(args.tool, args.timeout)
         result = score(tool, args.folder, fields=fields or SCORED_FIELDS, jobs=args.jobs)
+        if not result.usable:  # nothing to score: the command is wrong, not the tool's answers
+            first = next((c for c in result.cases if c["error"]), None)
+            why = (f"first failure: {first['file']}: {first['error']}" if first
+                   else f"it printed none of the fields {', '.join(fields or SCORED_FIELDS)}")
+            raise UnsupportedCaseError(f"--tool: no usable answer on any of the {len(result.cases)} case(s) ({why})")
         write_stdout(json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render())
         return 0
     from exactident.suites.render import render_run

@@ -27,22 +27,22 @@ from typing import Any
 
 from exactident.errors import CaseFormatError
 from exactident.io.atomic import atomic_write_text
-from exactident.io.case import load_case, read_json
+from exactident.io.case import SUITE_FORMAT, case_files, load_case, read_json
 from exactident.suites.compare import DEFAULT_FIELDS, REPORT_SCALARS
 
 __all__ = ["MANIFEST", "SUITE_FORMAT", "build_manifest", "read_manifest", "suite_files", "write_manifest"]
 
 #: File name of a suite's manifest, at the root of the suite folder.
 MANIFEST = "manifest.json"
-#: The ``format`` field of a suite manifest (docs/suites.md).
-SUITE_FORMAT = "exactident-suite/1"
 
 
 def suite_files(folder: str | os.PathLike[str]) -> list[Path]:
-    """Case files of a suite folder: every ``*.json`` below it except the manifest, in path order."""
-    root = Path(folder)
-    return sorted(p for p in root.rglob("*.json")
-                  if p != root / MANIFEST and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    """Case files of a suite folder: every ``*.json`` below it except suite manifests and nested suites.
+
+    In path order (:func:`exactident.io.case.case_files`: a sub-folder with its own manifest is a
+    suite of its own, run separately).
+    """
+    return case_files(folder)[0]
 
 
 def _widths_key(widths: Sequence[int]) -> str:

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from exactident.errors import CaseFormatError, OutputError, UnsupportedCaseError
-from exactident.io.case import load_case
+from exactident.io.case import load_case, require_case_files
 from exactident.suites.compare import DEFAULT_FIELDS, REPORT_SCALARS, case_key, compare
-from exactident.suites.manifest import read_manifest, suite_files
+from exactident.suites.manifest import read_manifest
 
 __all__ = ["SuiteCase", "SuiteRun", "check_case_text", "check_chunk", "chunk_size", "load_suite", "read_results",
            "run_suite"]
@@ -87,9 +87,7 @@ def load_suite(folder: str) -> tuple[list[SuiteCase], dict[str, Any] | None]:
     if not root.is_dir():
         raise CaseFormatError(folder, "", "no such folder (a suite is a folder of case files)")
     manifest = read_manifest(root)
-    paths = suite_files(root)
-    if not paths:
-        raise CaseFormatError(folder, "", "folder holds no case files (*.json)")
+    paths = require_case_files(root)
     cases = []
     seen: dict[str, str] = {}
     for path in paths:

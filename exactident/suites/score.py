@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
-from exactident.io.case import load_case
+from exactident.io.case import load_case, require_case_files
 from exactident.suites.compare import compare
-from exactident.suites.manifest import suite_files
 from exactident.suites.render import table
 
 __all__ = ["SCORED_FIELDS", "Score", "command_tool", "score"]
@@ -72,20 +71,43 @@ class Score:
                 fam[f][0] += f not in wrong
         return dict(sorted(out.items()))
 
+    def failed_by_family(self) -> dict[str, list[int]]:
+        """``{family: [failed, cases]}``: cases where the tool gave no answer (an error), per family."""
+        out: dict[str, list[int]] = {}
+        for c in self.cases:
+            pair = out.setdefault(c["family"], [0, 0])
+            pair[0] += c["error"] is not None
+            pair[1] += 1
+        return dict(sorted(out.items()))
+
+    @property
+    def usable(self) -> bool:
+        """Did the tool answer at least one scored field on at least one case?  (False: a bad ``--tool``.)"""
+        return bool(self.fields)
+
     def wrong_cases(self) -> list[dict[str, Any]]:
         return [c for c in self.cases if c["wrong"] or c["error"]]
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": "exactident-score/1", "fields": list(self.fields), "by_field": self.by_field(),
-                "by_family": self.by_family(), "cases": self.cases}
+                "by_family": self.by_family(), "failed_by_family": self.failed_by_family(), "cases": self.cases}
 
     def render(self) -> str:
         def cell(pair: list[int]) -> str:
             return "-" if not pair[1] else f"{pair[0]}/{pair[1]} ({100 * pair[0] / pair[1]:.0f}%)"
 
-        lines = table(["family", *self.fields],
-                      [[fam, *(cell(v[f]) for f in self.fields)] for fam, v in self.by_family().items()]
-                      + [["all", *(cell(self.by_field()[f]) for f in self.fields)]])
+        failed = self.failed_by_family()
+        n_failed = sum(v[0] for v in failed.values())
+        extra = ["failed"] if n_failed else []  # a failed case is also wrong on every scored field
+
+        def fail_cell(pair: list[int]) -> list[str]:
+            return [f"{pair[0]}/{pair[1]}"] if n_failed else []
+
+        lines = table(["family", *self.fields, *extra],
+                      [[fam, *(cell(v[f]) for f in self.fields), *fail_cell(failed[fam])]
+                       for fam, v in self.by_family().items()]
+                      + [["all", *(cell(self.by_field()[f]) for f in self.fields),
+                          *fail_cell([n_failed, len(self.cases)])]])
         bad = self.wrong_cases()
         if bad:
             lines += ["", "wrong cases:"]
@@ -148,10 +170,7 @@ def _suite_paths(suite: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     if isinstance(suite, (str, os.PathLike)):
         root = Path(suite)
         if root.is_dir():
-            paths = suite_files(root)
-            if not paths:
-                raise CaseFormatError(str(suite), "", "folder holds no case files (*.json)")
-            return paths
+            return require_case_files(root)
         if root.is_file():
             return [root]
         raise CaseFormatError(str(suite), "", "no such file or folder")

@@ -52,6 +52,7 @@ from exactident.verify.claims import (
     closed_by,
     decided_by_claim,
     extra_claims,
+    identity_claims,
     rank_and_pattern_claims,
     structural_claims,
     uncertified_claims,
@@ -162,9 +163,13 @@ def _none_ranks():
 def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
     if not isinstance(report, dict):
         raise BadField("", f"expected a JSON object (exactident-report/1), found {type(report).__name__}")
-    name, verdict = (need(report, k, str, "") if require_claims or k in report else None
-                     for k in ("name", "verdict"))
+    _name, verdict = (need(report, k, str, "") if require_claims or k in report else None
+                      for k in ("name", "verdict"))
     backed = f": the verdict {verdict} is not backed" if verdict is not None else ""
+    widths = list(case.network.widths)
+    identity = identity_claims(report, case.name, widths, len(case.X))
+    if identity:  # a report of another case: say so before its certificate fails for shape reasons
+        return False, identity + ["the report is not about this case: its certificate was not checked"]
     uncertified = uncertified_claims(report)
     if uncertified:  # Monte Carlo or timed out: the report itself says nothing is proved
         return False, uncertified
@@ -179,8 +184,6 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
     fails: list[str] = [f"certificate.{key}: unknown certificate part, not verified"
                         for key in sorted(set(cert) - set(PARTS), key=str)]
     msgs: list[str] = []
-    if name is not None and name != case.name:
-        fails.append(f"name: the report is for case {name!r} but the case file is named {case.name!r}")
     fails += structural_claims(report, facts)
     proofs = Proofs()
     check_rank, missing = _rank_checker()

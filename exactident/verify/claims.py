@@ -33,7 +33,8 @@ from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.facts import CaseFacts
 
 __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "closed_by", "decided_by_claim", "extra_claims",
-           "rank_and_pattern_claims", "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
+           "identity_claims", "rank_and_pattern_claims",
+           "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
 
 #: Fields of ``exactident-report/1`` (docs/cli.md).
 REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
@@ -84,6 +85,37 @@ def _typed(report: dict, key: str, kind, allow_none: bool = False) -> Any:
     if key not in report or (allow_none and report[key] is None):
         return None
     return need(report, key, kind, "")
+
+
+def identity_claims(report: dict, name: str, widths: list[int], n: int) -> list[str]:
+    """Is the report about this case at all?  ``name``, ``widths``, ``n_samples``, ``dim`` compared first.
+
+    A report of another case fails here, with one line per differing field,
+    before any certificate part is read (its parts would fail for shape
+    reasons that hide the real mistake).  Fields of the wrong type are left to
+    :func:`structural_claims`.
+
+    Examples
+    --------
+    ``dim`` of widths 13,8,3 is 13*8 + 8*3 + 3 = 131:
+
+    >>> identity_claims({"name": "iris", "widths": [4, 8, 3], "dim": 67}, "wine", [13, 8, 3], 20)
+    ["name: the report is for case 'iris' but the case file is named 'wine'", \
+'widths: report says [4, 8, 3], the case has [13, 8, 3]', 'dim: report says 67, the case gives 131']
+    """
+    fails = []
+    got_name = report.get("name")
+    if isinstance(got_name, str) and got_name != name:
+        fails.append(f"name: the report is for case {got_name!r} but the case file is named {name!r}")
+    got_widths = report.get("widths")
+    if isinstance(got_widths, list) and not _same(got_widths, list(widths)):
+        fails.append(f"widths: report says {got_widths}, the case has {list(widths)}")
+    dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
+    for key, value in (("n_samples", n), ("dim", dim)):
+        got = report.get(key)
+        if isinstance(got, int) and not isinstance(got, bool) and got != value:
+            fails.append(f"{key}: report says {got}, the case gives {value}")
+    return fails
 
 
 def structural_claims(report: dict, facts: CaseFacts) -> list[str]:

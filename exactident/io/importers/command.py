@@ -70,6 +70,10 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     _common(parser)
 
 
+#: Sample formats that are not also model formats (``.npz`` is both): given as CASE, a hint.
+SAMPLE_ONLY_EXTENSIONS = (".npy", ".csv")
+
+
 def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
                       limits: ReadLimits | None = None) -> list[Case]:
     """Case files loaded and model files imported with ``--sample``, all before any analysis.
@@ -98,6 +102,9 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
                 raise CaseFormatError(path, "--sample", "a model file needs a sample: --sample DATA (.npy, .npz, .csv)")
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
                                     max_bytes=getattr(args, "max_bytes", None)))
+        elif os.path.splitext(path)[1].lower() in SAMPLE_ONLY_EXTENSIONS:
+            raise CaseFormatError(path, "", "a sample file, not a case: a sample file goes with --sample "
+                                  f"(exactident check MODEL --sample {path})")
         else:
             out.append(load_case(path, limits))
     return out

@@ -61,6 +61,10 @@ def parse_rows(text: str | None) -> slice | None:
     Traceback (most recent call last):
     ...
     exactident.errors.CaseFormatError: <args>: --sample-rows: expected a:b (e.g. 0:100), found '5'
+    >>> parse_rows("5:2")
+    Traceback (most recent call last):
+    ...
+    exactident.errors.CaseFormatError: <args>: --sample-rows: '5:2' selects no row (a:b takes rows a to b-1: b > a)
     """
     if text is None:
         return None
@@ -74,6 +78,8 @@ def parse_rows(text: str | None) -> slice | None:
             raise ValueError
     except ValueError:
         raise CaseFormatError("<args>", "--sample-rows", f"expected a:b (e.g. 0:100), found {text!r}") from None
+    if stop is not None and stop <= (start or 0):
+        raise CaseFormatError("<args>", "--sample-rows", f"{text!r} selects no row (a:b takes rows a to b-1: b > a)")
     return slice(start, stop)
 
 
@@ -209,8 +215,12 @@ def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None 
     else:
         raise CaseFormatError(source, "", f"unknown sample format {ext or '(no extension)'!r} "
                                           "(expected .npy, .npz or .csv)")
-    if rows is not None:
-        data = data[rows]  # type: ignore[index]
-    X, found = sample_rows(data, source, name or "sample", n_inputs)
     rows_text = None if rows is None else f"{rows.start or 0}:{'' if rows.stop is None else rows.stop}"
+    if rows is not None:
+        total = len(data)  # type: ignore[arg-type]
+        data = data[rows]  # type: ignore[index]
+        if not len(data):  # type: ignore[arg-type]
+            raise CaseFormatError(source, "--sample-rows", f"rows {rows_text} select no row of the {total} in "
+                                  "the sample")
+    X, found = sample_rows(data, source, name or "sample", n_inputs)
     return Sample(X, source, dtype or found, sha256_file(source), rows_text)
