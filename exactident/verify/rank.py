@@ -12,7 +12,9 @@ Each problem names the value found and the value claimed.
 
 ``rank_a`` comes in three forms: the Gram form (shape ``[n, n]``, a rank mod p of
 ``alpha alpha^T``); the alpha-rows form (shape ``[n, |P|]``, ``lower.matrix``
-``alpha`` or ``gram`` of the rows ``lower.rows``: any rows give a lower bound);
+``alpha`` or ``gram`` of the rows ``lower.rows``: any rows give a lower bound; its
+upper bound may also be ``pattern-rowspace``, recomputed by
+:func:`exactident.verify.rank_rowspace.rowspace_bound`);
 and the lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``):
 it proves ``R_A >= rank_a_lower`` only.
 
@@ -61,6 +63,7 @@ from exactident.model.integer_forward import common_denominator, data_denominato
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.verify.arith import BadField, need, unknown_fields
+from exactident.verify.rank_rowspace import rowspace_bound
 
 __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
            "verify_rank_certificate"]
@@ -75,7 +78,7 @@ MAX_ALPHA_ENTRIES = 40_000_000
 _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
 _LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
-_STRUCTURAL = ("shape", "paths", "patterns", "rank_a")
+_STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace")
 _EXPLICIT_KERNELS = ("crt", "exact-nullspace")
 
 
@@ -97,7 +100,7 @@ class _Matrix:
     avoid: int
     image: Callable[[int], np.ndarray]      # M mod q
     entry_bound: Callable[[], int]          # bound on the entries of D M (D clears M's denominators)
-    structural: Mapping[str, int]
+    structural: Mapping[str, int | Callable[[], int]]  # a callable is recomputed only when named
     exact_rank: Callable[[], int]
     exact_matrix: Callable[[], Any]         # M over Q (fmpq_mat or fmpz_mat): M K = 0 past the prime cap
     kernels: Mapping[str, Callable[[], list]] = field(default_factory=dict)  # constructions, by source
@@ -179,9 +182,11 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         if kind not in m.structural:
             raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix "
                           f"(available: {sorted(m.structural)})")
-        if m.structural[kind] != bound:
+        value = m.structural[kind]
+        value = value() if callable(value) else value
+        if value != bound:
             raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
-                          f"recomputed bound is {m.structural[kind]}")
+                          f"recomputed bound is {value}")
         return r
     if kind != "kernel":
         raise _Reject(f"{what}.upper.kind: unknown upper bound kind {kind!r}")
@@ -366,7 +371,8 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
             return alpha_mod_p(pattern, Xs.mod(q), q)
 
         m = _Matrix((n, P), avoid_x, alpha_image, lambda: max(x_bound, Xs.den),
-                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X)},
+                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X),
+                     "pattern-rowspace": lambda: rowspace_bound(pattern, X, widths)},
                     lambda: exact.rank(alpha_exact(pattern, X)), lambda: alpha_exact(pattern, X),
                     {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
                     ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))
