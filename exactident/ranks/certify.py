@@ -285,6 +285,10 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
                 ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, cheap_only=True)
         else:
             ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+        if isinstance(ra, AlphaLowerBound) and N_L * ra.rank <= lower[0]:
+            # R_Gamma >= lower >= N_L rank alpha mod p: R_Gamma < R_A cannot be proved from this lower
+            # bound, so a kernel of Gamma would be wasted; an upper bound on R_A closes both (Prop. 11).
+            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
         if isinstance(ra, AlphaLowerBound):
             # R_A has no cheap certificate; ``ra`` is a rank mod p, a certified lower bound.
             # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved,
