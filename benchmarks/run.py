@@ -12,8 +12,12 @@ ratios against the float64 pipeline with one BLAS thread (threaded BLAS on a
 busy 2-core machine spin-waits and its times swing by 10x).  The case is built
 (or loaded) before the clock starts.  Methods:
 
-- ``exact``: ``exactident.check(case, numeric=False)`` -- certified ranks and verdict;
-  also records which bound certified each rank (``certified_by``);
+- ``exact``: ``exactident.check(case, numeric=False, structural=False)`` -- certified ranks
+  and the rank rules' verdict (Theorems 8-9, the boundary rules), what the float pipeline
+  computes; also records which bound certified each rank (``certified_by``);
+- ``structural``: ``exactident.check(case, numeric=False)``, the default: the same, then
+  the structural certificates and the line search when the rank rules leave the case
+  ``inconclusive`` (no float pipeline gives those verdicts; shown in its own column);
 - ``float1`` / ``float``: float64 ``Gamma`` by backprop + ``numpy.linalg.matrix_rank``,
   plus the float rank of ``alpha`` (explicit, or its Gram matrix) when ``rank Gamma < dim``
   (the verdict needs ``R_A``), with one BLAS thread / the default threads;
@@ -150,12 +154,12 @@ def measure(method, name):
         M = sympy.Matrix(G.nrows(), G.ncols(), [sympy.Rational(int(v.p), int(v.q)) for v in G.entries()])
         c0, t0 = _cpu(), time.perf_counter()
         out["rank_gamma"] = int(M.rank())
-    elif method == "exact":
+    elif method in ("exact", "structural"):
         from exactident.check import check
 
         c0, t0 = _cpu(), time.perf_counter()
-        r = check(case, numeric=False)
-        out.update(rank_gamma=r.rank_gamma, rank_a=r.rank_a, verdict=r.verdict,
+        r = check(case, numeric=False, structural=method == "structural")
+        out.update(rank_gamma=r.rank_gamma, rank_a=r.rank_a, verdict=r.verdict, decided_by=r.decided_by,
                    certified_by=r.extra.get("certified_by"), rank_a_lower_bound=r.extra.get("rank_a_lower_bound"))
     elif method in ("float", "float1"):
         import numpy as np
@@ -245,6 +249,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", nargs="*", default=None, help="configuration names")
     ap.add_argument("--cases", default=None, help="directory with the scikit-learn cases (made if missing)")
+    ap.add_argument("--methods", nargs="*", default=None,
+                    help="only these methods (exact, structural, float1, float, sympy)")
     ap.add_argument("--measure", nargs=2, metavar=("METHOD", "CONFIG"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.measure:
@@ -262,7 +268,8 @@ def main(argv=None):
     results = {}
     loads = [_load()]
     for name in names:
-        methods = next(c for c in CONFIGS if c[0] == name)[3]
+        methods = [*next(c for c in CONFIGS if c[0] == name)[3], "structural"]
+        methods = [m for m in methods if not args.methods or m in args.methods]
         results[name] = {}
         for m in methods:
             results[name][m] = run_one(m, name, cases_dir)
@@ -273,8 +280,8 @@ def main(argv=None):
         f"and after each case: {'; '.join(loads)}.",
         "",
         "| case | Gamma | exact certified | float64, 1 BLAS thread | exact / float (CPU) | float64, threaded | "
-        "sympy | verdict, ranks (exact; float) | certified by |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "sympy | verdict, ranks (exact; float) | certified by | with structural certificates |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         res = results[name]
@@ -291,7 +298,7 @@ def main(argv=None):
             if ex and ex.get("certified_by") else "-"
         shape = _shape(name)
         lines.append(f"| {name} | {shape} | {fmt(ex)} | {fmt(f1)} | {ratio(ex, f1)} | {fmt(res.get('float'))} | "
-                     f"{fmt(res.get('sympy'))} | {ranks} | {by} |")
+                     f"{fmt(res.get('sympy'))} | {ranks} | {by} | {_structural(res.get('structural'))} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
@@ -303,6 +310,12 @@ def main(argv=None):
 
         atomic_write_text(args.json, json.dumps({"started": started, "loads": loads, "results": results}, indent=1))
     return 0
+
+
+def _structural(r):
+    if not r or "cpu" not in r:
+        return fmt(r)
+    return f"{r['verdict']} (`{r.get('decided_by')}`), {r['cpu']:.3g} s cpu"
 
 
 def _shape(name):
