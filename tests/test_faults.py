@@ -33,8 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # when it has started.  MODE "path" uses atomic_path (a temporary file being filled); MODE "outputs"
 # uses write_outputs, sleeping in last_step (all temporary files written, nothing renamed yet).
 WRITER = r"""
-import sys, time
+import signal, sys, time
 from exactident.io.atomic import atomic_path, write_outputs
+# Ctrl-C as on a terminal: a job started with `&` by a non-interactive shell inherits SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 mode, a, b = sys.argv[1], sys.argv[2], sys.argv[3]
 if mode == "path":
     with atomic_path(a) as tmp, open(tmp, "wb") as fh:
