@@ -346,6 +346,13 @@ def _alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[d
     return image
 
 
+def _rowspace(where: str, pattern, X, widths) -> int:
+    value = rowspace_bound(pattern, X, widths)
+    if value is None:
+        raise _Reject(f"{where}.upper: a pattern-rowspace bound past the engine's size cap: not verified")
+    return value
+
+
 def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, int]:
     """The ``rank_a`` part: (certified ``R_A`` or None, certified lower bound on ``R_A``)."""
     if not isinstance(c, dict):
@@ -372,7 +379,7 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
 
         m = _Matrix((n, P), avoid_x, alpha_image, lambda: max(x_bound, Xs.den),
                     {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X),
-                     "pattern-rowspace": lambda: rowspace_bound(pattern, X, widths)},
+                     "pattern-rowspace": lambda: _rowspace(where, pattern, X, widths)},
                     lambda: exact.rank(alpha_exact(pattern, X)), lambda: alpha_exact(pattern, X),
                     {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
                     ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))

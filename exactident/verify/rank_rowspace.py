@@ -26,6 +26,7 @@ import numpy as np
 
 from exactident.linalg import exact
 from exactident.model.activation import alpha_exact, n_paths
+from exactident.ranks.rowspace import MAX_ROWSPACE_WORK
 
 __all__ = ["rowspace_bound"]
 
@@ -41,8 +42,12 @@ def _unit_matrix(row: Sequence[np.ndarray], N0: int) -> flint.fmpq_mat:
 
 
 def rowspace_bound(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
-                   widths: Sequence[int]) -> int:
+                   widths: Sequence[int]) -> int | None:
     """The pattern row-space upper bound on ``rank alpha``, recomputed exactly over Q.
+
+    None past the engine's size cap (``groups x (N_0 + 1) x |P|`` entries above
+    :data:`exactident.ranks.rowspace.MAX_ROWSPACE_WORK`): the engine never claims the bound
+    there, and recomputing it would cost minutes and gigabytes (a forged claim is not verified).
 
     Examples
     --------
@@ -56,6 +61,8 @@ def rowspace_bound(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmp
     groups: dict[bytes, list[int]] = {}
     for i in range(n):
         groups.setdefault(b"".join(np.asarray(a[i], dtype=bool).tobytes() for a in pattern), []).append(i)
+    if len(groups) * (N0 + 1) * P > MAX_ROWSPACE_WORK:
+        return None
     full: list[tuple[flint.fmpq_mat, flint.fmpq_mat]] = []
     rest: list[tuple[flint.fmpq_mat, flint.fmpq_mat]] = []
     for members in groups.values():
