@@ -104,7 +104,7 @@ class AlphaLowerBound:
 
 def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
                        widths: Sequence[int], *, rng: random.Random | None = None,
-                       cheap_only: bool = False, lower_only: bool = False) -> CertifiedRank | AlphaLowerBound:
+                       lower_only: bool = False) -> CertifiedRank | AlphaLowerBound:
     """Exact ``rank alpha`` with a certificate; ``R_A = N_L`` times it.
 
     Lower bound: the rank mod p of ``alpha`` on the rows of
@@ -115,9 +115,8 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     small.  Upper bounds: ``n``, ``|P|``, the pattern-group bound, the column-block
     kernel (:func:`exactident.ranks.bounds.alpha_column_kernel`), the pattern row-space
     bound (:func:`exactident.ranks.rowspace.pattern_rowspace_bound`), then Gram kernels and
-    exact elimination.  With ``cheap_only``, returns the rank mod p (an :class:`AlphaLowerBound`)
-    instead of going past the pattern row-space bound; with ``lower_only``, returns it
-    unless the shape bounds already certify it.
+    exact elimination.  With ``lower_only``, returns the rank mod p (an
+    :class:`AlphaLowerBound`) unless the shape bounds already certify it.
     """
     rng = rng or random.Random()
     avoid = common_denominator(v for row in X for v in row)
@@ -172,8 +171,6 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     if rowspace is not None and rowspace[0] == r_low:
         cert["upper"] = {"kind": "pattern-rowspace", "bound": r_low}
         return CertifiedRank(r_low, cert)
-    if cheap_only:
-        return AlphaLowerBound(r_low, {"shape": [n, P], "lower": lower_info})
     return _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs)
 
 
@@ -236,7 +233,9 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     ``R_A``), ``R_Gamma < R_A`` is proved without the exact ``R_A``: ``rank_a`` is
     None, ``rank_a_lower`` holds the bound (the verdict is inconclusive) and the
     certificate's ``rank_a`` part is the lower bound only (``{"shape", "lower",
-    "rank_a_lower"}``, see :class:`AlphaLowerBound`).
+    "rank_a_lower"}``, see :class:`AlphaLowerBound`).  When the rank of ``Gamma`` mod p
+    already reaches ``N_L`` times that of ``alpha``, no such gap can be proved and ``R_A`` is
+    certified in full before any kernel of ``Gamma``.
 
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
@@ -281,13 +280,11 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         if allow_rank_a_lower and not need_rank_a:
             ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, lower_only=True)
             if isinstance(ra, AlphaLowerBound) and N_L * ra.rank <= lower[0]:
-                # R_Gamma = R_A is possible (not identifiable): R_A is needed, cheap bounds first
-                ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, cheap_only=True)
+                # R_Gamma >= lower >= N_L rank alpha mod p: R_Gamma < R_A cannot be proved from this lower
+                # bound, so a kernel of Gamma would be wasted; an upper bound on R_A (cheap bounds first,
+                # then the Gram route) closes both (Prop. 11).
+                ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
         else:
-            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
-        if isinstance(ra, AlphaLowerBound) and N_L * ra.rank <= lower[0]:
-            # R_Gamma >= lower >= N_L rank alpha mod p: R_Gamma < R_A cannot be proved from this lower
-            # bound, so a kernel of Gamma would be wasted; an upper bound on R_A closes both (Prop. 11).
             ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
         if isinstance(ra, AlphaLowerBound):
             # R_A has no cheap certificate; ``ra`` is a rank mod p, a certified lower bound.
