@@ -21,6 +21,7 @@ import flint
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_rank_rowspace import _bc_analogue
 
 import exactident.ranks.certify as cm
 import exactident.ranks.rowspace as engine_rowspace
@@ -155,14 +156,8 @@ def _bc_boundary_case():
     # three tight clusters (full groups) and scattered samples, plus samples exactly on the
     # boundary of two neurons (repeated), x = 0 and the unit inputs: check() certifies several
     # tie resolutions' rank alpha by pattern-rowspace
-    rng = random.Random(29)
-    W = [flint.fmpq_mat(5, 3, [rng.choice([-2, -1, 1, 2, 3]) for _ in range(15)]), flint.fmpq_mat(1, 5, [1] * 5)]
-    net = Network((3, 5, 1), W, [[flint.fmpq(rng.randint(-2, 2)) for _ in range(5)], [flint.fmpq(0)]])
-    X = []
-    for _c in range(3):
-        centre = [rng.randint(-20, 20) for _ in range(3)]
-        X += [[flint.fmpq(centre[j] * 4 + rng.randint(-1, 1), 4) for j in range(3)] for _ in range(6)]
-    X += [[flint.fmpq(rng.randint(-40, 40), rng.choice([1, 2, 3])) for _ in range(3)] for _ in range(30)]
+    net, X = _bc_analogue(29)
+    W = net.W
     for k in range(2):
         j = next(j for j in range(3) if W[0][k, j] != 0)
         x = [flint.fmpq(0)] * 3
