@@ -55,6 +55,8 @@ import forgery_oracle as FO
 import pytest
 import structural_cases as SC
 from _gen import is_degenerate, random_case
+from kernel_cases import CRT_EXACT, CRT_LOWER
+from structural_cases import DEAD as DEAD_NEURON
 from structural_oracle import confirm_line, mechanism_holds
 
 from exactident.check import check
@@ -76,20 +78,6 @@ FN_PRESERVING = {"format": "exactident-case/1", "name": "fn-preserving-tie-2", "
                  "weights": [[["1/2"], ["1/4"]], [["1", "-3"]], [["1"]]],
                  "biases": [["0", "0"], ["1/4"], ["0"]],
                  "sample": [["1"], ["-1"], ["-2"], ["1/2"], ["1/4"], ["3"], ["5"]]}
-# Neuron (1,0) strictly inactive everywhere: rank Gamma = 7 < R_A = 8 < dim = 11, a kernel certificate.
-DEAD_NEURON = {"format": "exactident-case/1", "name": "dead-neuron-inconclusive", "widths": [1, 3, 2],
-               "weights": [[["1"], ["-2"], ["-4"]], [["3", "4", "1"], ["1", "1", "3"]]],
-               "biases": [["-100", "3", "1"], ["2", "2"]], "sample": [["1"], ["2/3"], ["2"], ["-4/3"], ["5/2"]]}
-# Seeded random networks whose rank_gamma needs an explicit (CRT) kernel, no structural one: R_Gamma = 5 with
-# R_A >= 6 by a lower bound only (inconclusive), and R_Gamma = 7 < R_A = 8 < dim = 14.
-CRT_LOWER = {"format": "exactident-case/1", "name": "crt-kernel-lower-bound", "widths": [2, 2, 2],
-             "weights": [[["-1", "3"], ["3", "-3"]], [["-2", "1"], ["-1", "-1"]]],
-             "biases": [["2", "-6"], ["-3", "-7"]],
-             "sample": [["0", "2/3"], ["-4/3", "4"], ["1", "0"], ["0", "3"]]}
-CRT_EXACT = {"format": "exactident-case/1", "name": "crt-kernel-inconclusive", "widths": [2, 3, 2],
-             "weights": [[["0", "-3"], ["-3", "-2"], ["-2", "-2"]], [["-2", "2", "-3"], ["-3", "-1", "-2"]]],
-             "biases": [["-2", "3", "-8"], ["-3", "1"]],
-             "sample": [["-4", "2/3"], ["-4/3", "-1/3"], ["1", "-4/3"], ["-1", "4/3"]]}
 # f = 3 relu(2x + 1) at -1/2 (on the kink), 1, -2 (the kink forgery's case).
 KINK_FORGERY_CASE = {"format": "exactident-case/1", "name": "kink-forgery", "widths": [1, 1, 1],
                      "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],

@@ -20,6 +20,8 @@ import random
 
 import flint
 import pytest
+from kernel_cases import CRT_LOWER
+from structural_cases import DEAD as DEAD_NEURON
 
 from exactident.check import check, timed_out_report
 from exactident.cli import main
@@ -33,14 +35,6 @@ from exactident.ranks.certify import certify_ranks
 from exactident.verify.certificate import verify_certificate
 from exactident.verify.rank import verify_rank_certificate
 
-DEAD_NEURON = {"format": "exactident-case/1", "name": "dead-neuron-inconclusive", "widths": [1, 3, 2],
-               "weights": [[["1"], ["-2"], ["-4"]], [["3", "4", "1"], ["1", "1", "3"]]],
-               "biases": [["-100", "3", "1"], ["2", "2"]], "sample": [["1"], ["2/3"], ["2"], ["-4/3"], ["5/2"]]}
-# rank_gamma by a CRT kernel (with its primes), R_A >= 6 by a lower bound only
-CRT_LOWER = {"format": "exactident-case/1", "name": "crt-kernel-lower-bound", "widths": [2, 2, 2],
-             "weights": [[["-1", "3"], ["3", "-3"]], [["-2", "1"], ["-1", "-1"]]],
-             "biases": [["2", "-6"], ["-3", "-7"]],
-             "sample": [["0", "2/3"], ["-4/3", "4"], ["1", "0"], ["0", "3"]]}
 RA = ["certificate", "rank", "rank_a"]
 
 

@@ -7,6 +7,8 @@ import copy
 import json
 
 import pytest
+from kernel_cases import CRT_LOWER
+from structural_cases import DEAD as DEAD_NEURON
 
 from exactident.check import check
 from exactident.cli import main
@@ -377,14 +379,6 @@ def test_every_shipped_report_verifies(tmp_path, capsys):
 
 # --- malformed fields of the parts are bad input (exit 2), each naming its field ----------------------
 
-DEAD_NEURON = {"format": "exactident-case/1", "name": "dead-neuron-inconclusive", "widths": [1, 3, 2],
-               "weights": [[["1"], ["-2"], ["-4"]], [["3", "4", "1"], ["1", "1", "3"]]],
-               "biases": [["-100", "3", "1"], ["2", "2"]], "sample": [["1"], ["2/3"], ["2"], ["-4/3"], ["5/2"]]}
-# rank_gamma by an explicit kernel (CRT, with its primes); R_A by a lower bound only
-CRT_LOWER = {"format": "exactident-case/1", "name": "crt-kernel-lower-bound", "widths": [2, 2, 2],
-             "weights": [[["-1", "3"], ["3", "-3"]], [["-2", "1"], ["-1", "-1"]]],
-             "biases": [["2", "-6"], ["-3", "-7"]],
-             "sample": [["0", "2/3"], ["-4/3", "4"], ["1", "0"], ["0", "3"]]}
 DEGENERATE = {"format": "exactident-case/1", "name": "dead", "widths": [1, 2, 1],
               "weights": [[["1"], ["2"]], [["3", "0"]]], "biases": [["1", "1"], ["0"]], "sample": [["1"], ["2"]]}
 
