@@ -1,4 +1,5 @@
-"""Independent helpers for the importer tests: IEEE bit decoding and a float forward pass with its error bound.
+"""Independent helpers for the importer tests: IEEE bit decoding, a float forward pass with its error bound,
+and the CLI's bad-input check (exit 2, one line).
 
 Nothing here calls exactident's converter: a float's exact value is decoded
 from its sign, exponent and significand bits with ``Fraction`` arithmetic, the
@@ -11,8 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["FORMATS_BITS", "UNIT_ROUNDOFF", "assert_network_equals", "decode", "decode_array", "float_forward",
-           "rows_of"]
+__all__ = ["FORMATS_BITS", "UNIT_ROUNDOFF", "assert_network_equals", "bad_input_error", "decode", "decode_array",
+           "float_forward", "rows_of"]
 
 # (exponent bits, significand bits, unsigned view dtype)
 FORMATS_BITS = {"float16": (5, 10, np.uint16), "bfloat16": (8, 7, np.uint16),
@@ -78,3 +79,14 @@ def float_forward(net, X: np.ndarray, u: float) -> tuple[np.ndarray, np.ndarray]
         if l < net.L - 1:
             h = np.maximum(h, 0)
     return h, 2 * err
+
+
+def bad_input_error(capsys, argv) -> str:
+    """Run the CLI on ``argv`` and return its error, asserting bad input: exit 2 and a one-line error."""
+    from exactident.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    return err

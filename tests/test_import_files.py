@@ -19,20 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _importers import FORMATS_BITS, UNIT_ROUNDOFF, assert_network_equals, decode_array, float_forward
+from _importers import bad_input_error as _err
 
 from exactident import CaseFormatError, check, from_sklearn, import_model
-from exactident.cli import main
 
 RNG = np.random.default_rng(11)
 DATA = Path(__file__).parent / "data" / "keras"
-
-
-def _err(capsys, argv):
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1, err
-    return err
 
 
 def _numpy_forward(Ws, bs, X, dtype):

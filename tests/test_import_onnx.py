@@ -13,6 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from _importers import FORMATS_BITS, UNIT_ROUNDOFF, assert_network_equals, decode_array, float_forward
+from _importers import bad_input_error as _err
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -153,14 +154,6 @@ def test_check_accepts_model_path_and_reports_dropped_activation(tmp_path, capsy
     assert "sigmoid dropped" in capsys.readouterr().out
     assert main(["check", str(out), "--json"]) == 0
     assert '"dropped_output_activation": "sigmoid"' in capsys.readouterr().out
-
-
-def _err(capsys, argv):
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1, err
-    return err
 
 
 def _save(tmp_path, nodes, inits, n_in=3, n_out=2, fmt="float32"):

@@ -13,11 +13,11 @@ import pickle
 import numpy as np
 import pytest
 from _importers import UNIT_ROUNDOFF, assert_network_equals, decode_array, float_forward
+from _importers import bad_input_error as _err
 
 torch = pytest.importorskip("torch")
 
 from exactident import CaseFormatError, from_torch, import_model  # noqa: E402
-from exactident.cli import main  # noqa: E402
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64}
 BITS = {"float16": torch.int16, "bfloat16": torch.int16, "float32": torch.int32, "float64": torch.int64}
@@ -102,14 +102,6 @@ def test_module_final_softmax_dropped_and_errors():
 class _Evil:
     def __reduce__(self):
         return (print, ("unpickled!",))
-
-
-def _err(capsys, argv):
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1, err
-    return err
 
 
 def test_state_dict_errors(tmp_path, capsys):
