@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _gen import case_obj
 
 from exactident.check import check
 from exactident.crosscheck.core import crosscheck_case
@@ -26,16 +27,8 @@ from exactident.numeric.numpy_backend import float_operators
 W07 = Fraction(3152519739159347, 4503599627370496)  # the float64 value of 0.7
 
 
-def _s(q) -> str:
-    q = Fraction(q)
-    return f"{q.numerator}/{q.denominator}"
-
-
 def _case(widths, W, b, X, name="t"):
-    return parse_case({"format": "exactident-case/1", "name": name, "widths": widths,
-                       "weights": [[[_s(v) for v in row] for row in Wl] for Wl in W],
-                       "biases": [[_s(v) for v in bl] for bl in b],
-                       "sample": [[_s(v) for v in row] for row in X]})
+    return parse_case(case_obj(widths, W, b, X, name))
 
 
 def test_issue_input_exact_minus_2_pow_51_float_zero():

@@ -13,6 +13,7 @@ from fractions import Fraction
 import flint
 import numpy as np
 import pytest
+from _gen import case_obj
 
 from exactident.check import check
 from exactident.errors import InvariantViolation, UnsupportedCaseError
@@ -24,16 +25,8 @@ from exactident.model.gamma import gamma_exact
 from exactident.numeric.numpy_backend import float_operators
 
 
-def _s(q) -> str:
-    q = Fraction(q)
-    return f"{q.numerator}/{q.denominator}"
-
-
 def _case(widths, W, b, X, name="t"):
-    return parse_case({"format": "exactident-case/1", "name": name, "widths": widths,
-                       "weights": [[[_s(v) for v in row] for row in Wl] for Wl in W],
-                       "biases": [[_s(v) for v in bl] for bl in b],
-                       "sample": [[_s(v) for v in row] for row in X]})
+    return parse_case(case_obj(widths, W, b, X, name))
 
 
 def _all_active_case():
