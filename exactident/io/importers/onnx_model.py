@@ -29,6 +29,7 @@ import numpy as np
 from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
 from exactident.io.importers.arrays import Tensor, dyadic
 from exactident.io.importers.common import Imported, read_limited
+from exactident.io.importers.forward_check import forward_bound
 from exactident.model.network import Network
 
 __all__ = ["OnnxGraph", "crosscheck", "read_onnx"]
@@ -297,14 +298,6 @@ def _matrix(M: np.ndarray, path: str, where: str, name: str) -> None:
         raise CaseFormatError(path, f"{where} {name}", f"expected a weight matrix, found shape {M.shape}")
 
 
-_UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
-
-
-def _float_matrix(M: flint.fmpq_mat) -> np.ndarray:
-    return np.array([[int(M[i, j].p) / int(M[i, j].q) for j in range(M.ncols())] for i in range(M.nrows())],
-                    dtype=np.float64).reshape(M.nrows(), M.ncols())
-
-
 def crosscheck(g: OnnxGraph, net: Network, X: np.ndarray, source: str) -> str:
     """Compare ``onnx.reference.ReferenceEvaluator`` with the imported network on ``X``.
 
@@ -336,26 +329,12 @@ def crosscheck(g: OnnxGraph, net: Network, X: np.ndarray, source: str) -> str:
     ref = np.asarray(results[g.logits_name]).astype(np.float64)
     if g.output_layout == _COL:
         ref = ref.T
-    h = Xin.astype(np.float64)
-    mag = np.abs(h)
-    err = np.zeros_like(h)
     names = [t.dtype for t in g.imported.weights] + [str(np.dtype(g.input_dtype).name)]
-    u = max(_UNIT_ROUNDOFF.get(n, 2.0**-24) for n in names) + 2.0**-53
-    for l in range(1, net.L + 1):
-        Wf, bf = _float_matrix(net.W[l - 1]), np.array([int(v.p) / int(v.q) for v in net.b[l - 1]])
-        k = Wf.shape[1] + 3
-        gamma = k * u / (1 - k * u)
-        h = h @ Wf.T + bf
-        err = np.abs(Wf) @ err.T + gamma * (np.abs(Wf) @ mag.T + np.abs(bf)[:, None])
-        err = err.T
-        mag = mag @ np.abs(Wf).T + np.abs(bf)
-        if l < net.L:
-            h = np.maximum(h, 0)
+    h, bound = forward_bound(net, Xin.astype(np.float64), names)
     if ref.shape != h.shape:
         raise InvariantViolation(f"{source}: onnx.reference gives output shape {ref.shape}, the imported "
                                  f"network {h.shape}")
     diff = np.abs(ref - h)
-    bound = 2 * err + np.finfo(np.float64).tiny
     if not np.all(np.isfinite(ref)) or np.any(diff > bound):
         i, j = np.unravel_index(int(np.nanargmax(np.where(np.isfinite(diff), diff / bound, np.inf))), diff.shape)
         raise InvariantViolation(f"{source}: the imported network does not reproduce onnx.reference: row {i}, "
