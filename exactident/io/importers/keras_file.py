@@ -11,6 +11,13 @@ flat input, and a final ``softmax``/``sigmoid`` (dropped: the network analysed
 ends at the logits, and the provenance says so).  Anything else is an error
 naming the layer and its class.  Dense kernels are stored ``(N_{l-1}, N_l)``.
 Needs ``h5py`` (the ``keras`` extra).
+
+Only data inside the file is ever read.  The HDF5 file is opened from its bytes in
+memory (so no file driver named in the file can reach other files), and before any
+attribute or dataset is read every link of the file is walked
+(:func:`check_self_contained`): an external link, a soft link, a dataset with external
+raw storage, a virtual dataset or a filter that is not built into HDF5 (a plugin would
+be loaded from disk) is refused, naming it.
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ from typing import Any
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported, check_declared_size, check_file_size
+from exactident.io.importers.common import Imported, check_declared_size, read_limited
 
-__all__ = ["read_keras"]
+__all__ = ["check_self_contained", "read_keras"]
 
 _FINAL = {"softmax": "softmax", "sigmoid": "sigmoid"}
 _SKIP = {"Dropout", "SpatialDropout1D", "GaussianDropout", "GaussianNoise", "AlphaDropout"}
@@ -36,6 +43,66 @@ def _h5py() -> Any:
     except ImportError:
         raise UnsupportedCaseError("reading Keras files needs h5py (pip install 'exactident[keras]')") from None
     return h5py
+
+
+#: Filters built into HDF5 (deflate, shuffle, fletcher32, szip, nbit, scaleoffset) and h5py (lzf, 32000):
+#: any other would be loaded as a plugin from disk.
+_BUILTIN_FILTERS = frozenset({1, 2, 3, 4, 5, 6, 32000})
+
+
+def check_self_contained(h5: Any, source: str) -> None:
+    """Refuse an HDF5 file any of whose data is not stored inside it, before any data is read.
+
+    Every link is visited (``visit_links``: links are listed, never followed): only hard
+    links are accepted (they name objects of this file); each dataset must keep its raw
+    data in the file (no external storage, not virtual) and use only built-in filters.
+
+    Raises
+    ------
+    CaseFormatError
+        Naming the link or dataset: an external link (another file), a soft or
+        user-defined link, external raw storage (a file on disk), a virtual dataset
+        (data mapped from other datasets or files), a filter that needs a plugin.
+    """
+    h5py = _h5py()
+
+    def problem(name: str) -> CaseFormatError | None:
+        link = h5.get(name, getlink=True)
+        if isinstance(link, h5py.ExternalLink):
+            return CaseFormatError(source, name, f"external link to {link.filename!r}: refused (an HDF5 model "
+                                                "file must hold its data itself)")
+        if not isinstance(link, h5py.HardLink):
+            kind = "soft link" if isinstance(link, h5py.SoftLink) else "user-defined link"
+            return CaseFormatError(source, name, f"{kind}: refused (only plain members are read)")
+        obj = h5.get(name)
+        if not isinstance(obj, h5py.Dataset):
+            return None
+        dcpl = obj.id.get_create_plist()
+        if dcpl.get_external_count():
+            where = dcpl.get_external(0)[0]
+            where = where.decode("utf-8", "replace") if isinstance(where, bytes) else str(where)
+            return CaseFormatError(source, name, f"dataset stored in external file {where!r}: "
+                                                "refused (an HDF5 model file must hold its data itself)")
+        if obj.is_virtual:
+            return CaseFormatError(source, name, "virtual dataset (data mapped from elsewhere): refused")
+        for i in range(dcpl.get_nfilters()):
+            code = dcpl.get_filter(i)[0]
+            if code not in _BUILTIN_FILTERS:
+                return CaseFormatError(source, name, f"HDF5 filter {code} is not built in (it would load a "
+                                                    "plugin): refused")
+        return None
+
+    # an exception raised inside the visit callback does not cross h5py's C layer cleanly:
+    # the callback returns the refusal, which stops the walk
+    def guarded(name: str) -> CaseFormatError | None:
+        try:
+            return problem(name)
+        except Exception as exc:  # a damaged object header: refuse the file, not crash in the C callback
+            return CaseFormatError(source, name, f"corrupted HDF5 member ({type(exc).__name__})")
+
+    found = h5.visit_links(guarded)
+    if found is not None:
+        raise found
 
 
 def _activation_name(value: Any) -> str:
@@ -155,11 +222,11 @@ def read_keras(path: str, max_bytes: int) -> Imported:
         Over the size limit, corrupted, not a Keras file, an unsupported layer or activation
         (naming the layer), weights missing or of the wrong shape (naming the layer).
     """
-    check_file_size(path, max_bytes)
+    data = read_limited(path, max_bytes)
     h5py = _h5py()
     try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as z:
+        if zipfile.is_zipfile(io.BytesIO(data)):
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
                 names = z.namelist()
                 if "config.json" not in names or "model.weights.h5" not in names:
                     raise CaseFormatError(path, "", "not a .keras file (no config.json and model.weights.h5)")
@@ -169,9 +236,11 @@ def read_keras(path: str, max_bytes: int) -> Imported:
                 weights = io.BytesIO(z.read("model.weights.h5"))
             dense, n_inputs, dropped = _plan(config, path)
             with h5py.File(weights, "r") as h5:
+                check_self_contained(h5, f"{path}: model.weights.h5")
                 kernels, biases = _weights_keras(h5, dense, path, max_bytes)
         else:
-            with h5py.File(path, "r") as h5:
+            with h5py.File(io.BytesIO(data), "r") as h5:
+                check_self_contained(h5, path)
                 raw = h5.attrs.get("model_config")
                 if raw is None:
                     raise CaseFormatError(path, "model_config", "missing: not a Keras model file "
