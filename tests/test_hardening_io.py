@@ -12,6 +12,7 @@ import io
 import json
 import os
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,3 +139,106 @@ def test_keras_zip_weights_with_external_storage_refused(tmp_path, capsys):
         z.writestr("model.weights.h5", buf.getvalue())
     with pytest.raises(CaseFormatError, match=r"model\.weights\.h5: layers/d1/vars/0: dataset stored in external"):
         import_model(tmp_path / "m.keras")
+
+
+# -- decompression bombs ---------------------------------------------------------------------------------
+
+MiB = 2**20
+
+
+def _zero_npy(n_bytes):
+    """An .npy of ``n_bytes`` zero bytes (float64 zeros), as bytes."""
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(n_bytes // 8))
+    return buf.getvalue()
+
+
+def _bomb(path, members, n_bytes, extra=()):
+    """A zip of ``members`` deflated .npy members of ``n_bytes`` zeros each (plus ``extra`` (name, bytes))."""
+    one = _zero_npy(n_bytes)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in extra:
+            z.writestr(name, data)
+        for k in range(members):
+            z.writestr(f"Z{k}.npy", one)
+    return str(path)
+
+
+def _model_npz(path):
+    np.savez(path, W1=np.ones((3, 2)), b1=np.zeros(3), W2=np.ones((1, 3)), b2=np.zeros(1))
+    return str(path)
+
+
+def test_npz_bomb_refused_as_model_and_as_sample(tmp_path, capsys):
+    """70 members of 1 MiB of zeros: each under the 64 MiB limit, 70 MiB in all, from a file of ~70 KB."""
+    bomb = _bomb(tmp_path / "bomb.npz", 70, MiB)
+    assert (tmp_path / "bomb.npz").stat().st_size < MiB
+    err = bad_input_error(capsys, ["import", bomb])
+    assert "bomb.npz: archive expands to 70.0 MiB, more than the limit 64.0 MiB" in err
+    model = _model_npz(tmp_path / "m.npz")
+    err = bad_input_error(capsys, ["import", model, "--sample", bomb])
+    assert "bomb.npz: archive expands to 70.0 MiB" in err
+    err = bad_input_error(capsys, ["check", model, "--sample", bomb])
+    assert "bomb.npz: archive expands to 70.0 MiB" in err
+
+
+def test_zip_ratio_bound(tmp_path, capsys):
+    """2 MiB of zeros in a few KB: within the size limit, but more than 100 times the archive's size."""
+    bomb = _bomb(tmp_path / "r.npz", 2, MiB)
+    ratio = 2 * MiB // (tmp_path / "r.npz").stat().st_size
+    assert ratio > 100
+    err = bad_input_error(capsys, ["import", bomb])
+    assert f"r.npz: archive expands {ratio} times its size (2.0 MiB): refused as a decompression bomb" in err
+
+
+def test_keras_zip_bomb_refused(tmp_path, capsys):
+    bomb = _bomb(tmp_path / "b.keras", 3, MiB, extra=[("config.json", json.dumps(CONFIG)),
+                                                      ("model.weights.h5", b"")])
+    err = bad_input_error(capsys, ["import", bomb, "--max-bytes", "2M"])
+    assert "b.keras: archive expands to 3.0 MiB, more than the limit 2.0 MiB" in err
+
+
+def test_torch_zip_with_compressed_member_refused(tmp_path, capsys):
+    """torch.save never compresses and PyTorch would inflate a member on its own: a deflated member is refused
+    before torch is imported."""
+    path = tmp_path / "m.pt"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("m/data.pkl", b"\x80\x02}q\x00.")
+        z.writestr("m/data/0", bytes(MiB))
+    err = bad_input_error(capsys, ["import", str(path)])
+    assert "m.pt: m/data.pkl: zip compression method 8 refused (only stored members are read)" in err
+
+
+def _lie_about_size(path, member, declared):
+    """Rewrite ``member``'s uncompressed size in its local header and central directory entry."""
+    raw = bytearray(Path(path).read_bytes())
+    name = member.encode()
+    for sig, offset, name_at in ((b"PK\x03\x04", 22, 30), (b"PK\x01\x02", 24, 46)):
+        at = raw.find(sig)
+        while at >= 0:
+            if raw[at + name_at:at + name_at + len(name)] == name:
+                raw[at + offset:at + offset + 4] = declared.to_bytes(4, "little")
+            at = raw.find(sig, at + 1)
+    Path(path).write_bytes(bytes(raw))
+
+
+def test_member_whose_declared_size_lies(tmp_path, capsys):
+    """A member declaring 200 bytes that inflates to 1 MiB: never more than the 200 bytes is produced (the
+    read stops there and the CRC fails): refused as damaged, one line."""
+    bomb = _bomb(tmp_path / "lie.npz", 1, MiB)
+    _lie_about_size(bomb, "Z0.npy", 200)
+    with zipfile.ZipFile(bomb) as z:
+        assert z.getinfo("Z0.npy").file_size == 200
+    err = bad_input_error(capsys, ["import", bomb])
+    assert "lie.npz" in err and ("corrupted" in err or "not a valid .npy" in err)
+
+
+def test_streaming_budget_does_not_trust_declared_sizes(tmp_path):
+    """The streaming count stops at its limit whatever the directory says (here the directory check is
+    bypassed: the budget alone stops a 1 MiB member at 64 KiB)."""
+    from exactident.io.importers.common import ZipBudget
+
+    bomb = _bomb(tmp_path / "s.npz", 1, MiB)
+    with zipfile.ZipFile(bomb) as z, pytest.raises(CaseFormatError, match=r"Z0\.npy: decompressed data passes "
+                                                                            r"the limit 65536 bytes"):
+        ZipBudget(bomb, 65536).read(z, "Z0.npy")

@@ -4,7 +4,12 @@ Safety rules (docs/import.md): a file larger than the limit is refused from
 its size on disk (and a tensor from its declared shape) before anything is
 allocated; pickles are never loaded (a file that starts like a pickle is
 refused unless it is a PyTorch file, which ``torch.load(..., weights_only=True)``
-reads with PyTorch's restricted unpickler).
+reads with PyTorch's restricted unpickler).  A zip archive (``.npz``, ``.keras``,
+``.pt``) is bounded as a whole before anything is decompressed
+(:func:`check_zip`: the sum of its members' declared sizes within the limit, at
+most :data:`MAX_RATIO` times the archive's size, stored or deflated members
+only), then while decompressing (:class:`ZipBudget` counts the bytes actually
+produced, never trusting the declared sizes).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import zipfile
 from dataclasses import dataclass, field
 
 from exactident.errors import CaseFormatError
@@ -20,9 +26,13 @@ from exactident.model.network import Network
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "MAX_RATIO",
+    "RATIO_FLOOR",
     "Imported",
+    "ZipBudget",
     "check_declared_size",
     "check_file_size",
+    "check_zip",
     "looks_like_pickle",
     "natural_key",
     "read_limited",
@@ -77,6 +87,91 @@ def read_limited(path: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:  # grew since stat
         raise CaseFormatError(path, "", f"file is larger than the limit {_size_text(max_bytes)}")
     return data
+
+
+#: Largest ratio of an archive's decompressed contents to its size on disk, once the contents pass
+#: :data:`RATIO_FLOOR` (Keras' own loader uses the same factor): weights compress by a few percent,
+#: an archive of zeros by about a thousand.
+MAX_RATIO = 100
+#: Contents up to this size are never refused for their ratio (1 MiB).
+RATIO_FLOOR = 2**20
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+
+
+def _too_big(source: str, what: str, max_bytes: int) -> CaseFormatError:
+    return CaseFormatError(source, "", f"{what}, more than the limit {_size_text(max_bytes)} "
+                                       "(raise it with --max-bytes / max_bytes=)")
+
+
+def check_zip(z: zipfile.ZipFile, source: str, max_bytes: int, archive_bytes: int, *,
+              stored_only: bool = False) -> int:
+    """Refuse an archive from its directory, before decompressing anything; the declared total.
+
+    Parameters
+    ----------
+    z : zipfile.ZipFile
+    source : str
+        File named in the errors.
+    max_bytes : int
+        Limit on the sum of the members' declared (decompressed) sizes.
+    archive_bytes : int
+        The archive's size on disk (for the ratio).
+    stored_only : bool
+        Refuse compressed members (PyTorch archives are never compressed, and PyTorch
+        decompresses on its own, beyond :class:`ZipBudget`'s reach).
+
+    Raises
+    ------
+    CaseFormatError
+        A member compressed otherwise than deflate (or at all, ``stored_only``), a declared
+        total over ``max_bytes``, or more than :data:`MAX_RATIO` times ``archive_bytes``.
+    """
+    total = 0
+    for info in z.infolist():
+        method = _METHODS.get(info.compress_type)
+        if method is None or (stored_only and method != "stored"):
+            allowed = "stored" if stored_only else "stored or deflated"
+            raise CaseFormatError(source, info.filename, f"zip compression method {info.compress_type} refused "
+                                                         f"(only {allowed} members are read)")
+        total += info.file_size
+    if total > max_bytes:
+        raise _too_big(source, f"archive expands to {_size_text(total)}", max_bytes)
+    if total > RATIO_FLOOR and total > MAX_RATIO * max(archive_bytes, 1):
+        raise CaseFormatError(source, "", f"archive expands {total // max(archive_bytes, 1)} times its size "
+                                          f"({_size_text(total)}): refused as a decompression bomb (at most "
+                                          f"{MAX_RATIO} times past {_size_text(RATIO_FLOOR)})")
+    return total
+
+
+class ZipBudget:
+    """Decompress members of one archive, counting the bytes produced against ``max_bytes`` in all.
+
+    Reads in 1 MiB blocks and stops one block past the budget, whatever the members declare.
+    """
+
+    def __init__(self, source: str, max_bytes: int) -> None:
+        self.source = source
+        self.max_bytes = max_bytes
+        self.left = max_bytes
+
+    def read(self, z: zipfile.ZipFile, info: zipfile.ZipInfo | str) -> bytes:
+        """The decompressed bytes of one member.
+
+        Raises
+        ------
+        CaseFormatError
+            The archive's decompressed bytes so far pass the limit.
+        """
+        chunks = []
+        with z.open(info) as f:
+            while block := f.read(min(2**20, self.left + 1)):
+                self.left -= len(block)
+                if self.left < 0:
+                    name = info.filename if isinstance(info, zipfile.ZipInfo) else info
+                    raise CaseFormatError(self.source, name, "decompressed data passes the limit "
+                                          f"{_size_text(self.max_bytes)} (raise it with --max-bytes / max_bytes=)")
+                chunks.append(block)
+        return b"".join(chunks)
 
 
 def sha256_file(path: str) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported, check_declared_size, read_limited
+from exactident.io.importers.common import Imported, ZipBudget, check_declared_size, check_zip, read_limited
 
 __all__ = ["check_self_contained", "read_keras"]
 
@@ -177,23 +177,29 @@ def _plan(config: Any, source: str) -> tuple[list[tuple[str, bool]], int | None,
     return dense, n_inputs, dropped
 
 
-def _read(dataset: Any, source: str, name: str, max_bytes: int) -> Tensor:
-    check_declared_size(source, name, int(dataset.size) * dataset.dtype.itemsize, max_bytes)
+def _read(dataset: Any, source: str, name: str, budget: list[int]) -> Tensor:
+    """``budget = [limit, left]``: the tensors of one file are bounded in all (HDF5 may compress them)."""
+    n_bytes = int(dataset.size) * dataset.dtype.itemsize
+    check_declared_size(source, name, n_bytes, budget[0])
+    budget[1] -= n_bytes
+    if budget[1] < 0:
+        raise CaseFormatError(source, name, f"the tensors read so far pass the limit of {budget[0]} bytes in all "
+                                            "(raise it with --max-bytes / max_bytes=)")
     return Tensor(dataset[()], source, name)
 
 
-def _weights_keras(h5: Any, dense: list[tuple[str, bool]], source: str, max_bytes: int) -> tuple[list, list]:
+def _weights_keras(h5: Any, dense: list[tuple[str, bool]], source: str, budget: list[int]) -> tuple[list, list]:
     kernels, biases = [], []
     for name, use_bias in dense:
         group = h5.get(f"layers/{name}/vars")
         if group is None or "0" not in group:
             raise CaseFormatError(source, f"layers/{name}/vars", "weights of this Dense layer not found")
-        kernels.append(_read(group["0"], source, f"{name}.kernel", max_bytes))
-        biases.append(_read(group["1"], source, f"{name}.bias", max_bytes) if use_bias and "1" in group else None)
+        kernels.append(_read(group["0"], source, f"{name}.kernel", budget))
+        biases.append(_read(group["1"], source, f"{name}.bias", budget) if use_bias and "1" in group else None)
     return kernels, biases
 
 
-def _weights_h5(h5: Any, dense: list[tuple[str, bool]], source: str, max_bytes: int) -> tuple[list, list]:
+def _weights_h5(h5: Any, dense: list[tuple[str, bool]], source: str, budget: list[int]) -> tuple[list, list]:
     kernels, biases = [], []
     for name, use_bias in dense:
         group = h5.get(f"model_weights/{name}")
@@ -205,8 +211,8 @@ def _weights_h5(h5: Any, dense: list[tuple[str, bool]], source: str, max_bytes: 
             found[wname.rsplit("/", 1)[-1].split(":")[0]] = wname
         if "kernel" not in found:
             raise CaseFormatError(source, f"model_weights/{name}", "no kernel in weight_names")
-        kernels.append(_read(group[found["kernel"]], source, f"{name}.kernel", max_bytes))
-        biases.append(_read(group[found["bias"]], source, f"{name}.bias", max_bytes)
+        kernels.append(_read(group[found["kernel"]], source, f"{name}.kernel", budget))
+        biases.append(_read(group[found["bias"]], source, f"{name}.bias", budget)
                       if use_bias and "bias" in found else None)
     return kernels, biases
 
@@ -230,14 +236,14 @@ def read_keras(path: str, max_bytes: int) -> Imported:
                 names = z.namelist()
                 if "config.json" not in names or "model.weights.h5" not in names:
                     raise CaseFormatError(path, "", "not a .keras file (no config.json and model.weights.h5)")
-                for member in ("config.json", "model.weights.h5"):
-                    check_declared_size(path, member, z.getinfo(member).file_size, max_bytes)
-                config = json.loads(z.read("config.json"))
-                weights = io.BytesIO(z.read("model.weights.h5"))
+                check_zip(z, path, max_bytes, len(data))  # the whole archive, before decompressing
+                budget = ZipBudget(path, max_bytes)
+                config = json.loads(budget.read(z, "config.json"))
+                weights = io.BytesIO(budget.read(z, "model.weights.h5"))
             dense, n_inputs, dropped = _plan(config, path)
             with h5py.File(weights, "r") as h5:
                 check_self_contained(h5, f"{path}: model.weights.h5")
-                kernels, biases = _weights_keras(h5, dense, path, max_bytes)
+                kernels, biases = _weights_keras(h5, dense, path, [max_bytes, max_bytes])
         else:
             with h5py.File(io.BytesIO(data), "r") as h5:
                 check_self_contained(h5, path)
@@ -247,7 +253,7 @@ def read_keras(path: str, max_bytes: int) -> Imported:
                                                                 "(a weights-only file has no architecture)")
                 config = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
                 dense, n_inputs, dropped = _plan(config, path)
-                kernels, biases = _weights_h5(h5, dense, path, max_bytes)
+                kernels, biases = _weights_h5(h5, dense, path, [max_bytes, max_bytes])
     except (OSError, zipfile.BadZipFile, KeyError, ValueError, EOFError) as exc:
         text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise CaseFormatError(path, "", f"corrupted or not a Keras file ({text})") from None

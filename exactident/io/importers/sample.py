@@ -22,7 +22,14 @@ import numpy as np
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import sample_rows
-from exactident.io.importers.common import check_declared_size, check_file_size, looks_like_pickle, sha256_file
+from exactident.io.importers.common import (
+    ZipBudget,
+    check_declared_size,
+    check_file_size,
+    check_zip,
+    looks_like_pickle,
+    sha256_file,
+)
 from exactident.io.rationals import parse_number
 
 __all__ = ["Sample", "load_sample", "parse_rows"]
@@ -120,21 +127,27 @@ def _np_load(target: str | io.BytesIO, source: str, name: str) -> np.ndarray:
 def npz_arrays(path: str, max_bytes: int) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` (names without ``.npy``), headers size-checked before loading.
 
+    The archive's declared total is bounded before anything is decompressed, and the bytes
+    decompressed are counted (:func:`~exactident.io.importers.common.check_zip`, ``ZipBudget``).
+
     Raises
     ------
     CaseFormatError
-        Not a zip of ``.npy`` files, an object (pickle) array, a member over the limit.
+        Not a zip of ``.npy`` files, an object (pickle) array, a member over the limit, members
+        that decompress past the limit in all (a decompression bomb).
     """
-    check_file_size(path, max_bytes)
+    size = check_file_size(path, max_bytes)
     out: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as z:
+            check_zip(z, path, max_bytes, size)
+            budget = ZipBudget(path, max_bytes)
             for info in z.infolist():
                 name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
                 check_declared_size(path, name, info.file_size, max_bytes)
                 with z.open(info) as f:
                     _npy_header(f, path, name, max_bytes)  # type: ignore[arg-type]
-                out[name] = _np_load(io.BytesIO(z.read(info)), path, name)
+                out[name] = _np_load(io.BytesIO(budget.read(z, info)), path, name)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise CaseFormatError(path, "", f"corrupted or not an .npz file ({exc})") from None
     return out

@@ -10,11 +10,12 @@ top-level ``"state_dict"`` key); layers are taken in the dict's order
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Mapping
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported, check_file_size
+from exactident.io.importers.common import Imported, check_file_size, check_zip
 from exactident.io.importers.named import layers_from_state_dict
 
 __all__ = ["read_torch_state_dict"]
@@ -36,7 +37,13 @@ def read_torch_state_dict(path: str, max_bytes: int) -> Imported:
         Over the size limit, refused by ``weights_only=True`` (a pickle of other objects),
         corrupted, not a mapping of tensors, or not a Linear/ReLU layer list.
     """
-    check_file_size(path, max_bytes)
+    size = check_file_size(path, max_bytes)
+    if zipfile.is_zipfile(path):  # PyTorch decompresses by itself: only stored (uncompressed) members
+        try:
+            with zipfile.ZipFile(path) as z:
+                check_zip(z, path, max_bytes, size, stored_only=True)
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise CaseFormatError(path, "", f"corrupted or not a PyTorch file ({_first_line(exc)})") from None
     try:
         import torch
     except ImportError:
