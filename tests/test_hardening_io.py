@@ -242,3 +242,34 @@ def test_streaming_budget_does_not_trust_declared_sizes(tmp_path):
     with zipfile.ZipFile(bomb) as z, pytest.raises(CaseFormatError, match=r"Z0\.npy: decompressed data passes "
                                                                             r"the limit 65536 bytes"):
         ZipBudget(bomb, 65536).read(z, "Z0.npy")
+
+
+# -- dependency floors -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("version", "ok"), [("2.10.0", True), ("2.10.0+cpu", True), ("2.13.1+cu126", True),
+                                             ("3.0", True), ("2.11.0.dev20260101", True), ("2.9.1", False),
+                                             ("2.5.1+cu121", False), ("2.0.0", False), ("2.10.0a0+git1234", False),
+                                             ("2.10.0rc3", False), ("garbage", False)])
+def test_torch_version_floor(version, ok):
+    """torch.load(weights_only=True) has known bypasses before 2.10.0 (CVE-2025-32434 before 2.6,
+    CVE-2026-24747 before 2.10): older versions, and pre-releases of 2.10.0, are refused."""
+    from exactident.errors import UnsupportedCaseError
+    from exactident.io.importers.torch_state_dict import check_torch_version
+
+    if ok:
+        check_torch_version(version)
+    else:
+        with pytest.raises(UnsupportedCaseError, match="too old to load model files safely"):
+            check_torch_version(version)
+
+
+def test_old_torch_refused_before_loading(tmp_path, capsys, monkeypatch):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "m.pt"
+    torch.save({"0.weight": torch.ones(2, 2), "0.bias": torch.zeros(2)}, path)
+    loads = []
+    monkeypatch.setattr(torch, "__version__", "2.5.1")
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loads.append(a))
+    err = bad_input_error(capsys, ["import", str(path)])
+    assert f"error: {path}: torch 2.5.1 is too old to load model files safely" in err
+    assert loads == []
