@@ -12,7 +12,7 @@ included):
   one-digit samples as fit, whose only error is its last entry (the slowest
   file to validate per byte: every entry is a number);
 - ``huge``: a 200 MB file, refused from its size;
-- ``zero``: ``/dev/zero``, refused after ``limit + 1`` bytes.
+- ``zero``: ``/dev/zero``, refused from its type (a character device), unread.
 """
 
 from __future__ import annotations

@@ -273,3 +273,77 @@ def test_old_torch_refused_before_loading(tmp_path, capsys, monkeypatch):
     err = bad_input_error(capsys, ["import", str(path)])
     assert f"error: {path}: torch 2.5.1 is too old to load model files safely" in err
     assert loads == []
+
+
+# -- case and report text: one BOM rule, gzip-compressed files ------------------------------------------
+
+CASE = {"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1], "weights": [[["2"]], [["3"]]],
+        "biases": [["1"], ["0"]], "sample": [["0"], ["1"], ["-1/2"]]}
+
+
+def _run(capsys, argv):
+    from exactident.cli import main
+
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_gzip_case_reads_as_its_text(tmp_path, capsys):
+    import gzip
+
+    plain = tmp_path / "c.json"
+    plain.write_text(json.dumps(CASE))
+    packed = tmp_path / "c.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    code, out_plain, _ = _run(capsys, ["check", "--json", "--no-numeric", str(plain)])
+    assert code == 0
+    code, out_packed, err = _run(capsys, ["check", "--json", "--no-numeric", str(packed)])
+    assert code == 0, err
+    a, b = json.loads(out_plain), json.loads(out_packed)
+    assert a["verdict"] == b["verdict"] and a["rank_gamma"] == b["rank_gamma"]
+    from exactident import check
+
+    assert check(str(packed), numeric=False).verdict == check(str(plain), numeric=False).verdict
+
+
+def test_gzip_bomb_and_limits_apply_to_the_decompressed_text(tmp_path, capsys):
+    import gzip
+
+    # 9 MiB of JSON whitespace in ~9 KB: the decompressed text passes the 8 MiB case limit
+    text = json.dumps(CASE)[:-1] + " " * (9 * MiB) + "}"
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(text.encode()))
+    assert bomb.stat().st_size < 100_000
+    err = bad_input_error(capsys, ["check", str(bomb)])
+    assert "bomb.json.gz: decompressed text is larger than the limit of 8 MiB" in err
+    # one number of 5000 digits: refused by --max-number-digits as in a plain file, naming the field
+    big = tmp_path / "big.json.gz"
+    big.write_bytes(gzip.compress(json.dumps(dict(CASE, sample=[["1" * 5000], ["1"], ["2"]])).encode()))
+    err = bad_input_error(capsys, ["check", str(big)])
+    assert "big.json.gz: sample[0][0]" in err
+    # truncated and damaged streams
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(json.dumps(CASE).encode())[:30])
+    assert "cut.json.gz: gzip data is truncated" in bad_input_error(capsys, ["check", str(cut)])
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"\x00" * 40)
+    assert "bad.json.gz: damaged gzip data" in bad_input_error(capsys, ["check", str(bad)])
+
+
+def test_one_bom_rule_for_cases_and_reports(tmp_path, capsys):
+    """A leading UTF-8 byte order mark is dropped from case files and reports alike."""
+    import gzip
+
+    case = tmp_path / "c.json"
+    case.write_bytes(b"\xef\xbb\xbf" + json.dumps(CASE).encode())
+    code, out, err = _run(capsys, ["check", "--json", str(case)])
+    assert code == 0, err
+    report = tmp_path / "r.json"
+    report.write_bytes(b"\xef\xbb\xbf" + out.encode())
+    code, _, err = _run(capsys, ["verify-certificate", str(case), str(report)])
+    assert code == 0, err
+    packed = tmp_path / "r.json.gz"  # and a gzip-compressed report, as a case
+    packed.write_bytes(gzip.compress(out.encode()))
+    code, _, err = _run(capsys, ["verify-certificate", str(case), str(packed)])
+    assert code == 0, err

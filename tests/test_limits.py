@@ -1,8 +1,8 @@
 """Resource limits on input (docs/case-format.md, "Limits"): checked before any work, one line, exit 2.
 
 Small limits keep the tests fast: what matters is that a file over the size
-limit is refused from its size (or after ``limit + 1`` bytes for a device or a
-FIFO), before JSON parsing, and that a case over its digit budget is refused at
+limit is refused from its size (a device or a FIFO from its type, unread), before JSON parsing,
+and that a case over its digit budget is refused at
 the field that crosses it, before the big integer is built.
 """
 
@@ -60,72 +60,69 @@ def test_the_limit_is_inclusive(tmp_path):
         load_case(path, ReadLimits(max_bytes=size - 1))
 
 
-def test_dev_zero_is_refused_after_limit_plus_one_bytes():
-    with pytest.raises(CaseFormatError, match=r"/dev/zero: file is larger than the limit of 1 KiB"):
+def test_dev_zero_is_refused_without_reading():
+    with pytest.raises(CaseFormatError, match=r"/dev/zero: not a regular file \(a character device\): refused"):
         read_json("/dev/zero", ReadLimits(max_bytes=1024))
 
 
 def test_dev_zero_on_the_command_line_exits_2(capsys):
     assert main(["check", "--max-file-size", "64K", "/dev/zero"]) == 2
     err = capsys.readouterr().err
-    assert err == "error: /dev/zero: file is larger than the limit of 64 KiB (raise it with --max-file-size)\n"
+    assert err == "error: /dev/zero: not a regular file (a character device): refused without reading it\n"
 
 
-def test_never_more_than_limit_plus_one_bytes_are_read():
-    # A pipe holding 20,000 bytes, read through its /proc name with a 5,000-byte limit: exactly 5,001
-    # bytes leave the pipe, the rest is still there.
+def test_a_pipe_is_refused_and_not_a_byte_is_read():
+    # A pipe holding 20,000 bytes, named through /proc: refused from stat, all 20,000 bytes still there.
     r, w = os.pipe()
     try:
         os.write(w, b"x" * 20_000)
         os.close(w)
-        with pytest.raises(CaseFormatError, match="larger than the limit of 5000 bytes"):
+        with pytest.raises(CaseFormatError, match=r"not a regular file \(a FIFO\)"):
             read_bounded(f"/proc/self/fd/{r}", 5000)
         rest = b""
         while chunk := os.read(r, 65536):
             rest += chunk
-        assert len(rest) == 20_000 - 5001
+        assert len(rest) == 20_000
     finally:
         os.close(r)
 
 
-def _endless_writer(path, stop):
-    try:
-        with open(path, "wb") as fh:
-            while not stop.is_set():
-                fh.write(b"x" * 4096)
-    except (BrokenPipeError, OSError):
-        pass
+def _in_thread(fn):
+    """Run ``fn`` in a thread; its result or exception, or "blocked" if it has not returned within 5 s."""
+    out = {}
 
+    def run():
+        try:
+            out["value"] = fn()
+        except Exception as exc:
+            out["value"] = exc
 
-def test_fifo_with_an_endless_writer_is_refused(tmp_path):
-    fifo = tmp_path / "case.fifo"
-    os.mkfifo(fifo)
-    stop = threading.Event()
-    writer = threading.Thread(target=_endless_writer, args=(fifo, stop), daemon=True)
-    writer.start()
-    try:
-        with pytest.raises(CaseFormatError, match=r"case\.fifo: file is larger than the limit of 8 KiB"):
-            load_case(fifo, ReadLimits(max_bytes=8192))
-    finally:
-        stop.set()
-        writer.join(5)
-    assert not writer.is_alive()  # the reader closed its end: the writer got EPIPE and stopped
-
-
-def test_fifo_holding_a_small_case_is_read(tmp_path):
-    fifo = tmp_path / "case.fifo"
-    os.mkfifo(fifo)
-    text = json.dumps(BASE).encode()
-
-    def write():
-        with open(fifo, "wb") as fh:
-            fh.write(text)
-
-    t = threading.Thread(target=write, daemon=True)
+    t = threading.Thread(target=run, daemon=True)
     t.start()
-    case = load_case(fifo, ReadLimits(max_bytes=len(text)))
     t.join(5)
-    assert case.n_samples == 3 and str(case.X[2][0]) == "-1/2"
+    return out.get("value", "blocked")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifo_with_no_writer_is_refused_without_blocking(tmp_path, capsys):
+    """Opening a FIFO for reading waits for a writer forever: it must be refused from stat alone, as a case,
+    a report, a model and a sample."""
+    import numpy as np
+
+    from exactident.io.importers.load import import_model
+
+    fifo = tmp_path / "case.fifo"
+    os.mkfifo(fifo)
+    model = tmp_path / "m.npz"
+    np.savez(model, W1=np.ones((1, 1)))
+    for fn in (lambda: load_case(fifo), lambda: read_report_json(str(fifo)), lambda: import_model(fifo),
+               lambda: import_model(model, fifo), lambda: import_model(fifo, fmt="keras")):
+        result = _in_thread(fn)
+        assert isinstance(result, CaseFormatError), result
+        assert "case.fifo: not a regular file (a FIFO): refused without reading it" in str(result)
+    result = _in_thread(lambda: main(["check", str(fifo)]))
+    assert result == 2
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_reports_are_read_within_the_limit_too(tmp_path):

@@ -21,7 +21,7 @@ import flint
 
 from exactident.errors import CaseFormatError
 from exactident.io.atomic import atomic_write_text
-from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_bounded
+from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_text
 from exactident.io.rationals import NonFinite, describe_json_value, format_fmpq, parse_number
 from exactident.model.network import Network
 
@@ -177,8 +177,9 @@ def read_json(path: str | os.PathLike[str], limits: ReadLimits | None = None) ->
     Parameters
     ----------
     path : path-like
-        A file, device or FIFO: at most ``limits.max_bytes + 1`` bytes are read
-        (:func:`exactident.io.limits.read_bounded`).
+        A regular file of UTF-8 text (a leading byte order mark is dropped), possibly
+        gzip-compressed: at most ``limits.max_bytes + 1`` bytes are read, and as many
+        decompressed (:func:`exactident.io.limits.read_text`).
     limits : ReadLimits, optional
         Default :data:`exactident.io.limits.DEFAULT_LIMITS`.
 
@@ -191,12 +192,7 @@ def read_json(path: str | os.PathLike[str], limits: ReadLimits | None = None) ->
         error can name the field.
     """
     source = str(path)
-    data = read_bounded(path, (limits or DEFAULT_LIMITS).max_bytes)
-    try:
-        text = data.decode("utf-8-sig")  # a leading BOM is harmless
-    except UnicodeDecodeError:
-        raise CaseFormatError(source, "", "file is not UTF-8 text") from None
-    del data
+    text = read_text(path, (limits or DEFAULT_LIMITS).max_bytes)  # gunzipped if gzip, BOM dropped
     try:
         return json.loads(text, parse_float=decimal.Decimal, parse_int=_json_int,
                           parse_constant=NonFinite, object_pairs_hook=_no_duplicates)

@@ -4,10 +4,11 @@ Three limits, all raisable (CLI ``--max-file-size``, ``--max-digits``,
 ``--max-number-digits``; library ``ReadLimits``):
 
 - ``max_bytes``: size of a case or report file.  Files are read in a bounded
-  way (:func:`read_bounded`): a regular file larger than the limit is refused
-  from its size alone, anything else (``/dev/zero``, a FIFO, a pipe) is read
-  up to ``max_bytes + 1`` bytes and refused there.  Nothing is parsed before
-  the whole file is known to fit.
+  way (:func:`read_bounded`): only a regular file is read (a FIFO, a device, a
+  socket is refused from ``stat``, without being opened for reading: a FIFO
+  with no writer would block), one larger than the limit is refused from its
+  size alone, and at most ``max_bytes + 1`` bytes are read (a file that grows
+  meanwhile).  Nothing is parsed before the whole file is known to fit.
 - ``max_digits``: decimal digits of all the numbers of one case: ``p/q`` counts
   the digits of ``p`` and ``q``, an integer its digits, a decimal its mantissa
   digits plus ``|exponent|`` (``1e4000`` counts 4001, ``0.25`` counts 4).
@@ -24,19 +25,27 @@ from __future__ import annotations
 import argparse
 import os
 import stat
+import zlib
 from dataclasses import dataclass
 
 from exactident.errors import CaseFormatError, ExactIdentError
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "GZIP_MAGIC",
     "DigitBudget",
     "ReadLimits",
     "add_limit_arguments",
+    "check_regular",
+    "gunzip_bounded",
     "limits_from_args",
     "parse_size",
     "read_bounded",
+    "read_text",
 ]
+
+#: The first two bytes of a gzip stream.
+GZIP_MAGIC = b"\x1f\x8b"
 
 _MiB = 2**20
 
@@ -88,33 +97,72 @@ def _size_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
-    """The bytes of ``path``, reading at most ``max_bytes + 1`` of them.
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def check_regular(path: str | os.PathLike[str], st: os.stat_result | None = None) -> os.stat_result:
+    """``os.stat`` of an input file, refusing anything but a regular file without opening it.
 
     Raises
     ------
     CaseFormatError
-        The file cannot be opened or read (``cannot read file (...)``), or it is
-        larger than ``max_bytes`` (``file is larger than the limit ...``): a
-        regular file is judged by its size before any byte is read; a device,
-        FIFO or pipe after ``max_bytes + 1`` bytes.
+        ``cannot read file (...)`` (missing, no permission, a directory), or
+        ``not a regular file (a FIFO): refused without reading it`` (also a
+        character or block device, a socket).
+
+    Examples
+    --------
+    >>> check_regular("/dev/zero")
+    Traceback (most recent call last):
+    ...
+    exactident.errors.CaseFormatError: /dev/zero: not a regular file (a character device): refused without reading it
+    """
+    source = str(path)
+    try:
+        st = os.stat(path) if st is None else st
+    except OSError as exc:
+        raise CaseFormatError(source, "", f"cannot read file ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise CaseFormatError(source, "", "cannot read file (Is a directory)")
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+        raise CaseFormatError(source, "", f"not a regular file ({kind}): refused without reading it")
+    return st
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of a regular file ``path``, reading at most ``max_bytes + 1`` of them.
+
+    Raises
+    ------
+    CaseFormatError
+        Not a regular file (:func:`check_regular`: checked before opening, and
+        again on the opened file), the file cannot be opened or read
+        (``cannot read file (...)``), or it is larger than ``max_bytes``
+        (``file is larger than the limit ...``, judged by its size before any
+        byte is read, and by the bytes read if it grows meanwhile).
 
     Examples
     --------
     >>> read_bounded("/dev/zero", 16)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    exactident.errors.CaseFormatError: /dev/zero: file is larger than the limit of 16 bytes (raise it with ...)
+    exactident.errors.CaseFormatError: /dev/zero: not a regular file (a character device): refused without reading it
     """
     source = str(path)
     too_big = CaseFormatError(source, "", f"file is larger than the limit of {_size_text(max_bytes)} "
                               "(raise it with --max-file-size)")
+    if check_regular(path).st_size > max_bytes:
+        raise too_big
     try:
-        with open(path, "rb", buffering=0) as fh:  # unbuffered: no read-ahead past the limit
-            st = os.fstat(fh.fileno())
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(21, "Is a directory")
-            if stat.S_ISREG(st.st_mode) and st.st_size > max_bytes:
+        # O_NONBLOCK: if a FIFO replaced the file since the stat, opening it does not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise CaseFormatError(source, "", f"cannot read file ({exc.strerror or exc})") from None
+    try:
+        with open(fd, "rb", buffering=0) as fh:  # unbuffered: no read-ahead past the limit
+            if check_regular(path, os.fstat(fh.fileno())).st_size > max_bytes:
                 raise too_big
             chunks = []
             left = max_bytes + 1
@@ -129,6 +177,73 @@ def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     if left <= 0:
         raise too_big
     return b"".join(chunks)
+
+
+def gunzip_bounded(data: bytes, source: str, max_bytes: int) -> bytes:
+    """Decompress a gzip stream (members one after another), producing at most ``max_bytes + 1`` bytes.
+
+    Raises
+    ------
+    CaseFormatError
+        The decompressed text would pass ``max_bytes`` (a gzip bomb stops there), or the
+        stream is damaged or truncated, or followed by something else than gzip members.
+
+    Examples
+    --------
+    >>> import gzip
+    >>> gunzip_bounded(gzip.compress(b"{}"), "c.json.gz", 100)
+    b'{}'
+    >>> gunzip_bounded(gzip.compress(bytes(10_000)), "c.json.gz", 1000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    exactident.errors.CaseFormatError: c.json.gz: decompressed text is larger than the limit of 1000 bytes ...
+    """
+    out: list[bytes] = []
+    left = max_bytes + 1
+    rest = data
+    try:
+        while rest:
+            d = zlib.decompressobj(wbits=31)  # gzip framing only
+            pending = rest
+            while True:
+                chunk = d.decompress(pending, left)
+                out.append(chunk)
+                left -= len(chunk)
+                if left <= 0:
+                    raise CaseFormatError(source, "", f"decompressed text is larger than the limit of "
+                                          f"{_size_text(max_bytes)} (raise it with --max-file-size)")
+                if d.eof:
+                    break
+                pending = d.unconsumed_tail
+                if not pending:
+                    raise CaseFormatError(source, "", "gzip data is truncated")
+            rest = d.unused_data
+            if rest and not rest.startswith(GZIP_MAGIC):
+                raise CaseFormatError(source, "", "gzip data is followed by something else")
+    except zlib.error as exc:
+        raise CaseFormatError(source, "", f"damaged gzip data ({exc})") from None
+    return b"".join(out)
+
+
+def read_text(path: str | os.PathLike[str], max_bytes: int) -> str:
+    """The text of a case or report file: :func:`read_bounded`, gunzipped if gzip, decoded as UTF-8.
+
+    A file starting with the gzip magic bytes ``1f 8b`` is decompressed within the same
+    ``max_bytes`` (:func:`gunzip_bounded`); a leading UTF-8 byte order mark is dropped.
+
+    Raises
+    ------
+    CaseFormatError
+        See :func:`read_bounded` and :func:`gunzip_bounded`; ``file is not UTF-8 text``.
+    """
+    source = str(path)
+    data = read_bounded(path, max_bytes)
+    if data.startswith(GZIP_MAGIC):
+        data = gunzip_bounded(data, source, max_bytes)
+    try:
+        return data.decode("utf-8-sig")  # a leading BOM is dropped
+    except UnicodeDecodeError as exc:
+        raise CaseFormatError(source, "", f"file is not UTF-8 text (byte {exc.start})") from None
 
 
 class DigitBudget:

@@ -1,7 +1,8 @@
 """Read a report file (``exactident-report/1`` JSON) strictly, numbers included.
 
 Duplicate keys, deep nesting, unreadable files and files over the size limit (read bounded,
-:func:`exactident.io.limits.read_bounded`) are bad input (:class:`exactident.errors.CaseFormatError`).
+gunzipped if gzip, a leading BOM dropped, as case files: :func:`exactident.io.limits.read_text`)
+are bad input (:class:`exactident.errors.CaseFormatError`).
 Numbers are read as strictly as in case files (:func:`exactident.io.rationals.parse_number`):
 ``NaN``/``Infinity`` tokens, exponents beyond ``MAX_EXPONENT`` (``1e100000``) and
 numbers with more than ``MAX_DIGITS`` digits are rejected with the JSON path of the
@@ -22,7 +23,7 @@ from typing import Any
 import flint
 
 from exactident.errors import CaseFormatError
-from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_bounded
+from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_text
 from exactident.io.rationals import NonFinite, parse_number
 
 __all__ = ["looks_like_case", "looks_like_report", "parse_report_rational", "read_report_json"]
@@ -87,11 +88,8 @@ def read_report_json(path: str, max_bytes: int | None = None, *, limits: ReadLim
         number a case file would refuse (``NaN``, ``Infinity``, ``1e100000``,
         more than ``MAX_DIGITS`` digits), naming its JSON path.
     """
-    raw = read_bounded(path, max_bytes or (limits or DEFAULT_LIMITS).max_bytes)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CaseFormatError(path, "", f"cannot read file ({exc})") from None
+    # the same rules as a case file: gunzipped if gzip (within the same limit), a leading BOM dropped
+    text = read_text(path, max_bytes or (limits or DEFAULT_LIMITS).max_bytes)
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_float=decimal.Decimal,
                           parse_int=_json_int, parse_constant=NonFinite)

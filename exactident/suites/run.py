@@ -30,6 +30,7 @@ from typing import Any
 
 from exactident.errors import CaseFormatError, OutputError, UnsupportedCaseError
 from exactident.io.case import load_case, require_case_files
+from exactident.io.limits import DEFAULT_LIMITS, read_text
 from exactident.suites.compare import DEFAULT_FIELDS, REPORT_SCALARS, case_key, compare
 from exactident.suites.manifest import read_manifest
 
@@ -100,7 +101,8 @@ def load_suite(folder: str) -> tuple[list[SuiteCase], dict[str, Any] | None]:
         seen[case.name] = str(path)
         data = path.read_bytes()
         family = str((case.generator or {}).get("family", path.parent.name if path.parent != root else "-"))
-        cases.append(SuiteCase(path.relative_to(root).as_posix(), case_key(data), data.decode("utf-8-sig"),
+        text = read_text(path, DEFAULT_LIMITS.max_bytes)  # as load_case read it (gunzipped, BOM dropped)
+        cases.append(SuiteCase(path.relative_to(root).as_posix(), case_key(data), text,
                                case.name, family, case.expected))
     return cases, manifest
 

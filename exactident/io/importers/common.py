@@ -15,13 +15,13 @@ produced, never trusting the declared sizes).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import zipfile
 from dataclasses import dataclass, field
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor, join_dtypes, network_from_tensors
+from exactident.io.limits import check_regular
 from exactident.model.network import Network
 
 __all__ = [
@@ -55,14 +55,10 @@ def check_file_size(path: str, max_bytes: int) -> int:
     Raises
     ------
     CaseFormatError
-        The file cannot be read, is not a regular file, or is larger than the limit.
+        The file cannot be read, is not a regular file (a FIFO, device, socket or folder:
+        refused from ``stat``, never opened), or is larger than the limit.
     """
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise CaseFormatError(path, "", f"cannot read file ({exc.strerror or exc})") from None
-    if not os.path.isfile(path):
-        raise CaseFormatError(path, "", "not a regular file")
+    st = check_regular(path)  # a FIFO, device or socket is refused without being opened
     if st.st_size > max_bytes:
         raise CaseFormatError(path, "", f"file is {_size_text(st.st_size)}, larger than the limit "
                                         f"{_size_text(max_bytes)} (raise it with --max-bytes / max_bytes=)")

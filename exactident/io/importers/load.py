@@ -21,7 +21,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.case import Case, load_case
 from exactident.io.importers.arrays import sample_rows
-from exactident.io.importers.common import DEFAULT_MAX_BYTES, Imported, looks_like_pickle, sha256_file
+from exactident.io.importers.common import DEFAULT_MAX_BYTES, Imported, check_file_size, looks_like_pickle, sha256_file
 from exactident.io.importers.sample import load_sample
 
 __all__ = ["FORMATS", "as_case", "detect_format", "from_sklearn", "from_torch", "import_model"]
@@ -193,8 +193,7 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     """
     source = str(path)
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-    if not os.path.exists(source):
-        raise CaseFormatError(source, "", "cannot read file (No such file or directory)")
+    check_file_size(source, limit)  # before detect_format opens it: a FIFO is refused unopened
     fmt = fmt or detect_format(source)
     imported, graph = _read(fmt, source, limit)
     provenance = {"source_file": source, "sha256": sha256_file(source)}
@@ -259,7 +258,7 @@ def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,
         return obj
     if not isinstance(obj, (str, os.PathLike)):
         raise CaseFormatError("<check>", "case", f"expected a Case or a path, found {type(obj).__name__}")
-    if str(obj).lower().endswith(".json"):
+    if str(obj).lower().endswith((".json", ".json.gz")):
         if sample is not None or sample_rows is not None:
             raise CaseFormatError(str(obj), "--sample", "a case file already holds its sample")
         return load_case(obj)
