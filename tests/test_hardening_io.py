@@ -347,3 +347,80 @@ def test_one_bom_rule_for_cases_and_reports(tmp_path, capsys):
     packed.write_bytes(gzip.compress(out.encode()))
     code, _, err = _run(capsys, ["verify-certificate", str(case), str(packed)])
     assert code == 0, err
+
+
+# -- output: one writer per result file, write failures ----------------------------------------------------
+
+@pytest.fixture
+def small_suite(tmp_path):
+    from exactident.cli import main
+
+    out = tmp_path / "suite"
+    assert main(["generate", "--family", "generic", "--widths", "1,2,1", "--count", "3", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only (flock)")
+def test_second_suite_run_on_a_locked_output_is_refused(small_suite, tmp_path, capsys):
+    """While one run holds the result file (its flock), a second run (resumed or not) writes nothing, exit 2."""
+    import fcntl
+
+    from exactident.cli import main
+
+    out = tmp_path / "results.jsonl"
+    first = out.open("a")  # the first run, as another process would hold it
+    fcntl.flock(first.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        for extra in (["--resume"], []):
+            err = bad_input_error(capsys, ["suite", "run", str(small_suite), "--jobs", "1", "--out", str(out), *extra])
+            assert "results.jsonl: --out: another exactident suite run is writing this file" in err
+            assert out.read_bytes() == b""
+    finally:
+        first.close()
+    # once the first run ends, the file is free: a run writes one line per case, a resumed run none
+    assert main(["suite", "run", str(small_suite), "--jobs", "1", "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3
+    assert main(["suite", "run", str(small_suite), "--jobs", "1", "--out", str(out), "--resume"]) == 0
+    assert out.read_text().splitlines() == lines
+    capsys.readouterr()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_disk_full_during_suite_run(small_suite, capsys):
+    """A write that fails mid-run (ENOSPC) is "cannot write PATH: reason", one line, exit 1, never an
+    internal error (the buffered line must not fail again when the file is closed)."""
+    from exactident.cli import main
+
+    assert main(["suite", "run", str(small_suite), "--jobs", "1", "--out", "/dev/full"]) == 1
+    err = capsys.readouterr().err
+    assert err == "error: cannot write /dev/full: No space left on device\n"
+
+
+def test_import_checks_its_destination_first(tmp_path, capsys, monkeypatch):
+    from exactident.cli import main
+
+    model = _model_npz(tmp_path / "m.npz")
+    # a missing folder: refused before the model is read (the model here does not even exist)
+    err = bad_input_error(capsys, ["import", str(tmp_path / "absent.npz"), "-o", str(tmp_path / "no" / "c.json")])
+    assert f"{tmp_path / 'no' / 'c.json'}: -o: cannot write (no such directory)" in err
+    if os.geteuid() != 0:  # root may write into a read-only folder
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        try:
+            err = bad_input_error(capsys, ["import", model, "-o", str(ro / "c.json")])
+            assert "-o: cannot write (no permission to create files in" in err
+        finally:
+            ro.chmod(0o755)
+    # a failure while writing (a full disk): one line naming the file, nothing left behind, exit 1
+    from exactident.io import atomic
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic, "_new_temp", full)
+    assert main(["import", model, "-o", str(tmp_path / "c.json")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: cannot write {tmp_path / 'c.json'}: No space left on device\n"
+    assert not (tmp_path / "c.json").exists()

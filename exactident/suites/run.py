@@ -8,6 +8,8 @@ compares the chosen fields (:func:`~exactident.suites.compare.compare`) and
 appends one JSON line per case to ``--out`` as soon as it arrives, keyed by
 the SHA-256 of the case file (:func:`~exactident.suites.compare.case_key`),
 so an interrupted run keeps what it finished and ``--resume`` skips it.
+The client holds an exclusive ``flock`` on ``--out`` for the whole run, so a
+second run on the same file is refused (exit 2) instead of duplicating lines.
 
 Execution: ``jobs == 1`` runs in this process; otherwise a Dask
 ``LocalCluster`` of ``jobs`` single-threaded worker processes, or, with
@@ -22,6 +24,7 @@ from __future__ import annotations
 import decimal
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -255,7 +258,6 @@ def run_suite(folder: str, *, jobs: int | None = None, scheduler: str | None = N
     OutputError
         The result file cannot be written.
     """
-    from exactident.suites.progress import Progress
 
     work = work or check_case_text
     cases, manifest = load_suite(folder)
@@ -269,7 +271,69 @@ def run_suite(folder: str, *, jobs: int | None = None, scheduler: str | None = N
         raise CaseFormatError(out, "--out", "already holds results: --resume continues that run, or remove the file")
     notes: list[str] = []
     njobs = _resolve_jobs(jobs, scheduler, notes)
-    previous = read_results(out) if (out and resume) else {}
+    if out:
+        from exactident.io.atomic import check_writable
+
+        problem = check_writable(out)
+        if problem:
+            raise CaseFormatError(out, "--out", problem)
+    handle = _open_locked(out) if out else None  # one writer per result file, from here to the end
+    try:
+        previous = {}
+        if out and resume:
+            previous = read_results(out)
+            if handle is not None and _replaced(handle, out):  # repaired by a rename: lock the new file
+                handle.close()
+                handle = _open_locked(out)
+        return _run_cases(cases, previous, fields, handle, str(out), njobs, scheduler, work, progress, notes)
+    finally:
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError as exc:
+                if sys.exc_info()[0] is None:  # not hiding the error already on its way
+                    raise OutputError(str(out), exc) from None
+
+
+def _open_locked(out: str) -> Any:
+    """``out`` opened for appending under an exclusive ``flock``: a second run on the same file is refused.
+
+    Raises
+    ------
+    CaseFormatError
+        Another process holds the lock (``--out``, exit 2).
+    OutputError
+        The file cannot be opened.
+    """
+    try:
+        handle = open(out, "a", encoding="utf-8")  # noqa: SIM115 (the caller closes it)
+    except OSError as exc:
+        raise OutputError(out, exc) from None
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no advisory locks
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise CaseFormatError(out, "--out", "another exactident suite run is writing this file (it holds its lock): "
+                                            "wait for it to end, or give another --out") from None
+    except OSError:  # a file system without locks (some network mounts): run unlocked
+        pass
+    return handle
+
+
+def _replaced(handle: Any, path: str) -> bool:
+    a, b = os.fstat(handle.fileno()), os.stat(path)
+    return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
+
+
+def _run_cases(cases: list[SuiteCase], previous: dict[str, dict[str, Any]], fields: Sequence[str], handle: Any,
+               out: str, njobs: int, scheduler: str | None, work: Callable[[str, str], dict[str, Any]],
+               progress: Callable[[int, str], Any] | None, notes: list[str]) -> SuiteRun:
+    from exactident.suites.progress import Progress
+
     rows: dict[str, dict[str, Any]] = {}
     todo = []
     for c in cases:
@@ -280,10 +344,6 @@ def run_suite(folder: str, *, jobs: int | None = None, scheduler: str | None = N
             todo.append(c)
     resumed = len(rows)
     start = time.perf_counter()
-    try:
-        handle = open(out, "a", encoding="utf-8") if out else None  # noqa: SIM115 (closed below)
-    except OSError as exc:
-        raise OutputError(str(out), exc) from None
     bar = (progress or (lambda total, desc: Progress(total, desc)))(len(todo), "suite run")
 
     def arrived(case: SuiteCase, result: dict[str, Any]) -> None:
@@ -294,7 +354,7 @@ def run_suite(folder: str, *, jobs: int | None = None, scheduler: str | None = N
                 handle.write(json.dumps(row, separators=(",", ":")) + "\n")
                 handle.flush()
             except OSError as exc:
-                raise OutputError(str(out), exc) from None
+                raise OutputError(out, exc) from None
         bar.update(row["status"] if row["status"] != "agree" else "")
 
     try:
@@ -308,8 +368,6 @@ def run_suite(folder: str, *, jobs: int | None = None, scheduler: str | None = N
             mode = _run_dask(todo, njobs, scheduler, work, arrived)
     finally:
         bar.close()
-        if handle is not None:
-            handle.close()
     ordered = [rows[c.key] for c in cases if c.key in rows]
     return SuiteRun(ordered, tuple(fields), mode, time.perf_counter() - start, resumed, notes)
 

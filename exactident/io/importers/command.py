@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from exactident.errors import CaseFormatError
+from exactident.errors import CaseFormatError, OutputError
 from exactident.io.case import Case, dump_case, load_case, write_case
 from exactident.io.importers.common import DEFAULT_MAX_BYTES
 from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, import_model
@@ -111,11 +111,20 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
 
 
 def run(args: argparse.Namespace) -> int:
-    """``exactident import``: write the case, print a one-line summary (to stderr with ``-o -``-less stdout)."""
+    """``exactident import``: write the case, print a one-line summary (to stderr with ``-o -``-less stdout).
+
+    With ``-o``, the destination is checked first
+    (:func:`exactident.io.atomic.check_writable`): a missing or unwritable folder is
+    refused before the model is read.
+    """
     import sys
 
-    from exactident.io.atomic import write_stdout
+    from exactident.io.atomic import check_writable, write_stdout
 
+    if args.output:  # before any work: an unwritable destination is bad usage (exit 2)
+        problem = check_writable(args.output)
+        if problem:
+            raise CaseFormatError(args.output, "-o", problem)
     case = import_model(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
                         name=args.name, max_bytes=args.max_bytes)
     prov = case.provenance or {}
@@ -124,7 +133,10 @@ def run(args: argparse.Namespace) -> int:
                f"{prov.get('weight_dtype')}, n = {case.n_samples}"
                + (f", output {dropped} dropped (analysed up to the logits)" if dropped else ""))
     if args.output:
-        write_case(case, args.output)
+        try:
+            write_case(case, args.output)
+        except OSError as exc:  # e.g. a full disk: nothing written (exit 1, "cannot write PATH: ...")
+            raise OutputError(args.output, exc) from None
         write_stdout(f"wrote {args.output}: {summary}\n")
     else:
         write_stdout(dump_case(case))
