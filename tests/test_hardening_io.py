@@ -209,6 +209,21 @@ def test_torch_zip_with_compressed_member_refused(tmp_path, capsys):
     assert "m.pt: m/data.pkl: zip compression method 8 refused (only stored members are read)" in err
 
 
+def test_zip_of_too_many_members_refused_before_parsing(tmp_path, capsys, monkeypatch):
+    """25,000 empty members: a 2 MB file whose directory zipfile would parse into 25,000 objects; refused from
+    the directory's size read in the end record, before the directory is parsed."""
+    path = tmp_path / "many.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        for k in range(25_000):
+            z.writestr(f"{k:05d}.npy", b"")
+    parsed = []
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", lambda self: parsed.append(1))
+    err = bad_input_error(capsys, ["import", str(path)])
+    directory = 25_000 * (46 + len("00000.npy"))  # a central directory entry: 46 bytes and the name
+    assert f"many.npz: zip directory of {directory / MiB:.1f} MiB (more than about 10,000 members): refused" in err
+    assert parsed == []
+
+
 def _lie_about_size(path, member, declared):
     """Rewrite ``member``'s uncompressed size in its local header and central directory entry."""
     raw = bytearray(Path(path).read_bytes())

@@ -18,6 +18,7 @@ import hashlib
 import re
 import zipfile
 from dataclasses import dataclass, field
+from typing import Any
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor, join_dtypes, network_from_tensors
@@ -27,6 +28,7 @@ from exactident.model.network import Network
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_RATIO",
+    "MAX_ZIP_DIRECTORY",
     "RATIO_FLOOR",
     "Imported",
     "ZipBudget",
@@ -35,6 +37,7 @@ __all__ = [
     "check_zip",
     "looks_like_pickle",
     "natural_key",
+    "open_zip",
     "read_limited",
     "sha256_file",
 ]
@@ -92,6 +95,34 @@ MAX_RATIO = 100
 #: Contents up to this size are never refused for their ratio (1 MiB).
 RATIO_FLOOR = 2**20
 _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+
+
+#: Largest zip central directory accepted (1 MiB, about 10,000 members), checked before ``zipfile`` parses it:
+#: parsing costs about 1 KB of memory per member, and a 64 MiB archive of empty members holds 800,000.
+MAX_ZIP_DIRECTORY = 2**20
+
+
+def open_zip(source: str, fileobj: Any) -> zipfile.ZipFile:
+    """``zipfile.ZipFile(fileobj)`` after its central directory's size was checked (:data:`MAX_ZIP_DIRECTORY`).
+
+    Raises
+    ------
+    CaseFormatError
+        A central directory larger than :data:`MAX_ZIP_DIRECTORY`.
+    zipfile.BadZipFile
+        Not a zip archive.
+    """
+    end_record = getattr(zipfile, "_EndRecData", None)  # what ZipFile itself reads; absent: ZipFile alone
+    if end_record is not None:
+        rec = end_record(fileobj)
+        if rec is None:
+            raise zipfile.BadZipFile("File is not a zip file")
+        size = int(rec[getattr(zipfile, "_ECD_SIZE", 5)])
+        if size > MAX_ZIP_DIRECTORY:
+            raise CaseFormatError(source, "", f"zip directory of {_size_text(size)} (more than about 10,000 "
+                                              f"members): refused (at most {_size_text(MAX_ZIP_DIRECTORY)})")
+        fileobj.seek(0)
+    return zipfile.ZipFile(fileobj)
 
 
 def _too_big(source: str, what: str, max_bytes: int) -> CaseFormatError:

@@ -29,7 +29,7 @@ from typing import Any
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported, ZipBudget, check_declared_size, check_zip, read_limited
+from exactident.io.importers.common import Imported, ZipBudget, check_declared_size, check_zip, open_zip, read_limited
 
 __all__ = ["check_self_contained", "read_keras"]
 
@@ -232,7 +232,7 @@ def read_keras(path: str, max_bytes: int) -> Imported:
     h5py = _h5py()
     try:
         if zipfile.is_zipfile(io.BytesIO(data)):
-            with zipfile.ZipFile(io.BytesIO(data)) as z:
+            with open_zip(path, io.BytesIO(data)) as z:
                 names = z.namelist()
                 if "config.json" not in names or "model.weights.h5" not in names:
                     raise CaseFormatError(path, "", "not a .keras file (no config.json and model.weights.h5)")

@@ -21,7 +21,14 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.case import Case, load_case
 from exactident.io.importers.arrays import sample_rows
-from exactident.io.importers.common import DEFAULT_MAX_BYTES, Imported, check_file_size, looks_like_pickle, sha256_file
+from exactident.io.importers.common import (
+    DEFAULT_MAX_BYTES,
+    Imported,
+    check_file_size,
+    looks_like_pickle,
+    open_zip,
+    sha256_file,
+)
 from exactident.io.importers.sample import load_sample
 
 __all__ = ["FORMATS", "as_case", "detect_format", "from_sklearn", "from_torch", "import_model"]
@@ -67,9 +74,9 @@ def detect_format(path: str) -> str:
         import zipfile
 
         try:
-            with zipfile.ZipFile(path) as z:
+            with open(path, "rb") as fh, open_zip(path, fh) as z:
                 names = z.namelist()
-        except zipfile.BadZipFile:
+        except (zipfile.BadZipFile, OSError):
             names = []
         if "config.json" in names:
             return "keras"

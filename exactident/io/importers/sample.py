@@ -28,6 +28,7 @@ from exactident.io.importers.common import (
     check_file_size,
     check_zip,
     looks_like_pickle,
+    open_zip,
     sha256_file,
 )
 from exactident.io.rationals import parse_number
@@ -139,7 +140,7 @@ def npz_arrays(path: str, max_bytes: int) -> dict[str, np.ndarray]:
     size = check_file_size(path, max_bytes)
     out: dict[str, np.ndarray] = {}
     try:
-        with zipfile.ZipFile(path) as z:
+        with open(path, "rb") as fh, open_zip(path, fh) as z:
             check_zip(z, path, max_bytes, size)
             budget = ZipBudget(path, max_bytes)
             for info in z.infolist():

@@ -20,7 +20,7 @@ from typing import Any
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported, check_file_size, check_zip
+from exactident.io.importers.common import Imported, check_file_size, check_zip, open_zip
 from exactident.io.importers.named import layers_from_state_dict
 
 __all__ = ["MIN_TORCH", "check_torch_version", "read_torch_state_dict"]
@@ -87,7 +87,7 @@ def read_torch_state_dict(path: str, max_bytes: int) -> Imported:
     size = check_file_size(path, max_bytes)
     if zipfile.is_zipfile(path):  # PyTorch decompresses by itself: only stored (uncompressed) members
         try:
-            with zipfile.ZipFile(path) as z:
+            with open(path, "rb") as fh, open_zip(path, fh) as z:
                 check_zip(z, path, max_bytes, size, stored_only=True)
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise CaseFormatError(path, "", f"corrupted or not a PyTorch file ({_first_line(exc)})") from None
