@@ -109,6 +109,8 @@ def test_external_link_refused(tmp_path, capsys, target):
 
 
 def test_soft_link_and_plugin_filter_refused(tmp_path, capsys):
+    """A soft link (only plain members are read) and a filter HDF5 does not know (it would search its plugin
+    folders for a library to load)."""
     h5py = pytest.importorskip("h5py")
 
     def soft(g, f):
@@ -124,6 +126,30 @@ def test_soft_link_and_plugin_filter_refused(tmp_path, capsys):
 
     assert "HDF5 filter 31999 is not built in" in bad_input_error(
         capsys, ["import", _legacy_h5(tmp_path / "p.h5", plugin)])
+
+
+def test_hdf5_chunk_bomb_refused_without_inflating(tmp_path, capsys, monkeypatch):
+    """A (2, 3) kernel declared as one deflate chunk of 48 bytes whose stored chunk inflates to 4 MiB: HDF5's
+    deflate filter would grow its buffer to the whole 4 MiB (h5py shows it reads the dataset); any compressed
+    dataset is refused before a chunk is read."""
+    h5py = pytest.importorskip("h5py")
+    import zlib
+
+    bomb = zlib.compress(bytes(4 * 2**20), 9)
+
+    def make(g, f):
+        d = g.create_dataset("d1/kernel:0", shape=(2, 3), dtype="<f8", chunks=(2, 3), compression="gzip")
+        d.id.write_direct_chunk((0, 0), bomb, 0)
+
+    path = _legacy_h5(tmp_path / "bomb.h5", make)
+    assert len(bomb) < 10_000
+    with h5py.File(path, "r") as f:  # the chunk really inflates past its 48 bytes: HDF5 keeps the first 48
+        assert f["model_weights/d1/d1/kernel:0"][()].tolist() == [[0.0] * 3] * 2
+    reads = []
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", lambda self, key: reads.append(self.name))
+    err = bad_input_error(capsys, ["import", path])
+    assert "model_weights/d1/d1/kernel:0: compressed dataset (deflate): refused" in err
+    assert reads == []
 
 
 def test_keras_zip_weights_with_external_storage_refused(tmp_path, capsys):

@@ -16,8 +16,9 @@ Only data inside the file is ever read.  The HDF5 file is opened from its bytes 
 memory (so no file driver named in the file can reach other files), and before any
 attribute or dataset is read every link of the file is walked
 (:func:`check_self_contained`): an external link, a soft link, a dataset with external
-raw storage, a virtual dataset or a filter that is not built into HDF5 (a plugin would
-be loaded from disk) is refused, naming it.
+raw storage, a virtual dataset, a compressed dataset (HDF5 inflates a chunk without
+bound) or a filter that is not built into HDF5 (a plugin would be loaded from disk) is
+refused, naming it.
 """
 
 from __future__ import annotations
@@ -45,9 +46,12 @@ def _h5py() -> Any:
     return h5py
 
 
-#: Filters built into HDF5 (deflate, shuffle, fletcher32, szip, nbit, scaleoffset) and h5py (lzf, 32000):
-#: any other would be loaded as a plugin from disk.
-_BUILTIN_FILTERS = frozenset({1, 2, 3, 4, 5, 6, 32000})
+#: The HDF5 filters read: shuffle (2) and fletcher32 (3) keep a chunk's size.  A compressing filter (deflate,
+#: szip, lzf, ...) is refused: HDF5 inflates a chunk into a buffer that grows with the data, whatever the
+#: dataset declares (a 400 KB deflate chunk of a 32-byte dataset took 400 MB), and any other would be loaded
+#: as a plugin from disk.  Keras never compresses its weights.
+_SIZE_KEEPING_FILTERS = {2: "shuffle", 3: "fletcher32"}
+_FILTER_NAMES = {1: "deflate", 4: "szip", 5: "nbit", 6: "scaleoffset", 32000: "lzf"}
 
 
 def check_self_contained(h5: Any, source: str) -> None:
@@ -55,14 +59,17 @@ def check_self_contained(h5: Any, source: str) -> None:
 
     Every link is visited (``visit_links``: links are listed, never followed): only hard
     links are accepted (they name objects of this file); each dataset must keep its raw
-    data in the file (no external storage, not virtual) and use only built-in filters.
+    data in the file (no external storage, not virtual) and be uncompressed (only the
+    shuffle and fletcher32 filters, which keep a chunk's size).
 
     Raises
     ------
     CaseFormatError
         Naming the link or dataset: an external link (another file), a soft or
         user-defined link, external raw storage (a file on disk), a virtual dataset
-        (data mapped from other datasets or files), a filter that needs a plugin.
+        (data mapped from other datasets or files), a compressed dataset (deflate, szip,
+        lzf, ...: a decompression bomb cannot be told from its declared size), a filter
+        that needs a plugin.
     """
     h5py = _h5py()
 
@@ -87,9 +94,13 @@ def check_self_contained(h5: Any, source: str) -> None:
             return CaseFormatError(source, name, "virtual dataset (data mapped from elsewhere): refused")
         for i in range(dcpl.get_nfilters()):
             code = dcpl.get_filter(i)[0]
-            if code not in _BUILTIN_FILTERS:
+            if code in _FILTER_NAMES:
+                return CaseFormatError(source, name, f"compressed dataset ({_FILTER_NAMES[code]}): refused, its "
+                                                     "decompressed size cannot be bounded before reading (store "
+                                                     "the weights uncompressed, as Keras does)")
+            if code not in _SIZE_KEEPING_FILTERS:
                 return CaseFormatError(source, name, f"HDF5 filter {code} is not built in (it would load a "
-                                                    "plugin): refused")
+                                                     "plugin): refused")
         return None
 
     # an exception raised inside the visit callback does not cross h5py's C layer cleanly:
@@ -178,7 +189,7 @@ def _plan(config: Any, source: str) -> tuple[list[tuple[str, bool]], int | None,
 
 
 def _read(dataset: Any, source: str, name: str, budget: list[int]) -> Tensor:
-    """``budget = [limit, left]``: the tensors of one file are bounded in all (HDF5 may compress them)."""
+    """``budget = [limit, left]``: the tensors of one file are bounded in all, by their declared sizes."""
     n_bytes = int(dataset.size) * dataset.dtype.itemsize
     check_declared_size(source, name, n_bytes, budget[0])
     budget[1] -= n_bytes
