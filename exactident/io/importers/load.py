@@ -30,6 +30,7 @@ from exactident.io.importers.common import (
     sha256_file,
 )
 from exactident.io.importers.sample import load_sample
+from exactident.io.limits import check_regular
 
 __all__ = ["FORMATS", "as_case", "detect_format", "from_sklearn", "from_torch", "import_model"]
 
@@ -61,6 +62,7 @@ def detect_format(path: str) -> str:
     for fmt, exts in FORMATS.items():
         if ext in exts:
             return fmt
+    check_regular(path)  # a FIFO is refused unopened (opening it would wait for a writer)
     try:
         with open(path, "rb") as f:
             head = f.read(16)
