@@ -23,6 +23,7 @@ __all__ = [
     "Imported",
     "check_declared_size",
     "check_file_size",
+    "clean_message",
     "looks_like_pickle",
     "natural_key",
     "read_limited",
@@ -77,6 +78,31 @@ def read_limited(path: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:  # grew since stat
         raise CaseFormatError(path, "", f"file is larger than the limit {_size_text(max_bytes)}")
     return data
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def clean_message(exc: BaseException | str) -> str:
+    """A third-party error message fit for one line: ANSI escapes removed, whitespace collapsed,
+    its first sentence kept whole (never cut mid-sentence); the exception's class name when empty.
+
+    Examples
+    --------
+    >>> esc = chr(27)
+    >>> clean_message(f"Load failed. {esc}[1mdo this{esc}[0m only if\\n you trust it.")
+    'Load failed.'
+    >>> clean_message(f"{esc}[1mbold{esc}[0m text")
+    'bold text'
+    >>> clean_message(ValueError(""))
+    'ValueError'
+    """
+    text = str(exc)
+    text = " ".join(_ANSI.sub("", text).split())
+    text = "".join(ch for ch in text if ch.isprintable())
+    if not text:
+        return type(exc).__name__ if isinstance(exc, BaseException) else ""
+    return re.split(r"(?<=\w[.!?])\s+", text, maxsplit=1)[0]
 
 
 def sha256_file(path: str) -> str:

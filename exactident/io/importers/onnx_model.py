@@ -26,23 +26,16 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
+from exactident.errors import CaseFormatError, InvariantViolation
 from exactident.io.importers.arrays import Tensor, dyadic
-from exactident.io.importers.common import Imported, read_limited
+from exactident.io.importers.common import Imported
 from exactident.io.importers.forward_check import forward_bound
+from exactident.io.importers.onnx_load import load_onnx, np_dtype, onnx_module
 from exactident.model.network import Network
 
 __all__ = ["OnnxGraph", "crosscheck", "read_onnx"]
 
 _ROW, _COL = "nk", "kn"  # data layout: samples as rows (n, k) or as columns (k, n)
-
-
-def _onnx() -> Any:
-    try:
-        import onnx
-    except ImportError:
-        raise UnsupportedCaseError("reading ONNX files needs onnx (pip install 'exactident[onnx]')") from None
-    return onnx
 
 
 @dataclass
@@ -139,22 +132,10 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
         Over the size limit, corrupted, invalid, external data, more than one input or output,
         an unsupported op or topology (naming the node and op), wrong shapes (naming the node).
     """
-    onnx = _onnx()
+    onnx = onnx_module()
     from onnx import numpy_helper
 
-    data = read_limited(path, max_bytes)
-    try:
-        model = onnx.load_model_from_string(data)
-        for t in model.graph.initializer:
-            if t.data_location == onnx.TensorProto.EXTERNAL:
-                raise CaseFormatError(path, f"initializer {t.name!r}", "tensor stored as external data "
-                                                                       "(not supported: embed it in the file)")
-        onnx.checker.check_model(model)
-    except CaseFormatError:
-        raise
-    except Exception as exc:  # DecodeError, ValidationError: damaged or not ONNX
-        text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise CaseFormatError(path, "", f"corrupted or not a valid ONNX model ({text})") from None
+    model = load_onnx(path, max_bytes)
     graph = model.graph
     consts: dict[str, np.ndarray] = {}
     dtypes: dict[str, str] = {}
@@ -180,7 +161,7 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
         raise CaseFormatError(path, f"input {inp.name!r}", f"expected a flat input (n, N_0), found {len(dims)} "
                                                            "dimensions")
     elem = ttype.elem_type
-    in_dtype = _np_dtype(onnx, elem)
+    in_dtype = np_dtype(onnx, elem)
     w = _Walker(path, consts, dtypes)
     w.n_inputs = dims[1] if dims[0] is None else None  # (dynamic n, N_0): the usual exported input
     data = inp.name
@@ -216,14 +197,6 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
     n_inputs = dims[1] if layout == _ROW else dims[0]
     imported = Imported(w.weights, w.biases, "out_in", "onnx", n_inputs, w.dropped)
     return OnnxGraph(model, inp.name, in_dtype, layout, w.layout or _ROW, w.logits_name, imported)
-
-
-def _np_dtype(onnx: Any, elem: int) -> Any:
-    if elem == onnx.TensorProto.BFLOAT16:
-        import ml_dtypes  # an onnx dependency
-
-        return ml_dtypes.bfloat16
-    return onnx.helper.tensor_dtype_to_np_dtype(elem)
 
 
 def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ network (``L = 1``).  Anything else is an error naming the layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from exactident.errors import CaseFormatError
@@ -30,8 +31,9 @@ def _children(module: Any, prefix: str) -> list[tuple[str, Any]]:
     return [(prefix.rstrip(".") or type(module).__name__, module)]
 
 
-def read_torch_module(module: Any) -> tuple[Imported, str]:
-    """The layers of an ``nn.Sequential`` (or one ``nn.Linear``) and a description of it.
+def read_torch_module(module: Any) -> tuple[Imported, str, Callable[[Any], Any] | None]:
+    """The layers of an ``nn.Sequential`` (or one ``nn.Linear``), a description of it, and the module up
+    to its logits when a final Sigmoid/Softmax was dropped (None: the module itself).
 
     Raises
     ------
@@ -78,4 +80,13 @@ def read_torch_module(module: Any) -> tuple[Imported, str]:
     if not pending and dropped is None:
         raise CaseFormatError(where, f"layer {name} (ReLU)", "the network ends with a ReLU (not a ReLU network's "
                                                              "affine output)")
-    return Imported(weights, biases, "out_in", "torch-module", None, dropped), where
+    logits = None
+    if dropped is not None:
+        layers = [layer for _, layer in _children(module, "")][:-1]
+
+        def logits(x: Any) -> Any:
+            for layer in layers:
+                x = layer(x)
+            return x
+
+    return Imported(weights, biases, "out_in", "torch-module", None, dropped), where, logits
