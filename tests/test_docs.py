@@ -269,7 +269,7 @@ def test_architecture_import_rules_hold():
     ("scipy", {"exactident.boundary.entering", "exactident.explain.points"}),
     ("matplotlib", {"exactident.crosscheck.plot"}),
     ("torch", {"exactident.numeric.torch_backend", "exactident.io.importers.torch_state_dict",
-               "exactident.io.importers.reference"}),
+               "exactident.io.importers.reference", "exactident.io.importers.torch_trace"}),
     ("onnx", {"exactident.io.importers.onnx_load", "exactident.io.importers.onnx_model",
               "exactident.io.importers.reference"}),
     ("safetensors", {"exactident.io.importers.safetensors_file"}),

@@ -253,16 +253,27 @@ def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
 
 
 def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
-    """An exact case from a PyTorch ``nn.Sequential`` of ``Linear``/``ReLU``/``Flatten`` and a sample.
+    """An exact case from a PyTorch module that is a ReLU MLP, and a sample; forward-checked.
+
+    An ``nn.Sequential`` of built-in layers is read layer by layer
+    (:mod:`~exactident.io.importers.torch_module`); any other module (a subclass with its own
+    ``forward``: ``F.relu``, ``nn.ModuleList`` loops, ``x.view``) is traced with ``torch.fx``
+    (:mod:`~exactident.io.importers.torch_trace`).  The module is then run by PyTorch on the
+    sample (in its dtype, eval mode, no gradients; 8 seeded random inputs when ``X`` is None) and
+    its outputs, up to the logits, must match the imported network's within the rounding bound
+    (``provenance["forward_check"]``).
 
     Raises
     ------
     CaseFormatError
-        An unsupported layer (naming it), shapes that do not chain (naming the layer).
+        An unsupported layer or op (naming the module path and op), shapes that do not chain
+        (naming the layer), a forward check that fails (naming the sample and output).
     """
-    from exactident.io.importers.torch_module import read_torch_module
+    from exactident.io.importers.torch_module import is_plain_sequential, read_torch_module
+    from exactident.io.importers.torch_trace import read_traced_module
 
-    imported, where, logits = read_torch_module(module)
+    read = read_torch_module if is_plain_sequential(module) else read_traced_module
+    imported, where, logits = read(module)
 
     def checker(net: Network, Xf: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
         from exactident.io.importers.reference import torch_forward_check

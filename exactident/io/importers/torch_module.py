@@ -17,7 +17,7 @@ from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
 from exactident.io.importers.common import Imported
 
-__all__ = ["read_torch_module"]
+__all__ = ["is_plain_sequential", "read_torch_module"]
 
 _SKIP = {"Flatten", "Identity", "Dropout"}
 
@@ -29,6 +29,17 @@ def _children(module: Any, prefix: str) -> list[tuple[str, Any]]:
             out.extend(_children(child, f"{prefix}{name}." if prefix or name else ""))
         return out
     return [(prefix.rstrip(".") or type(module).__name__, module)]
+
+
+def is_plain_sequential(module: Any) -> bool:
+    """An ``nn.Sequential`` (or ``nn.Linear``) of PyTorch's own layers, or not a module at all (refused here);
+    any other module is traced (:mod:`exactident.io.importers.torch_trace`)."""
+    if not hasattr(module, "named_children") or not callable(module):
+        return True
+    cls = type(module)
+    if not cls.__module__.startswith("torch") or cls.__name__ not in ("Sequential", "Linear"):
+        return False
+    return all(type(layer).__module__.startswith("torch.") for _, layer in _children(module, ""))
 
 
 def read_torch_module(module: Any) -> tuple[Imported, str, Callable[[Any], Any] | None]:
