@@ -30,6 +30,7 @@ from exactident.errors import CaseFormatError, InvariantViolation
 from exactident.io.importers.arrays import Tensor, dyadic
 from exactident.io.importers.common import Imported
 from exactident.io.importers.forward_check import forward_bound
+from exactident.io.importers.onnx_fold import BATCH, HELPER_OPS, fold, is_symbolic
 from exactident.io.importers.onnx_load import load_onnx, np_dtype, onnx_module
 from exactident.model.network import Network
 
@@ -74,6 +75,19 @@ class _Walker:
         self.logits_name = ""  # the tensor before a dropped output activation
         self.bias_dtypes: list[str] = []
         self.n_inputs: int | None = None
+        self.sym: dict[str, np.ndarray] = {}  # folded shapes that hold the number of samples (BATCH)
+        self.view: tuple[int, ...] | None = None  # the data reshaped to (n, *view) by a Reshape, until flattened
+
+    def width(self) -> int | None:
+        """The number of features of the (flat) data here."""
+        return self.pending[0].shape[0] if self.pending else (self.weights[-1].shape[0] if self.weights
+                                                              else self.n_inputs)
+
+    def flat(self, where: str) -> None:
+        if self.view is not None:
+            dims = ", ".join(map(str, self.view))
+            raise CaseFormatError(self.path, where, f"computes on the data reshaped to (n, {dims}) (only a flat "
+                                                    "(n, k) tensor is supported)")
 
     def fix_layout(self, layout: str, where: str) -> None:
         if self.layout is None:
@@ -174,18 +188,23 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
             value.name = node.output[0]
             add_const(value, where)
             continue
-        if data not in node.input:
-            raise CaseFormatError(path, where, "not on the network's single data path (unsupported topology)")
-        if w.dropped is not None:
-            raise CaseFormatError(path, where, f"follows the output activation {w.dropped}")
-        others = [i for i in node.input if i != data and i != ""]
-        for name in others:
-            if name not in consts:
-                raise CaseFormatError(path, where, f"input {name!r} is neither the data nor a constant "
-                                                   "(unsupported topology)")
-        if list(node.input).count(data) != 1 or len(node.output) != 1:
-            raise CaseFormatError(path, where, "unsupported topology (the data must enter once, one output)")
-        _step(w, node, data, where, _attrs(node, onnx))
+        attrs = _attrs(node, onnx)
+        if node.op_type == "Shape" and list(node.input) == [data] and len(node.output) == 1:
+            width = w.width()
+            if width is None and w.view is None:
+                raise CaseFormatError(path, where, "Shape of data whose width is unknown")
+            full = np.array([BATCH, *(w.view or (width,))], dtype=np.int64)
+            w.sym[node.output[0]] = full[int(attrs.get("start", 0)):attrs.get("end")]
+            continue
+        if _fold_node(w, node, data, attrs, onnx):
+            continue
+        try:
+            _on_data_path(w, node, data, where)
+            _step(w, node, data, where, attrs)
+        except CaseFormatError:
+            if node.op_type in HELPER_OPS:  # name the compute op the helper prepares, not the helper
+                _refuse_first_compute(path, graph.node, index)
+            raise
         data = node.output[0]
     if data != graph.output[0].name:
         raise CaseFormatError(path, "graph", f"the output {graph.output[0].name!r} is not the end of the data path")
@@ -199,9 +218,79 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
     return OnnxGraph(model, inp.name, in_dtype, layout, w.layout or _ROW, w.logits_name, imported)
 
 
+def _fold_node(w: _Walker, node: Any, data: str, attrs: dict[str, Any], onnx: Any) -> bool:
+    """Evaluate a helper op whose inputs are all constants (:mod:`~exactident.io.importers.onnx_fold`)."""
+    names = list(node.input)
+    if not names or data in names or len(node.output) != 1 or not all(
+            n == "" or n in w.consts or n in w.sym for n in names):
+        return False
+    value = fold(node.op_type, [None if n == "" else w.consts.get(n, w.sym.get(n)) for n in names], attrs,
+                 lambda elem: np_dtype(onnx, elem))
+    if value is None:
+        return False
+    value = np.asarray(value)
+    if is_symbolic(value):
+        w.sym[node.output[0]] = value
+    else:
+        w.consts[node.output[0]] = value
+        w.dtypes[node.output[0]] = value.dtype.name
+    return True
+
+
+def _on_data_path(w: _Walker, node: Any, data: str, where: str) -> None:
+    path = w.path
+    if data not in node.input:
+        raise CaseFormatError(path, where, "not on the network's single data path (unsupported topology)")
+    if w.dropped is not None:
+        raise CaseFormatError(path, where, f"follows the output activation {w.dropped}")
+    others = [i for i in node.input if i != data and i != ""]
+    for name in others:
+        if name not in w.consts and (name not in w.sym or node.op_type != "Reshape"):
+            raise CaseFormatError(path, where, f"input {name!r} is neither the data nor a constant "
+                                               "(unsupported topology)")
+    if list(node.input).count(data) != 1 or len(node.output) != 1:
+        raise CaseFormatError(path, where, "unsupported topology (the data must enter once, one output)")
+
+
+_COMPUTE_OK = ("Gemm", "MatMul", "Relu", "Sigmoid", "Softmax")
+
+
+def _refuse_first_compute(path: str, nodes: Any, index: int) -> None:
+    """Raise the error of the first unsupported compute op after a refused helper op, if there is one."""
+    for k in range(index + 1, len(nodes)):
+        later = nodes[k]
+        if later.op_type not in HELPER_OPS and later.op_type not in _COMPUTE_OK:
+            raise CaseFormatError(path, _node_where(later, k), f"unsupported op ({_SUPPORTED_TEXT})")
+
+
+_SUPPORTED_TEXT = ("supported: Gemm, MatMul, Add, Relu, Identity, Flatten, Reshape, Constant, helper ops on "
+                   "constants, and a final Sigmoid or Softmax")
+
+
+def _reshape(w: _Walker, node: Any, where: str) -> None:
+    """A Reshape of the data: to a flat (n, k), or to (n, d1, d2, ...) in the row layout until flattened."""
+    name = node.input[1]
+    shape = [int(s) for s in np.asarray(w.consts[name] if name in w.consts else w.sym[name]).ravel()]
+    width = w.width() if w.view is None else int(np.prod(w.view))
+    batch, feat = (0, 1) if (w.layout or _ROW) == _ROW else (1, 0)
+    text = [("n" if s == BATCH else s) for s in shape]
+    if len(shape) == 2:
+        keep = shape[batch] in (-1, 0, BATCH) and (width is None or shape[feat] in (-1, width))
+        if keep and shape.count(-1) <= 1:
+            w.view = None
+            return
+    elif len(shape) > 2 and batch == 0 and shape[0] in (0, BATCH) and width is not None and all(
+            s > 0 for s in shape[1:]) and int(np.prod(shape[1:])) == width:
+        w.view = tuple(shape[1:])
+        return
+    raise CaseFormatError(w.path, where, f"Reshape to {text} changes the flat data")
+
+
 def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -> None:
     op = node.op_type
     path = w.path
+    if op in ("Gemm", "MatMul", "Add", "Sigmoid", "Softmax"):
+        w.flat(where)
     if op == "Gemm":
         A, B = node.input[0], node.input[1]
         C = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -242,15 +331,11 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
     elif op == "Identity":
         pass
     elif op == "Flatten":
-        if int(attrs.get("axis", 1)) not in (1, -1):
+        if int(attrs.get("axis", 1)) != 1 and not (w.view is None and int(attrs.get("axis", 1)) == -1):
             raise CaseFormatError(path, where, f"Flatten with axis={attrs.get('axis')} changes the flat data")
+        w.view = None
     elif op == "Reshape":
-        shape = [int(s) for s in np.asarray(w.consts[node.input[1]]).ravel()]
-        width = w.pending[0].shape[0] if w.pending else (w.weights[-1].shape[0] if w.weights else w.n_inputs)
-        batch, feat = (0, 1) if (w.layout or _ROW) == _ROW else (1, 0)
-        keep = len(shape) == 2 and shape[batch] in (-1, 0) and (width is None or shape[feat] in (-1, width))
-        if not keep or shape.count(-1) > 1:
-            raise CaseFormatError(path, where, f"Reshape to {shape} changes the flat data")
+        _reshape(w, node, where)
     elif op in ("Sigmoid", "Softmax"):
         if op == "Softmax":
             axis = int(attrs.get("axis", -1))
@@ -262,8 +347,7 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
         w.dropped = op.lower()
         w.logits_name = data
     else:
-        raise CaseFormatError(path, where, "unsupported op (supported: Gemm, MatMul, Add, Relu, Identity, "
-                                           "Flatten, Reshape, Constant, and a final Sigmoid or Softmax)")
+        raise CaseFormatError(path, where, f"unsupported op ({_SUPPORTED_TEXT})")
 
 
 def _matrix(M: np.ndarray, path: str, where: str, name: str) -> None:
