@@ -186,3 +186,33 @@ def test_forward_check_catches_a_module_that_is_not_its_trace():
     with pytest.raises(CaseFormatError, match=r"forward check: the imported network differs from torch forward of "
                                               r"_TracedOtherwise at sample 0, output \d"):
         from_torch(_TracedOtherwise(), np.random.default_rng(1).standard_normal((4, 3)))
+
+
+def test_parameter_names_kept_in_the_case_and_shown_by_explain(tmp_path):
+    from exactident import check
+    from exactident.explain.core import explain
+    from exactident.explain.render import render_explanation
+    from exactident.io.case import dump_case, load_case, parse_case
+
+    torch.manual_seed(0)
+    m = _Subclassed()
+    case = from_torch(m, np.random.default_rng(0).standard_normal((5, 6)))
+    names = {"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]", "W_2": "fc2.weight[i,j]", "b_2": "fc2.bias[i]"}
+    assert case.provenance["parameter_names"] == names
+    (tmp_path / "c.json").write_text(dump_case(case))
+    again = load_case(tmp_path / "c.json")
+    assert again.provenance["parameter_names"] == names
+    report = check(again, numeric=False)
+    assert report.extra["provenance"]["parameter_names"] == names  # the report carries them
+    text = render_explanation(*explain(again, report=report))
+    # W_2[2,0] of the paper is fc2.weight[2,0] of the module: the same indices, shown side by side
+    by_class = text.split("parameters by class:")[1].split("kernel directions")[0]
+    line = next(t for t in by_class.splitlines() if "W_2[" in t)
+    assert "fc2.weight[" in line and line.index("W_2[") < line.index("fc2.weight[")
+    obj = {"format": "exactident-case/1", "name": "t", "widths": [1, 1], "weights": [[["1"]]], "biases": [["0"]],
+           "sample": [], "provenance": {"parameter_names": {"W_x": "a"}}}
+    with pytest.raises(CaseFormatError, match=r"provenance.parameter_names.W_x: expected a key W_l or b_l"):
+        parse_case(obj, "a.json")
+    obj["provenance"] = {"parameter_names": {"W_1": 3}}
+    with pytest.raises(CaseFormatError, match=r"provenance.parameter_names.W_1: expected a string"):
+        parse_case(obj, "a.json")

@@ -24,6 +24,7 @@ __all__ = [
     "check_declared_size",
     "check_file_size",
     "clean_message",
+    "framework_names",
     "looks_like_pickle",
     "natural_key",
     "read_limited",
@@ -159,3 +160,29 @@ class Imported:
     @property
     def weight_dtype(self) -> str:
         return join_dtypes([t.dtype for t in self.weights] + [t.dtype for t in self.biases if t is not None])
+
+
+#: Formats whose tensor names are the framework's parameter names (``fc1.weight``), stored ``(N_l, N_{l-1})``.
+NAMED_FORMATS = ("torch-state-dict", "torch-module", "safetensors")
+
+
+def framework_names(imported: Imported) -> dict[str, str] | None:
+    """``provenance["parameter_names"]``: the paper's ``W_l`` / ``b_l`` -> the framework's name with its index
+    order, e.g. ``{"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]"}`` (``W_1[i,j]`` is ``fc1.weight[i,j]``);
+    None for formats without such names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = Imported([Tensor(np.eye(2), "m.pt", "fc1.weight")], [None], "out_in", "torch-state-dict")
+    >>> framework_names(t)
+    {'W_1': 'fc1.weight[i,j]'}
+    """
+    if imported.fmt not in NAMED_FORMATS:
+        return None
+    out = {}
+    for l, (W, b) in enumerate(zip(imported.weights, imported.biases), start=1):
+        out[f"W_{l}"] = f"{W.name}[i,j]"
+        if b is not None:
+            out[f"b_{l}"] = f"{b.name}[i]"
+    return out

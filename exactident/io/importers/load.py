@@ -22,7 +22,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.case import Case, load_case
 from exactident.io.importers.arrays import sample_rows
-from exactident.io.importers.common import DEFAULT_MAX_BYTES, Imported, looks_like_pickle, sha256_file
+from exactident.io.importers.common import DEFAULT_MAX_BYTES, Imported, framework_names, looks_like_pickle, sha256_file
 from exactident.io.importers.sample import load_sample
 from exactident.model.network import Network
 
@@ -141,12 +141,15 @@ Checker = Callable[[Network, np.ndarray, "str | None"], dict[str, str]]
 
 
 def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice | None, max_bytes: int,
-            provenance: dict[str, str], graph: Any = None, checker: Checker | None = None) -> Case:
+            provenance: dict[str, Any], graph: Any = None, checker: Checker | None = None) -> Case:
     net = imported.network(source)
     X, sample_prov = _sample(sample, net.widths[0], rows, max_bytes, source)
     provenance = {**provenance, "format": imported.fmt, "weight_dtype": imported.weight_dtype}
     if imported.dropped_output_activation:
         provenance["dropped_output_activation"] = imported.dropped_output_activation
+    names = framework_names(imported)
+    if names:
+        provenance["parameter_names"] = names
     provenance.update(sample_prov)
     if graph is not None:
         from exactident.io.importers.onnx_model import crosscheck
