@@ -12,7 +12,8 @@ the reference's within the rigorous rounding bound
 one-line error naming the first differing sample and output.
 
 :func:`run_module` runs a PyTorch module (or a function of it) in its own dtype,
-in eval mode and without gradients; :func:`from_torch` uses it for its own forward check.
+in eval mode and without gradients; :func:`~exactident.io.importers.load.from_torch` uses it for its own
+forward check.
 """
 
 from __future__ import annotations
