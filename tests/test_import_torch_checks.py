@@ -106,7 +106,12 @@ def test_plain_chain_checked_against_each_reference(tmp_path, capsys):
                  str(tmp_path / "Y.npy")]) == 0
     out = capsys.readouterr().out
     assert "architecture" not in out  # checked: nothing to warn about
-    # reference outputs without the sample they were computed on, or of another shape
+    # --reference with only case files; reference outputs without their sample, or of another shape
+    from exactident.io.case import write_case
+
+    write_case(import_model(tmp_path / "m.pt", tmp_path / "X.npy"), tmp_path / "c.json")
+    assert "c.json: --reference: case files hold their network already" in _err(
+        capsys, ["check", str(tmp_path / "c.json"), "--reference", str(tmp_path / "Y.npy")])
     with pytest.raises(CaseFormatError, match=r"--reference: reference outputs need the sample"):
         import_model(tmp_path / "m.pt", reference=str(tmp_path / "Y.npy"))
     with pytest.raises(CaseFormatError, match=r"forward check: the reference outputs X.npy gives outputs of shape "

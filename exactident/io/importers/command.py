@@ -99,6 +99,9 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
     models = [p for p in paths if fmt is not None or os.path.splitext(p)[1].lower() in known]
     if (sample is not None or rows is not None) and not models:
         raise CaseFormatError(paths[0], "--sample", "case files hold their own sample; --sample is for model files")
+    if getattr(args, "reference", None) is not None and not models:
+        raise CaseFormatError(paths[0], "--reference", "case files hold their network already; --reference is for "
+                                                       "model files")
     out = []
     for path in paths:
         if path in models:
