@@ -97,6 +97,10 @@ def test_weights_exact_and_forward_matches_reference(tmp_path, fmt, style):
     assert case.provenance["weight_dtype"] == fmt and case.provenance["format"] == "onnx"
     assert case.provenance.get("dropped_output_activation") == ("softmax" if style == "gemm" else None)
     assert "within the rounding bound" in case.provenance["crosscheck"]
+    # the initializers' names, with the index order as stored: MatMul holds W_l transposed
+    order = "[i,j]" if style == "gemm" else "[j,i]"
+    assert case.provenance["parameter_names"] == {key: f"{key[0]}{key[2]}{order if key[0] == 'W' else '[i]'}"
+                                                  for key in ("W_1", "b_1", "W_2", "b_2", "W_3", "b_3")}
     # the imported network's forward pass = the reference evaluator's (pre-softmax) output within rounding
     in_dtype = onnx.helper.tensor_dtype_to_np_dtype(ELEM[fmt])
     Xin = X.astype(in_dtype)

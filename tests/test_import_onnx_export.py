@@ -92,6 +92,10 @@ def test_torch_exports_imported_exactly(tmp_path, dynamo, dtype):
         assert [[Fraction(int(v.p), int(v.q)) for v in b] for b in case.network.b] == \
             [_exact(lin.bias)[0] for lin in linears]
         assert "within the rounding bound" in case.provenance["crosscheck"]
+        first, last = ("fc1", "fc2") if cls is _Mlp else ("seq.0", "seq.4")
+        assert case.provenance["parameter_names"] == {  # the module's names, kept by both exporters
+            "W_1": f"{first}.weight[i,j]", "b_1": f"{first}.bias[i]", "W_2": f"{last}.weight[i,j]",
+            "b_2": f"{last}.bias[i]"}
         # the module itself agrees with the imported network on the sample (as from_torch checks it)
         from exactident.io.importers.forward_check import forward_check
         from exactident.io.importers.reference import run_module

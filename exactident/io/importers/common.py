@@ -153,6 +153,8 @@ class Imported:
     n_inputs: int | None = None
     dropped_output_activation: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: ``W_l`` / ``b_l`` -> the model's own name and index order, when the reader knows it (ONNX initializers)
+    parameter_names: dict[str, str] | None = None
 
     def network(self, source: str) -> Network:
         return network_from_tensors(self.weights, self.biases, source, self.n_inputs, self.layout)
@@ -169,7 +171,8 @@ NAMED_FORMATS = ("torch-state-dict", "torch-module", "safetensors")
 def framework_names(imported: Imported) -> dict[str, str] | None:
     """``provenance["parameter_names"]``: the paper's ``W_l`` / ``b_l`` -> the framework's name with its index
     order, e.g. ``{"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]"}`` (``W_1[i,j]`` is ``fc1.weight[i,j]``);
-    None for formats without such names.
+    the reader's own names when it has them (ONNX initializers, ``"W_1": "W1[j,i]"`` for a weight
+    stored ``(N_0, N_1)``); None for formats without such names.
 
     Examples
     --------
@@ -178,6 +181,8 @@ def framework_names(imported: Imported) -> dict[str, str] | None:
     >>> framework_names(t)
     {'W_1': 'fc1.weight[i,j]'}
     """
+    if imported.parameter_names:
+        return dict(imported.parameter_names)
     if imported.fmt not in NAMED_FORMATS:
         return None
     out = {}

@@ -77,6 +77,9 @@ class _Walker:
         self.n_inputs: int | None = None
         self.sym: dict[str, np.ndarray] = {}  # folded shapes that hold the number of samples (BATCH)
         self.view: tuple[int, ...] | None = None  # the data reshaped to (n, *view) by a Reshape, until flattened
+        self.initializers: set[str] = set()
+        self.names: dict[str, str] = {}  # W_l / b_l -> the initializer's name and index order
+        self.pending_names: list[str | None] = [None, None]
 
     def width(self) -> int | None:
         """The number of features of the (flat) data here."""
@@ -99,9 +102,11 @@ class _Walker:
         arr = self.consts[name] if array is None else array
         return Tensor(arr, self.path, f"{where} {name}", dtype=self.dtypes.get(name))
 
-    def affine(self, W: Tensor, where: str, scale: float = 1.0) -> None:
+    def affine(self, W: Tensor, where: str, scale: float = 1.0, name: str = "", order: str = "[i,j]") -> None:
         if self.pending is not None:
             raise CaseFormatError(self.path, where, "follows another affine layer with no Relu between them")
+        # the model's own name of W_l, when W_l is an initializer as stored (or transposed), unscaled
+        self.pending_names = [f"{name}{order}" if name in self.initializers and scale == 1.0 else None, None]
         if scale != 1.0:
             q = dyadic(scale)
             W.values = [v * q for v in W.values]
@@ -120,6 +125,8 @@ class _Walker:
         t = self.tensor(name, where, np.broadcast_to(C.reshape(-1), (m,)).copy())
         q = dyadic(scale)
         values = [v * q for v in t.values]
+        plain = b is None and scale == 1.0 and name in self.initializers and C.size == m
+        self.pending_names[1] = f"{name}[i]" if plain else None
         self.pending = (W, values if b is None else [x + y for x, y in zip(b, values)], where)
         self.bias_dtypes.append(t.dtype)
 
@@ -133,6 +140,10 @@ class _Walker:
         self.weights.append(W)
         self.biases.append(bt)
         self.pending = None
+        l = len(self.weights)
+        for key, text in ((f"W_{l}", self.pending_names[0]), (f"b_{l}", self.pending_names[1] if bt else None)):
+            if text:
+                self.names[key] = text
 
 
 def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
@@ -177,6 +188,7 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
     elem = ttype.elem_type
     in_dtype = np_dtype(onnx, elem)
     w = _Walker(path, consts, dtypes)
+    w.initializers = {t.name for t in graph.initializer}
     w.n_inputs = dims[1] if dims[0] is None else None  # (dynamic n, N_0): the usual exported input
     data = inp.name
     for index, node in enumerate(graph.node):
@@ -214,7 +226,7 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
     w.close()
     layout = w.input_layout or _ROW
     n_inputs = dims[1] if layout == _ROW else dims[0]
-    imported = Imported(w.weights, w.biases, "out_in", "onnx", n_inputs, w.dropped)
+    imported = Imported(w.weights, w.biases, "out_in", "onnx", n_inputs, w.dropped, parameter_names=w.names or None)
     return OnnxGraph(model, inp.name, in_dtype, layout, w.layout or _ROW, w.logits_name, imported)
 
 
@@ -300,13 +312,13 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
             w.fix_layout(_COL if ta else _ROW, where)
             M = w.consts[B]
             _matrix(M, path, where, B)
-            w.affine(w.tensor(B, where, M if tb else M.T), where, alpha)
+            w.affine(w.tensor(B, where, M if tb else M.T), where, alpha, B, "[i,j]" if tb else "[j,i]")
             w.layout = _ROW
         else:  # Y = A' X' with the data as B: W_l = A'
             w.fix_layout(_ROW if tb else _COL, where)
             M = w.consts[A]
             _matrix(M, path, where, A)
-            w.affine(w.tensor(A, where, M.T if ta else M), where, alpha)
+            w.affine(w.tensor(A, where, M.T if ta else M), where, alpha, A, "[j,i]" if ta else "[i,j]")
             w.layout = _COL
         if C is not None:
             w.add_bias(w.consts[C], C, where, beta)
@@ -315,12 +327,12 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
             w.fix_layout(_ROW, where)
             M = w.consts[node.input[1]]
             _matrix(M, path, where, node.input[1])
-            w.affine(w.tensor(node.input[1], where, M.T), where)
+            w.affine(w.tensor(node.input[1], where, M.T), where, 1.0, node.input[1], "[j,i]")
         else:
             w.fix_layout(_COL, where)
             M = w.consts[node.input[0]]
             _matrix(M, path, where, node.input[0])
-            w.affine(w.tensor(node.input[0], where, M), where)
+            w.affine(w.tensor(node.input[0], where, M), where, 1.0, node.input[0], "[i,j]")
     elif op == "Add":
         other = node.input[1] if node.input[0] == data else node.input[0]
         w.add_bias(w.consts[other], other, where)
