@@ -216,3 +216,33 @@ def test_parameter_names_kept_in_the_case_and_shown_by_explain(tmp_path):
     obj["provenance"] = {"parameter_names": {"W_1": 3}}
     with pytest.raises(CaseFormatError, match=r"provenance.parameter_names.W_1: expected a string"):
         parse_case(obj, "a.json")
+
+
+class _Block(nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.lin, self.act = nn.Linear(a, b), nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        return self.act(self.lin(x))
+
+
+class _Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(_Block(4, 5), _Block(5, 6))  # a Sequential of custom blocks: traced
+        self.out = nn.Linear(6, 2)
+
+    def forward(self, x):
+        x = x.reshape(x.shape[0], -1)
+        return torch.sigmoid(self.out(F.relu(self.body(x), inplace=True)))  # relu(relu(z)) = relu(z)
+
+
+def test_custom_blocks_double_relu_and_sigmoid():
+    torch.manual_seed(6)
+    m = _Blocks()
+    case = from_torch(m, np.random.default_rng(2).standard_normal((7, 4)))
+    _assert_exact(case, [(m.body[0].lin.weight, m.body[0].lin.bias), (m.body[1].lin.weight, m.body[1].lin.bias),
+                         (m.out.weight, m.out.bias)])
+    assert case.provenance["dropped_output_activation"] == "sigmoid"
+    assert case.provenance["parameter_names"]["W_2"] == "body.1.lin.weight[i,j]"

@@ -123,6 +123,8 @@ class _Walk:
         self.pending = True
 
     def relu(self, node: Any) -> None:
+        if not self.pending and self.weights and self.dropped is None:
+            return  # relu(relu(z)) = relu(z): a second ReLU (a block's own, then the caller's) changes nothing
         if not self.pending:
             raise CaseFormatError(self.where, self.field(node), "ReLU does not follow an affine layer")
         self.pending = False
