@@ -8,6 +8,7 @@ rounding-error bound of the weights' dtype.  Skipped without the ``onnx`` extra.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -96,6 +97,10 @@ def test_weights_exact_and_forward_matches_reference(tmp_path, fmt, style):
     assert case.provenance["weight_dtype"] == fmt and case.provenance["format"] == "onnx"
     assert case.provenance.get("dropped_output_activation") == ("softmax" if style == "gemm" else None)
     assert "within the rounding bound" in case.provenance["crosscheck"]
+    # the initializers' names, with the index order as stored: MatMul holds W_l transposed
+    order = "[i,j]" if style == "gemm" else "[j,i]"
+    assert case.provenance["parameter_names"] == {key: f"{key[0]}{key[2]}{order if key[0] == 'W' else '[i]'}"
+                                                  for key in ("W_1", "b_1", "W_2", "b_2", "W_3", "b_3")}
     # the imported network's forward pass = the reference evaluator's (pre-softmax) output within rounding
     in_dtype = onnx.helper.tensor_dtype_to_np_dtype(ELEM[fmt])
     Xin = X.astype(in_dtype)
@@ -220,15 +225,40 @@ def test_errors_are_one_line_exit_2(tmp_path, capsys):
     assert "larger than the limit" in _err(capsys, ["import", str(tmp_path / "good.onnx"), "--max-bytes", "100"])
 
 
-def test_external_data_and_two_inputs_refused(tmp_path):
-    W = numpy_helper.from_array(np.ones((2, 3), dtype=np.float32), "W")
+def test_external_data_beside_the_model_read_and_outside_refused(tmp_path):
+    Wv = RNG.standard_normal((2, 3)).astype(np.float32)
+    W = numpy_helper.from_array(Wv, "W")
     W.data_location = TensorProto.EXTERNAL
     W.ClearField("raw_data")
     W.external_data.add(key="location", value="w.bin")
-    (tmp_path / "w.bin").write_bytes(np.ones((2, 3), dtype=np.float32).tobytes())
+    (tmp_path / "w.bin").write_bytes(b"\0" * 8 + Wv.tobytes())
+    W.external_data.add(key="offset", value="8")
+    W.external_data.add(key="length", value=str(Wv.nbytes))
     p = _save(tmp_path, [helper.make_node("Gemm", ["x", "W"], ["y"], name="g", transB=1)], [W])
-    with pytest.raises(CaseFormatError, match=r"initializer 'W': tensor stored as external data"):
-        import_model(p)
+    case = import_model(p, RNG.standard_normal((4, 3)))  # read from the sibling file at its offset
+    assert_network_equals(case.network, [decode_array(Wv.view(np.uint32), "float32")], [[0, 0]])
+    # the same tensor pointing outside the model's folder, past the file's end, or at a wrong size: refused
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "link.bin").symlink_to(tmp_path / "w.bin")
+    for location, offset, length, message in [
+            ("../w.bin", 8, Wv.nbytes, "external data location '../w.bin' leaves the model's folder"),
+            (str(tmp_path / "w.bin"), 8, Wv.nbytes, "is an absolute path"),
+            ("w.bin", 16, Wv.nbytes, "is past the end of 'w.bin'"),
+            ("w.bin", 0, 8, "external data length 8 is not the tensor's size 24 bytes"),
+            ("nothere.bin", 0, 24, "nothere.bin: cannot read file")]:
+        for e in W.external_data:
+            e.value = {"location": location, "offset": str(offset), "length": str(length)}[e.key]
+        p = _save(tmp_path, [helper.make_node("Gemm", ["x", "W"], ["y"], name="g", transB=1)], [W])
+        with pytest.raises(CaseFormatError, match=re.escape(message)):
+            import_model(p)
+    for e in W.external_data:
+        e.value = {"location": "link.bin", "offset": "8", "length": str(Wv.nbytes)}[e.key]
+    nested = sub / "m.onnx"
+    onnx.save(_model([helper.make_node("Gemm", ["x", "W"], ["y"], name="g", transB=1)], [W], "float32", 3, 2), nested)
+    with pytest.raises(CaseFormatError, match=r"initializer 'W': external data location 'link.bin' is a link that "
+                                              r"leaves the model's folder"):
+        import_model(nested)
     two = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3]),
            helper.make_tensor_value_info("x2", TensorProto.FLOAT, ["n", 3])]
     model = _model([helper.make_node("Add", ["x", "x2"], ["y"], name="a")], [], "float32", 3, 3, inputs=two)

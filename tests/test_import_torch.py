@@ -112,7 +112,9 @@ def test_state_dict_errors(tmp_path, capsys):
     assert "unpickled!" not in capsys.readouterr().out
     # a whole module (needs full unpickling): refused
     torch.save(_net("float32"), tmp_path / "module.pt")
-    assert "module.pt: refused" in _err(capsys, ["import", str(tmp_path / "module.pt")])
+    err = _err(capsys, ["import", str(tmp_path / "module.pt")])
+    assert "module.pt: a whole pickled module of class torch.nn.modules.container.Sequential (torch.save(model)) " \
+           "is refused, never unpickled; save model.state_dict()" in err
     # a plain pickle / joblib file: never opened
     (tmp_path / "m.pkl").write_bytes(pickle.dumps({"a": 1}))
     assert "m.pkl: pickle files are never loaded" in _err(capsys, ["import", str(tmp_path / "m.pkl")])

@@ -18,7 +18,7 @@ from exactident.io.report import Report, escape_nonprintable
 # ``ex`` below is an :class:`exactident.explain.core.Explanation` (not imported: core imports this module).
 Explanation = Any
 
-__all__ = ["compress_names", "direction_texts", "explanation_lines", "render_explanation"]
+__all__ = ["compress_names", "direction_texts", "explanation_lines", "framework_text", "render_explanation"]
 
 _NAME = re.compile(r"(W|b)_(\d+)\[(\d+)(?:,(\d+))?\]")
 
@@ -58,6 +58,29 @@ def compress_names(names: Sequence[str], limit: int | None = None) -> str:
     if limit is not None and len(parts) > limit:
         return ", ".join(parts[:limit]) + f", ... ({len(names)} in all)"
     return ", ".join(parts)
+
+
+_GROUP = re.compile(r"\b([Wb])_(\d+)\[([^\]]*)\]")
+
+
+def framework_text(text: str, names: Mapping[str, str]) -> str:
+    """Paper names in ``text`` (``W_2[2,0..7], b_2[2]``) as the framework's (``fc2.weight[2,0..7], fc2.bias[2]``).
+
+    ``names`` is the case's ``provenance["parameter_names"]`` (``{"W_2": "fc2.weight[i,j]", ...}``); a name
+    whose index order is not the paper's (``kernel[j,i]``) is left as it is.
+
+    Examples
+    --------
+    >>> framework_text("W_2[2,0..7], b_2[2], b_3[0]", {"W_2": "fc2.weight[i,j]", "b_2": "fc2.bias[i]"})
+    'fc2.weight[2,0..7], fc2.bias[2], b_3[0]'
+    """
+    def sub(m: re.Match[str]) -> str:
+        t = names.get(f"{m[1]}_{m[2]}")
+        if not isinstance(t, str) or not t.endswith(("[i,j]", "[i]")):
+            return m[0]
+        return f"{t[:t.rindex('[')]}[{m[3]}]"
+
+    return _GROUP.sub(sub, text)
 
 
 def direction_texts(ex: Explanation, limit: int = 6) -> list[str]:
@@ -143,9 +166,12 @@ def render_explanation(report: Report, ex: Explanation, *, max_directions: int =
     for e in ex.parameters:
         key = e["class"] + (f" ({e['by']})" if e["class"] == "not-identifiable" else "")
         by_class.setdefault(key, []).append(e["name"])
-    lines.append("  parameters by class:")
+    known = ((report.extra.get("provenance") or {}).get("parameter_names") or {})
+    lines.append("  parameters by class:" + ("  (the model's own names in parentheses)" if known else ""))
     for key, names in by_class.items():
-        lines.append(f"    {key} [{len(names)}]: {compress_names(names, 12)}")
+        text = compress_names(names, 12)
+        theirs = framework_text(text, known) if known else text
+        lines.append(f"    {key} [{len(names)}]: {text}" + (f"  ({esc(theirs)})" if theirs != text else ""))
     texts = direction_texts(ex)
     if texts:
         lines.append(f"  kernel directions ({len(texts)}, integer basis; exact integers in --json):")

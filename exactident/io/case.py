@@ -12,6 +12,7 @@ from __future__ import annotations
 import decimal
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,9 @@ _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample
          "provenance")
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
 PROVENANCE_KEYS = ("source_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
-                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "importer")
+                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "importer",
+                   "architecture", "forward_check", "reference", "reference_sha256", "parameter_names")
+_PARAMETER_KEY = re.compile(r"[Wb]_[1-9][0-9]*")
 
 
 @dataclass
@@ -89,7 +92,7 @@ class Case:
     expected: dict[str, Any] | None = None
     source: str = field(default="<case>", compare=False)
     generator: dict[str, Any] | None = None
-    provenance: dict[str, str] | None = None
+    provenance: dict[str, Any] | None = None
 
     @classmethod
     def from_arrays(cls, weights: Sequence[Any], biases: Sequence[Any] | None, X: Any, *,
@@ -317,7 +320,20 @@ def _is_text(value: Any) -> bool:
     return isinstance(value, str) and not isinstance(value, NonFinite)
 
 
-def _provenance(value: Any, source: str) -> dict[str, str] | None:
+def _parameter_names(value: Any, source: str) -> None:
+    """``provenance.parameter_names``: an object ``{"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]", ...}``."""
+    if not isinstance(value, dict):
+        raise CaseFormatError(source, "provenance.parameter_names", f"expected an object, found "
+                                                                    f"{describe_json_value(value)}")
+    for key, v in value.items():
+        if not _PARAMETER_KEY.fullmatch(key):
+            raise CaseFormatError(source, f"provenance.parameter_names.{key}", "expected a key W_l or b_l")
+        if not _is_text(v):
+            raise CaseFormatError(source, f"provenance.parameter_names.{key}",
+                                  f"expected a string, found {describe_json_value(v)}")
+
+
+def _provenance(value: Any, source: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -326,7 +342,9 @@ def _provenance(value: Any, source: str) -> dict[str, str] | None:
         if key not in PROVENANCE_KEYS:
             raise CaseFormatError(source, f"provenance.{key}",
                                   f"unknown field (allowed: {', '.join(PROVENANCE_KEYS)})")
-        if not _is_text(v):
+        if key == "parameter_names":
+            _parameter_names(v, source)
+        elif not _is_text(v):
             raise CaseFormatError(source, f"provenance.{key}", f"expected a string, found {describe_json_value(v)}")
     return dict(value)
 

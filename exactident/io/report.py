@@ -153,7 +153,11 @@ def _float_notes(num: dict[str, Any] | None) -> list[str]:
 
 def _summary_lines(r: Report) -> list[str]:
     lines = []
-    dropped = (r.extra.get("provenance") or {}).get("dropped_output_activation")
+    prov = r.extra.get("provenance") or {}
+    arch = prov.get("architecture")
+    if isinstance(arch, str) and arch.startswith("assumed"):
+        lines.append(f"architecture {arch} (give --reference to check it)")
+    dropped = prov.get("dropped_output_activation")
     if dropped:
         lines.append(f"analysed before the output activation {dropped} (dropped: the network ends at the logits)")
     if isinstance(r.extra.get("summary"), list):

@@ -50,6 +50,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_MAX_BYTES // 2**20}M)")
     parser.add_argument("--format", choices=sorted(FORMATS), default=None,
                         help="model format (default: from the extension, else the content)")
+    parser.add_argument("--reference", metavar="REF", default=None,
+                        help="check a weight-only file (state dict, .safetensors, .npz) against the model: an .onnx "
+                             "file, or its outputs on the sample as .npy (n, N_L); without it the architecture is "
+                             "assumed (a Linear-ReLU chain) and the report says so")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,13 +99,17 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
     models = [p for p in paths if fmt is not None or os.path.splitext(p)[1].lower() in known]
     if (sample is not None or rows is not None) and not models:
         raise CaseFormatError(paths[0], "--sample", "case files hold their own sample; --sample is for model files")
+    if getattr(args, "reference", None) is not None and not models:
+        raise CaseFormatError(paths[0], "--reference", "case files hold their network already; --reference is for "
+                                                       "model files")
     out = []
     for path in paths:
         if path in models:
             if sample is None:
                 raise CaseFormatError(path, "--sample", "a model file needs a sample: --sample DATA (.npy, .npz, .csv)")
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
-                                    max_bytes=getattr(args, "max_bytes", None)))
+                                    max_bytes=getattr(args, "max_bytes", None),
+                                    reference=getattr(args, "reference", None)))
         elif os.path.splitext(path)[1].lower() in SAMPLE_ONLY_EXTENSIONS:
             raise CaseFormatError(path, "", "a sample file, not a case: a sample file goes with --sample "
                                   f"(exactident check MODEL --sample {path})")
@@ -126,12 +134,15 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise CaseFormatError(args.output, "-o", problem)
     case = import_model(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
-                        name=args.name, max_bytes=args.max_bytes)
+                        name=args.name, max_bytes=args.max_bytes, reference=args.reference)
     prov = case.provenance or {}
     dropped = prov.get("dropped_output_activation")
+    arch = prov.get("architecture", "")
     summary = (f"{args.model}: {prov.get('format')}, widths {list(case.widths)}, weights "
                f"{prov.get('weight_dtype')}, n = {case.n_samples}"
-               + (f", output {dropped} dropped (analysed up to the logits)" if dropped else ""))
+               + (f", output {dropped} dropped (analysed up to the logits)" if dropped else "")
+               + (f", architecture {arch} (give --reference to check it)" if arch.startswith("assumed") else "")
+               + ("; forward check passed" if "forward_check" in prov else ""))
     if args.output:
         try:
             write_case(case, args.output)

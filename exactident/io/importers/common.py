@@ -35,6 +35,8 @@ __all__ = [
     "check_declared_size",
     "check_file_size",
     "check_zip",
+    "clean_message",
+    "framework_names",
     "looks_like_pickle",
     "natural_key",
     "open_zip",
@@ -201,6 +203,31 @@ class ZipBudget:
         return b"".join(chunks)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def clean_message(exc: BaseException | str) -> str:
+    """A third-party error message fit for one line: ANSI escapes removed, whitespace collapsed,
+    its first sentence kept whole (never cut mid-sentence); the exception's class name when empty.
+
+    Examples
+    --------
+    >>> esc = chr(27)
+    >>> clean_message(f"Load failed. {esc}[1mdo this{esc}[0m only if\\n you trust it.")
+    'Load failed.'
+    >>> clean_message(f"{esc}[1mbold{esc}[0m text")
+    'bold text'
+    >>> clean_message(ValueError(""))
+    'ValueError'
+    """
+    text = str(exc)
+    text = " ".join(_ANSI.sub("", text).split())
+    text = "".join(ch for ch in text if ch.isprintable())
+    if not text:
+        return type(exc).__name__ if isinstance(exc, BaseException) else ""
+    return re.split(r"(?<=\w[.!?])\s+", text, maxsplit=1)[0]
+
+
 def sha256_file(path: str) -> str:
     """Hex SHA-256 of a file (read in blocks)."""
     h = hashlib.sha256()
@@ -248,6 +275,8 @@ class Imported:
     n_inputs: int | None = None
     dropped_output_activation: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: ``W_l`` / ``b_l`` -> the model's own name and index order, when the reader knows it (ONNX initializers)
+    parameter_names: dict[str, str] | None = None
 
     def network(self, source: str) -> Network:
         return network_from_tensors(self.weights, self.biases, source, self.n_inputs, self.layout)
@@ -255,3 +284,32 @@ class Imported:
     @property
     def weight_dtype(self) -> str:
         return join_dtypes([t.dtype for t in self.weights] + [t.dtype for t in self.biases if t is not None])
+
+
+#: Formats whose tensor names are the framework's parameter names (``fc1.weight``), stored ``(N_l, N_{l-1})``.
+NAMED_FORMATS = ("torch-state-dict", "torch-module", "safetensors")
+
+
+def framework_names(imported: Imported) -> dict[str, str] | None:
+    """``provenance["parameter_names"]``: the paper's ``W_l`` / ``b_l`` -> the framework's name with its index
+    order, e.g. ``{"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]"}`` (``W_1[i,j]`` is ``fc1.weight[i,j]``);
+    the reader's own names when it has them (ONNX initializers, ``"W_1": "W1[j,i]"`` for a weight
+    stored ``(N_0, N_1)``); None for formats without such names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = Imported([Tensor(np.eye(2), "m.pt", "fc1.weight")], [None], "out_in", "torch-state-dict")
+    >>> framework_names(t)
+    {'W_1': 'fc1.weight[i,j]'}
+    """
+    if imported.parameter_names:
+        return dict(imported.parameter_names)
+    if imported.fmt not in NAMED_FORMATS:
+        return None
+    out = {}
+    for l, (W, b) in enumerate(zip(imported.weights, imported.biases), start=1):
+        out[f"W_{l}"] = f"{W.name}[i,j]"
+        if b is not None:
+            out[f"b_{l}"] = f"{b.name}[i]"
+    return out

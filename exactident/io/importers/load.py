@@ -12,6 +12,7 @@ file, format, sha256, weight dtype, dropped output activation, sample file.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,14 @@ from exactident.io.importers.common import (
     DEFAULT_MAX_BYTES,
     Imported,
     check_file_size,
+    framework_names,
     looks_like_pickle,
     open_zip,
     sha256_file,
 )
 from exactident.io.importers.sample import load_sample
 from exactident.io.limits import check_regular
+from exactident.model.network import Network
 
 __all__ = ["FORMATS", "as_case", "detect_format", "from_sklearn", "from_torch", "import_model"]
 
@@ -143,13 +146,20 @@ def _float_sample(X: list[list[flint.fmpq]], n_inputs: int) -> np.ndarray:
     return np.array([[int(v.p) / int(v.q) for v in row] for row in X], dtype=np.float64).reshape(len(X), n_inputs)
 
 
+#: A forward check run by :func:`_finish`: (network, float sample, sample dtype) -> provenance entries.
+Checker = Callable[[Network, np.ndarray, "str | None"], dict[str, str]]
+
+
 def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice | None, max_bytes: int,
-            provenance: dict[str, str], graph: Any = None) -> Case:
+            provenance: dict[str, Any], graph: Any = None, checker: Checker | None = None) -> Case:
     net = imported.network(source)
     X, sample_prov = _sample(sample, net.widths[0], rows, max_bytes, source)
     provenance = {**provenance, "format": imported.fmt, "weight_dtype": imported.weight_dtype}
     if imported.dropped_output_activation:
         provenance["dropped_output_activation"] = imported.dropped_output_activation
+    names = framework_names(imported)
+    if names:
+        provenance["parameter_names"] = names
     provenance.update(sample_prov)
     if graph is not None:
         from exactident.io.importers.onnx_model import crosscheck
@@ -158,6 +168,8 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
         if not X:  # no sample: cross-check on a few seeded random inputs instead
             Xf = np.random.default_rng(0).standard_normal((8, net.widths[0]))
         provenance["crosscheck"] = crosscheck(graph, net, Xf, source)
+    if checker is not None:
+        provenance.update(checker(net, _float_sample(X, net.widths[0]), sample_prov.get("sample_dtype")))
     provenance["importer"] = _importer()
     dropped = imported.dropped_output_activation
     description = (f"Imported from {os.path.basename(source)} ({imported.fmt}, weights {imported.weight_dtype}) "
@@ -168,7 +180,8 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
 
 
 def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
-                 fmt: str | None = None, name: str | None = None, max_bytes: int | None = None) -> Case:
+                 fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
+                 reference: Any = None) -> Case:
     """Read a model file and a sample into an exact case.
 
     Parameters
@@ -185,6 +198,13 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
         Case name (default: the file's stem).
     max_bytes : int, optional
         Refuse model and sample files (and tensors) larger than this (default 64 MiB).
+    reference : path, torch.nn.Module or array-like, optional
+        For a weight-only file (state dict, safetensors, ``.npz``): the model to check the assumed
+        ``Linear -> ReLU`` chain against, by a forward check on the sample: an ``.onnx`` file (run
+        with ``onnx.reference``), a module, or the model's outputs on the sample (``.npy`` or an
+        array ``(n, N_L)``, before any softmax).  Without one the case's
+        ``provenance["architecture"]`` says the architecture was assumed, not checked
+        (:mod:`exactident.io.importers.reference`).
 
     Returns
     -------
@@ -197,6 +217,7 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
         One line naming the file and the tensor, node or layer (see docs/import.md).
     UnsupportedCaseError
         The optional package the format needs is not installed.
+        With a reference: the imported network's outputs differ from it (naming the sample and output).
     InvariantViolation
         An ONNX model's import does not reproduce ``onnx.reference`` (a bug).
     """
@@ -206,7 +227,14 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     fmt = fmt or detect_format(source)
     imported, graph = _read(fmt, source, limit)
     provenance = {"source_file": source, "sha256": sha256_file(source)}
-    return _finish(imported, source, name or Path(source).stem, sample, sample_rows, limit, provenance, graph)
+
+    def checker(net: Network, X: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
+        from exactident.io.importers.reference import check_reference
+
+        return check_reference(imported, net, X, sample_dtype, reference, sample_rows, limit, source)
+
+    return _finish(imported, source, name or Path(source).stem, sample, sample_rows, limit, provenance, graph,
+                   checker)
 
 
 def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
@@ -237,18 +265,35 @@ def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
 
 
 def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
-    """An exact case from a PyTorch ``nn.Sequential`` of ``Linear``/``ReLU``/``Flatten`` and a sample.
+    """An exact case from a PyTorch module that is a ReLU MLP, and a sample; forward-checked.
+
+    An ``nn.Sequential`` of built-in layers is read layer by layer
+    (:mod:`~exactident.io.importers.torch_module`); any other module (a subclass with its own
+    ``forward``: ``F.relu``, ``nn.ModuleList`` loops, ``x.view``) is traced with ``torch.fx``
+    (:mod:`~exactident.io.importers.torch_trace`).  The module is then run by PyTorch on the
+    sample (in its dtype, eval mode, no gradients; 8 seeded random inputs when ``X`` is None) and
+    its outputs, up to the logits, must match the imported network's within the rounding bound
+    (``provenance["forward_check"]``).
 
     Raises
     ------
     CaseFormatError
-        An unsupported layer (naming it), shapes that do not chain (naming the layer).
+        An unsupported layer or op (naming the module path and op), shapes that do not chain
+        (naming the layer), a forward check that fails (naming the sample and output).
     """
-    from exactident.io.importers.torch_module import read_torch_module
+    from exactident.io.importers.torch_module import is_plain_sequential, read_torch_module
+    from exactident.io.importers.torch_trace import read_traced_module
 
-    imported, where = read_torch_module(module)
+    read = read_torch_module if is_plain_sequential(module) else read_traced_module
+    imported, where, logits = read(module)
+
+    def checker(net: Network, Xf: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
+        from exactident.io.importers.reference import torch_forward_check
+
+        return torch_forward_check(module, logits, imported, net, Xf, where)
+
     return _finish(imported, where, name or type(module).__name__, X, None, DEFAULT_MAX_BYTES,
-                   {"source_file": where})
+                   {"source_file": where}, checker=checker)
 
 
 def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,

@@ -26,23 +26,17 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
+from exactident.errors import CaseFormatError, InvariantViolation
 from exactident.io.importers.arrays import Tensor, dyadic
-from exactident.io.importers.common import Imported, read_limited
+from exactident.io.importers.common import Imported
 from exactident.io.importers.forward_check import forward_bound
+from exactident.io.importers.onnx_fold import BATCH, HELPER_OPS, fold, is_symbolic
+from exactident.io.importers.onnx_load import load_onnx, np_dtype, onnx_module
 from exactident.model.network import Network
 
 __all__ = ["OnnxGraph", "crosscheck", "read_onnx"]
 
 _ROW, _COL = "nk", "kn"  # data layout: samples as rows (n, k) or as columns (k, n)
-
-
-def _onnx() -> Any:
-    try:
-        import onnx
-    except ImportError:
-        raise UnsupportedCaseError("reading ONNX files needs onnx (pip install 'exactident[onnx]')") from None
-    return onnx
 
 
 @dataclass
@@ -81,6 +75,22 @@ class _Walker:
         self.logits_name = ""  # the tensor before a dropped output activation
         self.bias_dtypes: list[str] = []
         self.n_inputs: int | None = None
+        self.sym: dict[str, np.ndarray] = {}  # folded shapes that hold the number of samples (BATCH)
+        self.view: tuple[int, ...] | None = None  # the data reshaped to (n, *view) by a Reshape, until flattened
+        self.initializers: set[str] = set()
+        self.names: dict[str, str] = {}  # W_l / b_l -> the initializer's name and index order
+        self.pending_names: list[str | None] = [None, None]
+
+    def width(self) -> int | None:
+        """The number of features of the (flat) data here."""
+        return self.pending[0].shape[0] if self.pending else (self.weights[-1].shape[0] if self.weights
+                                                              else self.n_inputs)
+
+    def flat(self, where: str) -> None:
+        if self.view is not None:
+            dims = ", ".join(map(str, self.view))
+            raise CaseFormatError(self.path, where, f"computes on the data reshaped to (n, {dims}) (only a flat "
+                                                    "(n, k) tensor is supported)")
 
     def fix_layout(self, layout: str, where: str) -> None:
         if self.layout is None:
@@ -92,9 +102,11 @@ class _Walker:
         arr = self.consts[name] if array is None else array
         return Tensor(arr, self.path, f"{where} {name}", dtype=self.dtypes.get(name))
 
-    def affine(self, W: Tensor, where: str, scale: float = 1.0) -> None:
+    def affine(self, W: Tensor, where: str, scale: float = 1.0, name: str = "", order: str = "[i,j]") -> None:
         if self.pending is not None:
             raise CaseFormatError(self.path, where, "follows another affine layer with no Relu between them")
+        # the model's own name of W_l, when W_l is an initializer as stored (or transposed), unscaled
+        self.pending_names = [f"{name}{order}" if name in self.initializers and scale == 1.0 else None, None]
         if scale != 1.0:
             q = dyadic(scale)
             W.values = [v * q for v in W.values]
@@ -113,6 +125,8 @@ class _Walker:
         t = self.tensor(name, where, np.broadcast_to(C.reshape(-1), (m,)).copy())
         q = dyadic(scale)
         values = [v * q for v in t.values]
+        plain = b is None and scale == 1.0 and name in self.initializers and C.size == m
+        self.pending_names[1] = f"{name}[i]" if plain else None
         self.pending = (W, values if b is None else [x + y for x, y in zip(b, values)], where)
         self.bias_dtypes.append(t.dtype)
 
@@ -126,6 +140,10 @@ class _Walker:
         self.weights.append(W)
         self.biases.append(bt)
         self.pending = None
+        l = len(self.weights)
+        for key, text in ((f"W_{l}", self.pending_names[0]), (f"b_{l}", self.pending_names[1] if bt else None)):
+            if text:
+                self.names[key] = text
 
 
 def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
@@ -139,22 +157,10 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
         Over the size limit, corrupted, invalid, external data, more than one input or output,
         an unsupported op or topology (naming the node and op), wrong shapes (naming the node).
     """
-    onnx = _onnx()
+    onnx = onnx_module()
     from onnx import numpy_helper
 
-    data = read_limited(path, max_bytes)
-    try:
-        model = onnx.load_model_from_string(data)
-        for t in model.graph.initializer:
-            if t.data_location == onnx.TensorProto.EXTERNAL:
-                raise CaseFormatError(path, f"initializer {t.name!r}", "tensor stored as external data "
-                                                                       "(not supported: embed it in the file)")
-        onnx.checker.check_model(model)
-    except CaseFormatError:
-        raise
-    except Exception as exc:  # DecodeError, ValidationError: damaged or not ONNX
-        text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise CaseFormatError(path, "", f"corrupted or not a valid ONNX model ({text})") from None
+    model = load_onnx(path, max_bytes)
     graph = model.graph
     consts: dict[str, np.ndarray] = {}
     dtypes: dict[str, str] = {}
@@ -180,8 +186,9 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
         raise CaseFormatError(path, f"input {inp.name!r}", f"expected a flat input (n, N_0), found {len(dims)} "
                                                            "dimensions")
     elem = ttype.elem_type
-    in_dtype = _np_dtype(onnx, elem)
+    in_dtype = np_dtype(onnx, elem)
     w = _Walker(path, consts, dtypes)
+    w.initializers = {t.name for t in graph.initializer}
     w.n_inputs = dims[1] if dims[0] is None else None  # (dynamic n, N_0): the usual exported input
     data = inp.name
     for index, node in enumerate(graph.node):
@@ -193,18 +200,23 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
             value.name = node.output[0]
             add_const(value, where)
             continue
-        if data not in node.input:
-            raise CaseFormatError(path, where, "not on the network's single data path (unsupported topology)")
-        if w.dropped is not None:
-            raise CaseFormatError(path, where, f"follows the output activation {w.dropped}")
-        others = [i for i in node.input if i != data and i != ""]
-        for name in others:
-            if name not in consts:
-                raise CaseFormatError(path, where, f"input {name!r} is neither the data nor a constant "
-                                                   "(unsupported topology)")
-        if list(node.input).count(data) != 1 or len(node.output) != 1:
-            raise CaseFormatError(path, where, "unsupported topology (the data must enter once, one output)")
-        _step(w, node, data, where, _attrs(node, onnx))
+        attrs = _attrs(node, onnx)
+        if node.op_type == "Shape" and list(node.input) == [data] and len(node.output) == 1:
+            width = w.width()
+            if width is None and w.view is None:
+                raise CaseFormatError(path, where, "Shape of data whose width is unknown")
+            full = np.array([BATCH, *(w.view or (width,))], dtype=np.int64)
+            w.sym[node.output[0]] = full[int(attrs.get("start", 0)):attrs.get("end")]
+            continue
+        if _fold_node(w, node, data, attrs, onnx):
+            continue
+        try:
+            _on_data_path(w, node, data, where)
+            _step(w, node, data, where, attrs)
+        except CaseFormatError:
+            if node.op_type in HELPER_OPS:  # name the compute op the helper prepares, not the helper
+                _refuse_first_compute(path, graph.node, index)
+            raise
         data = node.output[0]
     if data != graph.output[0].name:
         raise CaseFormatError(path, "graph", f"the output {graph.output[0].name!r} is not the end of the data path")
@@ -214,21 +226,83 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
     w.close()
     layout = w.input_layout or _ROW
     n_inputs = dims[1] if layout == _ROW else dims[0]
-    imported = Imported(w.weights, w.biases, "out_in", "onnx", n_inputs, w.dropped)
+    imported = Imported(w.weights, w.biases, "out_in", "onnx", n_inputs, w.dropped, parameter_names=w.names or None)
     return OnnxGraph(model, inp.name, in_dtype, layout, w.layout or _ROW, w.logits_name, imported)
 
 
-def _np_dtype(onnx: Any, elem: int) -> Any:
-    if elem == onnx.TensorProto.BFLOAT16:
-        import ml_dtypes  # an onnx dependency
+def _fold_node(w: _Walker, node: Any, data: str, attrs: dict[str, Any], onnx: Any) -> bool:
+    """Evaluate a helper op whose inputs are all constants (:mod:`~exactident.io.importers.onnx_fold`)."""
+    names = list(node.input)
+    if not names or data in names or len(node.output) != 1 or not all(
+            n == "" or n in w.consts or n in w.sym for n in names):
+        return False
+    value = fold(node.op_type, [None if n == "" else w.consts.get(n, w.sym.get(n)) for n in names], attrs,
+                 lambda elem: np_dtype(onnx, elem))
+    if value is None:
+        return False
+    value = np.asarray(value)
+    if is_symbolic(value):
+        w.sym[node.output[0]] = value
+    else:
+        w.consts[node.output[0]] = value
+        w.dtypes[node.output[0]] = value.dtype.name
+    return True
 
-        return ml_dtypes.bfloat16
-    return onnx.helper.tensor_dtype_to_np_dtype(elem)
+
+def _on_data_path(w: _Walker, node: Any, data: str, where: str) -> None:
+    path = w.path
+    if data not in node.input:
+        raise CaseFormatError(path, where, "not on the network's single data path (unsupported topology)")
+    if w.dropped is not None:
+        raise CaseFormatError(path, where, f"follows the output activation {w.dropped}")
+    others = [i for i in node.input if i != data and i != ""]
+    for name in others:
+        if name not in w.consts and (name not in w.sym or node.op_type != "Reshape"):
+            raise CaseFormatError(path, where, f"input {name!r} is neither the data nor a constant "
+                                               "(unsupported topology)")
+    if list(node.input).count(data) != 1 or len(node.output) != 1:
+        raise CaseFormatError(path, where, "unsupported topology (the data must enter once, one output)")
+
+
+_COMPUTE_OK = ("Gemm", "MatMul", "Relu", "Sigmoid", "Softmax")
+
+
+def _refuse_first_compute(path: str, nodes: Any, index: int) -> None:
+    """Raise the error of the first unsupported compute op after a refused helper op, if there is one."""
+    for k in range(index + 1, len(nodes)):
+        later = nodes[k]
+        if later.op_type not in HELPER_OPS and later.op_type not in _COMPUTE_OK:
+            raise CaseFormatError(path, _node_where(later, k), f"unsupported op ({_SUPPORTED_TEXT})")
+
+
+_SUPPORTED_TEXT = ("supported: Gemm, MatMul, Add, Relu, Identity, Flatten, Reshape, Constant, helper ops on "
+                   "constants, and a final Sigmoid or Softmax")
+
+
+def _reshape(w: _Walker, node: Any, where: str) -> None:
+    """A Reshape of the data: to a flat (n, k), or to (n, d1, d2, ...) in the row layout until flattened."""
+    name = node.input[1]
+    shape = [int(s) for s in np.asarray(w.consts[name] if name in w.consts else w.sym[name]).ravel()]
+    width = w.width() if w.view is None else int(np.prod(w.view))
+    batch, feat = (0, 1) if (w.layout or _ROW) == _ROW else (1, 0)
+    text = [("n" if s == BATCH else s) for s in shape]
+    if len(shape) == 2:
+        keep = shape[batch] in (-1, 0, BATCH) and (width is None or shape[feat] in (-1, width))
+        if keep and shape.count(-1) <= 1:
+            w.view = None
+            return
+    elif len(shape) > 2 and batch == 0 and shape[0] in (0, BATCH) and width is not None and all(
+            s > 0 for s in shape[1:]) and int(np.prod(shape[1:])) == width:
+        w.view = tuple(shape[1:])
+        return
+    raise CaseFormatError(w.path, where, f"Reshape to {text} changes the flat data")
 
 
 def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -> None:
     op = node.op_type
     path = w.path
+    if op in ("Gemm", "MatMul", "Add", "Sigmoid", "Softmax"):
+        w.flat(where)
     if op == "Gemm":
         A, B = node.input[0], node.input[1]
         C = node.input[2] if len(node.input) > 2 and node.input[2] else None
@@ -238,13 +312,13 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
             w.fix_layout(_COL if ta else _ROW, where)
             M = w.consts[B]
             _matrix(M, path, where, B)
-            w.affine(w.tensor(B, where, M if tb else M.T), where, alpha)
+            w.affine(w.tensor(B, where, M if tb else M.T), where, alpha, B, "[i,j]" if tb else "[j,i]")
             w.layout = _ROW
         else:  # Y = A' X' with the data as B: W_l = A'
             w.fix_layout(_ROW if tb else _COL, where)
             M = w.consts[A]
             _matrix(M, path, where, A)
-            w.affine(w.tensor(A, where, M.T if ta else M), where, alpha)
+            w.affine(w.tensor(A, where, M.T if ta else M), where, alpha, A, "[j,i]" if ta else "[i,j]")
             w.layout = _COL
         if C is not None:
             w.add_bias(w.consts[C], C, where, beta)
@@ -253,12 +327,12 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
             w.fix_layout(_ROW, where)
             M = w.consts[node.input[1]]
             _matrix(M, path, where, node.input[1])
-            w.affine(w.tensor(node.input[1], where, M.T), where)
+            w.affine(w.tensor(node.input[1], where, M.T), where, 1.0, node.input[1], "[j,i]")
         else:
             w.fix_layout(_COL, where)
             M = w.consts[node.input[0]]
             _matrix(M, path, where, node.input[0])
-            w.affine(w.tensor(node.input[0], where, M), where)
+            w.affine(w.tensor(node.input[0], where, M), where, 1.0, node.input[0], "[i,j]")
     elif op == "Add":
         other = node.input[1] if node.input[0] == data else node.input[0]
         w.add_bias(w.consts[other], other, where)
@@ -269,15 +343,11 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
     elif op == "Identity":
         pass
     elif op == "Flatten":
-        if int(attrs.get("axis", 1)) not in (1, -1):
+        if int(attrs.get("axis", 1)) != 1 and not (w.view is None and int(attrs.get("axis", 1)) == -1):
             raise CaseFormatError(path, where, f"Flatten with axis={attrs.get('axis')} changes the flat data")
+        w.view = None
     elif op == "Reshape":
-        shape = [int(s) for s in np.asarray(w.consts[node.input[1]]).ravel()]
-        width = w.pending[0].shape[0] if w.pending else (w.weights[-1].shape[0] if w.weights else w.n_inputs)
-        batch, feat = (0, 1) if (w.layout or _ROW) == _ROW else (1, 0)
-        keep = len(shape) == 2 and shape[batch] in (-1, 0) and (width is None or shape[feat] in (-1, width))
-        if not keep or shape.count(-1) > 1:
-            raise CaseFormatError(path, where, f"Reshape to {shape} changes the flat data")
+        _reshape(w, node, where)
     elif op in ("Sigmoid", "Softmax"):
         if op == "Softmax":
             axis = int(attrs.get("axis", -1))
@@ -289,8 +359,7 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
         w.dropped = op.lower()
         w.logits_name = data
     else:
-        raise CaseFormatError(path, where, "unsupported op (supported: Gemm, MatMul, Add, Relu, Identity, "
-                                           "Flatten, Reshape, Constant, and a final Sigmoid or Softmax)")
+        raise CaseFormatError(path, where, f"unsupported op ({_SUPPORTED_TEXT})")
 
 
 def _matrix(M: np.ndarray, path: str, where: str, name: str) -> None:

@@ -33,7 +33,7 @@ from exactident.io.importers.common import (
 )
 from exactident.io.rationals import parse_number
 
-__all__ = ["Sample", "load_sample", "parse_rows"]
+__all__ = ["Sample", "load_array", "load_sample", "parse_rows"]
 
 
 @dataclass
@@ -113,6 +113,18 @@ def _load_npy(path: str, max_bytes: int) -> np.ndarray:
     with open(path, "rb") as f:
         _npy_header(f, path, "", max_bytes)
     return _np_load(path, path, "")
+
+
+def load_array(path: str, max_bytes: int) -> np.ndarray:
+    """One ``.npy`` array, its header size-checked first, read with ``allow_pickle=False``.
+
+    Raises
+    ------
+    CaseFormatError
+        Not a valid ``.npy``, an object (pickle) array, over the limit.
+    """
+    check_file_size(path, max_bytes)
+    return _load_npy(path, max_bytes)
 
 
 def _np_load(target: str | io.BytesIO, source: str, name: str) -> np.ndarray:

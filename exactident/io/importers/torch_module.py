@@ -10,13 +10,14 @@ network (``L = 1``).  Anything else is an error naming the layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
 from exactident.io.importers.common import Imported
 
-__all__ = ["read_torch_module"]
+__all__ = ["is_plain_sequential", "read_torch_module"]
 
 _SKIP = {"Flatten", "Identity", "Dropout"}
 
@@ -30,8 +31,20 @@ def _children(module: Any, prefix: str) -> list[tuple[str, Any]]:
     return [(prefix.rstrip(".") or type(module).__name__, module)]
 
 
-def read_torch_module(module: Any) -> tuple[Imported, str]:
-    """The layers of an ``nn.Sequential`` (or one ``nn.Linear``) and a description of it.
+def is_plain_sequential(module: Any) -> bool:
+    """An ``nn.Sequential`` (or ``nn.Linear``) of PyTorch's own layers, or not a module at all (refused here);
+    any other module is traced (:mod:`exactident.io.importers.torch_trace`)."""
+    if not hasattr(module, "named_children") or not callable(module):
+        return True
+    cls = type(module)
+    if not cls.__module__.startswith("torch") or cls.__name__ not in ("Sequential", "Linear"):
+        return False
+    return all(type(layer).__module__.startswith("torch.") for _, layer in _children(module, ""))
+
+
+def read_torch_module(module: Any) -> tuple[Imported, str, Callable[[Any], Any] | None]:
+    """The layers of an ``nn.Sequential`` (or one ``nn.Linear``), a description of it, and the module up
+    to its logits when a final Sigmoid/Softmax was dropped (None: the module itself).
 
     Raises
     ------
@@ -78,4 +91,13 @@ def read_torch_module(module: Any) -> tuple[Imported, str]:
     if not pending and dropped is None:
         raise CaseFormatError(where, f"layer {name} (ReLU)", "the network ends with a ReLU (not a ReLU network's "
                                                              "affine output)")
-    return Imported(weights, biases, "out_in", "torch-module", None, dropped), where
+    logits = None
+    if dropped is not None:
+        layers = [layer for _, layer in _children(module, "")][:-1]
+
+        def logits(x: Any) -> Any:
+            for layer in layers:
+                x = layer(x)
+            return x
+
+    return Imported(weights, biases, "out_in", "torch-module", None, dropped), where, logits
