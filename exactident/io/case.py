@@ -57,7 +57,8 @@ _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample
          "provenance")
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
 PROVENANCE_KEYS = ("source_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
-                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "importer")
+                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "forward_check",
+                   "parameter_names", "importer")
 
 
 @dataclass
@@ -89,7 +90,7 @@ class Case:
     expected: dict[str, Any] | None = None
     source: str = field(default="<case>", compare=False)
     generator: dict[str, Any] | None = None
-    provenance: dict[str, str] | None = None
+    provenance: dict[str, Any] | None = None
 
     @classmethod
     def from_arrays(cls, weights: Sequence[Any], biases: Sequence[Any] | None, X: Any, *,
@@ -321,7 +322,7 @@ def _is_text(value: Any) -> bool:
     return isinstance(value, str) and not isinstance(value, NonFinite)
 
 
-def _provenance(value: Any, source: str) -> dict[str, str] | None:
+def _provenance(value: Any, source: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -330,7 +331,15 @@ def _provenance(value: Any, source: str) -> dict[str, str] | None:
         if key not in PROVENANCE_KEYS:
             raise CaseFormatError(source, f"provenance.{key}",
                                   f"unknown field (allowed: {', '.join(PROVENANCE_KEYS)})")
-        if not _is_text(v):
+        if key == "parameter_names":  # an object: paper name -> the framework's name
+            if not isinstance(v, dict):
+                raise CaseFormatError(source, f"provenance.{key}",
+                                      f"expected an object, found {describe_json_value(v)}")
+            for name, text in v.items():
+                if not _is_text(text):
+                    raise CaseFormatError(source, f"provenance.{key}.{name}",
+                                          f"expected a string, found {describe_json_value(text)}")
+        elif not _is_text(v):
             raise CaseFormatError(source, f"provenance.{key}", f"expected a string, found {describe_json_value(v)}")
     return dict(value)
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor, join_dtypes, network_from_tensors
@@ -117,6 +120,11 @@ class Imported:
     dropped_output_activation : str or None
         A final softmax/sigmoid that was dropped: the network analysed is the map up to
         the logits.
+    forward : callable or None
+        ``forward(net, X) -> summary``: the framework's own forward pass on ``X`` (float64,
+        ``(n, N_0)``) compared with the imported network
+        (:func:`~exactident.io.importers.forward_check.forward_check`); raises
+        ``CaseFormatError`` on a mismatch.
     """
 
     weights: list[Tensor]
@@ -126,9 +134,27 @@ class Imported:
     n_inputs: int | None = None
     dropped_output_activation: str | None = None
     notes: list[str] = field(default_factory=list)
+    forward: Callable[[Network, np.ndarray], str] | None = None
 
     def network(self, source: str) -> Network:
         return network_from_tensors(self.weights, self.biases, source, self.n_inputs, self.layout)
+
+    def parameter_names(self) -> dict[str, str]:
+        """The framework's name of every parameter: ``{"W_1[i,j]": "layers/dense/kernel[j,i]", "b_1[i]": ...}``.
+
+        ``W_l[i,j]`` is row ``i`` (output), column ``j`` (input), as in the paper; a tensor
+        stored ``(N_{l-1}, N_l)`` (``in_out``) names the same number ``[j,i]``.  Biases absent
+        from the model (zeros) have no entry.
+        """
+        names: dict[str, str] = {}
+        for l, (W, b) in enumerate(zip(self.weights, self.biases), start=1):
+            n_out, n_in = W.shape if self.layout == "out_in" else W.shape[::-1]
+            for i in range(n_out):
+                for j in range(n_in):
+                    names[f"W_{l}[{i},{j}]"] = f"{W.name}[{j},{i}]" if self.layout == "in_out" else f"{W.name}[{i},{j}]"
+            if b is not None:
+                names.update({f"b_{l}[{i}]": f"{b.name}[{i}]" for i in range(n_out)})
+        return names
 
     @property
     def weight_dtype(self) -> str:

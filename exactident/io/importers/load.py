@@ -135,7 +135,7 @@ def _float_sample(X: list[list[flint.fmpq]], n_inputs: int) -> np.ndarray:
 
 
 def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice | None, max_bytes: int,
-            provenance: dict[str, str], graph: Any = None) -> Case:
+            provenance: dict[str, Any], graph: Any = None) -> Case:
     net = imported.network(source)
     X, sample_prov = _sample(sample, net.widths[0], rows, max_bytes, source)
     provenance = {**provenance, "format": imported.fmt, "weight_dtype": imported.weight_dtype}
@@ -149,12 +149,18 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
         if not X:  # no sample: cross-check on a few seeded random inputs instead
             Xf = np.random.default_rng(0).standard_normal((8, net.widths[0]))
         provenance["crosscheck"] = crosscheck(graph, net, Xf, source)
+    if imported.forward is not None:
+        # the framework's own outputs against the imported network: on the sample, else on seeded inputs
+        Xf = _float_sample(X, net.widths[0]) if X else np.random.default_rng(0).standard_normal((8, net.widths[0]))
+        provenance["forward_check"] = imported.forward(net, Xf)
+    provenance["parameter_names"] = imported.parameter_names()
     provenance["importer"] = _importer()
     dropped = imported.dropped_output_activation
+    not_run = provenance.get("forward_check", "") if provenance.get("forward_check", "").startswith("not run") else ""
     description = (f"Imported from {os.path.basename(source)} ({imported.fmt}, weights {imported.weight_dtype}) "
                    "with every float read as its exact binary value"
                    + (f"; the output {dropped} was dropped: the network analysed ends at the logits" if dropped
-                      else "") + ".")
+                      else "") + (f"; forward check {not_run}" if not_run else "") + ".")
     return Case(name=name, network=net, X=X, description=description, source=source, provenance=provenance)
 
 
