@@ -57,8 +57,8 @@ _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample
          "provenance")
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
 PROVENANCE_KEYS = ("source_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
-                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "forward_check",
-                   "parameter_names", "importer")
+                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "sample_transform", "crosscheck",
+                   "forward_check", "parameter_names", "importer")
 
 
 @dataclass

@@ -208,15 +208,20 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
 
 
 def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
-    """An exact case from a fitted scikit-learn ``MLPRegressor``/``MLPClassifier`` (relu) and a sample.
+    """An exact case from a fitted scikit-learn ``MLPRegressor``/``MLPClassifier`` (relu), or a ``Pipeline``
+    of transformers ending with one, and a sample.
 
     Parameters
     ----------
-    model : MLPRegressor or MLPClassifier
+    model : MLPRegressor, MLPClassifier or Pipeline
         Fitted, ``activation='relu'``.  A classifier is analysed before its output
-        activation (softmax or logistic), which the provenance records.
+        activation (softmax or logistic), which the provenance records.  In a Pipeline,
+        scikit-learn applies the steps before the MLP to ``X`` (``pipeline[:-1].transform(X)``):
+        the transformed sample is the one analysed (``provenance["sample_transform"]``).
     X : array-like ``(n, N_0)``, optional
-        The sample (floats read exactly); None gives an empty sample.
+        The sample (floats read exactly); None gives an empty sample.  The imported network
+        is checked against scikit-learn's own forward pass on it
+        (``provenance["forward_check"]``).
 
     Returns
     -------
@@ -225,13 +230,18 @@ def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
     Raises
     ------
     CaseFormatError
-        Not a fitted relu MLP, a sample of the wrong width, NaN/inf in the sample.
+        Not a fitted relu MLP, a Pipeline step before the MLP that is not a transformer (naming
+        it), a sample of the wrong width, NaN/inf in the sample, outputs that differ from
+        scikit-learn's.
     """
-    from exactident.io.importers.sklearn_mlp import read_sklearn
+    from exactident.io.importers.sklearn_mlp import read_sklearn, split_pipeline
 
-    imported, where = read_sklearn(model)
-    return _finish(imported, where, name or type(model).__name__, X, None, DEFAULT_MAX_BYTES,
-                   {"source_file": where})
+    mlp, X, transform = split_pipeline(model, X)
+    imported, where = read_sklearn(mlp)
+    provenance = {"source_file": where if mlp is model else f"{where[:-1]} in a Pipeline>"}
+    if transform:
+        provenance["sample_transform"] = transform
+    return _finish(imported, where, name or type(mlp).__name__, X, None, DEFAULT_MAX_BYTES, provenance)
 
 
 def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
