@@ -5,7 +5,7 @@ reads its layers with the format's module, builds the exact network (shapes
 checked along the chain, naming the layer), reads the sample, cross-checks
 ONNX models against ``onnx.reference``, and records the provenance: source
 file, format, sha256, weight dtype, dropped output activation, sample file.
-:func:`from_sklearn` and :func:`from_torch` do the same for in-memory models.
+:func:`from_sklearn`, :func:`from_flax` and :func:`from_torch` do the same for in-memory models.
 :func:`as_case` is what :func:`exactident.check.check` calls on a path.
 """
 
@@ -24,7 +24,7 @@ from exactident.io.importers.arrays import sample_rows
 from exactident.io.importers.common import DEFAULT_MAX_BYTES, Imported, looks_like_pickle, sha256_file
 from exactident.io.importers.sample import load_sample
 
-__all__ = ["FORMATS", "as_case", "detect_format", "from_sklearn", "from_torch", "import_model"]
+__all__ = ["FORMATS", "as_case", "detect_format", "from_flax", "from_sklearn", "from_torch", "import_model"]
 
 #: ``--format`` names and the extensions that select them.
 FORMATS = {
@@ -242,6 +242,47 @@ def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
     if transform:
         provenance["sample_transform"] = transform
     return _finish(imported, where, name or type(mlp).__name__, X, None, DEFAULT_MAX_BYTES, provenance)
+
+
+def from_flax(params: Any, X: Any = None, *, reference: Any = None, layers: Any = None,
+              name: str | None = None) -> Case:
+    """An exact case from a Flax MLP's parameters (linen ``variables``/``params``, NNX state or module).
+
+    Parameters
+    ----------
+    params : mapping, nnx.State or nnx.Module
+        ``{"params": {"Dense_0": {"kernel": (N_0, N_1), "bias": (N_1,)}, ...}}`` or an NNX
+        state of ``kernel``/``bias`` leaves (kernels stored ``(N_{l-1}, N_l)``).
+    X : array-like ``(n, N_0)``, optional
+        The sample (floats read exactly).
+    reference : array ``(n, N_L)`` or callable, optional
+        The model's own outputs on ``X`` (``model.apply(variables, X)``), or a function
+        ``X -> outputs``: the imported network is checked against it
+        (``provenance["forward_check"]``).  Without it the architecture (a Dense->ReLU chain
+        in name order) is assumed, and the provenance and the description say so.
+    layers : sequence of str, optional
+        The layers' paths in the order the model applies them, when their names hold no numbers.
+    name : str, optional
+
+    Returns
+    -------
+    Case
+
+    Raises
+    ------
+    CaseFormatError
+        Not a Dense-only tree (naming the leaf), an undecidable layer order, shapes that do not
+        chain, reference outputs without the sample, outputs that differ from the reference.
+    """
+    from exactident.io.importers.flax_params import flax_forward, read_flax
+
+    imported = read_flax(params, layers)
+    if reference is not None and not callable(reference) and X is None:
+        raise CaseFormatError("<flax params>", "reference", "reference outputs need the sample X they were "
+                                                            "computed on")
+    imported.forward = flax_forward(reference, [t.dtype for t in imported.weights])
+    return _finish(imported, "<flax params>", name or "flax", X, None, DEFAULT_MAX_BYTES,
+                   {"source_file": "<flax params>"})
 
 
 def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
