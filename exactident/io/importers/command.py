@@ -122,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
     dropped = prov.get("dropped_output_activation")
     summary = (f"{args.model}: {prov.get('format')}, widths {list(case.widths)}, weights "
                f"{prov.get('weight_dtype')}, n = {case.n_samples}"
-               + (f", output {dropped} dropped (analysed up to the logits)" if dropped else ""))
+               + (f", output {dropped} dropped (analysed up to the logits)" if dropped else "")
+               + (f", forward check {prov['forward_check']}" if str(prov.get("forward_check", "")).startswith("not run")
+                  else ""))
     if args.output:
         write_case(case, args.output)
         write_stdout(f"wrote {args.output}: {summary}\n")
