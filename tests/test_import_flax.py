@@ -104,3 +104,24 @@ def test_refusals():
         from_flax(named, reference=np.ones((1, 1)), layers=["hidden", "out"])
     with pytest.raises(CaseFormatError, match=r"expected a Flax parameter tree"):
         from_flax([k])
+
+
+def test_nested_call_creation_order():
+    """nn.Dense(2)(nn.relu(nn.Dense(4)(x))) creates the outer Dense first: Dense_0 is the output layer. Name
+    order does not chain (a one-line error saying why); layers= gives the applied order, forward-checked."""
+    jax = pytest.importorskip("jax")
+    nn = pytest.importorskip("flax.linen")
+
+    class Nested(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(nn.relu(nn.Dense(4)(x)))
+
+    model = Nested()
+    variables = model.init(jax.random.PRNGKey(1), np.ones((1, 3), np.float32))
+    assert variables["params"]["Dense_0"]["kernel"].shape == (4, 2)  # the outer layer
+    with pytest.raises(CaseFormatError, match=r"params/Dense_1/kernel: shape \(3, 4\) does not follow "
+                                              r"params/Dense_0/kernel .* creation order"):
+        from_flax(variables, X)
+    case = from_flax(variables, X, reference=lambda x: model.apply(variables, x), layers=["Dense_1", "Dense_0"])
+    assert case.widths == (3, 4, 2) and "within" in case.provenance["forward_check"]

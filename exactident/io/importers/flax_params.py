@@ -4,8 +4,9 @@ A linen MLP's variables are ``{"params": {"Dense_0": {"kernel", "bias"}, "Dense_
 an NNX model's ``nnx.state(model, nnx.Param)`` nests the same ``kernel``/``bias`` leaves under
 its attribute names (``layers/0``, ``l1``, ...).  Both store kernels ``(N_{l-1}, N_l)``.  A
 parameter tree holds no architecture: the layers are taken in the order of the numbers in their
-names (``Dense_2`` before ``Dense_10``; linen numbers a module's submodules in creation order)
-or in the order given by ``layers=``, and the network is *assumed* to be the chain
+names (``Dense_2`` before ``Dense_10``; linen numbers a module's submodules in creation order,
+which a nested call such as ``nn.Dense(2)(nn.Dense(8)(x))`` reverses) or in the order given by
+``layers=``, and the network is *assumed* to be the chain
 ``Dense -> ReLU -> ... -> Dense`` until a forward check against the framework's own outputs
 (``reference=``) confirms it; without one, the provenance says so.
 """
@@ -111,6 +112,14 @@ def read_flax(params: Any, layers: Sequence[str] | None = None) -> Imported:
     for g in order:
         if "kernel" not in groups[g]:
             raise CaseFormatError(_SOURCE, g, "a layer without kernel")
+        shape, prev = np.shape(groups[g]["kernel"]), weights[-1].shape if weights else None
+        if prev is not None and len(shape) == 2 and len(prev) == 2 and shape[0] != prev[1]:
+            raise CaseFormatError(_SOURCE, f"{g}/kernel", f"shape {shape} does not follow {weights[-1].name} of "
+                                  f"shape {prev} in {'the order given' if layers is not None else 'name order'}"
+                                  + ("" if layers is not None else
+                                     " (linen numbers submodules in creation order, which is not always the order "
+                                     "they are applied: nn.Dense(2)(nn.Dense(8)(x)) creates the outer one first); "
+                                     "give the order with layers=[...]"))
         weights.append(Tensor(np.asarray(groups[g]["kernel"]), _SOURCE, f"{g}/kernel"))
         b = groups[g].get("bias")
         biases.append(None if b is None else Tensor(np.asarray(b), _SOURCE, f"{g}/bias"))
