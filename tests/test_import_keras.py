@@ -136,7 +136,31 @@ def test_cli_stderr_holds_only_the_summary(keras, tmp_path, capfd):
     model.save_weights(tmp_path / "q.weights.h5")
     assert main(["import", str(tmp_path / "q.weights.h5")]) == 2
     out, err = capfd.readouterr()
-    assert err.count("\n") == 1 and "save the whole model with model.save('m.keras')" in err
+    assert err.count("\n") == 1 and "give its architecture with --config model.json" in err
+
+
+def test_weights_file_with_a_config(keras, tmp_path, capsys):
+    L = keras.layers
+    model = keras.Sequential([keras.Input((3,)), L.Dense(4, activation="relu", name="x"), L.Dense(2)])
+    model.save_weights(tmp_path / "w.weights.h5")
+    (tmp_path / "model.json").write_text(model.to_json())
+    model.save(tmp_path / "m.keras")
+    for config in ("model.json", "m.keras"):
+        case = import_model(tmp_path / "w.weights.h5", X, config=tmp_path / config)
+        _assert_weights(case, [model.layers[0], model.layers[1]])
+        assert "within the rounding bound" in case.provenance["forward_check"]
+        assert case.provenance["config_file"].endswith(config)
+    np.save(tmp_path / "X.npy", X)
+    assert main(["import", str(tmp_path / "w.weights.h5"), "--config", str(tmp_path / "model.json"),
+                 "--sample", str(tmp_path / "X.npy"), "-o", str(tmp_path / "w.json")]) == 0
+    err = bad_input_error(capsys, ["import", str(tmp_path / "m.keras"), "--format", "npz", "--config",
+                                   str(tmp_path / "model.json")])
+    assert "--config: a model config is for Keras weights files, not npz" in err
+    err = bad_input_error(capsys, ["import", str(tmp_path / "m.keras"), "--config", str(tmp_path / "model.json")])
+    assert "m.keras: --config: a .keras file holds its own config" in err
+    (tmp_path / "bad.json").write_text("{not json")
+    err = bad_input_error(capsys, ["import", str(tmp_path / "w.weights.h5"), "--config", str(tmp_path / "bad.json")])
+    assert "bad.json: not a Keras model config" in err
 
 
 def test_without_keras_the_summary_says_so(keras, tmp_path, monkeypatch):

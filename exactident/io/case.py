@@ -56,7 +56,7 @@ _NOT_A_CASE = {
 _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "generator", "expected",
          "provenance")
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
-PROVENANCE_KEYS = ("source_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
+PROVENANCE_KEYS = ("source_file", "config_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
                    "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "sample_transform", "crosscheck",
                    "forward_check", "parameter_names", "importer")
 

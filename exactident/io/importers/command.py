@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="CASE.json", default=None,
                         help="write the case file here (atomically); default: standard output")
     parser.add_argument("--name", default=None, help="case name (default: the model file's stem)")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="Keras: the architecture of a weights-only .weights.h5 (JSON from model.to_json(), "
+                             "or a .keras file)")
     _common(parser)
 
 
@@ -117,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from exactident.io.atomic import write_stdout
 
     case = import_model(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
-                        name=args.name, max_bytes=args.max_bytes)
+                        name=args.name, max_bytes=args.max_bytes, config=getattr(args, "config", None))
     prov = case.provenance or {}
     dropped = prov.get("dropped_output_activation")
     summary = (f"{args.model}: {prov.get('format')}, widths {list(case.widths)}, weights "

@@ -276,8 +276,35 @@ def _weights_h5(h5: Any, dense: list[tuple[str, str, int | None, bool]], source:
     return kernels, biases
 
 
-def read_keras(path: str, max_bytes: int) -> Imported:
+def _config_file(config_path: str, max_bytes: int) -> Any:
+    """The model config of ``--config``: a JSON file (``model.to_json()``) or a ``.keras`` file's ``config.json``."""
+    check_file_size(config_path, max_bytes)
+    try:
+        if zipfile.is_zipfile(config_path):
+            with zipfile.ZipFile(config_path) as z:
+                if "config.json" not in z.namelist():
+                    raise CaseFormatError(config_path, "", "not a .keras file (no config.json)")
+                check_declared_size(config_path, "config.json", z.getinfo("config.json").file_size, max_bytes)
+                return json.loads(z.read("config.json"))
+        with open(config_path, "rb") as f:
+            return json.loads(f.read(max_bytes + 1))
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise CaseFormatError(config_path, "", f"not a Keras model config (JSON from model.to_json(), or a .keras "
+                                               f"file) ({text})") from None
+
+
+def read_keras(path: str, max_bytes: int, config_path: str | None = None) -> Imported:
     """Read a Keras ``Sequential`` model or ``Functional`` chain of Dense/ReLU layers (h5py, no Keras).
+
+    Parameters
+    ----------
+    path : str
+        ``.keras``, legacy ``.h5``, or (with ``config_path``) a Keras 3 ``.weights.h5``.
+    max_bytes : int
+    config_path : str, optional
+        The architecture of a weights-only file: JSON from ``model.to_json()``, or a ``.keras``
+        file whose ``config.json`` is used.
 
     Raises
     ------
@@ -292,6 +319,9 @@ def read_keras(path: str, max_bytes: int) -> Imported:
     h5py = _h5py()
     try:
         if zipfile.is_zipfile(path):
+            if config_path is not None:
+                raise CaseFormatError(path, "--config", "a .keras file holds its own config; --config is for a "
+                                                        "weights-only .weights.h5 file")
             with zipfile.ZipFile(path) as z:
                 names = z.namelist()
                 if "config.json" not in names or "model.weights.h5" not in names:
@@ -303,11 +333,17 @@ def read_keras(path: str, max_bytes: int) -> Imported:
             dense, n_inputs, dropped = _plan(config, path)
             with h5py.File(weights, "r") as h5:
                 kernels, biases = _weights_keras(h5, dense, n_inputs, path, max_bytes)
+        elif config_path is not None:
+            config = _config_file(config_path, max_bytes)
+            dense, n_inputs, dropped = _plan(config, config_path)
+            with h5py.File(path, "r") as h5:
+                kernels, biases = _weights_keras(h5, dense, n_inputs, path, max_bytes)
         else:
             with h5py.File(path, "r") as h5:
                 raw = h5.attrs.get("model_config")
                 if raw is None:
-                    hint = (" (a Keras 3 .weights.h5 file: save the whole model with model.save('m.keras'))"
+                    hint = (" (a Keras 3 .weights.h5 file: give its architecture with --config model.json, "
+                            "or save the whole model with model.save('m.keras'))"
                             if "layers" in h5 else " (a weights-only file has no architecture)")
                     raise CaseFormatError(path, "model_config", "missing: not a Keras model file" + hint)
                 config = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
@@ -317,7 +353,7 @@ def read_keras(path: str, max_bytes: int) -> Imported:
         text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise CaseFormatError(path, "", f"corrupted or not a Keras file ({text})") from None
     imported = Imported(kernels, biases, "in_out", "keras", n_inputs if isinstance(n_inputs, int) else None, dropped)
-    imported.forward = keras_forward_check(path, dropped)
+    imported.forward = keras_forward_check(path, dropped, None if config_path is None else config)
     return imported
 
 
@@ -356,11 +392,13 @@ def _import_keras() -> Any:
     return keras
 
 
-def keras_forward_check(path: str, dropped: str | None) -> Callable[[Network, np.ndarray], str]:
+def keras_forward_check(path: str, dropped: str | None, config: Any = None) -> Callable[[Network, np.ndarray], str]:
     """The forward check of a Keras file: Keras itself loads the file
-    (``keras.saving.load_model(safe_mode=True)``, so no code is deserialised) and computes the
-    outputs (logits: a dropped final activation is set to linear on the loaded copy), compared
-    with the imported network by :func:`~exactident.io.importers.forward_check.forward_check`.
+    (``keras.saving.load_model(safe_mode=True)``, so no code is deserialised; a weights file
+    with its ``config``: ``keras.saving.deserialize_keras_object(config, safe_mode=True)`` then
+    ``load_weights``) and computes the outputs (logits: a dropped final activation is set to
+    linear on the loaded copy), compared with the imported network by
+    :func:`~exactident.io.importers.forward_check.forward_check`.
 
     Returns
     -------
@@ -377,7 +415,11 @@ def keras_forward_check(path: str, dropped: str | None) -> Callable[[Network, np
             return "not run: keras is not installed"
         try:
             with _quiet():
-                model = keras.saving.load_model(path, compile=False, safe_mode=True)
+                if config is None:
+                    model = keras.saving.load_model(path, compile=False, safe_mode=True)
+                else:
+                    model = keras.saving.deserialize_keras_object(config, safe_mode=True)
+                    model.load_weights(path)
         except Exception as exc:  # any Keras failure is a refusal, in one line
             text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise CaseFormatError(path, "forward check", f"Keras {keras.__version__} cannot load this file to check "

@@ -83,7 +83,9 @@ def detect_format(path: str) -> str:
                                     f"give --format ({', '.join(FORMATS)})")
 
 
-def _read(fmt: str, path: str, max_bytes: int) -> tuple[Imported, Any]:
+def _read(fmt: str, path: str, max_bytes: int, config: str | None = None) -> tuple[Imported, Any]:
+    if config is not None and fmt != "keras":
+        raise CaseFormatError(path, "--config", f"a model config is for Keras weights files, not {fmt}")
     if fmt == "onnx":
         from exactident.io.importers.onnx_model import read_onnx
 
@@ -100,7 +102,7 @@ def _read(fmt: str, path: str, max_bytes: int) -> tuple[Imported, Any]:
     if fmt == "keras":
         from exactident.io.importers.keras_file import read_keras
 
-        return read_keras(path, max_bytes), None
+        return read_keras(path, max_bytes, config), None
     if fmt == "npz":
         from exactident.io.importers.npz_file import read_npz
 
@@ -165,7 +167,8 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
 
 
 def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
-                 fmt: str | None = None, name: str | None = None, max_bytes: int | None = None) -> Case:
+                 fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
+                 config: str | os.PathLike[str] | None = None) -> Case:
     """Read a model file and a sample into an exact case.
 
     Parameters
@@ -182,6 +185,9 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
         Case name (default: the file's stem).
     max_bytes : int, optional
         Refuse model and sample files (and tensors) larger than this (default 64 MiB).
+    config : str or path, optional
+        Keras only: the architecture of a weights-only ``.weights.h5`` file, as JSON from
+        ``model.to_json()`` or a ``.keras`` file whose config is used.
 
     Returns
     -------
@@ -202,8 +208,10 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     if not os.path.exists(source):
         raise CaseFormatError(source, "", "cannot read file (No such file or directory)")
     fmt = fmt or detect_format(source)
-    imported, graph = _read(fmt, source, limit)
+    imported, graph = _read(fmt, source, limit, None if config is None else str(config))
     provenance = {"source_file": source, "sha256": sha256_file(source)}
+    if config is not None:
+        provenance["config_file"] = str(config)
     return _finish(imported, source, name or Path(source).stem, sample, sample_rows, limit, provenance, graph)
 
 
