@@ -108,7 +108,8 @@ def read_flax(params: Any, layers: Sequence[str] | None = None) -> Imported:
             raise CaseFormatError(_SOURCE, "params", f"cannot tell the layer order from the names {sorted(groups)}: "
                                                      "give it with layers=[...]")
         order = sorted(groups, key=natural_key)
-    weights, biases = [], []
+    weights: list[Tensor] = []
+    biases: list[Tensor | None] = []
     for g in order:
         if "kernel" not in groups[g]:
             raise CaseFormatError(_SOURCE, g, "a layer without kernel")
