@@ -24,8 +24,8 @@ from exactident.io.importers import keras_file
 def keras():
     pytest.importorskip("h5py")
     k = keras_file._import_keras()
-    if k is None:
-        pytest.skip("keras is not installed")
+    if k is None or isinstance(k, str):
+        pytest.skip(k or "keras is not installed")
     k.utils.set_random_seed(3)
     for _ in range(3):  # other models first, as in a notebook: the next layers are dense_3, ...
         k.Sequential([k.Input((2,)), k.layers.Dense(2)])
@@ -169,3 +169,6 @@ def test_without_keras_the_summary_says_so(keras, tmp_path, monkeypatch):
     case = import_model(tmp_path / "n.keras", X)
     assert case.provenance["forward_check"] == "not run: keras is not installed"
     assert "forward check not run: keras is not installed" in case.description
+    monkeypatch.setattr(keras_file, "_import_keras", lambda: "keras could not be imported (ImportError: x)")
+    assert import_model(tmp_path / "n.keras", X).provenance["forward_check"] == (
+        "not run: keras could not be imported (ImportError: x)")

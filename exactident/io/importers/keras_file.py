@@ -379,16 +379,21 @@ def _quiet() -> Iterator[None]:
 
 
 def _import_keras() -> Any:
-    """Keras, or None when it is not installed.  When the user has not chosen a backend and
-    TensorFlow (Keras' default) is absent, the first installed of jax, torch is used, else numpy."""
+    """Keras, None when it is not installed, or why it cannot be imported (a str).  When the user
+    has not chosen a backend and TensorFlow (Keras' default) is absent, the first installed of jax,
+    torch is used, else numpy."""
     if importlib.util.find_spec("keras") is None:
         return None
     if "keras" not in sys.modules and not os.environ.get("KERAS_BACKEND") \
             and importlib.util.find_spec("tensorflow") is None:
         os.environ["KERAS_BACKEND"] = next((b for b in ("jax", "torch") if importlib.util.find_spec(b)), "numpy")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    with _quiet():
-        import keras
+    try:
+        with _quiet():
+            import keras
+    except Exception as exc:  # e.g. KERAS_BACKEND names a backend that is not installed
+        text = (str(exc).strip().splitlines() or [""])[0][:160]
+        return f"keras could not be imported ({type(exc).__name__}: {text})"
     return keras
 
 
@@ -411,8 +416,8 @@ def keras_forward_check(path: str, dropped: str | None, config: Any = None) -> C
 
     def run(net: Network, X: np.ndarray) -> str:
         keras = _import_keras()
-        if keras is None:
-            return "not run: keras is not installed"
+        if keras is None or isinstance(keras, str):
+            return f"not run: {keras or 'keras is not installed'}"
         try:
             with _quiet():
                 if config is None:
