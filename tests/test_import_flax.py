@@ -125,3 +125,27 @@ def test_nested_call_creation_order():
         from_flax(variables, X)
     case = from_flax(variables, X, reference=lambda x: model.apply(variables, x), layers=["Dense_1", "Dense_0"])
     assert case.widths == (3, 4, 2) and "within" in case.provenance["forward_check"]
+
+
+def test_parameter_names_round_trip_through_the_case_file(tmp_path):
+    """A plain dict of numpy arrays needs no jax; the names survive writing and reading the case, and a
+    non-string name is an error naming the key."""
+    import json
+
+    from exactident import load_case, write_case
+
+    params = {"Dense_0": {"kernel": np.array([[1.0, 2.0]], np.float32), "bias": np.zeros(2, np.float32)},
+              "Dense_1": {"kernel": np.array([[3.0], [4.0]], np.float32)}}
+    case = from_flax(params, [[0.5]])
+    # kernel (in, out) = (1, 2): W_1 = kernel.T, so W_1[1,0] is kernel[0,1] = 2
+    assert case.provenance["parameter_names"] == {"W_1[0,0]": "Dense_0/kernel[0,0]", "W_1[1,0]": "Dense_0/kernel[0,1]",
+                                                  "b_1[0]": "Dense_0/bias[0]", "b_1[1]": "Dense_0/bias[1]",
+                                                  "W_2[0,0]": "Dense_1/kernel[0,0]", "W_2[0,1]": "Dense_1/kernel[1,0]"}
+    assert case.network.W[0][1, 0] == 2
+    write_case(case, tmp_path / "c.json")
+    assert load_case(tmp_path / "c.json").provenance["parameter_names"] == case.provenance["parameter_names"]
+    obj = json.loads((tmp_path / "c.json").read_text())
+    obj["provenance"]["parameter_names"]["W_1[0,0]"] = 3
+    (tmp_path / "bad.json").write_text(json.dumps(obj))
+    with pytest.raises(CaseFormatError, match=r"provenance.parameter_names.W_1\[0,0\]: expected a string"):
+        load_case(tmp_path / "bad.json")
