@@ -172,3 +172,20 @@ def test_without_keras_the_summary_says_so(keras, tmp_path, monkeypatch):
     monkeypatch.setattr(keras_file, "_import_keras", lambda: "keras could not be imported (ImportError: x)")
     assert import_model(tmp_path / "n.keras", X).provenance["forward_check"] == (
         "not run: keras could not be imported (ImportError: x)")
+
+
+def test_float64_and_mixed_precision_models(keras, tmp_path):
+    """A float64 model is computed by some backends in float32 (JAX without x64; torch measured with
+    float32-sized errors): the bound must cover what Keras really does, not the declared dtype (this
+    refused a correct import before). Mixed float16 layers compute in float16: a wider bound."""
+    L = keras.layers
+    f64 = keras.Sequential([keras.Input((3,), dtype="float64"), L.Dense(4, activation="relu", dtype="float64"),
+                            L.Dense(2, dtype="float64")])
+    f64.save(tmp_path / "f64.keras")
+    assert "within the rounding bound" in import_model(tmp_path / "f64.keras", X).provenance["forward_check"]
+    mixed = keras.Sequential([keras.Input((3,)), L.Dense(4, activation="relu", dtype="mixed_float16"),
+                              L.Dense(2, dtype="mixed_float16")])
+    mixed.save(tmp_path / "mixed.keras")
+    case = import_model(tmp_path / "mixed.keras", X)
+    _assert_weights(case, mixed.layers)  # variables stay float32 under mixed_float16
+    assert "within the rounding bound" in case.provenance["forward_check"]

@@ -436,8 +436,14 @@ def keras_forward_check(path: str, dropped: str | None, config: Any = None) -> C
         in_dtype = str(inputs[0].dtype) if inputs else "float32"
         Xin = np.asarray(X, dtype=np.float64).astype(in_dtype)
         with _quiet():
-            out = keras.ops.convert_to_numpy(model(Xin, training=False))
-        dtypes = [in_dtype] + [str(d) for x in layers for d in (x.compute_dtype, x.variable_dtype)]
+            # a tensor of the input's declared dtype: a numpy array would be converted to floatx()
+            out = keras.ops.convert_to_numpy(model(keras.ops.convert_to_tensor(Xin, dtype=in_dtype), training=False))
+        # the dtypes Keras declares, those the backend really used (JAX without x64 computes a float64
+        # model in float32), and floatx(): the torch backend was measured to compute a float64 model
+        # with float32 rounding errors, so no Keras output is trusted beyond floatx
+        dtypes = [in_dtype, str(np.asarray(out).dtype), str(keras.config.floatx())]
+        dtypes += [str(d) for x in layers for d in (x.compute_dtype, x.variable_dtype)]
+        dtypes += [str(keras.ops.convert_to_numpy(w).dtype) for w in model.weights]
         what = f"Keras {keras.__version__} ({keras.backend.backend()}) forward"
         return forward_check(net, Xin.astype(np.float64), np.asarray(out), dtypes, path, what)
 
