@@ -18,7 +18,7 @@ matplotlib or torch (those load where they are used).
 from exactident.check import check
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
 from exactident.io.case import Case, load_case, parse_case, write_case
-from exactident.io.importers import from_sklearn, from_torch, import_model
+from exactident.io.importers import from_flax, from_sklearn, from_torch, import_model
 from exactident.io.report import Report
 from exactident.model.network import Network
 
@@ -32,6 +32,7 @@ __all__ = [
            "UnsupportedCaseError",
            "__version__",
            "check",
+           "from_flax",
            "from_sklearn",
            "from_torch",
            "import_model",

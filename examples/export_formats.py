@@ -144,11 +144,13 @@ def save_keras(path: Path, Ws: list[np.ndarray], bs: list[np.ndarray]) -> str:
     buf = io.BytesIO()
     with h5py.File(buf, "w") as f:
         for l, (W, b) in enumerate(zip(Ws, bs)):
-            name = f"dense_{l}"
-            layers.append({"class_name": "Dense", "config": {"name": name, "units": W.shape[0], "use_bias": True,
+            # Keras 3 stores weights by position: the class in snake case, counted (dense, dense_1, ...)
+            position = "dense" if l == 0 else f"dense_{l}"
+            layers.append({"class_name": "Dense", "config": {"name": f"dense_{l}", "units": W.shape[0],
+                                                             "use_bias": True,
                                                              "activation": "relu" if l < len(Ws) - 1 else "softmax"}})
-            f.create_dataset(f"layers/{name}/vars/0", data=W.T.astype(np.float32))
-            f.create_dataset(f"layers/{name}/vars/1", data=b.astype(np.float32))
+            f.create_dataset(f"layers/{position}/vars/0", data=W.T.astype(np.float32))
+            f.create_dataset(f"layers/{position}/vars/1", data=b.astype(np.float32))
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("config.json", json.dumps({"class_name": "Sequential", "config": {"layers": layers}}))
         z.writestr("metadata.json", "{}")

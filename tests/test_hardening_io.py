@@ -27,6 +27,15 @@ DENSE = {"class_name": "Dense", "config": {"name": "d1", "units": 3, "activation
 CONFIG = {"class_name": "Sequential", "config": {"name": "s", "layers": [INPUT, DENSE]}}
 
 
+@pytest.fixture(autouse=True)
+def _no_keras(monkeypatch):
+    """The Keras files here are hand-built with h5py (Keras itself would not load them): the reader's
+    refusals are what is tested, as without Keras (tests/test_import_keras.py runs Keras' forward check)."""
+    from exactident.io.importers import keras_forward
+
+    monkeypatch.setattr(keras_forward, "_import_keras", lambda: None)
+
+
 def _legacy_h5(path, make_kernel):
     """A legacy Keras .h5 of one Dense(2 -> 3) layer; ``make_kernel(group)`` creates ``d1/kernel``."""
     h5py = pytest.importorskip("h5py")

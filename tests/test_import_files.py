@@ -27,6 +27,15 @@ RNG = np.random.default_rng(11)
 DATA = Path(__file__).parent / "data" / "keras"
 
 
+@pytest.fixture(autouse=True)
+def _no_keras(monkeypatch):
+    """The Keras files here are written with h5py (configs Keras itself would not load): the reader is
+    tested as without Keras; tests/test_import_keras.py runs the forward check with Keras."""
+    from exactident.io.importers import keras_forward
+
+    monkeypatch.setattr(keras_forward, "_import_keras", lambda: None)
+
+
 def _numpy_forward(Ws, bs, X, dtype):
     """The stored network evaluated by numpy in the stored dtype (W as (N_l, N_{l-1}))."""
     h = X.astype(dtype)
@@ -169,7 +178,10 @@ def _dense(name, units, activation, use_bias=True):
 
 
 def _write_keras(path, config, weights):
-    """The .keras layout (config.json + model.weights.h5 with layers/<name>/vars/<i>), written with h5py."""
+    """The .keras layout (config.json + model.weights.h5 with layers/<position>/vars/<i>), written with h5py.
+
+    ``weights`` is keyed by the position name Keras 3 gives a layer (``dense``, ``dense_1``, ...: the
+    class in snake case, counted per class in config order), whatever the layer's config name."""
     h5py = pytest.importorskip("h5py")
     buf = io.BytesIO()
     with h5py.File(buf, "w") as f:
@@ -190,7 +202,7 @@ def test_keras_every_dtype_and_dropped_softmax(tmp_path, fmt):
     config = _keras_config([{"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 3]}},
                             _dense("d1", 4, "relu"), {"class_name": "Dropout", "config": {"name": "drop"}},
                             _dense("d2", 2, "softmax", use_bias=False)])
-    _write_keras(tmp_path / "m.keras", config, {"d1": [K1, b1], "d2": [K2]})
+    _write_keras(tmp_path / "m.keras", config, {"dense": [K1, b1], "dense_1": [K2]})
     X = RNG.standard_normal((5, 3))
     case = import_model(tmp_path / "m.keras", X)
     view = FORMATS_BITS[fmt][2]
@@ -207,7 +219,7 @@ def test_keras_every_dtype_and_dropped_softmax(tmp_path, fmt):
 def test_keras_errors(tmp_path, capsys):
     pytest.importorskip("h5py")
     inp = {"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 3]}}
-    w = {"d1": [np.ones((3, 4), np.float32), np.ones(4, np.float32)], "d2": [np.ones((4, 2), np.float32)]}
+    w = {"dense": [np.ones((3, 4), np.float32), np.ones(4, np.float32)], "dense_1": [np.ones((4, 2), np.float32)]}
 
     def err(layers, weights=w, name="e.keras"):
         _write_keras(tmp_path / name, _keras_config(layers), weights)
@@ -224,15 +236,16 @@ def test_keras_errors(tmp_path, capsys):
         [inp, _dense("d1", 4, "softmax"), _dense("d2", 2, "linear")])
     assert "layer 'in' (InputLayer): input shape [None, 3, 3] is not flat" in err(
         [{"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 3, 3]}}])
-    assert "layers/d2/vars: weights of this Dense layer not found" in err(
-        [inp, _dense("d1", 4, "relu"), _dense("d2", 2, None)], {"d1": w["d1"]})
-    assert "d2.kernel: shape (3, 2) does not follow d1.kernel" in err(
+    assert "layers/dense_1/vars: weights of Dense layer 'd2' not found" in err(
+        [inp, _dense("d1", 4, "relu"), _dense("d2", 2, None)], {"dense": w["dense"]})
+    assert "layers/dense_1/vars/0: kernel of shape (3, 2), the config implies (4, 2)" in err(
         [inp, _dense("d1", 4, "relu"), _dense("d2", 2, None, use_bias=False)],
-        {"d1": w["d1"], "d2": [np.ones((3, 2), np.float32)]})
-    assert "d1.kernel: shape (3, 4) does not match the input width 5" in err(
+        {"dense": w["dense"], "dense_1": [np.ones((3, 2), np.float32)]})
+    assert "layers/dense/vars/0: kernel of shape (3, 4), the config implies (5, 4)" in err(
         [{"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 5]}},
          _dense("d1", 4, "relu"), _dense("d2", 2, None, use_bias=False)], w)
-    assert "config: model class 'Functional' is not supported" in _err(capsys, ["import", _functional(tmp_path)])
+    assert "config: Functional model with inputs [] and outputs [] is not a linear chain" in _err(
+        capsys, ["import", _functional(tmp_path)])
     (tmp_path / "junk.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\x00" * 50)
     assert "junk.h5: corrupted or not a Keras file" in _err(capsys, ["import", str(tmp_path / "junk.h5")])
     h5py = pytest.importorskip("h5py")
@@ -296,7 +309,7 @@ def test_sklearn_regressor_and_errors():
 def test_more_keras_validators(tmp_path, capsys):
     pytest.importorskip("h5py")
     inp = {"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 3]}}
-    w = {"d1": [np.ones((3, 2), np.float32), np.ones(2, np.float32)]}
+    w = {"dense": [np.ones((3, 2), np.float32), np.ones(2, np.float32)]}
     cases = [
         ([], "config.layers: no Dense layer"),
         ([inp, {"class_name": "Activation", "config": {"name": "a", "activation": "relu"}}],
@@ -316,7 +329,7 @@ def test_more_keras_validators(tmp_path, capsys):
         z.writestr("other.txt", "x")
     assert "z.keras: not a .keras file (no config.json" in _err(capsys, ["import", str(tmp_path / "z.keras")])
     _write_keras(tmp_path / "big.keras", _keras_config([inp, _dense("d1", 2, None)]),
-                 {"d1": [np.ones((3, 2), np.float32), np.ones(2, np.float32)]})
+                 {"dense": [np.ones((3, 2), np.float32), np.ones(2, np.float32)]})
     assert "larger than the limit" in _err(capsys, ["import", str(tmp_path / "big.keras"), "--max-bytes", "16"])
     # legacy .h5 whose weight_names lack a kernel
     import h5py

@@ -57,9 +57,9 @@ _NOT_A_CASE = {
 _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "generator", "expected",
          "provenance")
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
-PROVENANCE_KEYS = ("source_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
-                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "crosscheck", "importer",
-                   "architecture", "forward_check", "reference", "reference_sha256", "parameter_names")
+PROVENANCE_KEYS = ("source_file", "config_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
+                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "sample_transform", "crosscheck",
+                   "importer", "architecture", "forward_check", "reference", "reference_sha256", "parameter_names")
 _PARAMETER_KEY = re.compile(r"[Wb]_[1-9][0-9]*")
 
 

@@ -4,9 +4,10 @@ One module per format: :mod:`~exactident.io.importers.onnx_model` (ONNX,
 cross-checked against ``onnx.reference``),
 :mod:`~exactident.io.importers.torch_state_dict` (``torch.load(..., weights_only=True)``),
 :mod:`~exactident.io.importers.safetensors_file`,
-:mod:`~exactident.io.importers.keras_file` (h5py, no Keras import),
+:mod:`~exactident.io.importers.keras_file` (h5py; Keras itself only for the forward check),
 :mod:`~exactident.io.importers.npz_file`, and for in-memory models
-:mod:`~exactident.io.importers.sklearn_mlp` and :mod:`~exactident.io.importers.torch_module`.
+:mod:`~exactident.io.importers.sklearn_mlp`, :mod:`~exactident.io.importers.flax_params` and
+:mod:`~exactident.io.importers.torch_module`.
 Samples come from ``.npy``, ``.npz`` or ``.csv`` (:mod:`~exactident.io.importers.sample`).
 Every float is converted to its exact binary value
 (:mod:`~exactident.io.importers.arrays`); nothing is ever unpickled; files over a
@@ -15,7 +16,15 @@ size limit are refused before anything is allocated.  The optional packages
 """
 
 from exactident.io.importers.common import DEFAULT_MAX_BYTES
-from exactident.io.importers.load import FORMATS, as_case, detect_format, from_sklearn, from_torch, import_model
+from exactident.io.importers.load import (
+    FORMATS,
+    as_case,
+    detect_format,
+    from_flax,
+    from_sklearn,
+    from_torch,
+    import_model,
+)
 from exactident.io.importers.sample import load_sample, parse_rows
 
 __all__ = [
@@ -23,6 +32,7 @@ __all__ = [
     "FORMATS",
     "as_case",
     "detect_format",
+    "from_flax",
     "from_sklearn",
     "from_torch",
     "import_model",

@@ -64,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="CASE.json", default=None,
                         help="write the case file here (atomically); default: standard output")
     parser.add_argument("--name", default=None, help="case name (default: the model file's stem)")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="Keras: the architecture of a weights-only .weights.h5 (JSON from model.to_json(), "
+                             "or a .keras file)")
     _common(parser)
 
 
@@ -134,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise CaseFormatError(args.output, "-o", problem)
     case = import_model(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
-                        name=args.name, max_bytes=args.max_bytes, reference=args.reference)
+                        name=args.name, max_bytes=args.max_bytes, reference=args.reference,
+                        config=getattr(args, "config", None))
     prov = case.provenance or {}
     dropped = prov.get("dropped_output_activation")
     arch = prov.get("architecture", "")
@@ -142,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
                f"{prov.get('weight_dtype')}, n = {case.n_samples}"
                + (f", output {dropped} dropped (analysed up to the logits)" if dropped else "")
                + (f", architecture {arch} (give --reference to check it)" if arch.startswith("assumed") else "")
-               + ("; forward check passed" if "forward_check" in prov else ""))
+               + (f", forward check {prov['forward_check']}" if str(prov.get("forward_check", "")).startswith("not run")
+                  else "; forward check passed" if "forward_check" in prov else ""))
     if args.output:
         try:
             write_case(case, args.output)

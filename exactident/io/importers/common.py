@@ -17,8 +17,11 @@ from __future__ import annotations
 import hashlib
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor, join_dtypes, network_from_tensors
@@ -266,6 +269,11 @@ class Imported:
     dropped_output_activation : str or None
         A final softmax/sigmoid that was dropped: the network analysed is the map up to
         the logits.
+    forward : callable or None
+        ``forward(net, X) -> summary``: the framework's own forward pass on ``X`` (float64,
+        ``(n, N_0)``) compared with the imported network
+        (:func:`~exactident.io.importers.forward_check.forward_check`); raises
+        ``CaseFormatError`` on a mismatch.
     """
 
     weights: list[Tensor]
@@ -277,6 +285,7 @@ class Imported:
     notes: list[str] = field(default_factory=list)
     #: ``W_l`` / ``b_l`` -> the model's own name and index order, when the reader knows it (ONNX initializers)
     parameter_names: dict[str, str] | None = None
+    forward: Callable[[Network, np.ndarray], str] | None = None
 
     def network(self, source: str) -> Network:
         return network_from_tensors(self.weights, self.biases, source, self.n_inputs, self.layout)
@@ -286,8 +295,9 @@ class Imported:
         return join_dtypes([t.dtype for t in self.weights] + [t.dtype for t in self.biases if t is not None])
 
 
-#: Formats whose tensor names are the framework's parameter names (``fc1.weight``), stored ``(N_l, N_{l-1})``.
-NAMED_FORMATS = ("torch-state-dict", "torch-module", "safetensors")
+#: Formats whose tensor names are the framework's parameter names (``fc1.weight``, ``layers/dense/kernel``,
+#: ``coefs_[0]``, ``Dense_0/kernel``); a weight stored ``(N_{l-1}, N_l)`` (``in_out``) is indexed ``[j,i]``.
+NAMED_FORMATS = ("torch-state-dict", "torch-module", "safetensors", "keras", "sklearn", "flax")
 
 
 def framework_names(imported: Imported) -> dict[str, str] | None:
@@ -309,7 +319,7 @@ def framework_names(imported: Imported) -> dict[str, str] | None:
         return None
     out = {}
     for l, (W, b) in enumerate(zip(imported.weights, imported.biases), start=1):
-        out[f"W_{l}"] = f"{W.name}[i,j]"
+        out[f"W_{l}"] = f"{W.name}[j,i]" if imported.layout == "in_out" else f"{W.name}[i,j]"
         if b is not None:
             out[f"b_{l}"] = f"{b.name}[i]"
     return out

@@ -5,7 +5,7 @@ reads its layers with the format's module, builds the exact network (shapes
 checked along the chain, naming the layer), reads the sample, cross-checks
 ONNX models against ``onnx.reference``, and records the provenance: source
 file, format, sha256, weight dtype, dropped output activation, sample file.
-:func:`from_sklearn` and :func:`from_torch` do the same for in-memory models.
+:func:`from_sklearn`, :func:`from_flax` and :func:`from_torch` do the same for in-memory models.
 :func:`as_case` is what :func:`exactident.check.check` calls on a path.
 """
 
@@ -35,7 +35,7 @@ from exactident.io.importers.sample import load_sample
 from exactident.io.limits import check_regular
 from exactident.model.network import Network
 
-__all__ = ["FORMATS", "as_case", "detect_format", "from_sklearn", "from_torch", "import_model"]
+__all__ = ["FORMATS", "as_case", "detect_format", "from_flax", "from_sklearn", "from_torch", "import_model"]
 
 #: ``--format`` names and the extensions that select them.
 FORMATS = {
@@ -95,7 +95,9 @@ def detect_format(path: str) -> str:
                                     f"give --format ({', '.join(FORMATS)})")
 
 
-def _read(fmt: str, path: str, max_bytes: int) -> tuple[Imported, Any]:
+def _read(fmt: str, path: str, max_bytes: int, config: str | None = None) -> tuple[Imported, Any]:
+    if config is not None and fmt != "keras":
+        raise CaseFormatError(path, "--config", f"a model config is for Keras weights files, not {fmt}")
     if fmt == "onnx":
         from exactident.io.importers.onnx_model import read_onnx
 
@@ -112,7 +114,7 @@ def _read(fmt: str, path: str, max_bytes: int) -> tuple[Imported, Any]:
     if fmt == "keras":
         from exactident.io.importers.keras_file import read_keras
 
-        return read_keras(path, max_bytes), None
+        return read_keras(path, max_bytes, config), None
     if fmt == "npz":
         from exactident.io.importers.npz_file import read_npz
 
@@ -170,18 +172,23 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
         provenance["crosscheck"] = crosscheck(graph, net, Xf, source)
     if checker is not None:
         provenance.update(checker(net, _float_sample(X, net.widths[0]), sample_prov.get("sample_dtype")))
+    if imported.forward is not None:
+        # the framework's own outputs against the imported network: on the sample, else on seeded inputs
+        Xf = _float_sample(X, net.widths[0]) if X else np.random.default_rng(0).standard_normal((8, net.widths[0]))
+        provenance["forward_check"] = imported.forward(net, Xf)
     provenance["importer"] = _importer()
     dropped = imported.dropped_output_activation
+    not_run = provenance.get("forward_check", "") if provenance.get("forward_check", "").startswith("not run") else ""
     description = (f"Imported from {os.path.basename(source)} ({imported.fmt}, weights {imported.weight_dtype}) "
                    "with every float read as its exact binary value"
                    + (f"; the output {dropped} was dropped: the network analysed ends at the logits" if dropped
-                      else "") + ".")
+                      else "") + (f"; forward check {not_run}" if not_run else "") + ".")
     return Case(name=name, network=net, X=X, description=description, source=source, provenance=provenance)
 
 
 def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
                  fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
-                 reference: Any = None) -> Case:
+                 reference: Any = None, config: str | os.PathLike[str] | None = None) -> Case:
     """Read a model file and a sample into an exact case.
 
     Parameters
@@ -205,6 +212,9 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
         array ``(n, N_L)``, before any softmax).  Without one the case's
         ``provenance["architecture"]`` says the architecture was assumed, not checked
         (:mod:`exactident.io.importers.reference`).
+    config : str or path, optional
+        Keras only: the architecture of a weights-only ``.weights.h5`` file, as JSON from
+        ``model.to_json()`` or a ``.keras`` file whose config is used.
 
     Returns
     -------
@@ -225,8 +235,10 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     check_file_size(source, limit)  # before detect_format opens it: a FIFO is refused unopened
     fmt = fmt or detect_format(source)
-    imported, graph = _read(fmt, source, limit)
+    imported, graph = _read(fmt, source, limit, None if config is None else str(config))
     provenance = {"source_file": source, "sha256": sha256_file(source)}
+    if config is not None:
+        provenance["config_file"] = str(config)
 
     def checker(net: Network, X: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
         from exactident.io.importers.reference import check_reference
@@ -238,15 +250,20 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
 
 
 def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
-    """An exact case from a fitted scikit-learn ``MLPRegressor``/``MLPClassifier`` (relu) and a sample.
+    """An exact case from a fitted scikit-learn ``MLPRegressor``/``MLPClassifier`` (relu), or a ``Pipeline``
+    of transformers ending with one, and a sample.
 
     Parameters
     ----------
-    model : MLPRegressor or MLPClassifier
+    model : MLPRegressor, MLPClassifier or Pipeline
         Fitted, ``activation='relu'``.  A classifier is analysed before its output
-        activation (softmax or logistic), which the provenance records.
+        activation (softmax or logistic), which the provenance records.  In a Pipeline,
+        scikit-learn applies the steps before the MLP to ``X`` (``pipeline[:-1].transform(X)``):
+        the transformed sample is the one analysed (``provenance["sample_transform"]``).
     X : array-like ``(n, N_0)``, optional
-        The sample (floats read exactly); None gives an empty sample.
+        The sample (floats read exactly); None gives an empty sample.  The imported network
+        is checked against scikit-learn's own forward pass on it
+        (``provenance["forward_check"]``).
 
     Returns
     -------
@@ -255,13 +272,59 @@ def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
     Raises
     ------
     CaseFormatError
-        Not a fitted relu MLP, a sample of the wrong width, NaN/inf in the sample.
+        Not a fitted relu MLP, a Pipeline step before the MLP that is not a transformer (naming
+        it), a sample of the wrong width, NaN/inf in the sample, outputs that differ from
+        scikit-learn's.
     """
-    from exactident.io.importers.sklearn_mlp import read_sklearn
+    from exactident.io.importers.sklearn_mlp import read_sklearn, split_pipeline
 
-    imported, where = read_sklearn(model)
-    return _finish(imported, where, name or type(model).__name__, X, None, DEFAULT_MAX_BYTES,
-                   {"source_file": where})
+    mlp, X, transform = split_pipeline(model, X)
+    imported, where = read_sklearn(mlp)
+    provenance = {"source_file": where if mlp is model else f"{where[:-1]} in a Pipeline>"}
+    if transform:
+        provenance["sample_transform"] = transform
+    return _finish(imported, where, name or type(mlp).__name__, X, None, DEFAULT_MAX_BYTES, provenance)
+
+
+def from_flax(params: Any, X: Any = None, *, reference: Any = None, layers: Any = None,
+              name: str | None = None) -> Case:
+    """An exact case from a Flax MLP's parameters (linen ``variables``/``params``, NNX state or module).
+
+    Parameters
+    ----------
+    params : mapping, nnx.State or nnx.Module
+        ``{"params": {"Dense_0": {"kernel": (N_0, N_1), "bias": (N_1,)}, ...}}`` or an NNX
+        state of ``kernel``/``bias`` leaves (kernels stored ``(N_{l-1}, N_l)``).
+    X : array-like ``(n, N_0)``, optional
+        The sample (floats read exactly).
+    reference : array ``(n, N_L)`` or callable, optional
+        The model's own outputs on ``X`` (``model.apply(variables, X)``), or a function
+        ``X -> outputs``: the imported network is checked against it
+        (``provenance["forward_check"]``).  Without it the architecture (a Dense->ReLU chain
+        in name order) is assumed, and the provenance and the description say so.
+    layers : sequence of str, optional
+        The layers' paths in the order the model applies them, when their names hold no numbers.
+    name : str, optional
+
+    Returns
+    -------
+    Case
+
+    Raises
+    ------
+    CaseFormatError
+        Not a Dense-only tree (naming the leaf), an undecidable layer order, shapes that do not
+        chain, reference outputs without the sample, outputs that differ from the reference.
+    """
+    from exactident.io.importers.flax_params import flax_forward, read_flax
+
+    imported = read_flax(params, layers)
+    if reference is not None and not callable(reference) and X is None:
+        raise CaseFormatError("<flax params>", "reference", "reference outputs need the sample X they were "
+                                                            "computed on")
+    imported.forward = flax_forward(reference, [t.dtype for t in imported.weights])
+    return _finish(imported, "<flax params>", name or "flax", X, None, DEFAULT_MAX_BYTES,
+                   {"source_file": "<flax params>"})
 
 
 def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
