@@ -70,7 +70,8 @@ def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int,
 
 def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, int], avoid: int,
                      entry_bound: Callable[[], int], rng: random.Random,
-                     first: tuple[int, int, np.ndarray] | None = None) -> tuple[int, float]:
+                     first: tuple[int, int, np.ndarray] | None = None,
+                     max_primes: int = MAX_PRIMES) -> tuple[int, float]:
     """Largest rank mod uniformly random primes and a bound on the chance it is below the rank over Q.
 
     Parameters
@@ -84,6 +85,8 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
     rng : random.Random
     first : (rank, prime, image), optional
         A rank already known (any prime): it counts in the maximum, not in the bound.
+    max_primes : int
+        Most uniform primes drawn (the bound is then whatever they reach).
 
     Returns
     -------
@@ -102,7 +105,7 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
     sketch = lo == BLAS_PRIME_LO and m > 2 * n + 64  # very tall: rank of a random row sketch
     used: set[int] = set()
     k = 0
-    while k < MAX_PRIMES:
+    while k < max_primes:
         q = uniform_prime(rng, lo, hi, avoid, used)
         used.add(q)
         k += 1
