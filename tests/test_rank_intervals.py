@@ -1,0 +1,137 @@
+"""Certified intervals of R_Gamma (exactident.ranks.intervals, the verdict-first order of certify_ranks).
+
+The exact rank each interval must contain comes from FLINT's fraction-free elimination of the
+exact rational Gamma (and sympy on a tiny case), independent of the ranks mod p.
+"""
+
+from __future__ import annotations
+
+import random
+
+import flint
+import numpy as np
+import pytest
+
+from exactident.linalg import exact
+from exactident.linalg.certified import modular_lower_bound
+from exactident.model.activation import activation_state
+from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma import gamma_exact
+from exactident.model.gamma_modular import ModularData, gamma_mod_p
+from exactident.model.integer_forward import data_denominator
+from exactident.model.network import Network
+from exactident.ranks import certify as certify_mod
+from exactident.ranks.intervals import gamma_upper_bound
+from exactident.ranks.kernels import semi_local_kernel, sparse_columns
+from exactident.verify.rank import check_rank_certificate
+
+
+def _case(seed: int, widths=(3, 6, 6, 1), n: int = 40):
+    """Random small-integer/8 weights; neuron 0 of layer 1 dead (bias -1000): a structural kernel."""
+    rng = np.random.default_rng(seed)
+    W = [flint.fmpq_mat(widths[l + 1], widths[l], [flint.fmpq(int(v), 8) for v in
+                                                   rng.integers(-9, 10, widths[l + 1] * widths[l])])
+         for l in range(len(widths) - 1)]
+    b = [[flint.fmpq(int(v), 8) for v in rng.integers(-5, 6, widths[l + 1])] for l in range(len(widths) - 1)]
+    b[0][0] = flint.fmpq(-1000)
+    X = [[flint.fmpq(int(v), 4) + flint.fmpq(1, 97) for v in row] for row in rng.integers(-12, 13, (n, widths[0]))]
+    net = Network(tuple(widths), W, b)
+    st = activation_state(net, X)
+    return net, X, st, fixed_edges(net)
+
+
+def _lower(net, X, st, fixed, seed=0):
+    avoid = data_denominator(net, X)
+    data = ModularData(net, X)
+    low = modular_lower_bound(lambda q: gamma_mod_p(net, X, st.pattern, fixed, q, avoid, data), avoid=avoid,
+                              rng=random.Random(seed), stop_at=net.dim, blas=True)
+    return low, avoid, data
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_interval_contains_exact_rank(seed):
+    net, X, st, fixed = _case(seed)
+    if st.ties:
+        pytest.skip("tie")
+    exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    low, avoid, data = _lower(net, X, st, fixed, seed)
+    K = semi_local_kernel(net, X, st.pattern, fixed)
+    assert K, "the dead neuron gives kernel vectors"
+    for drop in range(len(K)):  # fewer vectors: a wider interval, still containing the rank
+        up = gamma_upper_bound(net, X, st.pattern, fixed, low, net.dim + 1, avoid=avoid, data=data,
+                               rng=random.Random(seed), semi_local=lambda d=drop: K[d:])
+        assert up is not None
+        assert low[0] <= exact_rank <= up["bound"] == net.dim - (len(K) - drop)
+
+
+def test_interval_tiny_against_sympy():
+    sympy = pytest.importorskip("sympy")
+    net, X, st, fixed = _case(1, widths=(2, 3, 1), n=6)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    M = sympy.Matrix(G.nrows(), G.ncols(), [sympy.Rational(int(v.p), int(v.q)) for v in G.entries()])
+    low, avoid, data = _lower(net, X, st, fixed)
+    K = semi_local_kernel(net, X, st.pattern, fixed)
+    up = gamma_upper_bound(net, X, st.pattern, fixed, low, net.dim + 1, avoid=avoid, data=data,
+                           rng=random.Random(0), semi_local=lambda: K)
+    assert up is not None and low[0] <= M.rank() <= up["bound"]
+
+
+def test_no_bound_when_not_below():
+    net, X, st, fixed = _case(2)
+    low, avoid, data = _lower(net, X, st, fixed)
+    K = semi_local_kernel(net, X, st.pattern, fixed)
+    # the bound must be strictly below ``below``: dim - k is not below itself
+    assert gamma_upper_bound(net, X, st.pattern, fixed, low, net.dim - len(K), avoid=avoid, data=data,
+                             rng=random.Random(0), semi_local=lambda: K) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_ranks_gives_exact_value_and_fast_order_an_interval(seed, monkeypatch):
+    net, X, st, fixed = _case(seed, widths=(3, 6, 6, 1), n=60)
+    if st.ties:
+        pytest.skip("tie")
+    exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    full = semi_local_kernel
+    monkeypatch.setattr(certify_mod, "semi_local_kernel", lambda *a: full(*a)[1:])  # one vector short
+    fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
+                                     exact_ranks=False)
+    slow = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
+                                     exact_ranks=True)
+    assert slow.rank_gamma == exact_rank and slow.rank_gamma_interval is None
+    if fast.rank_gamma_interval is not None:
+        lo, hi = fast.rank_gamma_interval
+        assert lo <= exact_rank <= hi < net.dim
+        assert lo <= fast.rank_gamma <= hi  # the Monte Carlo value
+        mc = fast.montecarlo
+        assert mc is not None and mc["rank_gamma"] == fast.rank_gamma and 0.0 <= mc["error_probability"] <= 1.0
+        assert "rank" not in fast.certificate["rank_gamma"]
+        # the verdict is the same in both orders: C_S fails, C_N holds (hi below the certified R_A)
+        below = fast.rank_a if fast.rank_a is not None else fast.rank_a_lower
+        assert below is not None and hi < below and slow.rank_gamma < below
+    else:
+        assert fast.rank_gamma == exact_rank
+
+
+def _interval_part(net, X, st, fixed, K, low):
+    cols = [[[i, str(v)] for i, v in sorted(col.items())] for col in K]
+    return {"shape": [len(X) * net.widths[-1], net.dim], "lower": {"prime": low[1], "rank_mod_p": low[0]},
+            "upper": {"kind": "kernel", "bound": net.dim - len(K), "source": "crt", "kernel": cols}}
+
+
+def test_verifier_accepts_interval_and_rejects_tampering():
+    from exactident.io.case import Case
+
+    net, X, st, fixed = _case(3)
+    low, _avoid, _data = _lower(net, X, st, fixed)
+    K = semi_local_kernel(net, X, st.pattern, fixed)[1:]
+    case = Case("t", net, X)
+    part = _interval_part(net, X, st, fixed, K, low)
+    problems, ranks = check_rank_certificate(case, {"rank_gamma": part}, st.pattern)
+    assert problems == [] and ranks.rank_gamma_interval == (low[0], net.dim - len(K)) and ranks.rank_gamma is None
+    bad = dict(part, upper=dict(part["upper"], bound=part["upper"]["bound"] - 1))
+    assert check_rank_certificate(case, {"rank_gamma": bad}, st.pattern)[0]
+    wrong = sparse_columns(flint.fmpq_mat(net.dim, 1, [1] * net.dim))  # not a kernel vector
+    part_wrong = _interval_part(net, X, st, fixed, wrong, low)
+    assert check_rank_certificate(case, {"rank_gamma": part_wrong}, st.pattern)[0]
+    empty = _interval_part(net, X, st, fixed, [], low)  # no kernel vector: hi = dim proves nothing
+    assert check_rank_certificate(case, {"rank_gamma": empty}, st.pattern)[0]
