@@ -135,3 +135,51 @@ def test_verifier_accepts_interval_and_rejects_tampering():
     assert check_rank_certificate(case, {"rank_gamma": part_wrong}, st.pattern)[0]
     empty = _interval_part(net, X, st, fixed, [], low)  # no kernel vector: hi = dim proves nothing
     assert check_rank_certificate(case, {"rank_gamma": empty}, st.pattern)[0]
+
+
+def test_dixon_solve_matches_flint():
+    from exactident.linalg.blas_modp import inverse_blas
+    from exactident.linalg.dixon import dixon_solve
+
+    rng = np.random.default_rng(0)
+    p = 1048583
+    for r, k in [(1, 1), (5, 2), (20, 3)]:
+        A = rng.integers(-2**40, 2**40, (r, r)).astype(object)
+        R = rng.integers(-50, 50, (r, k)).astype(object)
+        B = flint.fmpz_mat(r, r, [int(v) for v in A.ravel()])
+        Rm = flint.fmpz_mat(r, k, [int(v) for v in R.ravel()])
+        if B.det() % p == 0:
+            continue
+        inv = inverse_blas(np.array([[int(v) % p for v in row] for row in A], dtype=np.int64), p)
+        assert dixon_solve(B, Rm, inv, p, max_steps=2000) == flint.fmpq_mat(B).solve(flint.fmpq_mat(Rm))
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_dixon_vectors_are_exact_kernel_vectors(seed):
+    from exactident.ranks.intervals import dixon_kernel_vectors
+
+    net, X, st, fixed = _case(seed, widths=(3, 6, 6, 2), n=30)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    avoid = data_denominator(net, X)
+    K = dixon_kernel_vectors(net, X, st.pattern, fixed, 3, avoid=avoid, data=ModularData(net, X),
+                             rng=random.Random(seed))
+    assert 1 <= len(K) <= 3
+    for col in K:  # Gamma v = 0 over Q, by FLINT's rational product (independent of the integer route)
+        v = flint.fmpq_mat(net.dim, 1, [col.get(i, 0) for i in range(net.dim)])
+        assert any(x != 0 for x in v.entries()) and all(x == 0 for x in (G * v).entries())
+
+
+def test_interval_by_dixon_when_no_structural_vector(monkeypatch):
+    from exactident.io.case import Case
+
+    net, X, st, fixed = _case(0, widths=(3, 6, 6, 1), n=120)
+    exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    monkeypatch.setattr(certify_mod, "semi_local_kernel", lambda *a: [])
+    fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
+                                     exact_ranks=False)
+    part = fast.certificate["rank_gamma"]
+    assert part["upper"]["source"] == "dixon"
+    lo, hi = fast.rank_gamma_interval or (fast.rank_gamma, fast.rank_gamma)
+    assert lo <= exact_rank <= hi < net.dim
+    problems, ranks = check_rank_certificate(Case("t", net, X), {"rank_gamma": part}, st.pattern)
+    assert problems == [] and ranks.rank_gamma_interval in (None, (lo, hi))

@@ -49,7 +49,9 @@ def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int,
     With ``sketch`` each trial also compresses the rows by a random matrix ``R``
     (uniform residues): the rank of ``R M`` drops below that of ``M`` mod p only if a
     nonzero polynomial of degree ``r`` in the entries of ``R`` vanishes, chance at most
-    ``r / p <= r / lo`` (Schwartz-Zippel), added to each trial's ``d / (N - i)``.
+    ``r / p <= r / lo`` (Schwartz-Zippel), added to each trial's ``d / (N - i)``.  The same
+    holds for ``[M_S; R M_rest]`` (random rows ``S`` of rank ``r_1`` mod p, ``R`` with at least
+    ``rank_p M - r_1`` rows): the polynomial is nonzero since some ``R`` picks the missing rows.
 
     Examples
     --------
@@ -111,7 +113,14 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
         k += 1
         image = image_mod_p(q)
         if sketch:
-            image = sketch_rows(image, n + 16, q, rng)
+            # n + 16 random rows, stacked with a sketch of the others by n - r1 + 16 random rows: at
+            # least as many sketch rows as the rank the sample misses, so the stack loses rank only
+            # if the sketch is unlucky (the same r / p bound), for a smaller product than R M
+            rows = sorted(rng.sample(range(m), n + 16))
+            r1 = rank_fn(image[rows], q)
+            rest = np.setdiff1d(np.arange(m), rows)
+            image = image[rows] if r1 >= top else np.vstack([image[rows], sketch_rows(image[rest], n - r1 + 16, q,
+                                                                                                     rng)])
         best = max(best, rank_fn(image, q))
         if best >= top:
             return best, 0.0

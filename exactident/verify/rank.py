@@ -80,7 +80,7 @@ _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
 _LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
 _STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace")
-_EXPLICIT_KERNELS = ("crt", "exact-nullspace")
+_EXPLICIT_KERNELS = ("crt", "exact-nullspace", "dixon")
 
 
 @dataclass
