@@ -80,8 +80,8 @@ def test_no_bound_when_not_below():
     net, X, st, fixed = _case(2)
     low, avoid, data = _lower(net, X, st, fixed)
     K = semi_local_kernel(net, X, st.pattern, fixed)
-    # the bound must be strictly below ``below``: dim - k is not below itself
-    assert gamma_upper_bound(net, X, st.pattern, fixed, low, net.dim - len(K), avoid=avoid, data=data,
+    # no upper bound can be below the rank mod p (a lower bound of the rank): nothing is returned
+    assert gamma_upper_bound(net, X, st.pattern, fixed, low, low[0], avoid=avoid, data=data,
                              rng=random.Random(0), semi_local=lambda: K) is None
 
 
@@ -183,3 +183,36 @@ def test_interval_by_dixon_when_no_structural_vector(monkeypatch):
     assert lo <= exact_rank <= hi < net.dim
     problems, ranks = check_rank_certificate(Case("t", net, X), {"rank_gamma": part}, st.pattern)
     assert problems == [] and ranks.rank_gamma_interval in (None, (lo, hi))
+
+
+def _shipped(limit_entries: int = 400_000):
+    import pathlib
+
+    from exactident.io.case import load_case
+
+    root = pathlib.Path(__file__).resolve().parent.parent / "cases"
+    paths = sorted(root.glob("*.json")) + sorted(root.glob("suite-v1/*/*.json"))[::7]  # a sample of the suite
+    out = []
+    for path in paths:
+        if path.name == "manifest.json":
+            continue
+        case = load_case(path)
+        if len(case.X) * case.network.widths[-1] * case.network.dim <= limit_entries:
+            out.append(path)
+    return out
+
+
+@pytest.mark.parametrize("path", _shipped(), ids=lambda p: p.name)
+def test_verdict_same_in_fast_and_exhaustive_order(path):
+    from exactident.check import check
+    from exactident.io.case import load_case
+
+    case = load_case(path)
+    fast = check(case, numeric=False, structural=False)
+    slow = check(case, numeric=False, structural=False, exact_ranks=True)
+    assert fast.verdict == slow.verdict
+    interval = fast.extra.get("rank_gamma_interval")
+    if interval is not None:
+        assert interval[0] <= slow.rank_gamma <= interval[1]
+    else:
+        assert fast.rank_gamma == slow.rank_gamma

@@ -65,18 +65,30 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
 
     Upper bounds, cheapest first, stopping as soon as one meets the rank mod p:
     ``min(rows, dim)`` and ``upper_bounds`` (``R_A``, Prop. 11); the semi-local
-    kernel (:func:`exactident.ranks.kernels.semi_local_kernel`); a CRT kernel
+    kernel (:func:`exactident.ranks.kernels.semi_local_kernel`), completed by single kernel vectors
+    over Q (:func:`exactident.ranks.intervals.dixon_kernel_vectors`, at most
+    :data:`~exactident.ranks.intervals.MAX_EXACT_DIXON_VECTORS` of them); a CRT kernel
     (capped, :data:`exactident.linalg.certified.MAX_CRT_PRIMES`); FLINT's exact
     nullspace for small matrices; exact elimination.
     """
     avoid = data_denominator(net, X)
     shape = (len(X) * net.widths[-1], net.dim)
     data = data or ModularData(net, X)
+    semi_local = semi_local or (lambda: semi_local_kernel(net, X, pattern, fixed))
+    if lower is not None and lower[0] < min([min(shape), *(upper_bounds or {}).values()]):
+        # the whole kernel from cheap exact vectors (semi-local, then Dixon) before CRT over many primes
+        from exactident.ranks.intervals import MAX_EXACT_DIXON_VECTORS, gamma_upper_bound
+
+        up = gamma_upper_bound(net, X, pattern, fixed, lower, lower[0] + 1, avoid=avoid, data=data,
+                               rng=rng or random.Random(), semi_local=semi_local,
+                               max_missing=MAX_EXACT_DIXON_VECTORS)
+        if up is not None and up["bound"] == lower[0]:
+            return CertifiedRank(lower[0], {"rank": lower[0], "shape": list(shape),
+                                            "lower": {"prime": lower[1], "rank_mod_p": lower[0]}, "upper": up})
     res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), shape, avoid=avoid,
                          entry_bound=lambda: gamma_entry_bound(net, X), upper_bounds=upper_bounds,
                          rng=rng, lower=lower, blas=True,
-                         local_kernels=[("semi-local",
-                                         semi_local or (lambda: semi_local_kernel(net, X, pattern, fixed)))],
+                         local_kernels=[("semi-local", semi_local)],
                          exact_kernel=lambda: sparse_columns(exact.nullspace(
                              gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))))
     if res is not None:

@@ -34,13 +34,20 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma_modular import ModularData, gamma_entry_bound, gamma_integer, gamma_mod_p
 from exactident.model.network import Network
 
-__all__ = ["CHECK_BLOCK", "MAX_DIXON_VECTORS", "dixon_kernel_vectors", "gamma_upper_bound", "monte_carlo_gamma"]
+__all__ = ["CHECK_BLOCK", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS", "dixon_kernel_vectors", "gamma_upper_bound",
+           "monte_carlo_gamma"]
 
+
+#: Most kernel vectors asked of :func:`dixon_kernel_vectors` by :func:`gamma_upper_bound`.
+MAX_DIXON_VECTORS = 16
+#: The same when the exact rank is asked for (the whole kernel: one solve with that many right-hand sides).
+MAX_EXACT_DIXON_VECTORS = 64
 
 def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                       fixed: FixedEdges, lower: tuple[int, int, np.ndarray], below: int, *,
                       avoid: int, data: ModularData, rng: random.Random,
-                      semi_local: Callable[[], list[dict[int, flint.fmpq]]]) -> dict[str, Any] | None:
+                      semi_local: Callable[[], list[dict[int, flint.fmpq]]],
+                      max_missing: int = MAX_DIXON_VECTORS) -> dict[str, Any] | None:
     """A certified upper bound ``dim - k < below`` on ``rank Gamma`` from cheap kernel vectors, or None.
 
     Parameters
@@ -53,6 +60,8 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         The bound must be below this (a certified lower bound on ``R_A``, or ``dim``).
     semi_local : callable
         The semi-local kernel (exact vectors of ``ker Gamma`` over Q), built once by the caller.
+    max_missing : int
+        Most vectors asked of :func:`dixon_kernel_vectors` beyond the semi-local ones.
 
     Returns
     -------
@@ -75,10 +84,11 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         if has_full_column_rank(K_int, dim, q) and kernel_is_checkable(K_int, shape, gamma_entry_bound(net, X)) \
                 and _zero_guard(image, dim, K_int, avoid, rng, [lower[1], q]):
             return {"kind": "kernel", "bound": dim - len(K), "source": "semi-local", "nullity": len(K)}
-    if need - len(K) > MAX_DIXON_VECTORS or need > dim - lower[0]:
+    if need - len(K) > max_missing or need > dim - lower[0]:
         return None
     # single kernel vectors over Q (checked exactly on every row by dixon_kernel_vectors), explicit
-    extra = dixon_kernel_vectors(net, X, pattern, fixed, need - len(K) + 2, avoid=avoid, data=data, rng=rng)
+    extra = dixon_kernel_vectors(net, X, pattern, fixed, need - len(K) + 2, avoid=avoid, data=data, rng=rng,
+                                 known=K)
     both = independent_subset(list(K) + extra, dim)
     if len(both) < need:
         return None
@@ -117,15 +127,14 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     return {"rank_gamma": value, "error_probability": 0.0 if value >= upper else err}
 
 
-#: Most kernel vectors asked of :func:`dixon_kernel_vectors` by :func:`gamma_upper_bound`.
-MAX_DIXON_VECTORS = 16
 #: Samples per block of the exact check ``Gamma' u = 0`` (object arrays: memory, not speed).
 CHECK_BLOCK = 64
 
 
 def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                          fixed: FixedEdges, count: int, *, avoid: int, data: ModularData,
-                         rng: random.Random) -> list[dict[int, flint.fmpq]]:
+                         rng: random.Random, known: Sequence[dict[int, flint.fmpq]] = ()
+                         ) -> list[dict[int, flint.fmpq]]:
     """Up to ``count`` exact kernel vectors of ``Gamma`` by solving a nonsingular subsystem over Q.
 
     Mod a prime p (BLAS): pivot rows ``R`` and columns ``C`` of ``Gamma`` (of a row subset for a tall
@@ -136,6 +145,10 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
     vector ``u = e_c + x`` on ``C`` is then checked exactly over Z on every row (``Gamma' d u = 0``
     for the common denominator ``d``), block by block; a vector that fails is dropped.  Vectors for
     distinct free columns of one pivot set are independent.  Returned as ``s u`` (kernel of ``Gamma``).
+
+    ``known`` kernel vectors (the semi-local ones): a kernel vector is determined by its free
+    coordinates, so the free columns chosen are those outside the pivots of the known vectors'
+    free coordinates mod p; the new vectors then complete the known ones instead of repeating them.
     """
     from exactident.linalg.blas_modp import blas_primes, matmul_blas, pivots_blas, to_symmetric
 
@@ -149,7 +162,7 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
     for _round in range(4):
         R, C, Binv = pivots_blas(Gp[rows], p, need_inv=True)
         pivot_set = set(C)
-        free = [j for j in range(n) if j not in pivot_set][:count]
+        free = _new_directions([j for j in range(n) if j not in pivot_set], known, p)[:count]
         if not free or Binv is None:
             return []
         sub = Gp[rows[R]]
@@ -178,7 +191,7 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
     Binv_s = (sinv[:, None] * (Binv.astype(np.int64) % p)) % p
     sol = dixon_solve(B, rhs, Binv_s, p)  # early-terminating p-adic lifting (small solutions: few steps)
     if sol is None:
-        sol = B.solve(rhs)  # FLINT (Dixon to the Hadamard bound)
+        sol = flint.fmpq_mat(B).solve(flint.fmpq_mat(rhs))  # FLINT (Dixon to the Hadamard bound)
     cands = []
     for j, c in enumerate(free):
         u = {c: flint.fmpq(1)}
@@ -186,6 +199,24 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
         cands.append(u)
     ok = _kernel_columns_vanish(net, X, pattern, fixed, cands, data)
     return [{i: v * int(s[i]) for i, v in u.items()} for u, good in zip(cands, ok) if good]
+
+
+def _new_directions(free: list[int], known: Sequence[dict[int, flint.fmpq]], p: int) -> list[int]:
+    """The free columns outside the pivots of the known vectors' free coordinates (mod p), first."""
+    from exactident.linalg.blas_modp import pivots_blas
+    from exactident.linalg.certified import kernel_to_integer_columns
+
+    if not known or not free:
+        return free
+    at = {c: t for t, c in enumerate(free)}
+    KF = np.zeros((len(known), len(free)), dtype=np.int64)
+    for r, col in enumerate(kernel_to_integer_columns(known)):
+        for i, v in col.items():
+            if i in at:
+                KF[r, at[i]] = v % p
+    _R, P, _ = pivots_blas(KF, p)
+    taken = {free[t] for t in P}
+    return [c for c in free if c not in taken] + [free[t] for t in P]
 
 
 def _kernel_columns_vanish(net, X, pattern, fixed, cols: list[dict[int, flint.fmpq]], data: ModularData) -> list[bool]:
