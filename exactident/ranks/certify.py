@@ -51,8 +51,8 @@ from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import semi_local_kernel, sparse_columns
 from exactident.ranks.rowspace import pattern_rowspace_bound
 
-__all__ = ["AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha", "certify_rank_gamma",
-           "certify_ranks"]
+__all__ = ["DIXON_FIRST_ENTRIES", "AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha",
+           "certify_rank_gamma", "certify_ranks"]
 
 
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -67,7 +67,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     ``min(rows, dim)`` and ``upper_bounds`` (``R_A``, Prop. 11); the semi-local
     kernel (:func:`exactident.ranks.kernels.semi_local_kernel`), completed by single kernel vectors
     over Q (:func:`exactident.ranks.intervals.dixon_kernel_vectors`, at most
-    :data:`~exactident.ranks.intervals.MAX_EXACT_DIXON_VECTORS` of them); a CRT kernel
+    :data:`~exactident.ranks.intervals.MAX_EXACT_DIXON_VECTORS` of them, for ``Gamma`` above
+    :data:`DIXON_FIRST_ENTRIES` entries); a CRT kernel
     (capped, :data:`exactident.linalg.certified.MAX_CRT_PRIMES`); FLINT's exact
     nullspace for small matrices; exact elimination.
     """
@@ -75,7 +76,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     shape = (len(X) * net.widths[-1], net.dim)
     data = data or ModularData(net, X)
     semi_local = semi_local or (lambda: semi_local_kernel(net, X, pattern, fixed))
-    if lower is not None and lower[0] < min([min(shape), *(upper_bounds or {}).values()]):
+    if lower is not None and lower[0] < min([min(shape), *(upper_bounds or {}).values()]) \
+            and shape[0] * shape[1] > DIXON_FIRST_ENTRIES:
         # the whole kernel from cheap exact vectors (semi-local, then Dixon) before CRT over many primes
         from exactident.ranks.intervals import MAX_EXACT_DIXON_VECTORS, gamma_upper_bound
 
@@ -97,6 +99,10 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     r = exact.rank(gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))
     return CertifiedRank(r, {"rank": r, "shape": list(shape), "upper": {"kind": "exact-elimination"}})
 
+
+#: Above this many entries of ``Gamma`` the exact path completes the semi-local kernel by Dixon vectors before
+#: CRT (below it CRT and FLINT's nullspace are quick, and their certificates stay as they were).
+DIXON_FIRST_ENTRIES = 200_000
 
 #: ``alpha`` is reduced mod p explicitly (rows of
 #: :func:`~exactident.model.activation.alpha_row_subset`) up to this many entries.
@@ -361,14 +367,23 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi)
     """``R_Gamma <= hi < below`` from cheap kernel vectors: the interval result, or None (see certify_ranks)."""
     from exactident.ranks.intervals import gamma_upper_bound, monte_carlo_gamma
 
-    up = gamma_upper_bound(net, X, pattern, fixed, lower, below, avoid=avoid, data=data, rng=rng, semi_local=semi)
+    bound_cache: list[int] = []
+
+    def entry_bound() -> int:  # an exact forward pass: once
+        if not bound_cache:
+            bound_cache.append(gamma_entry_bound(net, X))
+        return bound_cache[0]
+
+    up = gamma_upper_bound(net, X, pattern, fixed, lower, below, avoid=avoid, data=data, rng=rng, semi_local=semi,
+                           entry_bound=entry_bound)
     if up is None:
         return None
     r, p = lower[0], lower[1]
     part: dict[str, Any] = {"shape": [len(X) * net.widths[-1], net.dim], "lower": {"prime": p, "rank_mod_p": r}}
     if up["bound"] == r:  # the cheap vectors close the gap: the exact rank, as certified_rank gives it
         return RankResult(r, None, {"rank": r, **part, "upper": up})
-    mc = monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng)
+    mc = monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
+                           entry_bound=entry_bound)
     return RankResult(mc["rank_gamma"], None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
                       montecarlo=mc)
 

@@ -47,7 +47,8 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
                       fixed: FixedEdges, lower: tuple[int, int, np.ndarray], below: int, *,
                       avoid: int, data: ModularData, rng: random.Random,
                       semi_local: Callable[[], list[dict[int, flint.fmpq]]],
-                      max_missing: int = MAX_DIXON_VECTORS) -> dict[str, Any] | None:
+                      max_missing: int = MAX_DIXON_VECTORS,
+                      entry_bound: Callable[[], int] | None = None) -> dict[str, Any] | None:
     """A certified upper bound ``dim - k < below`` on ``rank Gamma`` from cheap kernel vectors, or None.
 
     Parameters
@@ -62,6 +63,8 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         The semi-local kernel (exact vectors of ``ker Gamma`` over Q), built once by the caller.
     max_missing : int
         Most vectors asked of :func:`dixon_kernel_vectors` beyond the semi-local ones.
+    entry_bound : callable, optional
+        :func:`~exactident.model.gamma_modular.gamma_entry_bound` of the case, cached by the caller.
 
     Returns
     -------
@@ -75,13 +78,14 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 
     dim = net.dim
     shape = (len(X) * net.widths[-1], dim)
+    bound = entry_bound or (lambda: gamma_entry_bound(net, X))
     need = max(1, dim - below + 1)  # independent kernel vectors for dim - k < below
     K = semi_local()
     image = lambda p: gamma_mod_p(net, X, pattern, fixed, p, avoid, data)  # noqa: E731
     if K and len(K) >= need:
         K_int = kernel_to_integer_columns(K)
         q = random_primes(1, avoid, rng, exclude=[lower[1]])[0]
-        if has_full_column_rank(K_int, dim, q) and kernel_is_checkable(K_int, shape, gamma_entry_bound(net, X)) \
+        if has_full_column_rank(K_int, dim, q) and kernel_is_checkable(K_int, shape, bound()) \
                 and _zero_guard(image, dim, K_int, avoid, rng, [lower[1], q]):
             return {"kind": "kernel", "bound": dim - len(K), "source": "semi-local", "nullity": len(K)}
     if need - len(K) > max_missing or need > dim - lower[0]:
@@ -93,7 +97,7 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     if len(both) < need:
         return None
     K_int = kernel_to_integer_columns(both)
-    if not kernel_is_checkable(K_int, shape, gamma_entry_bound(net, X)):
+    if not kernel_is_checkable(K_int, shape, bound()):
         return None
     from exactident.linalg.certified import _fmt
 
@@ -103,7 +107,8 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 
 def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                       fixed: FixedEdges, lower: tuple[int, int, np.ndarray], upper: int, *, avoid: int,
-                      data: ModularData, rng: random.Random, max_primes: int = 1) -> dict[str, Any]:
+                      data: ModularData, rng: random.Random, max_primes: int = 1,
+                      entry_bound: Callable[[], int] | None = None) -> dict[str, Any]:
     """The Monte Carlo value of ``rank Gamma`` inside a certified interval, and its proven error bound.
 
     ``max_primes`` uniform primes are drawn (:func:`exactident.linalg.montecarlo.monte_carlo_rank`);
@@ -122,7 +127,8 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     if lower[0] >= upper:
         return {"rank_gamma": lower[0], "error_probability": 0.0}
     value, err = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
-                                  (len(X) * net.widths[-1], net.dim), avoid, lambda: gamma_entry_bound(net, X),
+                                  (len(X) * net.widths[-1], net.dim), avoid,
+                                  entry_bound or (lambda: gamma_entry_bound(net, X)),
                                   rng, first=lower, max_primes=max_primes)
     return {"rank_gamma": value, "error_probability": 0.0 if value >= upper else err}
 
