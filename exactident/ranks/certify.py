@@ -51,8 +51,8 @@ from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import semi_local_kernel, sparse_columns
 from exactident.ranks.rowspace import pattern_rowspace_bound
 
-__all__ = ["DIXON_FIRST_ENTRIES", "AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha",
-           "certify_rank_gamma", "certify_ranks"]
+__all__ = ["AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha", "certify_rank_gamma",
+           "certify_ranks"]
 
 
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -68,7 +68,7 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     kernel (:func:`exactident.ranks.kernels.semi_local_kernel`), completed by single kernel vectors
     over Q (:func:`exactident.ranks.intervals.dixon_kernel_vectors`, at most
     :data:`~exactident.ranks.intervals.MAX_EXACT_DIXON_VECTORS` of them, for ``Gamma`` above
-    :data:`DIXON_FIRST_ENTRIES` entries); a CRT kernel
+    :data:`~exactident.ranks.intervals.DIXON_FIRST_ENTRIES` entries); a CRT kernel
     (capped, :data:`exactident.linalg.certified.MAX_CRT_PRIMES`); FLINT's exact
     nullspace for small matrices; exact elimination.
     """
@@ -76,8 +76,10 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     shape = (len(X) * net.widths[-1], net.dim)
     data = data or ModularData(net, X)
     semi_local = semi_local or (lambda: semi_local_kernel(net, X, pattern, fixed))
+    from exactident.ranks import intervals
+
     if lower is not None and lower[0] < min([min(shape), *(upper_bounds or {}).values()]) \
-            and shape[0] * shape[1] > DIXON_FIRST_ENTRIES:
+            and shape[0] * shape[1] > intervals.DIXON_FIRST_ENTRIES:
         # the whole kernel from cheap exact vectors (semi-local, then Dixon) before CRT over many primes
         from exactident.ranks.intervals import MAX_EXACT_DIXON_VECTORS, gamma_upper_bound
 
@@ -99,10 +101,6 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     r = exact.rank(gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))
     return CertifiedRank(r, {"rank": r, "shape": list(shape), "upper": {"kind": "exact-elimination"}})
 
-
-#: Above this many entries of ``Gamma`` the exact path completes the semi-local kernel by Dixon vectors before
-#: CRT (below it CRT and FLINT's nullspace are quick, and their certificates stay as they were).
-DIXON_FIRST_ENTRIES = 200_000
 
 #: ``alpha`` is reduced mod p explicitly (rows of
 #: :func:`~exactident.model.activation.alpha_row_subset`) up to this many entries.

@@ -34,10 +34,13 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma_modular import ModularData, gamma_entry_bound, gamma_integer, gamma_mod_p
 from exactident.model.network import Network
 
-__all__ = ["CHECK_BLOCK", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS", "dixon_kernel_vectors", "gamma_upper_bound",
-           "monte_carlo_gamma"]
+__all__ = ["CHECK_BLOCK", "DIXON_FIRST_ENTRIES", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS",
+           "dixon_kernel_vectors", "gamma_upper_bound", "monte_carlo_gamma"]
 
 
+#: Dixon vectors only for ``Gamma`` above this many entries: below it CRT and FLINT's nullspace are quick
+#: (the verdict-first path then leaves the gap to the exact path) and their certificates stay as they were.
+DIXON_FIRST_ENTRIES = 200_000
 #: Most kernel vectors asked of :func:`dixon_kernel_vectors` by :func:`gamma_upper_bound`.
 MAX_DIXON_VECTORS = 16
 #: The same when the exact rank is asked for (the whole kernel: one solve with that many right-hand sides).
@@ -88,7 +91,7 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         if has_full_column_rank(K_int, dim, q) and kernel_is_checkable(K_int, shape, bound()) \
                 and _zero_guard(image, dim, K_int, avoid, rng, [lower[1], q]):
             return {"kind": "kernel", "bound": dim - len(K), "source": "semi-local", "nullity": len(K)}
-    if need - len(K) > max_missing or need > dim - lower[0]:
+    if need - len(K) > max_missing or need > dim - lower[0] or shape[0] * shape[1] <= DIXON_FIRST_ENTRIES:
         return None
     # single kernel vectors over Q (checked exactly on every row by dixon_kernel_vectors), explicit
     extra = dixon_kernel_vectors(net, X, pattern, fixed, need - len(K) + 2, avoid=avoid, data=data, rng=rng,
