@@ -40,6 +40,26 @@ def _case(seed: int, widths=(3, 6, 6, 1), n: int = 40):
     return net, X, st, fixed_edges(net)
 
 
+def _fraction_rank(G) -> int:
+    """Rank by Gaussian elimination over Python Fractions (independent of FLINT and of primes)."""
+    from fractions import Fraction
+
+    rows = [[Fraction(int(G[i, j].p), int(G[i, j].q)) for j in range(G.ncols())] for i in range(G.nrows())]
+    rank, col = 0, 0
+    while rank < len(rows) and col < G.ncols():
+        pivot = next((i for i in range(rank, len(rows)) if rows[i][col] != 0), None)
+        if pivot is None:
+            col += 1
+            continue
+        rows[rank], rows[pivot] = rows[pivot], rows[rank]
+        for i in range(rank + 1, len(rows)):
+            if rows[i][col] != 0:
+                f = rows[i][col] / rows[rank][col]
+                rows[i] = [a - f * b for a, b in zip(rows[i], rows[rank])]
+        rank, col = rank + 1, col + 1
+    return rank
+
+
 def _lower(net, X, st, fixed, seed=0):
     avoid = data_denominator(net, X)
     data = ModularData(net, X)
@@ -53,7 +73,9 @@ def test_interval_contains_exact_rank(seed):
     net, X, st, fixed = _case(seed)
     if st.ties:
         pytest.skip("tie")
-    exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    exact_rank = exact.rank(G)
+    assert _fraction_rank(G) == exact_rank
     low, avoid, data = _lower(net, X, st, fixed, seed)
     K = semi_local_kernel(net, X, st.pattern, fixed)
     assert K, "the dead neuron gives kernel vectors"
@@ -98,6 +120,7 @@ def test_exact_ranks_gives_exact_value_and_fast_order_an_interval(seed, monkeypa
     slow = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
                                      exact_ranks=True)
     assert slow.rank_gamma == exact_rank and slow.rank_gamma_interval is None
+    assert fast.rank_gamma_interval is not None  # the semi-local kernel one vector short: an interval
     if fast.rank_gamma_interval is not None:
         lo, hi = fast.rank_gamma_interval
         assert lo <= exact_rank <= hi < net.dim
