@@ -242,3 +242,24 @@ def test_verdict_same_in_fast_and_exhaustive_order(path):
         assert interval[0] <= slow.rank_gamma <= interval[1]
     else:
         assert fast.rank_gamma == slow.rank_gamma
+
+
+def test_column_sketch_reaches_the_rank_where_a_random_subset_does_not():
+    """Wide, Kronecker-structured: 91% of the columns are X ⊗ a (rank 4), the other 9% are needed."""
+    from exactident.linalg.blas_modp import rank_blas, sketch_columns_sparse
+
+    p = 1048583
+    rng = np.random.default_rng(0)
+    m = 40
+    Xs = rng.integers(-5, 6, (m, 4))
+    a = rng.integers(-3, 4, (2, 46))
+    first = np.einsum("ij,kl->ijkl", Xs, a).reshape(m, -1)  # 40 x 368: rank 4 (rows x_i ⊗ vec(a))
+    rest = rng.integers(-9, 10, (m, 36))  # the columns a full row rank needs
+    A = np.concatenate([first, rest], axis=1) % p
+    assert rank_blas(A, p) == m
+    picks = random.Random(1)
+    subset_ranks = [rank_blas(A[:, sorted(picks.sample(range(A.shape[1]), m + 16))], p) for _ in range(5)]
+    assert max(subset_ranks) < m  # a plain random subset of m + 16 columns misses the rank
+    assert rank_blas(sketch_columns_sparse(A, m + 16, p, seed=3), p) == m
+    lower = modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(0), stop_at=m, blas=True)
+    assert lower[0] == m

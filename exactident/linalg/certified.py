@@ -29,7 +29,7 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
-from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas, sketch_rows
+from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas, sketch_columns_sparse, sketch_rows
 from exactident.linalg.modular import (
     matmul_mod,
     random_primes,
@@ -196,6 +196,11 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             # Wide, same idea with columns (e.g. Gamma with n N_L < dim: full row rank).
             cols = sorted(rng.sample(range(n), m + 16))
             if rank_fn(image[:, cols], p) == m:
+                return m, p, image
+            # a subset misses columns that are a small share of the matrix (the later layers'
+            # parameters beside the first layer's): a sparse column sketch mixes all of them.
+            # Seeded by p so the shared rng (and every later prime) is unchanged.
+            if blas and rank_fn(sketch_columns_sparse(image, m + 16, p, seed=p), p) == m:
                 return m, p, image
         if blas and m > 2 * n + 64 and first is not None:
             # Very tall, rank-deficient rows sample of rank r1: stack it with R A_rest for a random
