@@ -367,8 +367,8 @@ def sketch_columns_sparse(A: np.ndarray, k: int, p: int, seed: int, hashes: int 
     A = np.asarray(A, dtype=np.int64) % p
     out = np.zeros((m, k), dtype=np.int64)
     for _ in range(hashes):
-        target = gen.integers(0, k, n)
-        coef = gen.integers(1, p, n)
+        target = np.asarray(gen.integers(0, k, size=n), dtype=np.int64)
+        coef = np.asarray(gen.integers(1, p, size=n), dtype=np.int64)
         order = np.argsort(target, kind="stable")
         starts = np.searchsorted(target[order], np.arange(k))
         scaled = (A[:, order] * coef[order]) % p  # below 2**21 each: sums of n of them fit in int64
