@@ -91,6 +91,7 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         if has_full_column_rank(K_int, dim, q) and kernel_is_checkable(K_int, shape, bound()) \
                 and _zero_guard(image, dim, K_int, avoid, rng, [lower[1], q]):
             return {"kind": "kernel", "bound": dim - len(K), "source": "semi-local", "nullity": len(K)}
+        return None  # the semi-local vectors failed a check (dependent, or not 0 mod a prime): trust none of them
     if need - len(K) > max_missing or need > dim - lower[0] or shape[0] * shape[1] <= DIXON_FIRST_ENTRIES:
         return None
     # single kernel vectors over Q (checked exactly on every row by dixon_kernel_vectors), explicit
