@@ -135,8 +135,16 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
 
 
 def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """``c_l = A_l A_l^T`` (int64, exact: counts ``<= N_l``), deepest layer first."""
-    return [np.asarray(a, dtype=np.int64) @ np.asarray(a, dtype=np.int64).T for a in reversed(pattern)]
+    """``c_l = A_l A_l^T`` (int64, exact: counts ``<= N_l``), deepest layer first.
+
+    The products run in float64 BLAS (numpy has no BLAS for integers): 0/1 entries, sums at most
+    ``N_l < 2**53``, so every value is exact.
+    """
+    out = []
+    for a in reversed(pattern):
+        f = np.asarray(a, dtype=np.float64)
+        out.append(np.rint(f @ f.T).astype(np.int64))
+    return out
 
 
 def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]], p: int,
