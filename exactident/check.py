@@ -68,7 +68,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           modular: bool = True, seed: int | None = 0, certify: str = "full",
           timeout: float | None = None,
           on_stage: Callable[[str, dict[str, Any]], None] | None = None,
-          on_tick: Callable[[], None] | None = None, structural: bool = True) -> Report:
+          on_tick: Callable[[], None] | None = None, structural: bool = True,
+          exact_ranks: bool = False) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -119,6 +120,12 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         Try to settle an ``inconclusive`` verdict with a structural certificate or a
         straight line (:func:`exactident.boundary.structural.settle`; docs/theory.md,
         "Structural certificates").  ``False`` keeps the verdict of the rank rules.
+    exact_ranks : bool
+        Certify ``rank_gamma`` exactly even when the verdict does not need it.  By default
+        (``False``, and ``all_ranks`` off) a rank-deficient ``Gamma`` whose cheap certified kernel
+        vectors already prove ``C_S`` false and ``C_N`` true is reported as a certified interval
+        (``rank_gamma_interval``) and ``rank_gamma`` is then its Monte Carlo value, labelled by
+        ``montecarlo`` with a proven error bound (docs/modular.md, "Verdict first").
 
     Returns
     -------
@@ -154,7 +161,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         def work() -> Report:
             return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
                          max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
-                         modular=modular, seed=seed, certify=certify, structural=structural)
+                         modular=modular, seed=seed, certify=certify, structural=structural,
+                         exact_ranks=exact_ranks)
 
         isolated = run_isolated(work, timeout, on_stage, on_tick)
         if isolated.timed_out:
@@ -169,14 +177,17 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     dim = net.dim
     rank_a = None
     rank_a_lower = None
+    interval = None
     gamma = None
     rank_certificate = None
     if modular:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=all_ranks or bool(state.ties),
                               rng=random.Random(seed), certify="none" if certify == "none" and not state.ties
-                              else "full", allow_rank_a_lower=not state.ties and not degenerate)
+                              else "full", allow_rank_a_lower=not state.ties and not degenerate,
+                              exact_ranks=exact_ranks or all_ranks)
         rank_gamma, rank_a, rank_certificate = ranks.rank_gamma, ranks.rank_a, ranks.certificate
         rank_a_lower = ranks.rank_a_lower
+        interval = ranks.rank_gamma_interval
     else:
         gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
         rank_gamma = exact.rank(gamma)
@@ -191,6 +202,9 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         rank_certificate = None
     elif rank_certificate and not state.ties:
         extra["certified_by"] = certified_by(rank_certificate)
+    if interval is not None:  # the verdict did not need the exact R_Gamma (Monte Carlo value, labelled)
+        extra["rank_gamma_interval"] = list(interval)
+        extra["montecarlo"] = dict(ranks.montecarlo or {})
     # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
     certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None
     verdict_reached = True
@@ -217,14 +231,16 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     elif rank_a is None and rank_a_lower is not None:
         # R_Gamma < N_L rank_p(alpha) <= R_A and R_Gamma < dim: C_S fails and C_N holds
         verdict = "inconclusive"
-        reason = (f"R_Gamma = {rank_gamma} < dim = {dim} and R_A >= {rank_a_lower} > R_Gamma "
-                  "(C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
+        reason = (f"R_Gamma = {_rank_text(rank_gamma, interval)} < dim = {dim} and R_A >= {rank_a_lower} > "
+                  "R_Gamma (C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
         # the rank part certifies R_Gamma and the lower bound (its rank_a part has no upper bound)
         extra["rank_a_lower_bound"] = rank_a_lower
     else:
         stage("verdict", rank_gamma=rank_gamma, dim=dim)
         verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
         reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
+        if interval is not None:
+            reason += f"; R_Gamma certified in [{interval[0]}, {interval[1]}] (exact value: --exact-ranks)"
         if extra.get("certified") is False:
             reason += f" (Monte Carlo ranks, not certified: error probability <= {extra['error_probability']:.3g})"
     rank_verdict = verdict  # what the rank rules give: the float pipeline is compared with this
@@ -256,6 +272,13 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _rank_text(rank_gamma: int, interval: tuple[int, int] | None) -> str:
+    """``R_Gamma`` for a reason: the exact value, or the certified interval."""
+    if interval is None:
+        return str(rank_gamma)
+    return f"{rank_gamma} (Monte Carlo; certified in [{interval[0]}, {interval[1]}], exact value: --exact-ranks)"
 
 
 def _settle(net, X, state, certificate, reason, extra, attach: bool) -> tuple[str, str, dict | None, str | None]:

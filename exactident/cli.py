@@ -83,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check Prop. 1 (f = alpha phi) and Prop. 10 (Gamma = A Dpsi) exactly")
     p.add_argument("--all-ranks", action="store_true",
                    help="compute rank_a even when C_S already decides the verdict")
+    p.add_argument("--exact-ranks", action="store_true",
+                   help="certify rank_gamma exactly even when a certified interval decides the verdict")
     p.add_argument("--max-resolutions", type=positive_int, default=4096, metavar="N",
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=positive_number, default=None,

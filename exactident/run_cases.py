@@ -63,6 +63,7 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any],
                                max_resolutions=args.max_resolutions,
                                all_ranks=args.all_ranks or getattr(args, "expect", False),
                                certify=getattr(args, "certify", "full"), timeout=timeout,
+                               exact_ranks=getattr(args, "exact_ranks", False),
                                on_stage=progress.stage, on_tick=progress.tick)
             except UnsupportedCaseError as exc:
                 yield path, exc

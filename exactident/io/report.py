@@ -178,7 +178,9 @@ def render_table(reports: Sequence[Report]) -> str:
     rows = []
     for r in reports:
         flt = _float_cell(r.numeric)
-        rows.append([esc(r.name), r.verdict, "-" if r.rank_gamma is None else str(r.rank_gamma),  # None: timed out
+        interval = r.extra.get("rank_gamma_interval")  # certified interval: shown instead of the Monte Carlo value
+        rg = "-" if r.rank_gamma is None else (f"[{interval[0]}, {interval[1]}]" if interval else str(r.rank_gamma))
+        rows.append([esc(r.name), r.verdict, rg,  # None: timed out
                      "-" if r.rank_a is None else str(r.rank_a),
                      str(r.dim), str(r.n_samples * r.widths[-1]), "-" if r.n_ties is None else str(r.n_ties), flt,
                      f"{r.seconds:.2f}s"])

@@ -47,6 +47,7 @@ __all__ = [
     "pivots_blas",
     "rank_blas",
     "rref_kernel_blas",
+    "sketch_columns_sparse",
     "sketch_rows",
     "to_symmetric",
 ]
@@ -343,3 +344,36 @@ def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random) -> np.ndarray
     R = gen.integers(-(p // 2), p // 2 + 1, (k, A.shape[0])).astype(np.float64)  # symmetric residues
     F = to_symmetric(A, p) if A.dtype.kind != "f" else A
     return matmul_blas(R, F, p).astype(np.int64) % p
+
+
+def sketch_columns_sparse(A: np.ndarray, k: int, p: int, seed: int, hashes: int = 2) -> np.ndarray:
+    """``A R mod p`` for a sparse random ``n x k`` matrix ``R``: each column of ``A`` added, times a random
+    nonzero coefficient, into ``hashes`` random columns of the result (int64 residues in ``[0, p)``).
+
+    ``rank_p(A R) <= rank_p(A)`` whatever ``R`` is (a lower bound stays a lower bound). The cost is
+    ``hashes`` passes over ``A`` (no ``m x n x k`` product); unlike a random subset of columns, every
+    column of ``A`` contributes, so columns that are a small share of ``A`` (e.g. those of the later
+    layers of a network, next to the many of the first layer) are not missed.
+
+    Examples
+    --------
+    >>> A = np.array([[1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1]])
+    >>> rank_blas(sketch_columns_sparse(A, 2, 1048583, 0), 1048583)
+    2
+    """
+    _check_prime(p)
+    m, n = A.shape
+    gen = np.random.default_rng(seed)
+    A = np.asarray(A, dtype=np.int64) % p
+    out = np.zeros((m, k), dtype=np.int64)
+    for _ in range(hashes):
+        target = np.asarray(gen.integers(0, k, size=n), dtype=np.int64)
+        coef = np.asarray(gen.integers(1, p, size=n), dtype=np.int64)
+        order = np.argsort(target, kind="stable")
+        starts = np.searchsorted(target[order], np.arange(k))
+        scaled = (A[:, order] * coef[order]) % p  # below 2**21 each: sums of n of them fit in int64
+        empty = np.diff(np.append(starts, n)) == 0
+        sums = np.add.reduceat(scaled, np.minimum(starts, n - 1), axis=1) if n else np.zeros((m, k), np.int64)
+        sums[:, empty] = 0  # reduceat gives an element, not 0, for an empty group
+        out = (out + sums) % p
+    return out

@@ -29,7 +29,7 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
-from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas, sketch_rows
+from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas, sketch_columns_sparse, sketch_rows
 from exactident.linalg.modular import (
     matmul_mod,
     random_primes,
@@ -183,18 +183,35 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     for p in primes:
         image = image_mod_p(p)
         m, n = image.shape
+        first: tuple[list[int], int] | None = None
         if stop_at is not None and stop_at == n and m > n + n // 8 + 16:
             # Tall: a random set of n + 16 rows usually has full column rank already, and the
             # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.
             rows = sorted(rng.sample(range(m), n + 16))
-            if rank_fn(image[rows], p) == n:
+            r_rows = rank_fn(image[rows], p)
+            if r_rows == n:
                 return n, p, image
+            first = (rows, r_rows)
         if stop_at is not None and stop_at == m and n > m + m // 8 + 16:
             # Wide, same idea with columns (e.g. Gamma with n N_L < dim: full row rank).
             cols = sorted(rng.sample(range(n), m + 16))
             if rank_fn(image[:, cols], p) == m:
                 return m, p, image
-        if blas and m > 2 * n + 64:
+            # a subset misses columns that are a small share of the matrix (the later layers'
+            # parameters beside the first layer's): a sparse column sketch mixes all of them.
+            # Seeded by p so the shared rng (and every later prime) is unchanged.
+            if blas and rank_fn(sketch_columns_sparse(image, m + 16, p, seed=p), p) == m:
+                return m, p, image
+        if blas and m > 2 * n + 64 and first is not None:
+            # Very tall, rank-deficient rows sample of rank r1: stack it with R A_rest for a random
+            # (n - r1 + 16) x (m - n - 16) matrix R.  Any such stack [A_rows; R A_rest] has rank at
+            # most rank A (a lower bound), equal to it unless R is unlucky (chance about rank / p),
+            # and then A's row space, so its reduced echelon kernel is A's too.  R needs only the
+            # rank the sample misses: a product n / (n - r1) times smaller than a full sketch.
+            rows, r1 = first
+            rest = np.setdiff1d(np.arange(m), rows)
+            image = np.vstack([image[rows], sketch_rows(image[rest], n - r1 + 16, p, rng)])
+        elif blas and m > 2 * n + 64:
             # Very tall: the rank of R A for a random k x m matrix R (k = n + 16) is a lower bound
             # for the rank of A (and equal to it unless R is unlucky, chance about rank / p); one
             # product instead of an elimination over all m rows.  R A has A's row space then, so

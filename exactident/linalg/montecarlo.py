@@ -47,9 +47,11 @@ def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int,
     """``prod_{i<k} d / (N - i)``: chance that ``k`` uniform primes of ``[lo, hi)`` all lower the rank.
 
     With ``sketch`` each trial also compresses the rows by a random matrix ``R``
-    (uniform residues): the rank of ``R M`` drops below that of ``M`` mod p only if a
-    nonzero polynomial of degree ``r`` in the entries of ``R`` vanishes, chance at most
-    ``r / p <= r / lo`` (Schwartz-Zippel), added to each trial's ``d / (N - i)``.
+    (uniform residues below ``min(p, SKETCH_SET)``): the rank of ``R M`` drops below that of
+    ``M`` mod p only if a nonzero polynomial of degree ``r`` in the entries of ``R`` vanishes,
+    chance at most ``r / min(lo, SKETCH_SET)`` (Schwartz-Zippel), added to each trial's ``d / (N - i)``.  The same
+    holds for ``[M_S; R M_rest]`` (random rows ``S`` of rank ``r_1`` mod p, ``R`` with at least
+    ``rank_p M - r_1`` rows): the polynomial is nonzero since some ``R`` picks the missing rows.
 
     Examples
     --------
@@ -64,13 +66,38 @@ def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int,
     n_usable = PRIMES_IN_RANGE[(lo, hi)] - math.floor(math.log2(max(int(avoid), 1)) / math.log2(lo))
     bound = 1.0
     for i in range(k):
-        bound *= min(1.0, d / max(n_usable - i, 1) + (r / lo if sketch else 0.0))
+        bound *= min(1.0, d / max(n_usable - i, 1) + (r / min(lo, SKETCH_SET) if sketch else 0.0))
     return bound
+
+
+#: Entries of a random sketch matrix are drawn from ``[0, SKETCH_SET)`` (or all residues below it):
+#: a sketch loses rank with probability at most ``rank / SKETCH_SET`` (Schwartz-Zippel).
+SKETCH_SET = 2**20
+
+
+def _sketch_word(A: np.ndarray, k: int, q: int, rng: random.Random) -> np.ndarray:
+    """``R A mod q`` for a word-size prime ``q``, ``R`` uniform in ``[0, 2**20)^(k x m)`` (int64 residues).
+
+    ``A = 2**16 A_hi + A_lo`` with ``A_lo < 2**16``, ``A_hi < 2**15``: each float64 product of
+    ``R`` with a part over at most ``2**16`` rows stays below ``2**52``, so it is exact.
+    """
+    gen = np.random.default_rng(rng.getrandbits(64))
+    A = np.asarray(A, dtype=np.int64) % q
+    R = gen.integers(0, SKETCH_SET, (k, A.shape[0])).astype(np.float64)
+    out = np.zeros((k, A.shape[1]), dtype=np.int64)
+    for start in range(0, A.shape[0], 2**16):
+        part = A[start:start + 2**16]
+        Rp = R[:, start:start + 2**16]
+        lo_part = (Rp @ (part & 0xFFFF).astype(np.float64)).astype(np.int64) % q
+        hi_part = (Rp @ (part >> 16).astype(np.float64)).astype(np.int64) % q
+        out = (out + hi_part * 65536 + lo_part) % q
+    return out
 
 
 def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, int], avoid: int,
                      entry_bound: Callable[[], int], rng: random.Random,
-                     first: tuple[int, int, np.ndarray] | None = None) -> tuple[int, float]:
+                     first: tuple[int, int, np.ndarray] | None = None,
+                     max_primes: int = MAX_PRIMES) -> tuple[int, float]:
     """Largest rank mod uniformly random primes and a bound on the chance it is below the rank over Q.
 
     Parameters
@@ -84,6 +111,8 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
     rng : random.Random
     first : (rank, prime, image), optional
         A rank already known (any prime): it counts in the maximum, not in the bound.
+    max_primes : int
+        Most uniform primes drawn (the bound is then whatever they reach).
 
     Returns
     -------
@@ -99,16 +128,24 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
     small = (BLAS_PRIME_LO, BLAS_PRIME_HI)
     lo, hi = small if failure_bound(shape, B, avoid, *small, 1) <= 0.25 else (PRIME_LO, PRIME_HI)
     rank_fn = rank_blas if lo == BLAS_PRIME_LO else rank_mod_p
-    sketch = lo == BLAS_PRIME_LO and m > 2 * n + 64  # very tall: rank of a random row sketch
+    sketch = m > 2 * n + 64  # very tall: rank of a random row sketch
     used: set[int] = set()
     k = 0
-    while k < MAX_PRIMES:
+    while k < max_primes:
         q = uniform_prime(rng, lo, hi, avoid, used)
         used.add(q)
         k += 1
         image = image_mod_p(q)
         if sketch:
-            image = sketch_rows(image, n + 16, q, rng)
+            # n + 16 random rows, stacked with a sketch of the others by n - r1 + 16 random rows: at
+            # least as many sketch rows as the rank the sample misses, so the stack loses rank only
+            # if the sketch is unlucky (the same r / p bound), for a smaller product than R M
+            rows = sorted(rng.sample(range(m), n + 16))
+            r1 = rank_fn(image[rows], q)
+            rest = np.setdiff1d(np.arange(m), rows)
+            extra = (sketch_rows(image[rest], n - r1 + 16, q, rng) if lo == BLAS_PRIME_LO
+                     else _sketch_word(image[rest], n - r1 + 16, q, rng))
+            image = image[rows] if r1 >= top else np.vstack([image[rows], extra])
         best = max(best, rank_fn(image, q))
         if best >= top:
             return best, 0.0

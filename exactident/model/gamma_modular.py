@@ -36,6 +36,7 @@ __all__ = [
     "Scaled",
     "alpha_mod_p",
     "gamma_entry_bound",
+    "gamma_integer",
     "gamma_mod_p",
     "gram_counts",
     "gram_entry_bound",
@@ -134,8 +135,16 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
 
 
 def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """``c_l = A_l A_l^T`` (int64, exact: counts ``<= N_l``), deepest layer first."""
-    return [np.asarray(a, dtype=np.int64) @ np.asarray(a, dtype=np.int64).T for a in reversed(pattern)]
+    """``c_l = A_l A_l^T`` (int64, exact: counts ``<= N_l``), deepest layer first.
+
+    The products run in float64 BLAS (numpy has no BLAS for integers): 0/1 entries, sums at most
+    ``N_l < 2**53``, so every value is exact.
+    """
+    out = []
+    for a in reversed(pattern):
+        f = np.asarray(a, dtype=np.float64)
+        out.append(np.rint(f @ f.T).astype(np.int64))
+    return out
 
 
 def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]], p: int,
@@ -233,3 +242,50 @@ def alpha_mod_p(pattern: Sequence[np.ndarray], X_res: np.ndarray, p: int) -> np.
         blocks.append(tail)
     first = ((np.asarray(X_res, dtype=np.int64) % p)[:, :, None] * tail[:, None, :]).reshape(n, -1)
     return np.concatenate([first, *blocks[::-1], np.ones((n, 1), dtype=np.int64)], axis=1)
+
+
+def gamma_integer(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                  fixed: FixedEdges, samples: Sequence[int], data: ModularData | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``Gamma'`` on the rows of ``samples``: ``Gamma diag(s)`` as exact integers, and ``s``.
+
+    The same backpropagation as :func:`gamma_mod_p`, in exact integers (numpy object
+    arrays of Python ints) on the data scaled once: ``h_l = H_l / e_l``, ``d f / d z_l =
+    D_l / c_l`` with integer ``H_l, D_l``, so a column of layer ``l`` times
+    ``s = c_l e_{l-1} > 0`` is an integer column.  ``Gamma' u = 0`` iff ``Gamma (s u) = 0``.
+
+    Returns
+    -------
+    (G, s) : object arrays, shapes ``(len(samples) * N_L, dim)`` and ``(dim,)``
+        Rows ``k * N_L + j`` for the ``k``-th sample of ``samples``; columns as
+        :func:`exactident.model.fixed_edges.free_parameters`.
+    """
+    data = data or ModularData(net, X)
+    L, N_L = net.L, net.widths[-1]
+    idx = np.asarray(samples, dtype=np.int64)
+    n = len(idx)
+    dw = [w.den for w in data.W]
+    db = [b.den for b in data.b]
+    H = [data.X.ints[idx]]
+    e = [data.X.den]
+    masks = [np.asarray(a, dtype=bool)[idx].reshape(n, net.widths[l + 1]) for l, a in enumerate(pattern)]
+    for l in range(1, L):
+        Z = H[-1].dot(data.W[l - 1].ints.T) * db[l - 1] + data.b[l - 1].ints[0] * (e[-1] * dw[l - 1])
+        H.append(np.where(masks[l - 1], Z, 0).astype(object))
+        e.append(e[-1] * dw[l - 1] * db[l - 1])
+    D = np.tile(np.eye(N_L, dtype=np.int64), (n, 1)).astype(object)
+    c = 1
+    blocks: list[np.ndarray] = []
+    scales: list[np.ndarray] = []
+    for l in range(L, 0, -1):
+        Hrep = np.repeat(H[l - 1], N_L, axis=0)
+        dW = (D[:, :, None] * Hrep[:, None, :]).reshape(n * N_L, net.widths[l] * net.widths[l - 1])
+        blocks += [D * e[l - 1], dW]
+        scales += [np.full(net.widths[l], c * e[l - 1], dtype=object),
+                   np.full(net.widths[l] * net.widths[l - 1], c * e[l - 1], dtype=object)]
+        if l > 1:
+            D = np.where(np.repeat(masks[l - 2], N_L, axis=0), D.dot(data.W[l - 1].ints), 0).astype(object)
+            c *= dw[l - 1]
+    cols = free_columns(net, fixed)
+    full = np.concatenate(blocks[::-1], axis=1)
+    return full[:, cols], np.concatenate(scales[::-1])[cols]

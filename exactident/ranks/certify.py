@@ -14,7 +14,7 @@ Called by :mod:`exactident.check` and :mod:`exactident.boundary.analyse`.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,22 +59,40 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
                        fixed: FixedEdges, *, rng: random.Random | None = None,
                        upper_bounds: Mapping[str, int] | None = None,
                        lower: tuple[int, int, np.ndarray] | None = None,
-                       data: ModularData | None = None) -> CertifiedRank:
+                       data: ModularData | None = None,
+                       semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None) -> CertifiedRank:
     """Exact ``R_Gamma = rank Gamma`` with a certificate (falls back to exact elimination).
 
     Upper bounds, cheapest first, stopping as soon as one meets the rank mod p:
     ``min(rows, dim)`` and ``upper_bounds`` (``R_A``, Prop. 11); the semi-local
-    kernel (:func:`exactident.ranks.kernels.semi_local_kernel`); a CRT kernel
+    kernel (:func:`exactident.ranks.kernels.semi_local_kernel`), completed by single kernel vectors
+    over Q (:func:`exactident.ranks.intervals.dixon_kernel_vectors`, at most
+    :data:`~exactident.ranks.intervals.MAX_EXACT_DIXON_VECTORS` of them, for ``Gamma`` above
+    :data:`~exactident.ranks.intervals.DIXON_FIRST_ENTRIES` entries); a CRT kernel
     (capped, :data:`exactident.linalg.certified.MAX_CRT_PRIMES`); FLINT's exact
     nullspace for small matrices; exact elimination.
     """
     avoid = data_denominator(net, X)
     shape = (len(X) * net.widths[-1], net.dim)
     data = data or ModularData(net, X)
+    semi_local = semi_local or (lambda: semi_local_kernel(net, X, pattern, fixed))
+    from exactident.ranks import intervals
+
+    if lower is not None and lower[0] < min([min(shape), *(upper_bounds or {}).values()]) \
+            and shape[0] * shape[1] > intervals.DIXON_FIRST_ENTRIES:
+        # the whole kernel from cheap exact vectors (semi-local, then Dixon) before CRT over many primes
+        from exactident.ranks.intervals import MAX_EXACT_DIXON_VECTORS, gamma_upper_bound
+
+        up = gamma_upper_bound(net, X, pattern, fixed, lower, lower[0] + 1, avoid=avoid, data=data,
+                               rng=rng or random.Random(), semi_local=semi_local,
+                               max_missing=MAX_EXACT_DIXON_VECTORS)
+        if up is not None and up["bound"] == lower[0]:
+            return CertifiedRank(lower[0], {"rank": lower[0], "shape": list(shape),
+                                            "lower": {"prime": lower[1], "rank_mod_p": lower[0]}, "upper": up})
     res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), shape, avoid=avoid,
                          entry_bound=lambda: gamma_entry_bound(net, X), upper_bounds=upper_bounds,
                          rng=rng, lower=lower, blas=True,
-                         local_kernels=[("semi-local", lambda: semi_local_kernel(net, X, pattern, fixed))],
+                         local_kernels=[("semi-local", semi_local)],
                          exact_kernel=lambda: sparse_columns(exact.nullspace(
                              gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))))
     if res is not None:
@@ -213,12 +231,17 @@ class RankResult:
     certificate: dict[str, Any]
     #: A certified lower bound on ``R_A`` when the exact value was not needed (see :func:`certify_ranks`).
     rank_a_lower: int | None = None
+    #: ``(lo, hi)``, certified ``lo <= R_Gamma <= hi``, when the exact ``R_Gamma`` was not needed
+    #: (``lo < hi``); ``rank_gamma`` is then the Monte Carlo value of ``montecarlo``.
+    rank_gamma_interval: tuple[int, int] | None = None
+    #: ``{"rank_gamma": value, "error_probability": e}`` beside an interval.
+    montecarlo: dict[str, Any] | None = None
 
 
 def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                   fixed: FixedEdges, *, need_rank_a: bool = False,
                   rng: random.Random | None = None, certify: str = "full",
-                  allow_rank_a_lower: bool = False) -> RankResult:
+                  allow_rank_a_lower: bool = False, exact_ranks: bool = True) -> RankResult:
     """Certified ``R_Gamma`` and, when needed, ``R_A = N_L rank alpha`` (Prop. 11).
 
     Only what the verdict needs: one prime whose rank mod p is ``dim`` proves
@@ -236,6 +259,14 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     "rank_a_lower"}``, see :class:`AlphaLowerBound`).  When the rank of ``Gamma`` mod p
     already reaches ``N_L`` times that of ``alpha``, no such gap can be proved and ``R_A`` is
     certified in full before any kernel of ``Gamma``.
+
+    With ``exact_ranks=False`` (and ``allow_rank_a_lower``, ``need_rank_a`` off), the verdict
+    first: when ``rank Gamma mod p < dim`` and cheap certified kernel vectors
+    (:func:`exactident.ranks.intervals.gamma_upper_bound`) already bound ``R_Gamma`` below the
+    certified lower bound on ``R_A``, ``C_S`` fails and ``C_N`` holds; ``R_Gamma`` is then the
+    certified interval ``rank_gamma_interval`` and ``rank_gamma`` its Monte Carlo value
+    (``montecarlo``, with a proven error bound), and the certificate's ``rank_gamma`` part is the
+    *interval* form (``shape``, ``lower``, ``upper``; no ``rank``).
 
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
@@ -275,6 +306,13 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         return _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data)
     rank_a = None
     bounds: dict[str, int] = {}
+    semi_cache: list[list[dict[int, flint.fmpq]]] = []
+
+    def semi() -> list[dict[int, flint.fmpq]]:  # built at most once, by whichever stage needs it first
+        if not semi_cache:
+            semi_cache.append(semi_local_kernel(net, X, pattern, fixed))
+        return semi_cache[0]
+
     if need_rank_a or lower[0] < dim:
         ra: CertifiedRank | AlphaLowerBound
         if allow_rank_a_lower and not need_rank_a:
@@ -291,7 +329,14 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved,
             # and the certificate's rank_a part carries the lower bound only.
             stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
-            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data)
+            if not exact_ranks:
+                fast = _verdict_first(net, X, pattern, fixed, lower, N_L * ra.rank, avoid, data, rng, semi)
+                if fast is not None:
+                    cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
+                    cert["rank_gamma"] = fast.certificate
+                    return RankResult(fast.rank_gamma, None, cert, rank_a_lower=N_L * ra.rank,
+                                      rank_gamma_interval=fast.rank_gamma_interval, montecarlo=fast.montecarlo)
+            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data, semi_local=semi)
             if g.rank < N_L * ra.rank:
                 cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                 cert["rank_gamma"] = g.certificate
@@ -301,12 +346,44 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         rank_a = N_L * ra.rank
         cert["rank_a"] = dict(ra.certificate, rank_a=rank_a)
         bounds["rank_a"] = rank_a
+        if not exact_ranks and not need_rank_a and allow_rank_a_lower and lower[0] < min(rank_a, dim):
+            fast = _verdict_first(net, X, pattern, fixed, lower, rank_a, avoid, data, rng, semi)
+            if fast is not None:
+                cert["rank_gamma"] = fast.certificate
+                return RankResult(fast.rank_gamma, rank_a, cert, rank_gamma_interval=fast.rank_gamma_interval,
+                                  montecarlo=fast.montecarlo)
     stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
-    g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, upper_bounds=bounds, lower=lower, data=data)
+    g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, upper_bounds=bounds, lower=lower, data=data,
+                           semi_local=semi)
     cert["rank_gamma"] = g.certificate
     if rank_a is not None and g.rank > rank_a:
         raise InvariantViolation(f"rank Gamma = {g.rank} > R_A = {rank_a}, contradicting Prop. 11")
     return RankResult(g.rank, rank_a, cert)
+
+
+def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi) -> RankResult | None:
+    """``R_Gamma <= hi < below`` from cheap kernel vectors: the interval result, or None (see certify_ranks)."""
+    from exactident.ranks.intervals import gamma_upper_bound, monte_carlo_gamma
+
+    bound_cache: list[int] = []
+
+    def entry_bound() -> int:  # an exact forward pass: once
+        if not bound_cache:
+            bound_cache.append(gamma_entry_bound(net, X))
+        return bound_cache[0]
+
+    up = gamma_upper_bound(net, X, pattern, fixed, lower, below, avoid=avoid, data=data, rng=rng, semi_local=semi,
+                           entry_bound=entry_bound)
+    if up is None:
+        return None
+    r, p = lower[0], lower[1]
+    part: dict[str, Any] = {"shape": [len(X) * net.widths[-1], net.dim], "lower": {"prime": p, "rank_mod_p": r}}
+    if up["bound"] == r:  # the cheap vectors close the gap: the exact rank, as certified_rank gives it
+        return RankResult(r, None, {"rank": r, **part, "upper": up})
+    mc = monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
+                           entry_bound=entry_bound)
+    return RankResult(mc["rank_gamma"], None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
+                      montecarlo=mc)
 
 
 def certified_by(certificate: Mapping[str, Any]) -> dict[str, str]:

@@ -163,7 +163,7 @@ def survey(widths: list[int], trials: int, n_samples: int | None = None, seed: i
             if budget is not None and time.perf_counter() - start > budget:
                 break
             case = parse_case(draft_to_case_obj(draw_network(widths, n, seed, t, kind), f"survey-{t}"))
-            report = check(case, numeric=False, max_resolutions=1)
+            report = check(case, numeric=False, max_resolutions=1, exact_ranks=True)
             rank = report.pattern_ranks[0] if report.pattern_ranks else report.rank_gamma
             result.ranks.append(int(rank))
             result.ties += report.on_boundary

@@ -196,11 +196,15 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
             if problems:
                 fails += problems
             else:
-                proofs.rank_part = (ranks.rank_gamma, ranks.rank_a)
+                interval = getattr(ranks, "rank_gamma_interval", None)
+                proofs.rank_gamma_interval = interval
+                # an interval's upper end stands for R_Gamma in the rules that only need an upper bound
+                proofs.rank_part = (interval[1] if interval else ranks.rank_gamma, ranks.rank_a)
                 proofs.rank_a_lower = getattr(ranks, "rank_a_lower", None)
                 proofs.closed_by = closed_by(cert["rank"])
                 lower = proofs.rank_a_lower if ranks.rank_a is None and proofs.rank_a_lower is not None else None
-                msgs.append(f"rank part valid: at the >= 0 pattern R_Gamma = {ranks.rank_gamma}"
+                shown_rg = f"in [{interval[0]}, {interval[1]}]" if interval else f"= {ranks.rank_gamma}"
+                msgs.append(f"rank part valid: at the >= 0 pattern R_Gamma {shown_rg}"
                             + (f", R_A = {ranks.rank_a}" if ranks.rank_a is not None else "")
                             + (f", R_A >= {lower}" if lower is not None else ""))
     if "boundary" in cert:

@@ -40,10 +40,12 @@ __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "closed_by", "dec
 REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "rank_a", "cs", "cn", "degenerate",
                  "on_boundary", "n_ties", "verdict", "reason", "decided_by", "patterns", "numeric", "certificate",
                  "summary", "certified_by", "rank_a_lower_bound", "provenance", "certified", "error_probability",
-                 "timed_out", "stage", "parameters", "neurons", "kernel_basis", "explanation")
+                 "timed_out", "stage", "parameters", "neurons", "kernel_basis", "explanation",
+                 "rank_gamma_interval", "montecarlo")
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
-                "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose"}
+                "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose",
+                "montecarlo": "a labelled estimate inside the certified interval (its value must be rank_gamma)"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 #: ``decided_by`` values and the verdict each rule gives (docs/cli.md).
@@ -68,6 +70,8 @@ class Proofs:
     boundary: BoundaryResult | None = None
     rank_a_lower: int | None = None          # certified lower bound on R_A by the rank part (R_A when certified)
     closed_by: dict[str, str] | None = None  # upper-bound kind per matrix of the verified rank part
+    #: certified (lo, hi) for R_Gamma when the rank part's rank_gamma is the interval form; rank_part[0] is hi
+    rank_gamma_interval: tuple[int, int] | None = None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -235,7 +239,11 @@ def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> l
     else:
         rg, certified_ra = source
         dim = facts.dim
-        if claims["rank_gamma"] is not None and claims["rank_gamma"] != rg:
+        interval = _interval(facts, proofs)
+        if interval is not None:
+            fails += _interval_claims(claims, interval, certified_ra, _common_lower(facts, proofs), dim)
+            claims = {"rank_a": claims["rank_a"]}
+        if claims.get("rank_gamma") is not None and claims["rank_gamma"] != rg:
             fails.append(f"rank_gamma: report says {claims['rank_gamma']}, the certificate certifies {rg}")
         ra = claims["rank_a"]
         if ra is not None and ra != certified_ra:
@@ -243,15 +251,39 @@ def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> l
                     if facts.visible and proofs.boundary and proofs.boundary.resolutions else "")
             fails.append(f"rank_a: report says {ra}, the certificate certifies "
                          f"{'no R_A' if certified_ra is None else certified_ra}{rule}")
-        if claims["cs"] is not None and claims["cs"] != (rg == dim):
+        if claims.get("cs") is not None and claims["cs"] != (rg == dim):
             fails.append(f"cs: report says {claims['cs']}, the certified ranks give {rg == dim} "
                          f"(R_Gamma = {rg}, dim = {dim})")
-        if claims["cn"] is not None:
+        if claims.get("cn") is not None:
             problem = _cn_problem("", claims["cn"], rg, ra if ra is not None else certified_ra, dim,
                                   _common_lower(facts, proofs))
             if problem:
                 fails.append(problem)
     fails += _pattern_claims(report, facts, proofs)
+    return fails
+
+
+def _interval(facts: CaseFacts, proofs: Proofs) -> tuple[int, int] | None:
+    """The certified interval of ``R_Gamma`` off the boundary (its rank part's interval form), if any."""
+    return None if facts.visible or facts.degenerate else proofs.rank_gamma_interval
+
+
+def _interval_claims(claims: dict, interval: tuple[int, int], ra: int | None, ra_lower: int | None,
+                     dim: int) -> list[str]:
+    """``rank_gamma`` (a Monte Carlo value inside the interval), ``cs`` and ``cn`` against ``lo <= R_Gamma <= hi``."""
+    lo, hi = interval
+    fails = []
+    rg = claims["rank_gamma"]
+    if rg is not None and not lo <= rg <= hi:
+        fails.append(f"rank_gamma: report says {rg}, outside the certified interval [{lo}, {hi}]")
+    if claims["cs"] is not None and claims["cs"] != (hi == dim and lo == dim):
+        fails.append(f"cs: report says {claims['cs']}, the certified interval [{lo}, {hi}] gives {hi == dim}")
+    cn = claims["cn"]
+    if cn is not None:
+        proved = (ra is not None and hi < ra) or (ra_lower is not None and hi < ra_lower)
+        if not (cn is True and proved):
+            fails.append(f"cn: report says {cn}, but the certified interval [{lo}, {hi}] and R_A "
+                         f"({ra if ra is not None else f'>= {ra_lower}'}) prove C_N only when R_Gamma <= {hi} < R_A")
     return fails
 
 
@@ -327,9 +359,13 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
         fails_cs = sum(r.rank_gamma != dim for r in res) if res else None
         shown = (f"C_S fails on {fails_cs} of {len(res)} tie resolutions" if res
                  else "the tie resolutions are not certified")
-    by_ranks = (not facts.visible and common is not None and common[1] is not None and common[0] == common[1] < dim)
+    interval = _interval(facts, proofs)
+    by_ranks = (not facts.visible and common is not None and common[1] is not None and common[0] == common[1] < dim
+                and interval is None)
     lower = _common_lower(facts, proofs)
     cn_by_bound = common is not None and lower is not None and common[0] < lower  # R_Gamma < R_A: C_N holds
+    if interval is not None:  # common[0] is the interval's upper end: C_N holds only if it is below R_A
+        cn_by_bound = cn_by_bound or (common is not None and common[1] is not None and common[0] < common[1])
     not_identifiable = proofs.nonequivalence is not None or by_ranks
     if verdict == "identifiable" and not identifiable:
         return [f"verdict: report says identifiable, but the certificate does not prove C_S on every tie resolution "
@@ -341,7 +377,7 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
         if identifiable or not_identifiable:
             proved = "identifiable" if identifiable else "not-identifiable"
             return [f"verdict: report says inconclusive, but the certificate proves {proved}"]
-        if not facts.visible and (common is None or common[1] is None) and not cn_by_bound:
+        if not facts.visible and (common is None or common[1] is None or interval is not None) and not cn_by_bound:
             return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
                     f"show C_S failing and C_N holding ({shown})"]
     return []
@@ -395,6 +431,16 @@ def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any
                          "on R_A for the report's ranks")
         elif lower != certified:
             fails.append(f"rank_a_lower_bound: report says {lower}, the certificate certifies R_A >= {certified}")
+    interval = _interval(facts, proofs)
+    claimed = report.get("rank_gamma_interval")
+    if claimed is not None or interval is not None:
+        if not _same(claimed, list(interval) if interval is not None else None):
+            fails.append(f"rank_gamma_interval: report says {claimed}, the certificate certifies "
+                         f"{list(interval) if interval is not None else 'the exact R_Gamma'}")
+        mc = report.get("montecarlo")
+        if not (isinstance(mc, dict) and _same(mc.get("rank_gamma"), report.get("rank_gamma"))):
+            fails.append("montecarlo: a rank_gamma inside a certified interval must be labelled by a montecarlo "
+                         "block holding that value")
     if "certified_by" in report:
         claim = need(report, "certified_by", dict, "")
         if proofs.closed_by is None:
@@ -431,7 +477,7 @@ def decided_by_claim(report: dict, verdict: str | None, facts: CaseFacts, proofs
         "theorem-9": not facts.visible and common is not None and common[0] == dim,
         "boundary-cs": bool(facts.visible) and res is not None and all(r.rank_gamma == dim for r in res),
         "theorem-8": (not facts.visible and common is not None and common[1] is not None
-                      and common[0] == common[1] < dim),
+                      and common[0] == common[1] < dim and _interval(facts, proofs) is None),
         "boundary-entering": proofs.entering,
         "line": proofs.line,
         "degenerate": proofs.degenerate,

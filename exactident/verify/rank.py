@@ -63,6 +63,7 @@ from exactident.model.integer_forward import common_denominator, data_denominato
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.verify.arith import BadField, need, unknown_fields
+from exactident.verify.rank_kernel import _product_is_zero, _zero_mod
 from exactident.verify.rank_rowspace import rowspace_bound
 
 __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
@@ -79,7 +80,7 @@ _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
 _LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
 _STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace")
-_EXPLICIT_KERNELS = ("crt", "exact-nullspace")
+_EXPLICIT_KERNELS = ("crt", "exact-nullspace", "dixon")
 
 
 @dataclass
@@ -90,6 +91,8 @@ class CertifiedRanks:
     rank_gamma: int | None
     rank_a: int | None
     rank_a_lower: int | None = None
+    #: ``(lo, hi)`` when the ``rank_gamma`` part is the interval form (``rank_gamma`` is then None).
+    rank_gamma_interval: tuple[int, int] | None = None
 
 
 @dataclass
@@ -190,6 +193,39 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         return r
     if kind != "kernel":
         raise _Reject(f"{what}.upper.kind: unknown upper bound kind {kind!r}")
+    K = _kernel_of(what, up, m)
+    if m.shape[1] - len(K) != r:
+        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
+                      f"{m.shape[1] - len(K)}; the certificate says {r}")
+    _kernel_is_zero(what, up, m, K)
+    return r
+
+
+def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
+    """The interval form (``shape``, ``lower``, ``upper`` kernel; no ``rank``): ``lo <= rank <= hi``."""
+    extra = [k for k in c if k not in ("shape", "lower", "upper")]
+    if extra:
+        raise _Reject(f"{what}.{extra[0]}: unknown field, not verified")
+    _shape(what, c, m.shape)
+    up = need(c, "upper", dict, what)
+    if need(up, "kind", str, f"{what}.upper") != "kernel":
+        raise _Reject(f"{what}.upper.kind: an interval is bounded above by kernel vectors only")
+    lo, _p = _lower(what, c, m)
+    hi = _int(up, "bound", f"{what}.upper")
+    if hi <= lo:
+        raise _Reject(f"{what}: an interval part needs lower {lo} < upper {hi} (equal bounds use the exact form)")
+    K = _kernel_of(what, up, m)
+    if not K:
+        raise _Reject(f"{what}.upper: an interval part needs at least one kernel vector")
+    if m.shape[1] - len(K) != hi:
+        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
+                      f"{m.shape[1] - len(K)}; the certificate says {hi}")
+    _kernel_is_zero(what, up, m, K)
+    return lo, hi
+
+
+def _kernel_of(what: str, up: dict, m: _Matrix) -> list:
+    """The kernel vectors an ``upper`` part names: explicit columns, or a construction rebuilt from the case."""
     source = need(up, "source", str, f"{what}.upper")
     n = m.shape[1]
     if source in _EXPLICIT_KERNELS:
@@ -207,11 +243,7 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         if len(K) != nullity:
             raise _Reject(f"{what}.upper.nullity: certificate says {nullity}, the {source} kernel rebuilt "
                           f"from the case has {len(K)} vectors")
-    if n - len(K) != r:
-        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by {n - len(K)}; "
-                      f"the certificate says {r}")
-    _kernel_is_zero(what, up, m, K)
-    return r
+    return K
 
 
 def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
@@ -245,33 +277,6 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:
         raise _Reject(f"{what}.upper.kernel: M K is not 0 (the certificate claims it is)")
-
-
-def _zero_mod(image: Callable[[int], np.ndarray], K_int: list[dict[int, int]], primes: list[int]) -> bool:
-    """``M K = 0`` mod every prime, column by column on the support of ``K`` (cost: rows x nonzeros)."""
-    for q in primes:
-        Mq = np.asarray(image(q), dtype=np.int64)
-        for col in K_int:
-            if not col:
-                continue
-            idx = np.fromiter(col.keys(), dtype=np.int64, count=len(col))
-            vals = np.array([v % q for v in col.values()], dtype=np.int64)
-            # residues below 2^31: each product below 2^62, reduced before the sum
-            if (((Mq[:, idx] * vals) % q).sum(axis=1) % q).any():
-                return False
-    return True
-
-
-def _product_is_zero(M: Any, K: list[dict[int, flint.fmpq]]) -> bool:
-    """``M K = 0`` over Q, column by column on the support of ``K`` (cost: rows x nonzeros of ``K``)."""
-    if not K:
-        return True
-    A = np.array(M.table(), dtype=object).reshape(M.nrows(), M.ncols())
-    for col in K:
-        idx = sorted(col)
-        if idx and any(v != 0 for v in A[:, idx].dot(np.array([col[i] for i in idx], dtype=object))):
-            return False
-    return True
 
 
 def _kernel_columns(cols: list, n: int, where: str) -> list[dict[int, flint.fmpq]]:
@@ -464,14 +469,17 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
                 lambda: exact.rank(gamma()), gamma,
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed)})
-    rank_gamma = None
+    rank_gamma = interval = None
     try:
-        rank_gamma = _check_one(f"{where}.rank_gamma", c, m)
+        if "rank" not in c and "upper" in c and "lower" in c:
+            interval = _check_interval(f"{where}.rank_gamma", c, m)
+        else:
+            rank_gamma = _check_one(f"{where}.rank_gamma", c, m)
     except _Reject as exc:
         problems.append(str(exc))
     if problems:
         return problems, CertifiedRanks(None, None)
-    return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower)
+    return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval)
 
 
 def verify_rank_certificate(case: Any, rank_certificate: Any,

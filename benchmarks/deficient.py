@@ -1,0 +1,175 @@
+"""Benchmark: certified verdicts on rank-deficient trained networks vs the single-thread float64 pipeline.
+
+Usage (from the repository root; writes nothing unless told where)::
+
+    python benchmarks/deficient.py [--cases DIR] [--only NAME ...] [--out results.md] [--json results.json]
+
+The networks are trained by ``benchmarks/train_deficient.py`` (seeded) into ``--cases``
+(made when missing): scikit-learn digits 64-32-10, 64-64-10 (lbfgs), 64-32-32-10 (adam) on
+all 1797 rows, a PyTorch 30-12-6-2 MLP trained with Adam in float32 on breast cancer, and
+randomly initialised 16-16x k-1 nets with dead neurons.
+
+Each cell is a fresh subprocess with ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1`` reporting its
+CPU time (user + system, ``getrusage``), wall time and peak RSS (``ru_maxrss`` of that child);
+the case is loaded before the clock starts.  Methods:
+
+- ``exact``: ``check(case, numeric=False, structural=False)``, the certified verdict of the rank
+  rules (what the float pipeline computes), with the certified ``rank_gamma`` interval when the
+  verdict did not need the exact rank;
+- ``exact-ranks``: the same with ``exact_ranks=True`` (``--with-exact-ranks``; slow rows killed
+  at ``--timeout``);
+- ``float1``: float64 ``Gamma`` by backpropagation + ``numpy.linalg.matrix_rank``, plus the rank
+  of ``alpha`` (or its Gram matrix) when ``rank Gamma < dim``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+NAMES = ["digits-64-32-10", "digits-64-64-10", "digits-64-32-32-10", "torch-bc-30-12-6-2", "random-16x4-1",
+         "random-16x3-1"]
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def measure(method: str, path: str) -> None:
+    from exactident.io.case import load_case
+
+    case = load_case(path)
+    out: dict = {}
+    if method in ("exact", "exact-ranks"):
+        from exactident.check import check
+
+        c0, t0 = _cpu(), time.perf_counter()
+        r = check(case, numeric=False, structural=False, exact_ranks=method == "exact-ranks")
+        out.update(verdict=r.verdict, rank_gamma=r.rank_gamma, rank_a=r.rank_a,
+                   interval=r.extra.get("rank_gamma_interval"), montecarlo=r.extra.get("montecarlo"),
+                   rank_a_lower_bound=r.extra.get("rank_a_lower_bound"), certified_by=r.extra.get("certified_by"))
+    else:
+        import numpy as np
+
+        from exactident.model.activation import n_paths
+        from exactident.model.fixed_edges import fixed_edges
+        from exactident.model.gamma import free_columns
+        from exactident.numeric.numpy_backend import (
+            alpha_float,
+            alpha_float_gram,
+            float_pattern,
+            gamma_float,
+            to_float_network,
+            to_float_sample,
+        )
+
+        fixed = fixed_edges(case.network)
+        cols = free_columns(case.network, fixed)
+        c0, t0 = _cpu(), time.perf_counter()
+        fnet = to_float_network(case.network)
+        Xf = to_float_sample(case.X, case.network.widths[0])
+        rg = int(np.linalg.matrix_rank(gamma_float(fnet, Xf, fixed, cols)))
+        out["rank_gamma"] = rg
+        if rg < case.network.dim:
+            pat = float_pattern(fnet, Xf)
+            A = alpha_float(pat, Xf) if len(Xf) * n_paths(case.network.widths) <= 20_000_000 \
+                else alpha_float_gram(pat, Xf)
+            out["rank_a"] = case.network.widths[-1] * int(np.linalg.matrix_rank(A))
+    out["wall"] = time.perf_counter() - t0
+    out["cpu"] = _cpu() - c0
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def run_one(method: str, path: str, timeout: float) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, __file__, "--measure", method, path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"timeout": timeout}
+    if proc.returncode != 0:
+        return {"error": stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {proc.returncode}"}
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def _cell(r: dict | None) -> str:
+    if not r:
+        return "-"
+    if "timeout" in r:
+        return f"> {r['timeout']:.0f} s (killed)"
+    if "error" in r:
+        return "error: " + r["error"][:60]
+    return f"{r['cpu']:.3g} s cpu, {r['peak_mb']:.0f} MB"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=None, help="directory of the trained cases (made if missing)")
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--with-exact-ranks", action="store_true")
+    ap.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.measure:
+        measure(*args.measure)
+        return 0
+    if args.cases is None:
+        import tempfile
+
+        args.cases = tempfile.mkdtemp(prefix="exactident-deficient-")
+    names = [n for n in NAMES if not args.only or n in args.only]
+    missing = [n for n in names if not os.path.exists(os.path.join(args.cases, n + ".json"))]
+    if missing:
+        subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "train_deficient.py"), "--out", args.cases,
+                        *missing], check=True)
+    methods = ["exact", "float1"] + (["exact-ranks"] if args.with_exact_ranks else [])
+    results: dict = {}
+    for name in names:
+        path = os.path.join(args.cases, name + ".json")
+        results[name] = {m: run_one(m, path, args.timeout) for m in methods}
+        print(name, results[name], flush=True)
+    lines = ["| network | exact certified (verdict) | float64, 1 thread | ratio (CPU) | rank_gamma certified "
+             "(Monte Carlo; float) | exact ranks |", "|---|---|---|---|---|---|"]
+    for name, res in results.items():
+        ex, fl = res.get("exact") or {}, res.get("float1") or {}
+        ratio = f"{ex['cpu'] / fl['cpu']:.2f}x" if "cpu" in ex and "cpu" in fl and fl["cpu"] > 0 else "-"
+        if "cpu" in ex:
+            iv = ex.get("interval")
+            rg = f"[{iv[0]}, {iv[1]}] ({ex['rank_gamma']}" if iv else f"{ex['rank_gamma']} (exact"
+            rg += f"; {fl.get('rank_gamma', '-')})"
+            verdict = ex["verdict"]
+        else:
+            rg, verdict = "-", "-"
+        lines.append(f"| {name} | {_cell(ex)} ({verdict}) | {_cell(fl)} | {ratio} | {rg} | "
+                     f"{_cell(res.get('exact-ranks'))} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        from exactident.io.atomic import atomic_write_text
+
+        atomic_write_text(args.out, text)
+    if args.json:
+        from exactident.io.atomic import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Certified intervals for ``R_Gamma``: the verdict first, the exact rank only when it is cheap.
+
+The rank rules need less than ``R_Gamma`` itself: ``C_S`` fails as soon as one
+certified kernel vector of ``Gamma`` exists, and ``C_N`` holds as soon as an upper
+bound on ``R_Gamma`` is below a lower bound on ``R_A`` (Theorems 8-9, Prop. 11).
+:func:`gamma_upper_bound` looks for such an upper bound among the cheap certified
+kernel vectors (the semi-local kernel, :func:`exactident.ranks.kernels.semi_local_kernel`,
+then single kernel vectors by p-adic lifting, :mod:`exactident.linalg.dixon`); the
+rank is then reported as the certified interval ``[rank_p Gamma, dim - k]`` beside a
+Monte Carlo value with its proven error bound (:func:`monte_carlo_gamma`).
+
+Called by :mod:`exactident.ranks.certify`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flint
+import numpy as np
+
+from exactident.budget import stage
+from exactident.linalg.certified import (
+    _zero_guard,
+    has_full_column_rank,
+    kernel_is_checkable,
+    kernel_to_integer_columns,
+)
+from exactident.linalg.dixon import dixon_solve
+from exactident.linalg.modular import random_primes
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.gamma_modular import ModularData, gamma_entry_bound, gamma_integer, gamma_mod_p
+from exactident.model.network import Network
+
+__all__ = ["CHECK_BLOCK", "DIXON_FIRST_ENTRIES", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS",
+           "dixon_kernel_vectors", "gamma_upper_bound", "monte_carlo_gamma"]
+
+
+#: Dixon vectors only for ``Gamma`` above this many entries: below it CRT and FLINT's nullspace are quick
+#: (the verdict-first path then leaves the gap to the exact path) and their certificates stay as they were.
+DIXON_FIRST_ENTRIES = 200_000
+#: Most kernel vectors asked of :func:`dixon_kernel_vectors` by :func:`gamma_upper_bound`.
+MAX_DIXON_VECTORS = 16
+#: The same when the exact rank is asked for (the whole kernel: one solve with that many right-hand sides).
+MAX_EXACT_DIXON_VECTORS = 64
+
+def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                      fixed: FixedEdges, lower: tuple[int, int, np.ndarray], below: int, *,
+                      avoid: int, data: ModularData, rng: random.Random,
+                      semi_local: Callable[[], list[dict[int, flint.fmpq]]],
+                      max_missing: int = MAX_DIXON_VECTORS,
+                      entry_bound: Callable[[], int] | None = None) -> dict[str, Any] | None:
+    """A certified upper bound ``dim - k < below`` on ``rank Gamma`` from cheap kernel vectors, or None.
+
+    Parameters
+    ----------
+    net, X, pattern, fixed
+        As for :func:`exactident.model.gamma.gamma_exact`.
+    lower : (rank, prime, image)
+        ``rank Gamma mod p`` (a lower bound, :func:`exactident.linalg.certified.modular_lower_bound`).
+    below : int
+        The bound must be below this (a certified lower bound on ``R_A``, or ``dim``).
+    semi_local : callable
+        The semi-local kernel (exact vectors of ``ker Gamma`` over Q), built once by the caller.
+    max_missing : int
+        Most vectors asked of :func:`dixon_kernel_vectors` beyond the semi-local ones.
+    entry_bound : callable, optional
+        :func:`~exactident.model.gamma_modular.gamma_entry_bound` of the case, cached by the caller.
+
+    Returns
+    -------
+    dict or None
+        The ``upper`` part of a rank certificate: ``{"kind": "kernel", "bound": dim - k,
+        "source": "semi-local", "nullity": k}`` (rebuilt and checked by the verifier), or
+        ``{"kind": "kernel", "bound", "source": "dixon", "kernel", "primes"}`` (explicit
+        vectors, checked like a CRT kernel).  None when no cheap bound is below ``below``.
+    """
+    from exactident.ranks.kernels import independent_subset
+
+    dim = net.dim
+    shape = (len(X) * net.widths[-1], dim)
+    bound = entry_bound or (lambda: gamma_entry_bound(net, X))
+    need = max(1, dim - below + 1)  # independent kernel vectors for dim - k < below
+    K = semi_local()
+    image = lambda p: gamma_mod_p(net, X, pattern, fixed, p, avoid, data)  # noqa: E731
+    if K and len(K) >= need:
+        K_int = kernel_to_integer_columns(K)
+        q = random_primes(1, avoid, rng, exclude=[lower[1]])[0]
+        if has_full_column_rank(K_int, dim, q) and kernel_is_checkable(K_int, shape, bound()) \
+                and _zero_guard(image, dim, K_int, avoid, rng, [lower[1], q]):
+            return {"kind": "kernel", "bound": dim - len(K), "source": "semi-local", "nullity": len(K)}
+        return None  # the semi-local vectors failed a check (dependent, or not 0 mod a prime): trust none of them
+    if need - len(K) > max_missing or need > dim - lower[0] or shape[0] * shape[1] <= DIXON_FIRST_ENTRIES:
+        return None
+    # single kernel vectors over Q (checked exactly on every row by dixon_kernel_vectors), explicit
+    extra = dixon_kernel_vectors(net, X, pattern, fixed, need - len(K) + 2, avoid=avoid, data=data, rng=rng,
+                                 known=K)
+    both = independent_subset(list(K) + extra, dim)
+    if len(both) < need:
+        return None
+    K_int = kernel_to_integer_columns(both)
+    if not kernel_is_checkable(K_int, shape, bound()):
+        return None
+    from exactident.linalg.certified import _fmt
+
+    cols = [[[i, _fmt(int(v.p), int(v.q))] for i, v in sorted(col.items())] for col in both]
+    return {"kind": "kernel", "bound": dim - len(both), "source": "dixon", "kernel": cols}
+
+
+def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                      fixed: FixedEdges, lower: tuple[int, int, np.ndarray], upper: int, *, avoid: int,
+                      data: ModularData, rng: random.Random, max_primes: int = 1,
+                      entry_bound: Callable[[], int] | None = None) -> dict[str, Any]:
+    """The Monte Carlo value of ``rank Gamma`` inside a certified interval, and its proven error bound.
+
+    ``max_primes`` uniform primes are drawn (:func:`exactident.linalg.montecarlo.monte_carlo_rank`);
+    the value is the largest rank seen (the interval's lower end counts too), capped by nothing:
+    it never exceeds the certified upper bound since a rank mod p is a lower bound.
+
+    Returns
+    -------
+    dict
+        ``{"rank_gamma": value, "error_probability": e}``: ``e`` bounds the probability that
+        ``value`` is below the exact rank (0 when ``value`` reaches the certified upper bound).
+    """
+    from exactident.linalg.montecarlo import monte_carlo_rank
+
+    stage("ranks mod p (Monte Carlo)", rows=len(X) * net.widths[-1], cols=net.dim)
+    if lower[0] >= upper:
+        return {"rank_gamma": lower[0], "error_probability": 0.0}
+    value, err = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
+                                  (len(X) * net.widths[-1], net.dim), avoid,
+                                  entry_bound or (lambda: gamma_entry_bound(net, X)),
+                                  rng, first=lower, max_primes=max_primes)
+    return {"rank_gamma": value, "error_probability": 0.0 if value >= upper else err}
+
+
+#: Samples per block of the exact check ``Gamma' u = 0`` (object arrays: memory, not speed).
+CHECK_BLOCK = 64
+
+
+def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                         fixed: FixedEdges, count: int, *, avoid: int, data: ModularData,
+                         rng: random.Random, known: Sequence[dict[int, flint.fmpq]] = ()
+                         ) -> list[dict[int, flint.fmpq]]:
+    """Up to ``count`` exact kernel vectors of ``Gamma`` by solving a nonsingular subsystem over Q.
+
+    Mod a prime p (BLAS): pivot rows ``R`` and columns ``C`` of ``Gamma`` (of a row subset for a tall
+    matrix, grown until the candidate vanishes mod p on every row), ``r = |C|``.  For a free column
+    ``c``, the ``r x r`` system ``Gamma'[R, C] x = -Gamma'[R, c]`` (``Gamma' = Gamma diag(s)`` in
+    integers, :func:`exactident.model.gamma_modular.gamma_integer`) is nonsingular (its determinant
+    is nonzero mod p) and solved over Q by FLINT (``fmpq_mat.solve``, Dixon's p-adic lifting).  The
+    vector ``u = e_c + x`` on ``C`` is then checked exactly over Z on every row (``Gamma' d u = 0``
+    for the common denominator ``d``), block by block; a vector that fails is dropped.  Vectors for
+    distinct free columns of one pivot set are independent.  Returned as ``s u`` (kernel of ``Gamma``).
+
+    ``known`` kernel vectors (the semi-local ones): a kernel vector is determined by its free
+    coordinates, so the free columns chosen are those outside the pivots of the known vectors'
+    free coordinates mod p; the new vectors then complete the known ones instead of repeating them.
+    """
+    from exactident.linalg.blas_modp import blas_primes, matmul_blas, pivots_blas, to_symmetric
+
+    if count <= 0:
+        return []
+    N_L = net.widths[-1]
+    p = blas_primes(1, avoid, rng)[0]
+    Gp = gamma_mod_p(net, X, pattern, fixed, p, avoid, data)
+    m, n = Gp.shape
+    rows = np.arange(m) if m <= 2 * n + 64 else np.array(sorted(rng.sample(range(m), n + 16)))
+    for _round in range(4):
+        R, C, Binv = pivots_blas(Gp[rows], p, need_inv=True)
+        pivot_set = set(C)
+        free = _new_directions([j for j in range(n) if j not in pivot_set], known, p)[:count]
+        if not free or Binv is None:
+            return []
+        sub = Gp[rows[R]]
+        x = -matmul_blas(to_symmetric(Binv, p), to_symmetric(sub[:, free], p), p)  # r x k, mod p
+        V = np.zeros((n, len(free)), dtype=np.int64)
+        V[C] = x.astype(np.int64) % p
+        V[free, range(len(free))] = 1
+        bad = np.flatnonzero(matmul_blas(to_symmetric(Gp, p), to_symmetric(V, p), p).any(axis=1))
+        if len(bad) == 0:
+            break
+        rows = np.union1d(rows, bad[:n])  # rows the candidates miss mod p
+    else:
+        return []
+    stage("kernel", source="dixon", rows=len(R), cols=n, vectors=len(free))
+    prow = rows[R]
+    samples = sorted(set(int(i) // N_L for i in prow))
+    G, s = gamma_integer(net, X, pattern, fixed, samples, data)
+    pos = {smp: k for k, smp in enumerate(samples)}
+    sel = [pos[int(i) // N_L] * N_L + int(i) % N_L for i in prow]
+    Gs = G[sel]
+    BC = Gs[:, C]
+    B = flint.fmpz_mat(len(C), len(C), [int(v) for v in BC.ravel()])
+    rhs = flint.fmpz_mat(len(C), len(free), [-int(v) for v in Gs[:, free].ravel()])
+    # Gamma' = Gamma diag(s): the inverse mod p of its pivot block is diag(1/s_C) times that of Gamma's
+    sinv = np.array([pow(int(v) % p, -1, p) for v in s[C]], dtype=np.int64)
+    Binv_s = (sinv[:, None] * (Binv.astype(np.int64) % p)) % p
+    sol = dixon_solve(B, rhs, Binv_s, p)  # early-terminating p-adic lifting (small solutions: few steps)
+    if sol is None:
+        sol = flint.fmpq_mat(B).solve(flint.fmpq_mat(rhs))  # FLINT (Dixon to the Hadamard bound)
+    cands = []
+    for j, c in enumerate(free):
+        u = {c: flint.fmpq(1)}
+        u.update({C[t]: sol[t, j] for t in range(len(C)) if sol[t, j] != 0})
+        cands.append(u)
+    ok = _kernel_columns_vanish(net, X, pattern, fixed, cands, data)
+    return [{i: v * int(s[i]) for i, v in u.items()} for u, good in zip(cands, ok) if good]
+
+
+def _new_directions(free: list[int], known: Sequence[dict[int, flint.fmpq]], p: int) -> list[int]:
+    """The free columns outside the pivots of the known vectors' free coordinates (mod p), first."""
+    from exactident.linalg.blas_modp import pivots_blas
+    from exactident.linalg.certified import kernel_to_integer_columns
+
+    if not known or not free:
+        return free
+    at = {c: t for t, c in enumerate(free)}
+    KF = np.zeros((len(known), len(free)), dtype=np.int64)
+    for r, col in enumerate(kernel_to_integer_columns(known)):
+        for i, v in col.items():
+            if i in at:
+                KF[r, at[i]] = v % p
+    _R, P, _ = pivots_blas(KF, p)
+    taken = {free[t] for t in P}
+    return [c for c in free if c not in taken] + [free[t] for t in P]
+
+
+def _kernel_columns_vanish(net, X, pattern, fixed, cols: list[dict[int, flint.fmpq]], data: ModularData) -> list[bool]:
+    """For each column ``u``: is ``Gamma' u = 0`` exactly over Z on every row?  (Blocks of :data:`CHECK_BLOCK`.)"""
+    from exactident.linalg.certified import kernel_to_integer_columns
+
+    K = kernel_to_integer_columns(cols)
+    support = sorted(set().union(*K)) if K else []
+    pos = {i: t for t, i in enumerate(support)}
+    U = flint.fmpz_mat(len(support), len(cols))
+    for j, col in enumerate(K):
+        for i, v in col.items():
+            U[pos[i], j] = v
+    ok = np.ones(len(cols), dtype=bool)
+    for start in range(0, len(X), CHECK_BLOCK):
+        G, _s = gamma_integer(net, X, pattern, fixed, range(start, min(start + CHECK_BLOCK, len(X))), data)
+        Gs = G[:, support]
+        prod = flint.fmpz_mat(Gs.shape[0], len(support), [int(v) for v in Gs.ravel()]) * U  # exact, FLINT
+        ok &= ~np.array([v != 0 for v in prod.entries()], dtype=bool).reshape(-1, len(cols)).any(axis=0)
+        if not ok.any():
+            break
+    return [bool(v) for v in ok]
