@@ -63,7 +63,8 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any],
                                max_resolutions=args.max_resolutions,
                                all_ranks=args.all_ranks or getattr(args, "expect", False),
                                certify=getattr(args, "certify", "full"), timeout=timeout,
-                               on_stage=progress.stage, on_tick=progress.tick)
+                               on_stage=progress.stage, on_tick=progress.tick,
+                               pipelines=getattr(args, "pipelines", None))
             except UnsupportedCaseError as exc:
                 yield path, exc
                 continue
