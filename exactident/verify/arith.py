@@ -1,9 +1,11 @@
-"""The verifier's own arithmetic: Fraction forward passes, forward-mode tangents, explicit ``alpha``, QQ ranks.
+"""The verifier's own arithmetic: integer and Fraction forward passes, tangents, explicit ``alpha``, QQ ranks.
 
 Nothing here comes from the engine (:mod:`exactident.model`,
-:mod:`exactident.boundary`): the verifier recomputes every fact with
-``fractions.Fraction``, differentiates *forward* (the engine uses
-backpropagation), enumerates paths explicitly for ``alpha`` and ranks with
+:mod:`exactident.boundary`): the verifier recomputes every fact itself: the
+pre-activations of every sample by a forward pass in integer arithmetic on
+data scaled per layer (:func:`pre_activations`, FLINT ``fmpz_mat`` products),
+directional derivatives with ``fractions.Fraction``, *forward* (the engine uses
+backpropagation), paths enumerated explicitly for ``alpha``, ranks with
 sympy's ``DomainMatrix`` over QQ.  Also the strict readers of report fields
 (:func:`need`, :func:`parse_fraction`); a malformed field raises
 :class:`BadField` carrying its JSON path.
@@ -15,6 +17,7 @@ import re
 from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product
+from math import lcm
 from typing import Any
 
 import flint
@@ -22,6 +25,7 @@ import flint
 __all__ = [
     "PARAMETER_NAME",
     "BadField",
+    "LazyRows",
     "ParamKey",
     "alpha_rows",
     "as_fractions",
@@ -31,7 +35,9 @@ __all__ = [
     "need",
     "parse_fraction",
     "parse_parameter",
+    "pre_activations",
     "rank_qq",
+    "scaled_forward",
     "show",
     "tie_key",
     "unknown_fields",
@@ -253,6 +259,92 @@ def forward_tangent(W, b, x, active_at, dW=None, db=None):
             h = [zv if a else Fraction(0) for zv, a in zip(z, act)]
             dh = [dv if a else Fraction(0) for dv, a in zip(dz, act)]
     return zs, dzs
+
+
+def _lcm_den(values) -> int:
+    d = 1
+    for v in values:
+        d = lcm(d, int(v.denominator))
+    return d
+
+
+def scaled_forward(W, b, X) -> list[tuple[list[list[int]], int]]:
+    """Pre-activations of every sample in integer arithmetic: per layer ``l = 1..L``, ``(Z_l, S_l)``
+    with ``z_l(x^i)_v = Z_l[i][v] / S_l`` exactly (``Z_l`` Python ints, ``S_l > 0`` one scale per layer).
+
+    With ``h_{l-1} = H / S`` (``H`` an ``n x N_{l-1}`` integer matrix), ``d_W``, ``d_b`` the common
+    denominators of ``W_l``, ``b_l`` and ``S' = lcm(d_W S, d_b)``::
+
+        Z_l = [H, 1] [(S' / (d_W S)) (d_W W_l)^T ; (S' / d_b) (d_b b_l)^T],   S_l = S'
+
+    one FLINT ``fmpz_mat`` product per layer; ``H_l = relu(Z_l)`` keeps the scale
+    (``relu(0) = 0``, so ties need no side).
+
+    Parameters
+    ----------
+    W, b : nested lists of Fraction (``W[l-1][v][k] = W_l[v, k]``)
+    X : rows of rationals with ``numerator`` and ``denominator`` (Fraction or fmpq)
+
+    Examples
+    --------
+    ``f = 3 relu(2x + 1)`` at ``x = -1/2, 1/3``: ``z_1 = (0, 5/3)``, ``z_2 = (0, 5)``.
+
+    >>> F = Fraction
+    >>> scaled_forward([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[F(-1, 2)], [F(1, 3)]])
+    [([[0], [10]], 6), ([[0], [30]], 6)]
+    """
+    n = len(X)
+    S = _lcm_den(v for row in X for v in row)
+    H = [[int(v.numerator) * (S // int(v.denominator)) for v in row] for row in X]
+    out = []
+    for Wl, bl in zip(W, b):
+        dW, db = _lcm_den(v for row in Wl for v in row), _lcm_den(bl)
+        S_new = lcm(dW * S, db)
+        a, c = S_new // (dW * S), S_new // db
+        M = [[a * w.numerator * (dW // w.denominator) for w in col] for col in zip(*Wl)]
+        M.append([c * v.numerator * (db // v.denominator) for v in bl])
+        if n:
+            Zl = [[int(z) for z in row] for row in (flint.fmpz_mat([row + [1] for row in H])
+                                                   * flint.fmpz_mat(M)).tolist()]
+        else:
+            Zl = []
+        out.append((Zl, S_new))
+        H, S = [[z if z > 0 else 0 for z in row] for row in Zl], S_new
+    return out
+
+
+def pre_activations(W, b, X) -> list[list[list[Fraction]]]:
+    """``Z[i][l-1] = z_l(x^i)`` (``l = 1..L``) as Fractions, from :func:`scaled_forward`.
+
+    Examples
+    --------
+    >>> F = Fraction
+    >>> pre_activations([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[F(-1, 2)], [F(1, 3)]])
+    [[[Fraction(0, 1)], [Fraction(0, 1)]], [[Fraction(5, 3)], [Fraction(5, 1)]]]
+    """
+    layers = scaled_forward(W, b, X)
+    return [[[Fraction(z, S) for z in Zl[i]] for Zl, S in layers] for i in range(len(X))]
+
+
+class LazyRows(Sequence):
+    """A read-only sequence of ``n`` rows, each built by ``make(i)`` on first use (then kept)."""
+
+    def __init__(self, n: int, make) -> None:
+        self._n, self._make = n, make
+        self._rows: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        i %= self._n
+        if i not in self._rows:
+            self._rows[i] = self._make(i)
+        return self._rows[i]
 
 
 def rank_qq(rows: list[list[Fraction]], ncols: int) -> int:
