@@ -173,7 +173,7 @@ class CaseFacts:
         return out
 
 
-def _classes(visible: list[Tie], X: list, Z: list) -> list[list[Tie]]:
+def _classes(visible: list[Tie], X: Sequence, Z: Sequence) -> list[list[Tie]]:
     """Visible ties grouped by (exact sample point, layer, neuron), in order of first appearance.
 
     Two ties share a class only if their points are equal coordinate by coordinate *and*
