@@ -40,7 +40,7 @@ def test_scaled_forward_agrees_with_fraction_forward(seed):
     assert len(layers) == len(widths) - 1
     for l, (Zl, S) in enumerate(layers):
         assert S > 0 and len(Zl) == len(X)
-        assert all(Fraction(z, S) == expected[i][l][v] for i, row in enumerate(Zl) for v, z in enumerate(row))
+        assert all(Fraction(int(z), S) == expected[i][l][v] for i, row in enumerate(Zl) for v, z in enumerate(row))
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -59,3 +59,21 @@ def test_facts_ties_and_pattern_from_the_integer_pass(seed):
             for v in range(widths[l]):
                 z = Z[i][l - 1][v]
                 assert a[i, v] == (sides[(i, l, v)] if z == 0 else z > 0)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_scaled_reduction_mod_p_by_limbs_agrees_with_python_ints(seed):
+    # Scaled.mod reduces by int64 limbs in base 2^31; the reference is Python's own p/q mod p
+    import flint
+    import numpy as np
+
+    from exactident.model.gamma_modular import Scaled
+
+    rng = random.Random(seed)
+    vals = [flint.fmpq(rng.randint(-2 ** rng.randint(0, 300), 2 ** rng.randint(0, 300)),
+                       rng.randint(1, 2 ** rng.randint(0, 80))) for _ in range(20)]
+    s = Scaled(vals, (4, 5))
+    for p in (3, 7, 1_133_477, 2**31 - 1):
+        if s.den % p:
+            ref = np.array([int(v.p) * pow(int(v.q), -1, p) % p for v in vals]).reshape(4, 5)
+            assert (s.mod(p) == ref).all()

@@ -262,54 +262,65 @@ def forward_tangent(W, b, x, active_at, dW=None, db=None):
 
 
 def _lcm_den(values) -> int:
-    d = 1
-    for v in values:
-        d = lcm(d, int(v.denominator))
-    return d
+    return lcm(1, *{int(v.denominator) for v in values})  # a set: data share few denominators
 
 
-def scaled_forward(W, b, X) -> list[tuple[list[list[int]], int]]:
+def _fmpq_mat(rows, nrows: int, ncols: int) -> flint.fmpq_mat:
+    """A matrix of rationals (``fmpq_mat``, or rows of Fraction / fmpq) as ``fmpq_mat``."""
+    if isinstance(rows, flint.fmpq_mat):
+        return rows
+    return flint.fmpq_mat(nrows, ncols, [v if isinstance(v, flint.fmpq) else flint.fmpq(v.numerator, v.denominator)
+                                         for row in rows for v in row])
+
+
+def scaled_forward(W, b, X) -> list[tuple[list[list[Any]], int]]:
     """Pre-activations of every sample in integer arithmetic: per layer ``l = 1..L``, ``(Z_l, S_l)``
-    with ``z_l(x^i)_v = Z_l[i][v] / S_l`` exactly (``Z_l`` Python ints, ``S_l > 0`` one scale per layer).
+    with ``z_l(x^i)_v = Z_l[i][v] / S_l`` exactly (``Z_l`` integers, FLINT ``fmpz``; ``S_l > 0``).
 
-    With ``h_{l-1} = H / S`` (``H`` an ``n x N_{l-1}`` integer matrix), ``d_W``, ``d_b`` the common
-    denominators of ``W_l``, ``b_l`` and ``S' = lcm(d_W S, d_b)``::
+    With ``h_{l-1} = H / S`` (``H`` an ``n x N_{l-1}`` integer matrix), ``W_l = W' / d_W``,
+    ``b_l = b' / d_b`` (integer numerators over common denominators) and ``S' = lcm(d_W S, d_b)``::
 
-        Z_l = [H, 1] [(S' / (d_W S)) (d_W W_l)^T ; (S' / d_b) (d_b b_l)^T],   S_l = S'
+        Z_l = (S' / (d_W S)) H W'^T + (S' / d_b) 1 b'^T,   S_l = S'
 
     one FLINT ``fmpz_mat`` product per layer; ``H_l = relu(Z_l)`` keeps the scale
     (``relu(0) = 0``, so ties need no side).
 
     Parameters
     ----------
-    W, b : nested lists of Fraction (``W[l-1][v][k] = W_l[v, k]``)
-    X : rows of rationals with ``numerator`` and ``denominator`` (Fraction or fmpq)
+    W : per layer an ``fmpq_mat`` ``N_l x N_{l-1}``, or rows of Fraction (``W[l-1][v][k] = W_l[v, k]``)
+    b : per layer a list of Fraction or fmpq
+    X : rows of Fraction or fmpq
 
     Examples
     --------
     ``f = 3 relu(2x + 1)`` at ``x = -1/2, 1/3``: ``z_1 = (0, 5/3)``, ``z_2 = (0, 5)``.
 
     >>> F = Fraction
-    >>> scaled_forward([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[F(-1, 2)], [F(1, 3)]])
+    >>> [([[int(z) for z in row] for row in Z], S)
+    ...  for Z, S in scaled_forward([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[F(-1, 2)], [F(1, 3)]])]
     [([[0], [10]], 6), ([[0], [30]], 6)]
     """
     n = len(X)
-    S = _lcm_den(v for row in X for v in row)
-    H = [[int(v.numerator) * (S // int(v.denominator)) for v in row] for row in X]
+    widths = [len(X[0]) if n else (W[0].ncols() if isinstance(W[0], flint.fmpq_mat) else len(W[0][0]))]
+    widths += [len(bl) for bl in b]
+    Hm, S_f = _fmpq_mat(X, n, widths[0]).numer_denom()
+    S = int(S_f)
     out = []
-    for Wl, bl in zip(W, b):
-        dW, db = _lcm_den(v for row in Wl for v in row), _lcm_den(bl)
+    for l, (Wl, bl) in enumerate(zip(W, b), start=1):
+        Wn, dW_f = _fmpq_mat(Wl, widths[l], widths[l - 1]).numer_denom()
+        bn, db_f = _fmpq_mat([bl], 1, widths[l]).numer_denom()
+        dW, db = int(dW_f), int(db_f)
         S_new = lcm(dW * S, db)
-        a, c = S_new // (dW * S), S_new // db
-        M = [[a * w.numerator * (dW // w.denominator) for w in col] for col in zip(*Wl)]
-        M.append([c * v.numerator * (db // v.denominator) for v in bl])
+        bias = [v * (S_new // db) for v in bn.entries()]
         if n:
-            Zl = [[int(z) for z in row] for row in (flint.fmpz_mat([row + [1] for row in H])
-                                                   * flint.fmpz_mat(M)).tolist()]
+            Zm = Hm * (Wn.transpose() * (S_new // (dW * S))) + flint.fmpz_mat(n, widths[l], bias * n)
+            Zl = Zm.tolist()
         else:
             Zl = []
         out.append((Zl, S_new))
-        H, S = [[z if z > 0 else 0 for z in row] for row in Zl], S_new
+        if l < len(W) and n:
+            Hm = flint.fmpz_mat([[z if z > 0 else 0 for z in row] for row in Zl])
+        S = S_new
     return out
 
 
@@ -323,7 +334,7 @@ def pre_activations(W, b, X) -> list[list[list[Fraction]]]:
     [[[Fraction(0, 1)], [Fraction(0, 1)]], [[Fraction(5, 3)], [Fraction(5, 1)]]]
     """
     layers = scaled_forward(W, b, X)
-    return [[[Fraction(z, S) for z in Zl[i]] for Zl, S in layers] for i in range(len(X))]
+    return [[[Fraction(int(z), S) for z in Zl[i]] for Zl, S in layers] for i in range(len(X))]
 
 
 class LazyRows(Sequence):

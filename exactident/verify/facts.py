@@ -49,7 +49,7 @@ class CaseFacts:
     degenerate : list of (l, v, why)
         Hidden neurons putting theta in ``S``: ``why`` is ``"outgoing"`` (all outgoing
         weights zero) or ``"incoming"`` (all incoming weights and the bias zero).
-    scaled : list of (list of list of int, int)
+    scaled : list of (list of list of fmpz, int)
         Per layer ``l = 1..L``, ``(Z_l, S_l)``: ``z_l(x^i)_v = Z_l[i][v] / S_l``
         (:func:`exactident.verify.arith.scaled_forward`, exact integer arithmetic).
     classes : list of list of Tie
@@ -119,8 +119,8 @@ class CaseFacts:
         X = LazyRows(len(case.X), lambda i: [fr(q) for q in case.X[i]])
         widths = list(case.network.widths)
         L = len(widths) - 1
-        scaled = scaled_forward(W, b, case.X)  # integers over one scale per layer: signs need no Fraction
-        Z = LazyRows(len(case.X), lambda i: [[Fraction(z, S) for z in Zl[i]] for Zl, S in scaled])
+        scaled = scaled_forward(case.network.W, case.network.b, case.X)  # integers over one scale per layer
+        Z = LazyRows(len(case.X), lambda i: [[Fraction(int(z), S) for z in Zl[i]] for Zl, S in scaled])
         ties = sorted((i, l, v) for l in range(1, L) for i, row in enumerate(scaled[l - 1][0])
                       for v, z in enumerate(row) if z == 0)
         blocked: dict[Tie, int] = {}

@@ -378,14 +378,14 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
             return alpha_mod_p(pattern, Xs.mod(q), q)
 
         m = _Matrix((n, P), avoid_x, alpha_image, lambda: max(x_bound, Xs.den),
-                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X),
+                    {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X),
                      "pattern-rowspace": lambda: _rowspace(where, pattern, X, widths)},
                     lambda: exact.rank(alpha_exact(pattern, X)), lambda: alpha_exact(pattern, X),
                     {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
                     ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))
     else:
         m = _Matrix((n, n), avoid_x, lambda q: gram_mod_p(pattern, X, q, avoid_x), lambda: gram_entry_bound(X, widths),
-                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X)},
+                    {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X)},
                     lambda: exact.rank(alpha_gram(pattern, X)) if n else 0, lambda: alpha_gram(pattern, X))
     if "rank_a_lower" in c:
         _shape(where, c, m.shape)
