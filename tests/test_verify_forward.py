@@ -77,3 +77,22 @@ def test_scaled_reduction_mod_p_by_limbs_agrees_with_python_ints(seed):
         if s.den % p:
             ref = np.array([int(v.p) * pow(int(v.q), -1, p) % p for v in vals]).reshape(4, 5)
             assert (s.mod(p) == ref).all()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_line_outputs_agree_with_the_fraction_polynomial_pass(seed):
+    # line_outputs (integers, all samples at once) against line_forward (Fraction polynomials, one sample)
+    from exactident.verify.arith import line_forward, line_outputs
+
+    rng = random.Random(500 + seed)
+    widths, W, b, X = _random_net(rng)
+    dW = [[[_rat(rng) if rng.random() < 0.5 else Fraction(0) for _ in row] for row in Wl] for Wl in W]
+    db = [[_rat(rng) if rng.random() < 0.5 else Fraction(0) for _ in bl] for bl in b]
+    got = line_outputs(W, b, dW, db, X)
+    assert len(got) == len(X)
+    for x, polys in zip(X, got):
+        ref = line_forward(W, b, dW, db, x)
+        assert len(polys) == len(ref) == widths[-1]
+        for p, q in zip(polys, ref):
+            width = max(len(p), len(q))
+            assert p + [0] * (width - len(p)) == q + [0] * (width - len(q))

@@ -32,6 +32,7 @@ __all__ = [
     "direction",
     "forward_tangent",
     "line_forward",
+    "line_outputs",
     "need",
     "parse_fraction",
     "parse_parameter",
@@ -445,6 +446,70 @@ def line_forward(W, b, dW, db, x):
             z = [p if next((c for c in p if c != 0), 0) > 0 else [] for p in z]
         h = z
     return h
+
+
+def line_outputs(W, b, dW, db, X) -> list[list[list[Fraction]]]:
+    """:func:`line_forward` for every sample at once, in integer arithmetic on scaled data.
+
+    ``h_{l-1}(eps) = sum_k eps^k H_k / S`` (``H_k`` integer ``n x N_{l-1}`` matrices, one
+    scale ``S``); with ``W_l = W'/d_W``, ``delta W_l = D'/d_D``, ``b_l = b'/d_b``,
+    ``delta b_l = e'/d_e`` and ``S' = lcm(d_W S, d_D S, d_b, d_e)``::
+
+        Z_k = (S'/(d_W S)) H_k W'^T + (S'/(d_D S)) H_{k-1} D'^T + [k = 0] (S'/d_b) 1 b'^T + [k = 1] (S'/d_e) 1 e'^T
+
+    (FLINT ``fmpz_mat`` products); the ReLU of a hidden neuron at a sample, for small
+    ``eps > 0``, keeps its coefficients when the lowest nonzero one is positive, else
+    zeroes them.
+
+    Returns
+    -------
+    list (per sample) of lists (per output) of Fraction coefficients of ``eps^0, eps^1, ...``
+
+    Examples
+    --------
+    ``f = 3 relu(2x + 1)`` moved along ``delta b_1 = 1``: ``f = 3 (2x + 1) + 3 eps`` where active
+    (coefficients up to ``eps^L``).
+
+    >>> F = Fraction
+    >>> line_outputs([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[[F(0)]], [[F(0)]]], [[F(1)], [F(0)]],
+    ...              [[F(1)], [F(-1)]])
+    [[[Fraction(9, 1), Fraction(3, 1), Fraction(0, 1)]], [[Fraction(0, 1), Fraction(0, 1), Fraction(0, 1)]]]
+    """
+    n = len(X)
+    if n == 0:
+        return []
+    widths = [len(X[0])] + [len(bl) for bl in b]
+    Hm, S_f = _fmpq_mat(X, n, widths[0]).numer_denom()
+    H, S = [Hm], int(S_f)
+    L = len(W)
+    for l in range(1, L + 1):
+        N, M = widths[l], widths[l - 1]
+        Wn, dW_ = _fmpq_mat(W[l - 1], N, M).numer_denom()
+        Dn, dD_ = _fmpq_mat(dW[l - 1], N, M).numer_denom()
+        bn, db_ = _fmpq_mat([b[l - 1]], 1, N).numer_denom()
+        en, de_ = _fmpq_mat([db[l - 1]], 1, N).numer_denom()
+        dWi, dDi, dbi, dei = int(dW_), int(dD_), int(db_), int(de_)
+        S_new = lcm(dWi * S, dDi * S, dbi, dei)
+        WT, DT = Wn.transpose() * (S_new // (dWi * S)), Dn.transpose() * (S_new // (dDi * S))
+        Z = []
+        for k in range(len(H) + 1):
+            acc = flint.fmpz_mat(n, N)
+            if k < len(H):
+                acc = acc + H[k] * WT
+            if k >= 1:
+                acc = acc + H[k - 1] * DT
+            if k <= 1:
+                row = [v * (S_new // (dbi if k == 0 else dei)) for v in (bn if k == 0 else en).entries()]
+                acc = acc + flint.fmpz_mat(n, N, row * n)
+            Z.append(acc.tolist())
+        S = S_new
+        if l < L:  # relu for small eps > 0: the sign of the lowest nonzero coefficient
+            keep = [[next((Zk[i][v] for Zk in Z if Zk[i][v] != 0), 0) > 0 for v in range(N)] for i in range(n)]
+            H = [flint.fmpz_mat([[z if keep[i][v] else 0 for v, z in enumerate(Zk[i])] for i in range(n)])
+                 for Zk in Z]
+        else:
+            return [[[Fraction(int(Zk[i][v]), S) for Zk in Z] for v in range(N)] for i in range(n)]
+    return []
 
 
 def as_fractions(case) -> tuple[list, list, list]:
