@@ -40,6 +40,7 @@ import numpy as np
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation
 from exactident.io.rationals import format_int, short_text
 from exactident.linalg import exact
+from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
 from exactident.linalg.certified import (
     MAX_CHECK_PRIMES,
     MAX_EXACT_CHECK_ENTRIES,
@@ -145,7 +146,10 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
         raise _Reject(key)
     p = _prime(_int(low, "prime", f"{what}.lower"), m.avoid, f"{what}.lower.prime")
     claimed = _int(low, "rank_mod_p", f"{what}.lower")
-    rp = rank_mod_p(m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p), p)
+    image = m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p)
+    # below 2**21 (the engine's primes): float64 BLAS elimination on the int64 residues, no Python ints
+    # (linalg.blas_modp, tested against FLINT's nmod_mat); above, FLINT
+    rp = rank_blas(image, p) if p < BLAS_PRIME_HI else rank_mod_p(image, p)
     if claimed != rp:
         raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is {rp}")
     return rp, p
