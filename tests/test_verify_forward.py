@@ -11,8 +11,8 @@ import pytest
 from _gen import case_obj, forward
 
 from exactident.io.case import parse_case
-from exactident.verify.arith import pre_activations, scaled_forward
 from exactident.verify.facts import CaseFacts
+from exactident.verify.forward import pre_activations, scaled_forward
 
 
 def _rat(rng: random.Random) -> Fraction:
@@ -82,7 +82,8 @@ def test_scaled_reduction_mod_p_by_limbs_agrees_with_python_ints(seed):
 @pytest.mark.parametrize("seed", range(40))
 def test_line_outputs_agree_with_the_fraction_polynomial_pass(seed):
     # line_outputs (integers, all samples at once) against line_forward (Fraction polynomials, one sample)
-    from exactident.verify.arith import line_forward, line_outputs
+    from exactident.verify.arith import line_forward
+    from exactident.verify.forward import line_outputs
 
     rng = random.Random(500 + seed)
     widths, W, b, X = _random_net(rng)

@@ -4,7 +4,7 @@ Nothing in a report is trusted: the ties, which of them are invisible (and the
 layer that blocks each), the visible ties whose resolutions exist (ties at equal
 sample points share a side: ``CaseFacts.classes``), the degenerate set ``S``,
 ``dim`` and the activation pattern of any tie resolution are recomputed here by the verifier's own forward pass
-(:func:`exactident.verify.arith.pre_activations`, integer arithmetic on scaled data), and the report's claims are
+(:func:`exactident.verify.forward.scaled_forward`, integer arithmetic on scaled data), and the report's claims are
 checked against them (:mod:`exactident.verify.claims`).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from exactident.verify.arith import LazyRows, scaled_forward
+from exactident.verify.forward import LazyRows, scaled_forward
 
 __all__ = ["CaseFacts", "Tie"]
 
@@ -51,7 +51,7 @@ class CaseFacts:
         weights zero) or ``"incoming"`` (all incoming weights and the bias zero).
     scaled : list of (list of list of fmpz, int)
         Per layer ``l = 1..L``, ``(Z_l, S_l)``: ``z_l(x^i)_v = Z_l[i][v] / S_l``
-        (:func:`exactident.verify.arith.scaled_forward`, exact integer arithmetic).
+        (:func:`exactident.verify.forward.scaled_forward`, exact integer arithmetic).
     classes : list of list of Tie
         The visible ties grouped by (sample point, layer, neuron): ties of one class sit
         at samples with equal exact coordinates, whose pre-activations (recomputed here)

@@ -1,7 +1,7 @@
 """Verify a ``line`` certificate: ``f_{theta + eps delta}(X) = f_theta(X)`` for small ``eps > 0``, and non-equivalence.
 
 The network is re-run on polynomials in ``eps`` over Q, every sample at once
-(:func:`exactident.verify.arith.line_outputs`: integers on data scaled per layer).  Non-equivalence of
+(:func:`exactident.verify.forward.line_outputs`: integers on data scaled per layer).  Non-equivalence of
 ``theta + eps delta`` to theta is shown by a ``probe`` point where ``f``
 changes (equivalent parameters compute the same function), by a
 ``nonequivalence`` witness (an invariant of the equivalence that changes,
@@ -11,8 +11,9 @@ and each one given must hold.
 
 from __future__ import annotations
 
-from exactident.verify.arith import direction, line_outputs, need, parse_fraction, parse_parameter, show, unknown_fields
+from exactident.verify.arith import direction, need, parse_fraction, parse_parameter, show, unknown_fields
 from exactident.verify.facts import CaseFacts
+from exactident.verify.forward import line_outputs
 from exactident.verify.nonequivalence import check_nonequivalence
 
 __all__ = ["verify_line"]
