@@ -121,7 +121,7 @@ class LazyRows(Sequence):
 
 
 def line_outputs(W, b, dW, db, X) -> list[list[list[Fraction]]]:
-    """:func:`line_forward` for every sample at once, in integer arithmetic on scaled data.
+    """:func:`exactident.verify.arith.line_forward` for every sample at once, in integers on scaled data.
 
     ``h_{l-1}(eps) = sum_k eps^k H_k / S`` (``H_k`` integer ``n x N_{l-1}`` matrices, one
     scale ``S``); with ``W_l = W'/d_W``, ``delta W_l = D'/d_D``, ``b_l = b'/d_b``,
