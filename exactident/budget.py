@@ -31,10 +31,11 @@ from typing import Any
 
 from exactident.errors import ExactIdentError
 
-__all__ = ["BudgetExhausted", "Outcome", "TerminalProgress", "listening", "run_isolated", "stage"]
+__all__ = ["BudgetExhausted", "Outcome", "TerminalProgress", "deliver", "listening", "run_isolated", "stage"]
 
 Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
+_sinks: list[Callable[[Any], None]] = []  # where deliver() sends a finished part (innermost last)
 _deadline: list[float] = []  # in-process soft deadlines (innermost last)
 _last_stage: list[str] = ["start"]
 
@@ -70,6 +71,16 @@ def stage(name: str, **sizes: Any) -> None:
         raise BudgetExhausted(name)
 
 
+def deliver(value: Any) -> None:
+    """Hand a finished part of the result (``check``: the report at its verdict) to :func:`run_isolated`.
+
+    If the budget runs out afterwards, :func:`run_isolated`'s outcome carries it as ``partial``
+    instead of nothing.  Outside :func:`run_isolated` it does nothing.  ``value`` must be picklable.
+    """
+    if _sinks:
+        _sinks[-1](value)
+
+
 @contextlib.contextmanager
 def listening(listener: Listener) -> Iterator[None]:
     """Install ``listener(stage_name, sizes)`` for the duration of the block."""
@@ -89,6 +100,7 @@ class Outcome:
     stage: str = "start"
     seconds: float = 0.0
     stages: list[str] = field(default_factory=list)
+    partial: Any = None  # the last value passed to deliver() before the deadline (timed out only)
 
 
 def _child(fn: Callable[[], Any], conn: Any) -> None:  # pragma: no cover - runs in the child
@@ -99,6 +111,7 @@ def _child(fn: Callable[[], Any], conn: Any) -> None:  # pragma: no cover - runs
         conn.send(("stage", name, {k: v for k, v in sizes.items() if isinstance(v, (int, float, str))}))
 
     _listeners[:] = [send]
+    _sinks[:] = [lambda value: conn.send(("partial", value))]
     try:
         value = fn()
         conn.send(("done", value))
@@ -115,6 +128,15 @@ def _kill_group(pid: int) -> None:
     for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             kill()
+
+
+def _drain(conn: Any, partial: list[Any]) -> None:
+    """Read the messages a killed child left in the pipe, keeping the last ``partial`` one."""
+    with contextlib.suppress(Exception):  # a message cut by the kill ends the reading
+        while conn.poll(0):
+            msg = conn.recv()
+            if msg[0] == "partial":
+                partial[0] = msg[1]
 
 
 def run_isolated(fn: Callable[[], Any], timeout: float | None,
@@ -135,7 +157,8 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
     -------
     Outcome
         ``timed_out`` with the last announced ``stage`` when the deadline passed (the
-        child's whole process group has then been killed), else ``value``.
+        child's whole process group has then been killed), with ``partial``, the last
+        value ``fn`` passed to :func:`deliver` (None if none); else ``value``.
 
     Raises
     ------
@@ -150,15 +173,19 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
         if on_stage is not None:
             on_stage(name, sizes)
 
+    partial: list[Any] = [None]
     if timeout is None or not hasattr(os, "fork"):
         if timeout is not None:
             _deadline.append(start + timeout)
+        _sinks.append(lambda value: partial.__setitem__(0, value))
         try:
             with listening(note):
                 return Outcome(value=fn(), seconds=time.monotonic() - start, stages=stages)
         except BudgetExhausted as exc:
-            return Outcome(timed_out=True, stage=exc.stage, seconds=time.monotonic() - start, stages=stages)
+            return Outcome(timed_out=True, stage=exc.stage, seconds=time.monotonic() - start, stages=stages,
+                           partial=partial[0])
         finally:
+            _sinks.pop()
             if timeout is not None:
                 _deadline.pop()
     import multiprocessing
@@ -179,7 +206,9 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
                 if time.monotonic() >= deadline:
                     _kill_group(proc.pid)  # type: ignore[arg-type]
                     proc.join()
-                    return Outcome(timed_out=True, stage=last, seconds=time.monotonic() - start, stages=stages)
+                    _drain(parent, partial)  # a verdict sent just before the deadline still counts
+                    return Outcome(timed_out=True, stage=last, seconds=time.monotonic() - start, stages=stages,
+                                   partial=partial[0])
                 if not proc.is_alive() and not parent.poll():
                     raise ExactIdentError(f"analysis process died (exit status {proc.exitcode}) at {last}")
                 continue
@@ -191,6 +220,8 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
             if msg[0] == "stage":
                 last = msg[1]
                 note(msg[1], msg[2])
+            elif msg[0] == "partial":
+                partial[0] = msg[1]
             elif msg[0] == "done":
                 proc.join()
                 return Outcome(value=msg[1], stage=last, seconds=time.monotonic() - start, stages=stages)

@@ -4,21 +4,28 @@ Order of work: exact forward pass and ties -> degenerate set ``S`` ->
 fixed edges -> ``Gamma`` and its rank -> ``rank_a`` -> verdict (off the
 boundary by :mod:`exactident.model.conditions`, on it by :mod:`exactident.boundary.analyse`)
 -> optional exact check of Props. 1 and 10 -> optional float cross-check.
+
+With a budget (``timeout``) the analysis runs in a child process; the report is
+handed to the parent as soon as the verdict is reached
+(:func:`exactident.budget.deliver`), before the float cross-check, so a budget
+that runs out there keeps the exact verdict and marks the ``numeric`` block
+``timed out`` (:func:`keep_verdict`).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
 
 from exactident.boundary.analyse import analyse_boundary
 from exactident.boundary.structural import decided_by, settle
-from exactident.budget import run_isolated, stage
+from exactident.budget import deliver, run_isolated, stage
 from exactident.errors import UnsupportedCaseError
 from exactident.io.case import Case
 from exactident.io.report import Report
@@ -39,7 +46,7 @@ from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import degenerate_neurons
 from exactident.ranks.certify import certified_by, certify_ranks
 
-__all__ = ["MAX_EXPLICIT_ALPHA", "check", "rank_alpha", "timed_out_report"]
+__all__ = ["MAX_EXPLICIT_ALPHA", "check", "keep_verdict", "rank_alpha", "timed_out_report"]
 
 #: ``alpha`` is materialised when it has at most this many entries, else the Gram route.
 MAX_EXPLICIT_ALPHA = 2_000_000
@@ -69,7 +76,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           timeout: float | None = None,
           on_stage: Callable[[str, dict[str, Any]], None] | None = None,
           on_tick: Callable[[], None] | None = None, structural: bool = True,
-          exact_ranks: bool = False) -> Report:
+          exact_ranks: bool = False, pipelines: str | Collection[str] | None = None) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -80,9 +87,13 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     sample : path or array-like, optional
         The sample for a model file (``.npy``, ``.npz``, ``.csv`` or an array ``(n, N_0)``).
     numeric : bool
-        Also run the float backend and report whether it agrees; it computes in the dtype the
-        weights were stored in when the case records one (float32 for float32, float16 and
-        bfloat16 weights, which LAPACK lacks), else in float64.
+        Also run the float64 pipeline (backprop ``Gamma`` + SVD rank, the float ``alpha``
+        only when the float verdict needs ``R_A``) and report whether it agrees.
+    pipelines : str or collection of str, optional
+        More float pipelines in the ``numeric`` block (``"stored-dtype"``: the same in the
+        dtype the weights were stored in, float32 for float32, float16 and bfloat16 weights;
+        ``"kinks"``, ``"full-jacobian"``, ``"float32"``, ``"torch"``, or ``"all"``;
+        :data:`exactident.numeric.block.OPTIONAL_PIPELINES`, docs/cli.md).
     tol : float, optional
         Absolute SVD tolerance for the float ``Gamma`` (default: numpy's rule).
     rtol : float, optional
@@ -111,7 +122,9 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     timeout : float, optional
         Seconds of wall time.  The analysis then runs in a child process that is
         killed (with its whole process group) at the deadline; the report is then
-        ``inconclusive`` with reason ``time budget exhausted at <stage>``.
+        ``inconclusive`` with reason ``time budget exhausted at <stage>``, unless the
+        verdict was already reached: then the exact report is kept and its ``numeric``
+        block is ``{"status": "timed out", ...}`` (:func:`keep_verdict`).
     on_stage : callable (stage, sizes), optional
         Called at each stage of the analysis (progress display).
     on_tick : callable (), optional
@@ -138,7 +151,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     InvariantViolation
         If ``verify_propositions`` finds an identity broken.
     UnsupportedCaseError
-        If the lifting is too large for ``verify_propositions``.
+        If the lifting is too large for ``verify_propositions``; an unknown pipeline name.
 
     Examples
     --------
@@ -157,15 +170,21 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         from exactident.io.importers.load import as_case
 
         case = as_case(case, sample)
+    if numeric:
+        from exactident.numeric.block import parse_pipelines
+
+        pipelines = parse_pipelines(pipelines)  # an unknown name is refused before any work
     if timeout is not None or on_stage is not None:
         def work() -> Report:
             return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
                          max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
                          modular=modular, seed=seed, certify=certify, structural=structural,
-                         exact_ranks=exact_ranks)
+                         exact_ranks=exact_ranks, pipelines=pipelines)
 
         isolated = run_isolated(work, timeout, on_stage, on_tick)
         if isolated.timed_out:
+            if isolated.partial is not None:  # the verdict was reached: keep it
+                return keep_verdict(isolated.partial, isolated.stage, isolated.seconds)
             return timed_out_report(case, isolated.stage, isolated.seconds)
         return isolated.value
     start = time.perf_counter()
@@ -258,19 +277,21 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
         patterns=patterns, certificate=certificate, extra=extra,
         decided_by=settled_by or decided_by(verdict, certificate))
-    if numeric:
-        from exactident.numeric.block import numeric_block
-
-        stage("float cross-check", rows=len(X) * net.widths[-1], cols=dim)
-        # agrees: same verdict, and the same ranks as the exact matrices the float ones round
-        dtype = _numeric_dtype(case.provenance)
-        report.numeric = numeric_block(net, X, fixed, state, degenerate, rank_verdict,
-                                       (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
-                                       verdict_reached=verdict_reached, dtype=dtype)
     if case.provenance:
         report.extra["provenance"] = dict(case.provenance)
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
     report.seconds = time.perf_counter() - start
+    if numeric:
+        from exactident.numeric.block import numeric_block
+
+        deliver(copy.copy(report))  # the verdict is reached: a budget running out from here keeps it
+        stage("float cross-check", rows=len(X) * net.widths[-1], cols=dim)
+        # agrees: same verdict, and the same ranks as the exact matrices the float ones round
+        report.numeric = numeric_block(net, X, fixed, state, degenerate, rank_verdict,
+                                       (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
+                                       verdict_reached=verdict_reached, pipelines=pipelines or (),
+                                       stored_dtype=_numeric_dtype(case.provenance))
+        report.seconds = time.perf_counter() - start
     return report
 
 
@@ -295,6 +316,33 @@ def _settle(net, X, state, certificate, reason, extra, attach: bool) -> tuple[st
         return INCONCLUSIVE, f"{reason}; {found.clause}", certificate, None
     settled = {**(certificate or {}), **found.certificate} if attach else certificate
     return NOT_IDENTIFIABLE, f"{reason}; but {found.clause}", settled, found.decided_by
+
+
+def keep_verdict(report: Report, at_stage: str, seconds: float) -> Report:
+    """The exact report of a case whose budget ran out after its verdict: ``numeric`` marked ``timed out``.
+
+    Only the float cross-check runs after the verdict is delivered, so that is what
+    did not finish; the exact part (verdict, ranks, certificate) is complete and verifies.
+
+    Examples
+    --------
+    >>> from exactident.io.case import parse_case
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1]]})
+    >>> r = keep_verdict(check(case, numeric=False), "float cross-check", 2.0)
+    >>> r.verdict, r.numeric["status"], r.numeric["stage"], r.numeric["agrees"]
+    ('identifiable', 'timed out', 'float cross-check', None)
+    """
+    rg, ra = report.pattern_ranks or (report.rank_gamma, report.rank_a)
+    report.numeric = {"status": "timed out", "stage": at_stage, "dtype": "float64", "rank_gamma": None,
+                      "rank_a": None, "verdict": None, "tol": None, "agrees": None,
+                      "compared_with": {"rank_gamma": rg, "rank_a": ra, "verdict": None},
+                      "singular_values_near_cut": [], "pattern_differs": None, "warnings": [],
+                      "message": f"time budget exhausted at {at_stage}, after the exact verdict"}
+    report.seconds = seconds
+    return report
+
+
 def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     """The report of a case whose time budget ran out: ``inconclusive``, ranks unknown (``null``).
 

@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "or model files with --sample")
     p.add_argument("--json", action="store_true", help="print exactident-report/1 JSON")
     p.add_argument("--no-numeric", action="store_true", help="skip the float64 cross-check")
+    p.add_argument("--pipelines", default=None, metavar="NAME,...",
+                   help="more float pipelines in the cross-check: stored-dtype, kinks, full-jacobian, "
+                        "float32, torch, or all (default: the float64 one only)")
     p.add_argument("--tol", type=positive_number, default=None,
                    help="absolute SVD tolerance for the float Gamma (default: numpy's rule)")
     p.add_argument("--verify-propositions", action="store_true",
@@ -175,6 +178,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.io.report import render_table, reports_to_json
 
     limits = limits_from_args(args)
+    if args.pipelines is not None:
+        if args.no_numeric:
+            raise UnsupportedCaseError("--pipelines adds float pipelines to the cross-check that --no-numeric skips")
+        from exactident.numeric.block import parse_pipelines
+
+        parse_pipelines(args.pipelines)  # an unknown name is bad usage, before any file is read
     # a folder: its *.json files, as crosscheck; anything else as given (a case or a model file)
     paths = [str(q) for p in args.cases for q in (expand_paths([p]) if os.path.isdir(p) else [p])]
     cases = load_check_inputs(paths, args, limits)  # validate (and import) everything before any work

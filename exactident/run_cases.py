@@ -64,7 +64,8 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any],
                                all_ranks=args.all_ranks or getattr(args, "expect", False),
                                certify=getattr(args, "certify", "full"), timeout=timeout,
                                exact_ranks=getattr(args, "exact_ranks", False),
-                               on_stage=progress.stage, on_tick=progress.tick)
+                               on_stage=progress.stage, on_tick=progress.tick,
+                               pipelines=getattr(args, "pipelines", None))
             except UnsupportedCaseError as exc:
                 yield path, exc
                 continue

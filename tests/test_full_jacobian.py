@@ -74,7 +74,7 @@ def test_float32_full_jacobian_over_counts_on_the_published_diabetes_network():
     # (one per hidden neuron) exact combinations of the others.  In float32 those 8 columns carry
     # round-off ~1e-7 relative: ranked as float64 (matrix_rank(J.double())) they count.
     case = load_case(ROOT / "cases" / "diabetes-mlp-10-8-1.json")
-    r = check(case)
+    r = check(case, pipelines="full-jacobian,float32")
     assert (r.verdict, r.rank_gamma, r.dim) == ("identifiable", 89, 89)
     full = r.numeric["full_jacobian"]
     assert (full["compared_with"], full["dim"], full["n_parameters"]) == (89, 89, 97)
@@ -132,9 +132,9 @@ def test_torch_full_jacobian_pipelines():
     J = gamma_exact(net, X, st.Z, st.pattern, FixedEdges({}))
     Je = np.array([[int(J[i, j].p) / int(J[i, j].q) for j in range(J.ncols())] for i in range(J.nrows())])
     assert np.allclose(Jt, Je, rtol=1e-10, atol=1e-12)
-    # check() adds the torch pipelines once torch is loaded in the process (it is, here)
+    # check(pipelines="torch") adds the torch pipelines
     assert "torch" in sys.modules
-    p = check(case)
+    p = check(case, pipelines="torch")
     pipes = p.numeric["full_jacobian"]["pipelines"]
     assert pipes["torch-float64/torch-default"]["rank"] == 10
     assert {"torch-float32/torch-default", "torch-float32/float64-eps"} <= set(pipes)

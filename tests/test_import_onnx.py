@@ -149,9 +149,10 @@ def test_check_accepts_model_path_and_reports_dropped_activation(tmp_path, capsy
     model, _, _ = _mlp("float32", widths=(2, 3, 2), final="Sigmoid")
     onnx.save(model, tmp_path / "s.onnx")
     np.save(tmp_path / "x.npy", RNG.standard_normal((20, 2)))
-    report = check(str(tmp_path / "s.onnx"), sample=str(tmp_path / "x.npy"))
+    report = check(str(tmp_path / "s.onnx"), sample=str(tmp_path / "x.npy"), pipelines="stored-dtype")
     assert report.extra["provenance"]["dropped_output_activation"] == "sigmoid"
-    assert report.numeric["dtype"] == "float32"  # the stored dtype drives the float cross-check
+    assert report.numeric["dtype"] == "float64"  # the default pipeline is float64
+    assert report.numeric["stored_dtype"]["dtype"] == "float32"  # the stored dtype's pipeline, on request
     assert main(["check", str(tmp_path / "s.onnx"), "--sample", str(tmp_path / "x.npy")]) == 0
     assert "analysed before the output activation sigmoid" in capsys.readouterr().out
     out = tmp_path / "case.json"

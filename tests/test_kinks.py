@@ -37,7 +37,7 @@ def test_issue_input_exact_minus_2_pow_51_float_zero():
     assert z == -Fraction(1, 2**51)  # exactly: inactive
     assert 0.7 * 10 - 7 == 0.0  # in float64 the product rounds to 7.0: the pre-activation is 0
     case = _case([1, 1, 1], [[[W07]], [[1]]], [[-7], [0]], [[10], [20], [5]], "kink07")
-    r = check(case)
+    r = check(case, pipelines="kinks")
     num = r.numeric
     kinks = num["near_kinks"]
     assert kinks["n"] == 1 and not kinks["truncated"]
@@ -56,7 +56,7 @@ def test_reverse_exact_tie_float_nonzero():
     zf = (7 / 3) * 27 - 63
     assert Fraction(7, 3) * 27 - 63 == 0 and zf != 0
     case = _case([1, 1, 1], [[[Fraction(7, 3)]], [[1]]], [[-63], [0]], [[27], [40], [0]])
-    r = check(case)
+    r = check(case, pipelines="kinks")
     assert r.n_ties == 1
     e = r.numeric["near_kinks"]["entries"]
     assert [(x["sample"], x["kind"]) for x in e] == [(0, "exact-tie-float-nonzero")]
@@ -65,7 +65,7 @@ def test_reverse_exact_tie_float_nonzero():
 
 def test_no_kinks_away_from_them():
     case = _case([1, 2, 1], [[[1], [-1]], [[1, 1]]], [[Fraction(1, 2), Fraction(1, 3)], [0]], [[1], [2], [-3]])
-    assert check(case).numeric["near_kinks"] == {"n": 0, "entries": [], "truncated": False}
+    assert check(case, pipelines="kinks").numeric["near_kinks"] == {"n": 0, "entries": [], "truncated": False}
 
 
 def _exact_forward(W, b, X):

@@ -108,6 +108,8 @@ def _float_cell(num: dict[str, Any] | None) -> str:
     """The table's ``float`` column for a ``numeric`` block (docs/cli.md)."""
     if num is None:
         return "-"
+    if num.get("status") == "timed out":
+        return "timed out"
     if num.get("status", "ok") != "ok" and num.get("rank_gamma") is None:
         return f"FAILED ({num['status']})"
     if num.get("agrees") is None:

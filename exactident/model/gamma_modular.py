@@ -44,19 +44,48 @@ __all__ = [
 ]
 
 
+#: Limbs of :class:`Scaled`: ``|x| = sum_j L_j 2^(31 j)`` with int64 limbs ``0 <= L_j < 2^31``.
+_LIMB_BITS = 31
+
+
 class Scaled:
-    """A rational matrix as ``ints / den`` (object array of Python ints), reduced mod p on demand."""
+    """A rational matrix as ``ints / den`` (object array of Python ints), reduced mod p on demand.
+
+    The integers are also kept as int64 limbs in base ``2^31`` (with a sign), so each
+    reduction mod p is a few numpy operations (Horner on the limbs), not one Python-int
+    operation per entry.
+
+    Examples
+    --------
+    ``(-2^70 - 4) / 3`` and ``1 / 2`` mod 101, against Python's own modular arithmetic:
+
+    >>> s = Scaled([flint.fmpq(-(2**70) - 4, 3), flint.fmpq(1, 2)], (1, 2))
+    >>> s.mod(101).tolist() == [[(-(2**70) - 4) * pow(3, -1, 101) % 101, pow(2, -1, 101)]]
+    True
+    """
 
     def __init__(self, values: Sequence[Any], shape: tuple[int, int]) -> None:
         values = [flint.fmpq(v) for v in values]
         self.den = common_denominator(values)
-        self.ints = np.array([int(v.p) * (self.den // int(v.q)) for v in values] or [0],
-                             dtype=object)[:len(values)].reshape(shape)
+        ints = [int(v.p) * (self.den // int(v.q)) for v in values]
+        self.ints = np.array(ints or [0], dtype=object)[:len(values)].reshape(shape)
+        mags = [abs(x) for x in ints]
+        n_limbs = max(1, -(-max(mags, default=0).bit_length() // _LIMB_BITS))
+        mask = (1 << _LIMB_BITS) - 1
+        self._negative = np.array([x < 0 for x in ints], dtype=bool).reshape(shape)
+        self._limbs = [np.array([(m >> (_LIMB_BITS * j)) & mask for m in mags] or [0],
+                                dtype=np.int64)[:len(ints)].reshape(shape) for j in range(n_limbs)]
 
     def mod(self, p: int) -> np.ndarray:
         if self.den % p == 0:
             raise InvariantViolation(f"prime {p} divides a denominator of the data")
-        return (self.ints % p).astype(np.int64) * pow(self.den, -1, p) % p
+        require_prime(p)  # p < 2^31: every product below is < 2^62
+        base = pow(2, _LIMB_BITS, p)
+        acc = np.zeros(self._negative.shape, dtype=np.int64)
+        for limb in reversed(self._limbs):  # Horner: acc < p, acc * base < 2^62
+            acc = (acc * base + limb % p) % p
+        acc = np.where(self._negative, (p - acc) % p, acc)
+        return acc * pow(self.den, -1, p) % p
 
 
 class ModularData:

@@ -70,7 +70,7 @@ def common_denominator(values: Iterable[flint.fmpq]) -> int:
     >>> common_denominator([flint.fmpq(1, 4), flint.fmpq(5, 6), flint.fmpq(2)])
     12
     """
-    return lcm(1, *(int(v.q) for v in values))
+    return lcm(1, *{int(v.q) for v in values})  # a set: data share few denominators
 
 
 def data_denominator(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> int:

@@ -1,14 +1,25 @@
 """The report's ``numeric`` block: the float pipelines beside the exact answer (docs/cli.md).
 
-Three things a float tool does are set beside the exact ranks and verdict:
+What a float tool does is set beside the exact ranks and verdict.  By default ONE
+pipeline runs (it is what ``check`` pays for on every case):
 
 - the float64 pipeline on ``Gamma`` over the free parameters (the exact
-  path's matrix, rounded): ranks, verdict, ``agrees``, the tolerance ``band``;
-- where it could not place a sample on the right side of a kink
+  path's matrix, rounded, by backpropagation) ranked by an SVD: ranks, verdict,
+  ``agrees``, the tolerance ``band``; the float ``alpha`` only when the float
+  verdict needs ``R_A`` (float ``rank_gamma < dim``) or the exact ``rank_a`` was
+  computed (to compare with).
+
+The others run on request (:data:`OPTIONAL_PIPELINES`, ``check --pipelines``):
+
+- ``stored-dtype``: the same pipeline in the dtype the weights were stored in
+  (float32 for float32, float16 and bfloat16 weights), as ``stored_dtype``;
+- ``kinks``: where it could not place a sample on the right side of a kink
   (``near_kinks``, :mod:`exactident.numeric.kinks`);
-- the ``full-jacobian`` pipelines practitioners run: every weight and bias
-  differentiated, fixed edges included, ranked by numpy's (or torch's) default
-  rule in float64 and float32 (:mod:`exactident.numeric.full_jacobian`).
+- ``full-jacobian``, ``float32``, ``torch``: the pipelines practitioners run: every
+  weight and bias differentiated, fixed edges included, ranked by numpy's default
+  rule in float64 (``full-jacobian``), in float32 (``float32``), and by
+  ``torch.func.jacrev`` + ``torch.linalg`` (``torch``)
+  (:mod:`exactident.numeric.full_jacobian`).
 
 A float pipeline that fails (a value beyond the format's range, ``nan``, an
 SVD that does not converge) is a finding, not an error: the block carries
@@ -20,13 +31,14 @@ Called by :func:`exactident.check.check`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import flint
 import numpy as np
 
+from exactident.errors import UnsupportedCaseError
 from exactident.linalg import floating
 from exactident.model.activation import ActivationState
 from exactident.model.conditions import verdict_from_ranks
@@ -34,9 +46,50 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
 from exactident.numeric.guard import FloatPipelineError, WarningLog, safe_svdvals
 from exactident.numeric.kinks import near_kinks
-from exactident.numeric.numpy_backend import FloatOperators, float_operators, numpy_dtype
+from exactident.numeric.numpy_backend import (
+    MAX_ALPHA_ENTRIES,
+    FloatOperators,
+    alpha_float,
+    alpha_float_gram,
+    float_operators,
+    numpy_dtype,
+)
 
-__all__ = ["NumericResult", "float_ranks", "numeric_block", "numeric_check"]
+__all__ = ["OPTIONAL_PIPELINES", "NumericResult", "float_ranks", "numeric_block", "numeric_check",
+           "parse_pipelines"]
+
+#: Pipelines of the numeric block beyond the default float64 one, run on request (``check --pipelines``).
+OPTIONAL_PIPELINES = ("stored-dtype", "kinks", "full-jacobian", "float32", "torch")
+
+
+def parse_pipelines(names: str | Collection[str] | None) -> frozenset[str]:
+    """The optional pipelines named (a comma-separated string or a collection; ``all``: every one).
+
+    Raises
+    ------
+    UnsupportedCaseError
+        For a name not in :data:`OPTIONAL_PIPELINES` (``float64`` is accepted: it always runs).
+
+    Examples
+    --------
+    >>> sorted(parse_pipelines("kinks,float32"))
+    ['float32', 'kinks']
+    >>> parse_pipelines(None) == frozenset(), parse_pipelines("all") == frozenset(OPTIONAL_PIPELINES)
+    (True, True)
+    """
+    if names is None:
+        return frozenset()
+    items = [n.strip() for n in names.split(",")] if isinstance(names, str) else [str(n) for n in names]
+    out: set[str] = set()
+    for name in items:
+        if name == "all":
+            out.update(OPTIONAL_PIPELINES)
+        elif name in OPTIONAL_PIPELINES:
+            out.add(name)
+        elif name not in ("float64", ""):
+            raise UnsupportedCaseError(f"unknown float pipeline {name!r} (expected some of float64, "
+                                       f"{', '.join(OPTIONAL_PIPELINES)}, or all)")
+    return frozenset(out)
 
 
 def float_ranks(ops: FloatOperators, tol: float | None = None,
@@ -44,13 +97,18 @@ def float_ranks(ops: FloatOperators, tol: float | None = None,
     """Float ranks of ``ops.gamma`` (``tol``, ``rtol`` or numpy's rule) and of ``ops.alpha`` (numpy's rule).
 
     On the Gram route the rank of the Gram matrix is taken, as
-    :func:`exactident.linalg.floating.rank` would.
+    :func:`exactident.linalg.floating.rank` would.  ``ops.alpha`` must have been built
+    (``float_operators(..., with_alpha=True)``).
 
     Raises
     ------
     FloatPipelineError
         From the SVD (:func:`exactident.numeric.guard.safe_svdvals`).
     """
+    return _gamma_rank(ops, tol, rtol), _alpha_rank(ops)
+
+
+def _gamma_rank(ops: FloatOperators, tol: float | None, rtol: float | None) -> floating.FloatRank:
     s = ops.gamma_singular_values()
     if tol is not None:
         t = float(tol)
@@ -58,12 +116,37 @@ def float_ranks(ops: FloatOperators, tol: float | None = None,
         t = float(rtol * s[0]) if s.size else 0.0
     else:  # eps of the pipeline's dtype (float16: LAPACK ran in float32, the data is float16)
         t = floating.default_tol(s, ops.gamma.shape, ops.dtype)
-    g = floating.FloatRank(int((s > t).sum()), t, s)
+    return floating.FloatRank(int((s > t).sum()), t, s)
+
+
+def _alpha_rank(ops: FloatOperators) -> floating.FloatRank:
     with ops.log.stage(ops.stage_prefix + "svd-alpha"):
         sa = safe_svdvals(ops.alpha.astype(np.float32) if ops.dtype == np.float16 else ops.alpha,
                           ops.stage_prefix + "svd-alpha")
     ta = floating.default_tol(sa, ops.alpha.shape, ops.dtype) if sa.size else 0.0
-    return g, floating.FloatRank(int((sa > ta).sum()), ta, sa)
+    return floating.FloatRank(int((sa > ta).sum()), ta, sa)
+
+
+def _with_alpha(ops: FloatOperators) -> None:
+    """Build ``ops.alpha`` (explicit, or its Gram matrix past :data:`MAX_ALPHA_ENTRIES`) from the float pattern.
+
+    Raises
+    ------
+    FloatPipelineError
+        ``overflow``/``non-finite`` entries (:func:`exactident.numeric.guard.require_finite`).
+    """
+    from exactident.numeric.guard import require_finite
+
+    n, n_p = ops.alpha_shape
+    Xf = ops.sample.X if ops.sample is not None else np.zeros((0, 0))
+    with ops.log.stage(ops.stage_prefix + "alpha"):
+        if n == 0:
+            ops.alpha, ops.alpha_is_gram = np.zeros((0, n_p), dtype=ops.dtype), False
+        elif n * n_p <= MAX_ALPHA_ENTRIES:
+            ops.alpha, ops.alpha_is_gram = alpha_float(ops.pattern, Xf), False
+        else:
+            ops.alpha, ops.alpha_is_gram = alpha_float_gram(ops.pattern, Xf), True
+    require_finite(ops.alpha, ops.stage_prefix + "alpha", lambda idx: f"alpha[{idx[0]}, {idx[1]}]")
 
 
 @dataclass
@@ -71,7 +154,7 @@ class NumericResult:
     """The float verdict beside the exact one (the report's ``numeric`` block, docs/cli.md)."""
 
     rank_gamma: int
-    rank_a: int
+    rank_a: int | None  # None: not computed (the float verdict did not need R_A)
     verdict: str
     tol: float
     singular_values_near_cut: list[float]
@@ -95,7 +178,7 @@ class NumericResult:
         """
         agrees = (self.rank_gamma == exact_rank_gamma and self.verdict == exact_verdict
                   and (exact_rank_a is None or self.rank_a == exact_rank_a))
-        out = {"rank_gamma": self.rank_gamma, "rank_a": self.rank_a, "verdict": self.verdict,
+        out: dict[str, Any] = {"rank_gamma": self.rank_gamma, "rank_a": self.rank_a, "verdict": self.verdict,
                "tol": self.tol, "agrees": agrees,
                "compared_with": {"rank_gamma": exact_rank_gamma, "rank_a": exact_rank_a},
                "singular_values_near_cut": self.singular_values_near_cut,
@@ -116,9 +199,15 @@ def _json_float(v: float) -> float | None:
 
 
 def _result(ops: FloatOperators, net: Network, degenerate: bool, tol: float | None,
-            rtol: float | None) -> NumericResult:
-    g, a = float_ranks(ops, tol, rtol)
-    rank_a = net.widths[-1] * a.rank
+            rtol: float | None, alpha: bool | None = True) -> NumericResult:
+    """Ranks and verdict of one float pipeline.  ``alpha=None``: the float ``alpha`` only when the
+    float verdict needs ``R_A`` (float ``rank_gamma < dim``, theta not in S); ``rank_a`` is ``None`` otherwise."""
+    g = _gamma_rank(ops, tol, rtol)
+    rank_a = None
+    if alpha or (alpha is None and g.rank < net.dim and not degenerate):
+        if ops.alpha.shape[1] == 0 and ops.alpha_shape[1] > 0:  # built without alpha: build it now
+            _with_alpha(ops)
+        rank_a = net.widths[-1] * _alpha_rank(ops).rank
     verdict = verdict_from_ranks(g.rank, rank_a, net.dim, degenerate)
     return NumericResult(g.rank, rank_a, verdict, g.tol, g.near_cut(), ops.pattern_differs, g)
 
@@ -156,7 +245,8 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
                   state: ActivationState, degenerate: bool, exact_verdict: str,
                   pattern_ranks: tuple[int, int | None], *, tol: float | None = None,
                   rtol: float | None = None, verdict_reached: bool = True,
-                  dtype: object = "float64", full_jacobian: bool = True) -> dict[str, Any]:
+                  dtype: object = "float64", pipelines: Collection[str] = frozenset(),
+                  stored_dtype: object = "float64") -> dict[str, Any]:
     """The ``numeric`` block of a report (fields in docs/cli.md).
 
     Parameters
@@ -176,21 +266,30 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         ``False`` when the exact analysis stopped without a verdict (the
         resolution cap): ``agrees`` is then ``null``, not ``false``.
     dtype : float format of the main pipeline (float64 by default; float32, float16)
-    full_jacobian : bool
-        Add the ``full_jacobian`` entry.
+    pipelines : collection of str
+        Optional pipelines to add (:data:`OPTIONAL_PIPELINES`; see :func:`parse_pipelines`).
+        Empty (the default): the main pipeline only, with the float ``alpha`` only when
+        the float verdict needs ``R_A`` or the exact ``rank_a`` is known.
+    stored_dtype : float format the weights were stored in (the ``stored-dtype`` pipeline)
 
     Returns
     -------
     dict
         JSON-ready.
+
+    Raises
+    ------
+    UnsupportedCaseError
+        For an unknown pipeline name, or ``torch`` without PyTorch installed.
     """
     numpy_dtype(dtype)  # refuse bfloat16 up front, before any work
+    chosen = parse_pipelines(pipelines)
     rg_p, ra_p = pattern_ranks
     log = WarningLog()
     block: dict[str, Any] = {"status": "ok", "dtype": np.dtype(numpy_dtype(dtype)).name}
     try:
-        ops = float_operators(net, X, fixed, state.pattern, dtype, log=log)
-        res = _result(ops, net, degenerate, tol, rtol)
+        ops = float_operators(net, X, fixed, state.pattern, dtype, log=log, with_alpha=False)
+        res = _result(ops, net, degenerate, tol, rtol, alpha=True if ra_p is not None else None)
     except FloatPipelineError as exc:
         block.update(exc.failure.as_dict())
         block.update({"rank_gamma": None, "rank_a": None, "verdict": None, "tol": None, "agrees": False,
@@ -209,13 +308,23 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         if ops.underflow is not None:
             block.update(ops.underflow.as_dict())
             block["agrees"] = False
-        block["near_kinks"] = near_kinks(ops, state)
+        if "kinks" in chosen:
+            block["near_kinks"] = near_kinks(ops, state)
     block["compared_with"]["verdict"] = exact_verdict if verdict_reached else None
     if not verdict_reached:
         block["agrees"] = None
     block["warnings"] = log.entries
-    if full_jacobian:
+    block["pipelines"] = [block["dtype"], *sorted(chosen)]
+    stored = np.dtype(numpy_dtype(stored_dtype)).name
+    if "stored-dtype" in chosen and stored != block["dtype"]:
+        block["stored_dtype"] = numeric_block(net, X, fixed, state, degenerate, exact_verdict, pattern_ranks,
+                                              tol=tol, rtol=rtol, verdict_reached=verdict_reached,
+                                              dtype=stored)
+        del block["stored_dtype"]["pipelines"]
+    backends = [b for b, name in (("float64", "full-jacobian"), ("float32", "float32"),
+                                  ("torch-float64", "torch"), ("torch-float32", "torch")) if name in chosen]
+    if backends:
         from exactident.numeric.full_jacobian import full_jacobian_block
 
-        block["full_jacobian"] = full_jacobian_block(net, X, state.pattern, rg_p)
+        block["full_jacobian"] = full_jacobian_block(net, X, state.pattern, rg_p, backends=backends)
     return block

@@ -82,7 +82,8 @@ def _entry(pol: Policy, s: np.ndarray, shape: tuple[int, int], eps: float, rank_
 
 
 def full_jacobian_block(net: Network, X: Sequence[Sequence[flint.fmpq]], exact_pattern: Sequence[np.ndarray],
-                        rank_gamma: int, torch: bool | None = None) -> dict[str, Any]:
+                        rank_gamma: int, torch: bool | None = None,
+                        backends: Sequence[str] | None = None) -> dict[str, Any]:
     """The ``full_jacobian`` entry of the numeric block (docs/cli.md).
 
     Parameters
@@ -95,6 +96,9 @@ def full_jacobian_block(net: Network, X: Sequence[Sequence[flint.fmpq]], exact_p
         Exact ``rank Gamma`` at the ``>= 0`` pattern: the exact rank of the full Jacobian too.
     torch : bool, optional
         Add the torch pipelines; default: when this process has already imported PyTorch.
+    backends : list of str, optional
+        Run exactly these backends (``float64``, ``float32``, ``torch-float64``,
+        ``torch-float32``; ``check --pipelines``) instead; ``torch`` is then ignored.
 
     Returns
     -------
@@ -123,7 +127,9 @@ def full_jacobian_block(net: Network, X: Sequence[Sequence[flint.fmpq]], exact_p
     pipelines: dict[str, dict[str, Any]] = {}
     log = WarningLog()
     use_torch = torch if torch is not None else torch_loaded()
-    for backend in ("float64", "float32", *(("torch-float64", "torch-float32") if use_torch else ())):
+    if backends is None:
+        backends = ("float64", "float32", *(("torch-float64", "torch-float32") if use_torch else ()))
+    for backend in backends:
         pols = [p for p in NUMPY_POLICIES + TORCH_POLICIES if p.backend == backend]
         native = None
         try:

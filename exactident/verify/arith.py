@@ -1,9 +1,10 @@
-"""The verifier's own arithmetic: Fraction forward passes, forward-mode tangents, explicit ``alpha``, QQ ranks.
+"""The verifier's own arithmetic: integer and Fraction forward passes, tangents, explicit ``alpha``, QQ ranks.
 
 Nothing here comes from the engine (:mod:`exactident.model`,
-:mod:`exactident.boundary`): the verifier recomputes every fact with
-``fractions.Fraction``, differentiates *forward* (the engine uses
-backpropagation), enumerates paths explicitly for ``alpha`` and ranks with
+:mod:`exactident.boundary`): the verifier recomputes every fact itself: the
+pre-activations of every sample in integer arithmetic on data scaled per layer
+(:mod:`exactident.verify.forward`), directional derivatives with ``fractions.Fraction``, *forward* (the engine uses
+backpropagation), paths enumerated explicitly for ``alpha``, ranks with
 sympy's ``DomainMatrix`` over QQ.  Also the strict readers of report fields
 (:func:`need`, :func:`parse_fraction`); a malformed field raises
 :class:`BadField` carrying its JSON path.

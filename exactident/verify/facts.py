@@ -4,19 +4,20 @@ Nothing in a report is trusted: the ties, which of them are invisible (and the
 layer that blocks each), the visible ties whose resolutions exist (ties at equal
 sample points share a side: ``CaseFacts.classes``), the degenerate set ``S``,
 ``dim`` and the activation pattern of any tie resolution are recomputed here by the verifier's own forward pass
-(:func:`exactident.verify.arith.forward_tangent`), and the report's claims are
+(:func:`exactident.verify.forward.scaled_forward`, integer arithmetic on scaled data), and the report's claims are
 checked against them (:mod:`exactident.verify.claims`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from exactident.verify.arith import as_fractions, forward_tangent
+from exactident.verify.forward import LazyRows, scaled_forward
 
 __all__ = ["CaseFacts", "Tie"]
 
@@ -33,9 +34,11 @@ class CaseFacts:
     name : str
     widths : list of int
         ``[N_0, ..., N_L]``.
-    W, b, X : nested lists of Fraction
-    Z : list (per sample) of lists (per layer ``1..L``) of Fraction
+    W, b : nested lists of Fraction
+    X : sequence of rows of Fraction (each row converted from the case on first use)
+    Z : sequence (per sample) of lists (per layer ``1..L``) of Fraction
         Pre-activations; they do not depend on how ties resolve (``relu(0) = 0``).
+        Built per sample on first use from ``scaled``.
     ties : list of Tie
         Every ``(i, l, v)`` with ``z_l(x^i)_v == 0``, hidden ``l``, sorted.
     blocked_by : dict Tie -> int
@@ -46,6 +49,9 @@ class CaseFacts:
     degenerate : list of (l, v, why)
         Hidden neurons putting theta in ``S``: ``why`` is ``"outgoing"`` (all outgoing
         weights zero) or ``"incoming"`` (all incoming weights and the bias zero).
+    scaled : list of (list of list of fmpz, int)
+        Per layer ``l = 1..L``, ``(Z_l, S_l)``: ``z_l(x^i)_v = Z_l[i][v] / S_l``
+        (:func:`exactident.verify.forward.scaled_forward`, exact integer arithmetic).
     classes : list of list of Tie
         The visible ties grouped by (sample point, layer, neuron): ties of one class sit
         at samples with equal exact coordinates, whose pre-activations (recomputed here)
@@ -58,13 +64,14 @@ class CaseFacts:
     widths: list[int]
     W: list
     b: list
-    X: list
-    Z: list
+    X: Sequence
+    Z: Sequence
     ties: list[Tie]
     blocked_by: dict[Tie, int]
     visible: list[Tie]
     degenerate: list[tuple[int, int, str]]
     classes: list[list[Tie]]
+    scaled: list = field(default_factory=list)
 
     @property
     def L(self) -> int:
@@ -104,16 +111,22 @@ class CaseFacts:
         >>> CaseFacts.from_case(case).classes
         [[(0, 1, 0), (2, 1, 0)]]
         """
-        W, b, X = as_fractions(case)
+        def fr(q) -> Fraction:
+            return Fraction(int(q.p), int(q.q))
+
+        W = [[[fr(q) for q in row] for row in M.table()] for M in case.network.W]
+        b = [[fr(q) for q in bl] for bl in case.network.b]
+        X = LazyRows(len(case.X), lambda i: [fr(q) for q in case.X[i]])
         widths = list(case.network.widths)
         L = len(widths) - 1
-        Z = [forward_tangent(W, b, x, lambda l, v, z: z > 0)[0] for x in X]
-        ties = sorted((i, l, v) for i in range(len(X)) for l in range(1, L) for v in range(widths[l])
-                      if Z[i][l - 1][v] == 0)
+        scaled = scaled_forward(case.network.W, case.network.b, case.X)  # integers over one scale per layer
+        Z = LazyRows(len(case.X), lambda i: [[Fraction(int(z), S) for z in Zl[i]] for Zl, S in scaled])
+        ties = sorted((i, l, v) for l in range(1, L) for i, row in enumerate(scaled[l - 1][0])
+                      for v, z in enumerate(row) if z == 0)
         blocked: dict[Tie, int] = {}
         for (i, l, v) in ties:
             for m in range(l + 1, L):
-                if all(z < 0 for z in Z[i][m - 1]):
+                if all(z < 0 for z in scaled[m - 1][0][i]):
                     blocked[(i, l, v)] = m
                     break
         degenerate = []
@@ -124,7 +137,8 @@ class CaseFacts:
                 elif all(w == 0 for w in W[l - 1][v]) and b[l - 1][v] == 0:
                     degenerate.append((l, v, "incoming"))
         visible = [t for t in ties if t not in blocked]
-        return cls(case.name, widths, W, b, X, Z, ties, blocked, visible, degenerate, _classes(visible, X, Z))
+        return cls(case.name, widths, W, b, X, Z, ties, blocked, visible, degenerate, _classes(visible, X, Z),
+                   scaled)
 
     def consistent(self, sides: dict[Tie, bool]) -> bool:
         """Every class of ``classes`` has one side under ``sides`` (a resolution that exists)."""
@@ -151,16 +165,15 @@ class CaseFacts:
         """
         out = []
         for l in range(1, self.L):
-            a = np.zeros((self.n, self.widths[l]), dtype=bool)
-            for i in range(self.n):
-                for v in range(self.widths[l]):
-                    z = self.Z[i][l - 1][v]
-                    a[i, v] = sides.get((i, l, v), True) if z == 0 else z > 0
+            rows = self.scaled[l - 1][0] if self.scaled else [self.Z[i][l - 1] for i in range(self.n)]
+            a = np.array([[z > 0 for z in row] for row in rows], dtype=bool).reshape(self.n, self.widths[l])
             out.append(a)
+        for (i, l, v) in self.ties:  # z == 0: the side the resolution gives, active by default
+            out[l - 1][i, v] = sides.get((i, l, v), True)
         return out
 
 
-def _classes(visible: list[Tie], X: list, Z: list) -> list[list[Tie]]:
+def _classes(visible: list[Tie], X: Sequence, Z: Sequence) -> list[list[Tie]]:
     """Visible ties grouped by (exact sample point, layer, neuron), in order of first appearance.
 
     Two ties share a class only if their points are equal coordinate by coordinate *and*

@@ -1,7 +1,7 @@
 """Verify a ``line`` certificate: ``f_{theta + eps delta}(X) = f_theta(X)`` for small ``eps > 0``, and non-equivalence.
 
-The network is re-run on polynomials in ``eps`` over Fractions
-(:func:`exactident.verify.arith.line_forward`).  Non-equivalence of
+The network is re-run on polynomials in ``eps`` over Q, every sample at once
+(:func:`exactident.verify.forward.line_outputs`: integers on data scaled per layer).  Non-equivalence of
 ``theta + eps delta`` to theta is shown by a ``probe`` point where ``f``
 changes (equivalent parameters compute the same function), by a
 ``nonequivalence`` witness (an invariant of the equivalence that changes,
@@ -11,8 +11,9 @@ and each one given must hold.
 
 from __future__ import annotations
 
-from exactident.verify.arith import direction, line_forward, need, parse_fraction, parse_parameter, show, unknown_fields
+from exactident.verify.arith import direction, need, parse_fraction, parse_parameter, show, unknown_fields
 from exactident.verify.facts import CaseFacts
+from exactident.verify.forward import line_outputs
 from exactident.verify.nonequivalence import check_nonequivalence
 
 __all__ = ["verify_line"]
@@ -78,8 +79,8 @@ def verify_line(case, line: dict, facts: CaseFacts | None = None) -> tuple[bool,
     if fails:
         return False, fails
     dW, db = direction(widths, vec)
-    for i, x in enumerate(X):
-        for k, p in enumerate(line_forward(W, b, dW, db, x)):
+    for i, outputs in enumerate(line_outputs(W, b, dW, db, X)):
+        for k, p in enumerate(outputs):
             moving = [(d, c) for d, c in enumerate(p) if d >= 1 and c != 0]
             if moving:
                 d, c = moving[0]
@@ -87,7 +88,7 @@ def verify_line(case, line: dict, facts: CaseFacts | None = None) -> tuple[bool,
                              f"eps^{d} is {show(c)}); the certificate claims it is constant")
     shown = []
     if probe is not None:
-        if all(c == 0 for p in line_forward(W, b, dW, db, probe) for c in p[1:]):
+        if all(c == 0 for p in line_outputs(W, b, dW, db, [probe])[0] for c in p[1:]):
             fails.append(f"{where}.probe: f is constant along the line at the probe point "
                          f"({', '.join(show(v) for v in probe)}); the certificate claims it changes")
         else:

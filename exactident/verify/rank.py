@@ -40,6 +40,7 @@ import numpy as np
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation
 from exactident.io.rationals import format_int, short_text
 from exactident.linalg import exact
+from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
 from exactident.linalg.certified import (
     MAX_CHECK_PRIMES,
     MAX_EXACT_CHECK_ENTRIES,
@@ -148,7 +149,10 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
         raise _Reject(key)
     p = _prime(_int(low, "prime", f"{what}.lower"), m.avoid, f"{what}.lower.prime")
     claimed = _int(low, "rank_mod_p", f"{what}.lower")
-    rp = rank_mod_p(m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p), p)
+    image = m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p)
+    # below 2**21 (the engine's primes): float64 BLAS elimination on the int64 residues, no Python ints
+    # (linalg.blas_modp, tested against FLINT's nmod_mat); above, FLINT
+    rp = rank_blas(image, p) if p < BLAS_PRIME_HI else rank_mod_p(image, p)
     if claimed != rp:
         raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is {rp}")
     return rp, p
@@ -383,14 +387,14 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
             return alpha_mod_p(pattern, Xs.mod(q), q)
 
         m = _Matrix((n, P), avoid_x, alpha_image, lambda: max(x_bound, Xs.den),
-                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X),
+                    {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X),
                      "pattern-rowspace": lambda: _rowspace(where, pattern, X, widths)},
                     lambda: exact.rank(alpha_exact(pattern, X)), lambda: alpha_exact(pattern, X),
                     {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
                     ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))
     else:
         m = _Matrix((n, n), avoid_x, lambda q: gram_mod_p(pattern, X, q, avoid_x), lambda: gram_entry_bound(X, widths),
-                    {"shape": n, "paths": P, "patterns": pattern_rank_bound(pattern, X)},
+                    {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X)},
                     lambda: exact.rank(alpha_gram(pattern, X)) if n else 0, lambda: alpha_gram(pattern, X))
     if "rank_a_lower" in c:
         _shape(where, c, m.shape)

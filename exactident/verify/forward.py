@@ -1,0 +1,184 @@
+"""The verifier's forward passes over every sample at once, in integer arithmetic on data scaled per layer.
+
+Independent of the engine (:mod:`exactident.model.integer_forward` is not used): the
+case's rationals are brought to integer matrices over one denominator per layer
+(FLINT ``fmpq_mat.numer_denom``) and each layer is one FLINT ``fmpz_mat`` product, so
+no ``Fraction`` is built except for the values a check reads
+(:class:`LazyRows`).  :func:`scaled_forward` gives the pre-activations (the facts of
+:mod:`exactident.verify.facts`: ties, patterns), :func:`line_outputs` the outputs along
+``theta + eps delta`` as polynomials in ``eps`` (the ``line`` part).  The
+``Fraction`` versions in :mod:`exactident.verify.arith` (:func:`~exactident.verify.arith.forward_tangent`,
+:func:`~exactident.verify.arith.line_forward`) are the references they are tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from math import lcm
+from typing import Any
+
+import flint
+
+__all__ = ["LazyRows", "line_outputs", "pre_activations", "scaled_forward"]
+
+
+def _lcm_den(values) -> int:
+    return lcm(1, *{int(v.denominator) for v in values})  # a set: data share few denominators
+
+
+def _fmpq_mat(rows, nrows: int, ncols: int) -> flint.fmpq_mat:
+    """A matrix of rationals (``fmpq_mat``, or rows of Fraction / fmpq) as ``fmpq_mat``."""
+    if isinstance(rows, flint.fmpq_mat):
+        return rows
+    return flint.fmpq_mat(nrows, ncols, [v if isinstance(v, flint.fmpq) else flint.fmpq(v.numerator, v.denominator)
+                                         for row in rows for v in row])
+
+
+def scaled_forward(W, b, X) -> list[tuple[list[list[Any]], int]]:
+    """Pre-activations of every sample in integer arithmetic: per layer ``l = 1..L``, ``(Z_l, S_l)``
+    with ``z_l(x^i)_v = Z_l[i][v] / S_l`` exactly (``Z_l`` integers, FLINT ``fmpz``; ``S_l > 0``).
+
+    With ``h_{l-1} = H / S`` (``H`` an ``n x N_{l-1}`` integer matrix), ``W_l = W' / d_W``,
+    ``b_l = b' / d_b`` (integer numerators over common denominators) and ``S' = lcm(d_W S, d_b)``::
+
+        Z_l = (S' / (d_W S)) H W'^T + (S' / d_b) 1 b'^T,   S_l = S'
+
+    one FLINT ``fmpz_mat`` product per layer; ``H_l = relu(Z_l)`` keeps the scale
+    (``relu(0) = 0``, so ties need no side).
+
+    Parameters
+    ----------
+    W : per layer an ``fmpq_mat`` ``N_l x N_{l-1}``, or rows of Fraction (``W[l-1][v][k] = W_l[v, k]``)
+    b : per layer a list of Fraction or fmpq
+    X : rows of Fraction or fmpq
+
+    Examples
+    --------
+    ``f = 3 relu(2x + 1)`` at ``x = -1/2, 1/3``: ``z_1 = (0, 5/3)``, ``z_2 = (0, 5)``.
+
+    >>> F = Fraction
+    >>> [([[int(z) for z in row] for row in Z], S)
+    ...  for Z, S in scaled_forward([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[F(-1, 2)], [F(1, 3)]])]
+    [([[0], [10]], 6), ([[0], [30]], 6)]
+    """
+    n = len(X)
+    widths = [len(X[0]) if n else (W[0].ncols() if isinstance(W[0], flint.fmpq_mat) else len(W[0][0]))]
+    widths += [len(bl) for bl in b]
+    Hm, S_f = _fmpq_mat(X, n, widths[0]).numer_denom()
+    S = int(S_f)
+    out = []
+    for l, (Wl, bl) in enumerate(zip(W, b), start=1):
+        Wn, dW_f = _fmpq_mat(Wl, widths[l], widths[l - 1]).numer_denom()
+        bn, db_f = _fmpq_mat([bl], 1, widths[l]).numer_denom()
+        dW, db = int(dW_f), int(db_f)
+        S_new = lcm(dW * S, db)
+        bias = [v * (S_new // db) for v in bn.entries()]
+        if n:
+            Zm = Hm * (Wn.transpose() * (S_new // (dW * S))) + flint.fmpz_mat(n, widths[l], bias * n)
+            Zl = Zm.tolist()
+        else:
+            Zl = []
+        out.append((Zl, S_new))
+        if l < len(W) and n:
+            Hm = flint.fmpz_mat([[z if z > 0 else 0 for z in row] for row in Zl])
+        S = S_new
+    return out
+
+
+def pre_activations(W, b, X) -> list[list[list[Fraction]]]:
+    """``Z[i][l-1] = z_l(x^i)`` (``l = 1..L``) as Fractions, from :func:`scaled_forward`.
+
+    Examples
+    --------
+    >>> F = Fraction
+    >>> pre_activations([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[F(-1, 2)], [F(1, 3)]])
+    [[[Fraction(0, 1)], [Fraction(0, 1)]], [[Fraction(5, 3)], [Fraction(5, 1)]]]
+    """
+    layers = scaled_forward(W, b, X)
+    return [[[Fraction(int(z), S) for z in Zl[i]] for Zl, S in layers] for i in range(len(X))]
+
+
+class LazyRows(Sequence):
+    """A read-only sequence of ``n`` rows, each built by ``make(i)`` on first use (then kept)."""
+
+    def __init__(self, n: int, make) -> None:
+        self._n, self._make = n, make
+        self._rows: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        i %= self._n
+        if i not in self._rows:
+            self._rows[i] = self._make(i)
+        return self._rows[i]
+
+
+def line_outputs(W, b, dW, db, X) -> list[list[list[Fraction]]]:
+    """:func:`exactident.verify.arith.line_forward` for every sample at once, in integers on scaled data.
+
+    ``h_{l-1}(eps) = sum_k eps^k H_k / S`` (``H_k`` integer ``n x N_{l-1}`` matrices, one
+    scale ``S``); with ``W_l = W'/d_W``, ``delta W_l = D'/d_D``, ``b_l = b'/d_b``,
+    ``delta b_l = e'/d_e`` and ``S' = lcm(d_W S, d_D S, d_b, d_e)``::
+
+        Z_k = (S'/(d_W S)) H_k W'^T + (S'/(d_D S)) H_{k-1} D'^T + [k = 0] (S'/d_b) 1 b'^T + [k = 1] (S'/d_e) 1 e'^T
+
+    (FLINT ``fmpz_mat`` products); the ReLU of a hidden neuron at a sample, for small
+    ``eps > 0``, keeps its coefficients when the lowest nonzero one is positive, else
+    zeroes them.
+
+    Returns
+    -------
+    list (per sample) of lists (per output) of Fraction coefficients of ``eps^0, eps^1, ...``
+
+    Examples
+    --------
+    ``f = 3 relu(2x + 1)`` moved along ``delta b_1 = 1``: ``f = 3 (2x + 1) + 3 eps`` where active
+    (coefficients up to ``eps^L``).
+
+    >>> F = Fraction
+    >>> line_outputs([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[[F(0)]], [[F(0)]]], [[F(1)], [F(0)]],
+    ...              [[F(1)], [F(-1)]])
+    [[[Fraction(9, 1), Fraction(3, 1), Fraction(0, 1)]], [[Fraction(0, 1), Fraction(0, 1), Fraction(0, 1)]]]
+    """
+    n = len(X)
+    if n == 0:
+        return []
+    widths = [len(X[0])] + [len(bl) for bl in b]
+    Hm, S_f = _fmpq_mat(X, n, widths[0]).numer_denom()
+    H, S = [Hm], int(S_f)
+    L = len(W)
+    for l in range(1, L + 1):
+        N, M = widths[l], widths[l - 1]
+        Wn, dW_ = _fmpq_mat(W[l - 1], N, M).numer_denom()
+        Dn, dD_ = _fmpq_mat(dW[l - 1], N, M).numer_denom()
+        bn, db_ = _fmpq_mat([b[l - 1]], 1, N).numer_denom()
+        en, de_ = _fmpq_mat([db[l - 1]], 1, N).numer_denom()
+        dWi, dDi, dbi, dei = int(dW_), int(dD_), int(db_), int(de_)
+        S_new = lcm(dWi * S, dDi * S, dbi, dei)
+        WT, DT = Wn.transpose() * (S_new // (dWi * S)), Dn.transpose() * (S_new // (dDi * S))
+        Z = []
+        for k in range(len(H) + 1):
+            acc = flint.fmpz_mat(n, N)
+            if k < len(H):
+                acc = acc + H[k] * WT
+            if k >= 1:
+                acc = acc + H[k - 1] * DT
+            if k <= 1:
+                row = [v * (S_new // (dbi if k == 0 else dei)) for v in (bn if k == 0 else en).entries()]
+                acc = acc + flint.fmpz_mat(n, N, row * n)
+            Z.append(acc.tolist())
+        S = S_new
+        if l < L:  # relu for small eps > 0: the sign of the lowest nonzero coefficient
+            keep = [[next((Zk[i][v] for Zk in Z if Zk[i][v] != 0), 0) > 0 for v in range(N)] for i in range(n)]
+            H = [flint.fmpz_mat([[z if keep[i][v] else 0 for v, z in enumerate(Zk[i])] for i in range(n)])
+                 for Zk in Z]
+        else:
+            return [[[Fraction(int(Zk[i][v]), S) for Zk in Z] for v in range(N)] for i in range(n)]
+    return []
