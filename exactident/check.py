@@ -239,8 +239,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     report = Report(
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
         rank_gamma=rank_gamma, rank_a=rank_a,
-        cs=None if rank_gamma is None else holds_cs(rank_gamma, dim),  # type: ignore[arg-type]
-        cn=(None if rank_gamma is None  # type: ignore[arg-type]
+        cs=None if rank_gamma is None else holds_cs(rank_gamma, dim),
+        cn=(None if rank_gamma is None
             else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,

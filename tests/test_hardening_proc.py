@@ -65,3 +65,148 @@ def test_forged_past_the_cap_report_is_exit_3_from_the_cli(tmp_path, capsys):
     assert main(["verify-certificate", str(case_path), str(forged)]) == 3
     out = capsys.readouterr().out
     assert "cs: report says True" in out and out.rstrip().endswith("certificate INVALID")
+
+
+# ---------------------------------------------------------------- 18.3: no orphaned analysis process
+
+def _slow_case(path: Path, digits: int = 400) -> Path:
+    # [3, 4, 4, 2] with 20 samples, every number a 400-digit fraction of mixed sign: the exact
+    # ranks of Gamma and the structural search on such numbers take tens of seconds, far longer
+    # than the moment the signal is sent (the test never waits for the analysis to end).
+    import random
+
+    rng = random.Random(3)
+
+    def num() -> str:
+        p, q = rng.randrange(10 ** (digits - 1), 10 ** digits), rng.randrange(10 ** (digits - 1), 10 ** digits)
+        return f"{'-' if rng.random() < 0.3 else ''}{p}/{q}"
+    w = [3, 4, 4, 2]
+    obj = {"format": "exactident-case/1", "name": "slow", "widths": w,
+           "weights": [[[num() for _ in range(w[l])] for _ in range(w[l + 1])] for l in range(3)],
+           "biases": [[num() for _ in range(w[l + 1])] for l in range(3)],
+           "sample": [[num() for _ in range(3)] for _ in range(20)]}
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            state = next(line for line in fh if line.startswith("State:"))
+        return "Z" not in state.split()[1]  # a zombie has ended (nobody may reap it in a container)
+    except (FileNotFoundError, ProcessLookupError, StopIteration):
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out += [int(c) for c in fh.read().split()]
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return out
+
+
+def _wait_for(predicate, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def _analysis_child(parent: subprocess.Popen) -> int:
+    """The pid of the analysis child, once it has armed its death-with-parent (its watcher thread runs)."""
+    found: list[int] = []
+
+    def armed() -> bool:
+        kids = [c for c in _children(parent.pid) if _alive(c)]
+        for c in kids:  # own process group and a second thread: past setpgid, prctl and the pipe watcher
+            try:
+                if os.getpgid(c) == c and len(os.listdir(f"/proc/{c}/task")) >= 2:
+                    found.append(c)
+                    return True
+            except (ProcessLookupError, FileNotFoundError):
+                continue
+        return parent.poll() is not None
+
+    assert _wait_for(armed, 60), "no analysis child appeared"
+    assert parent.poll() is None and found, "the slow case finished before it could be killed"
+    return found[0]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+needs_proc = pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "fork"),
+                                reason="needs fork and /proc")
+
+
+@needs_proc
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_the_analysis_child_dies_with_its_parent(tmp_path, sig):
+    case = _slow_case(tmp_path / "slow.json")
+    parent = subprocess.Popen([sys.executable, "-m", "exactident", "check", "--timeout", "60", str(case)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=tmp_path)
+    child = None
+    try:
+        child = _analysis_child(parent)
+        os.kill(parent.pid, sig)
+        status = parent.wait(timeout=30)
+        assert _wait_for(lambda: not _alive(child), 2.0), f"analysis child {child} survived its parent"
+        if sig == signal.SIGTERM:  # forwarded, then terminated as SIGTERM asks (128 + 15 in a shell)
+            assert status == -signal.SIGTERM
+    finally:
+        for pid in (parent.pid, child):
+            if pid is not None and _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        if parent.stderr is not None:
+            parent.stderr.close()
+
+
+_FORWARD_SCRIPT = """
+import subprocess, sys, time
+from exactident.budget import run_isolated
+
+def work():
+    grandchild = subprocess.Popen(["sleep", "120"])  # in the analysis child's process group
+    open(sys.argv[1], "w").write(str(grandchild.pid))
+    time.sleep(120)
+
+run_isolated(work, 60)
+"""
+
+
+@needs_proc
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_the_parent_forwards_termination_to_the_whole_group(tmp_path, sig):
+    # A grandchild is not covered by the child's death-with-parent: only the parent's handler,
+    # which kills the child's whole process group, removes it.
+    pid_file = tmp_path / "pid"
+    parent = subprocess.Popen([sys.executable, "-c", _FORWARD_SCRIPT, str(pid_file)], env=_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    grandchild = None
+    try:
+        assert _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() != "", 60)
+        grandchild = int(pid_file.read_text())
+        child = _analysis_child(parent)
+        os.kill(parent.pid, sig)
+        status = parent.wait(timeout=30)
+        assert _wait_for(lambda: not _alive(grandchild) and not _alive(child), 2.0)
+        err = parent.stderr.read().decode() if parent.stderr else ""
+        if sig == signal.SIGINT:
+            assert status == -signal.SIGINT and "KeyboardInterrupt" in err  # raised after the kill
+        else:
+            assert status == -sig
+    finally:
+        for pid in (parent.pid, grandchild):
+            if pid is not None and _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        if parent.stderr is not None:
+            parent.stderr.close()
