@@ -110,7 +110,7 @@ def die_with_parent(parent_pid: int) -> bool:
     """In a forked child: get ``SIGKILL`` when the parent dies (Linux), exit now if it already has.
 
     Returns whether the kernel took the request (False off Linux or when ``prctl`` fails;
-    the pipe watched by :func:`_watch_parent` still covers the child then).
+    the pipe the child watches still covers it then).
     """
     armed = False
     if sys.platform.startswith("linux"):
