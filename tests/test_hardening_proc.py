@@ -210,3 +210,122 @@ def test_the_parent_forwards_termination_to_the_whole_group(tmp_path, sig):
         parent.wait(timeout=30)
         if parent.stderr is not None:
             parent.stderr.close()
+
+
+# ---------------------------------------------------------------- 18.6 / 20.6: cost estimate and budgets
+
+def test_the_estimate_grows_with_every_size():
+    from exactident.estimate import estimate_sizes
+
+    base = dict(widths=[3, 4, 4, 2], n=20, digits=100, n_tie_classes=0)
+    bigger = [dict(base, n=40), dict(base, digits=1000), dict(base, n_tie_classes=3),
+              dict(base, widths=[3, 8, 4, 2]), dict(base, widths=[3, 4, 4, 4, 2]), dict(base, widths=[3, 4, 4, 3])]
+    for numeric in (True, False):
+        ref = estimate_sizes(**base, numeric=numeric)
+        for more in bigger:
+            est = estimate_sizes(**more, numeric=numeric)
+            assert est.seconds >= ref.seconds and est.worst >= ref.worst, more
+    # strictly, along each axis, over a range of values
+    for key, values in (("n", [1, 5, 20, 80]), ("digits", [1, 10, 100, 1000, 4000]), ("n_tie_classes", [0, 1, 4, 8])):
+        worst = [estimate_sizes(**dict(base, **{key: v})).worst for v in values]
+        assert worst == sorted(worst) and worst[0] < worst[-1], (key, worst)
+    # the case: [3, 4, 4, 2], 20 samples, 2000-digit integers, is large; a kink-free toy is not
+    assert estimate_sizes([3, 4, 4, 2], 20, 2000, 0).large
+    assert not estimate_sizes([1, 1, 1], 3, 1, 0).large
+
+
+def _big_case(digits: int) -> dict:
+    import random
+
+    rng = random.Random(5)
+    w = [3, 4, 4, 2]
+
+    def num() -> str:
+        return str(rng.randrange(10 ** (digits - 1), 10 ** digits))
+    return {"format": "exactident-case/1", "name": "big", "widths": w,
+            "weights": [[[num() for _ in range(w[l])] for _ in range(w[l + 1])] for l in range(3)],
+            "biases": [[num() for _ in range(w[l + 1])] for l in range(3)],
+            "sample": [[num() for _ in range(3)] for _ in range(20)]}
+
+
+def test_a_large_estimate_gets_the_default_budget_on_a_terminal(capsys):
+    import argparse
+
+    from exactident.estimate import TERMINAL_BUDGET
+    from exactident.run_cases import _terminal_budget
+
+    args = argparse.Namespace(no_numeric=False, all_ranks=False, max_resolutions=4096)
+    big = parse_case(_big_case(2000))
+    assert _terminal_budget(big, args, None) == TERMINAL_BUDGET
+    err = capsys.readouterr().err
+    assert err.startswith("estimate big: ~") and f"a default budget of {TERMINAL_BUDGET:.0f} s" in err
+    assert _terminal_budget(big, args, 30.0) == 30.0  # --timeout wins
+    assert "default budget" not in capsys.readouterr().err
+    tiny = parse_case(KINK_MIN2)
+    assert _terminal_budget(tiny, args, None) == float("inf")  # small: no budget (a child keeps the display live)
+    assert "default budget" not in capsys.readouterr().err
+
+
+def test_check_estimate_prints_and_analyses_nothing(capsys):
+    assert main(["check", "--estimate", str(ROOT / "cases" / "tiny-111-kink.json")]) == 0
+    out = capsys.readouterr().out
+    # tiny-111-kink: one tie, so 2 resolutions, each with its ranks; the float cross-check runs by default
+    assert out.startswith("estimate tiny-111-kink: ~<1 s (forward pass") and "2 tie resolutions" in out
+    assert "float cross-check" in out and "verdict" not in out
+
+
+@needs_proc
+def test_the_estimate_goes_to_the_terminal_not_into_json(tmp_path):
+    import pty
+
+    master, slave = pty.openpty()
+    case = str(ROOT / "cases" / "tiny-111-kink.json")
+    proc = subprocess.run([sys.executable, "-m", "exactident", "check", "--json", "--no-numeric", case],
+                          stdout=subprocess.PIPE, stderr=slave, env=_env(), timeout=300)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the writer is gone
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    report = json.loads(proc.stdout)  # stdout is the report alone
+    assert report["name"] == "tiny-111-kink" and b"estimate" not in proc.stdout
+    assert b"estimate tiny-111-kink: ~" in err
+
+
+def _slow_stage(*args, **kwargs):
+    from exactident.budget import stage
+
+    stage("kernel", rows=3, cols=3)
+    time.sleep(120)
+
+
+@needs_proc
+def test_explain_timeout_gives_the_timed_out_report(capsys, monkeypatch):
+    import exactident.explain.command as explain_command
+
+    monkeypatch.setattr(explain_command, "explain", _slow_stage)
+    case = str(ROOT / "cases" / "tiny-111-kink.json")
+    assert main(["explain", "--json", "--timeout", "1", case]) == 0  # as check --timeout: exit 0, inconclusive
+    report = json.loads(capsys.readouterr().out)
+    assert report["timed_out"] is True and report["reason"] == "time budget exhausted at kernel"
+    assert "parameters" not in report and report["rank_gamma"] is None
+
+
+@needs_proc
+def test_design_timeout_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    import exactident.explain.design_command as design_command
+
+    monkeypatch.setattr(design_command, "design", _slow_stage)
+    case = str(ROOT / "cases" / "tiny-111-kink.json")
+    out_path = tmp_path / "new.json"
+    assert main(["design", "--timeout", "1", case, "-o", str(out_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == "error: design: time budget of 1 s exhausted at kernel; nothing written\n"
+    assert not out_path.exists()
