@@ -290,7 +290,7 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     """
     net = case.network
     report = Report(name=case.name, widths=list(net.widths), n_samples=len(case.X), dim=net.dim,
-                    rank_gamma=None, rank_a=None, cs=False, cn=False,  # type: ignore[arg-type]
+                    rank_gamma=None, rank_a=None, cs=None, cn=None,  # type: ignore[arg-type]  # no claim
                     degenerate=bool(degenerate_neurons(net)), on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
                     verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",

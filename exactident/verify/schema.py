@@ -313,7 +313,7 @@ def validate(value: Any, spec: Spec, where: str = "") -> str | None:
     >>> validate({"neuron": "1"}, Obj({"neuron": NAT}))
     'neuron: expected int, found str'
     >>> validate({"neuron": 1, "extra": 0}, Obj({"neuron": NAT}))
-    'extra: unknown field, not verified'
+    'extra: unknown report field, not verified'
     """
     try:
         spec.check(value, where)
