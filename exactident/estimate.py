@@ -26,10 +26,11 @@ ESTIMATE_LARGE = 60.0
 TERMINAL_BUDGET = 600.0
 
 # Seconds per unit of work, fitted on [3, 4, 4, 2] networks with 20 samples of 5- to
-# 250-digit fractions (benchmarks/estimate_calibration.py) on one core; rough by design.
+# 500-digit fractions (benchmarks/estimate_calibration.py, docs/performance.md) on one
+# core; rough by design.
 _PER_ENTRY = 2e-6          # reading one entry of Gamma mod p / the forward pass, per 100 digits
 _PER_RANK_OP = 4e-8        # one multiply-add of an elimination mod p
-_PER_EXACT_OP = 8e-7       # one multiply-add of an exact elimination, per (100 digits)^2 of its entries
+_PER_EXACT_OP = 4.6e-8     # rows x cols x rank^2 of an exact kernel, per (100 digits)^1.5 of the entries
 _PER_FLOAT_OP = 3e-9       # one multiply-add of a float64 SVD
 _FLOAT_FIXED = 0.3         # the float pipelines' fixed cost (several Jacobians, rounding bounds)
 _PER_STRUCTURAL = 2e-6     # one (sample, neuron) sign check of the structural search, per 100 digits
@@ -126,12 +127,13 @@ def estimate_sizes(widths: Sequence[int], n: int, digits: int, n_tie_classes: in
                           "paths": paths})
     est.stages.append(("forward pass", n * (dim + neurons) * _PER_ENTRY * (1 + g)))
     per_pattern = m * dim * _PER_ENTRY * (1 + g) + m * dim * r * _PER_RANK_OP
-    # A rank-deficient Gamma needs a certified upper bound on its rank: often a kernel over Q,
-    # whose entries grow with the elimination.  Certain when there are fewer rows than parameters.
+    # A rank below min(rows, cols) needs a certified upper bound: often a kernel over Q, whose
+    # entries grow with the rank (CRT over more primes).  Not knowable before the ranks mod p.
+    # With fewer rows than parameters C_S fails for sure, and the structural search runs.
     deficient = m < dim
-    exact = m * dim * r * _PER_EXACT_OP * (1 + g) ** 2
+    exact = m * dim * r * r * _PER_EXACT_OP * (1 + g) ** 1.5
     est.stages.append(("ranks mod p", per_pattern * resolutions))
-    (est.stages if deficient else est.if_deficient).append(("kernel (exact)", exact * resolutions))
+    est.if_deficient.append(("kernel (exact)", exact * resolutions))
     if resolutions > 1:
         est.notes.append(f"{resolutions} tie resolutions, each with its own ranks")
     elif n_tie_classes:
@@ -139,7 +141,7 @@ def estimate_sizes(widths: Sequence[int], n: int, digits: int, n_tie_classes: in
                          "none enumerated")
     (est.stages if deficient else est.if_deficient).append(
         ("structural search", n * neurons * dim * _PER_STRUCTURAL * (1 + g)))
-    alpha_exact = n * paths * min(n, paths) * _PER_EXACT_OP * (1 + g) ** 2
+    alpha_exact = n * paths * min(n, paths) ** 2 * _PER_EXACT_OP * (1 + g) ** 1.5
     if all_ranks or resolutions > 1:
         est.stages.append(("rank alpha (exact)", alpha_exact * resolutions))
     elif alpha_exact > ESTIMATE_LARGE:
