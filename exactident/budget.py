@@ -13,6 +13,15 @@ Two pieces, both usable from any layer:
   group is killed (``SIGKILL``) at the deadline or on Ctrl-C.  The parent learns
   the last stage the child reported, which is what a timed-out report names.
 
+The child never outlives the parent: on Linux it asks the kernel for ``SIGKILL`` when
+its parent dies (``prctl(PR_SET_PDEATHSIG)``, then re-checks that the parent is still
+the one that forked it, for a parent that died in between), and everywhere a thread
+of the child watches a pipe from the parent and kills the child's process group when
+the pipe closes (the parent died, however).  While the child runs, the parent turns
+SIGTERM and SIGHUP into killing the child's whole group and then terminating as the
+signal asks (status ``128 + signal``); SIGINT kills the group and raises
+``KeyboardInterrupt``.
+
 Without ``fork`` (not POSIX) :func:`run_isolated` runs the function in-process and
 the budget is checked between stages only (:class:`BudgetExhausted` is raised by
 :func:`stage` once the deadline has passed).
@@ -24,6 +33,7 @@ import contextlib
 import os
 import pickle
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,7 +41,8 @@ from typing import Any
 
 from exactident.errors import ExactIdentError
 
-__all__ = ["BudgetExhausted", "Outcome", "TerminalProgress", "deliver", "listening", "run_isolated", "stage"]
+__all__ = ["PR_SET_PDEATHSIG", "BudgetExhausted", "Outcome", "TerminalProgress", "deliver", "die_with_parent",
+           "listening", "run_isolated", "stage"]
 
 Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
@@ -103,9 +114,60 @@ class Outcome:
     partial: Any = None  # the last value passed to deliver() before the deadline (timed out only)
 
 
-def _child(fn: Callable[[], Any], conn: Any) -> None:  # pragma: no cover - runs in the child
+#: ``prctl`` option asking for a signal when the parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> bool:
+    """In a forked child: get ``SIGKILL`` when the parent dies (Linux), exit now if it already has.
+
+    Returns whether the kernel took the request (False off Linux or when ``prctl`` fails;
+    the pipe the child watches still covers it then).
+    """
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:  # the parent died before the request: nobody would send the signal
+        os._exit(1)
+    return armed
+
+
+def _watch_parent(fd: int) -> None:  # pragma: no cover - runs in the child
+    """A daemon thread of the child: the parent's end of ``fd`` closes when it dies; kill our group."""
+    import threading
+
+    def watch() -> None:
+        try:
+            while os.read(fd, 1):
+                pass
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exactident-parent-watch", daemon=True).start()
+
+
+def _child(fn: Callable[[], Any], conn: Any, parent_pid: int = 0,
+           watch_fd: int | None = None, close_fd: int | None = None) -> None:  # pragma: no cover - in the child
     os.setpgid(0, 0)  # own process group: the parent kills it whole
+    if close_fd is not None:
+        os.close(close_fd)  # the parent's write end: only the parent may hold it open
+    if parent_pid:
+        die_with_parent(parent_pid)
+    if watch_fd is not None:
+        _watch_parent(watch_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    for name in ("SIGTERM", "SIGHUP"):  # the parent's forwarding handlers are not ours
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
     def send(name: str, sizes: dict[str, Any]) -> None:
         conn.send(("stage", name, {k: v for k, v in sizes.items() if isinstance(v, (int, float, str))}))
@@ -137,6 +199,46 @@ def _drain(conn: Any, partial: list[Any]) -> None:
             msg = conn.recv()
             if msg[0] == "partial":
                 partial[0] = msg[1]
+
+
+_FORWARDED = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _forwarding(pid: int) -> Iterator[None]:
+    """While the block runs (main thread only): a SIGTERM/SIGHUP/SIGINT kills the child's group first.
+
+    Then SIGINT raises ``KeyboardInterrupt``; SIGTERM and SIGHUP go to the handler that was there
+    before (by default: terminate, status ``128 + signal``).
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        _kill_group(pid)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        previous.clear()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signum)  # the previous handler (default: terminate) takes it from here
+        raise SystemExit(128 + signum)  # a Python handler that returned
+
+    for sig in _FORWARDED:
+        current = signal.getsignal(sig)
+        if current is None or current == signal.SIG_IGN:  # set outside Python, or ignored: leave it
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def run_isolated(fn: Callable[[], Any], timeout: float | None,
@@ -192,12 +294,21 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
 
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(fn, child), daemon=True)
-    proc.start()
-    child.close()
+    watch_r, watch_w = os.pipe()  # the child watches watch_r: EOF when this process is gone
+    proc = ctx.Process(target=_child, args=(fn, child, os.getpid(), watch_r, watch_w), daemon=True)
+    try:
+        proc.start()
+    except BaseException:
+        os.close(watch_w)
+        raise
+    finally:
+        os.close(watch_r)
+        child.close()
     deadline = start + timeout
     last = "start"
+    stack = contextlib.ExitStack()
     try:
+        stack.enter_context(_forwarding(proc.pid))  # type: ignore[arg-type]
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not parent.poll(min(left, 0.5)):
@@ -234,7 +345,9 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
             proc.join()
         raise
     finally:
+        stack.close()
         parent.close()
+        os.close(watch_w)
 
 
 class TerminalProgress:

@@ -243,8 +243,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         patterns, certificate = outcome.patterns, outcome.certificate
         if outcome.rank_gamma is not None:
             rank_gamma, rank_a = outcome.rank_gamma, outcome.rank_a
-        elif rank_certificate and certificate is not None:  # nothing enumerated: the >= 0 pattern's ranks
-            certificate = {**certificate, "rank": rank_certificate}
+        else:  # nothing enumerated (the cap): the smallest R_Gamma over the resolutions is unknown
+            if rank_certificate and certificate is not None:  # the rank part: the >= 0 pattern's ranks
+                certificate = {**certificate, "rank": rank_certificate}
+            rank_gamma = rank_a = None  # type: ignore[assignment]  # and cs, cn: null (docs/cli.md)
         verdict_reached = outcome.rank_gamma is not None  # None: nothing enumerated (the cap)
         extra.update(outcome.extra)
     elif rank_a is None and rank_a_lower is not None:
@@ -271,8 +273,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         _verify(net, X, state, fixed, gamma)
     report = Report(
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
-        rank_gamma=rank_gamma, rank_a=rank_a, cs=holds_cs(rank_gamma, dim),
-        cn=True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim),
+        rank_gamma=rank_gamma, rank_a=rank_a,
+        cs=None if rank_gamma is None else holds_cs(rank_gamma, dim),
+        cn=(None if rank_gamma is None
+            else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
         patterns=patterns, certificate=certificate, extra=extra,
@@ -357,7 +361,7 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     """
     net = case.network
     report = Report(name=case.name, widths=list(net.widths), n_samples=len(case.X), dim=net.dim,
-                    rank_gamma=None, rank_a=None, cs=False, cn=False,  # type: ignore[arg-type]
+                    rank_gamma=None, rank_a=None, cs=None, cn=None,  # type: ignore[arg-type]  # no claim
                     degenerate=bool(degenerate_neurons(net)), on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
                     verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",

@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                    help="wall-time budget per case: past it the case is inconclusive "
                         "('time budget exhausted at <stage>')")
+    p.add_argument("--estimate", action="store_true",
+                   help="print each case's cost estimate (stages, rough time) and stop, analysing nothing")
     p.add_argument("--jsonl", default=None, metavar="FILE",
                    help="also write each report to FILE as one JSON line as soon as its case finishes")
     p.add_argument("--certify", choices=["full", "none"], default="full",
@@ -192,7 +194,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
             if c.expected is None:
                 raise CaseFormatError(path, "expected", "missing: --expect needs the case's expected block")
     reports = []
-    from exactident.run_cases import check_cases
+    from exactident.run_cases import check_cases, print_estimates
+
+    if args.estimate:
+        print_estimates(cases, args)
+        return 0
 
     for path, report in check_cases(paths, cases, args):
         if isinstance(report, UnsupportedCaseError):  # docs/cli.md: the message names the file

@@ -8,8 +8,11 @@
 - ``--jsonl FILE``: every report is appended to ``FILE`` as one JSON line as soon as
   its case finishes (flushed and synced), so Ctrl-C or a timeout keeps the cases
   already done.  The file is written in place (not atomically): that is its point.
-- On a terminal (stderr is a tty) a progress line shows the case, the stage and
-  the sizes involved, and the elapsed time.
+- On a terminal (stderr is a tty) each case's cost estimate is printed first
+  (:mod:`exactident.estimate`); without ``--timeout``, a case whose estimate is large
+  gets the default budget :data:`exactident.estimate.TERMINAL_BUDGET`, said so.  A
+  progress line then shows the case, the stage and the sizes involved, and the
+  elapsed time.
 """
 
 from __future__ import annotations
@@ -27,7 +30,36 @@ from exactident.budget import TerminalProgress
 from exactident.check import check
 from exactident.errors import OutputError, UnsupportedCaseError
 
-__all__ = ["check_cases"]
+__all__ = ["check_cases", "print_estimates"]
+
+
+def _estimate(case: Any, args: argparse.Namespace) -> Any:
+    from exactident.estimate import estimate
+
+    return estimate(case, numeric=not args.no_numeric, all_ranks=args.all_ranks or getattr(args, "expect", False),
+                    max_resolutions=args.max_resolutions)
+
+
+def _terminal_budget(case: Any, args: argparse.Namespace, timeout: float | None) -> float:
+    """Print the case's estimate (stderr); its budget: ``--timeout``, else the default when large, else none."""
+    from exactident.estimate import TERMINAL_BUDGET
+
+    est = _estimate(case, args)
+    print(est.render(case.name), file=sys.stderr)
+    if timeout is not None:
+        return timeout
+    if est.large:
+        print(f"  a default budget of {TERMINAL_BUDGET:.0f} s per case applies on a terminal "
+              "(--timeout SECONDS to change it)", file=sys.stderr)
+        return TERMINAL_BUDGET
+    return math.inf  # a child process, so the display stays live during long FLINT calls
+
+
+def print_estimates(cases: Sequence[Any], args: argparse.Namespace) -> None:
+    """``check --estimate``: each case's cost estimate on stdout, no analysis."""
+    from exactident.io.atomic import write_stdout
+
+    write_stdout("".join(_estimate(case, args).render(case.name) + "\n" for case in cases))
 
 
 def check_cases(paths: Sequence[str], cases: Sequence[Any],
@@ -50,19 +82,20 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any],
         tty = sys.stderr is not None and sys.stderr.isatty()
     except (ValueError, AttributeError):
         tty = False
-    progress = TerminalProgress(len(cases), enabled=tty)
     timeout = getattr(args, "timeout", None)
-    if timeout is None and tty:
-        timeout = math.inf  # a child process, so the display stays live during long FLINT calls
+    budgets = [timeout] * len(cases)
+    if tty:  # the cost estimate before the work, and a default budget when it is large (docs/cli.md)
+        budgets = [_terminal_budget(case, args, timeout) for case in cases]
+    progress = TerminalProgress(len(cases), enabled=tty)
     try:
-        for path, case in zip(paths, cases):
+        for path, case, budget in zip(paths, cases, budgets):
             progress.case(case.name)
             try:
                 report = check(case, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
                                verify_propositions=args.verify_propositions,
                                max_resolutions=args.max_resolutions,
                                all_ranks=args.all_ranks or getattr(args, "expect", False),
-                               certify=getattr(args, "certify", "full"), timeout=timeout,
+                               certify=getattr(args, "certify", "full"), timeout=budget,
                                exact_ranks=getattr(args, "exact_ranks", False),
                                on_stage=progress.stage, on_tick=progress.tick,
                                pipelines=getattr(args, "pipelines", None))

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from exactident.cli import main
-from exactident.errors import CaseFormatError
 from exactident.io.case import load_case
 from exactident.verify.certificate import verify_certificate
 
@@ -69,8 +68,14 @@ def test_certificate_for_another_case_is_rejected(tmp_path, report, capsys):
     assert main(["verify-certificate", str(path), _write(tmp_path, report)]) == 3
 
 
+def test_report_that_is_not_json_exits_2(tmp_path, capsys):
+    path = _write(tmp_path, "{not json")
+    assert main(["verify-certificate", KINK, path]) == 2  # not a report at all: bad input
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and path in err and "not valid JSON" in err
+
+
 @pytest.mark.parametrize("data, field", [
-    ("{not json", "not valid JSON"),
     ({"name": "tiny-111-kink", "verdict": "not-identifiable", "certificate": "yes"},
      "certificate: expected dict, found str"),
     ({"verdict": "not-identifiable", "certificate": {"line": {}}}, "name: missing"),
@@ -78,25 +83,27 @@ def test_certificate_for_another_case_is_rejected(tmp_path, report, capsys):
     ({"name": "tiny-111-kink", "verdict": "not-identifiable", "certificate": {"entering": {"resolution": []}}},
      "certificate.entering.invisible_ties: missing"),
 ])
-def test_bad_report_exits_2(tmp_path, capsys, data, field):
+def test_malformed_report_exits_3(tmp_path, capsys, data, field):
     path = _write(tmp_path, data)
-    assert main(["verify-certificate", KINK, path]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and path in err and field in err
+    assert main(["verify-certificate", KINK, path]) == 3  # invalid, naming the field's path
+    out = capsys.readouterr().out.strip()
+    assert out.splitlines() == [out.splitlines()[0], "certificate INVALID"] and field in out
 
 
 def test_bad_delta_value_names_the_field(report):
     data = copy.deepcopy(report)
     data["certificate"]["entering"]["delta"]["b_1[0]"] = "0.5"
-    with pytest.raises(CaseFormatError, match=r"delta\['b_1\[0\]'\]: expected a rational string"):
-        verify_certificate(load_case(KINK), data, "r.json")
+    valid, msgs = verify_certificate(load_case(KINK), data, "r.json")
+    assert not valid and msgs == ["certificate.entering.delta['b_1[0]']: expected a rational string 'p/q' "
+                                  "(ASCII digits), found '0.5'"]
 
 
 def test_bad_parameter_name_names_the_field(report):
     data = copy.deepcopy(report)
     data["certificate"]["entering"]["parameters"][1] = "bias one"
-    with pytest.raises(CaseFormatError, match=r"parameters\[1\]: expected a parameter name like"):
-        verify_certificate(load_case(KINK), data, "r.json")
+    valid, msgs = verify_certificate(load_case(KINK), data, "r.json")
+    assert not valid and len(msgs) == 1 and msgs[0].startswith("certificate.entering.parameters[1]: expected a "
+                                                                "parameter name like")
 
 
 SECOND_ORDER = "cases/boundary-second-order-tie.json"

@@ -71,6 +71,13 @@ def _assert_bad_input(rc, out, err, path, field):
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and field in lines[0], err
 
 
+def _assert_malformed(rc, out, err, path, field):
+    # a malformed report is invalid (exit 3): one failure naming the field's path (docs/boundary.md)
+    assert rc == 3 and err == "", (out, err)
+    lines = out.strip().splitlines()
+    assert lines == [lines[0], "certificate INVALID"] and field in lines[0], out
+
+
 def test_real_reports_stay_valid(tmp_path, capsys, kink_report, line_report):
     rc, out, _, _ = _run(tmp_path, capsys, kink_report)
     assert rc == 0 and "certificate VALID" in out
@@ -82,11 +89,16 @@ def test_real_reports_stay_valid(tmp_path, capsys, kink_report, line_report):
 
 # --- 1. unknown and unchecked parts -------------------------------------------------------------
 
-@pytest.mark.parametrize("rank_part", ["garbage", {"bogus": 1}])
-def test_rank_part_without_its_verifier_is_not_valid(tmp_path, capsys, monkeypatch, kink_report, rank_part):
+def _rank_part(report):
+    """A well-formed rank part (the schema admits it; only its checker can say whether it holds)."""
+    return {"rank_gamma": copy.deepcopy(report["certificate"]["boundary"]["resolutions"][0]["rank_gamma"])}
+
+
+@pytest.mark.parametrize("extra", [{}, {"fixed_edges": [[1, 0, 0]]}])
+def test_rank_part_without_its_verifier_is_not_valid(tmp_path, capsys, monkeypatch, kink_report, extra):
     monkeypatch.setitem(sys.modules, MODULAR, None)  # import fails: the verifier is not there
     data = copy.deepcopy(kink_report)
-    data["certificate"]["rank"] = rank_part
+    data["certificate"]["rank"] = {**_rank_part(kink_report), **extra}
     rc, out, _, _ = _run(tmp_path, capsys, data)
     _assert_invalid(rc, out, "certificate.rank: could not be checked (exactident.verify.rank is not available")
     assert "certificate.boundary: could not be checked" in out  # its resolutions are rank certificates too
@@ -96,7 +108,7 @@ def test_rank_part_without_its_verifier_is_not_valid(tmp_path, capsys, monkeypat
 def test_rank_only_certificate_without_its_verifier_is_not_valid(tmp_path, capsys, monkeypatch, kink_report):
     monkeypatch.setitem(sys.modules, MODULAR, None)
     data = copy.deepcopy(kink_report)
-    data["certificate"] = {"rank": {"bogus": 1}}
+    data["certificate"] = {"rank": _rank_part(kink_report)}
     rc, out, _, _ = _run(tmp_path, capsys, data)
     _assert_invalid(rc, out, "could not be checked")
 
@@ -131,9 +143,9 @@ def _raise(exc):
 def test_rank_part_uses_the_problem_list(tmp_path, capsys, monkeypatch, kink_report, behaviour, rc_expected, why):
     calls = _fake_modular(monkeypatch, behaviour)
     data = copy.deepcopy(kink_report)
-    data["certificate"]["rank"] = {"primes": [2147483647]}
+    data["certificate"]["rank"] = _rank_part(kink_report)
     rc, out, _, _ = _run(tmp_path, capsys, data)
-    assert ("tiny-111-kink", {"primes": [2147483647]}, "certificate.rank") in calls
+    assert ("tiny-111-kink", _rank_part(kink_report), "certificate.rank") in calls
     assert [c[2] for c in calls if c[2] != "certificate.rank"] == [  # and each resolution of the boundary part
         "certificate.boundary.resolutions[0]", "certificate.boundary.resolutions[1]"]
     _assert_invalid(rc, out, why)
@@ -189,12 +201,15 @@ def test_unknown_field_in_rank_part_is_not_valid(tmp_path, capsys):
     _assert_invalid(rc, out, "certificate.rank.zzz: unknown field")
 
 
-def test_malformed_rank_part_reported_by_its_verifier_is_bad_input(tmp_path, capsys, monkeypatch, kink_report):
+def test_malformed_rank_part_reported_by_its_verifier_is_invalid(tmp_path, capsys, monkeypatch, kink_report):
     _fake_modular(monkeypatch, _raise(CaseFormatError("<rank>", "primes[0]", "expected an int, found str")))
     data = copy.deepcopy(kink_report)
-    data["certificate"]["rank"] = {"primes": ["p"]}
+    data["certificate"]["rank"] = _rank_part(kink_report)
     rc, out, err, path = _run(tmp_path, capsys, data)
-    _assert_bad_input(rc, out, err, path, "certificate.rank.primes[0]: expected an int")
+    _assert_malformed(rc, out, err, path, "certificate.rank.primes[0]: expected an int")
+    data["certificate"]["rank"] = {"primes": ["p"]}  # the schema refuses it before any checker runs
+    rc, out, err, path = _run(tmp_path, capsys, data)
+    _assert_malformed(rc, out, err, path, "certificate.rank.primes: unknown field, not verified")
 
 
 @pytest.mark.parametrize("where, why", [
@@ -250,7 +265,7 @@ def test_identifiable_boundary_report_is_certified(tmp_path, capsys):
     (lambda d: d["certificate"]["entering"]["resolution"][0].update(active=1),
      "certificate.entering.resolution[0].active: expected bool"),
     (lambda d: d["certificate"]["entering"]["derivatives"][0].update(value=1),
-     "certificate.entering.derivatives[0].value: expected str"),
+     "certificate.entering.derivatives[0].value: expected a rational string"),
     (lambda d: d["certificate"]["entering"]["delta"].update({"b_1[0]": "\u0661"}),
      "certificate.entering.delta['b_1[0]']: expected a rational string 'p/q' (ASCII digits), found '\u0661'"),
     (lambda d: d["certificate"]["entering"]["delta"].update({"b_1[0]": "1/0"}),
@@ -261,18 +276,18 @@ def test_identifiable_boundary_report_is_certified(tmp_path, capsys):
     (lambda d: d.update(verdict=["not-identifiable"]), "verdict: expected str, found list"),
     (lambda d: d.pop("name"), "name: missing"),
 ])
-def test_malformed_fields_are_bad_input(tmp_path, capsys, kink_report, mutate, field):
+def test_malformed_fields_are_invalid(tmp_path, capsys, kink_report, mutate, field):
     data = copy.deepcopy(kink_report)
     mutate(data)
     rc, out, err, path = _run(tmp_path, capsys, data)
-    _assert_bad_input(rc, out, err, path, field)
+    _assert_malformed(rc, out, err, path, field)
 
 
-def test_malformed_line_part_is_bad_input(tmp_path, capsys, line_report):
+def test_malformed_line_part_is_invalid(tmp_path, capsys, line_report):
     data = copy.deepcopy(line_report)
     data["certificate"]["line"] = ["-3"]
     rc, out, err, path = _run(tmp_path, capsys, data, case=SECOND_ORDER)
-    _assert_bad_input(rc, out, err, path, "certificate.line: expected dict, found list")
+    _assert_malformed(rc, out, err, path, "certificate.line: expected dict, found list")
 
 
 # --- 2. the report's verdict and name -----------------------------------------------------------
@@ -281,14 +296,17 @@ def test_malformed_line_part_is_bad_input(tmp_path, capsys, line_report):
     ("identifiable", "but the certificate does not prove C_S on every tie resolution (C_S fails on 1 of 2"),
     ("inconclusive", "but the certificate proves not-identifiable"),
     ("degenerate", "but no hidden neuron of the case puts theta in S"),
-    ("", "not one of ['identifiable', 'not-identifiable', 'inconclusive', 'degenerate']"),
 ])
 def test_entering_certificate_contradicting_the_verdict(tmp_path, capsys, kink_report, verdict, why):
     data = copy.deepcopy(kink_report)
     data["verdict"] = verdict
     rc, out, _, _ = _run(tmp_path, capsys, data)
-    _assert_invalid(rc, out, f"verdict: report says {verdict if verdict else repr(verdict)}, {why}")
+    _assert_invalid(rc, out, f"verdict: report says {verdict}, {why}")
     assert "entering part valid" in out  # the certificate itself is fine: the report's claim is not
+    data["verdict"] = ""  # not a verdict at all: the schema refuses it
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    _assert_invalid(rc, out, "verdict: expected 'identifiable' or 'not-identifiable' or 'inconclusive' or "
+                             "'degenerate', found ''")
 
 
 def test_line_certificate_contradicting_the_verdict(tmp_path, capsys, line_report):
@@ -313,17 +331,16 @@ def test_library_call_gives_the_same_answers(kink_report):
     data["verdict"] = "identifiable"
     valid, msgs = verify_certificate(case, data)
     assert not valid and msgs[-1].startswith("verdict: report says identifiable, but the certificate does not prove")
-    with pytest.raises(CaseFormatError, match=r"^r\.json: name: missing$"):
-        verify_certificate(case, {"verdict": "not-identifiable", "certificate": {"line": {}}}, "r.json",
-                           require_claims=True)
+    assert verify_certificate(case, {"verdict": "not-identifiable", "certificate": {"line": {}}}, "r.json",
+                              require_claims=True) == (False, ["name: missing"])
     # A bare certificate (library use) is checked without the report's claims; present claims still count.
     bare = {"certificate": copy.deepcopy(kink_report["certificate"])}
     assert verify_certificate(case, bare)[0]
-    with pytest.raises(CaseFormatError, match=r"^r\.json: verdict: missing$"):
-        verify_certificate(case, dict(bare, name="tiny-111-kink"), "r.json", require_claims=True)
+    assert verify_certificate(case, dict(bare, name="tiny-111-kink"), "r.json",
+                              require_claims=True) == (False, ["verdict: missing"])
     assert not verify_certificate(case, dict(bare, name="other"))[0]
-    with pytest.raises(CaseFormatError, match=r"^r\.json: expected a JSON object \(exactident-report/1\), found list$"):
-        verify_certificate(case, [], "r.json")
+    assert verify_certificate(case, [], "r.json") == (False, ["<report>: expected a JSON object "
+                                                              "(exactident-report/1), found list"])
 
 
 # --- 3. derivatives cover every visible tie -----------------------------------------------------

@@ -146,8 +146,8 @@ def test_bad_usage_exits_2(capsys, argv, needle):
     assert status == 2 and needle in err and out == ""
 
 
-def test_malformed_explain_field_is_bad_input(capsys, tmp_path):
+def test_malformed_explain_field_is_invalid(capsys, tmp_path):
     report = _explained(capsys, tmp_path, "tiny-111-kink")
     report["kernel_basis"][0]["directions"][0] = "b_1[0] - 3 b_2[0]"
-    status, _out, err = _verify(capsys, tmp_path, "tiny-111-kink", report)
-    assert status == 2 and "kernel_basis[0].directions[0]" in err
+    status, out, _err = _verify(capsys, tmp_path, "tiny-111-kink", report)
+    assert status == 3 and "kernel_basis[0].directions[0]: expected dict, found str" in out

@@ -234,4 +234,4 @@ def test_boundary_report_pattern_rowspace_mutations(tmp_path):
     for mutate in malformed:
         bad = copy.deepcopy(report)
         mutate(_at(bad, path))
-        assert _verify(tmp_path, case_path, bad) == 2, _at(bad, path)
+        assert _verify(tmp_path, case_path, bad) == 3, _at(bad, path)  # malformed: invalid, naming the field

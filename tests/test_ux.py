@@ -114,16 +114,16 @@ def test_verify_report_of_another_case_is_invalid_before_its_certificate(tmp_pat
                    "dim: report says 5, the case gives 3",
                    "the report is not about this case: its certificate was not checked",
                    "certificate INVALID"]
-    # a certificate that would be bad input (exit 2) is never read when the identity differs
+    # a malformed certificate is never read when the identity differs
     report["certificate"] = {"line": 5}
     (tmp_path / "r.json").write_text(json.dumps(report))
     assert main(["verify-certificate", str(CASES / "tiny-111-kink.json"), str(tmp_path / "r.json")]) == 3
     assert "certificate.line" not in capsys.readouterr().out
-    # same identity: the malformed part is bad input as before
+    # same identity: the malformed part makes the report invalid, naming its path
     report.update(name="tiny-111-kink", widths=[1, 1, 1], dim=3)
     (tmp_path / "r.json").write_text(json.dumps(report))
-    assert main(["verify-certificate", str(CASES / "tiny-111-kink.json"), str(tmp_path / "r.json")]) == 2
-    assert "certificate.line" in capsys.readouterr().err
+    assert main(["verify-certificate", str(CASES / "tiny-111-kink.json"), str(tmp_path / "r.json")]) == 3
+    assert "certificate.line: expected dict, found int" in capsys.readouterr().out
 
 
 # 3. folders holding suites -----------------------------------------------------------------------

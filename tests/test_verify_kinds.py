@@ -17,6 +17,7 @@ samples, so ``R_A = 2 x 4 = 8 > 7``), and the column-block network's ``alpha`` b
 import copy
 import json
 import random
+import re
 
 import flint
 import pytest
@@ -25,7 +26,6 @@ from structural_cases import DEAD as DEAD_NEURON
 
 from exactident.check import check, timed_out_report
 from exactident.cli import main
-from exactident.errors import CaseFormatError
 from exactident.io.case import Case, parse_case
 from exactident.io.report import reports_to_json
 from exactident.model.activation import activation_state
@@ -132,23 +132,22 @@ def test_without_its_lower_bound_the_inconclusive_verdict_is_not_backed():
 
 
 @pytest.mark.parametrize("path, value, match", [
-    ([*RA, "lower", "rows"], "some", r"rank_a\.lower\.rows: expected 'all' or a list of ints, found str"),
+    ([*RA, "lower", "rows"], "some", r"rank_a\.lower\.rows: expected 'all' or list, found 'some'"),
     ([*RA, "lower", "rows"], [True], r"rank_a\.lower\.rows\[0\]: expected int, found bool"),
     ([*RA, "lower", "matrix"], 1, r"rank_a\.lower\.matrix: expected str, found int"),
     ([*RA, "rank_a_lower"], "8", r"rank_a\.rank_a_lower: expected int, found str"),
     (["rank_a_lower_bound"], "8", r"rank_a_lower_bound: expected int, found str"),
     (["certified_by"], "shape", r"certified_by: expected dict, found str"),
 ])
-def test_malformed_new_fields_are_bad_input(path, value, match):
+def test_malformed_new_fields_are_invalid(path, value, match):
     case, bad = _mutated(DEAD_NEURON, path, value)
-    with pytest.raises(CaseFormatError, match=r"^r\.json: .*" + match):
-        _verify(case, bad)
+    valid, msgs = _verify(case, bad)
+    assert not valid and len(msgs) == 1 and re.search(match, msgs[0]), msgs
 
 
 def test_lower_rows_field_is_required():
     case, bad = _mutated(DEAD_NEURON, [*RA, "lower", "rows"], KeyError)
-    with pytest.raises(CaseFormatError, match=r"^r\.json: certificate\.rank\.rank_a\.lower\.rows: missing"):
-        _verify(case, bad)
+    assert _verify(case, bad) == (False, ["certificate.rank.rank_a.lower.rows: missing"])
 
 
 def test_column_block_kernel_of_alpha_verifies_and_is_rebuilt_from_the_case():
@@ -244,8 +243,7 @@ def test_timed_out_report_is_never_valid():
     valid, msgs = _verify(case, rep)
     assert not valid and msgs == ["timed_out: the report says its analysis ran out of time (at ranks mod p): "
                                   "it decides nothing and certifies nothing"]
-    with pytest.raises(CaseFormatError, match=r"^r\.json: timed_out: expected bool, found str"):
-        _verify(case, dict(rep, timed_out="yes"))
+    assert _verify(case, dict(rep, timed_out="yes")) == (False, ["timed_out: expected bool, found str"])
 
 
 def test_report_provenance_must_be_the_case_files():

@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from exactident.argtypes import any_int
+from exactident.argtypes import any_int, positive_seconds
 from exactident.explain.core import add_explanation, explain
 from exactident.explain.render import render_explanation
 from exactident.io.atomic import write_stdout
 from exactident.io.case import Case, load_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
-from exactident.io.report import Report, reports_to_json
+from exactident.io.report import Report, render_table, reports_to_json
 
 __all__ = ["add_arguments", "add_check_option", "explain_reports", "run"]
 
@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=any_int, default=0, help="seed of the random primes (speed only)")
     parser.add_argument("--max-directions", type=int, default=20, metavar="N",
                         help="kernel directions printed on the terminal (all of them are in --json)")
+    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="wall-time budget per case: past it the case's report is inconclusive "
+                             "('time budget exhausted at <stage>'), without the explain fields")
     add_limit_arguments(parser)
 
 
@@ -59,9 +62,24 @@ def run(args: argparse.Namespace) -> int:
     cases = [load_case(p, limits) for p in args.cases]
     texts, reports = [], []
     for case in cases:
-        report, ex = explain(case, seed=args.seed)
-        report.extra.update(ex.fields())
+        def work(case: Case = case) -> tuple[Report, str]:
+            report, ex = explain(case, seed=args.seed)
+            report.extra.update(ex.fields())
+            return report, render_explanation(report, ex, max_directions=max(args.max_directions, 0))
+
+        if args.timeout is None:
+            report, text = work()
+        else:  # a child process killed at the deadline (exactident.budget.run_isolated), as check --timeout
+            from exactident.budget import run_isolated
+            from exactident.check import timed_out_report
+
+            outcome = run_isolated(work, args.timeout)
+            if outcome.timed_out:
+                report = timed_out_report(case, outcome.stage, outcome.seconds)
+                text = render_table([report])
+            else:
+                report, text = outcome.value
         reports.append(report)
-        texts.append(render_explanation(report, ex, max_directions=max(args.max_directions, 0)))
+        texts.append(text)
     write_stdout(reports_to_json(reports, as_list=len(reports) > 1) if args.json else "\n".join(texts))
     return 0

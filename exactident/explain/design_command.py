@@ -21,8 +21,8 @@ import sys
 
 import flint
 
-from exactident.argtypes import non_negative_int
-from exactident.errors import CaseFormatError
+from exactident.argtypes import non_negative_int, positive_seconds
+from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the new case here (atomically)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the point search and the primes (default 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-design/1 JSON object")
+    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="wall-time budget: past it, one line 'time budget exhausted at <stage>', nothing "
+                             "written, exit 1")
     add_limit_arguments(parser)
 
 
@@ -129,18 +132,30 @@ def run(args: argparse.Namespace) -> int:
         n0 = case.network.widths[0]
         box = ([args.box[0]] * n0, [args.box[1]] * n0)
     tty = getattr(sys.stderr, "isatty", lambda: False)()
-    d = design(case, budget=args.budget, box=box, seed=args.seed, progress=stderr_progress if tty else None)
-    if tty and d.points:
-        print(file=sys.stderr)
-    outputs = []
-    note = ""
-    if args.output:
-        if d.new_case is not None:
-            outputs.append((args.output, dump_case(d.new_case).encode("utf-8")))
-            note = f"wrote {args.output}: {d.new_case.name}, {len(d.new_case.X)} samples\n"
-        else:
-            note = f"nothing written to {args.output}: no new case\n"
-    text = json.dumps(d.to_dict(), indent=2) + "\n" if args.json else render_design(d) + note
+
+    def work() -> tuple[str, str | None, str]:
+        # picklable results only (a child process returns them with --timeout)
+        d = design(case, budget=args.budget, box=box, seed=args.seed, progress=stderr_progress if tty else None)
+        if tty and d.points:
+            print(file=sys.stderr)
+        new = dump_case(d.new_case) if args.output and d.new_case is not None else None
+        note = ""
+        if args.output:
+            note = (f"wrote {args.output}: {d.new_case.name}, {len(d.new_case.X)} samples\n" if d.new_case is not None
+                    else f"nothing written to {args.output}: no new case\n")
+        return (json.dumps(d.to_dict(), indent=2) + "\n" if args.json else render_design(d) + note), new, note
+
+    if args.timeout is None:
+        text, new_case_text, note = work()
+    else:  # a child process killed at the deadline, as check --timeout (docs/cli.md)
+        from exactident.budget import run_isolated
+
+        outcome = run_isolated(work, args.timeout)
+        if outcome.timed_out:
+            raise ExactIdentError(f"design: time budget of {args.timeout:g} s exhausted at {outcome.stage}; "
+                                  "nothing written")
+        text, new_case_text, note = outcome.value
+    outputs = [(args.output, new_case_text.encode("utf-8"))] if args.output and new_case_text is not None else []
     write_outputs(outputs, last_step=lambda: write_stdout(text))
     if args.json and note:
         print(note.rstrip("\n"), file=sys.stderr)

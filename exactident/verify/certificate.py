@@ -32,8 +32,10 @@ forward-mode tangents where the engine backpropagates, explicit path
 enumeration for ``alpha``, sympy ranks over QQ; rank certificates are checked
 mod primes from the case).  Nothing is valid unless it was checked: unknown
 parts or fields, a part that cannot be checked, a missing certificate, a claim
-with nothing to check it against are rejected (exit 3); malformed fields are
-bad input (exit 2).  The rules are in ``docs/boundary.md``.
+with nothing to check it against are rejected (exit 3), and so is a malformed
+report: every field is first checked against the one schema of the report
+(:mod:`exactident.verify.schema`: types, ranges, unknown fields), and the failure
+names the field's JSON path.  The rules are in ``docs/boundary.md``.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from exactident.verify.claims import (
 from exactident.verify.entering import verify_entering
 from exactident.verify.facts import CaseFacts
 from exactident.verify.line import verify_line
+from exactident.verify.schema import validate_report
 from exactident.verify.structural import verify_structural
 
 __all__ = ["PARTS", "run_verify_certificate", "verify_certificate"]
@@ -100,8 +103,6 @@ def verify_certificate(case, report: Any, source: str = "<report>", *,
 
     Raises
     ------
-    CaseFormatError
-        If the report lacks a required field or has one of the wrong type (names the field).
     UnsupportedCaseError
         If ``alpha(s)`` is too large to materialise for the rank check.
 
@@ -121,8 +122,10 @@ def verify_certificate(case, report: Any, source: str = "<report>", *,
     """
     try:
         return _verify(case, report, require_claims)
-    except BadField as exc:
-        raise CaseFormatError(source, exc.where, str(exc)) from None
+    except BadField as exc:  # a value the schema admits but its checker cannot read (e.g. W_9[0,0] in [2, 1])
+        return False, [f"{exc.where or '<report>'}: {exc}"]
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # a crash proves nothing
+        return False, [f"<report>: could not be checked (the verifier raised {type(exc).__name__}: {exc})"]
 
 
 def _rank_checker() -> tuple[Any, str | None]:
@@ -170,6 +173,9 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
     identity = identity_claims(report, case.name, widths, len(case.X))
     if identity:  # a report of another case: say so before its certificate fails for shape reasons
         return False, identity + ["the report is not about this case: its certificate was not checked"]
+    problem = validate_report(report, require_claims)  # every field's type and range, before any is read
+    if problem is not None:
+        return False, [problem]
     uncertified = uncertified_claims(report)
     if uncertified:  # Monte Carlo or timed out: the report itself says nothing is proved
         return False, uncertified
@@ -278,7 +284,8 @@ def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits 
     Returns
     -------
     int
-        0 valid, 3 invalid (each failure printed), 2 bad input (one line naming file and field).
+        0 valid, 3 invalid (each failure printed; a malformed report too, naming the field's path),
+        2 bad input (the case, or a report file that is not readable JSON: one line naming file and field).
     """
     try:
         case = _load_case_or_explain(case_path, limits)

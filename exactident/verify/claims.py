@@ -112,7 +112,8 @@ def identity_claims(report: dict, name: str, widths: list[int], n: int) -> list[
     if isinstance(got_name, str) and got_name != name:
         fails.append(f"name: the report is for case {got_name!r} but the case file is named {name!r}")
     got_widths = report.get("widths")
-    if isinstance(got_widths, list) and not _same(got_widths, list(widths)):
+    typed = isinstance(got_widths, list) and all(type(w) is int for w in got_widths)  # else: the schema's
+    if typed and not _same(got_widths, list(widths)):
         fails.append(f"widths: report says {got_widths}, the case has {list(widths)}")
     dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
     for key, value in (("n_samples", n), ("dim", dim)):
@@ -194,9 +195,7 @@ def _top_level_source(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None
             low = min(r.rank_gamma for r in res if r.rank_gamma is not None)
             ras = [r.rank_a for r in res if r.rank_gamma == low]
             return low, (min(ra for ra in ras if ra is not None) if None not in ras else None)
-        if proofs.rank_part is not None:  # nothing enumerated: the >= 0 pattern's ranks
-            return proofs.rank_part
-        return None
+        return None  # nothing enumerated: the smallest R_Gamma is unknown (the rank part is the >= 0 pattern's)
     common = _common_ranks(facts, proofs) if not facts.degenerate else proofs.rank_part
     return common
 
@@ -230,10 +229,17 @@ def _cn_problem(where: str, claimed_cn: Any, rg: int, ra: int | None, dim: int,
 def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]:
     """``rank_gamma``, ``rank_a``, ``cs``, ``cn`` and ``patterns`` against the certified ranks."""
     fails = []
-    claims = {"rank_gamma": _typed(report, "rank_gamma", int), "rank_a": _typed(report, "rank_a", int, True),
-              "cs": _typed(report, "cs", bool), "cn": _typed(report, "cn", bool)}
+    # null claims nothing (a boundary report that enumerates no resolution must say null)
+    claims = {"rank_gamma": _typed(report, "rank_gamma", int, True), "rank_a": _typed(report, "rank_a", int, True),
+              "cs": _typed(report, "cs", bool, True), "cn": _typed(report, "cn", bool, True)}
     source = _top_level_source(facts, proofs)
-    if source is None:
+    unenumerated = (bool(facts.visible) and not facts.degenerate and proofs.boundary is not None
+                    and not proofs.boundary.resolutions)
+    if source is None and unenumerated:
+        fails += [f"{k}: report says {v}, but no tie resolution is enumerated in the certificate, so the smallest "
+                  f"R_Gamma over the {len(facts.visible)} visible tie(s)' resolutions is unknown: it must be null"
+                  for k, v in claims.items() if v is not None]
+    elif source is None:
         fails += [f"{k}: report says {v}, but the certificate certifies no rank to check it against"
                   for k, v in claims.items() if v is not None]
     else:
@@ -290,8 +296,8 @@ def _interval_claims(claims: dict, interval: tuple[int, int], ra: int | None, ra
 def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]:
     patterns = report.get("patterns")
     res: list[Resolution] | None = proofs.boundary.resolutions if proofs.boundary else None
-    if patterns is None or patterns == []:
-        return []  # no claim
+    if patterns is None or (patterns == [] and not (facts.visible and not facts.degenerate)):
+        return []  # no claim ([] is what a case whose ties are all invisible gets: no visible tie to resolve)
     if not isinstance(patterns, list):
         raise BadField("patterns", f"expected list, found {type(patterns).__name__}")
     if not facts.visible or facts.degenerate or res is None:
