@@ -48,6 +48,10 @@ def _reports() -> list[tuple[Any, dict]]:
         report = check(case, numeric=False)
         explain_reports([case], [report])
         out.append((case, report.to_dict()))
+    # a rank-deficient trained network whose verdict needs only a certified interval of R_Gamma
+    # (rank_gamma_interval, montecarlo, the interval form of the rank part)
+    iris = load_case(CASES / "iris-mlp-4-8-8-3.json")
+    out.append((iris, check(iris, numeric=False).to_dict()))
     return out
 
 

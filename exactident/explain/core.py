@@ -140,7 +140,8 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
     if report is None:
         from exactident.check import check
 
-        report = check(case, numeric=False, seed=seed)
+        # exact ranks: the kernel bases explain writes are complete only against the exact R_Gamma
+        report = check(case, numeric=False, seed=seed, exact_ranks=True)
     start = time.perf_counter()
     net, X = case.network, case.X
     state = activation_state(net, X)

@@ -302,7 +302,8 @@ REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "certified_by": Obj({}, {"rank_gamma": STR, "rank_a": STR}), "rank_a_lower_bound": Null(NAT),
     "provenance": Anything(), "certified": BOOL, "error_probability": Number(0, 1), "timed_out": BOOL,
     "stage": STR, "parameters": List(PARAMETER), "neurons": List(NEURON), "kernel_basis": List(KERNEL_BLOCK),
-    "explanation": List(STR)})
+    "explanation": List(STR), "rank_gamma_interval": List(NAT, 2),
+    "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)})})
 
 
 def validate(value: Any, spec: Spec, where: str = "") -> str | None:
