@@ -32,7 +32,7 @@ from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.facts import CaseFacts
 
-__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "closed_by", "decided_by_claim", "extra_claims",
+__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
            "identity_claims", "rank_and_pattern_claims",
            "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
 
@@ -409,21 +409,6 @@ def uncertified_claims(report: dict) -> list[str]:
         fails.append(f"certified: the report says its ranks are Monte Carlo ranks, not certified{shown}: "
                      "nothing backs its ranks or verdict")
     return fails
-
-
-def closed_by(rank_part: dict) -> dict[str, str]:
-    """``kind`` or ``kind:source`` of each matrix's upper bound; ``lower-bound`` for a ``rank_a`` without one."""
-    out = {}
-    for key in ("rank_gamma", "rank_a"):
-        part = rank_part.get(key)
-        if not isinstance(part, dict):
-            continue
-        up = part.get("upper")
-        if isinstance(up, dict):
-            out[key] = f"{up.get('kind')}:{up['source']}" if "source" in up else str(up.get("kind"))
-        elif "upper" not in part:
-            out[key] = "lower-bound"
-    return out
 
 
 def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any) -> list[str]:

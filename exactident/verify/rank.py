@@ -37,7 +37,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation
+from exactident.errors import ExactIdentError, InvariantViolation
 from exactident.io.rationals import format_int, short_text
 from exactident.linalg import exact
 from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
@@ -64,10 +64,10 @@ from exactident.model.integer_forward import common_denominator, data_denominato
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.verify.arith import BadField, need, unknown_fields
-from exactident.verify.rank_kernel import _product_is_zero, _zero_mod
+from exactident.verify.rank_kernel import _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
 from exactident.verify.rank_rowspace import rowspace_bound
 
-__all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
+__all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate", "closed_by",
            "verify_rank_certificate"]
 
 #: Most primes the verifier uses for one check ``M K = 0`` (the engine's cap for its own checks).
@@ -112,20 +112,10 @@ class _Matrix:
     lower_image: Callable[[dict, int, str], np.ndarray] | None = None  # what the lower bound is a rank of
 
 
-class _Reject(Exception):
-    """One failed check of one matrix's certificate (the message names found and claimed values)."""
-
-
 def _int(obj: Any, key: str, where: str) -> int:
     value = need(obj, key, int, where)
     if value < 0:
         raise BadField(f"{where}.{key}", f"expected a nonnegative int, found {value}")
-    return value
-
-
-def _json_int(value: Any, where: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise BadField(where, f"expected int, found {type(value).__name__}")
     return value
 
 
@@ -281,30 +271,6 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:
         raise _Reject(f"{what}.upper.kernel: M K is not 0 (the certificate claims it is)")
-
-
-def _kernel_columns(cols: list, n: int, where: str) -> list[dict[int, flint.fmpq]]:
-    from exactident.io.report_file import parse_report_rational
-
-    K = []
-    for c, col in enumerate(cols):
-        if not isinstance(col, list):
-            raise BadField(f"{where}[{c}]", f"expected list, found {type(col).__name__}")
-        out: dict[int, flint.fmpq] = {}
-        for k, entry in enumerate(col):
-            at = f"{where}[{c}][{k}]"
-            if not (isinstance(entry, list) and len(entry) == 2):
-                raise BadField(at, "expected [index, 'p/q']")
-            i = _json_int(entry[0], f"{at}[0]")
-            try:
-                v = parse_report_rational(entry[1], "", at)
-            except CaseFormatError as exc:
-                raise BadField(at, exc.message) from None
-            if not 0 <= i < n or i in out:
-                raise _Reject(f"{at}: index {i} is out of range [0, {n}) or repeated")
-            out[i] = flint.fmpq(v.numerator, v.denominator)
-        K.append(out)
-    return K
 
 
 def _fixed(net, entries: Any):
@@ -484,6 +450,21 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
     if problems:
         return problems, CertifiedRanks(None, None)
     return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval)
+
+
+def closed_by(rank_part: dict) -> dict[str, str]:
+    """``kind`` or ``kind:source`` of each matrix's upper bound; ``lower-bound`` for a ``rank_a`` without one."""
+    out = {}
+    for key in ("rank_gamma", "rank_a"):
+        part = rank_part.get(key)
+        if not isinstance(part, dict):
+            continue
+        up = part.get("upper")
+        if isinstance(up, dict):
+            out[key] = f"{up.get('kind')}:{up['source']}" if "source" in up else str(up.get("kind"))
+        elif "upper" not in part:
+            out[key] = "lower-bound"
+    return out
 
 
 def verify_rank_certificate(case: Any, rank_certificate: Any,

@@ -1,4 +1,4 @@
-"""``M K = 0`` for the kernel columns of a rank certificate: mod primes, or over Q.
+"""The kernel columns of a rank certificate: read (strictly), and ``M K = 0`` mod primes or over Q.
 
 Helpers of :mod:`exactident.verify.rank` (kept apart for size).
 """
@@ -11,7 +11,44 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.errors import CaseFormatError
+from exactident.verify.arith import BadField
+
 __all__: list[str] = []
+
+
+class _Reject(Exception):
+    """One failed check of one matrix's certificate (the message names found and claimed values)."""
+
+
+def _json_int(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadField(where, f"expected int, found {type(value).__name__}")
+    return value
+
+
+def _kernel_columns(cols: list, n: int, where: str) -> list[dict[int, flint.fmpq]]:
+    from exactident.io.report_file import parse_report_rational
+
+    K = []
+    for c, col in enumerate(cols):
+        if not isinstance(col, list):
+            raise BadField(f"{where}[{c}]", f"expected list, found {type(col).__name__}")
+        out: dict[int, flint.fmpq] = {}
+        for k, entry in enumerate(col):
+            at = f"{where}[{c}][{k}]"
+            if not (isinstance(entry, list) and len(entry) == 2):
+                raise BadField(at, "expected [index, 'p/q']")
+            i = _json_int(entry[0], f"{at}[0]")
+            try:
+                v = parse_report_rational(entry[1], "", at)
+            except CaseFormatError as exc:
+                raise BadField(at, exc.message) from None
+            if not 0 <= i < n or i in out:
+                raise _Reject(f"{at}: index {i} is out of range [0, {n}) or repeated")
+            out[i] = flint.fmpq(v.numerator, v.denominator)
+        K.append(out)
+    return K
 
 
 def _zero_mod(image: Callable[[int], np.ndarray], K_int: list[dict[int, int]], primes: list[int]) -> bool:
