@@ -68,7 +68,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           modular: bool = True, seed: int | None = 0, certify: str = "full",
           timeout: float | None = None,
           on_stage: Callable[[str, dict[str, Any]], None] | None = None,
-          on_tick: Callable[[], None] | None = None, structural: bool = True) -> Report:
+          on_tick: Callable[[], None] | None = None, structural: bool = True,
+          progress: bool | None = None) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -119,6 +120,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         Try to settle an ``inconclusive`` verdict with a structural certificate or a
         straight line (:func:`exactident.boundary.structural.settle`; docs/theory.md,
         "Structural certificates").  ``False`` keeps the verdict of the rank rules.
+    progress : bool or None
+        Show the stages as they run (``tqdm.auto``: a notebook widget or a line on stderr;
+        :mod:`exactident.progress`).  None (default): on in a Jupyter kernel or a terminal,
+        unless ``on_stage`` is given (the caller shows progress itself); off otherwise.
 
     Returns
     -------
@@ -150,6 +155,21 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         from exactident.io.importers.load import as_case
 
         case = as_case(case, sample)
+    if progress or (progress is None and on_stage is None):
+        from exactident.progress import enabled, showing
+
+        if enabled(progress):
+            with showing(True, case.name) as show:
+                def both(name: str, sizes: dict[str, Any]) -> None:  # a child's stages reach only on_stage
+                    show(name, sizes)
+                    if on_stage is not None:
+                        on_stage(name, sizes)
+
+                return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
+                             max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
+                             modular=modular, seed=seed, certify=certify, timeout=timeout,
+                             on_stage=on_stage if timeout is None else both, on_tick=on_tick,
+                             structural=structural, progress=False)
     if timeout is not None or on_stage is not None:
         def work() -> Report:
             return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,

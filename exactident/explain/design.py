@@ -79,6 +79,27 @@ class Design:
     statement: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
+    def __repr__(self) -> str:
+        """One short line: the verdict, ranks, lower bound, prefix, subsample and points found."""
+        return (f"Design(name={self.name[:60]!r}, verdict={self.verdict!r}, rank_gamma={self.rank_gamma}, "
+                f"dim={self.dim}, lower_bound={self.lower_bound}, "
+                f"prefix={None if self.prefix is None else self.prefix.get('length')}, "
+                f"subsample={None if self.subsample is None else self.subsample.get('size')}, "
+                f"new_points={None if self.points is None else len(self.points.get('added', []))})")
+
+    def _repr_html_(self) -> str:
+        """The notebook view: ranks, the smallest sizes found, the statement (HTML, escaped)."""
+        from exactident.io.display import html_block
+
+        new = self.new_report
+        fields = [("verdict", self.verdict), ("rank Gamma", self.rank_gamma), ("dim", self.dim),
+                  ("samples", self.n_samples), ("lower bound on samples", self.lower_bound),
+                  ("identifying prefix", None if self.prefix is None else self.prefix.get("length")),
+                  ("identifying subsample", None if self.subsample is None else self.subsample.get("size")),
+                  ("new points", None if self.points is None else len(self.points.get("added", []))),
+                  ("new case's verdict", None if new is None else f"{new.verdict} (rank Gamma {new.rank_gamma})")]
+        return html_block(f"Design {self.name}", fields, self.statement)
+
     def to_dict(self) -> dict[str, Any]:
         """This design as the ``exactident-design/1`` JSON object (docs/cli.md)."""
         out: dict[str, Any] = {
