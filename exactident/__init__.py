@@ -22,11 +22,13 @@ result displays as HTML and every call shows its stages (``progress=``; docs/not
 'not-identifiable'
 """
 
-# The subpackages exactident.explain and exactident.crosscheck are imported before the functions of
-# the same name are bound here: a later import of one of their modules then leaves these names alone.
+import sys as _sys
+
+# the subpackages, made callable below
 import exactident.crosscheck
 import exactident.explain  # noqa: F401
-from exactident.api import crosscheck, design, explain
+from exactident.api import CallablePackage as _CallablePackage
+from exactident.api import design
 from exactident.check import check
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
 from exactident.io.case import Case, load_case, parse_case, write_case
@@ -55,5 +57,9 @@ __all__ = [
            "parse_case",
            "write_case",
 ]
+# exactident.explain and exactident.crosscheck are the subpackages *and* the library calls of the same name
+for _name in ("exactident.explain", "exactident.crosscheck"):
+    _sys.modules[_name].__class__ = _CallablePackage
+
 #: The package version (PEP 440).
 __version__ = "0.1.0"

@@ -2,8 +2,10 @@
 
 Each takes a case (a :class:`~exactident.io.case.Case` or a file path), shows its stages when
 ``progress`` asks for it (:mod:`exactident.progress`) and returns an object a notebook
-displays as HTML.  They are re-exported as ``exactident.explain``, ``exactident.design`` and
-``exactident.crosscheck``; the work is done by :mod:`exactident.explain.core`,
+displays as HTML.  They are reached as ``exactident.explain(...)``, ``exactident.design(...)``
+and ``exactident.crosscheck(...)``: ``design`` is re-exported; ``exactident.explain`` and
+``exactident.crosscheck`` stay the subpackages (so ``import exactident.explain.core`` works as
+before) and are made callable (:class:`CallablePackage`).  The work is done by :mod:`exactident.explain.core`,
 :mod:`exactident.explain.design` and :mod:`exactident.crosscheck.core`, imported on first call so
 that ``import exactident`` stays light.
 """
@@ -11,6 +13,7 @@ that ``import exactident`` stays light.
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from exactident.io.report import Report
     from exactident.numeric.tolerance import Policy
 
-__all__ = ["crosscheck", "design", "explain"]
+__all__ = ["CallablePackage", "crosscheck", "design", "explain"]
 
 
 def _case(case: Case | str | os.PathLike[str], sample: Any) -> Case:
@@ -182,3 +185,17 @@ def crosscheck(case: Case | str | os.PathLike[str], *, policies: Sequence[Policy
     with showing(progress, f"crosscheck {c.name}"):
         stage("exact ranks, then float spectra", samples=len(c.X), dim=c.network.dim)
         return crosscheck_case(c, policies)
+
+
+_CALLS: dict[str, Any] = {"exactident.explain": explain, "exactident.crosscheck": crosscheck}
+
+
+class CallablePackage(types.ModuleType):
+    """A subpackage that is also the library call of its name: ``exactident.explain(case)`` is
+    :func:`explain`, ``exactident.crosscheck(case)`` is :func:`crosscheck`.
+
+    The package's modules stay reachable as before (``exactident.explain.core``).
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _CALLS[self.__name__](*args, **kwargs)
