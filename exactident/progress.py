@@ -74,9 +74,9 @@ def showing(progress: bool | None, title: str) -> Iterator[Listener]:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=None, file=sys.stderr, bar_format="{desc} [{elapsed}]", dynamic_ncols=True,
-                   mininterval=0.2)
+                   mininterval=0.2, desc=f"{title}: start")
 
-    last = [""]
+    last = ["start"]
 
     def show(name: str, sizes: dict[str, Any]) -> None:
         size = " ".join(f"{k}={v}" for k, v in sizes.items())
@@ -84,7 +84,6 @@ def showing(progress: bool | None, title: str) -> Iterator[Listener]:
         bar.set_description_str(f"{title}: {name}" + (f" ({size})" if size else ""), refresh=name != last[0])
         last[0] = name
 
-    show("start", {})
     _active[0] += 1
     try:
         with listening(show):

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from exactident.budget import stage
 from exactident.explain.kernel import gamma_kernel
 from exactident.explain.neurons import neuron_entries
 from exactident.explain.parameters import KernelBlock, classify, constant_line, fixed_names
@@ -201,6 +202,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         else:
             patterns, covers_all = [], False
         for res, pattern in patterns:
+            stage("explain: exact kernel of Gamma", resolutions=len(patterns), samples=len(X), dim=net.dim)
             k = gamma_kernel(net, X, pattern, fixed, rng=rng)
             lines = [not report.degenerate and constant_line(net, X, fixed, params, vec, ties=ties)
                      for vec in k.basis]
@@ -210,9 +212,11 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
                            and report.patterns and report.patterns[blk.resolution]["ties"] == ent_res), None)
     cn_fails = (not ties and not report.degenerate and report.rank_a is not None
                 and report.rank_gamma == report.rank_a < report.dim and bool(blocks))
+    stage("explain: parameter classes", parameters=len(names))
     parameters = classify(names, fixed_names(net, fixed), verdict=report.verdict, degenerate=report.degenerate,
                           blocks=blocks, covers_all=covers_all and bool(blocks), cn_fails=cn_fails,
                           entering_block=entering_block, certificate_deltas=deltas)
+    stage("explain: neuron diagnostics", neurons=sum(net.widths[1:-1]))
     neurons = neuron_entries(state, X, net.widths, params,
                              [b.basis for b in blocks] if blocks or report.verdict == "identifiable" else None)
     ex = Explanation(names, parameters, neurons, blocks, report=report)

@@ -32,6 +32,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.budget import stage
 from exactident.errors import InvariantViolation
 from exactident.explain.kernel import combination_text, gamma_kernel, integer_kernel
 from exactident.explain.obstructions import Obstruction, never_seen, obstructions
@@ -334,7 +335,9 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
     box = box or data_box(X, net.widths[0])
     if verdict == "identifiable":
         if not state.ties:
+            stage("design: smallest prefix", samples=len(X))
             out.prefix = smallest_prefix(net, X, state.pattern, fixed, rng=rng)
+            stage("design: small subsample", samples=len(X))
             out.subsample = small_subsample(net, X, state.pattern, fixed, rng=rng)
             if out.prefix:
                 out.statement.append(f"the first {out.prefix['length']} of the {len(X)} samples already identify "
@@ -378,6 +381,7 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
     before = [len(K) for K in kernels]
     skip = [o.neurons[0] for o in obs]
     n_out = sum(len(o.deltas) for o in obs)
+    stage("design: new points", budget=budget)
     found = search_points(net, X, fixed, params, kernels, box, budget=budget, rng=rng, progress=progress,
                           floor=n_out * len(kernels), skip=skip)
     if inside and len(kernels) == 1 and found.nullity[0]:  # single weights still unseen: proved out of reach?
