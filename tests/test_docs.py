@@ -186,6 +186,8 @@ def _data_docs(module: str) -> dict[str, object]:
 
 def _has_doc(module: str, name: str) -> bool:
     obj = getattr(importlib.import_module(module), name)
+    if inspect.ismodule(obj):  # a subpackage re-exported (exactident.explain, exactident.crosscheck)
+        return bool((obj.__doc__ or "").strip())
     if inspect.isclass(obj) or inspect.isroutine(obj):
         doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
         if dataclasses.is_dataclass(obj) and (doc or "").startswith(f"{obj.__name__}("):
