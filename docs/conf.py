@@ -81,7 +81,7 @@ def setup(app):
 # accepted as they are; references to exactident itself must all resolve.
 nitpicky = True
 nitpick_ignore_regex = [
-    ("py:class", r"(collections|collections\.abc|argparse|fractions|os|pathlib|random|typing|zipfile)\.\w+"),
+    ("py:class", r"(collections|collections\.abc|argparse|fractions|os|pathlib|random|types|typing|zipfile)\.\w+"),
     ("py:class", r"(flint|numpy|nx|networkx)\..*"),
     # TypeVars of generic helpers (``progress_iter(items: Iterable[T]) -> Iterator[T]``)
     ("py:class", r"exactident\.[\w.]+\.T"),

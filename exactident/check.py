@@ -76,7 +76,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           timeout: float | None = None,
           on_stage: Callable[[str, dict[str, Any]], None] | None = None,
           on_tick: Callable[[], None] | None = None, structural: bool = True,
-          exact_ranks: bool = False, pipelines: str | Collection[str] | None = None) -> Report:
+          exact_ranks: bool = False, pipelines: str | Collection[str] | None = None,
+          progress: bool | None = None) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -139,6 +140,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         vectors already prove ``C_S`` false and ``C_N`` true is reported as a certified interval
         (``rank_gamma_interval``) and ``rank_gamma`` is then its Monte Carlo value, labelled by
         ``montecarlo`` with a proven error bound (docs/modular.md, "Verdict first").
+    progress : bool or None
+        Show the stages as they run (``tqdm.auto``: a notebook widget or a line on stderr;
+        :mod:`exactident.progress`).  None (default): on in a Jupyter kernel or a terminal,
+        unless ``on_stage`` is given (the caller shows progress itself); off otherwise.
 
     Returns
     -------
@@ -174,6 +179,22 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         from exactident.numeric.block import parse_pipelines
 
         pipelines = parse_pipelines(pipelines)  # an unknown name is refused before any work
+    if progress or (progress is None and on_stage is None):
+        from exactident.progress import enabled, showing
+
+        if enabled(progress):
+            with showing(True, case.name) as show:
+                def both(name: str, sizes: dict[str, Any]) -> None:  # a child's stages reach only on_stage
+                    show(name, sizes)
+                    if on_stage is not None:
+                        on_stage(name, sizes)
+
+                return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
+                             max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
+                             modular=modular, seed=seed, certify=certify, timeout=timeout,
+                             on_stage=on_stage if timeout is None else both, on_tick=on_tick,
+                             structural=structural, exact_ranks=exact_ranks, pipelines=pipelines,
+                             progress=False)
     if timeout is not None or on_stage is not None:
         def work() -> Report:
             return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,

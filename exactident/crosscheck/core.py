@@ -87,9 +87,11 @@ class PolicyOutcome:
 class CaseCrosscheck:
     """Everything ``exactident crosscheck`` says about one case.
 
-    ``rank_gamma``/``rank_a``/``verdict`` are the exact report's; the
-    ``pattern_*`` ranks are exact ranks at the ``>= 0`` pattern (what the float
-    matrices round; equal to the report's off the boundary).
+    ``rank_gamma``/``rank_a``/``verdict`` are the exact report's *rank rules* (no structural
+    certificates: no float pipeline computes them, so this is the verdict a float tool can be
+    right about); ``check_verdict`` and ``check_decided_by`` are ``check``'s final verdict and
+    its rule, shown beside it.  The ``pattern_*`` ranks are exact ranks at the ``>= 0`` pattern
+    (what the float matrices round; equal to the report's off the boundary).
     """
 
     name: str
@@ -109,6 +111,8 @@ class CaseCrosscheck:
     spectra: dict[str, Spectra]
     outcomes: list[PolicyOutcome]
     seconds: float = 0.0
+    check_verdict: str | None = None
+    check_decided_by: str | None = None
 
     @property
     def fixable(self) -> bool:
@@ -117,6 +121,39 @@ class CaseCrosscheck:
 
     def outcome(self, policy: str) -> PolicyOutcome:
         return next(o for o in self.outcomes if o.policy == policy)
+
+    @property
+    def comparison(self) -> str:
+        """``rank rules: V; check's verdict: W (decided by RULE)``: what the policies are marked against
+        (the rank rules: no float pipeline computes structural certificates), and ``check``'s final verdict."""
+        text = f"rank rules: {self.verdict}"
+        if self.check_verdict is not None:
+            text += f"; check's verdict: {self.check_verdict}"
+            if self.check_decided_by and self.check_decided_by != "none":
+                text += f" (decided by {self.check_decided_by})"
+        return text
+
+    def __repr__(self) -> str:
+        """One short line: the compared verdicts, ranks, how many policies are wrong."""
+        wrong = sum(not o.right_verdict for o in self.outcomes)
+        name = self.name if len(self.name) <= 60 else self.name[:60] + "..."
+        return (f"CaseCrosscheck(name={name!r}, rank_rules={self.verdict!r}, check_verdict={self.check_verdict!r}, "
+                f"decided_by={self.check_decided_by!r}, rank_gamma={self.pattern_rank_gamma}, dim={self.dim}, "
+                f"wrong_policies={wrong}/{len(self.outcomes)})")
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the compared verdicts, ranks and each policy's outcome (HTML, escaped)."""
+        from exactident.io.display import html_block
+
+        fields = [("compared with", self.comparison), ("rank Gamma (>= 0 pattern)", self.pattern_rank_gamma),
+                  ("rank A (>= 0 pattern)", self.pattern_rank_a), ("dim", self.dim), ("ties", self.n_ties),
+                  ("fixable by a tolerance", self.fixable)]
+        rows = [[o.policy, "-" if o.tol_gamma is None else f"{o.tol_gamma:.3g}", o.rank_gamma, o.rank_a, o.verdict,
+                 "right" if o.right_verdict else "WRONG", "right" if o.right_ranks else "WRONG"]
+                for o in self.outcomes]
+        return html_block(f"Crosscheck {self.name}", fields, ["float policies are marked against the rank rules' "
+                                                               "verdict (no float pipeline computes certificates)"],
+                          (["policy", "tol(Gamma)", "rank_gamma", "rank_a", "verdict", "verdict?", "ranks?"], rows))
 
     def to_dict(self) -> dict[str, Any]:
         spectra: dict[str, Any] = {}
@@ -143,6 +180,8 @@ class CaseCrosscheck:
                       "on_boundary": self.on_boundary, "n_ties": self.n_ties,
                       "pattern_rank_gamma": self.pattern_rank_gamma,
                       "pattern_rank_a": self.pattern_rank_a, "pattern_verdict": self.pattern_verdict},
+            "compared_with": "rank-rules",
+            "check": {"verdict": self.check_verdict, "decided_by": self.check_decided_by},
             "expected_verdict": self.expected_verdict, "fixable": self.fixable,
             "spectra": spectra,
             "policies": [o.__dict__ for o in self.outcomes],
@@ -252,11 +291,13 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     outcomes = [_outcome(pol, spectra[pol.backend], N_L, net.dim, report.degenerate, report.verdict,
                          p_rank_gamma, p_rank_a) for pol in policies]
     expected = (case.expected or {}).get("verdict")
+    # check's final verdict: structural certificates only act on an inconclusive rank verdict
+    final = check(case, numeric=False) if report.verdict == "inconclusive" else report
     return CaseCrosscheck(case.name, case.source, list(net.widths), len(X), net.dim,
                           report.verdict, report.rank_gamma, report.rank_a, report.on_boundary,
                           report.n_ties, p_rank_gamma, p_rank_a, p_verdict,
                           expected if isinstance(expected, str) else None, spectra, outcomes,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, final.verdict, final.decided_by)
 
 
 @dataclass

@@ -3,7 +3,11 @@
 One case: singular values of the float ``Gamma`` (float64 and float32) on a
 log scale, the exact rank's cut marked, the consistent band shaded, and each
 policy's tolerance as a horizontal line, so a wrong tolerance is seen to fall
-outside the band.  A suite: per case, the relative band ``[lo, hi)`` as an
+outside the band.  One panel per backend, stacked, each with its legend to its
+right, and a title that says which exact verdict the policies are compared with
+(the rank rules') and ``check``'s beside it; the figure is laid out so that every
+legend and text lies inside it (``constrained`` layout, checked by the tests at the
+figure's own size).  A suite: per case, the relative band ``[lo, hi)`` as an
 interval on a log axis, the named relative policies and the chosen common
 tolerance as vertical lines.
 
@@ -26,7 +30,8 @@ from exactident.crosscheck.core import CaseCrosscheck, SuiteSummary
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.atomic import atomic_write_bytes
 
-__all__ = ["plot_case", "plot_format", "plot_suite", "render_case", "render_suite", "require_matplotlib"]
+__all__ = ["case_figure", "plot_case", "plot_format", "plot_suite", "render_case", "render_suite",
+           "require_matplotlib", "suite_figure"]
 
 _COLORS = ["tab:purple", "tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "black"]
 _STYLE = {"numpy-default": "-", "rtol": "--", "float64-eps": ":", "atol": "-.", "torch-default": "-"}
@@ -70,8 +75,14 @@ def plot_format(path: str | os.PathLike[str], option: str = "--plot") -> str:
 
 def _render(fig, fmt: str) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
+    fig.savefig(buf, format=fmt, dpi=120)  # the layout already fits (no "tight" crop that could cut a legend)
     return buf.getvalue()
+
+
+def _wrapped(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width=width, break_on_hyphens=False))
 
 
 def plot_case(result: CaseCrosscheck, path: str | os.PathLike[str]) -> None:
@@ -91,29 +102,39 @@ def render_case(result: CaseCrosscheck, fmt: str = "png") -> bytes:
     Returns the image in format ``fmt`` (one :func:`plot_format` accepts).
     """
     plt = require_matplotlib()
+    fig = case_figure(result)
+    try:
+        return _render(fig, fmt)
+    finally:
+        plt.close(fig)
+
+
+def case_figure(result: CaseCrosscheck):
+    """The matplotlib figure of :func:`render_case` (one stacked panel per backend, legends to the right)."""
+    plt = require_matplotlib()
     backends = list(result.spectra)
-    fig, axes = plt.subplots(1, len(backends), figsize=(5.2 * len(backends), 4.2), squeeze=False)
+    fig, axes = plt.subplots(len(backends), 1, figsize=(9.5, 3.1 * len(backends) + 0.9), squeeze=False,
+                             layout="constrained")
     r = result.pattern_rank_gamma
-    for ax, key in zip(axes[0], backends):
+    for ax, key in zip(axes[:, 0], backends):
         sp = result.spectra[key]
         s = sp.gamma_sv
         if sp.failure is not None:
             ax.text(0.5, 0.5, f"float pipeline failed:\n{sp.failure.status} at {sp.failure.stage}", ha="center",
-                    transform=ax.transAxes)
-            ax.set_title(f"{result.name}: {key}", fontsize=9)
+                    va="center", transform=ax.transAxes)
+            ax.set_title(key, fontsize=9)
             continue
         if s.size == 0:
-            ax.text(0.5, 0.5, "Gamma is empty: no singular values", ha="center", transform=ax.transAxes)
-            ax.set_title(f"{result.name}: Gamma {sp.gamma_shape[0]}x{sp.gamma_shape[1]}, {key}", fontsize=9)
+            ax.text(0.5, 0.5, "Gamma is empty: no singular values", ha="center", va="center", transform=ax.transAxes)
+            ax.set_title(f"Gamma {sp.gamma_shape[0]}x{sp.gamma_shape[1]}, {key}", fontsize=9)
             continue
         floor = max(float(s[s > 0].min()) if np.any(s > 0) else 1e-300, 1e-300)
         shown = np.where(s > 0, s, floor)
         idx = np.arange(1, len(s) + 1)
-        ax.semilogy(idx[:r], shown[:r], "o", color="tab:blue", label=f"sigma_k, k <= exact rank {r}")
-        ax.semilogy(idx[r:], shown[r:], "o", color="tab:red", label="sigma_k, k > exact rank (exact zero)")
+        ax.semilogy(idx[:r], shown[:r], "o", ms=4, color="tab:blue", label=f"sigma_k, k <= exact rank {r}")
+        ax.semilogy(idx[r:], shown[r:], "o", ms=4, color="tab:red", label="sigma_k, k > exact rank (exact 0)")
         if 0 < r < len(s):
-            ax.axvline(r + 0.5, color="black", lw=1)
-            ax.text(r + 0.55, shown.max(), " exact cut", va="top", fontsize=8)
+            ax.axvline(r + 0.5, color="black", lw=1, label=f"exact cut after k = {r}")
         lo, hi = sp.band(r, result.pattern_rank_a // result.widths[-1])["gamma_abs"]
         if lo < hi and not sp.n_pattern_flips:  # another matrix when the pattern differs: no advice
             ax.axhspan(max(lo, floor / 10), hi if math.isfinite(hi) else shown.max() * 10,
@@ -125,16 +146,14 @@ def render_case(result: CaseCrosscheck, fmt: str = "png") -> bytes:
             rule = o.policy.split("/", 1)[1]
             ax.axhline(max(o.tol_gamma, floor / 10), ls=_STYLE.get(rule.split("=")[0], "-"), color=color,
                        lw=1.4, label=f"tol {rule}: rank {o.rank_gamma} ({'right' if o.right_ranks else 'WRONG'})")
-        ax.set_title(f"{result.name}: Gamma {sp.gamma_shape[0]}x{sp.gamma_shape[1]}, {key}", fontsize=9)
+        ax.set_title(f"Gamma {sp.gamma_shape[0]}x{sp.gamma_shape[1]}, {key}", fontsize=9)
         ax.set_xlabel("k")
-        ax.set_ylabel("singular value of float Gamma")
+        ax.set_ylabel("sigma_k of float Gamma", fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    fig.suptitle(f"exact verdict {result.verdict}, exact rank {r} of dim {result.dim}", fontsize=10)
-    try:
-        return _render(fig, fmt)
-    finally:
-        plt.close(fig)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    fig.suptitle(_wrapped(f"{result.name}: {result.comparison}; exact rank {r} of dim {result.dim} "
+                          "(policies marked against the rank rules)", 110), fontsize=9)
+    return fig
 
 
 def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: str = "png",
@@ -144,9 +163,19 @@ def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: 
     Returns the image in format ``fmt`` (one :func:`plot_format` accepts).
     """
     plt = require_matplotlib()
+    fig = suite_figure(results, summary, backend)
+    try:
+        return _render(fig, fmt)
+    finally:
+        plt.close(fig)
+
+
+def suite_figure(results: Sequence[CaseCrosscheck], summary: SuiteSummary, backend: str = "float64"):
+    """The matplotlib figure of :func:`render_suite` (legend and notes inside the figure)."""
+    plt = require_matplotlib()
     rows = [(r.name, r.spectra[backend].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"], r)
             for r in results if backend in r.spectra and r.spectra[backend].failure is None]
-    fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.8))
+    fig, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 2.2), layout="constrained")
     ends = [v for _, band, _ in rows for v in band if 0 < v < math.inf]
     left = min(ends + [1e-18]) / 10
     right = 10.0
@@ -158,9 +187,11 @@ def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: 
         ax.plot([max(sp.gamma_shape) * sp.eps], [y], "|", color="black", ms=10,
                 label="numpy-default rtol = max(m,n) eps" if y == 0 else None)
         if not r.fixable:
-            ax.text(right, y, "  no tolerance fixes the verdict", va="center", fontsize=7, color="tab:red")
+            ax.text(right, y, "  no tolerance fixes the verdict", va="center", fontsize=7, color="tab:red",
+                    clip_on=True)
         elif sp.n_pattern_flips:
-            ax.text(right, y, "  float pattern differs: left out", va="center", fontsize=7, color="tab:orange")
+            ax.text(right, y, "  float pattern differs: left out", va="center", fontsize=7, color="tab:orange",
+                    clip_on=True)
     lines = {"rtol=1e-6": 1e-6, "rtol=1e-9": 1e-9}
     for label, x in lines.items():
         ax.axvline(x, ls="--", color="gray", lw=1)
@@ -169,8 +200,8 @@ def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: 
     if entry and entry["exists"]:
         ax.axvline(entry["chosen"], color="tab:green", lw=2, label=f"chosen common rtol {entry['chosen']:.2g}")
     elif entry:
-        ax.set_title("no common band: " + entry["conflict"]["needs_rtol_at_least"]["case"] + " vs "
-                     + entry["conflict"]["needs_rtol_below"]["case"], fontsize=9, color="tab:red")
+        ax.set_title(_wrapped("no common band: " + entry["conflict"]["needs_rtol_at_least"]["case"] + " vs "
+                              + entry["conflict"]["needs_rtol_below"]["case"], 90), fontsize=9, color="tab:red")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xscale("log")
     ax.set_xlim(left, right * 1e3)
@@ -178,7 +209,4 @@ def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: 
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([name for name, _, _ in rows], fontsize=7)
     ax.set_xlabel(f"relative tolerance rtol = tol / sigma_max ({backend}); bar = [sigma_(r+1), sigma_r) / sigma_1")
-    try:
-        return _render(fig, fmt)
-    finally:
-        plt.close(fig)
+    return fig

@@ -61,8 +61,9 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _case_detail(r: CaseCrosscheck) -> list[str]:
-    lines = [f"case {r.name}: exact {r.verdict} (rank_gamma {r.rank_gamma}, rank_a {r.rank_a}, dim {r.dim}"
-             f"{', ' + str(r.n_ties) + ' ties' if r.n_ties else ''})"]
+    lines = [f"case {r.name}: {r.comparison} (rank_gamma {r.rank_gamma}, rank_a {r.rank_a}, dim {r.dim}"
+             f"{', ' + str(r.n_ties) + ' ties' if r.n_ties else ''}); float policies are marked against "
+             "the rank rules' verdict"]
     if not r.fixable:
         lines.append(f"  no tolerance can give the exact verdict: the >= 0 pattern's exact ranks "
                      f"({r.pattern_rank_gamma}, {r.pattern_rank_a}) give {r.pattern_verdict}")
@@ -92,6 +93,7 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
     """Human-readable report: detail for one case, tables for a suite (non-printables escaped)."""
     if len(results) == 1:
         return "\n".join(map(escape_nonprintable, _case_detail(results[0]))) + "\n"
+    # suites: the verdict column is the rank rules' (what the policies are marked against)
     lines = []
     rows = []
     for r in results:
@@ -103,10 +105,11 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
         else:
             band_text = _fmt_band(*sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"])
         wrong = [o.policy for o in r.outcomes if not o.right_verdict]
-        rows.append([r.name, r.verdict, f"{r.pattern_rank_gamma}/{r.dim}", band_text,
+        final = "-" if r.check_verdict is None else r.check_verdict
+        rows.append([r.name, r.verdict, final, f"{r.pattern_rank_gamma}/{r.dim}", band_text,
                      "" if r.fixable else "no", str(len(wrong))])
-    lines += _table(["case", "exact verdict", "rank/dim", "band rel (float64)", "fixable", "#wrong policies"],
-                    rows)
+    lines += _table(["case", "rank rules", "check's verdict", "rank/dim", "band rel (float64)", "fixable",
+                     "#wrong policies"], rows)
     lines.append("")
     prow = [[p, str(len(summary.wrong_verdicts[p])), str(len(summary.wrong_ranks[p])),
              ", ".join(summary.wrong_verdicts[p][:4]) + (" ..." if len(summary.wrong_verdicts[p]) > 4 else "")]
@@ -136,3 +139,4 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
     if summary.unfixable:
         lines.append("no tolerance gives the exact verdict for: " + ", ".join(summary.unfixable))
     return "\n".join(map(escape_nonprintable, lines)) + "\n"  # case names cannot drive the terminal
+

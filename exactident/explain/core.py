@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from exactident.budget import stage
 from exactident.explain.kernel import gamma_kernel
 from exactident.explain.neurons import neuron_entries
 from exactident.explain.parameters import KernelBlock, classify, constant_line, fixed_names
@@ -58,6 +59,9 @@ class Explanation:
         Readable lines (report field ``explanation``).
     seconds : float
         Time spent after the report (kernels, lines, classes, diagnostics).
+    report : Report or None
+        The report explained (set by :func:`explain`; its ``extra`` gets these fields
+        when called as ``exactident.explain``).
     """
 
     names: list[str]
@@ -66,6 +70,45 @@ class Explanation:
     blocks: list[KernelBlock]
     lines: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    report: Report | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One short line: the verdict, ranks, ``decided_by`` and the count of each parameter class."""
+        r = self.report
+        head = "" if r is None else (f"verdict={r.verdict!r}, rank_gamma={r.rank_gamma}, rank_a={r.rank_a}, "
+                                     f"dim={r.dim}, decided_by={r.decided_by!r}, ")
+        counts = {c: n for c in ("not-identifiable", "first-order-determined", "unknown", "identifiable", "fixed")
+                  if (n := self.count(c))}
+        return f"Explanation({head}classes={counts}, kernel_directions={sum(len(b.basis) for b in self.blocks)})"
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the report's verdict and reason, the explanation, one row per parameter."""
+        from exactident.io.display import html_block, parameter_rows
+
+        r = self.report
+        fields: list[tuple[str, Any]] = [] if r is None else [
+            ("verdict", r.verdict), ("decided by", r.decided_by), ("rank Gamma", r.rank_gamma),
+            ("rank A", r.rank_a), ("dim", r.dim)]
+        rows = parameter_rows([] if r is None else r.widths, None if r is None else r.extra.get("provenance"),
+                              self.parameters)
+        lines = ([] if r is None else [r.reason]) + self.lines
+        return html_block("Explanation" + ("" if r is None else f" {r.name}"), fields, lines,
+                          (["parameter", "framework name", "class", "by", "why"],
+                           [[e["parameter"], e["framework_name"], e["class"], e["by"], e["why"]] for e in rows]))
+
+    def parameters_frame(self) -> Any:
+        """One row per parameter (paper's and framework's names, class, witness kind) as a pandas DataFrame.
+
+        Raises
+        ------
+        UnsupportedCaseError
+            When pandas is not installed.
+        """
+        from exactident.io.display import parameter_rows, to_frame
+
+        r = self.report
+        return to_frame(parameter_rows([] if r is None else r.widths, None if r is None else r.extra.get("provenance"),
+                                       self.parameters))
 
     def fields(self) -> dict[str, Any]:
         """The report fields, JSON-ready (kernel entries as decimal strings of any size)."""
@@ -160,6 +203,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         else:
             patterns, covers_all = [], False
         for res, pattern in patterns:
+            stage("explain: exact kernel of Gamma", resolutions=len(patterns), samples=len(X), dim=net.dim)
             k = gamma_kernel(net, X, pattern, fixed, rng=rng)
             lines = [not report.degenerate and constant_line(net, X, fixed, params, vec, ties=ties)
                      for vec in k.basis]
@@ -169,12 +213,14 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
                            and report.patterns and report.patterns[blk.resolution]["ties"] == ent_res), None)
     cn_fails = (not ties and not report.degenerate and report.rank_a is not None
                 and report.rank_gamma == report.rank_a < report.dim and bool(blocks))
+    stage("explain: parameter classes", parameters=len(names))
     parameters = classify(names, fixed_names(net, fixed), verdict=report.verdict, degenerate=report.degenerate,
                           blocks=blocks, covers_all=covers_all and bool(blocks), cn_fails=cn_fails,
                           entering_block=entering_block, certificate_deltas=deltas)
+    stage("explain: neuron diagnostics", neurons=sum(net.widths[1:-1]))
     neurons = neuron_entries(state, X, net.widths, params,
                              [b.basis for b in blocks] if blocks or report.verdict == "identifiable" else None)
-    ex = Explanation(names, parameters, neurons, blocks)
+    ex = Explanation(names, parameters, neurons, blocks, report=report)
     ex.lines = explanation_lines(report, ex, deltas)
     ex.seconds = time.perf_counter() - start
     return report, ex

@@ -32,6 +32,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.budget import stage
 from exactident.errors import InvariantViolation
 from exactident.explain.kernel import combination_text, gamma_kernel, integer_kernel
 from exactident.explain.obstructions import Obstruction, never_seen, obstructions
@@ -78,6 +79,27 @@ class Design:
     new_report: Report | None = None
     statement: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+    def __repr__(self) -> str:
+        """One short line: the verdict, ranks, lower bound, prefix, subsample and points found."""
+        return (f"Design(name={self.name[:60]!r}, verdict={self.verdict!r}, rank_gamma={self.rank_gamma}, "
+                f"dim={self.dim}, lower_bound={self.lower_bound}, "
+                f"prefix={None if self.prefix is None else self.prefix.get('length')}, "
+                f"subsample={None if self.subsample is None else self.subsample.get('size')}, "
+                f"new_points={None if self.points is None else len(self.points.get('added', []))})")
+
+    def _repr_html_(self) -> str:
+        """The notebook view: ranks, the smallest sizes found, the statement (HTML, escaped)."""
+        from exactident.io.display import html_block
+
+        new = self.new_report
+        fields = [("verdict", self.verdict), ("rank Gamma", self.rank_gamma), ("dim", self.dim),
+                  ("samples", self.n_samples), ("lower bound on samples", self.lower_bound),
+                  ("identifying prefix", None if self.prefix is None else self.prefix.get("length")),
+                  ("identifying subsample", None if self.subsample is None else self.subsample.get("size")),
+                  ("new points", None if self.points is None else len(self.points.get("added", []))),
+                  ("new case's verdict", None if new is None else f"{new.verdict} (rank Gamma {new.rank_gamma})")]
+        return html_block(f"Design {self.name}", fields, self.statement)
 
     def to_dict(self) -> dict[str, Any]:
         """This design as the ``exactident-design/1`` JSON object (docs/cli.md)."""
@@ -313,7 +335,9 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
     box = box or data_box(X, net.widths[0])
     if verdict == "identifiable":
         if not state.ties:
+            stage("design: smallest prefix", samples=len(X))
             out.prefix = smallest_prefix(net, X, state.pattern, fixed, rng=rng)
+            stage("design: small subsample", samples=len(X))
             out.subsample = small_subsample(net, X, state.pattern, fixed, rng=rng)
             if out.prefix:
                 out.statement.append(f"the first {out.prefix['length']} of the {len(X)} samples already identify "
@@ -357,6 +381,7 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
     before = [len(K) for K in kernels]
     skip = [o.neurons[0] for o in obs]
     n_out = sum(len(o.deltas) for o in obs)
+    stage("design: new points", budget=budget)
     found = search_points(net, X, fixed, params, kernels, box, budget=budget, rng=rng, progress=progress,
                           floor=n_out * len(kernels), skip=skip)
     if inside and len(kernels) == 1 and found.nullity[0]:  # single weights still unseen: proved out of reach?

@@ -154,6 +154,18 @@ class Case:
     def n_samples(self) -> int:
         return len(self.X)
 
+    def _repr_html_(self) -> str:
+        """The notebook view: widths, sample size, dim, where it came from (HTML, escaped)."""
+        from exactident.io.display import html_block
+
+        prov = self.provenance or {}
+        fields = [("widths", list(self.network.widths)), ("samples", len(self.X)), ("dim", self.network.dim),
+                  ("source", self.source)]
+        fields += [(k, prov[k]) for k in ("format", "importer", "weight_dtype", "sample_dtype") if k in prov]
+        if isinstance((self.expected or {}).get("verdict"), str):
+            fields.append(("expected verdict", self.expected["verdict"]))  # type: ignore[index]
+        return html_block(f"Case {self.name}", fields, [self.description] if self.description else [])
+
 
 def _json_int(text: str) -> int | decimal.Decimal:
     # Python refuses int(str) beyond 4300 digits; Decimal keeps any length exactly

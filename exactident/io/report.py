@@ -47,14 +47,56 @@ class Report:
     pattern_ranks: tuple[int, int | None] | None = None
 
     def __repr__(self) -> str:
-        """One short line (the full report is :meth:`to_dict`; the table is ``str(report)``)."""
+        """One short line: verdict, ranks, ``decided_by`` (the full report is :meth:`to_dict`; the table is
+        ``str(report)``)."""
         return (f"Report(name={_short(self.name)}, verdict={self.verdict!r}, rank_gamma={self.rank_gamma}, "
                 f"rank_a={self.rank_a}, dim={self.dim}, n_samples={self.n_samples}, n_ties={self.n_ties}, "
-                f"float={_float_cell(self.numeric)!r})")
+                f"decided_by={self.decided_by!r}, float={_float_cell(self.numeric)!r})")
 
     def __str__(self) -> str:
-        """The human-readable table of this report (:func:`render_table`)."""
-        return render_table([self])
+        """The human-readable table of this report, reasons wrapped at 100 characters (:func:`render_table`)."""
+        from exactident.io.display import REASON_WIDTH
+
+        return render_table([self], width=REASON_WIDTH)
+
+    def _repr_html_(self) -> str:
+        """The notebook view: verdict, ranks, ``decided_by``, the reason and the notes (HTML, escaped)."""
+        from exactident.io.display import html_block
+
+        fields = [("verdict", self.verdict), ("decided by", self.decided_by), ("rank Gamma", self.rank_gamma),
+                  ("rank A", self.rank_a), ("dim", self.dim),
+                  ("n N_L", self.n_samples * self.widths[-1]), ("widths", self.widths),
+                  ("samples", self.n_samples), ("ties", self.n_ties), ("float", _float_cell(self.numeric)),
+                  ("time", f"{self.seconds:.2f}s")]
+        explained = self.extra.get("explanation")
+        lines = [self.reason, *_summary_lines(self), *(explained if isinstance(explained, list) else [])]
+        return html_block(f"Report {self.name}", fields, [str(t) for t in lines])
+
+    def parameters_rows(self) -> list[dict[str, Any]]:
+        """One dict per parameter: the paper's name, the framework's name, layer, kind, and explain's class.
+
+        Names come from the widths and the case's ``provenance["parameter_names"]``; the columns
+        ``class``, ``by`` and ``why`` are present when the report was explained (``exactident.explain``,
+        ``check --explain``: report field ``parameters``, fixed edges listed as ``fixed``); otherwise
+        every parameter is listed with its names only (docs/notebook.md).
+        """
+        from exactident.io.display import parameter_rows
+
+        entries = self.extra.get("parameters")
+        return parameter_rows(self.widths, self.extra.get("provenance"),
+                              entries if isinstance(entries, list) else None)
+
+    def parameters_frame(self) -> Any:
+        """:meth:`parameters_rows` as a pandas ``DataFrame`` (one row per parameter).
+
+        Raises
+        ------
+        UnsupportedCaseError
+            When pandas is not installed (it is optional).
+        """
+        from exactident.io.display import to_frame
+
+        return to_frame(self.parameters_rows())
 
     @property
     def summary(self) -> list[str]:
@@ -167,10 +209,12 @@ def _summary_lines(r: Report) -> list[str]:
     return lines + _float_notes(r.numeric)
 
 
-def render_table(reports: Sequence[Report]) -> str:
+def render_table(reports: Sequence[Report], width: int | None = None) -> str:
     """A plain-text table: verdict, ranks, dim, n*N_L, ties, float agreement, time; then each reason.
 
     Each reason line ends with ``[decided by: RULE]`` when the report has ``decided_by``.
+    With ``width``, reasons and notes are wrapped at that many characters (``str(report)``);
+    the command line keeps one line per reason.
 
     Non-printable characters in names and reasons are escaped
     (:func:`escape_nonprintable`).
@@ -192,6 +236,14 @@ def render_table(reports: Sequence[Report]) -> str:
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     for r in reports:
         decided = r.decided_by  # the JSON field, shown compactly after the reason
-        lines.append(f"{esc(r.name)}: {esc(r.reason)}" + (f" [decided by: {esc(decided)}]" if decided else ""))
-        lines += [f"  {esc(line)}" for line in _summary_lines(r)]
+        text = f"{esc(r.name)}: {esc(r.reason)}" + (f" [decided by: {esc(decided)}]" if decided else "")
+        notes = [esc(line) for line in _summary_lines(r)]
+        if width is None:
+            lines += [text, *(f"  {line}" for line in notes)]
+            continue
+        from exactident.io.display import wrap
+
+        lines += wrap(text, width)
+        for line in notes:
+            lines += wrap(line, width, "  ")
     return "\n".join(lines) + "\n"

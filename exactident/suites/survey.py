@@ -23,7 +23,7 @@ from typing import Any
 from exactident.suites.draft import Draft, draft_to_case_obj, n_at, network_dim
 from exactident.suites.rng import HashRng
 
-__all__ = ["KINDS", "SurveyResult", "draw_network", "survey"]
+__all__ = ["KINDS", "SurveyResult", "draw_network", "plot_figure", "render_plot", "survey"]
 
 #: What the parameters and samples are drawn from.
 KINDS = {"gaussian": "Gaussian float64 values (standard normal), converted exactly to rationals",
@@ -177,21 +177,40 @@ def survey(widths: list[int], trials: int, n_samples: int | None = None, seed: i
 
 
 def render_plot(result: SurveyResult, fmt: str) -> bytes:
-    """A bar chart of the ``R_Gamma`` distribution, ``dim`` marked (needs matplotlib)."""
+    """A bar chart of the ``R_Gamma`` distribution with ``dim`` and the binding bound ``min(dim, n N_L)``
+    marked (needs matplotlib)."""
     import io
 
     from exactident.crosscheck.plot import require_matplotlib
 
     plt = require_matplotlib()
-    dist = result.distribution()
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.bar(list(dist), list(dist.values()), color="tab:blue", width=0.8)
-    ax.axvline(result.dim, color="tab:red", linestyle="--", label=f"dim = {result.dim}")
-    ax.set_xlabel("R_Gamma (batch functional dimension)")
-    ax.set_ylabel("trials")
-    ax.set_title(f"widths {','.join(map(str, result.widths))}, n = {result.n_samples}, {result.kind} draws")
-    ax.legend()
+    fig = plot_figure(result)
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
+    fig.savefig(buf, format=fmt, dpi=120)  # constrained layout: legend and title already inside
     plt.close(fig)
     return buf.getvalue()
+
+
+def plot_figure(result: SurveyResult):
+    """The matplotlib figure of :func:`render_plot`: bars, ``dim`` and ``min(dim, n N_L)`` (the largest
+    possible ``R_Gamma``; one line when they are equal), the legend to the right."""
+    from exactident.crosscheck.plot import require_matplotlib
+
+    plt = require_matplotlib()
+    dist = result.distribution()
+    fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
+    ax.bar(list(dist), list(dist.values()), color="tab:blue", width=0.8, label="trials with this R_Gamma")
+    nN = result.n_samples * result.widths[-1]
+    if result.bound < result.dim:  # the sample is too small: n N_L rows bind before dim
+        ax.axvline(result.bound, color="tab:orange", linestyle="-", lw=2,
+                   label=f"bound min(dim, n N_L) = n N_L = {result.bound}")
+        ax.axvline(result.dim, color="tab:red", linestyle="--", label=f"dim = {result.dim} (out of reach)")
+    else:
+        ax.axvline(result.dim, color="tab:red", linestyle="--",
+                   label=f"bound min(dim, n N_L) = dim = {result.dim} (n N_L = {nN})")
+    ax.set_xlabel("R_Gamma (batch functional dimension)")
+    ax.set_ylabel("trials")
+    ax.set_title(f"widths {','.join(map(str, result.widths))}, n = {result.n_samples}, {result.kind} draws",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    return fig

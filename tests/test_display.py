@@ -1,0 +1,180 @@
+"""Rich display (docs/notebook.md): HTML views, short reprs, wrapped reasons, the parameter table, progress.
+
+Right values: the tiny case ``f = 3 relu(2x + 1)`` sampled at ``0, 1, -1/2`` (paper §2, derived in
+docs/theory.md): ``rank Gamma = rank A = 2 < dim = 3``, not identifiable, the biases trade along
+``b_1 - 3 b_2``; the names ``W_l[i,j]`` / ``b_l[i]`` of a ``[2, 3, 1]`` network are listed by hand;
+the structural case ``one-active-sample`` (tests/structural_cases.py: a hidden neuron active at one
+sample of a 1-D input, an unpinned hyperplane, derived there) is inconclusive by the rank rules.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import sys
+from pathlib import Path
+
+import pytest
+
+import exactident
+from exactident import parse_case
+from exactident.errors import UnsupportedCaseError
+from exactident.io.display import framework_name, parameter_rows, wrap
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "cases" / "tiny-111-kink.json"
+VOID = {"br", "hr", "img", "meta", "link", "input"}
+
+
+class _Checker(html.parser.HTMLParser):
+    """Tags balance (every opened tag closed in order) and the text, unescaped."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.text: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parsed(markup: str) -> str:
+    p = _Checker()
+    p.feed(markup)
+    p.close()
+    assert p.errors == [] and p.stack == [], (p.errors, p.stack)
+    return " ".join(" ".join(p.text).split())
+
+
+def _tiny_case(names=None):
+    obj = {"format": "exactident-case/1", "name": "t <b>", "widths": [1, 1, 1], "weights": [[["2"]], [["3"]]],
+           "biases": [["1"], ["0"]], "sample": [[0], [1], ["-1/2"]]}
+    if names:
+        obj["provenance"] = {"parameter_names": names}
+    return parse_case(obj)
+
+
+def test_report_html_is_valid_and_says_verdict_ranks_reason():
+    r = exactident.check(_tiny_case(), numeric=False, progress=False)
+    text = parsed(r._repr_html_())
+    assert "not-identifiable" in text and "boundary-entering" in text
+    assert "rank Gamma 2" in text and "rank A 2" in text and "dim 3" in text
+    assert " ".join(r.reason.split()) in text
+    assert "Report t <b>" in text and "<b>t <b>" not in r._repr_html_()  # the name is escaped, not markup
+
+
+def test_repr_is_short_and_has_decided_by():
+    r = exactident.check(TINY, numeric=False, progress=False)
+    text = repr(r)
+    assert "\n" not in text and "verdict='not-identifiable'" in text and "decided_by='boundary-entering'" in text
+    assert "rank_gamma=2" in text and "rank_a=2" in text
+
+
+def test_str_wraps_long_reasons():
+    r = exactident.check(TINY, numeric=False, progress=False)
+    r.reason = "word " * 100
+    lines = str(r).splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert len(max(exactident.io.report.render_table([r]).splitlines(), key=len)) > 400  # the CLI's: one line
+
+
+def test_wrap_keeps_hyphenated_verdicts_whole():
+    lines = wrap("x " * 40 + "not-identifiable", width=81)
+    assert any("not-identifiable" in line for line in lines)
+
+
+def test_case_explain_design_crosscheck_html():
+    case = exactident.load_case(TINY)
+    assert "[1, 1, 1]" in parsed(case._repr_html_())
+    ex = exactident.explain(case, progress=False)
+    text = parsed(ex._repr_html_())
+    assert "not-identifiable" in text and "b_1[0]" in text and "first-order-determined" in text
+    assert "not-identifiable" in repr(ex) and "\n" not in repr(ex)
+    d = exactident.design(case, progress=False)
+    assert "rank Gamma 2" in parsed(d._repr_html_()) and "lower_bound=3" in repr(d)
+    c = exactident.crosscheck(case, progress=False)
+    text = parsed(c._repr_html_())
+    assert "rank rules: not-identifiable" in text and "float64/numpy-default" in text
+    assert "rank_rules='not-identifiable'" in repr(c)
+
+
+def test_explain_classes_reach_the_report_table():
+    # b_1[0] and b_2[0] trade along b_1 - 3 b_2 (not identifiable); W_1[0,0] is pinned to first order;
+    # W_2[0,0] is the fixed edge of the single hidden neuron.
+    ex = exactident.explain(_tiny_case({"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]"}), progress=False)
+    rows = {row["parameter"]: row for row in ex.report.parameters_rows()}
+    assert {k: v["class"] for k, v in rows.items()} == {
+        "W_1[0,0]": "first-order-determined", "b_1[0]": "not-identifiable", "b_2[0]": "not-identifiable",
+        "W_2[0,0]": "fixed"}
+    assert rows["W_1[0,0]"]["framework_name"] == "fc1.weight[0,0]" and rows["b_2[0]"]["framework_name"] is None
+
+
+def test_parameter_rows_without_explain_list_every_parameter():
+    # [2, 3, 1]: W_1 is 3x2 (6), b_1 3, W_2 1x3 (3), b_2 1: 13 parameters; sklearn stores kernels [j,i]
+    rows = parameter_rows([2, 3, 1], {"parameter_names": {"W_1": "coefs_[0][j,i]", "b_2": "intercepts_[1][i]"}})
+    assert [r["parameter"] for r in rows] == [
+        "W_1[0,0]", "W_1[0,1]", "W_1[1,0]", "W_1[1,1]", "W_1[2,0]", "W_1[2,1]", "b_1[0]", "b_1[1]", "b_1[2]",
+        "W_2[0,0]", "W_2[0,1]", "W_2[0,2]", "b_2[0]"]
+    assert rows[5]["framework_name"] == "coefs_[0][1,2]" and rows[12]["framework_name"] == "intercepts_[1][0]"
+    assert rows[6]["framework_name"] is None and "class" not in rows[0]
+    assert framework_name("W_3[1,2]", {"W_3": "dense/kernel"}) == "dense/kernel"  # no index order: as given
+
+
+def test_parameters_frame_with_pandas():
+    pd = pytest.importorskip("pandas")
+    ex = exactident.explain(_tiny_case({"W_1": "fc1.weight[i,j]"}), progress=False)
+    frame = ex.report.parameters_frame()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 4
+    assert list(frame["parameter"]) == ["W_2[0,0]", "W_1[0,0]", "b_1[0]", "b_2[0]"]
+    assert frame.loc[frame["parameter"] == "W_1[0,0]", "framework_name"].item() == "fc1.weight[0,0]"
+
+
+def test_parameters_frame_without_pandas_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
+    r = exactident.check(TINY, numeric=False, progress=False)
+    with pytest.raises(UnsupportedCaseError, match="pandas"):
+        r.parameters_frame()
+
+
+@pytest.mark.parametrize("call", ["check", "explain", "design", "crosscheck"])
+def test_progress_true_shows_stages_false_is_silent(call, capsys):
+    fn = getattr(exactident, call)
+    kwargs = {"numeric": False} if call == "check" else {}
+    fn(TINY, progress=False, **kwargs)
+    assert capsys.readouterr().err == ""
+    fn(TINY, progress=True, **kwargs)
+    err = capsys.readouterr().err
+    assert "forward pass" in err and "tiny-111-kink" in err  # the terminal's stage names
+
+
+def test_progress_auto_is_off_outside_a_terminal_or_kernel(capsys):
+    exactident.check(TINY, numeric=False)  # pytest captures stderr: not a terminal
+    assert capsys.readouterr().err == ""
+
+
+def test_crosscheck_states_both_verdicts():
+    sys.path.insert(0, str(Path(__file__).parent))
+    from structural_cases import ONE_ACTIVE
+
+    case = parse_case(ONE_ACTIVE)
+    c = exactident.crosscheck(case, progress=False)
+    rank_rules = exactident.check(case, numeric=False, structural=False, progress=False)
+    final = exactident.check(case, numeric=False, progress=False)
+    assert rank_rules.verdict == "inconclusive" and final.verdict == "not-identifiable"
+    assert c.comparison == ("rank rules: inconclusive; check's verdict: not-identifiable "
+                            "(decided by unpinned-hyperplane)")
+    assert c.to_dict()["check"] == {"verdict": "not-identifiable", "decided_by": "unpinned-hyperplane"}
+    from exactident.crosscheck.core import summarize
+    from exactident.crosscheck.render import render_text
+
+    assert c.comparison in render_text([c], summarize([c]))
