@@ -109,6 +109,10 @@ class CaseCrosscheck:
     spectra: dict[str, Spectra]
     outcomes: list[PolicyOutcome]
     seconds: float = 0.0
+    #: ``--certified-bands``: :func:`exactident.crosscheck.certified.certified_conditioning`'s result.
+    certified: dict[str, Any] | None = None
+    #: ``--pipeline``: :func:`exactident.numeric.pipelines.emulate`'s results.
+    pipelines: list[dict[str, Any]] | None = None
 
     @property
     def fixable(self) -> bool:
@@ -136,6 +140,11 @@ class CaseCrosscheck:
             }
             if sp.native_default is not None:
                 spectra[key]["native_default_ranks"] = list(sp.native_default)
+        extra: dict[str, Any] = {}
+        if self.certified is not None:
+            extra["certified"] = self.certified
+        if self.pipelines is not None:
+            extra["pipelines"] = self.pipelines
         return {
             "name": self.name, "source": self.source, "widths": self.widths,
             "n_samples": self.n_samples, "dim": self.dim,
@@ -146,6 +155,7 @@ class CaseCrosscheck:
             "expected_verdict": self.expected_verdict, "fixable": self.fixable,
             "spectra": spectra,
             "policies": [o.__dict__ for o in self.outcomes],
+            **extra,
             "seconds": self.seconds,
         }
 
@@ -202,7 +212,8 @@ def _outcome(pol: Policy, sp: Spectra, N_L: int, dim: int, degenerate: bool, exa
     return PolicyOutcome(pol.name, tg, rg, ra, v, v == exact_verdict, rg == p_rank_gamma and ra == p_rank_a)
 
 
-def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> CaseCrosscheck:
+def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, certified: bool = False,
+                    pipelines: Sequence[str] = ()) -> CaseCrosscheck:
     """Exact ranks and verdict of ``case`` against every policy's float ones.
 
     Parameters
@@ -210,6 +221,10 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     case : Case
     policies : list of Policy, optional
         Default :func:`~exactident.numeric.tolerance.default_policies` (numpy backends only).
+    certified : bool
+        Add the certified conditioning (:mod:`exactident.crosscheck.certified`).
+    pipelines : list of str
+        Emulated pipelines to run (:mod:`exactident.numeric.pipelines`).
 
     Returns
     -------
@@ -252,11 +267,21 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     outcomes = [_outcome(pol, spectra[pol.backend], N_L, net.dim, report.degenerate, report.verdict,
                          p_rank_gamma, p_rank_a) for pol in policies]
     expected = (case.expected or {}).get("verdict")
+    cert = None
+    if certified:
+        from exactident.crosscheck.certified import certified_conditioning
+
+        cert = certified_conditioning(case, p_rank_gamma, p_rank_a // N_L, net.dim)
+    emulated = None
+    if pipelines:
+        from exactident.numeric.pipelines import emulate
+
+        emulated = [emulate(case, name, p_rank_gamma, net.dim) for name in pipelines]
     return CaseCrosscheck(case.name, case.source, list(net.widths), len(X), net.dim,
                           report.verdict, report.rank_gamma, report.rank_a, report.on_boundary,
                           report.n_ties, p_rank_gamma, p_rank_a, p_verdict,
                           expected if isinstance(expected, str) else None, spectra, outcomes,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, cert, emulated)
 
 
 @dataclass
