@@ -56,7 +56,8 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
 from exactident.numeric.numpy_backend import round_sample, to_float_network
 
-__all__ = ["PIPELINE_NAMES", "Pipeline", "emulate", "parse_pipeline", "rank_rule", "render_pipeline"]
+__all__ = ["PIPELINE_NAMES", "Pipeline", "emulate", "emulate_all", "parse_pipeline", "pipeline_matrix", "rank_rule",
+           "render_pipeline"]
 
 #: Names accepted by ``--pipeline`` (``functional-dimension:B`` sets the batch size).
 PIPELINE_NAMES = ("numpy", "torch-float32", "torch-float64", "jax", "functional-dimension")
@@ -122,6 +123,22 @@ def rank_rule(S: np.ndarray, shape: tuple[int, int], dtype: Any, rule: str) -> t
         tol = smax * m * eps
     # Compare in S's dtype as the libraries do (NEP 50: a Python float adopts the array's dtype).
     return int(np.count_nonzero(S > np.asarray(tol, dtype=S.dtype))), float(tol)
+
+
+def pipeline_matrix(case: Case, pipeline: Pipeline | str) -> np.ndarray:
+    """The float matrix ``pipeline`` ranks: full Jacobian ``(n' N_L, N)`` in its dtype (``n'`` kept samples).
+
+    Examples
+    --------
+    >>> from exactident.io.case import parse_case
+    >>> c = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1]]})
+    >>> pipeline_matrix(c, "numpy").tolist()  # columns W_1, b_1, W_2, b_2; rows (3x, 3, 2x+1, 1)
+    [[0.0, 3.0, 1.0, 1.0], [3.0, 3.0, 3.0, 1.0]]
+    """
+    p = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    n = len(case.X)
+    return _float_jacobian(case, p, (n // p.batch) * p.batch if p.batch else n)[0]
 
 
 def _float_jacobian(case: Case, p: Pipeline, n_kept: int) -> tuple[np.ndarray, np.ndarray]:
