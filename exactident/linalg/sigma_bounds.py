@@ -240,7 +240,7 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
     (True, True)
     """
     A = M.transpose() if M.nrows() < M.ncols() else M  # Gram of the smaller side
-    m, n = A.nrows(), A.ncols()
+    n = A.ncols()
     if r == 0 or n > max_size:
         return None
     K = nullspace(A)
@@ -250,7 +250,7 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
     if not np.all(np.isfinite(Af)):
         return SigmaBounds(r, (M.nrows(), M.ncols()), None, None, None, None, math.nan, math.nan,
                            "entries beyond float64's range")
-    U, s, Vt = np.linalg.svd(Af, full_matrices=False)
+    _, s, Vt = np.linalg.svd(Af, full_matrices=False)
     s_r, s_1 = float(s[r - 1]), float(s[0])
     out = SigmaBounds(r, (M.nrows(), M.ncols()), None, None, None, None, s_r, s_1)
     # Upper bounds / sigma_1 lower bound: exact Rayleigh quotients of rounded float vectors.

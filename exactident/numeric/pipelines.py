@@ -4,23 +4,22 @@
 pipelines").  Every pipeline differentiates the network outputs with respect
 to *every* weight and bias (the full Jacobian, ``n N_L x N``, whose exact rank
 is ``rank_gamma``: the fixed-edge columns are combinations of the others by
-positive homogeneity) in a float dtype, then applies a library's rank rule:
+positive homogeneity) in a float dtype, then applies a library's rank rule.
 
-===========================  ==========  =========================================================
-name                         Jacobian    rank rule (``S`` singular values, ``(M, N)`` the shape)
-===========================  ==========  =========================================================
-``numpy``                    float64     ``S > S.max() * max(M, N) * eps(float64)`` (``numpy.linalg.matrix_rank``)
-``torch-float32``            float32     ``S > max(atol, rtol * S.max())``, ``atol = 0``, ``rtol = max(M, N) eps(float32)``
-``torch-float64``            float64     the same with ``eps(float64)`` (``torch.linalg.matrix_rank``)
-``jax``                      float32     ``S > S.max() * max(M, N) * eps(float32)`` (``jnp.linalg.matrix_rank``;
-                                         JAX computes in float32 unless ``jax_enable_x64``)
-``functional-dimension[:B]`` float32     softmax outputs, the last partial batch of ``B`` samples
-                                         (default 32) dropped, ``S > S.max() * max(M, N) * eps(float64)``
-===========================  ==========  =========================================================
+- ``numpy``: float64 Jacobian, ``S > S.max() * max(M, N) * eps(float64)``
+  (``numpy.linalg.matrix_rank``; ``S`` the singular values, ``(M, N)`` the shape);
+- ``torch-float32``, ``torch-float64``: Jacobian in that dtype,
+  ``S > max(atol, rtol * S.max())`` with ``atol = 0``, ``rtol = max(M, N) eps(dtype)``
+  (``torch.linalg.matrix_rank``);
+- ``jax``: float32 Jacobian (JAX computes in float32 unless ``jax_enable_x64``),
+  ``S > S.max() * max(M, N) * eps(float32)`` (``jnp.linalg.matrix_rank``);
+- ``functional-dimension[:B]``: float32 Jacobian of the softmax outputs, the last
+  partial batch of ``B`` samples (default 32) dropped, then numpy's rule with
+  float64's eps (``matrix_rank`` of the float32 matrix taken to float64).
 
-ReLU's derivative at ``z = 0``: 1 for ``numpy`` and ``functional-dimension``
-(the ``>= 0`` indicator of the paper), 0 for ``torch-*`` and ``jax``
-(autograd's ``relu'(0) = 0``).
+ReLU's derivative at ``z = 0``: 1 for ``numpy`` (the ``>= 0`` indicator of
+the paper, as :mod:`exactident.numeric.numpy_backend`), 0 for ``torch-*``,
+``jax`` and ``functional-dimension`` (autograd's ``relu'(0) = 0``).
 
 Every value of the case is rounded once to the dtype
 (:mod:`exactident.numeric.rounding`), the forward pass and backpropagation
@@ -87,8 +86,9 @@ def parse_pipeline(text: str) -> Pipeline:
     name, _, arg = text.partition(":")
     if name == "functional-dimension":
         if arg and not (arg.isdigit() and int(arg) > 0):
-            raise CaseFormatError("<command line>", "--pipeline", f"batch size must be a positive integer, found {arg!r}")
-        return Pipeline(text if arg else name, "float32", "numpy-eps64", 1, True, int(arg) if arg else DEFAULT_BATCH)
+            raise CaseFormatError("<command line>", "--pipeline",
+                                  f"batch size must be a positive integer, found {arg!r}")
+        return Pipeline(text if arg else name, "float32", "numpy-eps64", 0, True, int(arg) if arg else DEFAULT_BATCH)
     table = {"numpy": Pipeline("numpy", "float64", "numpy", 1),
              "torch-float32": Pipeline("torch-float32", "float32", "torch", 0),
              "torch-float64": Pipeline("torch-float64", "float64", "torch", 0),
@@ -115,14 +115,13 @@ def rank_rule(S: np.ndarray, shape: tuple[int, int], dtype: Any, rule: str) -> t
     if S.size == 0:
         return 0, 0.0
     m = max(shape)
-    eps = np.finfo(np.float64 if rule == "numpy-eps64" else dtype).eps
     smax = S.max()
-    if rule == "torch":
-        tol = max(0.0, float(m * eps * smax))
-    else:
+    if rule == "torch":  # rtol = max(M, N) eps as a tensor of S's dtype, times S.max(), in that dtype
+        tol = S.dtype.type(m * np.finfo(dtype).eps) * smax
+    else:  # numpy/jax: S.max() * max(M, N) * eps, a scalar of S's dtype (float64 with float64's eps)
+        eps = np.finfo(np.float64 if rule == "numpy-eps64" else dtype).eps
         tol = smax * m * eps
-    # Compare in S's dtype as the libraries do (NEP 50: a Python float adopts the array's dtype).
-    return int(np.count_nonzero(S > np.asarray(tol, dtype=S.dtype))), float(tol)
+    return int(np.count_nonzero(tol < S)), float(tol)
 
 
 def pipeline_matrix(case: Case, pipeline: Pipeline | str) -> np.ndarray:
@@ -175,7 +174,7 @@ def _float_jacobian(case: Case, p: Pipeline, n_kept: int) -> tuple[np.ndarray, n
 
 def _centred(G: flint.fmpq_mat, N_L: int) -> flint.fmpq_mat:
     rows = G.table()
-    out = []
+    out: list[list[flint.fmpq]] = []
     for s in range(0, len(rows), N_L):
         block = rows[s:s + N_L]
         mean = [sum(col, flint.fmpq(0)) / N_L for col in zip(*block)]
@@ -207,6 +206,8 @@ def emulate(case: Case, pipeline: Pipeline | str, rank_gamma: int, dim: int) -> 
     n, N_L = len(X), net.widths[-1]
     n_kept = (n // p.batch) * p.batch if p.batch else n
     J, _ = _float_jacobian(case, p, n_kept)
+    if p.rule == "numpy-eps64":  # the float32 matrix taken to float64, then numpy's matrix_rank
+        J = J.astype(np.float64)
     S = np.linalg.svd(J, compute_uv=False) if J.size else np.zeros(0, dtype=J.dtype)
     if not np.all(np.isfinite(S)):
         return {"pipeline": p.name, "rank": None, "explanation": ["the float pipeline produced inf/nan"]}
@@ -255,8 +256,9 @@ def emulate(case: Case, pipeline: Pipeline | str, rank_gamma: int, dim: int) -> 
 
 def render_pipeline(d: dict[str, Any]) -> list[str]:
     """Text lines for :func:`emulate`'s result."""
+    shape = d.get("shape") or [0, 0]
     head = (f"  pipeline {d['pipeline']}: rank {d['rank']}"
-            + (f" (tol {d['tol']:.3g}, {d['dtype']} {d['shape'][0]}x{d['shape'][1]})" if d.get("rank") is not None else "")
+            + (f" (tol {d['tol']:.3g}, {d['dtype']} {shape[0]}x{shape[1]})" if d.get("rank") is not None else "")
             + f"; exact rank_gamma {d.get('exact_rank_gamma')}"
             + ("" if d.get("exact_target") in (None, d.get("exact_rank_gamma"))
                else f", exact rank of what it rounds {d['exact_target']}"))
