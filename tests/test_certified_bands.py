@@ -130,3 +130,17 @@ def test_certified_conditioning_rank_deficient_case() -> None:
     assert g["sigma_r_lo"] <= sympy.sqrt(eig[1]) <= g["sigma_r_hi"] and g["rank"] == 2
     assert d["alpha"]["rank"] == 2  # alpha rows (x, 1, 1): rank 2, used since rank_gamma < dim
     assert d["rounding"]["float64"]["resolvable"] and d["rounding"]["float64"]["delta"] == 0.0
+
+
+@pytest.mark.parametrize("with_kernel", [False, True])
+def test_tiny_sigma_beyond_float64_is_bracketed_exactly(with_kernel: bool) -> None:
+    # [[1, 1], [1, 1 + e]], e = 10^-30: sigma_2 ~ e/2, far below float64's resolution of sigma_1 ~ 2
+    # (the float SVD returns round-off); the exact bisection brackets it to 1e-6 relative.
+    e = flint.fmpq(1, 10**30)
+    rows = [[1, 1, 0], [1, 1 + e, 0], [0, 0, 0]] if with_kernel else [[1, 1], [1, 1 + e]]
+    b = certified_sigma_bounds(flint.fmpq_mat(rows), 2)
+    two = sympy.Matrix([[1, 1], [1, 1 + sympy.Rational(1, 10**30)]])
+    eig = sorted((sympy.N(v, 80) for v in (two.T * two).eigenvals()), reverse=True)
+    sigma_2 = sympy.sqrt(eig[1])
+    assert b.sigma_r_lo <= sigma_2 <= b.sigma_r_hi
+    assert b.sigma_r_hi <= b.sigma_r_lo * (1 + 1e-6)

@@ -208,7 +208,7 @@ def _rayleigh(A: flint.fmpq_mat, u: flint.fmpq_mat) -> flint.fmpq | None:
 
 
 def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
-                           exact_limit: int = 60) -> SigmaBounds | None:
+                           exact_limit: int = 60, refine_limit: int = 24) -> SigmaBounds | None:
     """Certified bounds on ``sigma_r`` (smallest nonzero) and ``sigma_1`` of the exact ``M``.
 
     Parameters
@@ -221,6 +221,9 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
     exact_limit : int
         When the float Cholesky certificate fails, Gram matrices up to this size
         are tested by exact rational LDL^T (:func:`pd_exact`).
+    refine_limit : int
+        Gram matrices up to this size have ``sigma_r``'s bounds narrowed to a
+        relative width ``1e-6`` (in ``sigma_r^2``) by bisection with exact LDL^T.
 
     Returns
     -------
@@ -273,6 +276,8 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
     # Lower bound on sigma_r: S = G + c K' K'^T - mu I positive definite, K' = K T spans ker A
     # with nearly orthonormal columns (T from a float QR; any T keeps A K' = 0).
     KK = flint.fmpq_mat(n, n)
+    c = _q(s_1 * s_1)
+    KtK = flint.fmpq_mat(0, 0)
     if n > r:
         K = _scale_columns(K)
         Kf = _to_float(K)
@@ -280,13 +285,45 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
         Kp = K * _from_float(np.linalg.inv(Rk))
         if any(v != 0 for v in (A * Kp).entries()):
             raise InvariantViolation("kernel basis not in the kernel")
-        KK = _q(s_1 * s_1) * (Kp * Kp.transpose())
+        KK = c * (Kp * Kp.transpose())
+        KtK = Kp.transpose() * Kp
+    lo_mu = None
     for d in _DELTAS:
         mu = _q((s_r * (1 - d)) ** 2)
         if mu > 0 and _pd(G + KK - _identity(n, mu), exact_limit):
-            out.sigma_r_lo = float_below(mu)
+            lo_mu = mu
             break
     else:
         out.reason = (f"float64 Cholesky could not certify any candidate (too ill-conditioned), "
                       f"exact LDL^T only up to size {exact_limit}")
+        return out
+    if n <= refine_limit and out.sigma_r_hi is not None:
+        lo_mu, hi_mu = _refine(G + KK, c, KtK, lo_mu, _q(out.sigma_r_hi) ** 2)
+        out.sigma_r_hi = min(out.sigma_r_hi, float_above(hi_mu))
+    out.sigma_r_lo = float_below(lo_mu)
     return out
+
+
+def _refine(GK: flint.fmpq_mat, c: flint.fmpq, KtK: flint.fmpq_mat, lo: flint.fmpq,
+            hi: flint.fmpq) -> tuple[flint.fmpq, flint.fmpq]:
+    """Bisect ``lo < sigma_r^2 <= hi`` with exact LDL^T (small Gram matrices whose float SVD is poor).
+
+    ``GK = G + c K K^T``.  ``GK - mu I`` positive definite proves ``mu < sigma_r^2``.
+    Its eigenvalues are ``sigma_1^2..sigma_r^2`` (row space) and ``c eig(K^T K)`` (kernel),
+    so when ``c K^T K - mu I`` is positive definite (checked), ``GK - mu I`` *not* positive
+    definite proves ``sigma_r^2 <= mu``.
+    """
+    n = GK.nrows()
+    for _ in range(60):
+        if hi <= lo * (1 + flint.fmpq(1, 10**6)):
+            break
+        mid = _q(math.sqrt(_qf(lo) * _qf(hi)))
+        if not lo < mid < hi:
+            break
+        if pd_exact(GK - _identity(n, mid)):
+            lo = mid
+        elif KtK.nrows() == 0 or pd_exact(c * KtK - _identity(KtK.nrows(), mid)):
+            hi = mid
+        else:
+            break
+    return lo, hi
