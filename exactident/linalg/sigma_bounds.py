@@ -294,9 +294,19 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
             lo_mu = mu
             break
     else:
-        out.reason = (f"float64 Cholesky could not certify any candidate (too ill-conditioned), "
-                      f"exact LDL^T only up to size {exact_limit}")
-        return out
+        # Small and beyond float64 (the float sigma_r is round-off): step down from the
+        # certified upper bound, 2^-8 at a time in sigma_r^2, with exact LDL^T.
+        if n <= exact_limit and out.sigma_r_hi:
+            mu = _q(out.sigma_r_hi) ** 2
+            for _ in range(128):
+                mu /= 256
+                if pd_exact(G + KK - _identity(n, mu)):
+                    lo_mu = mu
+                    break
+        if lo_mu is None:
+            out.reason = (f"float64 Cholesky could not certify any candidate (too ill-conditioned), "
+                          f"exact LDL^T only up to size {exact_limit}")
+            return out
     if n <= refine_limit and out.sigma_r_hi is not None:
         lo_mu, hi_mu = _refine(G + KK, c, KtK, lo_mu, _q(out.sigma_r_hi) ** 2)
         out.sigma_r_hi = min(out.sigma_r_hi, float_above(hi_mu))
