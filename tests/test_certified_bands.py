@@ -9,9 +9,15 @@ import numpy as np
 import pytest
 import sympy
 
-from exactident.crosscheck.certified import boundary_distance, certified_conditioning, perturbation_bound
+from exactident.crosscheck.certified import boundary_distance, certified_conditioning
 from exactident.io.case import parse_case
-from exactident.linalg.sigma_bounds import certified_sigma_bounds, float_above, float_below, pd_exact
+from exactident.linalg.sigma_bounds import (
+    certified_sigma_bounds,
+    float_above,
+    float_below,
+    pd_exact,
+    perturbation_bound,
+)
 
 
 def _rank_deficient(rng: np.random.Generator, m: int, n: int, r: int) -> np.ndarray:
@@ -144,3 +150,29 @@ def test_tiny_sigma_beyond_float64_is_bracketed_exactly(with_kernel: bool) -> No
     sigma_2 = sympy.sqrt(eig[1])
     assert b.sigma_r_lo <= sigma_2 <= b.sigma_r_hi
     assert b.sigma_r_hi <= b.sigma_r_lo * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_float_band_gives_the_exact_rank_on_the_float_gamma(dtype: str) -> None:
+    # all-active network (rank_gamma = rank_a = 3 < dim 10, hand-derivable: f is affine on the sample).
+    from exactident.model.activation import activation_state
+    from exactident.model.fixed_edges import fixed_edges
+    from exactident.numeric.numpy_backend import float_operators
+
+    rng = np.random.default_rng(5)
+    W1 = [[f"{int(v)}/4" for v in row] for row in rng.integers(1, 9, (3, 2))]
+    case = parse_case({"format": "exactident-case/1", "name": "a", "widths": [2, 3, 1], "weights":
+                       [W1, [["1/3", "2/7", "-5/11"]]], "biases": [["1", "2", "3"], ["0"]],
+                       "sample": [[f"{i}/7", f"{(3 * i) % 5}/3"] for i in range(1, 13)]})
+    d = certified_conditioning(case, 3, 3, 10)
+    e = d["rounding"][dtype]
+    assert e["resolvable"] and not e["pattern_differs"]
+    lo, hi = e["float_band_abs"]
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    G = float_operators(net, X, fixed_edges(net), st.pattern, dtype, with_alpha=False).gamma
+    # Weyl bounds the exact singular values of G; the float64 SVD below adds at most ~ max(m, n) u sigma_1.
+    svd_err = 12 * 2.0**-52 * d["gamma"]["sigma_1_hi"] * 4
+    lo, hi = lo + svd_err, hi - svd_err
+    for t in (lo * 1.01, math.sqrt(lo * hi), hi * 0.99):
+        assert np.linalg.matrix_rank(G.astype(np.float64), tol=t) == 3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -149,8 +151,6 @@ def test_bad_pipeline_names() -> None:
 
 
 def test_cli_flags(tmp_path, capsys) -> None:
-    import json
-
     from exactident.cli import main
 
     path = tmp_path / "c.json"
@@ -165,3 +165,32 @@ def test_cli_flags(tmp_path, capsys) -> None:
     assert "certified gamma" in out and "pipeline jax" in out
     assert main(["crosscheck", str(path), "--pipeline", "nope"]) == 2
     assert "--pipeline" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_weyl_bound_on_the_exactly_zero_singular_values(seed: int) -> None:
+    # The full Jacobian has exact rank rank_gamma < N; its float32 version's singular values beyond
+    # rank_gamma are round-off, at most ||J_hat - J||_2 <= delta (Weyl), up to the float SVD's own error.
+    widths, n = [[2, 3, 1], [3, 4, 2], [2, 3, 3, 2]][seed], 12
+    raw = json.loads(json.dumps(_random_case(70 + seed, widths, n)).replace("/8", "/7"))  # not dyadic
+    case = parse_case(raw)
+    rg = check(case, numeric=False, all_ranks=True, structural=False).pattern_ranks[0]
+    d = emulate(case, "torch-float32", rg, case.network.dim)
+    J = pipeline_matrix(case, "torch-float32").astype(np.float64)
+    S = np.linalg.svd(J, compute_uv=False)  # float64 SVD: its own error ~1e-15 S[0], far below delta
+    assert d["n_pattern_flips"] == 0 and d["delta"] > 0
+    assert np.all(S[rg:] <= d["delta"] + 1e-13 * S[0])
+
+
+def test_tie_under_relu_prime_zero_is_explained() -> None:
+    # f = 3 relu(2x + 1) at x = -1/2 (a tie): autograd's relu'(0) = 0 makes that sample inactive,
+    # the exact >= 0 pattern counts it active: one flip, explained.
+    case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+                       "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]],
+                       "sample": [[0], [1], ["-1/2"]]})
+    torch_like = emulate(case, "torch-float64", 2, 3)
+    numpy_like = emulate(case, "numpy", 2, 3)
+    assert torch_like["n_pattern_flips"] == 1 and numpy_like["n_pattern_flips"] == 0
+    assert any("relu'(0) = 0" in s for s in torch_like["explanation"])
+    # Rows (3x, 3, 2x+1, 1) at x = 0, 1 plus (0, 0, 0, 1) for torch: rank 3; numpy's row (-3/2, 3, 0, 1): rank 2.
+    assert torch_like["rank"] == 3 and numpy_like["rank"] == 2

@@ -14,7 +14,8 @@
   numpy backend and the exact one, rounded up), and by Weyl's inequality
   (``|sigma_k(Gamma_hat) - sigma_k(Gamma)| <= ||Gamma_hat - Gamma||_2``) the
   band ``[delta, sigma_r_lo - delta)`` that gives rank ``r`` on the float
-  matrix, when it is not empty (``resolvable``);
+  matrix, when it is not empty (``resolvable``), and that band shrunk by an
+  estimate of the float SVD's own error (``band_with_svd_error``);
 - ``boundary_distance``: ``min |z_v(x^i)| / ||[h_{l-1}(x^i), 1]||`` over
   samples and hidden neurons (the smallest change of one neuron's weights
   and bias that moves a sample onto its kink), and for the first layer
@@ -34,7 +35,7 @@ import flint
 import numpy as np
 
 from exactident.io.case import Case
-from exactident.linalg.sigma_bounds import _q, certified_sigma_bounds, float_above, float_below
+from exactident.linalg.sigma_bounds import certified_sigma_bounds, float_below, perturbation_bound
 from exactident.model.activation import activation_state, alpha_exact
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact, hidden_values
@@ -53,21 +54,6 @@ def _bands(b: Any) -> dict[str, Any]:
     d["abs_band"] = [0.0, lo] if lo is not None else None
     d["rel_band"] = [0.0, lo / hi1] if lo is not None and hi1 else None
     return d
-
-
-def perturbation_bound(exact: flint.fmpq_mat, approx: np.ndarray) -> float:
-    """Certified upper bound on ``||approx - exact||_F`` (hence on the 2-norm), computed exactly.
-
-    Examples
-    --------
-    >>> perturbation_bound(flint.fmpq_mat([[flint.fmpq(1, 3)]]), np.array([[0.25]])) >= 1 / 12
-    True
-    """
-    total = flint.fmpq(0)
-    for q, f in zip(exact.entries(), np.asarray(approx, dtype=np.float64).ravel()):
-        d = _q(float(f)) - q
-        total += d * d
-    return float_above(total)
 
 
 def boundary_distance(case: Case) -> dict[str, Any] | None:
@@ -146,6 +132,13 @@ def certified_conditioning(case: Case, rank_gamma: int, rank_alpha: int, dim: in
         if lo is not None:
             entry["resolvable"] = lo - delta > delta
             entry["float_band_abs"] = [delta, lo - delta] if lo - delta > delta else None
+            # What a float tool sees also carries its SVD's error, ~ max(m, n) eps sigma_1 for
+            # LAPACK in the dtype (an estimate: the constant of the backward error is not rigorous).
+            s1 = out["gamma"].get("sigma_1_hi") or 0.0
+            est = max(G.nrows(), G.ncols()) * float(np.finfo(np.dtype(dt)).eps) * (s1 + delta)
+            a, b = delta + est, lo - delta - est
+            entry["svd_error_estimate"] = est
+            entry["band_with_svd_error"] = [a, b] if a < b else None
         rounding[dt] = entry
     out["rounding"] = rounding
     out["boundary_distance"] = boundary_distance(case)
@@ -181,8 +174,11 @@ def render_certified(d: dict[str, Any]) -> list[str]:
             lines.append(f"  {dt} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note}")
         elif e["resolvable"]:
             a, b = e["float_band_abs"]
+            w = e.get("band_with_svd_error")
             lines.append(f"  {dt} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note}: every tol in "
-                         f"[{_g(a)}, {_g(b)}) gives the exact rank on the float Gamma (Weyl)")
+                         f"[{_g(a)}, {_g(b)}) gives the exact rank on the float Gamma (Weyl); with the "
+                         f"{dt} SVD's error (~{_g(e['svd_error_estimate'])}): "
+                         + (f"[{_g(w[0])}, {_g(w[1])})" if w else "none left"))
         else:
             lines.append(f"  {dt} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note} >= sigma_r_lo / 2: "
                          f"{dt} cannot be proved to resolve this rank")

@@ -41,7 +41,8 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.linalg.exact import nullspace
 
-__all__ = ["SigmaBounds", "certified_sigma_bounds", "float_above", "float_below", "pd_certified", "pd_exact"]
+__all__ = ["SigmaBounds", "certified_sigma_bounds", "float_above", "float_below", "pd_certified", "pd_exact",
+           "perturbation_bound"]
 
 #: Tightness factors tried for the lower bound candidate ``mu = ((1 - d) sigma_r_float)^2``.
 _DELTAS = (1e-6, 1e-3, 0.05, 0.5, 0.9, 0.99)
@@ -337,3 +338,18 @@ def _refine(GK: flint.fmpq_mat, c: flint.fmpq, KtK: flint.fmpq_mat, lo: flint.fm
         else:
             break
     return lo, hi
+
+
+def perturbation_bound(exact: flint.fmpq_mat, approx: np.ndarray) -> float:
+    """Certified upper bound on ``||approx - exact||_F`` (hence on the 2-norm), computed exactly.
+
+    Examples
+    --------
+    >>> perturbation_bound(flint.fmpq_mat([[flint.fmpq(1, 3)]]), np.array([[0.25]])) >= 1 / 12
+    True
+    """
+    total = flint.fmpq(0)
+    for q, f in zip(exact.entries(), np.asarray(approx, dtype=np.float64).ravel()):
+        d = _q(float(f)) - q
+        total += d * d
+    return float_above(total)

@@ -50,6 +50,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.case import Case
 from exactident.linalg.exact import rank as exact_rank
+from exactident.linalg.sigma_bounds import perturbation_bound
 from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
@@ -61,6 +62,8 @@ __all__ = ["PIPELINE_NAMES", "Pipeline", "emulate", "emulate_all", "parse_pipeli
 #: Names accepted by ``--pipeline`` (``functional-dimension:B`` sets the batch size).
 PIPELINE_NAMES = ("numpy", "torch-float32", "torch-float64", "jax", "functional-dimension")
 DEFAULT_BATCH = 32
+#: Largest Jacobian (entries) compared exactly with its float version (``delta``).
+MAX_EXACT_ENTRIES = 200_000
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,8 @@ def pipeline_matrix(case: Case, pipeline: Pipeline | str) -> np.ndarray:
     return _float_jacobian(case, p, (n // p.batch) * p.batch if p.batch else n)[0]
 
 
-def _float_jacobian(case: Case, p: Pipeline, n_kept: int) -> tuple[np.ndarray, np.ndarray]:
-    """Float full Jacobian ``(n_kept N_L, N)`` (softmax applied when asked) and the float outputs."""
+def _float_jacobian(case: Case, p: Pipeline, n_kept: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Float full Jacobian ``(n_kept N_L, N)`` (softmax applied when asked) and the float activation masks."""
     net = case.network
     dt = np.dtype(p.dtype).type
     fnet = to_float_network(net, dt)
@@ -169,7 +172,7 @@ def _float_jacobian(case: Case, p: Pipeline, n_kept: int) -> tuple[np.ndarray, n
             prob = (e / e.sum(axis=1, keepdims=True)).astype(dt)
             Js = (np.einsum("ij,jk->ijk", prob, np.eye(N_L, dtype=dt)) - prob[:, :, None] * prob[:, None, :]).astype(dt)
             J = np.matmul(Js, J).astype(dt)
-    return J.reshape(n * N_L, J.shape[2]), out
+    return J.reshape(n * N_L, J.shape[2]), masks
 
 
 def _centred(G: flint.fmpq_mat, N_L: int) -> flint.fmpq_mat:
@@ -205,7 +208,7 @@ def emulate(case: Case, pipeline: Pipeline | str, rank_gamma: int, dim: int) -> 
     net, X = case.network, case.X
     n, N_L = len(X), net.widths[-1]
     n_kept = (n // p.batch) * p.batch if p.batch else n
-    J, _ = _float_jacobian(case, p, n_kept)
+    J, masks = _float_jacobian(case, p, n_kept)
     if p.rule == "numpy-eps64":  # the float32 matrix taken to float64, then numpy's matrix_rank
         J = J.astype(np.float64)
     S = np.linalg.svd(J, compute_uv=False) if J.size else np.zeros(0, dtype=J.dtype)
@@ -216,8 +219,14 @@ def emulate(case: Case, pipeline: Pipeline | str, rank_gamma: int, dim: int) -> 
     out: dict[str, Any] = {"pipeline": p.name, "dtype": p.dtype, "rule": p.rule, "shape": list(J.shape),
                            "rank": r_float, "tol": tol, "exact_rank_gamma": rank_gamma, "dim": dim}
     target = rank_gamma
+    st = activation_state(net, X[:n_kept]) if n_kept else None
+    flips = 0 if st is None else int(sum(int(np.sum(a != b)) for a, b in zip(masks, st.pattern)))
+    out["n_pattern_flips"] = flips
+    if flips:
+        why.append(f"{flips} activation(s) differ from the exact >= 0 pattern (rounded onto the other side"
+                   f"{', or relu' + chr(39) + '(0) = 0 at a tie' if not p.relu_prime_zero else ''}): "
+                   "the pipeline ranks the Jacobian of another pattern")
     if p.softmax:
-        st = activation_state(net, X[:n_kept]) if n_kept else None
         if st is None:
             r_kept = r_soft = 0
         else:
@@ -235,6 +244,9 @@ def emulate(case: Case, pipeline: Pipeline | str, rank_gamma: int, dim: int) -> 
             why.append(f"softmax outputs: exact rank {r_soft} < {r_kept} (softmax ignores b_L + c 1 and "
                        f"W_L + 1 w^T: at most dim - 1 - N_(L-1) = {bound})")
         target = r_soft
+    elif st is not None and J.size <= MAX_EXACT_ENTRIES:
+        # The exact matrix this pipeline rounds; Weyl: |sigma_k(J_hat) - sigma_k(J)| <= ||J_hat - J||_2.
+        out["delta"] = perturbation_bound(gamma_exact(net, X, st.Z, st.pattern, FixedEdges({})), J)
     out["exact_target"] = target
     k0, k1 = max(min(r_float, target) - 1, 0), min(max(r_float, target) + 1, S.size)
     out["singular_values_near_cut"] = {str(k + 1): float(S[k]) for k in range(k0, k1)}
@@ -246,6 +258,7 @@ def emulate(case: Case, pipeline: Pipeline | str, rank_gamma: int, dim: int) -> 
         kept = ", ".join(f"sigma_{k + 1} = {S[k]:.3g}" for k in range(target, min(r_float, target + 3)))
         why.append(f"tolerance {tol:.3g} counts {r_float - target} singular value(s) that are exactly 0 "
                    f"({kept}{', ...' if r_float - target > 3 else ''}): {p.dtype} round-off"
+                   + (f" (by Weyl at most ||J_hat - J|| <= {out['delta']:.3g})" if "delta" in out else "")
                    + (" judged with float64's eps" if p.rule == "numpy-eps64" else ""))
     if r_float > dim:
         why.append(f"rank {r_float} > dim = {dim}: impossible exactly")
