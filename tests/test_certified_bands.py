@@ -176,3 +176,16 @@ def test_float_band_gives_the_exact_rank_on_the_float_gamma(dtype: str) -> None:
     lo, hi = lo + svd_err, hi - svd_err
     for t in (lo * 1.01, math.sqrt(lo * hi), hi * 0.99):
         assert np.linalg.matrix_rank(G.astype(np.float64), tol=t) == 3
+
+
+def test_out_of_float_range_is_not_certified_and_renders() -> None:
+    # 10^400 has no float64: no candidate, a reason, JSON-ready (no nan), and the text still renders.
+    import json
+
+    from exactident.crosscheck.certified import render_certified
+
+    b = certified_sigma_bounds(flint.fmpq_mat([[flint.fmpq(10) ** 400, 0], [0, 1]]), 2)
+    assert b.sigma_r_lo is None and b.reason
+    d = b.as_dict()
+    json.dumps(d, allow_nan=False)
+    assert "not certified" in render_certified({"gamma": d, "rounding": {}})[0]

@@ -153,13 +153,15 @@ def render_certified(d: dict[str, Any]) -> list[str]:
     """Text lines for :func:`certified_conditioning`'s result (indented, for crosscheck's text output)."""
     lines = []
     for key in ("gamma", "alpha"):
-        e = d.get(key) or {}
+        e = d.get(key)
+        if not e:
+            continue
         if "not_computed" in e:
             lines.append(f"  certified {key}: not computed ({e['not_computed']})")
             continue
         r = e["rank"]
         if e["sigma_r_lo"] is None:
-            lines.append(f"  certified {key}: sigma_{r} not certified ({e['reason']}); float {e['sigma_r_float']:.3g}")
+            lines.append(f"  certified {key}: sigma_{r} not certified ({e['reason']}); float {_g(e['sigma_r_float'])}")
             continue
         lines.append(f"  certified {key}: sigma_{r} in [{_g(e['sigma_r_lo'])}, {_g(e['sigma_r_hi'])}], "
                      f"sigma_1 in [{_g(e['sigma_1_lo'])}, {_g(e['sigma_1_hi'])}], sigma_{r + 1} = 0: "

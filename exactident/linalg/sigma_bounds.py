@@ -67,7 +67,9 @@ class SigmaBounds:
     reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__, shape=list(self.shape))
+        """JSON-ready (``nan`` becomes ``None``: JSON has no nan)."""
+        d = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
+        return dict(d, shape=list(self.shape))
 
 
 def _q(x: float) -> flint.fmpq:
@@ -254,7 +256,11 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
     if not np.all(np.isfinite(Af)):
         return SigmaBounds(r, (M.nrows(), M.ncols()), None, None, None, None, math.nan, math.nan,
                            "entries beyond float64's range")
-    _, s, Vt = np.linalg.svd(Af, full_matrices=False)
+    try:
+        _, s, Vt = np.linalg.svd(Af, full_matrices=False)
+    except np.linalg.LinAlgError:
+        return SigmaBounds(r, (M.nrows(), M.ncols()), None, None, None, None, math.nan, math.nan,
+                           "the float SVD did not converge")
     s_r, s_1 = float(s[r - 1]), float(s[0])
     out = SigmaBounds(r, (M.nrows(), M.ncols()), None, None, None, None, s_r, s_1)
     # Upper bounds / sigma_1 lower bound: exact Rayleigh quotients of rounded float vectors.
@@ -283,7 +289,12 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
         K = _scale_columns(K)
         Kf = _to_float(K)
         _, Rk = np.linalg.qr(Kf)
-        Kp = K * _from_float(np.linalg.inv(Rk))
+        try:
+            T = np.linalg.inv(Rk)
+        except np.linalg.LinAlgError:
+            T = None
+        # Any K' with A K' = 0 is sound; the rescaled one only makes the Cholesky certificate easier.
+        Kp = K * _from_float(T) if T is not None and np.all(np.isfinite(T)) else K
         if any(v != 0 for v in (A * Kp).entries()):
             raise InvariantViolation("kernel basis not in the kernel")
         KK = c * (Kp * Kp.transpose())

@@ -211,9 +211,15 @@ def emulate(case: Case, pipeline: Pipeline | str, rank_gamma: int, dim: int) -> 
     J, masks = _float_jacobian(case, p, n_kept)
     if p.rule == "numpy-eps64":  # the float32 matrix taken to float64, then numpy's matrix_rank
         J = J.astype(np.float64)
-    S = np.linalg.svd(J, compute_uv=False) if J.size else np.zeros(0, dtype=J.dtype)
+    failed = {"pipeline": p.name, "rank": None, "explanation": ["the float pipeline produced inf/nan"]}
+    if not np.all(np.isfinite(J)):  # LAPACK given inf/nan may not return (docs/tolerances.md)
+        return failed
+    try:
+        S = np.linalg.svd(J, compute_uv=False) if J.size else np.zeros(0, dtype=J.dtype)
+    except np.linalg.LinAlgError:
+        return dict(failed, explanation=["the float SVD did not converge"])
     if not np.all(np.isfinite(S)):
-        return {"pipeline": p.name, "rank": None, "explanation": ["the float pipeline produced inf/nan"]}
+        return failed
     r_float, tol = rank_rule(S, J.shape, J.dtype, p.rule)
     why: list[str] = []
     out: dict[str, Any] = {"pipeline": p.name, "dtype": p.dtype, "rule": p.rule, "shape": list(J.shape),
