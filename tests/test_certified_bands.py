@@ -189,3 +189,13 @@ def test_out_of_float_range_is_not_certified_and_renders() -> None:
     d = b.as_dict()
     json.dumps(d, allow_nan=False)
     assert "not certified" in render_certified({"gamma": d, "rounding": {}})[0]
+
+
+def test_stored_dtype_is_named() -> None:
+    from exactident.crosscheck.certified import render_certified
+
+    case = parse_case(dict(_TINY, provenance={"weight_dtype": "float32"}))
+    d = certified_conditioning(case, 2, 2, 3)
+    assert d["stored_dtype"] == "float32"
+    text = "\n".join(render_certified(d))
+    assert "float32 (the model's stored dtype) rounding" in text and "float64 rounding" in text

@@ -102,7 +102,8 @@ def certified_conditioning(case: Case, rank_gamma: int, rank_alpha: int, dim: in
 
     Returns
     -------
-    dict with ``gamma``, ``alpha``, ``rounding``, ``boundary_distance`` (JSON-ready).
+    dict with ``gamma``, ``alpha``, ``rounding``, ``boundary_distance`` and
+    ``stored_dtype`` (the imported model's ``provenance.weight_dtype``, or None), JSON-ready.
     """
     net, X = case.network, case.X
     state = activation_state(net, X)
@@ -141,6 +142,8 @@ def certified_conditioning(case: Case, rank_gamma: int, rank_alpha: int, dim: in
             entry["band_with_svd_error"] = [a, b] if a < b else None
         rounding[dt] = entry
     out["rounding"] = rounding
+    stored = str((case.provenance or {}).get("weight_dtype", ""))
+    out["stored_dtype"] = stored or None  # the imported model's own weight dtype(s), e.g. "float32"
     out["boundary_distance"] = boundary_distance(case)
     return out
 
@@ -167,22 +170,24 @@ def render_certified(d: dict[str, Any]) -> list[str]:
                      f"sigma_1 in [{_g(e['sigma_1_lo'])}, {_g(e['sigma_1_hi'])}], sigma_{r + 1} = 0: "
                      f"every tol in [0, {_g(e['sigma_r_lo'])}) (rtol in [0, {_g(e['rel_band'][1])})) "
                      f"gives rank {r} on the exact matrix")
+    stored = set(str(d.get("stored_dtype") or "").split("+"))
     for dt, e in d.get("rounding", {}).items():
+        label = f"{dt} (the model's stored dtype)" if dt in stored else dt
         if "failed" in e:
-            lines.append(f"  {dt} rounding: the float pipeline failed ({e['failed'].get('status')})")
+            lines.append(f"  {label} rounding: the float pipeline failed ({e['failed'].get('status')})")
             continue
         note = " (float pattern differs)" if e["pattern_differs"] else ""
         if "resolvable" not in e:
-            lines.append(f"  {dt} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note}")
+            lines.append(f"  {label} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note}")
         elif e["resolvable"]:
             a, b = e["float_band_abs"]
             w = e.get("band_with_svd_error")
-            lines.append(f"  {dt} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note}: every tol in "
+            lines.append(f"  {label} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note}: every tol in "
                          f"[{_g(a)}, {_g(b)}) gives the exact rank on the float Gamma (Weyl); with the "
                          f"{dt} SVD's error (~{_g(e['svd_error_estimate'])}): "
                          + (f"[{_g(w[0])}, {_g(w[1])})" if w else "none left"))
         else:
-            lines.append(f"  {dt} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note} >= sigma_r_lo / 2: "
+            lines.append(f"  {label} rounding: ||Gamma_hat - Gamma|| <= {_g(e['delta'])}{note} >= sigma_r_lo / 2: "
                          f"{dt} cannot be proved to resolve this rank")
     bd = d.get("boundary_distance")
     if bd:
