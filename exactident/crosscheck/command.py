@@ -30,12 +30,13 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from exactident.crosscheck.core import crosscheck_case, summarize
+from exactident.crosscheck.core import CaseCrosscheck, crosscheck_case, summarize
 from exactident.crosscheck.render import render_text, to_csv
 from exactident.errors import CaseFormatError
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
 from exactident.io.case import Case, load_case, require_case_files
 from exactident.io.limits import add_limit_arguments, limits_from_args
+from exactident.numeric.pipelines import parse_pipeline
 from exactident.numeric.tolerance import default_policies
 
 __all__ = ["add_arguments", "expand_paths", "run"]
@@ -62,6 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--torch", action="store_true", help="add the PyTorch backend (needs torch)")
     parser.add_argument("--timings", action="store_true",
                         help="include wall-clock seconds per case in --json (off: the JSON is byte-reproducible)")
+    parser.add_argument("--certified-bands", action="store_true",
+                        help="add certified sigma_r bounds, rounding perturbations and the distance to the "
+                             "nearest kink (exact; Gram matrices up to 300)")
+    parser.add_argument("--pipeline", action="append", default=[], metavar="NAME",
+                        help="emulate a pipeline: numpy, torch-float32, torch-float64, jax, "
+                             "functional-dimension[:BATCH] (repeatable)")
     add_limit_arguments(parser)  # --max-file-size, --max-digits, --max-number-digits
 
 
@@ -106,6 +113,23 @@ def _progress(cases: Sequence[Case]) -> Iterable[Case]:
         print(file=sys.stderr)
         return
     yield from tqdm(cases, desc="crosscheck", unit="case", file=sys.stderr)
+
+
+def render_extras(results: Sequence[CaseCrosscheck]) -> str:
+    """Text of ``--certified-bands`` and ``--pipeline`` per case ("" when neither was asked)."""
+    from exactident.crosscheck.certified import render_certified
+    from exactident.numeric.pipelines import render_pipeline
+
+    lines: list[str] = []
+    for r in results:
+        if r.certified is None and not r.pipelines:
+            continue
+        lines.append(f"case {r.name}: certified conditioning and emulated pipelines")
+        if r.certified is not None:
+            lines.extend(render_certified(r.certified))
+        for d in r.pipelines or []:
+            lines.extend(render_pipeline(d))
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
@@ -156,7 +180,10 @@ def run(args: argparse.Namespace) -> int:
                                   f"(also in {first[c.name]})")
         first[c.name] = c.source
     policies = default_policies(args.tol, args.rtol, args.torch)
-    results = [crosscheck_case(c, policies) for c in _progress(cases)]
+    for name in args.pipeline:  # bad names are usage errors before any work
+        parse_pipeline(name)
+    results = [crosscheck_case(c, policies, certified=args.certified_bands, pipelines=args.pipeline)
+               for c in _progress(cases)]
     summary = summarize(results)
     outputs: list[tuple[str, bytes]] = []
     if args.csv:
@@ -175,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         data = {"format": "exactident-crosscheck/1", "cases": per_case, "summary": summary.to_dict()}
         text = json.dumps(data, indent=2) + "\n"
     else:
-        text = render_text(results, summary)
+        text = render_text(results, summary) + render_extras(results)
     # Everything computed: the files are written to temporary files first, then standard output,
     # then all renamed together; any failure before the renames replaces nothing.
     write_outputs(outputs, last_step=lambda: write_stdout(text))

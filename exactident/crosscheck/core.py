@@ -113,6 +113,10 @@ class CaseCrosscheck:
     seconds: float = 0.0
     check_verdict: str | None = None
     check_decided_by: str | None = None
+    #: ``--certified-bands``: :func:`exactident.crosscheck.certified.certified_conditioning`'s result.
+    certified: dict[str, Any] | None = None
+    #: ``--pipeline``: :func:`exactident.numeric.pipelines.emulate`'s results.
+    pipelines: list[dict[str, Any]] | None = None
 
     @property
     def fixable(self) -> bool:
@@ -173,6 +177,11 @@ class CaseCrosscheck:
             }
             if sp.native_default is not None:
                 spectra[key]["native_default_ranks"] = list(sp.native_default)
+        extra: dict[str, Any] = {}
+        if self.certified is not None:
+            extra["certified"] = self.certified
+        if self.pipelines is not None:
+            extra["pipelines"] = self.pipelines
         return {
             "name": self.name, "source": self.source, "widths": self.widths,
             "n_samples": self.n_samples, "dim": self.dim,
@@ -185,6 +194,7 @@ class CaseCrosscheck:
             "expected_verdict": self.expected_verdict, "fixable": self.fixable,
             "spectra": spectra,
             "policies": [o.__dict__ for o in self.outcomes],
+            **extra,
             "seconds": self.seconds,
         }
 
@@ -241,7 +251,8 @@ def _outcome(pol: Policy, sp: Spectra, N_L: int, dim: int, degenerate: bool, exa
     return PolicyOutcome(pol.name, tg, rg, ra, v, v == exact_verdict, rg == p_rank_gamma and ra == p_rank_a)
 
 
-def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> CaseCrosscheck:
+def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, certified: bool = False,
+                    pipelines: Sequence[str] = ()) -> CaseCrosscheck:
     """Exact ranks and verdict of ``case`` against every policy's float ones.
 
     Parameters
@@ -249,6 +260,10 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     case : Case
     policies : list of Policy, optional
         Default :func:`~exactident.numeric.tolerance.default_policies` (numpy backends only).
+    certified : bool
+        Add the certified conditioning (:mod:`exactident.crosscheck.certified`).
+    pipelines : list of str
+        Emulated pipelines to run (:mod:`exactident.numeric.pipelines`).
 
     Returns
     -------
@@ -293,11 +308,21 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None) -> Cas
     expected = (case.expected or {}).get("verdict")
     # check's final verdict: structural certificates only act on an inconclusive rank verdict
     final = check(case, numeric=False) if report.verdict == "inconclusive" else report
+    cert = None
+    if certified:
+        from exactident.crosscheck.certified import certified_conditioning
+
+        cert = certified_conditioning(case, p_rank_gamma, p_rank_a // N_L, net.dim)
+    emulated = None
+    if pipelines:
+        from exactident.numeric.pipelines import emulate
+
+        emulated = [emulate(case, name, p_rank_gamma, net.dim) for name in pipelines]
     return CaseCrosscheck(case.name, case.source, list(net.widths), len(X), net.dim,
                           report.verdict, report.rank_gamma, report.rank_a, report.on_boundary,
                           report.n_ties, p_rank_gamma, p_rank_a, p_verdict,
                           expected if isinstance(expected, str) else None, spectra, outcomes,
-                          time.perf_counter() - start, final.verdict, final.decided_by)
+                          time.perf_counter() - start, final.verdict, final.decided_by, cert, emulated)
 
 
 @dataclass
