@@ -63,6 +63,7 @@ from exactident.verify.claims import (
 from exactident.verify.entering import verify_entering
 from exactident.verify.facts import CaseFacts
 from exactident.verify.line import verify_line
+from exactident.verify.rank_kernel import closed_by
 from exactident.verify.schema import validate_report
 from exactident.verify.structural import verify_structural
 
@@ -206,8 +207,6 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
                 # an interval's upper end stands for R_Gamma in the rules that only need an upper bound
                 proofs.rank_part = (interval[1] if interval else ranks.rank_gamma, ranks.rank_a)
                 proofs.rank_a_lower = getattr(ranks, "rank_a_lower", None)
-                from exactident.verify.rank import closed_by
-
                 proofs.closed_by = closed_by(cert["rank"])
                 lower = proofs.rank_a_lower if ranks.rank_a is None and proofs.rank_a_lower is not None else None
                 shown_rg = f"in [{interval[0]}, {interval[1]}]" if interval else f"= {ranks.rank_gamma}"

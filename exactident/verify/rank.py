@@ -67,7 +67,7 @@ from exactident.verify.arith import BadField, need, unknown_fields
 from exactident.verify.rank_kernel import _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
 from exactident.verify.rank_rowspace import rowspace_bound
 
-__all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate", "closed_by",
+__all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
            "verify_rank_certificate"]
 
 #: Most primes the verifier uses for one check ``M K = 0`` (the engine's cap for its own checks).
@@ -450,21 +450,6 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
     if problems:
         return problems, CertifiedRanks(None, None)
     return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval)
-
-
-def closed_by(rank_part: dict) -> dict[str, str]:
-    """``kind`` or ``kind:source`` of each matrix's upper bound; ``lower-bound`` for a ``rank_a`` without one."""
-    out = {}
-    for key in ("rank_gamma", "rank_a"):
-        part = rank_part.get(key)
-        if not isinstance(part, dict):
-            continue
-        up = part.get("upper")
-        if isinstance(up, dict):
-            out[key] = f"{up.get('kind')}:{up['source']}" if "source" in up else str(up.get("kind"))
-        elif "upper" not in part:
-            out[key] = "lower-bound"
-    return out
 
 
 def verify_rank_certificate(case: Any, rank_certificate: Any,

@@ -1,4 +1,5 @@
-"""The kernel columns of a rank certificate: read (strictly), and ``M K = 0`` mod primes or over Q.
+"""Reading a rank certificate's parts: its kernel columns (strictly), ``M K = 0`` mod primes or over Q,
+and which bound closed each rank (:func:`closed_by`).
 
 Helpers of :mod:`exactident.verify.rank` (kept apart for size).
 """
@@ -14,7 +15,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.verify.arith import BadField
 
-__all__: list[str] = []
+__all__ = ["closed_by"]
 
 
 class _Reject(Exception):
@@ -76,3 +77,18 @@ def _product_is_zero(M: Any, K: list[dict[int, flint.fmpq]]) -> bool:
         if idx and any(v != 0 for v in A[:, idx].dot(np.array([col[i] for i in idx], dtype=object))):
             return False
     return True
+
+
+def closed_by(rank_part: dict) -> dict[str, str]:
+    """``kind`` or ``kind:source`` of each matrix's upper bound; ``lower-bound`` for a ``rank_a`` without one."""
+    out = {}
+    for key in ("rank_gamma", "rank_a"):
+        part = rank_part.get(key)
+        if not isinstance(part, dict):
+            continue
+        up = part.get("upper")
+        if isinstance(up, dict):
+            out[key] = f"{up.get('kind')}:{up['source']}" if "source" in up else str(up.get("kind"))
+        elif "upper" not in part:
+            out[key] = "lower-bound"
+    return out
