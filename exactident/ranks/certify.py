@@ -41,6 +41,7 @@ from exactident.model.gamma_modular import (
     alpha_mod_p,
     gamma_entry_bound,
     gamma_mod_p,
+    gamma_sketch_mod_p,
     gram_counts,
     gram_entry_bound,
     gram_mod_p,
@@ -300,8 +301,10 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     stage("Gamma mod p", rows=rows, cols=dim)
     data = ModularData(net, X)
     stage("ranks mod p", rows=rows, cols=dim)
+    # wide Gamma (e.g. a first layer on images): a Khatri-Rao column sketch first, Gamma never built
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
-                                rng=rng, stop_at=min(dim, rows), blas=True)
+                                rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim),
+                                sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
         return _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data)
     rank_a = None

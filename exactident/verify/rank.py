@@ -1,29 +1,24 @@
 """Re-check a rank certificate (``{"fixed_edges", "rank_gamma", "rank_a"}``) from the case alone.
 
-Everything is recomputed from the case at an activation pattern the *caller*
-derives (:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the
-``rank`` part, a tie resolution for each entry of the ``boundary`` part): the
-images mod the certificate's primes, the entry bounds, the structural bounds
-and, for kernels the certificate names by construction (``source`` ``local``,
-``semi-local``, ``column-blocks``), the kernel vectors themselves.  Every field
-is read strictly (JSON ints, not strings or floats; unknown fields are not
-verified, hence invalid) and every bound is checked, ``upper.bound`` included.
-Each problem names the value found and the value claimed.
+Everything is recomputed from the case at an activation pattern the *caller* derives
+(:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the ``rank`` part, a tie resolution for each entry
+of the ``boundary`` part): the images mod the certificate's primes, the entry bounds, the structural bounds
+and, for kernels the certificate names by construction (``source`` ``local``, ``semi-local``,
+``column-blocks``), the kernel vectors themselves.  Every field is read strictly (JSON ints, not strings or
+floats; unknown fields are not verified, hence invalid) and every bound is checked, ``upper.bound``
+included.  Each problem names the value found and the value claimed.
 
-``rank_a`` comes in three forms: the Gram form (shape ``[n, n]``, a rank mod p of
-``alpha alpha^T``); the alpha-rows form (shape ``[n, |P|]``, ``lower.matrix``
-``alpha`` or ``gram`` of the rows ``lower.rows``: any rows give a lower bound; its
-upper bound may also be ``pattern-rowspace``, recomputed by
-:func:`exactident.verify.rank_rowspace.rowspace_bound`);
-and the lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``):
-it proves ``R_A >= rank_a_lower`` only.
+``rank_a`` comes in three forms: the Gram form (shape ``[n, n]``, a rank mod p of ``alpha alpha^T``); the
+alpha-rows form (shape ``[n, |P|]``, ``lower.matrix`` ``alpha`` or ``gram`` of the rows ``lower.rows``: any
+rows give a lower bound; its upper bound may also be ``pattern-rowspace``, recomputed by
+:func:`exactident.verify.rank_rowspace.rowspace_bound`); and the lower-bound form (``{"shape", "lower",
+"rank_a_lower"}``, no ``upper``): it proves ``R_A >= rank_a_lower`` only.
 
-``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``,
-at most :data:`MAX_VERIFY_PRIMES` of them; past that cap it is checked by one exact
-product over Q on the support of ``K`` instead, when ``M`` has at most
-:data:`exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries (else the part is
-not verified): the cost of a product, not of an unbounded prime loop.  The engine uses
-only kernels that fit these caps (:func:`exactident.linalg.certified.kernel_is_checkable`).
+``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``, at most
+:data:`MAX_VERIFY_PRIMES` of them; past that cap it is checked by one exact product over Q on the support
+of ``K`` instead, when ``M`` has at most :data:`exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES`
+entries (else the part is not verified): the cost of a product, not of an unbounded prime loop.  The
+engine uses only kernels that fit these caps (:func:`exactident.linalg.certified.kernel_is_checkable`).
 """
 
 from __future__ import annotations
