@@ -379,3 +379,22 @@ def test_wide_gamma_sketch_reaches_the_rank_where_a_random_column_subset_does_no
     res = certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0))
     assert res.rank_gamma == r and res.certificate["rank_gamma"]["upper"]["kind"] == "shape"
     assert verify_rank_certificate(Case("wide", net, X), res.certificate) == []
+
+
+def test_wide_rank_deficient_gamma_keeps_its_exact_certified_rank():
+    """Wide and row-deficient (two samples repeated): the sketch's rank is only a lower bound there,
+    the certified rank is still the exact one (FLINT on gamma_exact) and the certificate verifies."""
+    rng = random.Random(5)
+    W = [flint.fmpq_mat(6, 200, [rng.randint(-5, 5) for _ in range(1200)]),
+         flint.fmpq_mat(1, 6, [rng.choice([-2, -1, 1, 2]) for _ in range(6)])]
+    b = [[flint.fmpq(rng.randint(-3, 3)) for _ in range(6)], [flint.fmpq(1)]]
+    net = Network((200, 6, 1), W, b)
+    X = [[flint.fmpq(rng.randint(-6, 6)) if j < 4 else flint.fmpq(0) for j in range(200)] for _ in range(10)]
+    X = X + X[:2]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    r = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    assert r < len(X)
+    res = certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0))
+    assert res.rank_gamma == r
+    assert verify_rank_certificate(Case("wide-deficient", net, X), res.certificate) == []

@@ -193,9 +193,16 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
         if blas and sketch is not None and shape is not None and stop_at == shape[0] \
                 and shape[1] > shape[0] + shape[0] // 8 + 16:
             small = sketch(p, shape[0] + 16)
-            if rank_fn(small, p) == shape[0]:
+            r_small = rank_fn(small, p)
+            if r_small == shape[0]:
                 return shape[0], p, small
             del small
+            # rank-deficient: the sketch's rank is the bound (equal to rank_p A unless S was unlucky);
+            # the image is built once for the callers' kernels, not eliminated whole again here
+            image = image_mod_p(p)
+            if best is None or r_small > best[0]:
+                best = (r_small, p, image)
+            continue
         image = image_mod_p(p)
         m, n = image.shape
         first: tuple[list[int], int] | None = None
