@@ -398,3 +398,29 @@ def test_wide_rank_deficient_gamma_keeps_its_exact_certified_rank():
     res = certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0))
     assert res.rank_gamma == r
     assert verify_rank_certificate(Case("wide-deficient", net, X), res.certificate) == []
+
+
+def test_wide_gamma_with_a_narrow_last_hidden_layer_gets_a_left_kernel_certificate():
+    """3 outputs fed by 2 hidden neurons, wide Gamma: every sample has a combination of its rows that
+    vanishes on layers 1..L-1, so R_Gamma < rows; the left-kernel bound gives the exact rank (FLINT)
+    and the verifier proves it; a tampered bound is rejected."""
+    rng = random.Random(2)
+    W = [flint.fmpq_mat(4, 60, [rng.randint(-4, 4) for _ in range(240)]),
+         flint.fmpq_mat(2, 4, [rng.randint(-3, 3) for _ in range(8)]),
+         flint.fmpq_mat(3, 2, [rng.choice([-2, -1, 1, 2]) for _ in range(6)])]
+    b = [[flint.fmpq(rng.randint(-2, 2)) for _ in range(4)], [flint.fmpq(1), flint.fmpq(2)],
+         [flint.fmpq(0)] * 3]
+    net = Network((60, 4, 2, 3), W, b)
+    X = [[flint.fmpq(rng.randint(-5, 5)) for _ in range(60)] for _ in range(10)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    r = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    assert r < 30 < net.dim
+    res = certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0))
+    part = res.certificate["rank_gamma"]
+    assert res.rank_gamma == r and part["upper"] == {"kind": "left-kernel", "bound": r}
+    case = Case("narrow-last", net, X)
+    assert verify_rank_certificate(case, res.certificate) == []
+    bad = copy.deepcopy(res.certificate)
+    bad["rank_gamma"]["upper"]["bound"] = r - 1
+    assert verify_rank_certificate(case, bad) != []

@@ -16,7 +16,8 @@ injective (disjoint samples, a basis per sample), so its nullity ``t`` gives
 This is the row dependency of wide ``Gamma`` on trained networks whose last hidden layer
 has fewer than ``N_L`` active neurons on some samples (the MNIST 784-30-30-30-10 network of
 docs/performance.md: nullity 41 on 600 images, which is exactly ``6000 - rank Gamma``).
-Not yet used by the certificate search (no certificate kind for it yet).
+Used by :func:`exactident.ranks.certify.certify_ranks` as the ``left-kernel`` upper bound for a wide,
+row-deficient ``Gamma``; :mod:`exactident.verify.rank_left` proves the vectors.
 """
 
 from __future__ import annotations
