@@ -293,3 +293,134 @@ def test_local_kernel_certificate_is_compact_and_verified():
     bad = copy.deepcopy(cert)
     bad["rank_gamma"]["rank"] = 3
     assert verify_rank_certificate(case, bad)
+
+
+def _explicit_sketch_matrix(net, fixed, p, k, seed):
+    """``S`` of gamma_sketch_mod_p written out entry by entry (dim x k, ints mod p), from its definition."""
+    from exactident.model.gamma_modular import sketch_coefficients
+
+    U, V, B = sketch_coefficients(net, p, k, seed)
+    S = []
+    for l in range(1, net.L + 1):
+        for a in range(net.widths[l]):
+            for b in range(net.widths[l - 1]):
+                if not fixed.is_fixed(l, a, b):
+                    S.append([int(U[l - 1][a, j]) * int(V[l - 1][b, j]) % p for j in range(k)])
+        for a in range(net.widths[l]):
+            S.append([int(B[l - 1][a, j]) % p for j in range(k)])
+    return S
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_gamma_sketch_is_gamma_times_its_explicit_sketch_matrix(case, monkeypatch):
+    """Gamma S mod p without Gamma equals (Gamma_exact mod p) S with S written out; tiny row blocks."""
+    import numpy as np
+
+    from exactident.model import gamma_modular
+    from exactident.model.gamma_modular import gamma_sketch_mod_p
+
+    monkeypatch.setattr(gamma_modular, "_BLOCK_ENTRIES", 1)  # one sample per block: the block seams are tested
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = _reduce(gamma_exact(net, X, st.Z, st.pattern, fixed), 1048583) if X else []
+    p, k = 1048583, 5
+    S = _explicit_sketch_matrix(net, fixed, p, k, seed=7)
+    want = [[sum(g * s[j] for g, s in zip(row, S)) % p for j in range(k)] for row in G]
+    got = gamma_sketch_mod_p(net, X, st.pattern, fixed, p, k, 7, data_denominator(net, X))
+    assert got.shape == (len(X) * net.widths[-1], k)
+    assert (np.asarray(got).astype(np.int64) % p).tolist() == want
+
+
+@pytest.mark.parametrize("case", CASES[:20] + CASES[-4:], ids=lambda c: c.name)
+def test_gamma_mod_p_row_blocks_equal_one_block(case, monkeypatch):
+    """Built in row blocks of one sample each, Gamma mod p is the same as in one block (and exact mod p)."""
+    from exactident.model import gamma_modular
+
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    avoid = data_denominator(net, X)
+    p = random_primes(1, avoid, random.Random(3))[0]
+    monkeypatch.setattr(gamma_modular, "_BLOCK_ENTRIES", 1 << 40)
+    one = gamma_mod_p(net, X, st.pattern, fixed, p, avoid)
+    monkeypatch.setattr(gamma_modular, "_BLOCK_ENTRIES", 1)
+    blocks = gamma_mod_p(net, X, st.pattern, fixed, p, avoid)
+    assert blocks.tolist() == one.tolist() == _reduce(gamma_exact(net, X, st.Z, st.pattern, fixed), p)
+
+
+def test_wide_gamma_sketch_reaches_the_rank_where_a_random_column_subset_does_not():
+    """Inputs zero outside 4 of 200 coordinates (like an image's border): 1176 of Gamma's 1207 columns
+    (W_1 on the zero coordinates) are zero, so m + 16 random columns miss the rank; the Khatri-Rao
+    sketch reaches it (the exact rank by FLINT on gamma_exact), and certify_ranks proves it by shape."""
+    import numpy as np
+
+    from exactident.linalg.blas_modp import rank_blas
+    from exactident.model.gamma_modular import gamma_sketch_mod_p
+
+    rng = random.Random(5)
+    widths = (200, 6, 1)
+    W = [flint.fmpq_mat(6, 200, [rng.randint(-5, 5) for _ in range(1200)]),
+         flint.fmpq_mat(1, 6, [rng.choice([-2, -1, 1, 2]) for _ in range(6)])]
+    b = [[flint.fmpq(rng.randint(-3, 3)) for _ in range(6)], [flint.fmpq(1)]]
+    net = Network(widths, W, b)
+    X = [[flint.fmpq(rng.randint(-6, 6)) if j < 4 else flint.fmpq(0) for j in range(200)] for _ in range(12)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    r = exact.rank(G)
+    assert r == len(X)  # full row rank: what the sketch route of certify_ranks proves
+    p = 1048583
+    A = np.array(_reduce(G, p), dtype=np.int64)
+    picks = random.Random(1)
+    assert max(rank_blas(A[:, sorted(picks.sample(range(A.shape[1]), len(X) + 16))], p) for _ in range(5)) < r
+    sk = gamma_sketch_mod_p(net, X, st.pattern, fixed, p, len(X) + 16, 0)
+    assert rank_blas(sk, p) == r
+    res = certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0))
+    assert res.rank_gamma == r and res.certificate["rank_gamma"]["upper"]["kind"] == "shape"
+    assert verify_rank_certificate(Case("wide", net, X), res.certificate) == []
+
+
+def test_wide_rank_deficient_gamma_keeps_its_exact_certified_rank():
+    """Wide and row-deficient (two samples repeated): the sketch's rank is only a lower bound there,
+    the certified rank is still the exact one (FLINT on gamma_exact) and the certificate verifies."""
+    rng = random.Random(5)
+    W = [flint.fmpq_mat(6, 200, [rng.randint(-5, 5) for _ in range(1200)]),
+         flint.fmpq_mat(1, 6, [rng.choice([-2, -1, 1, 2]) for _ in range(6)])]
+    b = [[flint.fmpq(rng.randint(-3, 3)) for _ in range(6)], [flint.fmpq(1)]]
+    net = Network((200, 6, 1), W, b)
+    X = [[flint.fmpq(rng.randint(-6, 6)) if j < 4 else flint.fmpq(0) for j in range(200)] for _ in range(10)]
+    X = X + X[:2]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    r = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    assert r < len(X)
+    res = certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0))
+    assert res.rank_gamma == r
+    assert verify_rank_certificate(Case("wide-deficient", net, X), res.certificate) == []
+
+
+def test_wide_gamma_with_a_narrow_last_hidden_layer_gets_a_left_kernel_certificate():
+    """3 outputs fed by 2 hidden neurons, wide Gamma: every sample has a combination of its rows that
+    vanishes on layers 1..L-1, so R_Gamma < rows; the left-kernel bound gives the exact rank (FLINT)
+    and the verifier proves it; a tampered bound is rejected."""
+    rng = random.Random(2)
+    W = [flint.fmpq_mat(4, 60, [rng.randint(-4, 4) for _ in range(240)]),
+         flint.fmpq_mat(2, 4, [rng.randint(-3, 3) for _ in range(8)]),
+         flint.fmpq_mat(3, 2, [rng.choice([-2, -1, 1, 2]) for _ in range(6)])]
+    b = [[flint.fmpq(rng.randint(-2, 2)) for _ in range(4)], [flint.fmpq(1), flint.fmpq(2)],
+         [flint.fmpq(0)] * 3]
+    net = Network((60, 4, 2, 3), W, b)
+    X = [[flint.fmpq(rng.randint(-5, 5)) for _ in range(60)] for _ in range(10)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    r = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    assert r < 30 < net.dim
+    res = certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0))
+    part = res.certificate["rank_gamma"]
+    assert res.rank_gamma == r and part["upper"] == {"kind": "left-kernel", "bound": r}
+    case = Case("narrow-last", net, X)
+    assert verify_rank_certificate(case, res.certificate) == []
+    bad = copy.deepcopy(res.certificate)
+    bad["rank_gamma"]["upper"]["bound"] = r - 1
+    assert verify_rank_certificate(case, bad) != []

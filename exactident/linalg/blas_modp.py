@@ -104,6 +104,9 @@ def to_symmetric(A: np.ndarray, p: int) -> np.ndarray:
     """
     if A.dtype.kind == "f":
         return _reduce(A.astype(np.float64, copy=True), p)
+    if A.size and A.dtype == np.int64 and A.min() > -(2**52) and A.max() < 2**52:
+        # exact as float64: one copy (a wide Gamma mod p is large), reduced in place
+        return _reduce(A.astype(np.float64), p)
     B = np.asarray(A, dtype=np.int64) % p
     out = B.astype(np.float64)
     out[p // 2 < B] -= p
@@ -184,6 +187,10 @@ def _base(A: np.ndarray, p: int, need_inv: bool):
     return rows, cols, G
 
 
+#: Entries of a row block of the Schur-complement update in :func:`_pivots`.
+_UPDATE_ENTRIES = 1 << 22
+
+
 def _pivots(A: np.ndarray, p: int, need_inv: bool):
     m, w = A.shape
     if m == 0 or w == 0:
@@ -204,12 +211,17 @@ def _pivots(A: np.ndarray, p: int, need_inv: bool):
     oidx = np.flatnonzero(others)
     A_R1 = A[R1]
     Y = matmul_blas(G1, A_R1[:, h:], p)  # G1 A[R1, h:], k1 x (w - h)
-    A_o = A[oidx]
-    if len(C1) <= CHUNK:  # one exact product (< 2**52), one reduction
-        S = A_o[:, h:] - A_o[:, C1] @ Y
-    else:
-        S = A_o[:, h:] - matmul_blas(A_o[:, C1], Y, p)
-    _reduce(S, p)
+    # Only the right half of the other rows is copied (not all of A[oidx]); the update runs in row
+    # blocks so its temporaries stay small: peak memory about A plus half of A.
+    S = A[oidx, h:]
+    step = max(1, _UPDATE_ENTRIES // max(1, S.shape[1]))
+    for s0 in range(0, S.shape[0], step):
+        A_oC1 = A[oidx[s0:s0 + step]][:, C1] if len(C1) > 0.5 * h else A[np.ix_(oidx[s0:s0 + step], C1)]
+        if len(C1) <= CHUNK:  # one exact product (< 2**52), one reduction
+            S[s0:s0 + step] -= A_oC1 @ Y
+        else:
+            S[s0:s0 + step] -= matmul_blas(A_oC1, Y, p)
+        _reduce(S[s0:s0 + step], p)
     R2s, C2s, G2 = _pivots(S, p, need_inv)
     R = list(R1) + [int(oidx[i]) for i in R2s]
     C = list(C1) + [h + c for c in C2s]
@@ -219,7 +231,7 @@ def _pivots(A: np.ndarray, p: int, need_inv: bool):
         return R, C, G1
     # B = [[A11, A12], [A21, A22]] = A[R, C]; Schur complement A22 - A21 G1 A12 = S[R2s, C2s], inverse G2.
     A12 = A_R1[:, [h + c for c in C2s]]
-    A21 = A_o[np.ix_(R2s, C1)]
+    A21 = A[np.ix_(oidx[R2s], C1)]
     G1A12 = matmul_blas(G1, A12, p)             # k1 x k2
     A21G1 = matmul_blas(A21, G1, p)             # k2 x k1
     top_right = -matmul_blas(G1A12, G2, p)      # -G1 A12 G2

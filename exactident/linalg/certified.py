@@ -162,11 +162,20 @@ def _bits_needed(bound: int) -> int:
 
 def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                         rng: random.Random | None = None, n_primes: int = 1,
-                        stop_at: int | None = None, blas: bool = False) -> tuple[int, int, np.ndarray]:
+                        stop_at: int | None = None, blas: bool = False,
+                        sketch: Callable[[int, int], np.ndarray] | None = None,
+                        shape: tuple[int, int] | None = None) -> tuple[int, int, np.ndarray]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
     Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
     bound such as ``dim``: nothing larger can come).
+
+    ``sketch(p, k)`` (with ``shape``, ``blas`` only), when given, returns ``A S mod p`` for some
+    ``n x k`` matrix ``S`` without building ``A`` (e.g.
+    :func:`exactident.model.gamma_modular.gamma_sketch_mod_p`).  For a wide ``A`` whose row count is
+    ``stop_at`` it is tried first: ``rank_p(A S) <= rank_p(A)`` for every ``S``, so when it reaches the
+    row count the rank is proved without the full image (time and memory of ``m x (m + 16)`` instead
+    of ``m x n``), and the image returned is that sketch.
 
     With ``blas`` the primes are below ``2**21`` and the ranks are BLAS eliminations
     (:mod:`exactident.linalg.blas_modp`), else word-size primes and FLINT.
@@ -181,6 +190,19 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     rank_fn = rank_blas if blas else rank_mod_p
     primes = blas_primes(n_primes, avoid, rng) if blas else random_primes(n_primes, avoid, rng)
     for p in primes:
+        if blas and sketch is not None and shape is not None and stop_at == shape[0] \
+                and shape[1] > shape[0] + shape[0] // 8 + 16:
+            small = sketch(p, shape[0] + 16)
+            r_small = rank_fn(small, p)
+            if r_small == shape[0]:
+                return shape[0], p, small
+            del small
+            # rank-deficient: the sketch's rank is the bound (equal to rank_p A unless S was unlucky);
+            # the image is built once for the callers' kernels, not eliminated whole again here
+            image = image_mod_p(p)
+            if best is None or r_small > best[0]:
+                best = (r_small, p, image)
+            continue
         image = image_mod_p(p)
         m, n = image.shape
         first: tuple[list[int], int] | None = None

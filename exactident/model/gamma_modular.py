@@ -38,9 +38,11 @@ __all__ = [
     "gamma_entry_bound",
     "gamma_integer",
     "gamma_mod_p",
+    "gamma_sketch_mod_p",
     "gram_counts",
     "gram_entry_bound",
     "gram_mod_p",
+    "sketch_coefficients",
 ]
 
 
@@ -137,6 +139,33 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
     [[0, 3, 1], [3, 3, 1]]
     """
     require_prime(p, avoid)
+    H, D = _backprop_mod_p(net, X, pattern, p, data)
+    n, N_L = len(X), net.widths[-1]
+    free = np.asarray(free_columns(net, fixed), dtype=np.int64)
+    # Built straight into the output, in row blocks: no full-width temporaries, no concatenated
+    # copy of all columns before the free ones are taken (memory: one copy of Gamma).
+    out = np.empty((n * N_L, len(free)), dtype=np.int64)
+    for l, lo, hi, bias_lo, local in _column_blocks(net, free):
+        width = net.widths[l] * net.widths[l - 1]
+        step = max(N_L, (_BLOCK_ENTRIES // max(width, 1)) // N_L * N_L)
+        for r0 in range(0, n * N_L, step):
+            r1 = min(n * N_L, r0 + step)
+            Hrep = np.repeat(H[l - 1][r0 // N_L:r1 // N_L], N_L, axis=0)
+            if hi > lo:
+                dW = (D[l - 1][r0:r1, :, None] * Hrep[:, None, :]) % p
+                out[r0:r1, lo:hi] = np.take(dW.reshape(r1 - r0, width), local, axis=1)
+            out[r0:r1, bias_lo:bias_lo + net.widths[l]] = D[l - 1][r0:r1]
+    return out
+
+
+#: Entries of the per-block temporaries of :func:`gamma_mod_p` (rows are taken in blocks of about this size).
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _backprop_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray], p: int,
+                    data: ModularData | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``H = [h_0, ..., h_{L-1}]`` (``n x N_l``) and ``D[l - 1] = d f / d z_l`` (``n N_L x N_l``, row
+    ``i N_L + k``), int64 residues mod p: all of ``Gamma`` is ``D[l-1] (x) h_{l-1}`` and ``D[l-1]``."""
     n, N_L, L = len(X), net.widths[-1], net.L
     data = data or ModularData(net, X)
     Xp = data.X.mod(p)
@@ -149,18 +178,123 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
     for l in range(1, L):
         Z = (matmul_mod(H[-1], Wp[l - 1].T.copy(), p) + bp[l - 1]) % p
         H.append(Z * masks[l - 1])
-    # D = d f / d z_l, stacked over samples: row i * N_L + k.
-    D = np.tile(np.eye(N_L, dtype=np.int64), (n, 1))
-    blocks: list[np.ndarray] = []
+    D = [np.zeros((0, 0), dtype=np.int64)] * L
+    Dl = np.tile(np.eye(N_L, dtype=np.int64), (n, 1))
     for l in range(L, 0, -1):
-        Hrep = np.repeat(H[l - 1], N_L, axis=0)
-        dW = (D[:, :, None] * Hrep[:, None, :]) % p
-        blocks.append(D)
-        blocks.append(dW.reshape(n * N_L, net.widths[l] * net.widths[l - 1]))
+        D[l - 1] = Dl
         if l > 1:
-            D = matmul_mod(D, Wp[l - 1], p) * np.repeat(masks[l - 2], N_L, axis=0)
-    full = np.concatenate(blocks[::-1], axis=1) if blocks else np.zeros((n * N_L, 0), dtype=np.int64)
-    return np.take(full, free_columns(net, fixed), axis=1)  # C-ordered (full[:, cols] is not)
+            Dl = matmul_mod(Dl, Wp[l - 1], p) * np.repeat(masks[l - 2], N_L, axis=0)
+    return H, D
+
+
+def _column_blocks(net: Network, free: np.ndarray):
+    """Per layer ``l``: ``(l, lo, hi, bias_lo, local)``: the free ``W_l`` columns are output columns
+    ``lo:hi`` (``local``: their indices inside ``W_l``, row-major), ``b_l`` starts at ``bias_lo``."""
+    offset = 0
+    for l in range(1, net.L + 1):
+        width = net.widths[l] * net.widths[l - 1]
+        lo = int(np.searchsorted(free, offset))
+        hi = int(np.searchsorted(free, offset + width))
+        yield l, lo, hi, hi, free[lo:hi] - offset
+        offset += width + net.widths[l]
+
+
+def gamma_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                       fixed: FixedEdges, p: int, k: int, seed: int, avoid: int = 1,
+                       data: ModularData | None = None) -> np.ndarray:
+    """``Gamma S mod p`` for a random ``dim x k`` matrix ``S`` with Khatri-Rao structure, never building ``Gamma``.
+
+    Column ``j`` of ``S`` gives the ``W_l`` entry ``(a, b)`` the coefficient ``U_l[a, j] V_l[b, j]`` and
+    the ``b_l`` entry ``a`` the coefficient ``B_l[a, j]`` (``U_l, V_l, B_l`` uniform mod p, drawn from
+    ``seed``), fixed edges 0.  The ``W_l`` rows of ``Gamma`` are ``D_l (x) h_{l-1}`` (Prop. 10), so
+    ``Gamma S = sum_l (D_l U_l) * (h_{l-1} V_l) + D_l B_l`` (elementwise ``*``, ``h`` repeated per output)
+    minus the fixed edges' columns times their coefficients: ``O(rows (N_l + N_{l-1}) k)`` work per layer
+    instead of ``rows dim k``, and memory for the ``rows x k`` result only.
+
+    ``rank_p(Gamma S) <= rank_p(Gamma) <= rank_Q(Gamma)`` for any ``S``: a sound lower bound.  It equals
+    ``rank_p(Gamma)`` with probability at least ``1 - 2 r / p`` (``r = rank_p Gamma <= k``): a nonzero
+    ``r x r`` minor of ``Gamma S`` is a polynomial of degree ``2 r`` in the coefficients (Schwartz-Zippel),
+    not identically zero since ``Gamma``'s column space is spanned by images of rank-one ``u (x) v`` (the
+    restrictions of the rank-one vectors span the free coordinates).  Unlike a random column subset it
+    sees every column, so the later layers' few columns are not drowned by the first layer's many.
+
+    Parameters
+    ----------
+    net, X, pattern, fixed
+        As for :func:`gamma_mod_p`.
+    p : int
+        A prime below ``2**21`` dividing no denominator of the data.
+    k : int
+        Columns of the sketch.
+    seed : int
+        Seed of ``U_l, V_l, B_l`` (numpy ``default_rng``).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape ``(n * N_L, k)``
+        Symmetric residues (``|x| <= p / 2``) of ``Gamma S`` mod p, rows as :func:`gamma_mod_p`.
+
+    Raises
+    ------
+    InvariantViolation
+        If ``p`` is not a prime below ``2**21`` or divides a denominator.
+
+    Examples
+    --------
+    Against ``Gamma mod p`` times the explicit ``S`` (tests/test_gamma_modular.py does so on random nets);
+    here only the shape and the rank of the hand-checked network of docs/theory.md:
+
+    >>> import flint
+    >>> from exactident.model.fixed_edges import fixed_edges
+    >>> from exactident.model.activation import activation_state
+    >>> from exactident.linalg.blas_modp import rank_blas
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
+    ...               [[flint.fmpq(1)], [flint.fmpq(0)]])
+    >>> X = [[flint.fmpq(0)], [flint.fmpq(1)]]
+    >>> G = gamma_sketch_mod_p(net, X, activation_state(net, X).pattern, fixed_edges(net), 1048583, 4, 0)
+    >>> G.shape, rank_blas(G, 1048583)
+    ((2, 4), 2)
+    """
+    from exactident.linalg.blas_modp import _check_prime, _reduce, matmul_blas, to_symmetric
+
+    require_prime(p, avoid)
+    _check_prime(p)
+    H, D = _backprop_mod_p(net, X, pattern, p, data)
+    n, N_L = len(X), net.widths[-1]
+    rows = n * N_L
+    U, V, B = sketch_coefficients(net, p, k, seed)
+    free = np.asarray(free_columns(net, fixed), dtype=np.int64)
+    out = np.zeros((rows, k))
+    step = max(N_L, (_BLOCK_ENTRIES // max(k, 1)) // N_L * N_L)
+    for l, _lo, _hi, _bias_lo, local in _column_blocks(net, free):
+        n_in = net.widths[l - 1]
+        Dl = to_symmetric(D[l - 1], p)
+        fixed_local = np.setdiff1d(np.arange(net.widths[l] * n_in), local)
+        coef_fixed = _reduce(U[l - 1][fixed_local // n_in] * V[l - 1][fixed_local % n_in], p)
+        for r0 in range(0, rows, step):
+            r1 = min(rows, r0 + step)
+            Hs = to_symmetric(H[l - 1][r0 // N_L:r1 // N_L], p)
+            part = np.repeat(matmul_blas(Hs, V[l - 1], p), N_L, axis=0)
+            part *= matmul_blas(Dl[r0:r1], U[l - 1], p)  # |products| < 2**40: exact
+            part += matmul_blas(Dl[r0:r1], B[l - 1], p)
+            if fixed_local.size:
+                cols = Dl[r0:r1, fixed_local // n_in] * np.repeat(Hs[:, fixed_local % n_in], N_L, axis=0)
+                part -= matmul_blas(_reduce(cols, p), coef_fixed, p)
+            out[r0:r1] += _reduce(part, p)
+            _reduce(out[r0:r1], p)
+    return out
+
+
+def sketch_coefficients(net: Network, p: int, k: int, seed: int) -> tuple[list[np.ndarray], ...]:
+    """``U_l`` (``N_l x k``), ``V_l`` (``N_{l-1} x k``), ``B_l`` (``N_l x k``) of :func:`gamma_sketch_mod_p`:
+    uniform symmetric residues mod p (float64), drawn in this order layer by layer from ``seed``."""
+    gen = np.random.default_rng(seed)
+    U, V, B = [], [], []
+    for l in range(1, net.L + 1):
+        U.append(gen.integers(-(p // 2), p // 2 + 1, (net.widths[l], k)).astype(np.float64))
+        V.append(gen.integers(-(p // 2), p // 2 + 1, (net.widths[l - 1], k)).astype(np.float64))
+        B.append(gen.integers(-(p // 2), p // 2 + 1, (net.widths[l], k)).astype(np.float64))
+    return U, V, B
 
 
 def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -41,6 +41,7 @@ from exactident.model.gamma_modular import (
     alpha_mod_p,
     gamma_entry_bound,
     gamma_mod_p,
+    gamma_sketch_mod_p,
     gram_counts,
     gram_entry_bound,
     gram_mod_p,
@@ -300,12 +301,25 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     stage("Gamma mod p", rows=rows, cols=dim)
     data = ModularData(net, X)
     stage("ranks mod p", rows=rows, cols=dim)
+    # wide Gamma (e.g. a first layer on images): a Khatri-Rao column sketch first, Gamma never built
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
-                                rng=rng, stop_at=min(dim, rows), blas=True)
+                                rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim),
+                                sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
         return _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data)
     rank_a = None
     bounds: dict[str, int] = {}
+    if rows < dim and lower[0] < rows and net.L >= 2 and dim - lower[0] > 64:
+        # wide, row-deficient, a large kernel: left kernel vectors from the last hidden layer (Prop. 10)
+        # bound R_Gamma by rows - t, often exactly (verified by verify/rank_left.py), where dim - (kernel
+        # size) would need dim - rank vectors (small kernels keep their kernel certificates)
+        from exactident.ranks.left_kernel import last_layer_left_kernel
+
+        stage("left kernel", rows=rows, cols=dim)
+        t = len(last_layer_left_kernel(net, X, pattern, fixed))
+        if t:
+            bounds["left-kernel"] = rows - t
+    closed = bounds.get("left-kernel") == lower[0]  # the exact rank already: no interval work
     semi_cache: list[list[dict[int, flint.fmpq]]] = []
 
     def semi() -> list[dict[int, flint.fmpq]]:  # built at most once, by whichever stage needs it first
@@ -329,14 +343,15 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved,
             # and the certificate's rank_a part carries the lower bound only.
             stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
-            if not exact_ranks:
+            if not exact_ranks and not closed:
                 fast = _verdict_first(net, X, pattern, fixed, lower, N_L * ra.rank, avoid, data, rng, semi)
                 if fast is not None:
                     cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                     cert["rank_gamma"] = fast.certificate
                     return RankResult(fast.rank_gamma, None, cert, rank_a_lower=N_L * ra.rank,
                                       rank_gamma_interval=fast.rank_gamma_interval, montecarlo=fast.montecarlo)
-            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data, semi_local=semi)
+            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data, semi_local=semi,
+                                   upper_bounds=bounds)
             if g.rank < N_L * ra.rank:
                 cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                 cert["rank_gamma"] = g.certificate
@@ -346,7 +361,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         rank_a = N_L * ra.rank
         cert["rank_a"] = dict(ra.certificate, rank_a=rank_a)
         bounds["rank_a"] = rank_a
-        if not exact_ranks and not need_rank_a and allow_rank_a_lower and lower[0] < min(rank_a, dim):
+        if not exact_ranks and not need_rank_a and allow_rank_a_lower and lower[0] < min(rank_a, dim) \
+                and not closed:
             fast = _verdict_first(net, X, pattern, fixed, lower, rank_a, avoid, data, rng, semi)
             if fast is not None:
                 cert["rank_gamma"] = fast.certificate

@@ -1,29 +1,23 @@
 """Re-check a rank certificate (``{"fixed_edges", "rank_gamma", "rank_a"}``) from the case alone.
 
-Everything is recomputed from the case at an activation pattern the *caller*
-derives (:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the
-``rank`` part, a tie resolution for each entry of the ``boundary`` part): the
-images mod the certificate's primes, the entry bounds, the structural bounds
-and, for kernels the certificate names by construction (``source`` ``local``,
-``semi-local``, ``column-blocks``), the kernel vectors themselves.  Every field
-is read strictly (JSON ints, not strings or floats; unknown fields are not
-verified, hence invalid) and every bound is checked, ``upper.bound`` included.
-Each problem names the value found and the value claimed.
+Everything is recomputed from the case at an activation pattern the *caller* derives
+(:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the ``rank`` part, a tie resolution for each entry
+of the ``boundary`` part): the images mod the certificate's primes, the entry bounds, the structural bounds
+and, for kernels the certificate names by construction (``source`` ``local``, ``semi-local``,
+``column-blocks``), the kernel vectors themselves.  Every field is read strictly (JSON ints, not strings or
+floats; unknown fields are not verified, hence invalid) and every bound is checked, ``upper.bound``
+included.  Each problem names the value found and the value claimed.
 
-``rank_a`` comes in three forms: the Gram form (shape ``[n, n]``, a rank mod p of
-``alpha alpha^T``); the alpha-rows form (shape ``[n, |P|]``, ``lower.matrix``
-``alpha`` or ``gram`` of the rows ``lower.rows``: any rows give a lower bound; its
-upper bound may also be ``pattern-rowspace``, recomputed by
-:func:`exactident.verify.rank_rowspace.rowspace_bound`);
-and the lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``):
-it proves ``R_A >= rank_a_lower`` only.
+``rank_a`` comes in three forms: the Gram form (shape ``[n, n]``, a rank mod p of ``alpha alpha^T``); the
+alpha-rows form (shape ``[n, |P|]``, ``lower.matrix`` ``alpha`` or ``gram`` of the rows ``lower.rows``: any
+rows give a lower bound; its upper bound may also be ``pattern-rowspace``, :mod:`~.rank_rowspace`); and the
+lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``): ``R_A >= rank_a_lower`` only.
+``rank_gamma``'s ``left-kernel`` bound is proved by :mod:`~.rank_left`.
 
-``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``,
-at most :data:`MAX_VERIFY_PRIMES` of them; past that cap it is checked by one exact
-product over Q on the support of ``K`` instead, when ``M`` has at most
-:data:`exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries (else the part is
-not verified): the cost of a product, not of an unbounded prime loop.  The engine uses
-only kernels that fit these caps (:func:`exactident.linalg.certified.kernel_is_checkable`).
+``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``, at most :data:`MAX_VERIFY_PRIMES`;
+past that, by one exact product over Q on the support of ``K`` if ``M`` has at most
+:data:`~exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries (else not verified); the engine uses
+only kernels that fit (:func:`exactident.linalg.certified.kernel_is_checkable`).
 """
 
 from __future__ import annotations
@@ -65,6 +59,7 @@ from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.verify.arith import BadField, need, unknown_fields
 from exactident.verify.rank_kernel import _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
+from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
 
 __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
@@ -80,7 +75,7 @@ MAX_ALPHA_ENTRIES = 40_000_000
 _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
 _LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
-_STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace")
+_STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace", "left-kernel")
 _EXPLICIT_KERNELS = ("crt", "exact-nullspace", "dixon")
 
 
@@ -423,7 +418,8 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         except _Reject as exc:
             problems.append(str(exc))
     c = need(certificate, "rank_gamma", dict, where)
-    structural = {"shape": min(n * N_L, dim)}
+    structural: dict[str, Any] = {"shape": min(n * N_L, dim),  # left-kernel: verify/rank_left.py
+                                  "left-kernel": lambda: left_kernel_bound(net, X, pattern, fixed)}
     if rank_a is not None:
         structural["rank_a"] = rank_a
     data: list[ModularData] = []  # the case's data scaled to integers once, for every prime
