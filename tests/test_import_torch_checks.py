@@ -84,9 +84,34 @@ def test_wrong_architecture_said_or_refused(tmp_path, capsys, cls):
                       dynamic_axes={"x": {0: "n"}})
     capsys.readouterr()
     err = _err(capsys, ["import", pt, "--sample", X, "--reference", str(tmp_path / "m.onnx")])
-    assert "differs from onnx.reference on m.onnx at sample" in err
-    with pytest.raises(CaseFormatError, match=r"differs from torch forward of " + cls.__name__):
+    # the ONNX graph is read first: its LeakyRelu / Add is refused by name, the reordered layers differ
+    assert {_Leaky: "LeakyRelu", _Residual: "Add", _Reordered: "m.onnx: W_1 or b_1 differs"}[cls] in err
+    with pytest.raises(CaseFormatError, match={_Leaky: "leaky_relu", _Residual: "add",
+                                               _Reordered: "_Reordered: W_1 or b_1 differs"}[cls]):
         import_model(pt, X, reference=module)
+
+
+def test_tiny_leaky_slope_needs_a_model_reference(tmp_path, capsys):
+    """A leaky ReLU of slope 1e-6 changes the outputs by less than the float32 rounding bound, so reference
+    *outputs* cannot refuse it (the architecture field says so); a model as reference is read as a graph."""
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(4, 6), nn.Linear(6, 2)
+
+        def forward(self, x):
+            return self.fc2(F.leaky_relu(self.fc1(x), 1e-6))
+
+    torch.manual_seed(3)
+    module = Tiny()
+    pt, X, Y = _files(tmp_path, module)
+    case = import_model(pt, X, reference=np.load(Y))
+    assert "outputs alone cannot tell a ReLU from a leaky ReLU" in case.provenance["architecture"]
+    with pytest.raises(CaseFormatError, match="leaky_relu"):
+        import_model(pt, X, reference=module)
+    torch.onnx.export(module, (torch.zeros(2, 4),), str(tmp_path / "m.onnx"), dynamo=False, input_names=["x"],
+                      dynamic_axes={"x": {0: "n"}})
+    assert "LeakyRelu" in _err(capsys, ["check", pt, "--sample", X, "--reference", str(tmp_path / "m.onnx")])
 
 
 def test_plain_chain_checked_against_each_reference(tmp_path, capsys):
@@ -97,10 +122,12 @@ def test_plain_chain_checked_against_each_reference(tmp_path, capsys):
     np.save(tmp_path / "X.npy", X)
     with torch.no_grad():
         np.save(tmp_path / "Y.npy", module[:-1](torch.tensor(X, dtype=torch.float32)).numpy())  # the logits
-    for ref in (str(tmp_path / "Y.npy"), module):
+    for ref, how in ((str(tmp_path / "Y.npy"), "its outputs checked against the reference outputs within the "
+                                               "rounding bound (outputs alone cannot tell"),
+                     (module, "checked against the reference's graph (same layers and weights) and by the forward "
+                              "check")):
         case = import_model(tmp_path / "m.pt", tmp_path / "X.npy", reference=ref)
-        assert case.provenance["architecture"] == ("Linear→ReLU chain in key order, checked against the reference "
-                                                   "by the forward check")
+        assert case.provenance["architecture"].startswith("Linear→ReLU chain in key order, " + how)
         assert "within the rounding bound" in case.provenance["forward_check"]
     assert main(["check", str(tmp_path / "m.pt"), "--sample", str(tmp_path / "X.npy"), "--reference",
                  str(tmp_path / "Y.npy")]) == 0

@@ -9,7 +9,11 @@ reference (``--reference model.onnx`` run by ``onnx.reference``, an
 ``(n, N_L)``), the imported network's outputs on the sample are compared with
 the reference's within the rigorous rounding bound
 (:func:`~exactident.io.importers.forward_check.forward_check`): a mismatch is a
-one-line error naming the first differing sample and output.
+one-line error naming the first differing sample and output.  A model as
+reference (ONNX, a module) is also read as a graph by its own importer, which
+refuses any op other than affine layers and ReLU, and must have exactly the
+file's weights: outputs alone cannot tell a ReLU from a leaky ReLU of tiny
+slope.
 
 :func:`run_module` runs a PyTorch module (or a function of it) in its own dtype,
 in eval mode and without gradients; :func:`~exactident.io.importers.load.from_torch` uses it for its own
@@ -37,6 +41,22 @@ ASSUMED = {
     "safetensors": "Linear→ReLU chain in natural key order",
     "npz": "Linear→ReLU chain W1, b1, W2, b2, ... in index order",
 }
+
+
+def _same_network(reference: Network, net: Network, ref_name: str, source: str) -> None:
+    """Refuse unless ``reference`` (the model's own graph, read by its importer) has exactly the widths,
+    weights and biases of ``net`` (the weight-only file read as the assumed chain).
+
+    Outputs alone cannot tell a ReLU from a leaky ReLU of tiny slope, or a skipped connection of tiny
+    weight: a model reference is therefore also read as a graph, which refuses every other op.
+    """
+    if list(reference.widths) != list(net.widths):
+        raise CaseFormatError(source, "--reference", f"{ref_name} has widths {list(reference.widths)}, the file "
+                                                     f"read as the assumed chain {list(net.widths)}")
+    for l in range(1, net.L + 1):
+        if reference.W[l - 1] != net.W[l - 1] or list(reference.b[l - 1]) != list(net.b[l - 1]):
+            raise CaseFormatError(source, "--reference", f"{ref_name}: W_{l} or b_{l} differs from the file's "
+                                                         "(not the same network)")
 
 
 def assumed_architecture(fmt: str) -> str:
@@ -195,6 +215,10 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
         ref = str(reference)
         ext = os.path.splitext(ref)[1].lower()
         if ext == ".onnx":
+            from exactident.io.importers.onnx_model import read_onnx
+
+            # the graph itself: an op other than an affine layer or ReLU is refused, naming it
+            _same_network(read_onnx(ref, max_bytes).imported.network(ref), net, os.path.basename(ref), source)
             Y, X, more = _onnx_outputs(ref, X, max_bytes)
             dtypes += more
             what = f"onnx.reference on {os.path.basename(ref)}"
@@ -210,6 +234,13 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
                                                       ".onnx model or the reference outputs as .npy)")
         out = {"reference": ref, "reference_sha256": sha256_file(ref)}
     elif hasattr(reference, "parameters") and callable(reference):
+        from exactident.io.importers.torch_module import is_plain_sequential, read_torch_module
+        from exactident.io.importers.torch_trace import read_traced_module
+
+        # the module's graph, as from_torch reads it: an op other than Linear/ReLU is refused, naming it
+        read = read_torch_module if is_plain_sequential(reference) else read_traced_module
+        traced, where, _ = read(reference)
+        _same_network(traced.network(where), net, type(reference).__name__, source)
         Y, X, dtype = run_module(reference, X, _module_logits(reference))
         dtypes.append(dtype)
         what = f"torch forward of {type(reference).__name__}"
@@ -226,6 +257,9 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
         if chain:
             raise CaseFormatError(source, exc.field, f"{exc.message}: the model is not the assumed {chain}") from None
         raise
-    out["architecture"] = (f"{chain}, checked against the reference by the forward check" if chain
-                           else "as stored in the file, checked against the reference by the forward check")
+    model_ref = is_onnx or hasattr(reference, "parameters")
+    how = ("checked against the reference's graph (same layers and weights) and by the forward check" if model_ref
+           else "its outputs checked against the reference outputs within the rounding bound (outputs alone "
+                "cannot tell a ReLU from a leaky ReLU of tiny slope: a model as reference also checks the graph)")
+    out["architecture"] = f"{chain}, {how}" if chain else f"as stored in the file, {how}"
     return out
