@@ -27,13 +27,16 @@ TERMINAL_BUDGET = 600.0
 
 # Seconds per unit of work, fitted on [3, 4, 4, 2] networks with 20 samples of 5- to
 # 500-digit fractions (benchmarks/estimate_calibration.py, docs/performance.md) on one
-# core; rough by design.
-_PER_ENTRY = 2e-6          # reading one entry of Gamma mod p / the forward pass, per 100 digits
-_PER_RANK_OP = 4e-8        # one multiply-add of an elimination mod p
+# core, then the per-entry and per-operation constants brought down to the times of
+# trained networks of a few thousand rows and columns (a 30-40-20-3 net on 1000 rows checks
+# in under 5 s; digits 64-32-10 on 1797 rows in 17 s, its float64 pipeline in 15 s), where
+# the elimination mod p and the SVD run in BLAS; rough by design.
+_PER_ENTRY = 2e-7          # reading one entry of Gamma mod p / the forward pass, per 100 digits
+_PER_RANK_OP = 2e-10       # one multiply-add of an elimination mod p (BLAS, float64 products)
 _PER_EXACT_OP = 4.6e-8     # rows x cols x rank^2 of an exact kernel, per (100 digits)^1.5 of the entries
-_PER_FLOAT_OP = 3e-9       # one multiply-add of a float64 SVD
-_FLOAT_FIXED = 0.3         # the float pipelines' fixed cost (several Jacobians, rounding bounds)
-_PER_STRUCTURAL = 2e-6     # one (sample, neuron) sign check of the structural search, per 100 digits
+_PER_FLOAT_OP = 6e-11      # one multiply-add of a float64 SVD
+_FLOAT_FIXED = 0.3         # the float pipeline's fixed cost (one Jacobian, rounding bounds)
+_PER_STRUCTURAL = 1e-7     # one (sample, neuron) sign check of the structural search, per 100 digits
 
 
 @dataclass
