@@ -74,6 +74,16 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any],
     jsonl = getattr(args, "jsonl", None)
     fh = None
     if jsonl:
+        from exactident.errors import CaseFormatError
+        from exactident.io.atomic import check_writable
+
+        problem = check_writable(jsonl)  # before truncating anything: bad usage, exit 2
+        if problem:
+            raise CaseFormatError(jsonl, "--jsonl", problem)
+        inputs = [*paths, getattr(args, "sample", None), getattr(args, "reference", None)]
+        if any(isinstance(p, str) and os.path.isfile(p) and os.path.samefile(p, jsonl) for p in inputs
+               if os.path.exists(jsonl)):
+            raise CaseFormatError(jsonl, "--jsonl", "is also an input of this command; refusing to overwrite it")
         try:
             fh = open(jsonl, "w", encoding="utf-8")  # noqa: SIM115 - kept open across cases
         except OSError as exc:

@@ -144,6 +144,35 @@ def test_csv_onto_an_input_case_is_refused(tmp_path, capsys):
     assert case.read_bytes() == before
 
 
+def test_jsonl_onto_an_input_case_is_refused(tmp_path, capsys):
+    """``check --jsonl`` truncates its file first: naming an input case (or a link to it) would destroy it."""
+    case = _write_case(tmp_path / "x.json", "x")
+    before = case.read_bytes()
+    link = tmp_path / "alias.jsonl"
+    link.symlink_to(case)
+    for out in (case, link):
+        assert main(["check", str(case), "--no-numeric", "--jsonl", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--jsonl: is also an input of this command" in err
+    assert case.read_bytes() == before
+    assert main(["check", str(case), "--jsonl", str(tmp_path / "no-such-dir" / "r.jsonl")]) == 2
+    assert "--jsonl: cannot write (no such directory)" in capsys.readouterr().err
+
+
+def test_import_onto_its_own_model_or_sample_is_refused(tmp_path, capsys):
+    """``import -o`` naming the model or the sample would replace the trained network by a case file."""
+    import numpy as np
+
+    np.savez(tmp_path / "m.npz", W1=np.array([[2.0]]), b1=np.array([1.0]), W2=np.array([[3.0]]), b2=np.array([0.0]))
+    np.save(tmp_path / "X.npy", np.array([[0.0], [1.0]]))
+    for target, what in ((tmp_path / "m.npz", "MODEL"), (tmp_path / "X.npy", "--sample")):
+        before = target.read_bytes()
+        assert main(["import", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "X.npy"), "-o", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"-o: is also the input {what}; refusing to overwrite it" in err
+        assert target.read_bytes() == before
+
+
 def test_csv_and_plot_naming_one_file_is_refused(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     case = _write_case(tmp_path / "x.json", "x")

@@ -136,6 +136,11 @@ def run(args: argparse.Namespace) -> int:
         problem = check_writable(args.output)
         if problem:
             raise CaseFormatError(args.output, "-o", problem)
+        out = os.path.realpath(args.output)
+        for option, path in (("MODEL", args.model), ("--sample", args.sample), ("--reference", args.reference),
+                             ("--config", getattr(args, "config", None))):
+            if isinstance(path, str) and os.path.exists(path) and os.path.realpath(path) == out:
+                raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")
     case = import_model(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
                         name=args.name, max_bytes=args.max_bytes, reference=args.reference,
                         config=getattr(args, "config", None))
