@@ -35,6 +35,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 NAMES = ["digits-64-32-10", "digits-64-64-10", "digits-64-32-32-10", "torch-bc-30-12-6-2", "random-16x4-1",
          "random-16x3-1"]
 
@@ -58,32 +59,10 @@ def measure(method: str, path: str) -> None:
                    interval=r.extra.get("rank_gamma_interval"), montecarlo=r.extra.get("montecarlo"),
                    rank_a_lower_bound=r.extra.get("rank_a_lower_bound"), certified_by=r.extra.get("certified_by"))
     else:
-        import numpy as np
+        from run import float_ranks  # benchmarks/run.py: the same float64 pipeline in both tables
 
-        from exactident.model.activation import n_paths
-        from exactident.model.fixed_edges import fixed_edges
-        from exactident.model.gamma import free_columns
-        from exactident.numeric.numpy_backend import (
-            alpha_float,
-            alpha_float_gram,
-            float_pattern,
-            gamma_float,
-            to_float_network,
-            to_float_sample,
-        )
-
-        fixed = fixed_edges(case.network)
-        cols = free_columns(case.network, fixed)
         c0, t0 = _cpu(), time.perf_counter()
-        fnet = to_float_network(case.network)
-        Xf = to_float_sample(case.X, case.network.widths[0])
-        rg = int(np.linalg.matrix_rank(gamma_float(fnet, Xf, fixed, cols)))
-        out["rank_gamma"] = rg
-        if rg < case.network.dim:
-            pat = float_pattern(fnet, Xf)
-            A = alpha_float(pat, Xf) if len(Xf) * n_paths(case.network.widths) <= 20_000_000 \
-                else alpha_float_gram(pat, Xf)
-            out["rank_a"] = case.network.widths[-1] * int(np.linalg.matrix_rank(A))
+        out.update(float_ranks(case))
     out["wall"] = time.perf_counter() - t0
     out["cpu"] = _cpu() - c0
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

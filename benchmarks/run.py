@@ -139,6 +139,34 @@ def _cpu():
     return ru.ru_utime + ru.ru_stime
 
 
+def float_ranks(case) -> dict:
+    """The float64 pipeline people run: backprop ``Gamma`` and ``numpy.linalg.matrix_rank``, plus ``alpha``
+    when the verdict needs ``R_A`` (``rank_gamma < dim``); ``{"rank_gamma", ["rank_a"]}``."""
+    import numpy as np
+
+    from exactident.model.activation import n_paths
+    from exactident.model.fixed_edges import fixed_edges
+    from exactident.model.gamma import free_columns
+    from exactident.numeric.numpy_backend import (
+        alpha_float,
+        alpha_float_gram,
+        float_pattern,
+        gamma_float,
+        to_float_network,
+        to_float_sample,
+    )
+
+    fixed = fixed_edges(case.network)
+    fnet = to_float_network(case.network)
+    Xf = to_float_sample(case.X, case.network.widths[0])
+    out = {"rank_gamma": int(np.linalg.matrix_rank(gamma_float(fnet, Xf, fixed, free_columns(case.network, fixed))))}
+    if out["rank_gamma"] < case.network.dim:  # the verdict needs R_A
+        pat = float_pattern(fnet, Xf)
+        A = alpha_float(pat, Xf) if len(Xf) * n_paths(case.network.widths) <= 20_000_000 else alpha_float_gram(pat, Xf)
+        out["rank_a"] = case.network.widths[-1] * int(np.linalg.matrix_rank(A))
+    return out
+
+
 def measure(method, name):
     case = build(name)
     out = {}
@@ -162,35 +190,8 @@ def measure(method, name):
         out.update(rank_gamma=r.rank_gamma, rank_a=r.rank_a, verdict=r.verdict, decided_by=r.decided_by,
                    certified_by=r.extra.get("certified_by"), rank_a_lower_bound=r.extra.get("rank_a_lower_bound"))
     elif method in ("float", "float1"):
-        import numpy as np
-
-        from exactident.model.fixed_edges import fixed_edges
-        from exactident.model.gamma import free_columns
-        from exactident.numeric.numpy_backend import (
-            alpha_float,
-            alpha_float_gram,
-            float_pattern,
-            gamma_float,
-            to_float_network,
-            to_float_sample,
-        )
-
-        fixed = fixed_edges(case.network)
-        cols = free_columns(case.network, fixed)
         c0, t0 = _cpu(), time.perf_counter()
-        fnet = to_float_network(case.network)
-        Xf = to_float_sample(case.X, case.network.widths[0])
-        rg = int(np.linalg.matrix_rank(gamma_float(fnet, Xf, fixed, cols)))
-        out["rank_gamma"] = rg
-        if rg < case.network.dim:  # the verdict needs R_A
-            pat = float_pattern(fnet, Xf)
-            from exactident.model.activation import n_paths
-
-            if len(Xf) * n_paths(case.network.widths) <= 20_000_000:
-                ra = int(np.linalg.matrix_rank(alpha_float(pat, Xf)))
-            else:
-                ra = int(np.linalg.matrix_rank(alpha_float_gram(pat, Xf)))
-            out["rank_a"] = case.network.widths[-1] * ra
+        out.update(float_ranks(case))
     else:
         raise SystemExit(f"unknown method {method}")
     out["wall"] = time.perf_counter() - t0
