@@ -66,19 +66,27 @@ _GROUP = re.compile(r"\b([Wb])_(\d+)\[([^\]]*)\]")
 def framework_text(text: str, names: Mapping[str, str]) -> str:
     """Paper names in ``text`` (``W_2[2,0..7], b_2[2]``) as the framework's (``fc2.weight[2,0..7], fc2.bias[2]``).
 
-    ``names`` is the case's ``provenance["parameter_names"]`` (``{"W_2": "fc2.weight[i,j]", ...}``); a name
-    whose index order is not the paper's (``kernel[j,i]``) is left as it is.
+    ``names`` is the case's ``provenance["parameter_names"]`` (``{"W_2": "fc2.weight[i,j]", ...}``); a
+    kernel stored ``(N_{l-1}, N_l)`` (``kernel[j,i]``: Keras, scikit-learn, Flax) gets its two indices
+    swapped; any other index order is left as it is.
 
     Examples
     --------
     >>> framework_text("W_2[2,0..7], b_2[2], b_3[0]", {"W_2": "fc2.weight[i,j]", "b_2": "fc2.bias[i]"})
     'fc2.weight[2,0..7], fc2.bias[2], b_3[0]'
+    >>> framework_text("W_1[2,0..7]", {"W_1": "layers/dense/kernel[j,i]"})
+    'layers/dense/kernel[0..7,2]'
     """
     def sub(m: re.Match[str]) -> str:
         t = names.get(f"{m[1]}_{m[2]}")
-        if not isinstance(t, str) or not t.endswith(("[i,j]", "[i]")):
+        if not isinstance(t, str):
             return m[0]
-        return f"{t[:t.rindex('[')]}[{m[3]}]"
+        base, index = t[:t.rindex("[")] if "[" in t else t, m[3].split(",", 1)
+        if t.endswith(("[i,j]", "[i]")):
+            return f"{base}[{m[3]}]"
+        if t.endswith("[j,i]") and len(index) == 2:
+            return f"{base}[{index[1]},{index[0]}]"
+        return m[0]
 
     return _GROUP.sub(sub, text)
 
