@@ -130,10 +130,12 @@ def test_cli_rejects_bad_budget_and_certify_values(capsys):
         check(tiny_case(), certify="maybe")
 
 
-def test_jsonl_unwritable_is_an_output_error(tmp_path, capsys):
+def test_jsonl_unwritable_is_bad_usage_before_any_work(tmp_path, capsys):
+    """A --jsonl destination that cannot be written is found before any case runs: bad usage (exit 2)."""
     good = str(ROOT / "cases" / "tiny-111-kink-plus.json")
-    assert main(["check", "--jsonl", str(tmp_path / "no" / "dir" / "x.jsonl"), good]) == 1
-    assert "cannot write" in capsys.readouterr().err
+    assert main(["check", "--jsonl", str(tmp_path / "no" / "dir" / "x.jsonl"), good]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--jsonl: cannot write (no such directory)" in err
 
 
 @pytest.mark.parametrize("name", ["diabetes-mlp-10-8-1-first10", "iris-mlp-4-8-8-3", "wine-mlp-13-8-3"])
