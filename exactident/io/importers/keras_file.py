@@ -49,6 +49,7 @@ from exactident.io.importers.common import (
     ZipBudget,
     check_declared_size,
     check_zip,
+    clean_message,
     open_zip,
     read_limited,
 )
@@ -370,7 +371,7 @@ def _config_file(config_path: str, max_bytes: int) -> Any:
                 return json.loads(ZipBudget(config_path, max_bytes).read(z, "config.json"))
         return json.loads(data)
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
-        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        text = clean_message(exc)
         raise CaseFormatError(config_path, "", f"not a Keras model config (JSON from model.to_json(), or a .keras "
                                                f"file) ({text})") from None
 
@@ -434,7 +435,7 @@ def read_keras(path: str, max_bytes: int, config_path: str | None = None) -> Imp
                 dense, n_inputs, dropped = _plan(config, path)
                 kernels, biases = _weights_h5(h5, dense, path, [max_bytes, max_bytes])
     except (OSError, zipfile.BadZipFile, KeyError, ValueError, EOFError) as exc:
-        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        text = clean_message(exc)
         raise CaseFormatError(path, "", f"corrupted or not a Keras file ({text})") from None
     imported = Imported(kernels, biases, "in_out", "keras", n_inputs if isinstance(n_inputs, int) else None, dropped)
     imported.forward = keras_forward_check(path, dropped, None if config_path is None else config)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from exactident.errors import CaseFormatError
+from exactident.io.importers.common import clean_message
 from exactident.io.importers.forward_check import forward_check
 from exactident.model.network import Network
 
@@ -60,7 +61,7 @@ def _import_keras() -> Any:
         with _quiet():
             import keras
     except Exception as exc:  # e.g. KERAS_BACKEND names a backend that is not installed
-        text = (str(exc).strip().splitlines() or [""])[0][:160]
+        text = clean_message(exc)
         return f"keras could not be imported ({type(exc).__name__}: {text})"
     return keras
 
@@ -94,7 +95,7 @@ def keras_forward_check(path: str, dropped: str | None, config: Any = None) -> C
                     model = keras.saving.deserialize_keras_object(config, safe_mode=True)
                     model.load_weights(path)
         except Exception as exc:  # any Keras failure is a refusal, in one line
-            text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            text = clean_message(exc)
             raise CaseFormatError(path, "forward check", f"Keras {keras.__version__} cannot load this file to check "
                                                          f"the import ({text})") from None
         layers = [x for x in model.layers if type(x).__name__ not in _KERAS_SKIP]

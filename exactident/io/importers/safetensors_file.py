@@ -14,7 +14,7 @@ import numpy as np
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.importers.arrays import Tensor, bfloat16_bits_to_float32
-from exactident.io.importers.common import Imported, check_declared_size, read_limited
+from exactident.io.importers.common import Imported, check_declared_size, clean_message, read_limited
 from exactident.io.importers.named import layers_from_state_dict
 
 __all__ = ["read_safetensors"]
@@ -45,8 +45,7 @@ def read_safetensors(path: str, max_bytes: int) -> Imported:
     try:
         flat = deserialize(data)
     except Exception as exc:  # SafetensorError and friends: a damaged file
-        raise CaseFormatError(path, "", f"corrupted or not a safetensors file ({str(exc).splitlines()[0][:200]})"
-                              if str(exc) else "corrupted or not a safetensors file") from None
+        raise CaseFormatError(path, "", f"corrupted or not a safetensors file ({clean_message(exc)})") from None
     tensors = {}
     for name, info in flat:
         dtype = info["dtype"]

@@ -25,7 +25,7 @@ import numpy as np
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported
+from exactident.io.importers.common import Imported, clean_message
 from exactident.io.importers.forward_check import forward_check
 from exactident.model.network import Network
 
@@ -74,8 +74,8 @@ def split_pipeline(model: Any, X: Any) -> tuple[Any, Any, str | None]:
     try:
         Xt = model[:-1].transform(Xa)
     except Exception as exc:  # the user's transformer failing on the sample: a refusal, in one line
-        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise CaseFormatError(where, "X", f"the Pipeline's steps before the MLP fail on the sample ({text})") from None
+        raise CaseFormatError(where, "X", f"the Pipeline's steps before the MLP fail on the sample "
+                                          f"({clean_message(exc)})") from None
     if hasattr(Xt, "toarray"):  # a sparse result
         Xt = Xt.toarray()
     Xt = np.asarray(Xt)
