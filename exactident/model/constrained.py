@@ -1,0 +1,287 @@
+"""A piecewise-linear network whose weights are an affine function of free parameters.
+
+Every architecture beyond the layered, fully connected ReLU MLP that exactident analyses
+(convolution, average pooling, skip connections, leaky ReLU, PReLU, layers without bias)
+is compiled to this one form: a *layered* network ``N_0, ..., N_L`` whose dense weights
+and biases are ``W = T theta + c``, where each dense entry is either **fixed** (its value
+is part of ``c``) or **equal to one free parameter** ``theta_j`` (a column of ``T`` with
+0/1 entries; a convolution weight feeds many dense entries).  Skip connections are carried
+through the intermediate layers by *linear* units (no kink) with fixed weights 1, so the
+network stays layered and every engine module keeps its layer-by-layer form.
+
+Hidden unit ``v`` of layer ``l`` computes ``h = z`` for ``z >= 0`` and ``h = a z`` for
+``z < 0`` with its negative-side slope ``a``: 0 for ReLU, a fixed rational for leaky ReLU
+(the exact binary value the framework stores), a free parameter for PReLU, 1 for a linear
+unit (no kink).  The output layer ``L`` is affine (logits), as in the plain engine.
+
+Everything is in Q.  The plain MLP is the special case "every entry free, every slope 0"
+(:func:`from_network`).
+
+References
+----------
+Bona-Pellissier, Malgouyres, Bachoc, "Parameter identifiability of a deep feedforward ReLU
+neural network", arXiv:2206.07424 (Prop. 1 keeps its form with slopes in the pattern).
+Gonon, Brisebarre, Riccietti, Gribonval, "A path-norm toolkit for modern networks",
+arXiv:2310.01225 (ReLU networks on a DAG with skips and pooling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import flint
+import numpy as np
+
+from exactident.errors import CaseFormatError
+from exactident.model.network import Network, _exact, _exact_vector, sample_matrix
+
+__all__ = [
+    "ConstrainedNetwork",
+    "constrained_pre_activations",
+    "from_network",
+]
+
+_WHERE = "<ConstrainedNetwork>"
+
+
+@dataclass
+class ConstrainedNetwork:
+    """A layered piecewise-linear network with ``W = T theta + c`` (see the module docstring).
+
+    Attributes
+    ----------
+    widths : tuple of int
+        ``(N_0, ..., N_L)`` after compilation (carrier units included), ``L >= 1``.
+    W : list of fmpq_mat
+        Current dense values: ``W[l-1]`` is ``W_l``, shape ``(N_l, N_{l-1})``, entries in Q.
+    b : list of list of fmpq
+        Current dense values: ``b[l-1]`` is ``b_l``, length ``N_l``.
+    W_index : list of int64 ndarray
+        ``W_index[l-1]`` has shape ``(N_l, N_{l-1})``: ``-1`` when the entry is fixed at its
+        value in ``W``, ``j >= 0`` when it equals the free parameter ``theta_j``.
+    b_index : list of int64 ndarray
+        ``b_index[l-1]`` has shape ``(N_l,)``, same convention.
+    negative_slope : list of list of fmpq
+        ``negative_slope[l-1]`` (hidden layers ``l = 1..L-1``): the slope ``a`` on ``z < 0``
+        (0 ReLU, ``a`` leaky ReLU, the current value for PReLU, 1 for a linear unit).
+    slope_index : list of int64 ndarray
+        ``slope_index[l-1]``, shape ``(N_l,)``: ``-1`` fixed slope, ``j >= 0`` a PReLU slope
+        equal to ``theta_j`` (the parameter may be shared by a channel).
+    n_params : int
+        ``k``, the number of free parameters; every index ``0..k-1`` is used at least once.
+    features : tuple of str
+        What makes this network more than a plain MLP, in words used by verdict reasons:
+        ``"convolution"``, ``"average pooling"``, ``"skip connection"``, ``"leaky ReLU"``,
+        ``"PReLU"``, ``"linear layer"``, ``"fixed weights"``.  Empty for a plain MLP.
+    param_names : list of str
+        ``param_names[j]`` names ``theta_j`` in the framework's terms, e.g. ``"conv1.weight[2,0,1,1]"``.
+    unit_names : list of list of str
+        ``unit_names[l-1][v]`` names hidden or output unit ``v`` of layer ``l``, e.g.
+        ``"conv1[c=2,y=1,x=0]"`` or ``"skip(input[3])"`` for a carrier.
+
+    Raises
+    ------
+    CaseFormatError
+        On a wrong shape, a float, tied entries with different values, a linear unit with a
+        PReLU parameter, or an unused parameter index.
+    """
+
+    widths: tuple[int, ...]
+    W: list[flint.fmpq_mat]
+    b: list[list[flint.fmpq]]
+    W_index: list[np.ndarray]
+    b_index: list[np.ndarray]
+    negative_slope: list[list[flint.fmpq]]
+    slope_index: list[np.ndarray]
+    n_params: int
+    features: tuple[str, ...] = ()
+    param_names: list[str] = field(default_factory=list)
+    unit_names: list[list[str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        plain = Network(tuple(self.widths), self.W, self.b)  # validates shapes and exactness
+        self.widths, self.W, self.b = plain.widths, plain.W, plain.b
+        w, L = self.widths, len(self.widths) - 1
+        self.W_index = [_index_array(M, (w[l + 1], w[l]), f"W_index[{l}]")
+                        for l, M in enumerate(_n(self.W_index, L, "W_index"))]
+        self.b_index = [_index_array(v, (w[l + 1],), f"b_index[{l}]")
+                        for l, v in enumerate(_n(self.b_index, L, "b_index"))]
+        self.negative_slope = [_exact_vector(s, w[l], f"negative_slope[{l - 1}]")
+                               for l, s in zip(range(1, L), _n(self.negative_slope, L - 1, "negative_slope"))]
+        self.slope_index = [_index_array(s, (w[l],), f"slope_index[{l - 1}]")
+                            for l, s in zip(range(1, L), _n(self.slope_index, L - 1, "slope_index"))]
+        k = self.n_params
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise CaseFormatError(_WHERE, "n_params", f"expected a non-negative integer, found {k!r}")
+        values: dict[int, flint.fmpq] = {}
+        for where, idx, val in self._entries():
+            if idx < -1 or idx >= k:
+                raise CaseFormatError(_WHERE, where, f"parameter index {idx} outside -1..{k - 1}")
+            if idx >= 0 and values.setdefault(idx, val) != val:
+                raise CaseFormatError(_WHERE, where, f"tied to theta_{idx} = {values[idx]} but holds {val}")
+        if len(values) != k:
+            missing = min(set(range(k)) - set(values))
+            raise CaseFormatError(_WHERE, "n_params", f"theta_{missing} feeds no weight, bias or slope")
+        if self.param_names and len(self.param_names) != k:
+            raise CaseFormatError(_WHERE, "param_names", f"expected {k} names, found {len(self.param_names)}")
+
+    def _entries(self):
+        """``(field, index, value)`` for every dense weight, bias and slope."""
+        for l in range(1, self.L + 1):
+            M, I = self.W[l - 1], self.W_index[l - 1]
+            for i in range(self.widths[l]):
+                for j in range(self.widths[l - 1]):
+                    yield f"W_{l}[{i}][{j}]", int(I[i, j]), M[i, j]
+                yield f"b_{l}[{i}]", int(self.b_index[l - 1][i]), self.b[l - 1][i]
+        for l in range(1, self.L):
+            for v in range(self.widths[l]):
+                yield f"slope_{l}[{v}]", int(self.slope_index[l - 1][v]), self.negative_slope[l - 1][v]
+
+    @property
+    def L(self) -> int:
+        """Number of weight layers ``L``."""
+        return len(self.widths) - 1
+
+    def kinked(self, l: int) -> np.ndarray:
+        """Bool array ``(N_l,)``: units of hidden layer ``l`` (1-based) with a kink at ``z = 0``.
+
+        A unit is linear (no kink) when its slope is fixed at 1; ties are only ever looked
+        for at kinked units.
+        """
+        one = flint.fmpq(1)
+        return np.array([self.slope_index[l - 1][v] >= 0 or self.negative_slope[l - 1][v] != one
+                         for v in range(self.widths[l])], dtype=bool)
+
+    def theta(self) -> list[flint.fmpq]:
+        """The current free parameters ``theta`` (length ``n_params``, entries in Q)."""
+        out: list[flint.fmpq | None] = [None] * self.n_params
+        for _, idx, val in self._entries():
+            if idx >= 0:
+                out[idx] = val
+        return [v if v is not None else flint.fmpq(0) for v in out]
+
+    def with_theta(self, theta: Sequence[object]) -> ConstrainedNetwork:
+        """The same architecture at another ``theta`` (fixed entries unchanged).
+
+        Raises
+        ------
+        CaseFormatError
+            When ``theta`` does not have ``n_params`` exact entries.
+        """
+        if len(theta) != self.n_params:
+            raise CaseFormatError(_WHERE, "theta", f"expected {self.n_params} entries, found {len(theta)}")
+        t = [_exact(v, f"theta[{j}]") for j, v in enumerate(theta)]
+
+        def pick(idx: int, val: flint.fmpq) -> flint.fmpq:
+            return t[idx] if idx >= 0 else val
+
+        W = [flint.fmpq_mat(self.widths[l], self.widths[l - 1],
+                            [pick(int(self.W_index[l - 1][i, j]), self.W[l - 1][i, j])
+                             for i in range(self.widths[l]) for j in range(self.widths[l - 1])])
+             for l in range(1, self.L + 1)]
+        b = [[pick(int(self.b_index[l - 1][i]), self.b[l - 1][i]) for i in range(self.widths[l])]
+             for l in range(1, self.L + 1)]
+        s = [[pick(int(self.slope_index[l - 1][v]), self.negative_slope[l - 1][v]) for v in range(self.widths[l])]
+             for l in range(1, self.L)]
+        return ConstrainedNetwork(self.widths, W, b, [I.copy() for I in self.W_index],
+                                  [I.copy() for I in self.b_index], s, [I.copy() for I in self.slope_index],
+                                  self.n_params, self.features, list(self.param_names),
+                                  [list(u) for u in self.unit_names])
+
+    def is_plain(self) -> bool:
+        """True for a layered ReLU MLP with every weight and bias free and distinct (the paper's setting)."""
+        if self.features:
+            return False
+        zero = flint.fmpq(0)
+        n_dense = sum(self.widths[l] * (self.widths[l - 1] + 1) for l in range(1, self.L + 1))
+        if self.n_params != n_dense:
+            return False
+        if any(int(i) < 0 for I in self.W_index + self.b_index for i in I.ravel()):
+            return False
+        return all(a == zero and int(i) < 0 for S, I in zip(self.negative_slope, self.slope_index)
+                   for a, i in zip(S, I))
+
+
+def _n(items: Sequence[object], n: int, name: str) -> Sequence[object]:
+    if len(items) != n:
+        raise CaseFormatError(_WHERE, name, f"expected {n} entries, found {len(items)}")
+    return items
+
+
+def _index_array(value: object, shape: tuple[int, ...], name: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.shape != shape or (arr.size and arr.dtype.kind not in "iu"):
+        raise CaseFormatError(_WHERE, name, f"expected integers of shape {shape}, found {arr.dtype} {arr.shape}")
+    return arr.astype(np.int64)
+
+
+def from_network(net: Network) -> ConstrainedNetwork:
+    """The plain MLP as a constrained network: every weight and bias free, every slope 0.
+
+    Parameters are numbered as the plain engine's full parameter vector: for ``l = 1..L``,
+    ``W_l`` row-major then ``b_l``.
+
+    Examples
+    --------
+    >>> net = Network((1, 2, 1), [flint.fmpq_mat([[1], [2]]), flint.fmpq_mat([[3, 4]])],
+    ...               [[flint.fmpq(0), flint.fmpq(-1)], [flint.fmpq(5)]])
+    >>> cn = from_network(net)
+    >>> cn.n_params, cn.is_plain(), [str(t) for t in cn.theta()]
+    (7, True, ['1', '2', '0', '-1', '3', '4', '5'])
+    """
+    W_index, b_index, k = [], [], 0
+    for l in range(1, net.L + 1):
+        n_out, n_in = net.widths[l], net.widths[l - 1]
+        W_index.append(np.arange(k, k + n_out * n_in, dtype=np.int64).reshape(n_out, n_in))
+        k += n_out * n_in
+        b_index.append(np.arange(k, k + n_out, dtype=np.int64))
+        k += n_out
+    zero = flint.fmpq(0)
+    slopes = [[zero] * net.widths[l] for l in net.hidden_layers()]
+    slope_index = [np.full(net.widths[l], -1, dtype=np.int64) for l in net.hidden_layers()]
+    names = [f"{'W' if kind == 'W' else 'b'}_{l}[{i}{',' + str(j) if kind == 'W' else ''}]"
+             for l in range(1, net.L + 1)
+             for kind, i, j in [("W", i, j) for i in range(net.widths[l]) for j in range(net.widths[l - 1])]
+             + [("b", i, 0) for i in range(net.widths[l])]]
+    return ConstrainedNetwork(net.widths, [flint.fmpq_mat(M) for M in net.W], [list(v) for v in net.b],
+                              W_index, b_index, slopes, slope_index, k, (), names, [])
+
+
+def constrained_pre_activations(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> list[flint.fmpq_mat]:
+    """Exact pre-activations ``z_l(x^i)``, ``l = 1..L``, with each unit's negative slope.
+
+    Parameters
+    ----------
+    cn : ConstrainedNetwork
+    X : n rows of N_0 fmpq (the flattened input, in the framework's flattening order)
+
+    Returns
+    -------
+    list of fmpq_mat
+        Element ``l-1`` has shape ``(n, N_l)``; the last one is the network's output on ``X``.
+
+    Examples
+    --------
+    A leaky unit with slope 1/10: ``f(x) = leaky(x - 1)``, at ``x = 0`` and ``x = 3``.
+
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])],
+    ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
+    >>> cn = from_network(net)
+    >>> cn.negative_slope[0][0] = flint.fmpq(1, 10)
+    >>> [Z.entries() for Z in constrained_pre_activations(cn, [[0], [3]])][-1]
+    [-1/10, 2]
+    """
+    H = sample_matrix([[_exact(v, "X") for v in row] for row in X], cn.widths[0])
+    out = []
+    zero = flint.fmpq(0)
+    for l in range(1, cn.L + 1):
+        n = H.nrows()
+        Z = H * cn.W[l - 1].transpose() + flint.fmpq_mat(n, cn.widths[l], list(cn.b[l - 1]) * n)
+        out.append(Z)
+        if l < cn.L:
+            a = cn.negative_slope[l - 1]
+            cols = cn.widths[l]
+            H = flint.fmpq_mat(n, cols, [z if z >= zero else a[c] * z for row in Z.table()
+                                         for c, z in enumerate(row)])
+    return out
