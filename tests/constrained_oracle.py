@@ -20,9 +20,9 @@ import sympy as sp
 
 from exactident.model.constrained import ConstrainedNetwork
 
-__all__ = ["Oracle", "random_constrained", "conv1d_net", "residual_net"]
+__all__ = ["Oracle", "conv1d_net", "random_constrained", "residual_net"]
 
-F32_001 = sp.Rational(5764607523034235, 576460752303423488)  # float32(0.01), exactly
+F32_001 = sp.Rational(5368709, 2**29)  # float32(0.01) = 0.00999999977648258209228515625, exactly
 
 
 def _q(v: sp.Rational) -> flint.fmpq:
@@ -168,7 +168,14 @@ class Oracle:
             for f in z:
                 rows.append([sp.diff(f, tj) for tj in t])
         sub = dict(zip(t, self.theta()))
-        return sp.Matrix(len(rows), k, lambda r, c: sp.sympify(rows[r][c]).subs(sub))
+        return sp.Matrix(len(rows), k, lambda r, c: sp.sympify(rows[r][c]).xreplace(sub))
+
+    @staticmethod
+    def rank(M: sp.Matrix) -> int:
+        """Exact rank over Q of a sympy matrix (FLINT's fraction-free elimination: sympy's is slow here)."""
+        if M.rows == 0 or M.cols == 0:
+            return 0
+        return int(flint.fmpq_mat(M.rows, M.cols, [_q(v) for v in M]).rank())
 
     def symmetry_dim(self) -> int:
         """``dim S_H`` by sympy: the rescaling constraints solved densely, the orbit tangent's rank."""
@@ -208,4 +215,4 @@ class Oracle:
         for vec in basis:
             sub = dict(zip(s, vec))
             cols.append([sp.sympify(groups[j][0]).subs(sub) * theta[j] for j in range(cn.n_params)])
-        return sp.Matrix(cols).rank() if cols else 0
+        return self.rank(sp.Matrix(cols)) if cols else 0

@@ -276,7 +276,7 @@ def constrained_float_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fm
     fcn = to_float_constrained(cn, dtype)
     nd = _dtype(dtype)
     fmt = float_format(dtype)
-    Xf = np.array(round_values([v for row in X for v in row], fmt).values,
+    Xf: np.ndarray = np.array(round_values([v for row in X for v in row], fmt).values,
                   dtype=np.float64).reshape(len(X), cn.widths[0]).astype(nd)
     with log.stage("gamma"):
         G = gamma_free_float(fcn, Xf, active)
@@ -304,8 +304,8 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
     dim_free : int
         ``rank T - dim S_H`` (the exact target of the rank).
     exact_pattern : list of bool arrays ``(n, N_l)``
-        The exact ``>= 0`` pattern of the hidden layers: the number of (sample, unit) pairs
-        whose float side differs is ``pattern_differs``.
+        The exact ``>= 0`` pattern of the hidden layers: ``pattern_differs`` says whether the
+        float side of a (sample, kinked unit) pair differs from it.
     exact_rank_gamma : int or None
         Exact rank of ``Gamma_free`` at that pattern (``compared_with``); None if unknown.
     exact_verdict : str or None
@@ -334,10 +334,12 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
                       "compared_with": compared, "singular_values_near_cut": [], "pattern_differs": None})
     else:
         verdict = "identifiable" if g.rank == dim_free else "not-identifiable"
-        Xf = np.array(round_values([v for row in X for v in row], float_format(dtype)).values,
+        Xf: np.ndarray = np.array(round_values([v for row in X for v in row], float_format(dtype)).values,
                       dtype=np.float64).reshape(len(X), cn.widths[0]).astype(_dtype(dtype))
         _H, Z, _d = float_forward(fcn, Xf)
-        flips = sum(int(((z >= 0) != np.asarray(p, dtype=bool)).sum()) for z, p in zip(Z[:-1], exact_pattern))
+        # only a kinked unit's side matters (a linear unit has slope 1 on both sides)
+        flips = sum(int((((z >= 0) != np.asarray(p, dtype=bool)) & ((si >= 0) | (a != 1))[None, :]).sum())
+                    for z, p, si, a in zip(Z[:-1], exact_pattern, fcn.slope_index, fcn.slope))
         agrees = (exact_rank_gamma is not None and g.rank == exact_rank_gamma
                   and (verdict == "identifiable") == (exact_verdict == "identifiable"))
         block.update({"rank_gamma": g.rank, "rank_a": None, "verdict": verdict, "tol": g.tol, "agrees": agrees,

@@ -13,9 +13,9 @@ rescaling symmetry ``S_H`` and ``dim_free = rank T - dim S_H``, then checks ever
 - ``rank_gamma = r`` (the smallest rank over the tie resolutions): every resolution's
   ``Gamma_free`` has rank ``>= r`` mod some prime (a rank mod p never exceeds the rank over
   Q), and ``r`` is an upper bound: ``r = dim_free`` (every direction of ``S_H`` is in the
-  kernel, so ``rank <= dim_free`` always), ``r = n N_L`` (the number of rows) or the certificate's exact kernel vectors of one
-  resolution (checked over Q by forward-mode derivatives) together with ``S_H`` leave at
-  most ``r``; ``cs`` is ``rank_gamma == dim``;
+  kernel, so ``rank <= dim_free`` always), ``r = n N_L`` (the number of rows) or the
+  certificate's exact kernel vectors of one resolution (checked over Q by forward-mode
+  derivatives) together with ``S_H`` leave at most ``r``; ``cs`` is ``rank_gamma == dim``;
 - the verdict: ``identifiable`` needs ``rank = dim_free`` mod p on every tie resolution
   (the immersion argument); ``not-identifiable`` needs a verified ``line`` part (below);
   ``inconclusive`` is refused when the verifier proves identifiability; ``degenerate``
@@ -291,8 +291,12 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
                              "vectors to bound it above: not verified")
             else:
                 res = up.get("resolution")
-                sides = resolutions[res] if res is not None and res < len(resolutions) else resolutions[0]
-                bound, why = _kernel_bound(facts, up["kernel"], sides, "certificate.rank.rank_gamma.upper.kernel")
+                tried = [resolutions[res]] if res is not None and res < len(resolutions) else resolutions
+                for sides in tried:  # the resolution the kernel belongs to (every one when not said)
+                    bound, why = _kernel_bound(facts, up["kernel"], sides,
+                                               "certificate.rank.rank_gamma.upper.kernel")
+                    if bound is not None:
+                        break
                 if bound is None:
                     fails.append(why)
                 elif bound > r:

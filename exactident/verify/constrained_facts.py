@@ -245,10 +245,10 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
         vecs = [diff(e) for e in edges]
         rep[j] = vecs[0] if vecs else (0,) * m
         base = (0,) * m if j in pinned else rep[j]
-        for v in vecs:
-            r = tuple(a - c for a, c in zip(v, base))
-            if any(r):
-                rows.add(r)
+        for factor in vecs:
+            row = tuple(a - c for a, c in zip(factor, base))
+            if any(row):
+                rows.add(row)
     if rows and m:
         C = flint.fmpz_mat(sorted(rows))
         Hb, nullity = C.nullspace()
@@ -317,7 +317,7 @@ class ConstrainedFacts:
 
     @classmethod
     def from_network(cls, cn: ConstrainedNetwork, X: Sequence[Sequence[object]]) -> ConstrainedFacts:
-        Xq = [[v if isinstance(v, flint.fmpq) else flint.fmpq(v) for v in row] for row in X]
+        Xq = [[v if isinstance(v, flint.fmpq) else flint.fmpq(v) for v in row] for row in X]  # type: ignore[call-overload]
         fw = integer_forward(cn, Xq)
         ties = []
         for l in range(1, cn.L):

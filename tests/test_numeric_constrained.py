@@ -1,0 +1,160 @@
+"""The float Gamma_free of constrained networks (exactident.numeric.constrained) against independent answers.
+
+Right values come from the sympy oracle (tests/constrained_oracle.py: symbolic theta,
+symbolic differentiation), from the plain engine's float backend (a plain MLP is the
+constrained form with every entry free), and from hand derivations written below.
+"""
+
+from __future__ import annotations
+
+import random
+
+import flint
+import numpy as np
+import pytest
+from constrained_oracle import F32_001, Oracle, conv1d_net, random_constrained, residual_net
+
+from exactident.model.constrained import ConstrainedNetwork, from_network
+from exactident.model.network import Network
+from exactident.numeric.constrained import (
+    constrained_float_rank,
+    constrained_numeric_block,
+    float_forward,
+    gamma_free_float,
+    gamma_free_torch,
+    to_float_constrained,
+)
+
+q = flint.fmpq
+
+
+def _floats(X):
+    return np.array([[float(v.p) / float(v.q) for v in row] for row in X], dtype=np.float64)
+
+
+def _oracle_float(cn, X, active=None):
+    G = Oracle.of(cn, X).gamma(active)
+    return np.array(G.tolist(), dtype=np.float64).reshape(G.rows, G.cols)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_float_gamma_matches_sympy_on_random_constrained_nets(seed):
+    cn, X = random_constrained(seed, n=8)
+    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    exact = Oracle.of(cn, X).gamma()
+    ref = np.array(exact.tolist(), dtype=np.float64)
+    assert G.shape == ref.shape == (8 * 2, cn.n_params)
+    assert np.allclose(G, ref, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(ref).max()))
+    # well separated singular values on these small integer-like nets: the SVD rank is the exact rank
+    assert constrained_float_rank(cn, X)[0].rank == Oracle.rank(exact)
+
+
+def test_plain_mlp_is_the_plain_backend():
+    rng = random.Random(3)
+    w = (3, 4, 2)
+    W = [flint.fmpq_mat(w[l + 1], w[l], [q(rng.randint(-4, 4), rng.randint(1, 3)) for _ in range(w[l] * w[l + 1])])
+         for l in range(2)]
+    b = [[q(rng.randint(-4, 4), 2) for _ in range(w[l + 1])] for l in range(2)]
+    net = Network(w, W, b)
+    X = [[q(rng.randint(-5, 5), 3) for _ in range(3)] for _ in range(6)]
+    from exactident.numeric.numpy_backend import gamma_float, to_float_network
+
+    full = gamma_float(to_float_network(net), _floats(X), None, None)  # every weight and bias, same order
+    assert np.array_equal(gamma_free_float(to_float_constrained(from_network(net)), _floats(X)), full)
+
+
+def test_residual_net_by_hand():
+    # f(x) = x + w2 relu(w1 x + b1), w1 = 1, b1 = 0, w2 = 2 at x = 1, 2, -1:
+    # d/dw1 = w2 x [z > 0], d/db1 = w2 [z > 0], d/dw2 = relu(z): rows (2, 2, 1), (4, 2, 2), (0, 0, 0)
+    cn = residual_net(1, 0, 2)
+    X = [[q(1)], [q(2)], [q(-1)]]
+    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    assert np.array_equal(G, np.array([[2.0, 2, 1], [4, 2, 2], [0, 0, 0]]))
+    # one rescaling survives (the ReLU unit's; the carrier's is pinned by its fixed weight 1): dim_free = 2
+    block = constrained_numeric_block(cn, X, 2, [np.array([[True, True], [True, True], [False, True]])], 2,
+                                      "identifiable")
+    assert (block["rank_gamma"], block["verdict"], block["agrees"], block["pattern_differs"]) == \
+        (2, "identifiable", True, False)
+
+
+def test_conv1d_by_hand():
+    # one channel, kernel (u1, u2), bias c on pixels (x0, x1, x2); units y0 = u1 x0 + u2 x1 + c,
+    # y1 = u1 x1 + u2 x2 + c; f = v1 relu(y0) + v2 relu(y1) + d.  With a_k = [y_k > 0]:
+    # d/du1 = v1 a0 x0 + v2 a1 x1, d/du2 = v1 a0 x1 + v2 a1 x2, d/dc = v1 a0 + v2 a1,
+    # d/dv1 = relu(y0), d/dv2 = relu(y1), d/dd = 1.
+    u1, u2, c, v1, v2, d = 1, -1, 1, 2, 3, 0
+    cn = conv1d_net(u1, u2, c, v1, v2, d)
+    X = [[1, 0, 2], [0, 1, 0], [2, 1, 3], [3, 3, 1], [1, 2, 0]]
+    rows = []
+    for x0, x1, x2 in X:
+        y0, y1 = u1 * x0 + u2 * x1 + c, u1 * x1 + u2 * x2 + c
+        a0, a1 = int(y0 >= 0), int(y1 >= 0)
+        rows.append([v1 * a0 * x0 + v2 * a1 * x1, v1 * a0 * x1 + v2 * a1 * x2, v1 * a0 + v2 * a1,
+                     max(y0, 0), max(y1, 0), 1])
+    Xq = [[q(v) for v in row] for row in X]
+    assert np.array_equal(gamma_free_float(to_float_constrained(cn), _floats(Xq)), np.array(rows, dtype=float))
+
+
+def test_relu_at_zero_is_active_in_floats_and_the_exact_pattern_can_be_passed():
+    # a tie (z = 0 exactly, also in floats): the float pipeline takes the active side, as the paper's indicator
+    cn = residual_net(1, -1, 2)
+    X = [[q(1)], [q(3)]]
+    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    assert np.array_equal(G[0], [2.0, 2.0, 0.0])  # d/dw1 = w2 x, d/db1 = w2: active at z = 0; d/dw2 = relu(0) = 0
+    inactive = [np.array([[False, True], [True, True]])]
+    G_off = gamma_free_float(to_float_constrained(cn), _floats(X), inactive)
+    assert np.array_equal(G_off[0], [0.0, 0.0, 0.0])
+    assert np.allclose(G_off, _oracle_float(cn, X, [[[False, True], [True, True]]]))
+
+
+def test_rounding_across_a_kink_is_seen_and_the_exact_pattern_repairs_it():
+    # z = 3 * (1/3) - 1 - 10^-30 < 0 exactly, but 0.0 in float64 (b rounds to -1, 3 * fl(1/3) to 1): active in floats
+    cn = residual_net(3, q(-1) - q(1, 10**30), 2)
+    X = [[q(1, 3)], [q(1)]]
+    exact = [np.array([[False, True], [True, True]])]
+    fl_z = float_forward(to_float_constrained(cn), _floats(X))[1][0]
+    assert fl_z[0, 0] == 0.0
+    block = constrained_numeric_block(cn, X, 2, exact, 1, "inconclusive")
+    assert block["pattern_differs"] is True and "band" not in block
+    G = gamma_free_float(to_float_constrained(cn), _floats(X), exact)
+    assert np.allclose(G, _oracle_float(cn, X), rtol=1e-12)
+
+
+def test_leaky_slope_float32_is_not_one_hundredth():
+    # PyTorch's LeakyReLU(0.01) stores float32(0.01) = 0.00999999977648258209228515625: its Gamma differs
+    # from the one with slope 1/100 by ~2e-8 relative, far above float64 noise; the pipeline keeps the stored one
+    def net(slope):
+        return ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]],
+                                  [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([-1])],
+                                  [[slope]], [np.array([-1])], 3, ("leaky ReLU",))
+
+    X = [[q(-3)], [q(-2)], [q(1)]]
+    stored = net(q(int(F32_001.p), int(F32_001.q)))
+    G32 = gamma_free_float(to_float_constrained(stored), _floats(X))
+    assert np.allclose(G32, _oracle_float(stored, X), rtol=1e-15, atol=0)
+    G100 = _oracle_float(net(q(1, 100)), X)
+    rel = np.abs(G32[0] - G100[0]).max() / np.abs(G100[0]).max()
+    assert 1e-8 < rel < 1e-7  # |float32(0.01) - 0.01| / 0.01 = 2.2e-8
+    # d f / d w2 on the negative side is a z: the leaky unit is not dead
+    assert G32[0, 2] == pytest.approx(float(F32_001) * -5)
+
+
+def test_prelu_slope_column():
+    # f = 3 prelu_a(2 x + 1): d f / d a = 3 min(z, 0); a shared by the hidden unit; a = 1/4
+    cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]],
+                            [np.array([[-1]]), np.array([[-1]])], [np.array([-1]), np.array([-1])],
+                            [[q(1, 4)]], [np.array([0])], 1, ("PReLU",))
+    X = [[q(-2)], [q(1)]]
+    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    assert np.array_equal(G[:, 0], [3.0 * -3, 0.0])
+
+
+def test_torch_pipeline_matches():
+    pytest.importorskip("torch")
+    for seed in range(3):
+        cn, X = random_constrained(seed, n=6)
+        G = gamma_free_float(to_float_constrained(cn), _floats(X))
+        assert np.allclose(gamma_free_torch(cn, X), G, rtol=1e-12, atol=1e-12)
+    block = constrained_numeric_block(residual_net(1, 0, 2), [[q(1)], [q(2)]], 2,
+                                      [np.array([[True, True], [True, True]])], 2, "identifiable", torch=True)
+    assert block["torch"]["rank_gamma"] == 2 and block["pipelines"] == ["float64", "torch"]
