@@ -306,7 +306,19 @@ def directional_derivative(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fm
 
 @dataclass
 class ConstrainedFacts:
-    """Everything the verifier derives from a compiled network and its sample (nothing from a report)."""
+    """Everything the verifier derives from a compiled network and its sample (nothing from a report).
+
+    Attributes
+    ----------
+    cn : ConstrainedNetwork
+    X : n rows of ``N_0`` fmpq
+    forward : per layer ``(Z_l, S_l)`` from :func:`integer_forward`
+    symmetry : Symmetry
+    ties : list of ``(sample, layer, unit)``
+        ``z = 0`` at a kinked unit, ordered by layer, then sample, then unit.
+    avoid : int
+        The lcm of every denominator of the case (no prime dividing it is used).
+    """
 
     cn: ConstrainedNetwork
     X: list[list[flint.fmpq]]
@@ -339,7 +351,7 @@ class ConstrainedFacts:
                 for Z, _S in self.forward[:-1]]
 
     def resolution(self, sides: Sequence[bool]) -> list[np.ndarray]:
-        """The pattern with tie ``t`` (in :attr:`ties` order) on side ``sides[t]``."""
+        """The pattern with tie ``t`` (in the order of ``ties``) on side ``sides[t]``."""
         pat = [P.copy() for P in self.sign_pattern()]
         for (i, l, v), s in zip(self.ties, sides):
             pat[l - 1][i, v] = bool(s)
