@@ -1,6 +1,6 @@
 """The float Gamma_free of constrained networks (exactident.numeric.constrained) against independent answers.
 
-Right values come from the sympy oracle (tests/constrained_oracle.py: symbolic theta,
+Right values come from the sympy oracle (tests/xverify_oracle.py: symbolic theta,
 symbolic differentiation), from the plain engine's float backend (a plain MLP is the
 constrained form with every entry free), and from hand derivations written below.
 """
@@ -12,7 +12,7 @@ import random
 import flint
 import numpy as np
 import pytest
-from constrained_oracle import F32_001, Oracle, conv1d_net, random_constrained, residual_net
+from xverify_oracle import F32_001, Oracle, conv1d_net, random_constrained, residual_net
 
 from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network

@@ -1,7 +1,7 @@
 """verify-certificate for constrained networks (exactident.verify.constrained): facts against the sympy
 oracle, genuine reports accepted, every mutated field rejected, hand-derived cases.
 
-Genuine reports are built here from the oracle's values (tests/constrained_oracle.py: sympy
+Genuine reports are built here from the oracle's values (tests/xverify_oracle.py: sympy
 Jacobian, sympy rescaling constraints), never from exactident's own output.
 """
 
@@ -14,7 +14,7 @@ import flint
 import numpy as np
 import pytest
 import sympy as sp
-from constrained_oracle import Oracle, conv1d_net, random_constrained, residual_net
+from xverify_oracle import Oracle, conv1d_net, random_constrained, residual_net
 
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.verify.constrained import verify_constrained

@@ -18,7 +18,10 @@ and the sample.
   their orbit tangent ``S_H`` at ``theta`` exactly over Q, ``rank T`` and
   ``dim_free = rank T - dim S_H``;
 - :func:`directional_derivative`: ``Gamma_free(s) delta`` exactly over Q (forward mode),
-  to check kernel vectors.
+  to check kernel vectors;
+- :func:`softmax_rank_bound`: ``k - dim(S_H + shifts)`` (shifts of every logit by one amount);
+- :func:`line_is_constant`: are the outputs on X constant along ``theta + t delta`` for small
+  ``t > 0`` (polynomials in ``t``, exact); :func:`outputs_at`: ``f_theta(x)`` at one input.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import numpy as np
 from exactident.model.constrained import ConstrainedNetwork
 
 __all__ = ["ConstrainedFacts", "Symmetry", "directional_derivative", "gamma_free_mod_p", "integer_forward",
-           "rank_mod_p", "rescaling_symmetry", "verifier_primes"]
+           "line_is_constant", "outputs_at", "rank_mod_p", "rescaling_symmetry", "softmax_rank_bound",
+           "verifier_primes"]
 
 
 def _int_rows(M: flint.fmpq_mat) -> tuple[flint.fmpz_mat, int]:
@@ -360,3 +364,114 @@ class ConstrainedFacts:
     def gamma_mod_p(self, p: int, active: Sequence[np.ndarray] | None = None) -> np.ndarray:
         """:func:`gamma_free_mod_p` on this sample."""
         return gamma_free_mod_p(self.cn, self.X, self.forward, p, active)
+
+
+def softmax_rank_bound(cn: ConstrainedNetwork, sym: Symmetry) -> int:
+    """``k - dim(S_H + shifts)``: the shifts add one ``u`` to every row of ``W_L`` and one ``c`` to every ``b_L[o]``.
+
+    A shift direction must stay in the family: a fixed entry of layer ``L`` cannot move, the
+    entries tied to one parameter move together, and a parameter also feeding another layer or a
+    slope cannot move.  Adding the same amount to every logit leaves the softmax unchanged.
+    """
+    L, N, k = cn.L, cn.widths[cn.L - 1], cn.n_params
+    groups: dict[int, set[tuple[int, ...]]] = {}
+    rows: set[tuple[int, ...]] = set()
+
+    def unit(c: int) -> tuple[int, ...]:
+        return tuple(int(c == m) for m in range(N + 1))
+    zero = (0,) * (N + 1)
+    for l in range(1, L + 1):
+        I, Ib = np.asarray(cn.W_index[l - 1]), np.asarray(cn.b_index[l - 1])
+        for i in range(cn.widths[l]):
+            for j in range(cn.widths[l - 1]):
+                f = unit(j) if l == L else zero
+                (groups.setdefault(int(I[i, j]), set()).add(f) if I[i, j] >= 0 else rows.add(f))
+            f = unit(N) if l == L else zero
+            (groups.setdefault(int(Ib[i]), set()).add(f) if Ib[i] >= 0 else rows.add(f))
+    for Is in cn.slope_index:
+        for j in np.asarray(Is):
+            if j >= 0:
+                groups.setdefault(int(j), set()).add(zero)
+    first = {j: sorted(fs)[0] for j, fs in groups.items()}
+    for j, fs in groups.items():
+        rows.update(tuple(a - b for a, b in zip(f, first[j])) for f in fs)
+    rows.discard(zero)
+    if rows:
+        Nb, nullity = flint.fmpz_mat(sorted(rows)).nullspace()
+        B = [[Nb[r, c] for r in range(N + 1)] for c in range(int(nullity))]
+    else:
+        B = [list(unit(c)) for c in range(N + 1)]
+    cols = [[sum((int(first[j][m]) * int(b[m]) for m in range(N + 1)), 0) if j in first else 0 for j in range(k)]
+            for b in B]
+    M = flint.fmpq_mat(k, sym.symmetry_dim + len(cols))
+    for i in range(k):
+        for c in range(sym.symmetry_dim):
+            M[i, c] = sym.basis[i, c]
+        for c, col in enumerate(cols):
+            M[i, sym.symmetry_dim + c] = col[i]
+    return k - (M.rref()[1] if M.ncols() else 0)
+
+
+def line_is_constant(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
+                     delta: Sequence[flint.fmpq]) -> tuple[bool, str]:
+    """Are the outputs on ``X`` the same at ``theta + t delta`` for every small enough ``t > 0``? (exact)
+
+    Every value along the line is a polynomial in ``t`` near ``0+``: layer by layer its coefficient
+    matrices ``Z_0, Z_1, ...`` (FLINT ``fmpq_mat`` products); a unit's side for small ``t > 0`` is the
+    sign of its first nonzero coefficient (a unit identically 0 outputs 0 on either side), and a
+    PReLU slope moves too (``a + t delta_a``).  Constant means every output coefficient of degree
+    ``>= 1`` is 0.
+
+    Returns
+    -------
+    (bool, str)
+        The answer and, when False, where the first output moves (``sample i, output o``).
+    """
+    n, zero = len(X), flint.fmpq(0)
+
+    def pick(index) -> list[flint.fmpq]:
+        return [delta[int(j)] if j >= 0 else zero for j in np.asarray(index).reshape(-1)]
+
+    H = [flint.fmpq_mat(n, cn.widths[0], [v for row in X for v in row])]
+    for l in range(1, cn.L + 1):
+        N, Nin = cn.widths[l], cn.widths[l - 1]
+        dW = flint.fmpq_mat(N, Nin, pick(cn.W_index[l - 1])).transpose()
+        Wt = cn.W[l - 1].transpose()
+        b, db = list(cn.b[l - 1]), pick(cn.b_index[l - 1])
+        Z = []
+        for d in range(len(H) + 1):
+            M = H[d] * Wt if d < len(H) else flint.fmpq_mat(n, N)
+            if d >= 1:
+                M += H[d - 1] * dW
+            if d == 0:
+                M += flint.fmpq_mat(n, N, b * n)
+            if d == 1:
+                M += flint.fmpq_mat(n, N, db * n)
+            Z.append(M)
+        if l == cn.L:
+            for d in range(1, len(Z)):
+                for i in range(n):
+                    for o in range(N):
+                        if Z[d][i, o] != 0:
+                            return False, f"sample {i}, output {o} moves (degree {d} in t)"
+            return True, ""
+        a, da = cn.negative_slope[l - 1], pick(cn.slope_index[l - 1])
+        Hn = [flint.fmpq_mat(n, N) for _ in range(len(Z) + 1)]
+        for i in range(n):
+            for v in range(N):
+                lead = next((Z[d][i, v] for d in range(len(Z)) if Z[d][i, v] != 0), zero)
+                if lead >= 0:
+                    for d in range(len(Z)):
+                        Hn[d][i, v] = Z[d][i, v]
+                else:  # (a + t da) z(t)
+                    for d in range(len(Z)):
+                        Hn[d][i, v] += a[v] * Z[d][i, v]
+                        Hn[d + 1][i, v] += da[v] * Z[d][i, v]
+        H = Hn
+    return True, ""
+
+
+def outputs_at(cn: ConstrainedNetwork, x: Sequence[flint.fmpq], theta: Sequence[flint.fmpq]) -> list[flint.fmpq]:
+    """The outputs ``f_theta(x)`` at one input (exact, by :func:`integer_forward`)."""
+    Z, S = integer_forward(cn.with_theta(list(theta)), [list(x)])[-1]
+    return [flint.fmpq(int(z), S) for z in Z.entries()]

@@ -1,0 +1,242 @@
+"""Certificate parts of a constrained network's report, re-checked exactly: ``free_rank``, ``dead_units``,
+``constant_units``.
+
+Helpers of :mod:`exactident.verify.constrained`; every fact comes from
+:class:`~exactident.verify.constrained_facts.ConstrainedFacts` (the verifier's own computation).
+
+``free_rank`` ``{kind: "free-rank", ties, resolutions: [{active, rank_gamma}]}``
+    The ties must be the case's ties; each resolution's rank certificate is re-checked:
+    ``shape`` is ``[n N_L, n_params]``; ``lower`` ``{prime, rank_mod_p}`` is recomputed (the rank
+    of ``Gamma_free(s)`` mod that prime, from the verifier's own residues) and bounds the rank
+    below; ``upper`` is ``symmetry`` (the proven bound ``dim_free``), ``kernel`` (each column
+    checked over Q by forward-mode derivatives; with ``S_H`` they bound the rank by
+    ``n_params - rank [K | S_H]``) or ``exact-elimination`` (the verifier's own exact rank, small
+    matrices only).  A claimed ``rank`` must sit between the two bounds.
+``dead_units`` ``{parameter, name, units, direction: "-1", eps, x, f_0, f_eps}`` and ``constant_units``
+    ``{units, value, delta, names, eps, x, f_0, f_eps}``
+    A line ``theta + t delta`` (``delta = -e_parameter`` for ``dead_units``): the units listed output
+    0 (``value``) on every sample; the outputs on X are the same for every small ``t > 0``
+    (polynomials in ``t``, exact); ``delta`` is not in ``S_H``, so for small ``t`` the point is not
+    a rescaling of ``theta`` (the rescaling orbit is an embedded manifold whose tangent is ``S_H``):
+    theta is not locally identifiable.  The witness ``f(x)`` at ``t = 0`` and ``t = eps`` is
+    recomputed and must be what the report says, and differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import flint
+
+from exactident.verify.constrained_facts import (
+    ConstrainedFacts,
+    directional_derivative,
+    line_is_constant,
+    outputs_at,
+    rank_mod_p,
+)
+
+__all__ = ["MAX_EXACT_ENTRIES", "check_free_rank", "check_line_part", "rational"]
+
+#: ``Gamma_free`` is built exactly (forward mode, one pass per parameter) for ``exact-elimination`` up to this size.
+MAX_EXACT_ENTRIES = 200_000
+
+
+def rational(text: str) -> flint.fmpq:
+    """``"p/q"`` (schema-checked) as fmpq."""
+    num, _, den = text.partition("/")
+    return flint.fmpq(int(num), int(den or 1))
+
+
+def _usable(facts: ConstrainedFacts, p: int) -> bool:
+    return 2**20 <= p < 2**31 and bool(flint.fmpz(p).is_prime()) and facts.avoid % p != 0
+
+
+def _kernel_bound(facts: ConstrainedFacts, cols: list, pattern, where: str) -> tuple[int | None, str]:
+    """``k - rank [K | S_H]`` when every column of ``K`` is an exact kernel vector of ``Gamma_free(s)``."""
+    cn, k = facts.cn, facts.cn.n_params
+    sym = facts.symmetry
+    K = flint.fmpq_mat(k, len(cols) + sym.symmetry_dim)
+    for c, col in enumerate(cols):
+        delta = [flint.fmpq(0)] * k
+        for i, v in col:
+            if not 0 <= i < k:
+                return None, f"{where}[{c}]: index {i} outside [0, {k})"
+            delta[i] = rational(v)
+        if any(d != 0 for d in directional_derivative(cn, facts.X, delta, pattern)):
+            return None, f"{where}[{c}]: Gamma_free times this column is not 0 (exact)"
+        for i in range(k):
+            K[i, c] = delta[i]
+    for i in range(k):
+        for c in range(sym.symmetry_dim):
+            K[i, len(cols) + c] = sym.basis[i, c]
+    return k - (K.rref()[1] if K.ncols() else 0), ""
+
+
+def _exact_rank(facts: ConstrainedFacts, pattern) -> int | None:
+    cn, k = facts.cn, facts.cn.n_params
+    rows = len(facts.X) * cn.widths[-1]
+    if rows * k > MAX_EXACT_ENTRIES:
+        return None
+    cols = [directional_derivative(cn, facts.X, [flint.fmpq(int(i == j)) for i in range(k)], pattern)
+            for j in range(k)]
+    if not rows or not k:
+        return 0
+    return int(flint.fmpq_mat(rows, k, [cols[j][r] for r in range(rows) for j in range(k)]).rank())
+
+
+def check_rank_one(facts: ConstrainedFacts, cert: dict, pattern, where: str) -> tuple[list[str], tuple[int, int]]:
+    """Failures and the proved bounds ``(lo, hi)`` of one ``Gamma_free(s)`` rank certificate."""
+    cn, fails = facts.cn, []
+    shape = [len(facts.X) * cn.widths[-1], cn.n_params]
+    if cert["shape"] != shape:
+        return [f"{where}.shape: the case gives {shape}, the certificate says {cert['shape']}"], (0, shape[1])
+    lo, hi = 0, min(shape[0], facts.symmetry.dim_free)  # S_H is in the kernel: rank <= dim_free always
+    lower = cert.get("lower")
+    if lower is not None:
+        p = lower["prime"]
+        if not _usable(facts, p):
+            fails.append(f"{where}.lower.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator")
+        elif "rows" in lower and lower["rows"] != "all":
+            fails.append(f"{where}.lower.rows: a row subset is not accepted for Gamma_free")
+        else:
+            found = rank_mod_p(facts.gamma_mod_p(p, pattern), p)
+            if found != lower["rank_mod_p"]:
+                fails.append(f"{where}.lower.rank_mod_p: Gamma_free has rank {found} mod {p}, the certificate "
+                             f"says {lower['rank_mod_p']}")
+            lo = found
+    up = cert.get("upper")
+    if up is not None:
+        kind = up["kind"]
+        if kind == "symmetry":
+            if "bound" in up and up["bound"] != facts.symmetry.dim_free:
+                fails.append(f"{where}.upper.bound: the symmetry bound is dim_free = {facts.symmetry.dim_free}, "
+                             f"the certificate says {up['bound']}")
+        elif kind == "kernel" and "kernel" in up:
+            bound, why = _kernel_bound(facts, up["kernel"], pattern, f"{where}.upper.kernel")
+            if bound is None:
+                fails.append(why)
+            else:
+                hi = min(hi, bound)
+        elif kind == "exact-elimination":
+            r = _exact_rank(facts, pattern)
+            if r is None:
+                fails.append(f"{where}.upper: exact elimination of a Gamma_free this large is not redone")
+            else:
+                lo, hi = max(lo, r), min(hi, r)
+        else:
+            fails.append(f"{where}.upper.kind: {kind!r} is not an upper bound checked for Gamma_free")
+    if "rank" in cert and not fails:
+        r = cert["rank"]
+        if lo < r:
+            fails.append(f"{where}.rank: claims {r}, but the lower bound proved is {lo}")
+        elif hi > r:
+            fails.append(f"{where}.rank: claims {r}, but no upper bound below {hi} is proved")
+        else:
+            lo = hi = r
+    return fails, (lo, hi)
+
+
+def check_free_rank(facts: ConstrainedFacts, part: dict) -> tuple[list[str], dict[tuple[bool, ...], tuple[int, int]]]:
+    """Failures of a ``free_rank`` part and, per resolution listed (sides in the verifier's tie order), ``(lo, hi)``."""
+    where = "certificate.free_rank"
+    listed = [(t["sample"], t["layer"], t["neuron"]) for t in part["ties"]]
+    if sorted(listed) != sorted(facts.ties) or len(set(listed)) != len(listed):
+        return [f"{where}.ties: the case has the ties {sorted(facts.ties)} ((sample, layer, unit) with z = 0 at "
+                f"a kinked unit), the certificate lists {listed}"], {}
+    fails: list[str] = []
+    proved: dict[tuple[bool, ...], tuple[int, int]] = {}
+    for r, res in enumerate(part["resolutions"]):
+        at = f"{where}.resolutions[{r}]"
+        if len(res["active"]) != len(listed):
+            fails.append(f"{at}.active: {len(res['active'])} sides for {len(listed)} ties")
+            continue
+        side = dict(zip(listed, res["active"]))
+        sides = tuple(side[t] for t in facts.ties)
+        if sides in proved:
+            fails.append(f"{at}.active: this resolution is listed twice")
+            continue
+        bad, bounds = check_rank_one(facts, res["rank_gamma"], facts.resolution(sides) if sides else None,
+                                     f"{at}.rank_gamma")
+        fails += bad
+        proved[sides] = bounds
+    return fails, proved
+
+
+def _units_output(facts: ConstrainedFacts, units: Sequence[Sequence[int]], value: flint.fmpq, where: str) -> list[str]:
+    """Failures unless every unit listed is hidden and outputs ``value`` on every sample."""
+    cn, fails = facts.cn, []
+    for u, (l, v) in enumerate(units):
+        if not (1 <= l < cn.L and v < cn.widths[l]):
+            fails.append(f"{where}[{u}]: ({l}, {v}) is not a hidden unit")
+            continue
+        Z, S = facts.forward[l - 1]
+        a = cn.negative_slope[l - 1][v]
+        for i in range(Z.nrows()):
+            z = flint.fmpq(int(Z[i, v]), S)
+            if (z if z >= 0 else a * z) != value:
+                fails.append(f"{where}[{u}]: unit ({l}, {v}) outputs {z if z >= 0 else a * z} on sample {i}, "
+                             f"not {value}")
+                break
+    return fails
+
+
+def _name(facts: ConstrainedFacts, j: int) -> str:
+    names = facts.cn.param_names
+    return names[j] if names else f"theta_{j}"
+
+
+def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> list[str]:
+    """Failures of a ``dead_units`` or ``constant_units`` part (empty: theta is not locally identifiable)."""
+    cn, k, where = facts.cn, facts.cn.n_params, f"certificate.{key}"
+    zero = flint.fmpq(0)
+    delta = [zero] * k
+    if key == "dead_units":
+        j = part["parameter"]
+        if j >= k:
+            return [f"{where}.parameter: {j} is not a parameter (n_params = {k})"]
+        if part["name"] != _name(facts, j):
+            return [f"{where}.name: theta_{j} is {_name(facts, j)!r}, the certificate says {part['name']!r}"]
+        delta[j] = flint.fmpq(-1)
+        fails = _units_output(facts, part["units"], zero, f"{where}.units")
+    else:
+        fails = []
+        if len(part["names"]) != len(part["delta"]):
+            fails.append(f"{where}.names: {len(part['names'])} names for {len(part['delta'])} entries of delta")
+        for m, (j, c) in enumerate(part["delta"]):
+            if j >= k:
+                return [f"{where}.delta[{m}]: {j} is not a parameter (n_params = {k})"]
+            delta[j] = rational(c)
+            if m < len(part["names"]) and part["names"][m] != _name(facts, j):
+                fails.append(f"{where}.names[{m}]: theta_{j} is {_name(facts, j)!r}, the certificate says "
+                             f"{part['names'][m]!r}")
+        fails += _units_output(facts, part["units"], rational(part["value"]), f"{where}.units")
+    if fails:
+        return fails
+    if not any(d != 0 for d in delta):
+        return [f"{where}: the direction is 0"]
+    constant, moved = line_is_constant(cn, facts.X, delta)
+    if not constant:
+        return [f"{where}: the outputs on X change along the line: {moved}"]
+    sym = facts.symmetry
+    M = flint.fmpq_mat(k, sym.symmetry_dim + 1)
+    for i in range(k):
+        for c in range(sym.symmetry_dim):
+            M[i, c] = sym.basis[i, c]
+        M[i, sym.symmetry_dim] = delta[i]
+    if M.rref()[1] == sym.symmetry_dim:
+        return [f"{where}: the direction is in S_H (a rescaling of theta, not a new point)"]
+    x = [rational(v) for v in part["x"]]
+    if len(x) != cn.widths[0]:
+        return [f"{where}.x: {len(x)} entries for {cn.widths[0]} inputs"]
+    theta = cn.theta()
+    eps = rational(part["eps"])
+    f0 = outputs_at(cn, x, theta)
+    f1 = outputs_at(cn, x, [t + eps * d for t, d in zip(theta, delta)])
+    for label, found, claimed in (("f_0", f0, part["f_0"]), ("f_eps", f1, part["f_eps"])):
+        if [str(v) for v in found] != [str(rational(c)) for c in claimed]:
+            fails.append(f"{where}.{label}: the case gives {[str(v) for v in found]}, the certificate says {claimed}")
+    if not fails and f0 == f1:
+        fails.append(f"{where}: f_0 = f_eps: the witness shows no change")
+    return fails
