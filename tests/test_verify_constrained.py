@@ -35,38 +35,61 @@ def _fstr(v) -> str:
     return str(v.p) if v.q == 1 else f"{v.p}/{v.q}"
 
 
+def _rank_mod(G: sp.Matrix, p: int) -> int:
+    """Rank of the oracle's matrix mod p (FLINT nmod_mat on residues of sympy's entries)."""
+    if G.rows == 0 or G.cols == 0:
+        return 0
+    return int(flint.nmod_mat(G.rows, G.cols, [int(v.p) * pow(int(v.q), -1, p) % p for v in G], p).rank())
+
+
+PRIME = 2147483629  # a prime below 2^31 (the denominators here are tiny)
+
+
 def genuine(cn, X, features=("random",)):
-    """The report a correct engine writes, from the oracle: ranks, dim_free, verdict, kernel vectors."""
+    """The report a correct engine writes (the engine's format), from the oracle: every tie resolution's
+    rank with its certificate (lower: rank mod a prime; upper: the symmetry bound or exact kernel vectors),
+    dim_free, verdict."""
     o = Oracle.of(cn, X)
     ties = _ties(cn, X)
-    best = None
+    Z = o.pre_activations()
+    k, sd = cn.n_params, o.symmetry_dim()
+    dim_free = k - sd
+    resolutions, patterns, worst, nonzero = [], [], None, None
     for sides in itertools.product((True, False), repeat=len(ties)):
-        Z = o.pre_activations()
         active = [[[Z[i][l][v] >= 0 for v in range(cn.widths[l + 1])] for i in range(len(X))]
                   for l in range(cn.L - 1)]
         for (i, l, v), s in zip(ties, sides):
             active[l - 1][i][v] = s
         G = o.gamma(active)
         r = Oracle.rank(G)
-        if best is None or r < best[0]:
-            best = (r, G)
-    r, G = best
-    k, sd = cn.n_params, o.symmetry_dim()
-    dim_free = k - sd
-    report = {"format": "exactident-report/1", "name": "c", "widths": list(cn.widths), "n_samples": len(X),
-              "dim": dim_free, "rank_gamma": r, "rank_a": None, "cs": r == dim_free, "cn": None,
-              "on_boundary": bool(ties), "n_ties": len(ties),
-              "architecture": {"features": list(features), "n_params": k, "rank_t": k, "symmetry_dim": sd,
-                               "dim_free": dim_free}}
-    if r == dim_free:
-        report.update(verdict="identifiable", decided_by="theorem-9")
-    else:
-        report.update(verdict="inconclusive", reason=f"C_N is not proved for {', '.join(features)}")
-        if r < len(X) * cn.widths[-1]:
+        cert = {"rank": r, "shape": [G.rows, k], "lower": {"prime": PRIME, "rank_mod_p": _rank_mod(G, PRIME)}}
+        if r == dim_free:
+            cert["upper"] = {"kind": "symmetry", "bound": dim_free}
+        else:
             kernel = [[[i, _fstr(v)] for i, v in enumerate(col) if v != 0] for col in G.nullspace()]
-            report["_nonzero_column"] = next(c for c in range(k) if any(G[:, c]))
-            report["certificate"] = {"rank": {"rank_gamma": {"shape": [G.rows, k],
-                                                             "upper": {"kind": "kernel", "kernel": kernel}}}}
+            cert["upper"] = {"kind": "kernel", "bound": r, "kernel": kernel}
+            nonzero = next(c for c in range(k) if any(G[:, c]))
+        resolutions.append({"active": list(sides), "rank_gamma": cert})
+        patterns.append({"ties": [{"sample": i, "layer": l, "neuron": v, "active": a}
+                                  for (i, l, v), a in zip(ties, sides)],
+                         "rank_gamma": r, "rank_a": None, "cs": r == dim_free, "cn": None})
+        worst = r if worst is None else min(worst, r)
+    report = {"format": "exactident-report/1", "name": "c", "widths": list(cn.widths), "n_samples": len(X),
+              "dim": dim_free, "rank_gamma": worst, "rank_a": None, "cs": worst == dim_free, "cn": None,
+              "degenerate": False, "on_boundary": bool(ties), "n_ties": len(ties),
+              "architecture": {"features": list(features), "n_params": k, "rank_t": k, "symmetry_dim": sd,
+                               "dim_free": dim_free, "input_shape": [cn.widths[0]]},
+              "certificate": {"free_rank": {"kind": "free-rank",
+                                            "ties": [{"sample": i, "layer": l, "neuron": v} for i, l, v in ties],
+                                            "resolutions": resolutions}}}
+    if ties:
+        report["patterns"] = patterns
+    if worst == dim_free:
+        report.update(verdict="identifiable", decided_by="free-rank")
+    else:
+        report.update(verdict="inconclusive", decided_by="none",
+                      reason=f"C_N is not proved for {', '.join(features)}")
+        report["_nonzero_column"] = nonzero
     return report
 
 
@@ -123,15 +146,27 @@ def _mutations(report):
     else:
         mut("verdict identifiable", lambda r: r.update(verdict="identifiable"))
         mut("verdict not-identifiable", lambda r: r.update(verdict="not-identifiable"))
-    kernel = report.get("certificate", {}).get("rank", {}).get("rank_gamma", {}).get("upper", {}).get("kernel")
-    if kernel:
-        # one kernel vector fewer: the bound it proves is rank_gamma + 1
-        mut("kernel column dropped", lambda r: r["certificate"]["rank"]["rank_gamma"]["upper"]["kernel"].pop())
-
-        def bump(r):  # a vector that is not in the kernel (Gamma_free e_j != 0 for a column j of Gamma_free)
-            r["certificate"]["rank"]["rank_gamma"]["upper"]["kernel"][0] = [[nonzero_column, "1"]]
-        nonzero_column = report["_nonzero_column"]
-        mut("kernel vector not in the kernel", bump)
+    res0 = report["certificate"]["free_rank"]["resolutions"]
+    mut("lower rank_mod_p", lambda r: r["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]["lower"]
+        .update(rank_mod_p=res0[0]["rank_gamma"]["lower"]["rank_mod_p"] + 1))
+    mut("certified rank", lambda r: r["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]
+        .update(rank=res0[0]["rank_gamma"]["rank"] + 1))
+    mut("shape", lambda r: r["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]["shape"].__setitem__(1, 99))
+    mut("no certificate", lambda r: r.pop("certificate"))
+    if report["n_ties"]:
+        mut("pattern rank", lambda r: r["patterns"][0].update(rank_gamma=r["patterns"][0]["rank_gamma"] + 1))
+        mut("tie dropped", lambda r: r["certificate"]["free_rank"]["ties"].pop())
+    if report["verdict"] != "identifiable":
+        # no kernel vectors: only S_H is left, which bounds the rank by dim_free
+        up = [res["rank_gamma"]["upper"] for res in res0 if res["rank_gamma"]["upper"]["kind"] == "kernel"]
+        where = next(m for m, res in enumerate(res0) if res["rank_gamma"]["upper"]["kind"] == "kernel")
+        if up[0]["kernel"]:
+            mut("kernel emptied", lambda r: r["certificate"]["free_rank"]["resolutions"][where]
+                ["rank_gamma"]["upper"]["kernel"].clear())
+            mut("kernel vector not in the kernel", lambda r: r["certificate"]["free_rank"]["resolutions"][where]
+                ["rank_gamma"]["upper"]["kernel"].__setitem__(0, [[report["_nonzero_column"], "1"]]))
+        mut("upper symmetry", lambda r: r["certificate"]["free_rank"]["resolutions"][where]["rank_gamma"]
+            .update(upper={"kind": "symmetry"}))
     return out
 
 
@@ -176,7 +211,8 @@ def test_conv_channel_keeps_one_rescaling():
 
 
 def _dead_net(slope):
-    # f = 3 act(2 x - 10) + w3 relu(x) + 1 with act a ReLU (slope 0) or leaky; x in [0, 4]: unit 0 never active
+    # f = 3 act(2 x - 10) + relu(x) + 1 with act a ReLU (slope 0) or leaky; x in [0, 4]: unit 0 never active.
+    # Parameters: w1 = 2, b1 = -10, v0 = 3, v1 = 1 (unit 1's input weight 1 and the output bias 1 fixed)
     return ConstrainedNetwork((1, 2, 1), [flint.fmpq_mat([[2], [1]]), flint.fmpq_mat([[3, 1]])],
                               [[q(-10), q(0)], [q(1)]],
                               [np.array([[0], [-1]]), np.array([[2, 3]])], [np.array([1, -1]), np.array([-1])],
@@ -184,34 +220,71 @@ def _dead_net(slope):
                               ["w1", "b1", "v0", "v1"])
 
 
-def test_dead_unit_line_accepted_for_relu_and_refused_for_leaky():
-    X = [[q(v)] for v in (0, 1, 2, 4)]
-    cn = _dead_net(q(0))
-    facts = ConstrainedFacts.from_network(cn, X)
-    # S_H: unit 0 free (w1, b1, -v0 tangent), unit 1 pinned by its fixed weight 1 -> dim 1, dim_free 3
-    assert facts.symmetry.dim_free == 3
-    base = {"format": "exactident-report/1", "name": "d", "verdict": "not-identifiable", "widths": [1, 2, 1],
-            "n_samples": 4, "dim": 3, "rank_a": None, "cn": None,
+DEAD_X = [[q(v)] for v in (0, 1, 2, 4)]
+
+
+def _dead_report(part):
+    # S_H: unit 0 keeps its rescaling (tangent (w1, b1, -v0, 0) = (2, -10, -3, 0)); unit 1 is pinned by its
+    # fixed input weight 1: dim S_H = 1, dim_free = 3.  Gamma_free: only v1's column (relu(x)) is nonzero on X,
+    # so rank 1 (x = 0 makes unit 1 a tie: z = 0, output 0 on either side).
+    return {"format": "exactident-report/1", "name": "d", "verdict": "not-identifiable", "widths": [1, 2, 1],
+            "n_samples": 4, "dim": 3, "rank_gamma": None, "rank_a": None, "cn": None, "decided_by": part["kind"],
             "architecture": {"features": ["fixed weights"], "n_params": 4, "rank_t": 4, "symmetry_dim": 1,
-                             "dim_free": 3},
-            "certificate": {"line": {"kind": "dead-units", "units": [[1, 0]], "delta": {"v0": "1"}}}}
-    valid, msgs = verify_constrained(cn, X, base)
+                             "dim_free": 3, "softmax_rank_bound": 1},
+            "certificate": {part["kind"].replace("-", "_"): part}}
+
+
+def test_dead_unit_lines_by_hand():
+    cn = _dead_net(q(0))
+    facts = ConstrainedFacts.from_network(cn, DEAD_X)
+    assert (facts.symmetry.symmetry_dim, facts.symmetry.dim_free) == (1, 3)
+    # lowering b1 keeps unit 0 dead on X; at x* = 11/2 it is active: f = 3 (11 - 10) + 11/2 + 1 = 19/2, and
+    # with b1 = -10 - 1/8: 3 (7/8) + 11/2 + 1 = 73/8
+    bias = {"kind": "dead-units", "parameter": 1, "name": "b1", "units": [[1, 0]], "direction": "-1",
+            "eps": "1/8", "x": ["11/2"], "f_0": ["19/2"], "f_eps": ["73/8"]}
+    valid, msgs = verify_constrained(cn, DEAD_X, _dead_report(bias))
     assert valid, msgs
-    # the direction (w1, b1, -v0) = (2, -10, -3) is the rescaling of the dead unit: not a new point
-    bad = copy.deepcopy(base)
-    bad["certificate"]["line"]["delta"] = {"w1": "2", "b1": "-10", "v0": "-3"}
-    assert not verify_constrained(cn, X, bad)[0]
-    # moving v1 (the live unit's outgoing weight) changes the outputs
-    bad["certificate"]["line"]["delta"] = {"v1": "1"}
-    assert not verify_constrained(cn, X, bad)[0]
-    # a leaky unit outputs a z != 0 below its kink: no longer dead, the line is refused
-    leaky = _dead_net(q(1, 10))
-    valid, msgs = verify_constrained(leaky, X, base)
-    assert not valid and any("not a ReLU unit" in m for m in msgs)
-    # not-identifiable without the line: refused
-    none = copy.deepcopy(base)
-    del none["certificate"]
-    assert not verify_constrained(cn, X, none)[0]
+    # lowering v0 (the dead unit's outgoing weight) by 1: f(11/2) = 2 + 11/2 + 1 = 17/2
+    out = dict(bias, parameter=2, name="v0", eps="1", f_eps=["17/2"])
+    assert verify_constrained(cn, DEAD_X, _dead_report(out))[0]
+    for label, bad in [("live unit's weight", dict(bias, parameter=3, name="v1", f_eps=["85/8"])),
+                       ("wrong name", dict(bias, name="w1")),
+                       ("live unit listed", dict(bias, units=[[1, 1]])),
+                       ("f_eps", dict(bias, f_eps=["9"])),
+                       ("f_0", dict(bias, f_0=["9"])),
+                       ("eps", dict(bias, eps="1/4")),
+                       ("witness without change", dict(bias, x=["0"], f_0=["1"], f_eps=["1"]))]:
+        assert not verify_constrained(cn, DEAD_X, _dead_report(bad))[0], label
+    # a leaky unit outputs a z != 0 below its kink: no longer dead, the certificate is refused
+    valid, msgs = verify_constrained(_dead_net(q(1, 10)), DEAD_X, _dead_report(bias))
+    assert not valid and any("outputs -1 on sample 0, not 0" in m for m in msgs)
+    # not-identifiable without a line: refused
+    none = _dead_report(bias)
+    del none["certificate"], none["decided_by"]
+    assert not verify_constrained(cn, DEAD_X, none)[0]
+
+
+def test_constant_unit_line_by_hand():
+    # plain 2-2-1 net; unit 1 = relu(x1 + 2) is the constant 2 on samples with x1 = 0: raising its outgoing
+    # weight v1 by t and lowering the output bias c by 2 t keeps f on X; at x* = (0, 1) unit 1 is 3, so f moves by t
+    from exactident.model.constrained import from_network
+    from exactident.model.network import Network
+
+    net = Network((2, 2, 1), [flint.fmpq_mat([[1, 0], [0, 1]]), flint.fmpq_mat([[1, 1]])],
+                  [[q(0), q(2)], [q(0)]])
+    cn = from_network(net)  # parameters W_1 row-major (0..3), b_1 (4, 5), W_2 (6, 7), b_2 (8)
+    X = [[q(v), q(0)] for v in (1, 2, -1, 3)]
+    part = {"kind": "constant-units", "units": [[1, 1]], "value": "2", "delta": [[7, "1"], [8, "-2"]],
+            "names": ["W_2[0,1]", "b_2[0]"], "eps": "1", "x": ["0", "1"], "f_0": ["3"], "f_eps": ["4"]}
+    report = {"format": "exactident-report/1", "name": "k", "verdict": "not-identifiable", "widths": [2, 2, 1],
+              "n_samples": 4, "dim": 7, "rank_a": None, "cn": None, "decided_by": "constant-units",
+              "architecture": {"features": [], "n_params": 9, "rank_t": 9, "symmetry_dim": 2, "dim_free": 7},
+              "certificate": {"constant_units": part}}
+    valid, msgs = verify_constrained(cn, X, report)
+    assert valid, msgs
+    for bad in (dict(part, value="3"), dict(part, delta=[[7, "1"], [8, "-3"]]), dict(part, units=[[1, 0]])):
+        report["certificate"] = {"constant_units": bad}
+        assert not verify_constrained(cn, X, report)[0], bad
 
 
 def test_cn_value_refused_with_the_theorem_named():
