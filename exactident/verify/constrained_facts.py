@@ -398,7 +398,7 @@ def softmax_rank_bound(cn: ConstrainedNetwork, sym: Symmetry) -> int:
     rows.discard(zero)
     if rows:
         Nb, nullity = flint.fmpz_mat(sorted(rows)).nullspace()
-        B = [[Nb[r, c] for r in range(N + 1)] for c in range(int(nullity))]
+        B = [[int(Nb[r, c]) for r in range(N + 1)] for c in range(int(nullity))]
     else:
         B = [list(unit(c)) for c in range(N + 1)]
     cols = [[sum((int(first[j][m]) * int(b[m]) for m in range(N + 1)), 0) if j in first else 0 for j in range(k)]
