@@ -36,6 +36,10 @@ with nothing to check it against are rejected (exit 3), and so is a malformed
 report: every field is first checked against the one schema of the report
 (:mod:`exactident.verify.schema`: types, ranges, unknown fields), and the failure
 names the field's JSON path.  The rules are in ``docs/boundary.md``.
+
+A case whose layer graph is more than a plain ReLU MLP (convolution, pooling, skips, leaky
+ReLU, PReLU) is verified by :func:`exactident.verify.constrained.verify_constrained` on the
+case's own compilation.
 """
 
 from __future__ import annotations
@@ -120,10 +124,32 @@ def verify_certificate(case, report: Any, source: str = "<report>", *,
     >>> verify_certificate(case, {"name": "k", "verdict": "identifiable", "certificate": {"line": line}})[0]
     False
     """
+    if not getattr(case, "is_plain", True):  # a layer graph beyond the plain ReLU MLP (case format 2)
+        return _verify_constrained_case(case, report, require_claims)
     try:
         return _verify(case, report, require_claims)
     except BadField as exc:  # a value the schema admits but its checker cannot read (e.g. W_9[0,0] in [2, 1])
         return False, [f"{exc.where or '<report>'}: {exc}"]
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # a crash proves nothing
+        return False, [f"<report>: could not be checked (the verifier raised {type(exc).__name__}: {exc})"]
+
+
+def _verify_constrained_case(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
+    """A constrained network's report (:mod:`exactident.verify.constrained`), from the case's own compilation."""
+    from exactident.verify.constrained import verify_constrained
+
+    if isinstance(report, dict) and require_claims:
+        for key in ("name", "verdict"):
+            if key not in report:
+                return False, [f"{key}: missing"]
+    if isinstance(report, dict) and "architecture" not in report:
+        features = ", ".join(case.compiled.features)
+        return False, [f"architecture: missing: the case is a layer graph with {features}, the report is about a "
+                       "plain ReLU MLP"]
+    shape = getattr(case.architecture, "input_shape", None)
+    try:
+        return verify_constrained(case.compiled, case.X, report, name=case.name, input_shape=shape,
+                                  provenance=case.provenance)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # a crash proves nothing
         return False, [f"<report>: could not be checked (the verifier raised {type(exc).__name__}: {exc})"]
 
