@@ -88,9 +88,21 @@ def _res_q(values, p: int) -> np.ndarray:
 
 
 def _mm(A: np.ndarray, B: np.ndarray, p: int) -> np.ndarray:
-    """``A @ B mod p`` (batched) for residues ``< 2**31`` and inner size ``< 2**16`` without overflow."""
-    hi, lo = B >> 16, B & 0xFFFF
-    return ((((A @ hi) % p) << 16) + (A @ lo) % p) % p
+    """``A @ B mod p`` (batched) for residues ``< 2**31`` and inner size ``< 2**20``, exactly, by float64 BLAS.
+
+    ``A = A_1 2^16 + A_0`` and ``B = B_1 2^16 + B_0`` (limbs below ``2^16``): each limb product summed over
+    fewer than ``2^20`` terms stays below ``2^52``, so the four float64 products are exact integers; they are
+    recombined mod p in base ``2^16`` on int64.
+    """
+    if A.shape[-1] >= 2**20:
+        raise ValueError(f"inner size {A.shape[-1]} too large for exact float64 products")
+    f = np.float64
+    A1, A0 = (A >> 16).astype(f), (A & 0xFFFF).astype(f)
+    B1, B0 = (B >> 16).astype(f), (B & 0xFFFF).astype(f)
+    hi = (A1 @ B1).astype(np.int64) % p
+    mid = ((A1 @ B0).astype(np.int64) + (A0 @ B1).astype(np.int64)) % p
+    lo = (A0 @ B0).astype(np.int64) % p
+    return ((((((hi << 16) % p + mid) % p) << 16) % p) + lo) % p
 
 
 def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
