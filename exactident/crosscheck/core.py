@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from exactident.check import check
-from exactident.errors import InvariantViolation
+from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.io.case import Case
 from exactident.model.activation import activation_state
 from exactident.model.conditions import IDENTIFIABLE, VERDICTS, verdict_from_ranks
@@ -272,7 +272,8 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
     Raises
     ------
     UnsupportedCaseError
-        From the torch backend when torch is not installed.
+        From the torch backend when torch is not installed; ``certified`` or ``pipelines`` on a case
+        beyond the plain ReLU MLP (which goes to :mod:`exactident.crosscheck.constrained`).
 
     Examples
     --------
@@ -287,6 +288,14 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
     """
     start = time.perf_counter()
     policies = list(default_policies() if policies is None else policies)
+    if not getattr(case, "is_plain", True):  # a layer graph beyond the plain ReLU MLP: Gamma_free only
+        cn: Any = getattr(case, "compiled", None)
+        if certified or pipelines:
+            raise UnsupportedCaseError("--certified-bands and --pipeline are for plain ReLU MLPs; this case's "
+                                       f"architecture has {', '.join(cn.features)}")
+        from exactident.crosscheck.constrained import crosscheck_constrained
+
+        return crosscheck_constrained(case, cn, policies, check(case, numeric=False), start)
     net, X = case.network, case.X
     # The rank rules' verdict (no structural certificates): what a float rank tool can be right about.
     report = check(case, numeric=False, all_ranks=True, structural=False)
