@@ -15,7 +15,6 @@ Called by :func:`exactident.crosscheck.core.crosscheck_case`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,8 +61,9 @@ def _spectra(cn, X, backend: str, exact_pattern) -> Spectra:
                    _flips(cn, X, dtype, exact_pattern), warnings=log.entries)
 
 
-def crosscheck_constrained(case: Any, cn: Any, policies: Sequence[Policy], report: Any, start: float) -> Any:
-    """The :class:`~exactident.crosscheck.core.CaseCrosscheck` of a constrained case.
+def crosscheck_constrained(case: Any, cn: Any, policies: Sequence[Policy], report: Any
+                           ) -> tuple[dict[str, Spectra], list[tuple], int, str]:
+    """Float ranks of a constrained case under each policy, marked against ``check``'s exact ones.
 
     Parameters
     ----------
@@ -75,10 +75,13 @@ def crosscheck_constrained(case: Any, cn: Any, policies: Sequence[Policy], repor
     report : Report
         ``check(case)``'s report (``dim`` is ``dim_free``; ``pattern_ranks[0]`` the exact rank at the
         ``>= 0`` pattern).
-    start : float
-        ``time.perf_counter()`` when the crosscheck began.
+
+    Returns
+    -------
+    (spectra, outcomes, pattern_rank_gamma, pattern_verdict)
+        ``outcomes``: per policy kept, the fields of :class:`~exactident.crosscheck.core.PolicyOutcome`
+        (``rank_a`` None).
     """
-    from exactident.crosscheck.core import CaseCrosscheck, PolicyOutcome
     from exactident.model.constrained import constrained_pre_activations
 
     X = case.X
@@ -93,19 +96,14 @@ def crosscheck_constrained(case: Any, cn: Any, policies: Sequence[Policy], repor
         (IDENTIFIABLE if p_rank == dim else "inconclusive")
     kept = [p for p in policies if not is_full_jacobian(p.backend)]
     spectra = {b: _spectra(cn, X, b, exact_pattern) for b in dict.fromkeys(p.backend for p in kept)}
-    outcomes = []
+    outcomes: list[tuple] = []
     for pol in kept:
         sp = spectra[pol.backend]
         if sp.failure is not None:
-            outcomes.append(PolicyOutcome(pol.name, None, None, None, "float-failed", False, False))
+            outcomes.append((pol.name, None, None, None, "float-failed", False, False))
             continue
         tg = pol.tolerance(sp.gamma_sv, sp.gamma_shape, sp.eps, "gamma")
         rg = int((sp.gamma_sv > tg).sum())
         v = IDENTIFIABLE if rg == dim else "not-identifiable"
-        outcomes.append(PolicyOutcome(pol.name, tg, rg, None, v, (v == IDENTIFIABLE) == exact_identifiable,
-                                      rg == p_rank))
-    expected = (case.expected or {}).get("verdict")
-    return CaseCrosscheck(case.name, case.source, list(cn.widths), len(X), dim, report.verdict, report.rank_gamma,
-                          None, report.on_boundary, report.n_ties, p_rank, 0, p_verdict,
-                          expected if isinstance(expected, str) else None, spectra, outcomes,
-                          time.perf_counter() - start, report.verdict, report.decided_by)
+        outcomes.append((pol.name, tg, rg, None, v, (v == IDENTIFIABLE) == exact_identifiable, rg == p_rank))
+    return spectra, outcomes, p_rank, p_verdict

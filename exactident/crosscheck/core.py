@@ -295,7 +295,14 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
                                        f"architecture has {', '.join(cn.features)}")
         from exactident.crosscheck.constrained import crosscheck_constrained
 
-        return crosscheck_constrained(case, cn, policies, check(case, numeric=False), start)
+        rep = check(case, numeric=False)
+        spectra_c, rows, p_rank, p_verdict = crosscheck_constrained(case, cn, policies, rep)
+        expected_c = (case.expected or {}).get("verdict")
+        return CaseCrosscheck(case.name, case.source, list(cn.widths), len(case.X), rep.dim, rep.verdict,
+                              rep.rank_gamma, None, rep.on_boundary, rep.n_ties, p_rank, 0, p_verdict,
+                              expected_c if isinstance(expected_c, str) else None, spectra_c,
+                              [PolicyOutcome(*row) for row in rows], time.perf_counter() - start,
+                              rep.verdict, rep.decided_by)
     net, X = case.network, case.X
     # The rank rules' verdict (no structural certificates): what a float rank tool can be right about.
     report = check(case, numeric=False, all_ranks=True, structural=False)
