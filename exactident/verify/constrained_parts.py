@@ -8,7 +8,7 @@ Helpers of :mod:`exactident.verify.constrained`; every fact comes from
     The ties must be the case's ties; each resolution's rank certificate is re-checked:
     ``shape`` is ``[n N_L, n_params]``; ``lower`` ``{prime, rank_mod_p}`` is recomputed (the rank
     of ``Gamma_free(s)`` mod that prime, from the verifier's own residues) and bounds the rank
-    below; ``upper`` is ``symmetry`` (the proven bound ``dim_free``), ``kernel`` (each column
+    below; ``upper`` is ``shape`` (``min(rows, columns)``), ``symmetry`` (the proven bound ``dim_free``), ``kernel`` (each column
     checked over Q by forward-mode derivatives; with ``S_H`` they bound the rank by
     ``n_params - rank [K | S_H]``) or ``exact-elimination`` (the verifier's own exact rank, small
     matrices only).  A claimed ``rank`` must sit between the two bounds.
@@ -109,7 +109,12 @@ def check_rank_one(facts: ConstrainedFacts, cert: dict, pattern, where: str) -> 
     up = cert.get("upper")
     if up is not None:
         kind = up["kind"]
-        if kind == "symmetry":
+        if kind == "shape":  # rank <= min(rows, columns)
+            if "bound" in up and up["bound"] != min(shape):
+                fails.append(f"{where}.upper.bound: the shape bound is {min(shape)}, the certificate says "
+                             f"{up['bound']}")
+            hi = min(hi, min(shape))
+        elif kind == "symmetry":
             if "bound" in up and up["bound"] != facts.symmetry.dim_free:
                 fails.append(f"{where}.upper.bound: the symmetry bound is dim_free = {facts.symmetry.dim_free}, "
                              f"the certificate says {up['bound']}")
