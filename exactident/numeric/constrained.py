@@ -45,6 +45,7 @@ __all__ = [
     "float_forward",
     "gamma_free_float",
     "gamma_free_torch",
+    "report_numeric_block",
     "to_float_constrained",
 ]
 
@@ -370,3 +371,21 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
     block["warnings"] = log.entries
     block["pipelines"] = pipelines
     return block
+
+
+def report_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], report: Any, *,
+                         tol: float | None = None, rtol: float | None = None, torch: bool = False) -> dict[str, Any]:
+    """:func:`constrained_numeric_block` beside a constrained report of ``check``.
+
+    The exact side is read from ``report``: ``dim`` (``dim_free``), ``pattern_ranks[0]`` (the
+    certified rank of ``Gamma_free`` at the ``>= 0`` pattern, the matrix the float one rounds;
+    None past the tie cap) and ``verdict``; the exact ``>= 0`` pattern is recomputed
+    (:func:`exactident.model.constrained.constrained_pre_activations`).
+    """
+    from exactident.model.constrained import constrained_pre_activations
+
+    Z = constrained_pre_activations(cn, X)
+    pattern = [np.array([z >= 0 for z in M.entries()], dtype=bool).reshape(M.nrows(), M.ncols()) for M in Z[:-1]]
+    ranks = getattr(report, "pattern_ranks", None)
+    return constrained_numeric_block(cn, X, report.dim, pattern, ranks[0] if ranks else None, report.verdict,
+                                     tol=tol, rtol=rtol, torch=torch)

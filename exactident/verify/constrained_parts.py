@@ -8,10 +8,10 @@ Helpers of :mod:`exactident.verify.constrained`; every fact comes from
     The ties must be the case's ties; each resolution's rank certificate is re-checked:
     ``shape`` is ``[n N_L, n_params]``; ``lower`` ``{prime, rank_mod_p}`` is recomputed (the rank
     of ``Gamma_free(s)`` mod that prime, from the verifier's own residues) and bounds the rank
-    below; ``upper`` is ``shape`` (``min(rows, columns)``), ``symmetry`` (the proven bound ``dim_free``), ``kernel`` (each column
-    checked over Q by forward-mode derivatives; with ``S_H`` they bound the rank by
-    ``n_params - rank [K | S_H]``) or ``exact-elimination`` (the verifier's own exact rank, small
-    matrices only).  A claimed ``rank`` must sit between the two bounds.
+    below; ``upper`` is ``shape`` (``min(rows, columns)``), ``symmetry`` (the proven bound
+    ``dim_free``), ``kernel`` (each column checked over Q by forward-mode derivatives; with ``S_H``
+    they bound the rank by ``n_params - rank [K | S_H]``) or ``exact-elimination`` (the verifier's
+    own exact rank, small matrices only).  A claimed ``rank`` must sit between the two bounds.
 ``dead_units`` ``{parameter, name, units, direction: "-1", eps, x, f_0, f_eps}`` and ``constant_units``
     ``{units, value, delta, names, eps, x, f_0, f_eps}``
     A line ``theta + t delta`` (``delta = -e_parameter`` for ``dead_units``): the units listed output
