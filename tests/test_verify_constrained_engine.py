@@ -1,0 +1,110 @@
+"""The engine's constrained reports through verify-certificate: genuine ones VALID, mutated ones INVALID;
+the float numeric block and crosscheck beside them.
+
+The engine (exactident.check_constrained) and the verifier (exactident.verify.constrained*) share no
+code path; the cases are the shipped format-2 cases and random constrained networks.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from xverify_oracle import random_constrained
+
+check_constrained = pytest.importorskip("exactident.check_constrained").check_constrained
+pytest.importorskip("exactident.model.compile")
+
+from exactident.check import check  # noqa: E402
+from exactident.io.case import load_case  # noqa: E402
+from exactident.verify.certificate import run_verify_certificate, verify_certificate  # noqa: E402
+from exactident.verify.constrained import verify_constrained  # noqa: E402
+
+CASES = sorted((Path(__file__).resolve().parent.parent / "cases" / "architectures").glob("*.json"))
+
+
+def _mutations(report):
+    """(label, mutated report): each changes a claim the verifier recomputes (none can stay true)."""
+    out = []
+
+    def mut(label, fn):
+        r = copy.deepcopy(report)
+        fn(r)
+        out.append((label, r))
+
+    mut("dim", lambda r: r.update(dim=r["dim"] + 1))
+    mut("widths", lambda r: r["widths"].__setitem__(0, r["widths"][0] + 1))
+    mut("n_samples", lambda r: r.update(n_samples=r["n_samples"] + 1))
+    mut("cn", lambda r: r.update(cn=False))
+    mut("rank_a", lambda r: r.update(rank_a=1))
+    mut("n_ties", lambda r: r.update(n_ties=r["n_ties"] + 1))
+    mut("on_boundary", lambda r: r.update(on_boundary=not r["on_boundary"]))
+    mut("decided_by theorem-8", lambda r: r.update(decided_by="theorem-8"))
+    mut("degenerate", lambda r: r.update(degenerate=True))
+    for key in ("n_params", "rank_t", "symmetry_dim", "dim_free", "softmax_rank_bound"):
+        if key in report["architecture"]:
+            mut(f"architecture.{key}", lambda r, key=key: r["architecture"].update({key: r["architecture"][key] + 1}))
+    mut("features", lambda r: r["architecture"].update(features=r["architecture"]["features"] + ["PReLU?"]))
+    if report["rank_gamma"] is not None:
+        mut("rank_gamma", lambda r: r.update(rank_gamma=r["rank_gamma"] + 1))
+        mut("cs", lambda r: r.update(cs=not r["cs"]))
+    mut("verdict", lambda r: r.update(verdict="identifiable" if r["verdict"] != "identifiable" else "inconclusive",
+                                      decided_by="free-rank" if r["verdict"] != "identifiable" else "none"))
+    cert = report.get("certificate") or {}
+    if "free_rank" in cert:
+        res = cert["free_rank"]["resolutions"]
+        mut("rank_mod_p", lambda r: r["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]["lower"]
+            .update(rank_mod_p=res[0]["rank_gamma"]["lower"]["rank_mod_p"] + 1))
+        mut("certified rank", lambda r: r["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]
+            .update(rank=res[0]["rank_gamma"]["rank"] + 1))
+        if cert["free_rank"]["ties"]:
+            mut("ties", lambda r: r["certificate"]["free_rank"]["ties"].pop())
+    for key in ("dead_units", "constant_units"):
+        if key in cert:
+            mut(f"{key}.f_eps", lambda r, key=key: r["certificate"][key].update(f_eps=["12345"] * len(
+                r["certificate"][key]["f_eps"])))
+            mut(f"{key}.eps", lambda r, key=key: r["certificate"][key].update(eps="1/1000"))
+            mut(f"{key} dropped", lambda r, key=key: r["certificate"].pop(key))
+    return out
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_shipped_architecture_reports_verify_and_mutations_fail(path, tmp_path, capsys):
+    case = load_case(path)
+    report = check(case).to_dict()
+    assert report["numeric"]["rank_gamma"] is not None and report["numeric"]["rank_a"] is None
+    valid, msgs = verify_certificate(case, report, require_claims=True)
+    assert valid, msgs
+    rp = tmp_path / "r.json"
+    rp.write_text(json.dumps(report))
+    assert run_verify_certificate(str(path), str(rp)) == 0
+    for label, bad in _mutations(report):
+        valid, msgs = verify_certificate(case, bad, require_claims=True)
+        assert not valid, (label, msgs)
+    rp.write_text(json.dumps(dict(report, cn=True)))
+    assert run_verify_certificate(str(path), str(rp)) == 3
+    assert "Theorem 8 (C_N) is not proved for" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 4, 7, 11])
+def test_engine_reports_on_random_constrained_nets(seed):
+    cn, X = random_constrained(seed, n=8)
+    report = check_constrained(cn, X, name="r").to_dict()
+    valid, msgs = verify_constrained(cn, X, report)
+    assert valid, msgs
+    for label, bad in _mutations(report):
+        assert not verify_constrained(cn, X, bad)[0], label
+
+
+def test_crosscheck_of_a_constrained_case():
+    from exactident.crosscheck.core import crosscheck_case
+
+    case = load_case(CASES[0])
+    c = crosscheck_case(case)
+    exact = check(case, numeric=False)
+    assert c.pattern_rank_gamma == exact.pattern_ranks[0] and c.dim == exact.dim
+    assert all(o.rank_a is None for o in c.outcomes)
+    assert not any("full-jacobian" in o.policy for o in c.outcomes)
+    assert c.outcome("float64/numpy-default").right_ranks
