@@ -158,3 +158,30 @@ def test_torch_pipeline_matches():
     block = constrained_numeric_block(residual_net(1, 0, 2), [[q(1)], [q(2)]], 2,
                                       [np.array([[True, True], [True, True]])], 2, "identifiable", torch=True)
     assert block["torch"]["rank_gamma"] == 2 and block["pipelines"] == ["float64", "torch"]
+
+
+def test_a_float_zero_of_either_sign_is_a_tie_on_the_active_side():
+    # z = (-1) * 0.0 + (-0.0) is a zero (BLAS may give +0.0 or -0.0); -0.0 >= 0 is True: slope 1 either way
+    from exactident.numeric.constrained import FloatConstrained
+
+    fcn = FloatConstrained((1, 1, 1), [np.array([[-1.0]]), np.array([[2.0]])], [np.array([-0.0]), np.array([0.0])],
+                           [np.array([0.25])], [np.array([[0]]), np.array([[1]])], [np.array([-1]), np.array([-1])],
+                           [np.array([-1])], 2)
+    _H, Z, deriv = float_forward(fcn, np.array([[0.0]]))
+    assert Z[0][0, 0] == 0.0 and deriv[0][0, 0] == 1.0
+    fcn.W[0] = np.array([[1.0]])  # z = 1 * (-0.0) + (-0.0)
+    assert float_forward(fcn, np.array([[-0.0]]))[2][0][0, 0] == 1.0
+    assert np.array_equal(gamma_free_float(fcn, np.array([[0.0]])), [[0.0, 0.0]])  # d/dw1 = 2 x = 0, d/dv = h = 0
+
+
+def test_rescaling_the_channel_changes_no_rank():
+    # (u1, u2, c) * 2 and (v1, v2) / 2 is the channel's rescaling: same function, same ranks, same dim_free
+    from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, verifier_primes
+
+    X = [[q(v) for v in row] for row in [[1, 0, 2], [0, 1, 0], [2, 1, 3], [3, 3, 1], [1, 2, 0], [2, 0, 1]]]
+    a, b = conv1d_net(1, -1, 1, 2, 3, 0), conv1d_net(2, -2, 2, 1, q(3, 2), 0)
+    fa, fb = ConstrainedFacts.from_network(a, X), ConstrainedFacts.from_network(b, X)
+    assert fa.symmetry.dim_free == fb.symmetry.dim_free == 5 and fa.ties == fb.ties
+    p = verifier_primes(1, fa.avoid * fb.avoid)[0]
+    assert rank_mod_p(fa.gamma_mod_p(p), p) == rank_mod_p(fb.gamma_mod_p(p), p) == Oracle.rank(Oracle.of(a, X).gamma())
+    assert constrained_float_rank(a, X)[0].rank == constrained_float_rank(b, X)[0].rank
