@@ -303,3 +303,12 @@ def test_malformed_report_names_the_field():
     report["architecture"]["dim_free"] = "2"
     valid, msgs = verify_constrained(cn, X, report)
     assert not valid and msgs == ["architecture.dim_free: expected int, found str"]
+
+
+def test_timed_out_report_is_not_valid():
+    cn = residual_net(1, 0, 2)
+    X = [[q(1)], [q(2)], [q(-1)]]
+    report = genuine(cn, X, ("skip connection",))
+    report.update(timed_out=True, stage="ranks mod p", verdict="inconclusive", decided_by="none")
+    valid, msgs = verify_constrained(cn, X, report)
+    assert not valid and msgs[0].startswith("timed_out: the report says its analysis ran out of time")

@@ -36,7 +36,21 @@ from typing import Any
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_line_part
-from exactident.verify.schema import AnyOf, Anything, Enum, Int, List, Null, Obj, Rational, Tuple, Type, validate
+from exactident.verify.claims import uncertified_claims
+from exactident.verify.schema import (
+    AnyOf,
+    Anything,
+    Enum,
+    Int,
+    List,
+    Null,
+    Number,
+    Obj,
+    Rational,
+    Tuple,
+    Type,
+    validate,
+)
 
 __all__ = ["CONSTRAINED_REPORT", "MAX_RESOLUTIONS", "RULES", "verify_constrained"]
 
@@ -65,7 +79,8 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
     "rank_gamma": Null(NAT), "rank_a": AnyOf(Type(type(None)), NAT), "cs": Null(BOOL),
     "cn": AnyOf(Type(type(None)), BOOL), "degenerate": BOOL, "on_boundary": Null(BOOL), "n_ties": Null(NAT),
     "reason": STR, "decided_by": STR, "numeric": Type(dict), "summary": List(STR), "provenance": Anything(),
-    "certified": BOOL, "timed_out": BOOL, "rank_gamma_interval": List(NAT, 2),
+    "certified": BOOL, "timed_out": BOOL, "stage": STR, "error_probability": Number(0, 1),
+    "rank_gamma_interval": List(NAT, 2),
     "patterns": List(Obj({"ties": List(Obj({"sample": NAT, "layer": Int(1), "neuron": NAT, "active": BOOL})),
                           "rank_gamma": Null(NAT), "rank_a": Null(NAT), "cs": Null(BOOL), "cn": Null(BOOL)},
                          {"reachable": AnyOf(Enum(True), Enum("unknown"))})),
@@ -126,6 +141,9 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     problem = validate(report, CONSTRAINED_REPORT)
     if problem is not None:
         return False, [problem]
+    uncertified = uncertified_claims(report)
+    if uncertified:  # timed out or Monte Carlo: the report itself says nothing is proved
+        return False, uncertified
     facts = ConstrainedFacts.from_network(cn, X)
     sym, fails, msgs = facts.symmetry, [], []
     features = ", ".join(cn.features) or "this architecture"
