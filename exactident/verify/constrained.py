@@ -34,9 +34,9 @@ from math import prod
 from typing import Any
 
 from exactident.model.constrained import ConstrainedNetwork
+from exactident.verify.claims import uncertified_claims
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_line_part
-from exactident.verify.claims import uncertified_claims
 from exactident.verify.schema import (
     AnyOf,
     Anything,
