@@ -312,3 +312,18 @@ def test_timed_out_report_is_not_valid():
     report.update(timed_out=True, stage="ranks mod p", verdict="inconclusive", decided_by="none")
     valid, msgs = verify_constrained(cn, X, report)
     assert not valid and msgs[0].startswith("timed_out: the report says its analysis ran out of time")
+
+
+def test_rank_interval_lower_end_is_checked():
+    # the engine writes rank_gamma null and [lower bound, dim_free] when no kernel closes the gap
+    cn = conv1d_net(1, -1, 1, 2, 3, 0)
+    X = [[q(v) for v in row] for row in [[1, 0, 2], [2, 1, 3], [3, 3, 5], [1, 2, 4], [0, 1, 2]]]
+    report = genuine(cn, X, ("convolution",))
+    r, dim = report["rank_gamma"], report["dim"]
+    for key in ("certificate", "patterns", "_nonzero_column"):
+        report.pop(key, None)
+    report.update(rank_gamma=None, cs=None, rank_gamma_interval=[r, dim])
+    valid, msgs = _ok(cn, X, report)
+    assert valid, msgs
+    for bad in ([r + 1, dim], [r, dim + 1], [r, dim - 1]):
+        assert not _ok(cn, X, dict(report, rank_gamma_interval=bad))[0], bad

@@ -207,7 +207,10 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         fails.append("cs: a value without rank_gamma")
     if "rank_gamma_interval" in report:
         lo, hi = report["rank_gamma_interval"]
-        if hi != sym.dim_free or lo > hi or (proved and lo > min(b[0] for b in proved.values())):
+        # the interval is the rank at the first tie resolution (active-first order) short of dim_free
+        # (earlier ones reach it): its lower end is checked there with the verifier's own ranks mod p
+        short = next((s for s in everyone if ranks.at(s, sym.dim_free) < sym.dim_free), None)
+        if hi != sym.dim_free or lo > hi or short is None or ranks.at(short, lo) < lo:
             fails.append(f"rank_gamma_interval: [{lo}, {hi}] is not proved (dim_free = {sym.dim_free})")
     for m, pat in enumerate(report.get("patterns", [])):
         side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
