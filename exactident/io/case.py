@@ -99,7 +99,7 @@ class Case:
     expected : dict or None
         Ground-truth report fields, if the file has them.
     provenance : dict or None
-        Where an imported network came from (:data:`PROVENANCE_KEYS`, string values):
+        Where an imported network came from (:data:`~exactident.io.case_arch.PROVENANCE_KEYS`, string values):
         source file, format, sha256, weight dtype, dropped output activation, sample file.
     generator : dict or None
         How a generated case was made (``exactident generate``, docs/suites.md), if it was.

@@ -4,7 +4,7 @@
 :class:`~exactident.model.architecture.Architecture` (every number exact, every error naming
 the JSON path, e.g. ``layers[2].weight[0][1]``); :func:`architecture_to_json` writes it back
 with canonical ``"p/q"`` strings.  The shared validators (``provenance``, ``expected``) live
-here too, and :func:`read_json` (exact decimals, size limits), so :mod:`exactident.io.case`
+here too, and :func:`~exactident.io.case.read_json` (exact decimals, size limits), so :mod:`exactident.io.case`
 stays one reader for both formats (docs/case-format.md).
 """
 

@@ -48,7 +48,7 @@ __all__ = [
     "plain_parameter_names",
 ]
 
-#: Feature words of :attr:`ConstrainedNetwork.features`, in the order they are listed.
+#: Feature words of ``ConstrainedNetwork.features``, in the order they are listed.
 FEATURES = ("convolution", "average pooling", "skip connection", "leaky ReLU", "PReLU", "linear layer",
             "fixed weights")
 _ZERO = flint.fmpq(0)
