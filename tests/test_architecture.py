@@ -251,3 +251,22 @@ def test_bad_architectures_one_line_errors(build, field, words):
     with pytest.raises(CaseFormatError) as err:
         build()
     assert err.value.field == field and words in err.value.message and "\n" not in str(err.value)
+
+
+def test_features_of_an_activation_on_the_input_and_of_an_affine_chain():
+    """relu(input) is a layer of units with fixed weight 1; fc2(fc1(.)) keeps fc1 as linear units."""
+    arch = Architecture((2,), [
+        Layer("r0", "relu", ("input",)),
+        Layer("fc1", "linear", ("r0",), [[1, 2], [3, 4], [5, 6]], [0, 0, 1]),
+        Layer("fc2", "linear", ("fc1",), [[Fraction(1, 2), 1, -1]], [2]),
+        Layer("r2", "leaky_relu", ("fc2",), negative_slope=Fraction(1, 4))], "r2")
+    cn = compile_architecture(arch)
+    assert cn.widths == (2, 2, 3, 1, 1)
+    assert cn.features == ("leaky ReLU", "linear layer", "fixed weights")
+    assert cn.W[0].entries() == [1, 0, 0, 1] and cn.W_index[0].tolist() == [[-1, -1], [-1, -1]]
+    assert cn.negative_slope[1] == [1, 1, 1] and cn.negative_slope[2] == [flint.fmpq(1, 4)]
+    # the output layer reads the leaky unit with a fixed weight 1
+    assert cn.W[3].entries() == [1] and cn.W_index[3].tolist() == [[-1]]
+    # f(x) = leaky(1/2 (x1' + 2 x2') + (3 x1' + 4 x2') - (5 x1' + 6 x2' + 1) + 2), x' = relu(x)
+    # at x = (1, -1): x' = (1, 0): 1/2 + 3 - 6 + 2 = -1/2, leaky: -1/8
+    assert constrained_pre_activations(cn, [[1, -1]])[-1].entries() == [flint.fmpq(-1, 8)]

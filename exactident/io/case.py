@@ -34,7 +34,7 @@ from exactident.io.case_arch import (
 from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits
 from exactident.io.rationals import describe_json_value, format_fmpq, parse_number
 from exactident.model.architecture import Architecture
-from exactident.model.compile import as_plain_network, compile_architecture
+from exactident.model.compile import compile_architecture, plain_network
 from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network
 
@@ -123,12 +123,13 @@ class Case:
                  architecture: Architecture | None = None) -> None:
         if network is None and architecture is None:
             raise CaseFormatError(source, "", "a case needs a network or an architecture")
+        self._compiled: ConstrainedNetwork | None = None
         if network is None and architecture is not None:
-            network = as_plain_network(architecture)
+            self._compiled = compile_architecture(architecture)
+            network = plain_network(self._compiled)
         self.name, self.plain_network, self.X = name, network, X if X is not None else []
         self.description, self.expected, self.source = description, expected, source
         self.generator, self.provenance, self.architecture = generator, provenance, architecture
-        self._compiled: ConstrainedNetwork | None = None
 
     @property
     def network(self) -> Network:

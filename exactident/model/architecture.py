@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from math import prod
 
 import flint
@@ -229,8 +230,11 @@ class Architecture:
         if op == "flatten":
             return (prod(shape),)
         if op == "leaky_relu":
-            if not isinstance(layer.negative_slope, flint.fmpq):
-                self._fail(f"{at}.negative_slope", "expected an exact number")
+            slope = _to_fmpq(layer.negative_slope)
+            if slope is None:
+                self._fail(f"{at}.negative_slope", f"expected an exact number (int, Fraction, fmpq), "
+                                                   f"found {layer.negative_slope!r}")
+            layer.negative_slope = slope
             return shape
         if op == "prelu":
             w = self._weight(at, layer, 1)
@@ -250,6 +254,8 @@ class Architecture:
 
     def _weight(self, at: str, layer: Layer, ndim: int) -> np.ndarray:
         w = layer.weight
+        if isinstance(w, (list, tuple)):  # nested lists from Python: made an exact array (floats refused)
+            w = layer.weight = np.array(w, dtype=object)
         if not isinstance(w, np.ndarray) or w.ndim != ndim or 0 in w.shape:
             found = w.shape if isinstance(w, np.ndarray) else type(w).__name__
             self._fail(f"{at}.weight", f"expected a non-empty array of {ndim} axes, found {found}")
@@ -260,6 +266,8 @@ class Architecture:
     def _bias(self, at: str, layer: Layer, n: int) -> None:
         if layer.bias is None:
             return
+        if isinstance(layer.bias, (list, tuple)):
+            layer.bias = np.array(layer.bias, dtype=object)
         if not isinstance(layer.bias, np.ndarray) or layer.bias.shape != (n,):
             found = layer.bias.shape if isinstance(layer.bias, np.ndarray) else type(layer.bias).__name__
             self._fail(f"{at}.bias", f"expected {n} entries (one per output), found {found}")
@@ -317,5 +325,18 @@ def _check_fields(arch: Architecture, at: str, layer: Layer) -> None:
 
 def _check_exact(arch: Architecture, where: str, arr: np.ndarray) -> None:
     for idx, v in np.ndenumerate(arr):
-        if not isinstance(v, flint.fmpq):
-            arch._fail(where + "".join(f"[{k}]" for k in idx), f"expected an exact number (fmpq), found {v!r}")
+        exact = _to_fmpq(v)
+        if exact is None:
+            arch._fail(where + "".join(f"[{k}]" for k in idx),
+                       f"expected an exact number (int, Fraction, fmpq), found {v!r}")
+        arr[idx] = exact
+
+
+def _to_fmpq(v: object) -> flint.fmpq | None:
+    if isinstance(v, flint.fmpq):
+        return v
+    if isinstance(v, (int, flint.fmpz)) and not isinstance(v, bool):
+        return flint.fmpq(v)
+    if isinstance(v, Fraction):
+        return flint.fmpq(v.numerator, v.denominator)
+    return None

@@ -45,6 +45,7 @@ __all__ = [
     "FEATURES",
     "as_plain_network",
     "compile_architecture",
+    "plain_network",
     "plain_parameter_names",
 ]
 
@@ -122,6 +123,8 @@ class _Compiler:
         for layer in arch.layers:
             env[layer.name] = self.layer(layer, [env[s] for s in layer.inputs],
                                          [arch.shapes[s] for s in layer.inputs], arch.shapes[layer.name])
+        if all(e.pure() for e in env[arch.output]):  # the graph ends with an activation: output weights 1
+            self.features.add("fixed weights")
         self.materialize(env[arch.output], None)
         return self.build()
 
@@ -133,6 +136,8 @@ class _Compiler:
         if op == "add":
             return self.add(name, ins, shape)
         if op in ("relu", "leaky_relu", "prelu"):
+            if all(e.pure() for e in ins[0]):  # on the input or another activation: units with weight 1
+                self.features.add("fixed weights")
             return self.materialize(ins[0], self.slopes(layer, shape))
         src = self.linear_units(layer.inputs[0], ins[0])
         refs = [next(iter(e.terms)) for e in src]
@@ -345,10 +350,12 @@ def as_plain_network(arch: Architecture) -> Network | None:
     hidden slope 0 (``linear``/``relu`` alternation with biases, ``identity`` and ``flatten``
     allowed, ending with ``linear``).  Such a case is analysed by the plain engine.
     """
-    cn = compile_architecture(arch)
-    if not cn.is_plain():
-        return None
-    return Network(cn.widths, list(cn.W), [list(v) for v in cn.b])
+    return plain_network(compile_architecture(arch))
+
+
+def plain_network(cn: ConstrainedNetwork) -> Network | None:
+    """``cn`` as a plain :class:`~exactident.model.network.Network` when ``cn.is_plain()``, else None."""
+    return Network(cn.widths, list(cn.W), [list(v) for v in cn.b]) if cn.is_plain() else None
 
 
 def plain_parameter_names(arch: Architecture) -> dict[str, str]:
