@@ -121,6 +121,10 @@ def _architectures(rng):
         Layer("conv2", "conv2d", ("pool",), _rand(rng, (2, 3, 2, 2)), _rand(rng, (2,))),
         Layer("drop", "identity", ("conv2",)), Layer("flat", "flatten", ("drop",)),
         Layer("r", "relu", ("flat",)), _lin(rng, "fc", "r", 2, 12)], "fc")
+    yield "affine-skip", Architecture((3,), [
+        _lin(rng, "fc1", "input", 3, 3), Layer("s", "add", ("fc1", "input")), Layer("r", "relu", ("s",)),
+        _lin(rng, "fc2", "r", 3, 3), Layer("s2", "add", ("input", "fc2", "fc2")), _lin(rng, "head", "s2", 1, 3)],
+        "head")
     yield "relu-on-input-and-linear-chain", Architecture((2,), [
         Layer("r0", "relu", ("input",)), _lin(rng, "fc1", "r0", 3, 2), _lin(rng, "fc2", "fc1", 2, 3),
         Layer("r2", "leaky_relu", ("fc2",), negative_slope=flint.fmpq(1, 4))], "r2")

@@ -71,6 +71,13 @@ def test_a_plain_graph_is_the_plain_network_and_gets_the_plain_report():
     assert v2.is_plain and v2.network == v1.network and v2.compiled.is_plain()
     r1, r2 = check(v1, numeric=False).to_dict(), check(v2, numeric=False).to_dict()
     assert r1 == r2
+    back = v2.as_format1()
+    assert back.architecture is None and back.network == v1.network
+    assert back.provenance == {"parameter_names": {"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]",
+                                                   "W_2": "fc2.weight[i,j]", "b_2": "fc2.bias[i]"}}
+    assert json.loads(dump_case(back))["format"] == "exactident-case/1"
+    with pytest.raises(UnsupportedCaseError):
+        load_case(SHIPPED[0]).as_format1()
 
 
 def test_from_architecture_round_trip():

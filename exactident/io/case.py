@@ -13,28 +13,30 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import flint
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.atomic import atomic_write_text
-from exactident.io.case_arch import (
+from exactident.io.case_parts import (
     CASE_FORMAT_2,
     PROVENANCE_KEYS,
+    SUITE_FORMAT,
     _is_text,
     _list,
     architecture_to_json,
+    case_files,
     parse_architecture,
     plain_json,
     provenance,
     read_json,
+    require_case_files,
 )
 from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits
 from exactident.io.rationals import describe_json_value, format_fmpq, parse_number
 from exactident.model.architecture import Architecture
-from exactident.model.compile import compile_architecture, plain_network
+from exactident.model.compile import compile_architecture, plain_network, plain_parameter_names
 from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network
 
@@ -58,8 +60,6 @@ __all__ = [
 
 #: The ``format`` field of a case file (docs/case-format.md).
 CASE_FORMAT = "exactident-case/1"
-#: The ``format`` field of a suite manifest (``manifest.json``, docs/suites.md): never a case.
-SUITE_FORMAT = "exactident-suite/1"
 #: Files exactident writes that are not cases, by ``format``: what to say when one is given as a case.
 _NOT_A_CASE = {
     "exactident-report/1": "this file is an exactident report, not a case; "
@@ -99,7 +99,7 @@ class Case:
     expected : dict or None
         Ground-truth report fields, if the file has them.
     provenance : dict or None
-        Where an imported network came from (:data:`~exactident.io.case_arch.PROVENANCE_KEYS`, string values):
+        Where an imported network came from (:data:`~exactident.io.case_parts.PROVENANCE_KEYS`, string values):
         source file, format, sha256, weight dtype, dropped output activation, sample file.
     generator : dict or None
         How a generated case was made (``exactident generate``, docs/suites.md), if it was.
@@ -152,6 +152,20 @@ class Case:
     def is_plain(self) -> bool:
         """True when the plain engine analyses this case (a plain ReLU MLP)."""
         return self.plain_network is not None
+
+    def as_format1(self) -> Case:
+        """The same plain case without its layer graph (written as format 1), ``W_l`` named in provenance.
+
+        Raises
+        ------
+        UnsupportedCaseError
+            When the graph is more than a plain ReLU MLP.
+        """
+        prov = dict(self.provenance or {})
+        if self.architecture is not None:
+            prov.setdefault("parameter_names", plain_parameter_names(self.architecture))
+        return Case(self.name, self.network, self.X, self.description, self.expected, self.source,
+                    self.generator, prov or None)
 
     @classmethod
     def from_architecture(cls, architecture: Architecture, X: Any, *, name: str = "architecture",
@@ -373,70 +387,6 @@ def load_case(path: str | os.PathLike[str], limits: ReadLimits | None = None) ->
         Naming the file and field (see :func:`read_json`, :func:`parse_case`).
     """
     return parse_case(read_json(path, limits), str(path), limits)
-
-
-def _is_suite_manifest(path: Path) -> bool:
-    if path.name != "manifest.json" or not path.is_file():
-        return False
-    try:
-        obj = read_json(path)
-    except CaseFormatError:
-        return False  # not a manifest; loading it as a case will say what is wrong
-    return isinstance(obj, dict) and obj.get("format") == SUITE_FORMAT
-
-
-def case_files(folder: str | os.PathLike[str], recursive: bool = True) -> tuple[list[Path], list[Path]]:
-    """The case files of a folder, and the nested suites left out: ``(files, nested)``, in path order.
-
-    A suite folder (``suite run DIR``, ``suite score DIR``; ``recursive``) means
-    every ``*.json`` below it (family sub-folders included, hidden names
-    skipped) except suite manifests (``manifest.json`` with ``format``
-    ``exactident-suite/1``) and the sub-folders holding one: a nested suite is
-    run on its own.  ``check DIR`` and ``crosscheck DIR`` (not ``recursive``)
-    take the ``*.json`` files of the folder itself, suite manifests left out.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> for rel in ("a.json", "fam/b.json", "inner/manifest.json", "inner/fam/c.json"):
-    ...     (root / rel).parent.mkdir(parents=True, exist_ok=True)
-    ...     _ = (root / rel).write_text('{"format": "exactident-suite/1"}')
-    >>> files, nested = case_files(root)
-    >>> [f.relative_to(root).as_posix() for f in files], [n.relative_to(root).as_posix() for n in nested]
-    (['a.json', 'fam/b.json'], ['inner'])
-    >>> [f.relative_to(root).as_posix() for f in case_files(root, recursive=False)[0]]
-    ['a.json']
-    """
-    root = Path(folder)
-
-    def hidden(p: Path) -> bool:
-        return any(part.startswith(".") for part in p.relative_to(root).parts)
-
-    nested = sorted(m.parent for m in root.rglob("manifest.json")
-                    if m.parent != root and not hidden(m) and _is_suite_manifest(m))
-    files = sorted(p for p in (root.rglob("*.json") if recursive else root.glob("*.json"))
-                   if p.is_file() and not hidden(p) and not any(n in p.parents for n in nested)
-                   and not (p.name == "manifest.json" and _is_suite_manifest(p)))
-    return files, nested
-
-
-def require_case_files(folder: str | os.PathLike[str], recursive: bool = True) -> list[Path]:
-    """:func:`case_files`, refusing a folder without any (naming its nested suites, if it has some).
-
-    Raises
-    ------
-    CaseFormatError
-        The folder holds no case file.
-    """
-    files, nested = case_files(folder, recursive)
-    if not files:
-        hint = ("; it holds suites of their own, run each with exactident suite run: "
-                + ", ".join(str(n) for n in nested)) if nested else ""
-        if not recursive and _is_suite_manifest(Path(folder) / "manifest.json"):
-            hint = f"; it is a suite (its cases are in sub-folders): exactident suite run {folder}"
-        raise CaseFormatError(str(folder), "", f"folder holds no case files (*.json){hint}")
-    return files
 
 
 def case_to_json(case: Case) -> dict[str, Any]:

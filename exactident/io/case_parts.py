@@ -1,11 +1,12 @@
-"""Fields of case files: the layer graph of ``exactident-case/2`` and the fields both formats share.
+"""The parts of case reading that need no :class:`~exactident.io.case.Case`: fields, JSON, folders.
 
 :func:`parse_architecture` reads ``input_shape``, ``layers`` and ``output`` into an
 :class:`~exactident.model.architecture.Architecture` (every number exact, every error naming
 the JSON path, e.g. ``layers[2].weight[0][1]``); :func:`architecture_to_json` writes it back
 with canonical ``"p/q"`` strings.  The shared validators (``provenance``, ``expected``) live
-here too, and :func:`~exactident.io.case.read_json` (exact decimals, size limits), so :mod:`exactident.io.case`
-stays one reader for both formats (docs/case-format.md).
+here too, with :func:`~exactident.io.case.read_json` (exact decimals, size limits) and the case
+files of a folder (:func:`~exactident.io.case.case_files`), so :mod:`exactident.io.case` stays
+one short reader for both formats (docs/case-format.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import decimal
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import flint
@@ -27,11 +29,16 @@ from exactident.model.architecture import OPS, Architecture, Layer
 __all__ = [
     "CASE_FORMAT_2",
     "PROVENANCE_KEYS",
+    "SUITE_FORMAT",
     "architecture_to_json",
+    "case_files",
     "parse_architecture",
     "read_json",
+    "require_case_files",
 ]
 
+#: The ``format`` field of a suite manifest (``manifest.json``, docs/suites.md): never a case.
+SUITE_FORMAT = "exactident-suite/1"
 #: The ``format`` field of a case file holding a layer graph (docs/case-format.md, format 2).
 CASE_FORMAT_2 = "exactident-case/2"
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
@@ -274,3 +281,67 @@ def plain_json(value: Any) -> Any:
     if isinstance(value, list):
         return [plain_json(v) for v in value]
     return value
+
+
+def _is_suite_manifest(path: Path) -> bool:
+    if path.name != "manifest.json" or not path.is_file():
+        return False
+    try:
+        obj = read_json(path)
+    except CaseFormatError:
+        return False  # not a manifest; loading it as a case will say what is wrong
+    return isinstance(obj, dict) and obj.get("format") == SUITE_FORMAT
+
+
+def case_files(folder: str | os.PathLike[str], recursive: bool = True) -> tuple[list[Path], list[Path]]:
+    """The case files of a folder, and the nested suites left out: ``(files, nested)``, in path order.
+
+    A suite folder (``suite run DIR``, ``suite score DIR``; ``recursive``) means
+    every ``*.json`` below it (family sub-folders included, hidden names
+    skipped) except suite manifests (``manifest.json`` with ``format``
+    ``exactident-suite/1``) and the sub-folders holding one: a nested suite is
+    run on its own.  ``check DIR`` and ``crosscheck DIR`` (not ``recursive``)
+    take the ``*.json`` files of the folder itself, suite manifests left out.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for rel in ("a.json", "fam/b.json", "inner/manifest.json", "inner/fam/c.json"):
+    ...     (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    ...     _ = (root / rel).write_text('{"format": "exactident-suite/1"}')
+    >>> files, nested = case_files(root)
+    >>> [f.relative_to(root).as_posix() for f in files], [n.relative_to(root).as_posix() for n in nested]
+    (['a.json', 'fam/b.json'], ['inner'])
+    >>> [f.relative_to(root).as_posix() for f in case_files(root, recursive=False)[0]]
+    ['a.json']
+    """
+    root = Path(folder)
+
+    def hidden(p: Path) -> bool:
+        return any(part.startswith(".") for part in p.relative_to(root).parts)
+
+    nested = sorted(m.parent for m in root.rglob("manifest.json")
+                    if m.parent != root and not hidden(m) and _is_suite_manifest(m))
+    files = sorted(p for p in (root.rglob("*.json") if recursive else root.glob("*.json"))
+                   if p.is_file() and not hidden(p) and not any(n in p.parents for n in nested)
+                   and not (p.name == "manifest.json" and _is_suite_manifest(p)))
+    return files, nested
+
+
+def require_case_files(folder: str | os.PathLike[str], recursive: bool = True) -> list[Path]:
+    """:func:`case_files`, refusing a folder without any (naming its nested suites, if it has some).
+
+    Raises
+    ------
+    CaseFormatError
+        The folder holds no case file.
+    """
+    files, nested = case_files(folder, recursive)
+    if not files:
+        hint = ("; it holds suites of their own, run each with exactident suite run: "
+                + ", ".join(str(n) for n in nested)) if nested else ""
+        if not recursive and _is_suite_manifest(Path(folder) / "manifest.json"):
+            hint = f"; it is a suite (its cases are in sub-folders): exactident suite run {folder}"
+        raise CaseFormatError(str(folder), "", f"folder holds no case files (*.json){hint}")
+    return files
