@@ -274,3 +274,79 @@ def test_features_of_an_activation_on_the_input_and_of_an_affine_chain():
     # f(x) = leaky(1/2 (x1' + 2 x2') + (3 x1' + 4 x2') - (5 x1' + 6 x2' + 1) + 2), x' = relu(x)
     # at x = (1, -1): x' = (1, 0): 1/2 + 3 - 6 + 2 = -1/2, leaky: -1/8
     assert constrained_pre_activations(cn, [[1, -1]])[-1].entries() == [flint.fmpq(-1, 8)]
+
+
+def _random_graph(rng, n_ops=7):
+    """A random layer graph on a (2, 5) input: skips between any tensors of equal shape, then a head."""
+    shapes = {"input": (2, 5)}
+    layers = []
+    for step in range(n_ops):
+        name = f"l{step}"
+        src = list(shapes)[rng.integers(len(shapes))]
+        shape = shapes[src]
+        kind = rng.choice(["act", "act", "linear", "conv", "pool", "add", "add", "flatten", "identity"])
+        if kind == "act":
+            op = rng.choice(["relu", "leaky_relu", "prelu"])
+            extra = {"negative_slope": flint.fmpq(int(rng.integers(1, 4)), 8)} if op == "leaky_relu" else {}
+            if op == "prelu":
+                extra = {"weight": _rand(rng, (int(rng.choice([1, shape[0]])),))}
+            layer = Layer(name, str(op), (src,), **extra)
+        elif kind == "linear" and len(shape) == 1:
+            layer = _lin(rng, name, src, int(rng.integers(1, 4)), shape[0], bias=bool(rng.integers(2)))
+        elif kind == "conv" and len(shape) == 2:
+            k, p = int(rng.integers(1, 4)), int(rng.integers(0, 2))
+            if shape[1] + 2 * p < k:
+                continue
+            out = int(rng.integers(1, 3))
+            layer = Layer(name, "conv1d", (src,), _rand(rng, (out, shape[0], k)),
+                          _rand(rng, (out,)) if rng.integers(2) else None, stride=(int(rng.integers(1, 3)),),
+                          padding=(p,))
+        elif kind == "pool" and len(shape) == 2 and shape[1] >= 2:
+            layer = Layer(name, "avgpool1d", (src,), kernel_size=(2,), stride=(int(rng.integers(1, 3)),),
+                          padding=(int(rng.integers(0, 2)),))
+        elif kind == "add":
+            same = [t for t in shapes if shapes[t] == shape]
+            layer = Layer(name, "add", (src, same[rng.integers(len(same))]))
+        elif kind in ("flatten", "identity"):
+            layer = Layer(name, str(kind), (src,))
+        else:
+            continue
+        layers.append(layer)
+        shapes[name] = _shape_of(layers)
+    last = list(shapes)[-1]
+    if len(shapes[last]) != 1:
+        layers.append(Layer("flat", "flatten", (last,)))
+        last, shapes["flat"] = "flat", (int(np.prod(shapes[last])),)
+    layers.append(_lin(rng, "head", last, 2, shapes[last][0]))
+    used = {"head"}
+    for layer in reversed(layers):
+        if layer.name in used:
+            used.update(layer.inputs)
+    return Architecture((2, 5), [layer for layer in layers if layer.name in used], "head")
+
+
+def _shape_of(layers):
+    """The last layer's shape, by validating the graph with the last layer as output (others pruned)."""
+    used = {layers[-1].name}
+    for layer in reversed(layers):
+        if layer.name in used:
+            used.update(layer.inputs)
+    return Architecture((2, 5), [layer for layer in layers if layer.name in used], layers[-1].name).shapes[
+        layers[-1].name]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_graphs_compile_to_the_same_function(seed):
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(12):
+        arch = _random_graph(rng)
+        cn = compile_architecture(arch)
+        X = [[flint.fmpq(int(v), 4) for v in rng.integers(-8, 9, size=arch.n_inputs)] for _ in range(4)]
+        got = _f(np.array(constrained_pre_activations(cn, X)[-1].entries(), dtype=object)).reshape(len(X), -1)
+        want = np.array([reference_forward(arch, _f(np.array(x, dtype=object))) for x in X])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=str([ly.op for ly in arch.layers]))
+        for l in range(1, cn.L):  # carriers are linear units with one fixed weight 1 and bias 0
+            for v, name in enumerate(cn.unit_names[l - 1]):
+                if name.startswith("skip("):
+                    assert cn.negative_slope[l - 1][v] == 1 and cn.b_index[l - 1][v] == -1
+                    assert sorted(cn.W[l - 1].table()[v])[-1] == 1 and (cn.W_index[l - 1][v] == -1).all()
