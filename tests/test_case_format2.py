@@ -105,7 +105,9 @@ def _mutate(path, value, delete=False):
 
 
 BAD = [
-    (_mutate(["layers", 0, "op"], "maxpool1d"), "layers[0].op", "unknown op string 'maxpool1d'"),
+    (_mutate(["layers", 0, "op"], "maxpool1d"), "layers[0].op", "'maxpool1d': max pooling is refused: ties"),
+    (_mutate(["layers", 0, "op"], "conv3d"), "layers[0].op", "unknown op 'conv3d' (known: linear, conv1d"),
+    (_mutate(["layers", 0, "op"], 3), "layers[0].op", "expected an op name, found number 3"),
     (_mutate(["layers", 0, "dilation"], [2]), "layers[0].dilation", "unknown field for conv1d"),
     (_mutate(["layers", 1, "weight"], ["1"]), "layers[1].weight", "unknown field for relu"),
     (_mutate(["layers", 0, "weight", 1, 0], ["1", "2"]), "layers[0].weight[1][0]", "expected 3 entries, found 2"),

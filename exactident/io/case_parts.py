@@ -24,7 +24,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_text
 from exactident.io.rationals import NonFinite, describe_json_value, format_fmpq, parse_number
-from exactident.model.architecture import OPS, Architecture, Layer
+from exactident.model.architecture import OPS, Architecture, Layer, unknown_op_message
 
 __all__ = [
     "CASE_FORMAT_2",
@@ -160,7 +160,8 @@ def _layer(obj: Any, source: str, where: str, budget: DigitBudget) -> Layer:
             raise CaseFormatError(source, f"{where}.{key}", "missing required field")
     op = obj["op"]
     if not _is_text(op) or op not in OPS:
-        raise CaseFormatError(source, f"{where}.op", f"unknown op {describe_json_value(op)} (known: {', '.join(OPS)})")
+        what = unknown_op_message(op) if _is_text(op) else f"expected an op name, found {describe_json_value(op)}"
+        raise CaseFormatError(source, f"{where}.op", what)
     required, optional = OPS[op]
     for key in obj:
         if key not in _LAYER_KEYS + required + optional:

@@ -31,9 +31,11 @@ from exactident.errors import CaseFormatError
 __all__ = [
     "ACTIVATION_OPS",
     "OPS",
+    "REFUSED_OPS",
     "Architecture",
     "Layer",
     "exact_array",
+    "unknown_op_message",
 ]
 
 #: Every op, with its fields beyond ``name``, ``op``, ``inputs``: (required, optional).
@@ -49,6 +51,17 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "flatten": ((), ()),
     "add": ((), ()),
     "identity": ((), ()),
+}
+#: Ops people ask for that exactident refuses, with the reason given in the one-line error.
+REFUSED_OPS = {
+    "maxpool1d": "max pooling is refused: ties between pooled values are not handled",
+    "maxpool2d": "max pooling is refused: ties between pooled values are not handled",
+    "batchnorm1d": "batch normalisation is refused: its exact folding needs sqrt(var + eps), irrational in general "
+                   "(fold it into the previous layer first)",
+    "batchnorm2d": "batch normalisation is refused: its exact folding needs sqrt(var + eps), irrational in general "
+                   "(fold it into the previous layer first)",
+    "gelu": "GELU is not piecewise linear", "tanh": "tanh is not piecewise linear",
+    "sigmoid": "sigmoid is not piecewise linear", "softmax": "softmax is not piecewise linear (analyse the logits)",
 }
 #: Ops that set the negative-side slope of the units they follow.
 ACTIVATION_OPS = ("relu", "leaky_relu", "prelu")
@@ -208,7 +221,7 @@ class Architecture:
         if layer.name in self.shapes:
             self._fail(f"{at}.name", f"name {layer.name!r} used twice")
         if layer.op not in OPS:
-            self._fail(f"{at}.op", f"unknown op {layer.op!r} (known: {', '.join(OPS)})")
+            self._fail(f"{at}.op", unknown_op_message(layer.op))
         n_in = len(layer.inputs)
         if (layer.op == "add" and n_in < 2) or (layer.op != "add" and n_in != 1):
             want = "two or more inputs" if layer.op == "add" else "one input"
@@ -310,6 +323,13 @@ class Architecture:
             out.append((n + 2 * p - k) // s + 1)
         channels = layer.weight.shape[0] if conv and layer.weight is not None else shape[0]
         return (channels, *out)
+
+
+def unknown_op_message(op: object) -> str:
+    """The one-line reason an op is refused (``REFUSED_OPS``), or the list of known ops."""
+    if isinstance(op, str) and op.lower() in REFUSED_OPS:
+        return f"{op!r}: {REFUSED_OPS[op.lower()]}"
+    return f"unknown op {op!r} (known: {', '.join(OPS)})"
 
 
 def _check_fields(arch: Architecture, at: str, layer: Layer) -> None:
