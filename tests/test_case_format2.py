@@ -137,3 +137,12 @@ def test_bad_format2_files_one_line_errors(obj, field, words):
         parse_case(obj, "bad.json")
     assert (err.value.source, err.value.field) == ("bad.json", field)
     assert words in err.value.message and "\n" not in str(err.value)
+
+
+def test_a_huge_graph_in_a_small_file_is_refused_before_compiling():
+    obj = {"format": "exactident-case/2", "name": "huge", "input_shape": [1, 100000, 1000], "layers": [
+        {"name": "pool", "op": "avgpool2d", "inputs": ["input"], "kernel_size": [2, 2]}], "output": "pool",
+        "sample": []}
+    with pytest.raises(UnsupportedCaseError, match=r"^big.json: layers\[0\] \(pool\) compiles to a dense "
+                                                   r"25000000 x 100000000 block"):
+        parse_case(obj, "big.json")

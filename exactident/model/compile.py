@@ -36,13 +36,14 @@ from math import prod
 import flint
 import numpy as np
 
-from exactident.errors import InvariantViolation
+from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.model.architecture import Architecture, Layer
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 
 __all__ = [
     "FEATURES",
+    "MAX_DENSE_ENTRIES",
     "as_plain_network",
     "compile_architecture",
     "plain_network",
@@ -52,6 +53,8 @@ __all__ = [
 #: Feature words of ``ConstrainedNetwork.features``, in the order they are listed.
 FEATURES = ("convolution", "average pooling", "skip connection", "leaky ReLU", "PReLU", "linear layer",
             "fixed weights")
+#: The compiled network is dense: an op whose output and input sizes multiply beyond this is refused.
+MAX_DENSE_ENTRIES = 20_000_000
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
 _FIXED0 = (-1, _ZERO)
@@ -324,6 +327,12 @@ def compile_architecture(arch: Architecture) -> ConstrainedNetwork:
         (``conv1.weight[o,i,ky,kx]``, ``fc1.bias[3]``, ``pr.weight[c]``), ``unit_names`` like
         ``conv1[c=2,y=1,x=0]`` or ``skip(input[3])``.
 
+    Raises
+    ------
+    UnsupportedCaseError
+        When one op's output size times its input size exceeds :data:`MAX_DENSE_ENTRIES` (the
+        compiled matrices are dense).
+
     Examples
     --------
     ``x + w2 relu(w1 x + b1)`` on one input: a ReLU unit and a carrier, then the output.
@@ -340,6 +349,13 @@ def compile_architecture(arch: Architecture) -> ConstrainedNetwork:
     >>> cn.param_names, cn.features
     (['fc1.weight[0,0]', 'fc1.bias[0]', 'fc2.weight[0,0]'], ('skip connection', 'fixed weights'))
     """
+    for i, layer in enumerate(arch.layers):
+        n_out = prod(arch.shapes[layer.name])
+        n_in = sum(prod(arch.shapes[s]) for s in layer.inputs)
+        if layer.op not in ("flatten", "identity") and n_out * n_in > MAX_DENSE_ENTRIES:
+            raise UnsupportedCaseError(f"{arch.source}: layers[{i}] ({layer.name}) compiles to a dense {n_out} x "
+                                       f"{n_in} block, more than the {MAX_DENSE_ENTRIES:,} entries exactident "
+                                       f"handles per layer")
     return _Compiler(arch).run()
 
 
