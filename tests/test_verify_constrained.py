@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
+from pathlib import Path
 
 import flint
 import numpy as np
@@ -329,3 +331,34 @@ def test_rank_interval_lower_end_is_checked():
     assert valid, msgs
     for bad in ([r + 1, dim], [r, dim + 1], [r, dim - 1]):
         assert not _ok(cn, X, dict(report, rank_gamma_interval=bad))[0], bad
+
+
+ARCH_CASES = sorted((Path(__file__).resolve().parent.parent / "cases" / "architectures").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", ARCH_CASES, ids=[p.stem for p in ARCH_CASES])
+def test_verify_certificate_on_format2_cases(path, tmp_path, capsys):
+    # the verifier compiles the case itself (Case.compiled) and checks an oracle-built report
+    from exactident.io.case import load_case
+    from exactident.verify.certificate import run_verify_certificate, verify_certificate
+
+    case = load_case(path)
+    cn = case.compiled
+    report = genuine(cn, case.X, cn.features)
+    report = {k: v for k, v in report.items() if not k.startswith("_")}
+    report.update(name=case.name, architecture=dict(report["architecture"], input_shape=list(
+        case.architecture.input_shape)))
+    if case.provenance:
+        report["provenance"] = case.provenance
+    valid, msgs = verify_certificate(case, report, require_claims=True)
+    assert valid, msgs
+    rp = tmp_path / "r.json"
+    rp.write_text(json.dumps(report))
+    assert run_verify_certificate(str(path), str(rp)) == 0
+    for label, bad in [("cn", dict(report, cn=True)), ("dim", dict(report, dim=report["dim"] + 1)),
+                       ("input_shape", dict(report, architecture=dict(report["architecture"], input_shape=[99]))),
+                       ("plain report", {k: v for k, v in report.items() if k != "architecture"})]:
+        rp.write_text(json.dumps(bad))
+        assert run_verify_certificate(str(path), str(rp)) == 3, label
+    out = capsys.readouterr().out
+    assert "Theorem 8 (C_N) is not proved for" in out and "architecture: missing" in out
