@@ -308,7 +308,8 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
         The exact ``>= 0`` pattern of the hidden layers: ``pattern_differs`` says whether the
         float side of a (sample, kinked unit) pair differs from it.
     exact_rank_gamma : int or None
-        Exact rank of ``Gamma_free`` at that pattern (``compared_with``); None if unknown.
+        Exact rank of ``Gamma_free`` at that pattern (``compared_with``); None if unknown (only a
+        certified interval): ``agrees`` is then null.
     exact_verdict : str or None
         None when the exact analysis reached no verdict (``agrees`` is then null).
     torch : bool
@@ -356,7 +357,7 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
             block["band"] = {"rank": exact_rank_gamma, "abs": [lo, None if hi == float("inf") else hi],
                              "rel": [lo / smax, None if hi == float("inf") else hi / smax],
                              "tol_inside": lo <= g.tol < hi}
-    if exact_verdict is None:
+    if exact_verdict is None or exact_rank_gamma is None:  # nothing exact to agree with
         block["agrees"] = None
     pipelines = [block["dtype"]]
     if torch:
