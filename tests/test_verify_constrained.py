@@ -324,13 +324,17 @@ def test_rank_interval_lower_end_is_checked():
     report = genuine(cn, X, ("convolution",))
     r, dim = report["patterns"][0]["rank_gamma"], report["dim"]
     assert (r, dim) == (4, 5)
-    for key in ("certificate", "patterns", "_nonzero_column"):
+    for key in ("certificate", "_nonzero_column"):
         report.pop(key, None)
+    # the resolution enumerated is listed without a rank (only the interval is certified)
+    report["patterns"] = [dict(report["patterns"][0], rank_gamma=None, cs=None)]
     report.update(rank_gamma=None, cs=None, rank_gamma_interval=[r, dim])
     valid, msgs = _ok(cn, X, report)
     assert valid, msgs
     for bad in ([r + 1, dim], [r, dim + 1], [r, dim - 1]):
         assert not _ok(cn, X, dict(report, rank_gamma_interval=bad))[0], bad
+    wrong_ties = [dict(report["patterns"][0], ties=report["patterns"][0]["ties"][1:])]
+    assert not _ok(cn, X, dict(report, patterns=wrong_ties))[0]
 
 
 ARCH_CASES = sorted((Path(__file__).resolve().parent.parent / "cases" / "architectures").glob("*.json"))
