@@ -37,6 +37,7 @@ from exactident.model.constrained import ConstrainedNetwork
 from exactident.verify.claims import uncertified_claims
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_line_part
+from exactident.verify.constrained_submersion import check_entering_submersion, check_submersion, persistent_ties
 from exactident.verify.schema import (
     AnyOf,
     Anything,
@@ -86,14 +87,21 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
                          {"reachable": AnyOf(Enum(True), Enum("unknown"))})),
     "certificate": Null(Obj({}, {
         "free_rank": Obj({"kind": Enum("free-rank"), "ties": List(TIE),
-                          "resolutions": List(Obj({"active": List(BOOL), "rank_gamma": RANK_ONE}))}),
+                          "resolutions": List(Obj({"active": List(BOOL), "rank_gamma": RANK_ONE}))},
+                         {"persistent": List(NAT)}),
+        "submersion": Obj({"kind": Enum("submersion"), "y": List(List(Rational())), "prime": NAT, "rank_x": NAT,
+                           "rank_xy": NAT}),
+        "entering_submersion": Obj({"kind": Enum("entering-submersion"), "active": List(BOOL),
+                                    "delta": List(Tuple(NAT, Rational())), "y": List(Rational()), "prime": NAT,
+                                    "rank_x": NAT}),
         "dead_units": Obj({"kind": Enum("dead-units"), "parameter": NAT, "name": STR, "units": UNITS,
                            "direction": Enum("-1"), **WITNESS}),
         "constant_units": Obj({"kind": Enum("constant-units"), "units": UNITS, "value": Rational(),
                                "delta": List(Tuple(NAT, Rational())), "names": List(STR), **WITNESS})}))})
 #: ``decided_by`` values a constrained report may carry, with the verdict each gives.
 RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-units": "not-identifiable",
-         "constant-units": "not-identifiable", "none": "inconclusive"}
+         "constant-units": "not-identifiable", "submersion": "not-identifiable",
+         "entering-submersion": "not-identifiable", "none": "inconclusive"}
 
 
 class _Ranks:
@@ -177,8 +185,12 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         fails.append("degenerate: no degenerate rule is proved for constrained networks")
     msgs.append(f"recomputed: {cn.n_params} parameters, rank T = {sym.rank_t}, dim S_H = {sym.symmetry_dim}, "
                 f"dim_free = {sym.dim_free}, {len(facts.ties)} tie(s)")
-    enumerable = 2 ** len(facts.ties) <= MAX_RESOLUTIONS
-    everyone = list(itertools.product((True, False), repeat=len(facts.ties))) if enumerable else []
+    persistent = persistent_ties(facts)  # a side that changes nothing: enumerated active only
+    free_ties = [t for t in facts.ties if t not in persistent]
+    enumerable = 2 ** len(free_ties) <= MAX_RESOLUTIONS
+    everyone = sorted({tuple(True if t in persistent else next(it) for t in facts.ties)
+                       for it in map(iter, itertools.product((True, False), repeat=len(free_ties)))},
+                      reverse=True) if enumerable else []
     cert = report.get("certificate") or {}
     ranks = _Ranks(facts)
     proved: dict[tuple[bool, ...], tuple[int, int]] = {}
@@ -214,7 +226,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             fails.append(f"rank_gamma_interval: [{lo}, {hi}] is not proved (dim_free = {sym.dim_free})")
     for m, pat in enumerate(report.get("patterns", [])):
         side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
-        sides = tuple(side.get(t, True) for t in facts.ties)
+        sides = tuple(True if t in persistent else side.get(t, True) for t in facts.ties)
         if set(side) == set(facts.ties) and pat["rank_gamma"] is None and pat["cs"] is None:
             continue  # a resolution enumerated without a certified rank: it claims nothing more
         if set(side) != set(facts.ties) or sides not in proved:
@@ -225,15 +237,21 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         claim(f"patterns[{m}].cs", (lo == sym.dim_free) if lo == hi else None, pat["cs"])
         if pat["cn"] is not None or pat["rank_a"] is not None:
             fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
-    lines = [key for key in ("dead_units", "constant_units") if key in cert]
     line_ok = {}
-    for key in lines:
-        bad = check_line_part(facts, key, cert[key])
+    for key in ("dead_units", "constant_units", "submersion", "entering_submersion"):
+        if key not in cert:
+            continue
+        if key in ("dead_units", "constant_units"):
+            bad = check_line_part(facts, key, cert[key])
+            why = "the outputs on X are constant along theta + t delta for small t > 0, delta is not in S_H, " \
+                  "and f(x) changes"
+        else:
+            bad = (check_submersion if key == "submersion" else check_entering_submersion)(facts, cert[key])
+            why = "Gamma_free has full row rank and a direction of its fiber moves f(y)"
         fails += bad
         line_ok[key] = not bad
         if not bad:
-            msgs.append(f"{key} part valid: the outputs on X are constant along theta + t delta for small t > 0, "
-                        "delta is not in S_H, and f(x) changes")
+            msgs.append(f"{key} part valid: {why}")
     verdict, rule = report.get("verdict"), report.get("decided_by")
     if rule is not None and (rule not in RULES or (verdict is not None and RULES[rule] != verdict)):
         why = "Theorem 8 (C_N) is not proved for " + features if rule == "theorem-8" else \
@@ -250,8 +268,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             msgs.append("verdict identifiable verified: rank Gamma_free = dim_free on every tie resolution")
     elif verdict == "not-identifiable":
         if not any(line_ok.values()):
-            fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units or "
-                         "constant_units), verified")
+            fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units, "
+                         "constant_units, submersion or entering_submersion), verified")
     elif verdict == "inconclusive":
         if all_full():
             fails.append("verdict: inconclusive, but the verifier proves identifiable (rank Gamma_free = dim_free "

@@ -286,10 +286,12 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
 
 
 def directional_derivative(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delta: Sequence[flint.fmpq],
-                           active: Sequence[np.ndarray] | None = None) -> list[flint.fmpq]:
+                           active: Sequence[np.ndarray] | None = None,
+                           hidden: list[flint.fmpq_mat] | None = None) -> list[flint.fmpq]:
     """``Gamma_free(s) delta`` exactly (forward mode), length ``n N_L`` (row ``i N_L + o``).
 
-    ``active``: the side of every (sample, hidden unit) as in :func:`gamma_free_mod_p`.
+    ``active``: the side of every (sample, hidden unit) as in :func:`gamma_free_mod_p`; ``hidden``, when
+    given, receives the derivatives ``d z_l . delta`` of the hidden layers (``n x N_l`` each).
     """
     n, zero = len(X), flint.fmpq(0)
 
@@ -307,6 +309,8 @@ def directional_derivative(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fm
         dZ = H * dW.transpose() + dH * cn.W[l - 1].transpose() + flint.fmpq_mat(n, N, db * n)
         if l == cn.L:
             return dZ.entries()
+        if hidden is not None:
+            hidden.append(dZ)
         a = cn.negative_slope[l - 1]
         da = pick(None, cn.slope_index[l - 1], None)
         hv, dv = [], []

@@ -150,7 +150,14 @@ def check_free_rank(facts: ConstrainedFacts, part: dict) -> tuple[list[str], dic
     if sorted(listed) != sorted(facts.ties) or len(set(listed)) != len(listed):
         return [f"{where}.ties: the case has the ties {sorted(facts.ties)} ((sample, layer, unit) with z = 0 at "
                 f"a kinked unit), the certificate lists {listed}"], {}
+    from exactident.verify.constrained_submersion import persistent_ties
+
+    persistent = persistent_ties(facts)
     fails: list[str] = []
+    for m in part.get("persistent", []):
+        if m >= len(listed) or listed[m] not in persistent:
+            fails.append(f"{where}.persistent[{m}]: not a persistent tie (a first-layer unit with a fixed bias whose "
+                         "free weights all meet a zero input)")
     proved: dict[tuple[bool, ...], tuple[int, int]] = {}
     for r, res in enumerate(part["resolutions"]):
         at = f"{where}.resolutions[{r}]"
@@ -158,7 +165,7 @@ def check_free_rank(facts: ConstrainedFacts, part: dict) -> tuple[list[str], dic
             fails.append(f"{at}.active: {len(res['active'])} sides for {len(listed)} ties")
             continue
         side = dict(zip(listed, res["active"]))
-        sides = tuple(side[t] for t in facts.ties)
+        sides = tuple(True if t in persistent else side[t] for t in facts.ties)  # a persistent side changes nothing
         if sides in proved:
             fails.append(f"{at}.active: this resolution is listed twice")
             continue

@@ -1,0 +1,137 @@
+"""Persistent ties and the ``submersion`` / ``entering_submersion`` parts of a constrained report, re-checked.
+
+Helpers of :mod:`exactident.verify.constrained`, on the verifier's own facts
+(:mod:`exactident.verify.constrained_facts`).
+
+Persistent tie
+    A tie at a first-layer unit whose bias is fixed and whose free weights all meet a zero input at
+    that sample: its pre-activation is constant in ``theta`` (it stays 0 nearby) and no column of
+    ``Gamma_free`` depends on its side (the free weights' columns carry the zero inputs, there is no
+    bias column, a slope column carries ``min(z, 0) = 0``, there is no earlier layer).  One side of it
+    is enough.
+``submersion`` ``{y, prime, rank_x, rank_xy}``
+    No sample on a kink (persistent ties excepted), ``rank Gamma_free(X) = n N_L`` mod ``prime``
+    (full row rank: ``F_X`` is a submersion near theta, its fiber a manifold with tangent
+    ``ker Gamma_free(X)``), the points ``y`` on no kink either, and
+    ``rank [Gamma_free(X); Gamma_free(y)] = rank_xy > n N_L`` mod ``prime``: some tangent direction of
+    the fiber moves ``f(y)``, so arbitrarily close to theta another function has the outputs on X.
+    Ranks mod a prime are lower bounds, which is all the argument needs.
+``entering_submersion`` ``{active, delta, y, prime, rank_x}``
+    With ties: at the resolution ``active``, ``Gamma_free`` has full row rank ``rank_x = n N_L`` mod
+    ``prime``; ``Gamma_free(active) delta = 0`` exactly; along ``delta`` (pattern held) every
+    non-persistent tied pre-activation moves strictly to its side of ``active``; at ``y`` (on no
+    kink, persistent ties excepted) ``d f(y) . delta != 0``.  A curve in the fiber of ``F_active``
+    tangent to ``delta`` stays in that piece, keeps the outputs on X and moves ``f(y)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flint
+
+from exactident.verify.constrained_facts import ConstrainedFacts, directional_derivative, rank_mod_p
+
+__all__ = ["check_entering_submersion", "check_submersion", "persistent_ties"]
+
+
+def _q(text: str) -> flint.fmpq:
+    num, _, den = text.partition("/")
+    return flint.fmpq(int(num), int(den or 1))
+
+
+def persistent_ties(facts: ConstrainedFacts) -> set[tuple[int, int, int]]:
+    """The ties ``(sample, layer, unit)`` of ``facts`` that are persistent (module docstring)."""
+    cn, out = facts.cn, set()
+    for i, l, v in facts.ties:
+        if l != 1 or int(cn.b_index[0][v]) >= 0:
+            continue
+        if all(facts.X[i][j] == 0 for j in range(cn.widths[0]) if int(cn.W_index[0][v, j]) >= 0):
+            out.add((i, l, v))
+    return out
+
+
+def _usable(facts: ConstrainedFacts, p: int) -> bool:
+    return 2**20 <= p < 2**31 and bool(flint.fmpz(p).is_prime()) and facts.avoid % p != 0
+
+
+def _with_points(facts: ConstrainedFacts, Y: Sequence[Sequence[flint.fmpq]], where: str
+                 ) -> tuple[ConstrainedFacts | None, str]:
+    """Facts of ``X`` followed by ``Y``; None (and why) when a point of ``Y`` is on a kink (persistent excepted)."""
+    cn = facts.cn
+    if any(len(y) != cn.widths[0] for y in Y):
+        return None, f"{where}: a point without {cn.widths[0]} entries"
+    both = ConstrainedFacts.from_network(cn, [*facts.X, *Y])
+    extra = [t for t in both.ties if t[0] >= len(facts.X)]
+    if set(extra) - persistent_ties(both):
+        i, l, v = sorted(set(extra) - persistent_ties(both))[0]
+        return None, f"{where}: point {i - len(facts.X)} is on the kink of unit ({l}, {v})"
+    return both, ""
+
+
+def check_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
+    """Failures of a ``submersion`` part (empty: theta is not locally identifiable)."""
+    where, cn = "certificate.submersion", facts.cn
+    rows = len(facts.X) * cn.widths[-1]
+    if set(facts.ties) - persistent_ties(facts):
+        return [f"{where}: a sample is on a kink (a non-persistent tie): F_X is not smooth there"]
+    p = part["prime"]
+    if not _usable(facts, p):
+        return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
+    Y = [[_q(v) for v in y] for y in part["y"]]
+    both, why = _with_points(facts, Y, f"{where}.y")
+    if both is None:
+        return [why]
+    if not _usable(both, p):
+        return [f"{where}.prime: {p} divides a denominator of the points y"]
+    G = both.gamma_mod_p(p)
+    r_x, r_xy = rank_mod_p(G[:rows], p), rank_mod_p(G, p)
+    fails = []
+    if r_x != part["rank_x"] or r_x != rows:
+        fails.append(f"{where}.rank_x: Gamma_free(X) has rank {r_x} mod {p} for {rows} rows, the certificate says "
+                     f"{part['rank_x']} (full row rank needed)")
+    if r_xy != part["rank_xy"] or r_xy <= rows:
+        fails.append(f"{where}.rank_xy: [Gamma_free(X); Gamma_free(y)] has rank {r_xy} mod {p}, the certificate "
+                     f"says {part['rank_xy']} (more than {rows} needed)")
+    return fails
+
+
+def check_entering_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
+    """Failures of an ``entering_submersion`` part (empty: theta is not locally identifiable)."""
+    where, cn = "certificate.entering_submersion", facts.cn
+    k, rows = cn.n_params, len(facts.X) * cn.widths[-1]
+    if len(part["active"]) != len(facts.ties):
+        return [f"{where}.active: {len(part['active'])} sides for the case's {len(facts.ties)} ties"]
+    p = part["prime"]
+    if not _usable(facts, p):
+        return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
+    sides = tuple(bool(a) for a in part["active"])
+    pattern = facts.resolution(sides) if sides else None
+    r = rank_mod_p(facts.gamma_mod_p(p, pattern), p)
+    if r != part["rank_x"] or r != rows:
+        return [f"{where}.rank_x: Gamma_free(active) has rank {r} mod {p} for {rows} rows, the certificate says "
+                f"{part['rank_x']} (full row rank needed)"]
+    delta = [flint.fmpq(0)] * k
+    for m, (j, c) in enumerate(part["delta"]):
+        if j >= k:
+            return [f"{where}.delta[{m}]: {j} is not a parameter (n_params = {k})"]
+        delta[j] = _q(c)
+    hidden: list[flint.fmpq_mat] = []
+    if any(d != 0 for d in directional_derivative(cn, facts.X, delta, pattern, hidden)):
+        return [f"{where}.delta: Gamma_free(active) delta is not 0 (exact)"]
+    persistent = persistent_ties(facts)
+    for (i, l, v), side in zip(facts.ties, sides):
+        if (i, l, v) in persistent:
+            continue
+        dz = hidden[l - 1][i, v]
+        if not (dz > 0 if side else dz < 0):
+            return [f"{where}.delta: the tie of unit ({l}, {v}) at sample {i} moves by {dz} along delta, not "
+                    f"strictly to its {'active' if side else 'inactive'} side"]
+    y = [_q(v) for v in part["y"]]
+    both, why = _with_points(facts, [y], f"{where}.y")
+    if both is None:
+        return [why]
+    at_y = directional_derivative(cn, [y], delta)
+    if all(d == 0 for d in at_y):
+        return [f"{where}.y: f(y) does not move along delta (d f(y) . delta = 0)"]
+    return []
