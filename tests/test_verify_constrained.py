@@ -366,3 +366,80 @@ def test_verify_certificate_on_format2_cases(path, tmp_path, capsys):
         assert run_verify_certificate(str(path), str(rp)) == 3, label
     out = capsys.readouterr().out
     assert "Theorem 8 (C_N) is not proved for" in out and "architecture: missing" in out
+
+
+P31 = 2147483629
+
+
+def _part_report(cn, X, key, part, dim):
+    return {"format": "exactident-report/1", "name": "s", "verdict": "not-identifiable", "widths": list(cn.widths),
+            "n_samples": len(X), "dim": dim, "rank_gamma": None, "rank_a": None, "cn": None,
+            "decided_by": part["kind"],
+            "architecture": {"features": list(cn.features), "n_params": cn.n_params, "rank_t": cn.n_params,
+                             "symmetry_dim": cn.n_params - dim, "dim_free": dim},
+            "certificate": {key: part}}
+
+
+def test_submersion_by_hand():
+    # f = x + 2 relu(x) at x = 1: Gamma_free = (w2 x, w2, z) = (2, 2, 1), full row rank 1 < dim_free 2; the point
+    # y = 2 adds the row (4, 2, 2), independent: rank 2 > 1, so the fiber through theta moves f(2)
+    cn, X = residual_net(1, 0, 2), [[q(1)]]
+    part = {"kind": "submersion", "y": [["2"]], "prime": P31, "rank_x": 1, "rank_xy": 2}
+    valid, msgs = verify_constrained(cn, X, _part_report(cn, X, "submersion", part, 2))
+    assert valid, msgs
+    for bad in (dict(part, y=[["1"]], rank_xy=1),  # the same point adds nothing
+                dict(part, rank_xy=3), dict(part, rank_x=0),
+                dict(part, y=[["0"]]),  # z = w1 0 + b1 = 0: on the kink
+                dict(part, prime=2**31 - 3)):  # not a prime
+        assert not verify_constrained(cn, X, _part_report(cn, X, "submersion", bad, 2))[0], bad
+    # with a non-persistent tie at the sample the argument does not apply
+    tie = [[q(0)]]
+    assert not verify_constrained(cn, tie, _part_report(cn, tie, "submersion", part, 2))[0]
+
+
+def test_entering_submersion_by_hand():
+    # f = relu(w x + b) + d, w = 1, b = -1, d = 0 (outgoing weight fixed 1: no rescaling, dim_free = 3) at x = 1:
+    # a tie.  Active side:
+    # Gamma_free = (x, 1, 1) = (1, 1, 1), full row rank; delta = (1, 0, -1) is in its kernel and raises z
+    # (x dw + db = 1 > 0): it enters the active piece; at y = 2, d f . delta = y dw + dd = 1 != 0
+    cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])], [[q(-1)], [q(0)]],
+                            [np.array([[0]]), np.array([[-1]])], [np.array([1]), np.array([2])], [[q(0)]],
+                            [np.array([-1])], 3, ("fixed weights",))
+    X = [[q(1)]]
+    part = {"kind": "entering-submersion", "active": [True], "delta": [[0, "1"], [2, "-1"]], "y": ["2"],
+            "prime": P31, "rank_x": 1}
+    valid, msgs = verify_constrained(cn, X, _part_report(cn, X, "entering_submersion", part, 3))
+    assert valid, msgs
+    for bad in (dict(part, delta=[[0, "1"], [1, "-1"]]),  # z stays 0: not strictly entering
+                dict(part, active=[False]),  # Gamma_free = (0, 0, 1) there: delta not in its kernel
+                dict(part, y=["1"]),  # on the kink
+                dict(part, delta=[[0, "1"], [2, "-2"]]),  # not in the kernel
+                dict(part, rank_x=2)):
+        assert not verify_constrained(cn, X, _part_report(cn, X, "entering_submersion", bad, 3))[0], bad
+
+
+def test_persistent_tie():
+    # one channel, kernel (1, 2), no bias (fixed 0): at x = (0, 0, 1) pixel 0 sees (0, 0): z = 0 for every theta
+    from exactident.verify.constrained_submersion import persistent_ties
+
+    cn = ConstrainedNetwork((3, 2, 1), [flint.fmpq_mat([[1, 2, 0], [0, 1, 2]]), flint.fmpq_mat([[1, -1]])],
+                            [[q(0), q(0)], [q(1)]], [np.array([[0, 1, -1], [-1, 0, 1]]), np.array([[2, 3]])],
+                            [np.array([-1, -1]), np.array([4])], [[q(0), q(0)]], [np.array([-1, -1])], 5,
+                            ("convolution",))
+    X = [[q(v) for v in row] for row in [[0, 0, 1], [1, 2, 3], [2, -3, 1], [-1, 3, 2], [3, 1, -2], [1, -2, 2]]]
+    facts = ConstrainedFacts.from_network(cn, X)
+    assert facts.ties == [(0, 1, 0)] and persistent_ties(facts) == {(0, 1, 0)}
+    o = Oracle.of(cn, X)
+    assert Oracle.rank(o.gamma([[[True, True]] + [[z >= 0 for z in Z[0]] for Z in o.pre_activations()[1:]]])) == \
+        Oracle.rank(o.gamma([[[False, True]] + [[z >= 0 for z in Z[0]] for Z in o.pre_activations()[1:]]]))
+    report = genuine(cn, X, ("convolution",))
+    report = {k: v for k, v in report.items() if not k.startswith("_")}
+    fr = report["certificate"]["free_rank"]
+    one = copy.deepcopy(report)  # the engine lists the active side only
+    one["certificate"]["free_rank"] = dict(fr, resolutions=fr["resolutions"][:1], persistent=[0])
+    one["patterns"] = report["patterns"][:1]
+    valid, msgs = verify_constrained(cn, X, one)
+    assert valid, msgs
+    bad = copy.deepcopy(one)
+    bad["certificate"]["free_rank"]["persistent"] = [1]
+    assert not verify_constrained(cn, X, bad)[0]
