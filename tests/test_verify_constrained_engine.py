@@ -108,3 +108,22 @@ def test_crosscheck_of_a_constrained_case():
     assert all(o.rank_a is None for o in c.outcomes)
     assert not any("full-jacobian" in o.policy for o in c.outcomes)
     assert c.outcome("float64/numpy-default").right_ranks
+
+
+def test_engine_reports_of_every_certificate_kind_verify():
+    # the engine's own random family (tests/constrained_oracle.py, B1): 80 cases give every verdict and every
+    # certificate kind (free-rank, dead-units, constant-units, submersion, entering-submersion); all VALID
+    import random
+
+    engine_oracle = pytest.importorskip("constrained_oracle")
+    kinds = set()
+    for seed in [*range(0, 40), *range(100, 140)]:
+        cn = engine_oracle.random_constrained(seed, p_fixed=0.15)
+        X = engine_oracle.random_sample(seed, random.Random(seed).randint(1 if seed >= 100 else 2, 6), cn.widths[0])
+        report = check_constrained(cn, X, max_resolutions=16).to_dict()
+        valid, msgs = verify_constrained(cn, X, report)
+        assert valid, (seed, msgs)
+        kinds.add(report["decided_by"])
+        if report["verdict"] == "not-identifiable":  # the certificate is what makes it so
+            assert not verify_constrained(cn, X, dict(report, certificate=None))[0], seed
+    assert kinds == {"none", "free-rank", "dead-units", "constant-units", "submersion", "entering-submersion"}
