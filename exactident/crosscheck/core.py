@@ -105,7 +105,7 @@ class CaseCrosscheck:
     on_boundary: bool
     n_ties: int
     pattern_rank_gamma: int
-    pattern_rank_a: int
+    pattern_rank_a: int | None  # None for a constrained network (no alpha)
     pattern_verdict: str
     expected_verdict: str | None
     spectra: dict[str, Spectra]
@@ -117,6 +117,11 @@ class CaseCrosscheck:
     certified: dict[str, Any] | None = None
     #: ``--pipeline``: :func:`exactident.numeric.pipelines.emulate`'s results.
     pipelines: list[dict[str, Any]] | None = None
+
+    @property
+    def rank_alpha(self) -> int:
+        """``rank alpha`` at the ``>= 0`` pattern (``R_A / N_L``; 0 when there is no ``alpha``)."""
+        return 0 if self.pattern_rank_a is None else self.pattern_rank_a // self.widths[-1]
 
     @property
     def fixable(self) -> bool:
@@ -165,7 +170,7 @@ class CaseCrosscheck:
             if sp.failure is not None:
                 spectra[key] = {**sp.failure.as_dict(), "warnings": sp.warnings}
                 continue
-            band = sp.band(self.pattern_rank_gamma, self.pattern_rank_a // self.widths[-1])
+            band = sp.band(self.pattern_rank_gamma, self.rank_alpha)
             spectra[key] = {
                 "gamma_shape": list(sp.gamma_shape), "alpha_shape": list(sp.alpha_shape),
                 "n_pattern_flips": sp.n_pattern_flips, "pattern_differs": sp.n_pattern_flips > 0,
@@ -299,7 +304,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
         spectra_c, rows, p_rank, p_verdict = crosscheck_constrained(case, cn, policies, rep)
         expected_c = (case.expected or {}).get("verdict")
         return CaseCrosscheck(case.name, case.source, list(cn.widths), len(case.X), rep.dim, rep.verdict,
-                              rep.rank_gamma, None, rep.on_boundary, rep.n_ties, p_rank, 0, p_verdict,
+                              rep.rank_gamma, None, rep.on_boundary, rep.n_ties, p_rank, None, p_verdict,
                               expected_c if isinstance(expected_c, str) else None, spectra_c,
                               [PolicyOutcome(*row) for row in rows], time.perf_counter() - start,
                               rep.verdict, rep.decided_by)
@@ -394,7 +399,7 @@ def summarize(results: Sequence[CaseCrosscheck]) -> SuiteSummary:
         failed = [r.name for r in results if b in r.spectra and r.spectra[b].failure is not None]
         here = [r for r in results if b in r.spectra and r.spectra[b].failure is None]
         excluded = [r.name for r in here if r.spectra[b].n_pattern_flips]
-        per = [(r.name, r.spectra[b].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1]))
+        per = [(r.name, r.spectra[b].band(r.pattern_rank_gamma, r.rank_alpha))
                for r in here if not r.spectra[b].n_pattern_flips]
         if not per:
             bands[b] = {"rel": None, "abs": None, "exists": False, "abs_exists": False,

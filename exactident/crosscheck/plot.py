@@ -135,7 +135,7 @@ def case_figure(result: CaseCrosscheck):
         ax.semilogy(idx[r:], shown[r:], "o", ms=4, color="tab:red", label="sigma_k, k > exact rank (exact 0)")
         if 0 < r < len(s):
             ax.axvline(r + 0.5, color="black", lw=1, label=f"exact cut after k = {r}")
-        lo, hi = sp.band(r, result.pattern_rank_a // result.widths[-1])["gamma_abs"]
+        lo, hi = sp.band(r, result.rank_alpha)["gamma_abs"]
         if lo < hi and not sp.n_pattern_flips:  # another matrix when the pattern differs: no advice
             ax.axhspan(max(lo, floor / 10), hi if math.isfinite(hi) else shown.max() * 10,
                        color="tab:green", alpha=0.12, label="band: tolerances giving rank r")
@@ -173,7 +173,7 @@ def render_suite(results: Sequence[CaseCrosscheck], summary: SuiteSummary, fmt: 
 def suite_figure(results: Sequence[CaseCrosscheck], summary: SuiteSummary, backend: str = "float64"):
     """The matplotlib figure of :func:`render_suite` (legend and notes inside the figure)."""
     plt = require_matplotlib()
-    rows = [(r.name, r.spectra[backend].band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"], r)
+    rows = [(r.name, r.spectra[backend].band(r.pattern_rank_gamma, r.rank_alpha)["rel"], r)
             for r in results if backend in r.spectra and r.spectra[backend].failure is None]
     fig, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 2.2), layout="constrained")
     ends = [v for _, band, _ in rows for v in band if 0 < v < math.inf]

@@ -35,7 +35,7 @@ def to_csv(results: Sequence[CaseCrosscheck]) -> str:
                 w.writerow([r.name, o.policy, r.verdict, o.verdict, False, r.pattern_rank_gamma, "",
                             r.pattern_rank_a, "", False, "", "", "", "", r.fixable])
                 continue
-            band = sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"]
+            band = sp.band(r.pattern_rank_gamma, r.rank_alpha)["rel"]
             w.writerow([r.name, o.policy, r.verdict, o.verdict, o.right_verdict, r.pattern_rank_gamma,
                         o.rank_gamma, r.pattern_rank_a, o.rank_a, o.right_ranks, repr(o.tol_gamma),
                         repr(band[0]), "" if math.isinf(band[1]) else repr(band[1]),
@@ -61,12 +61,12 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _case_detail(r: CaseCrosscheck) -> list[str]:
-    lines = [f"case {r.name}: {r.comparison} (rank_gamma {r.rank_gamma}, rank_a {r.rank_a}, dim {r.dim}"
+    lines = [f"case {r.name}: {r.comparison} (rank_gamma {r.rank_gamma}, rank_a {_s(r.rank_a)}, dim {r.dim}"
              f"{', ' + str(r.n_ties) + ' ties' if r.n_ties else ''}); float policies are marked against "
              "the rank rules' verdict"]
     if not r.fixable:
         lines.append(f"  no tolerance can give the exact verdict: the >= 0 pattern's exact ranks "
-                     f"({r.pattern_rank_gamma}, {r.pattern_rank_a}) give {r.pattern_verdict}")
+                     f"({r.pattern_rank_gamma}, {_s(r.pattern_rank_a)}) give {r.pattern_verdict}")
     for key, sp in r.spectra.items():
         if sp.failure is not None:
             lines.append(f"  {key}: FLOAT FAILURE {sp.failure.status}: {sp.failure.message}")
@@ -78,7 +78,7 @@ def _case_detail(r: CaseCrosscheck) -> list[str]:
             lines.append(f"  {key}: sigma({what}) around the cut {k}: {', '.join(near)}; no band: the float "
                          f"pattern differs at {sp.n_pattern_flips} entries, so the float matrix rounds another one")
             continue
-        b = sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])
+        b = sp.band(r.pattern_rank_gamma, r.rank_alpha)
         lines.append(f"  {key}: sigma({what}) around the cut {k}: {', '.join(near)}; band abs "
                      f"{_fmt_band(*b['gamma_abs'])}, rel {_fmt_band(*b['rel'])}")
     rows = [[o.policy, "-" if o.tol_gamma is None else f"{o.tol_gamma:.3g}", _s(o.rank_gamma), _s(o.rank_a),
@@ -103,7 +103,7 @@ def render_text(results: Sequence[CaseCrosscheck], summary: SuiteSummary) -> str
         elif sp.n_pattern_flips:
             band_text = "none (float pattern differs)"
         else:
-            band_text = _fmt_band(*sp.band(r.pattern_rank_gamma, r.pattern_rank_a // r.widths[-1])["rel"])
+            band_text = _fmt_band(*sp.band(r.pattern_rank_gamma, r.rank_alpha)["rel"])
         wrong = [o.policy for o in r.outcomes if not o.right_verdict]
         final = "-" if r.check_verdict is None else r.check_verdict
         rows.append([r.name, r.verdict, final, f"{r.pattern_rank_gamma}/{r.dim}", band_text,
