@@ -185,3 +185,14 @@ def test_rescaling_the_channel_changes_no_rank():
     p = verifier_primes(1, fa.avoid * fb.avoid)[0]
     assert rank_mod_p(fa.gamma_mod_p(p), p) == rank_mod_p(fb.gamma_mod_p(p), p) == Oracle.rank(Oracle.of(a, X).gamma())
     assert constrained_float_rank(a, X)[0].rank == constrained_float_rank(b, X)[0].rank
+
+
+def test_float32_default_tolerance_loses_rank_on_a_tall_gamma():
+    # f = x + 2 relu(x) at 2000 points x = 1 + i 2^-22 (exact in float32): Gamma_free rows (2x, 2, x), so
+    # column 3 = column 1 / 2 and columns 1, 2 are independent (x varies): exact rank 2.  sigma_2 / sigma_1 is
+    # about 7e-5, below float32's default cut 2000 eps_32 = 2.4e-4 but far above float64's 4.4e-13
+    cn = residual_net(1, 0, 2)
+    X = [[q(1) + q(i, 2**22)] for i in range(2000)]
+    assert constrained_float_rank(cn, X, dtype="float64")[0].rank == 2
+    r32 = constrained_float_rank(cn, X, dtype="float32")[0]
+    assert r32.rank == 1 and r32.singular_values[1] < r32.tol
