@@ -46,7 +46,7 @@ from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import degenerate_neurons
 from exactident.ranks.certify import certified_by, certify_ranks
 
-__all__ = ["MAX_EXPLICIT_ALPHA", "check", "keep_verdict", "rank_alpha", "timed_out_report"]
+__all__ = ["MAX_EXPLICIT_ALPHA", "check", "constrained_of", "keep_verdict", "rank_alpha", "timed_out_report"]
 
 #: ``alpha`` is materialised when it has at most this many entries, else the Gram route.
 MAX_EXPLICIT_ALPHA = 2_000_000
@@ -208,6 +208,13 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
                 return keep_verdict(isolated.partial, isolated.stage, isolated.seconds)
             return timed_out_report(case, isolated.stage, isolated.seconds)
         return isolated.value
+    constrained = constrained_of(case)
+    if constrained is not None:  # beyond the layered ReLU MLP: the constrained engine, never Theorem 8
+        from exactident.check_constrained import check_constrained
+
+        shape = getattr(getattr(case, "architecture", None), "input_shape", None)
+        return check_constrained(constrained, case.X, name=case.name, max_resolutions=max_resolutions, seed=seed,
+                                 structural=structural, input_shape=shape, provenance=case.provenance)
     start = time.perf_counter()
     net, X = case.network, case.X
     stage("forward pass", samples=len(X), widths="-".join(map(str, net.widths)))
@@ -318,6 +325,24 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
                                        stored_dtype=_numeric_dtype(case.provenance))
         report.seconds = time.perf_counter() - start
     return report
+
+
+def constrained_of(case: Any) -> Any:
+    """The :class:`~exactident.model.constrained.ConstrainedNetwork` a case carries, or None for a plain MLP.
+
+    A case object exposing ``constrained`` (a ConstrainedNetwork) or ``architecture`` (compiled by
+    ``exactident.model.compile.compile_architecture``) goes to the constrained engine, unless it
+    compiles to the plain layered ReLU MLP (``is_plain()``): that one keeps the plain engine.
+    """
+    cn = getattr(case, "constrained", None)
+    arch = getattr(case, "architecture", None)
+    if cn is None and arch is not None:
+        from exactident.model.compile import compile_architecture  # type: ignore[import-not-found,unused-ignore]
+
+        cn = compile_architecture(arch)
+    if cn is None or cn.is_plain():
+        return None
+    return cn
 
 
 def _rank_text(rank_gamma: int, interval: tuple[int, int] | None) -> str:
