@@ -171,7 +171,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     """
     if certify not in ("full", "none"):
         raise UnsupportedCaseError(f"certify must be 'full' or 'none', not {certify!r}")
-    if not isinstance(case, Case) or sample is not None:  # before any budget: a timed-out report needs the case
+    carried = not isinstance(case, Case) and getattr(case, "constrained", None) is not None
+    if (not isinstance(case, Case) and not carried) or sample is not None:  # before any budget (timed-out reports)
         from exactident.io.importers.load import as_case
 
         case = as_case(case, sample)
