@@ -171,8 +171,9 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     """
     if certify not in ("full", "none"):
         raise UnsupportedCaseError(f"certify must be 'full' or 'none', not {certify!r}")
-    carried = not isinstance(case, Case) and getattr(case, "constrained", None) is not None
-    if (not isinstance(case, Case) and not carried) or sample is not None:  # before any budget (timed-out reports)
+    if not isinstance(case, Case) and sample is None and getattr(case, "constrained", None) is not None:
+        return _check_carried(case, max_resolutions, seed, structural)  # an object carrying a ConstrainedNetwork
+    if not isinstance(case, Case) or sample is not None:  # before any budget: a timed-out report needs the case
         from exactident.io.importers.load import as_case
 
         case = as_case(case, sample)
@@ -209,13 +210,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
                 return keep_verdict(isolated.partial, isolated.stage, isolated.seconds)
             return timed_out_report(case, isolated.stage, isolated.seconds)
         return isolated.value
-    constrained = constrained_of(case)
-    if constrained is not None:  # beyond the layered ReLU MLP: the constrained engine, never Theorem 8
-        from exactident.check_constrained import check_constrained
-
-        shape = getattr(getattr(case, "architecture", None), "input_shape", None)
-        return check_constrained(constrained, case.X, name=case.name, max_resolutions=max_resolutions, seed=seed,
-                                 structural=structural, input_shape=shape, provenance=case.provenance)
+    if constrained_of(case) is not None:  # beyond the layered ReLU MLP: the constrained engine, never Theorem 8
+        return _check_carried(case, max_resolutions, seed, structural)
     start = time.perf_counter()
     net, X = case.network, case.X
     stage("forward pass", samples=len(X), widths="-".join(map(str, net.widths)))
@@ -344,6 +340,16 @@ def constrained_of(case: Any) -> Any:
     if cn is None or cn.is_plain():
         return None
     return cn
+
+
+def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural: bool) -> Report:
+    """:func:`exactident.check_constrained.check_constrained` on a case carrying a constrained network."""
+    from exactident.check_constrained import check_constrained
+
+    shape = getattr(getattr(case, "architecture", None), "input_shape", None)
+    return check_constrained(constrained_of(case), case.X, name=case.name, max_resolutions=max_resolutions,
+                             seed=seed, structural=structural, input_shape=shape,
+                             provenance=getattr(case, "provenance", None))
 
 
 def _rank_text(rank_gamma: int, interval: tuple[int, int] | None) -> str:

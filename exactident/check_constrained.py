@@ -221,7 +221,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
     report = Report(name=name, widths=list(cn.widths), n_samples=len(X), dim=sym.dim_free,
                     rank_gamma=rank_gamma,  # type: ignore[arg-type]  # null past the cap or when unknown
-                    rank_a=None, cs=None if rank_gamma is None else rank_gamma == sym.dim_free,
+                    rank_a=None, cs=None if rank_gamma is None else rank_gamma == sym.dim_free,  # type: ignore[arg-type]
                     cn=None,  # type: ignore[arg-type]  # Theorem 8 is not used here
                     degenerate=False, on_boundary=bool(n_ties), n_ties=n_ties, verdict=verdict, reason=reason,
                     patterns=patterns if n_ties else None, certificate=certificate, extra=extra,

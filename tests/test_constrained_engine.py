@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import flint
 import numpy as np
 import pytest
-
 from constrained_oracle import oracle_dim_free, oracle_rank, random_constrained, random_sample
+
 from exactident.boundary.dead_units import check_dead_units
 from exactident.check import check
 from exactident.check_constrained import check_constrained
@@ -115,7 +115,7 @@ def test_residual_keeps_one_rescaling():
     (v,) = sym.basis  # proportional to (w1, b1, -w2) = (1, 0, -2)
     assert v.get(1, 0) == 0 and v[2] == -2 * v[0] != 0
     G = gamma_free_exact(cn, _X([[1], [2]]), free_state(cn, _X([[1], [2]])).pattern)
-    assert G == _mat([[2, 2, 1], [4, 2, 2]])
+    assert _mat([[2, 2, 1], [4, 2, 2]]) == G
     r = check_constrained(cn, _X([[1], [2]]))
     assert (r.verdict, r.rank_gamma, r.dim, r.decided_by) == ("identifiable", 2, 2, "free-rank")
     # one active sample: rows (2, 2, 1) only: rank 1 < 2, no dead unit: inconclusive, C_N never borrowed
@@ -157,7 +157,7 @@ def test_convolution_on_three_pixels():
     assert "C_N is not proved for convolution" in r.reason
     # one column of Gamma_free = the sum of its dense columns: d f / d k0 at x = (1, 1, 1) is v0 x0 + v1 x1 = 3
     G = gamma_free_exact(cn, _X([[1, 1, 1]]), free_state(cn, _X([[1, 1, 1]])).pattern)
-    assert G == _mat([[3, 3, 3, 2, 2, 1]])
+    assert _mat([[3, 3, 3, 2, 2, 1]]) == G
     # pixel 0 off, pixel 1 on, and the reverse, add the pieces of the relus: rank 5 = dim_free
     more = X + _X([[-5, 1, 1], [1, 1, -5], [-4, 2, 1], [1, 2, -4]])
     assert oracle_rank(cn, more) == 5
@@ -200,7 +200,7 @@ def test_prelu_slope_column():
     columns (w, b, a, v) = (v a x, v a, v z, a z) = (-1, 1/2, -4, -1/2)."""
     cn = _cn((1, 1, 1), [[[1]], [[2]]], [[0], [0]], [[[0]], [[3]]], [[1], [-1]], [[F(1, 4)]], [[2]], 4, ("PReLU",))
     G = gamma_free_exact(cn, _X([[-2]]), free_state(cn, _X([[-2]])).pattern)
-    assert G == _mat([[-1, F(1, 2), -4, F(-1, 2)]])
+    assert _mat([[-1, F(1, 2), -4, F(-1, 2)]]) == G
     assert rescaling_symmetry(cn).dim_free == 3  # the slope is not rescaled: one rescaling of (w, b, v)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import ceil, lcm
+from typing import Any
 
 import flint
 import numpy as np
@@ -127,7 +128,7 @@ class _Index:
 
 def _core(cn: ConstrainedNetwork, Xv: np.ndarray, Wv: list[np.ndarray], bv: list[np.ndarray],
           av: list[np.ndarray], pattern: Sequence[np.ndarray], red: Callable[[np.ndarray], np.ndarray],
-          mm: Callable[[np.ndarray, np.ndarray], np.ndarray], one: object, dtype: object) -> np.ndarray:
+          mm: Callable[[np.ndarray, np.ndarray], np.ndarray], one: Any, dtype: Any) -> np.ndarray:
     """Backpropagation over any ring given as arrays: ``red`` reduces, ``mm`` multiplies matrices."""
     n, N_L, L = Xv.shape[0], cn.widths[-1], cn.L
     rows = n * N_L

@@ -175,9 +175,9 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     for a in range(A.ncols()):
         col: dict[int, flint.fmpq] = {}
         for j, f in first.items():
-            c = sum((A[u, a] * v for u, v in f.items()), zero)
-            if c != zero and theta[j] != zero:
-                col[j] = c * theta[j]
+            cj = sum((A[u, a] * v for u, v in f.items()), zero)
+            if cj != zero and theta[j] != zero:
+                col[j] = cj * theta[j]
         if col:
             cols.append(col)
     basis = _independent(cols, k)
@@ -192,7 +192,7 @@ def _shift_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
     n_var = N + 1  # u_0..u_{N-1}, c
     rows: list[dict[int, int]] = []
     first: dict[int, dict[int, int]] = {}
-    for kind, l, i, kk, idx, _val in _occurrences(cn):
+    for kind, l, _i, kk, idx, _val in _occurrences(cn):
         f = ({kk: 1} if kind == "W" else {N: 1}) if l == L and kind != "a" else {}
         if idx < 0:
             if f:

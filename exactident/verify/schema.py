@@ -297,7 +297,8 @@ KERNEL_BLOCK = Obj({"resolution": Null(NAT), "rank_gamma": NAT,
                     "directions": List(Obj({"delta": ParamMap()}, {"line": BOOL}))})
 VERDICT = Enum("identifiable", "not-identifiable", "inconclusive", "degenerate")
 RULE = Enum("theorem-9", "boundary-cs", "theorem-8", "boundary-entering", "line", "dead-neuron", "untouched-input",
-            "proportional-neurons", "always-active-block", "unpinned-hyperplane", "degenerate", "none", "free-rank", "dead-units")
+            "proportional-neurons", "always-active-block", "unpinned-hyperplane", "degenerate", "none", "free-rank",
+            "dead-units")
 #: ``exactident-report/1`` as ``check --json`` and ``explain --json`` write it (docs/cli.md).
 REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "format": Enum("exactident-report/1"), "widths": List(Int(1)), "n_samples": NAT, "dim": NAT,
