@@ -9,9 +9,9 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
 
 - **identifiable** when ``rank Gamma_free(s) == dim_free`` for every resolution (the immersion
   argument, docs/theory.md, "Beyond the layered ReLU MLP"); ``decided_by: free-rank``;
-- **not-identifiable** only with an exact dead-unit certificate (a straight line of constant
-  outputs on X along which the realised function provably changes,
-  :mod:`exactident.boundary.dead_units`); ``decided_by: dead-units``;
+- **not-identifiable** only with an exact dead-unit or constant-unit certificate (a straight line
+  of constant outputs on X along which the realised function provably changes,
+  :mod:`exactident.boundary.dead_units`); ``decided_by: dead-units`` or ``constant-units``;
 - **inconclusive** otherwise: Theorem 8 (``C_N``) is proved for the layered ReLU MLP only and
   is never borrowed.
 
@@ -213,10 +213,11 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
 
             stage("dead-unit certificate", units=sum(cn.widths[1:-1]))
             found = find_dead_units(cn, X, state, rng)
-        if found is not None:
-            verdict, decided = "not-identifiable", "dead-units"
+        if found is not None:  # kind "dead-units" or "constant-units": the part and the rule have its name
+            verdict, decided = "not-identifiable", found["kind"]
             reason += f"; but {found['why']}"
-            certificate = {**(certificate or {}), "dead_units": {k: v for k, v in found.items() if k != "why"}}
+            part = {k: v for k, v in found.items() if k != "why"}
+            certificate = {**(certificate or {}), found["kind"].replace("-", "_"): part}
         else:
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
     report = Report(name=name, widths=list(cn.widths), n_samples=len(X), dim=sym.dim_free,

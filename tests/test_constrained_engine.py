@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from constrained_oracle import oracle_dim_free, oracle_rank, random_constrained, random_sample
 
-from exactident.boundary.dead_units import check_dead_units
+from exactident.boundary.dead_units import check_constant_units, check_dead_units
 from exactident.check import check
 from exactident.check_constrained import check_constrained
 from exactident.io.case import parse_case
@@ -55,6 +55,12 @@ def test_ranks_and_dim_free_match_the_sympy_oracle(seed):
     G = gamma_free_exact(cn, X, st.pattern)
     assert exact.rank(G) == oracle_rank(cn, X)
     assert (gamma_free_mod_p(cn, X, st.pattern, P) == _residues(G, P)).all()
+    assert rescaling_symmetry(cn).dim_free == oracle_dim_free(cn)
+
+
+@pytest.mark.parametrize("seed", range(100, 116))
+def test_dim_free_matches_the_oracle_on_constraint_heavy_networks(seed):
+    cn = random_constrained(seed, p_fixed=0.4, p_tie=0.45)
     assert rescaling_symmetry(cn).dim_free == oracle_dim_free(cn)
 
 
@@ -193,6 +199,36 @@ def test_leaky_unit_is_not_dead():
     assert (relu.verdict, relu.rank_gamma, relu.dim, relu.decided_by) == ("not-identifiable", 2, 4, "dead-units")
     leaky = check_constrained(_two_units(F(1, 10)), X)
     assert (leaky.verdict, leaky.rank_gamma, leaky.dim) == ("identifiable", 4, 4)
+
+
+def test_constant_unit_line():
+    """f = v0 relu(x0) + v1 relu(x1 + 1) + d on samples with x1 = 2: unit 1 outputs 3 on every sample, so
+    (v1, d) -> (v1 + t, d - 3t) keeps f(X) while f(x*) moves by t (h1(x*) - 3) where h1(x*) != 3."""
+    cn = _cn((2, 2, 1), [[[1, 0], [0, 1]], [[1, 1]]], [[0, 1], [0]], [[[0, -1], [-1, 1]], [[3, 4]]],
+             [[2, -1], [5]], [[0, 0]], [[-1, -1]], 6, ("fixed weights",), ["w0", "b0", "w1", "v0", "v1", "d"])
+    X = _X([[-1, 2], [1, 2], [2, 2], [3, 2]])
+    r = check_constrained(cn, X)
+    assert (r.verdict, r.decided_by) == ("not-identifiable", "constant-units")
+    c = r.certificate["constant_units"]
+    assert c["delta"] == [[4, "1"], [5, "-3"]] and c["value"] == "3" and c["names"] == ["v1", "d"]
+    x, eps = [F(v) for v in c["x"]], F(c["eps"])
+    h1 = x[1] + 1
+    assert h1 > 0 and h1 != 3
+    assert [F(v) - F(w) for v, w in zip(c["f_eps"], c["f_0"])] == [eps * (h1 - 3)]
+    assert check_constant_units(cn, X, 4, 5, x, eps) is not None
+    assert validate_report(r.to_dict()) is None
+
+
+def test_silent_linear_unit_line():
+    """relu(w1 x) (no bias) is dead on x < 0; a linear unit copies it (fixed weight 1, bias 0), so it is silent
+    too: its outgoing weight w3 is free on the sample (column 0) and moving it changes f at x* > 0.  Rank: only
+    b3's column, 1; dim_free = 3 params (w1, w3, b3) - 1 rescaling (w1, w3) = 2."""
+    cn = _cn((1, 1, 1, 1), [[[1]], [[1]], [[2]]], [[0], [0], [1]], [[[0]], [[-1]], [[1]]], [[-1], [-1], [2]],
+             [[0], [1]], [[-1], [-1]], 3, ("fixed weights",), ["w1", "w3", "b3"])
+    r = check_constrained(cn, _X([[-1], [-2], [-3]]))
+    assert (r.verdict, r.rank_gamma, r.dim, r.decided_by) == ("not-identifiable", 1, 2, "dead-units")
+    d = r.certificate["dead_units"]
+    assert d["name"] == "w3" and F(d["x"][0]) > 0
 
 
 def test_prelu_slope_column():

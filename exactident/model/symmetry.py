@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import flint
-import numpy as np
 
 from exactident.model.constrained import ConstrainedNetwork
 
@@ -100,20 +99,57 @@ def _factor(units: dict[tuple[int, int], int], kind: str, l: int, i: int, k: int
 
 
 def _nullspace_rows(rows: list[dict[int, int]], n: int) -> flint.fmpq_mat:
-    """A basis (columns) of ``{s : r . s = 0 for every row}`` over Q, through ``C^T C`` (``n x n``)."""
-    if n == 0:
-        return flint.fmpq_mat(0, 0)
-    C = np.zeros((len(rows), n), dtype=object)
-    for r, row in enumerate(rows):
-        for c, v in row.items():
-            C[r, c] = v
-    C = C.astype(np.int64) if C.size else np.zeros((0, n), dtype=np.int64)
-    G = C.T @ C  # same kernel over Q; entries are small counts
-    N, nullity = flint.fmpz_mat(G.tolist()).nullspace()
-    out = flint.fmpq_mat(n, nullity)
-    for i in range(n):
-        for j in range(nullity):
-            out[i, j] = N[i, j]
+    """A basis (columns) of ``{s : r . s = 0 for every row}`` over Q.
+
+    Most rows say ``s_a = s_b`` or ``s_a = 0`` (a fixed weight, a tie inside a convolution channel):
+    those merge variables (union-find) first; the other rows are then solved exactly on the classes.
+    """
+    parent = list(range(n + 1))  # node n stands for the value 0
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    general = []
+    for row in rows:
+        items = [(c, v) for c, v in row.items() if v]
+        if len(items) == 1:
+            parent[find(items[0][0])] = find(n)
+        elif len(items) == 2 and items[0][1] == -items[1][1]:
+            a, b = find(items[0][0]), find(items[1][0])
+            if a != b:
+                if n in (a, b):  # merged with the value 0
+                    parent[a if a != n else b] = n
+                else:
+                    parent[max(a, b)] = min(a, b)
+        elif items:
+            general.append(items)
+    zero = find(n)
+    classes: dict[int, int] = {}
+    for u in range(n):
+        r = find(u)
+        if r != zero and r not in classes:
+            classes[r] = len(classes)
+    m = len(classes)
+    if general and m:
+        M = flint.fmpz_mat(len(general), m)
+        for i, items in enumerate(general):
+            for c, v in items:
+                r = find(c)
+                if r != zero:
+                    M[i, classes[r]] += v
+        N, nullity = M.nullspace()
+        basis = [[N[i, j] for i in range(m)] for j in range(nullity)]
+    else:
+        basis = [[1 if i == j else 0 for i in range(m)] for j in range(m)]
+    out = flint.fmpq_mat(n, len(basis))
+    for u in range(n):
+        r = find(u)
+        if r != zero:
+            for j, col in enumerate(basis):
+                out[u, j] = col[classes[r]]
     return out
 
 
