@@ -141,7 +141,7 @@ def _nullspace_rows(rows: list[dict[int, int]], n: int) -> flint.fmpq_mat:
                 if r != zero:
                     M[i, classes[r]] += v
         N, nullity = M.nullspace()
-        basis = [[N[i, j] for i in range(m)] for j in range(nullity)]
+        basis = [[int(N[i, j]) for i in range(m)] for j in range(nullity)]
     else:
         basis = [[1 if i == j else 0 for i in range(m)] for j in range(m)]
     out = flint.fmpq_mat(n, len(basis))
