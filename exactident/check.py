@@ -412,10 +412,16 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     >>> r.verdict, r.reason, r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
     ('inconclusive', 'time budget exhausted at ranks mod p', None, True)
     """
-    net = case.network
-    report = Report(name=case.name, widths=list(net.widths), n_samples=len(case.X), dim=net.dim,
+    cn = constrained_of(case)
+    if cn is not None:  # a constrained network: its compiled widths and dim_free, no degenerate set
+        from exactident.model.symmetry import rescaling_symmetry
+
+        widths, dim, degenerate = list(cn.widths), rescaling_symmetry(cn).dim_free, False
+    else:
+        widths, dim, degenerate = list(case.network.widths), case.network.dim, bool(degenerate_neurons(case.network))
+    report = Report(name=case.name, widths=widths, n_samples=len(case.X), dim=dim,
                     rank_gamma=None, rank_a=None, cs=None, cn=None,  # type: ignore[arg-type]  # no claim
-                    degenerate=bool(degenerate_neurons(net)), on_boundary=None,  # type: ignore[arg-type]
+                    degenerate=degenerate, on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
                     verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",
                     extra={"timed_out": True, "stage": at_stage}, decided_by="none")

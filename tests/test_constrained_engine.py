@@ -290,3 +290,12 @@ def test_check_dispatches_a_constrained_case():
     assert (r.verdict, r.decided_by, r.extra["architecture"]["dim_free"]) == ("identifiable", "free-rank", 2)
     assert r.rank_a is None and r.cn is None
     assert validate_report(r.to_dict()) is None
+
+
+def test_timed_out_report_of_a_constrained_case():
+    """A budget that runs out before the verdict: the compiled widths and dim_free, no claim."""
+    from exactident.check import timed_out_report
+
+    case = SimpleNamespace(name="res", X=_X([[1], [2]]), constrained=_residual(1, 0, 2), provenance=None)
+    r = timed_out_report(case, "ranks mod p", 1.0)
+    assert (r.widths, r.dim, r.rank_gamma, r.verdict) == ([1, 2, 1], 2, None, "inconclusive")
