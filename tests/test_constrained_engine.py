@@ -299,3 +299,41 @@ def test_timed_out_report_of_a_constrained_case():
     case = SimpleNamespace(name="res", X=_X([[1], [2]]), constrained=_residual(1, 0, 2), provenance=None)
     r = timed_out_report(case, "ranks mod p", 1.0)
     assert (r.widths, r.dim, r.rank_gamma, r.verdict) == ([1, 2, 1], 2, None, "inconclusive")
+
+
+@pytest.mark.parametrize("seed", range(30, 36))
+def test_entry_bound_holds(seed):
+    """S Gamma_free is an integer matrix bounded by gamma_free_entry_bound, S the product of the denominators."""
+    from exactident.model.gamma_free import gamma_free_entry_bound
+    from exactident.model.integer_forward import common_denominator
+
+    cn = random_constrained(seed)
+    X = random_sample(seed, 4, cn.widths[0])
+    S = common_denominator(v for row in X for v in row)
+    for W, b in zip(cn.W, cn.b):
+        S *= common_denominator(W.entries()) * common_denominator(b)
+    for a in cn.negative_slope:
+        S *= common_denominator(a)
+    B = gamma_free_entry_bound(cn, X)
+    for resolution in (free_state(cn, X).pattern,):
+        for v in gamma_free_exact(cn, X, resolution).entries():
+            assert (v * S).q == 1 and abs(v * S) <= B
+
+
+@pytest.mark.parametrize("seed", range(40, 46))
+def test_modular_route_without_exact_fallback(monkeypatch, seed):
+    """With the exact fallback switched off the certified rank (ranks mod p, CRT kernel checked exactly) is the
+    exact rank."""
+    import exactident.check_constrained as cc
+
+    monkeypatch.setattr(cc, "MAX_EXACT_FREE_ENTRIES", 0)
+    cn = random_constrained(seed)
+    X = random_sample(seed, 3, cn.widths[0])
+    st = free_state(cn, X)
+    fr = cc.free_rank(cn, X, st.pattern, rescaling_symmetry(cn), random.Random(seed))
+    exact_rank = exact.rank(gamma_free_exact(cn, X, st.pattern))
+    if fr.rank is None:
+        lo, hi = fr.interval
+        assert lo <= exact_rank <= hi
+    else:
+        assert fr.rank == exact_rank
