@@ -35,6 +35,7 @@ from exactident.model.gamma_modular import Scaled
 from exactident.model.integer_forward import common_denominator
 
 __all__ = [
+    "FreeModularData",
     "FreeState",
     "free_data_denominator",
     "free_state",
