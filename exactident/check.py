@@ -334,9 +334,12 @@ def constrained_of(case: Any) -> Any:
     cn = getattr(case, "constrained", None)
     arch = getattr(case, "architecture", None)
     if cn is None and arch is not None:
-        from exactident.model.compile import compile_architecture  # type: ignore[import-not-found,unused-ignore]
+        if hasattr(case, "compiled"):  # the case keeps its compiled form
+            cn = case.compiled
+        else:
+            from exactident.model.compile import compile_architecture  # type: ignore[import-not-found,unused-ignore]
 
-        cn = compile_architecture(arch)
+            cn = compile_architecture(arch)
     if cn is None or cn.is_plain():
         return None
     return cn
