@@ -9,9 +9,11 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
 
 - **identifiable** when ``rank Gamma_free(s) == dim_free`` for every resolution (the immersion
   argument, docs/theory.md, "Beyond the layered ReLU MLP"); ``decided_by: free-rank``;
-- **not-identifiable** only with an exact dead-unit or constant-unit certificate (a straight line
-  of constant outputs on X along which the realised function provably changes,
-  :mod:`exactident.boundary.dead_units`); ``decided_by: dead-units`` or ``constant-units``;
+- **not-identifiable** only with a certificate valid for every architecture: a dead-unit or
+  constant-unit line (constant outputs on X, the realised function provably changes,
+  :mod:`exactident.boundary.dead_units`; ``decided_by: dead-units`` or ``constant-units``), or a
+  submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
+  ``decided_by: submersion``);
 - **inconclusive** otherwise: Theorem 8 (``C_N``) is proved for the layered ReLU MLP only and
   is never borrowed.
 
@@ -213,7 +215,12 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
 
             stage("dead-unit certificate", units=sum(cn.widths[1:-1]))
             found = find_dead_units(cn, X, state, rng)
-        if found is not None:  # kind "dead-units" or "constant-units": the part and the rule have its name
+            if found is None and not n_ties:
+                from exactident.boundary.submersion import find_submersion
+
+                stage("submersion certificate", rows=len(X) * cn.widths[-1], cols=cn.n_params)
+                found = find_submersion(cn, X, rng)
+        if found is not None:  # kind "dead-units", "constant-units" or "submersion": the part and rule have its name
             verdict, decided = "not-identifiable", found["kind"]
             reason += f"; but {found['why']}"
             part = {k: v for k, v in found.items() if k != "why"}

@@ -97,9 +97,17 @@ def test_verdict_follows_the_oracle(seed):
     full = all(oracle_rank(cn, X, dict(zip(st.ties, a))) == df for a in product([True, False], repeat=len(st.ties)))
     assert r.dim == df
     assert (r.verdict == "identifiable") == full
-    if r.verdict == "not-identifiable":
+    if r.decided_by == "dead-units":
         d = r.certificate["dead_units"]
         assert check_dead_units(cn, X, d["parameter"], [F(v) for v in d["x"]], F(d["eps"])) is not None
+    elif r.decided_by == "constant-units":
+        c = r.certificate["constant_units"]
+        (j, _), (jb, _) = c["delta"]
+        assert check_constant_units(cn, X, j, jb, [F(v) for v in c["x"]], F(c["eps"])) is not None
+    elif r.decided_by == "submersion":
+        s = r.certificate["submersion"]
+        # the oracle: full row rank on X, and X plus the point y has a larger rank
+        assert oracle_rank(cn, X) == len(X) * cn.widths[-1] < oracle_rank(cn, X + [[F(v) for v in s["y"][0]]])
 
 
 # ---------------------------------------------------------------- hand derivations
@@ -128,6 +136,22 @@ def test_residual_keeps_one_rescaling():
     r1 = check_constrained(cn, _X([[1], [-3]]))
     assert (r1.verdict, r1.rank_gamma) == ("inconclusive", 1)
     assert "C_N is not proved for skip connection" in r1.reason
+
+
+def test_residual_seen_at_one_point_is_a_submersion():
+    """At x = 1 alone Gamma_free = (2, 2, 1): full row rank 1 < dim_free = 2, so the outputs on X are a submersion
+    near theta; any second active point y adds the row (w2 y, w2, w1 y + b1) = (2y, 2, y), independent of
+    (2, 2, 1) for y != 1: the fiber through theta moves f(y).  Not identifiable."""
+    from exactident.boundary.submersion import check_submersion
+
+    cn = _residual(1, 0, 2)
+    r = check_constrained(cn, _X([[1]]))
+    assert (r.verdict, r.rank_gamma, r.dim, r.decided_by) == ("not-identifiable", 1, 2, "submersion")
+    s = r.certificate["submersion"]
+    assert (s["rank_x"], s["rank_xy"]) == (1, 2)
+    assert check_submersion(cn, _X([[1]]), [[F(v) for v in s["y"][0]]], s["prime"])
+    assert not check_submersion(cn, _X([[1]]), _X([[1]]), s["prime"])  # the same point adds nothing
+    assert validate_report(r.to_dict()) is None
 
 
 def test_residual_dead_unit_is_certified():
