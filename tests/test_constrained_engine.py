@@ -361,3 +361,23 @@ def test_modular_route_without_exact_fallback(monkeypatch, seed):
         assert lo <= exact_rank <= hi
     else:
         assert fr.rank == exact_rank
+
+
+def _conv2(kA, cA, kB, cB, v):
+    """Two channels A, B, kernel 2 on 3 pixels (units A0, A1, B0, B1), ReLU, then sum_u v_u h_u + d."""
+    W1 = [[kA[0], kA[1], 0], [0, kA[0], kA[1]], [kB[0], kB[1], 0], [0, kB[0], kB[1]]]
+    I1 = [[0, 1, -1], [-1, 0, 1], [3, 4, -1], [-1, 3, 4]]
+    return _cn((3, 4, 1), [W1, [v]], [[cA, cA, cB, cB], [0]], [I1, [[6, 7, 8, 9]]], [[2, 2, 5, 5], [10]],
+               [[0] * 4], [[-1] * 4], 11, ("convolution",))
+
+
+def test_channel_permutation_invariance():
+    """Swapping the two channels (kernels, biases and their output weights) relabels the units: same ranks,
+    dim_free (11 params - 2 channel rescalings = 9) and verdict."""
+    X = _X([[1, 0, 2], [0, 1, -1], [-2, 1, 1], [1, -3, 2], [2, 2, -1], [-1, -1, 3], [3, -1, 0], [0, 2, 2],
+            [1, 1, 1], [-2, 3, -1]])
+    a = check_constrained(_conv2((1, -1), F(1, 2), (2, 1), -1, [1, 2, -1, 3]), X)
+    b = check_constrained(_conv2((2, 1), -1, (1, -1), F(1, 2), [-1, 3, 1, 2]), X)
+    assert a.dim == 9
+    assert (a.verdict, a.rank_gamma, a.dim) == (b.verdict, b.rank_gamma, b.dim)
+    assert a.rank_gamma == oracle_rank(_conv2((1, -1), F(1, 2), (2, 1), -1, [1, 2, -1, 3]), X)
