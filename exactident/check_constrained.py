@@ -44,6 +44,7 @@ from exactident.model.gamma_free import (
     gamma_free_entry_bound,
     gamma_free_exact,
     gamma_free_mod_p,
+    persistent_ties,
     resolve_ties,
 )
 from exactident.model.symmetry import Symmetry, rescaling_symmetry
@@ -166,16 +167,21 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     avoid = free_data_denominator(cn, X)
     data = FreeModularData(cn, X)
     n_ties = len(state.ties)
-    enumerable = 2 ** n_ties <= max_resolutions
+    persistent = persistent_ties(cn, X, state)  # their side changes nothing: enumerated on one side only
+    free_ties = [t for t in range(n_ties) if t not in set(persistent)]
+    enumerable = 2 ** len(free_ties) <= max_resolutions
     resolutions: list[dict[str, Any]] = []
     patterns: list[dict[str, Any]] = []
     ranks: list[FreeRank] = []
     if enumerable:
-        for active in product([True, False], repeat=n_ties):
+        for sides in product([True, False], repeat=len(free_ties)):
+            active = [True] * n_ties
+            for t, side in zip(free_ties, sides):
+                active[t] = side
             stage("ranks mod p", resolution=len(ranks), rows=len(X) * cn.widths[-1], cols=cn.n_params)
             fr = free_rank(cn, X, resolve_ties(state, active), sym, rng, data, avoid)
             ranks.append(fr)
-            resolutions.append({"active": list(active), "rank_gamma": fr.certificate})
+            resolutions.append({"active": active, "rank_gamma": fr.certificate})
             patterns.append({"ties": [{**t, "active": a} for t, a in zip(_tie_dicts(state), active)],
                              "rank_gamma": fr.rank, "rank_a": None,
                              "cs": fr.rank == sym.dim_free if fr.rank is not None else None, "cn": None})
@@ -193,16 +199,20 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         extra["rank_gamma_interval"] = list(worst.interval)
     certificate: dict[str, Any] | None = None
     if ranks and all(r.certificate is not None for r in ranks):
-        certificate = {"free_rank": {"kind": "free-rank", "ties": _tie_dicts(state), "resolutions": resolutions}}
+        certificate = {"free_rank": {"kind": "free-rank", "ties": _tie_dicts(state), "persistent": persistent,
+                                     "resolutions": resolutions}}
     if full:
         verdict, decided = "identifiable", "free-rank"
         where = f" on each of the {len(ranks)} tie resolutions" if n_ties else ""
+        if persistent:
+            where += f" ({len(persistent)} persistent ties, whose side changes nothing)"
         reason = (f"rank Gamma_free = {sym.dim_free} = dim_free (= {cn.n_params} parameters - "
                   f"{sym.symmetry_dim} rescalings){where}: locally identifiable up to rescaling")
     else:
         verdict, decided = "inconclusive", "none"
         if not enumerable:
-            reason = f"{n_ties} ties: 2^{n_ties} tie resolutions exceed the cap of {max_resolutions}"
+            reason = (f"{len(free_ties)} ties: 2^{len(free_ties)} tie resolutions exceed the cap of {max_resolutions}"
+                      + (f" ({len(persistent)} persistent ties more)" if persistent else ""))
         elif rank_gamma is None:
             assert worst is not None
             lo, hi = worst.interval
@@ -215,7 +225,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
 
             stage("dead-unit certificate", units=sum(cn.widths[1:-1]))
             found = find_dead_units(cn, X, state, rng)
-            if found is None and not n_ties:
+            if found is None and len(free_ties) == 0:  # F_X smooth near theta: persistent ties only
                 from exactident.boundary.submersion import find_submersion
 
                 stage("submersion certificate", rows=len(X) * cn.widths[-1], cols=cn.n_params)

@@ -381,3 +381,30 @@ def test_channel_permutation_invariance():
     assert a.dim == 9
     assert (a.verdict, a.rank_gamma, a.dim) == (b.verdict, b.rank_gamma, b.dim)
     assert a.rank_gamma == oracle_rank(_conv2((1, -1), F(1, 2), (2, 1), -1, [1, 2, -1, 3]), X)
+
+
+def _conv_nobias(k0, k1, v0, v1, d=0):
+    """_conv without the convolution's bias (fixed 0): a zero receptive field gives z = 0 for every theta."""
+    return _cn((3, 2, 1), [[[k0, k1, 0], [0, k0, k1]], [[v0, v1]]], [[0, 0], [d]],
+               [[[0, 1, -1], [-1, 0, 1]], [[2, 3]]], [[-1, -1], [4]], [[0, 0]], [[-1, -1]], 5, ("convolution",))
+
+
+def test_persistent_ties_need_one_side():
+    """At x = (0, 0, 1) pixel 0 sees (0, 0) with no bias: z_0 = 0 for every theta (a persistent tie).  Its side
+    changes nothing: the oracle's ranks agree on both sides, and the engine enumerates one side only."""
+    from exactident.model.gamma_free import persistent_ties
+
+    cn = _conv_nobias(1, 2, 1, -1, 1)
+    X = _X([[0, 0, 1], [1, 2, 3], [2, -3, 1], [-1, 3, 2], [3, 1, -2], [1, -2, 2]])
+    st = free_state(cn, X)
+    assert st.ties == [(0, 1, 0)] and persistent_ties(cn, X, st) == [0]
+    ranks = {oracle_rank(cn, X, {(0, 1, 0): side}) for side in (True, False)}
+    assert len(ranks) == 1
+    assert gamma_free_exact(cn, X, resolve_ties(st, [True])) == gamma_free_exact(cn, X, resolve_ties(st, [False]))
+    r = check_constrained(cn, X)
+    assert len(r.certificate["free_rank"]["resolutions"]) == 1 and r.certificate["free_rank"]["persistent"] == [0]
+    assert (r.rank_gamma, r.dim) == (ranks.pop(), oracle_dim_free(cn))
+    assert validate_report(r.to_dict()) is None
+    # two samples, one with a persistent tie: rows 2 < dim_free 4, full row rank: the submersion still applies
+    small = check_constrained(cn, X[:2])
+    assert (small.verdict, small.decided_by) == ("not-identifiable", "submersion")

@@ -1,6 +1,7 @@
 """The submersion certificate of non-identifiability for a constrained network (any architecture).
 
-Suppose no sample is on a kink (no tie at a kinked unit) and ``Gamma_free(X, theta)`` has full
+Suppose no sample is on a kink (no tie at a kinked unit, except persistent ties:
+:func:`~exactident.model.gamma_free.persistent_ties`, which stay ties near theta) and ``Gamma_free(X, theta)`` has full
 row rank ``n N_L``.  Near ``theta`` the outputs ``F_X`` are a polynomial map (the pattern is
 locally constant) of constant rank ``n N_L``, a submersion, so its fiber
 ``M = F_X^{-1}(F_X(theta))`` is, near ``theta``, a manifold with tangent space
@@ -28,17 +29,18 @@ import flint
 
 from exactident.linalg.modular import random_primes, rank_mod_p
 from exactident.model.constrained import ConstrainedNetwork
-from exactident.model.gamma_free import free_data_denominator, free_state, gamma_free_mod_p
+from exactident.model.gamma_free import free_data_denominator, free_state, gamma_free_mod_p, persistent_ties
 
 __all__ = ["check_submersion", "find_submersion"]
 
 
 def _ranks(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], Y: Sequence[Sequence[flint.fmpq]],
            p: int) -> tuple[int, int] | None:
-    """``(rank_p Gamma_free(X), rank_p Gamma_free(X + Y))``, or None when a point of ``X + Y`` is on a kink."""
+    """``(rank_p Gamma_free(X), rank_p Gamma_free(X + Y))``, or None when a point of ``X + Y`` is on a kink
+    (persistent ties excepted: they stay ties near theta, so ``F`` stays smooth)."""
     rows = [list(r) for r in X] + [list(r) for r in Y]
     st = free_state(cn, rows)
-    if st.ties:
+    if len(persistent_ties(cn, rows, st)) != len(st.ties):
         return None
     avoid = free_data_denominator(cn, rows)
     if avoid % p == 0:
@@ -49,7 +51,7 @@ def _ranks(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], Y: Sequenc
 
 def check_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], Y: Sequence[Sequence[flint.fmpq]],
                      p: int) -> bool:
-    """The exact check of a submersion certificate: no point of ``X`` or ``Y`` on a kink,
+    """The exact check of a submersion certificate: no point of ``X`` or ``Y`` on a kink (but persistent ties),
     ``rank_p Gamma_free(X) = n N_L`` and ``rank_p Gamma_free(X + Y) > n N_L``.
 
     Examples

@@ -42,6 +42,7 @@ __all__ = [
     "gamma_free_entry_bound",
     "gamma_free_exact",
     "gamma_free_mod_p",
+    "persistent_ties",
     "resolve_ties",
 ]
 
@@ -102,6 +103,37 @@ def free_state(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> Fre
                     ties.append((i, l, int(v)))
         pattern.append(mask)
     return FreeState(Z, pattern, ties)
+
+
+def persistent_ties(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[int]:
+    """Indices (into ``state.ties``) of ties that stay ties for every theta nearby: first-layer units whose bias is
+    fixed and whose free weights all meet a zero input at that sample.
+
+    Their pre-activation is then the fixed part of ``W_1 x + b_1``, constant in theta, so it stays 0: the unit outputs
+    0 near theta, ``F_X`` does not depend on the tie's side, and neither does ``Gamma_free`` (its free weights'
+    columns are ``D_1[:, v] x_k = 0``, no bias column, a slope column ``G min(z, 0) = 0``, nothing earlier to
+    backpropagate to).  Enumerating one side of each is enough (docs/theory.md, "Beyond the layered ReLU MLP").
+
+    Examples
+    --------
+    ``relu(w x)`` with no bias at ``x = 0``: a persistent tie.
+
+    >>> from exactident.model.constrained import ConstrainedNetwork
+    >>> cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
+    ...     [[flint.fmpq(0)], [flint.fmpq(0)]], [np.array([[0]]), np.array([[1]])], [np.array([-1]), np.array([2])],
+    ...     [[flint.fmpq(0)]], [np.array([-1])], 3)
+    >>> X = [[flint.fmpq(0)], [flint.fmpq(1)]]
+    >>> persistent_ties(cn, X, free_state(cn, X))
+    [0]
+    """
+    zero = flint.fmpq(0)
+    out = []
+    for t, (i, l, v) in enumerate(state.ties):
+        if l != 1 or int(cn.b_index[0][v]) >= 0:
+            continue
+        if all(X[i][int(k)] == zero for k in np.flatnonzero(cn.W_index[0][v] >= 0)):
+            out.append(t)
+    return out
 
 
 def resolve_ties(state: FreeState, active: Sequence[bool]) -> list[np.ndarray]:
