@@ -13,7 +13,7 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
   constant-unit line (constant outputs on X, the realised function provably changes,
   :mod:`exactident.boundary.dead_units`; ``decided_by: dead-units`` or ``constant-units``), or a
   submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
-  ``decided_by: submersion``);
+  ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters);
 - **inconclusive** otherwise: Theorem 8 (``C_N``) is proved for the layered ReLU MLP only and
   is never borrowed.
 
@@ -225,12 +225,15 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
 
             stage("dead-unit certificate", units=sum(cn.widths[1:-1]))
             found = find_dead_units(cn, X, state, rng)
-            if found is None and len(free_ties) == 0:  # F_X smooth near theta: persistent ties only
-                from exactident.boundary.submersion import find_submersion
+            if found is None:
+                from exactident.boundary.submersion import find_entering_submersion, find_submersion
 
                 stage("submersion certificate", rows=len(X) * cn.widths[-1], cols=cn.n_params)
-                found = find_submersion(cn, X, rng)
-        if found is not None:  # kind "dead-units", "constant-units" or "submersion": the part and rule have its name
+                if not free_ties:  # F_X smooth near theta: persistent ties only
+                    found = find_submersion(cn, X, rng)
+                else:
+                    found = find_entering_submersion(cn, X, rng)
+        if found is not None:  # the certificate part and the rule are named after its kind
             verdict, decided = "not-identifiable", found["kind"]
             reason += f"; but {found['why']}"
             part = {k: v for k, v in found.items() if k != "why"}

@@ -104,6 +104,16 @@ def test_verdict_follows_the_oracle(seed):
         c = r.certificate["constant_units"]
         (j, _), (jb, _) = c["delta"]
         assert check_constant_units(cn, X, j, jb, [F(v) for v in c["x"]], F(c["eps"])) is not None
+    elif r.decided_by == "entering-submersion":
+        from exactident.boundary.submersion import check_entering_submersion
+
+        e = r.certificate["entering_submersion"]
+        delta = [F(0)] * cn.n_params
+        for j, q in e["delta"]:
+            delta[j] = F(q)
+        assert check_entering_submersion(cn, X, e["active"], delta, [F(v) for v in e["y"]], e["prime"])
+        # the oracle: full row rank on that resolution
+        assert oracle_rank(cn, X, dict(zip(st.ties, e["active"]))) == len(X) * cn.widths[-1]
     elif r.decided_by == "submersion":
         s = r.certificate["submersion"]
         # the oracle: full row rank on X, and X plus the point y has a larger rank
@@ -408,3 +418,22 @@ def test_persistent_ties_need_one_side():
     # two samples, one with a persistent tie: rows 2 < dim_free 4, full row rank: the submersion still applies
     small = check_constrained(cn, X[:2])
     assert (small.verdict, small.decided_by) == ("not-identifiable", "submersion")
+
+
+def test_unit_on_its_kink_at_the_only_sample():
+    """f = relu(w x + b) + d (outgoing weight fixed 1) with w = 1, b = -1, d = 0 at x = 1: a tie.  On the active side
+    Gamma_free = (x, 1, 1) = (1, 1, 1), full row rank 1; delta = (1, 0, -1) is in its kernel and raises the tied
+    pre-activation (d z / d delta = x dw + db = 1 > 0), so it enters the active piece; at y = 2 (active)
+    d f(y) . delta = y dw + dd = 2 - 1 = 1 != 0: same output at x = 1, another function.  delta = (1, -1, 0) keeps
+    z = 0 (not strictly entering) and is refused, and so is the inactive side (Gamma_free = (0, 0, 1) there).
+    (With the outgoing weight free, moving it alone is a dead-unit line: the unit outputs 0 at x = 1.)"""
+    from exactident.boundary.submersion import check_entering_submersion
+
+    cn = _cn((1, 1, 1), [[[1]], [[1]]], [[-1], [0]], [[[0]], [[-1]]], [[1], [2]], [[0]], [[-1]], 3, ("fixed weights",))
+    X = _X([[1]])
+    r = check_constrained(cn, X)
+    assert (r.verdict, r.decided_by, r.n_ties) == ("not-identifiable", "entering-submersion", 1)
+    assert check_entering_submersion(cn, X, [True], [F(1), F(0), F(-1)], [F(2)], P)
+    assert not check_entering_submersion(cn, X, [True], [F(1), F(-1), F(0)], [F(2)], P)
+    assert not check_entering_submersion(cn, X, [False], [F(1), F(0), F(-1)], [F(2)], P)
+    assert validate_report(r.to_dict()) is None
