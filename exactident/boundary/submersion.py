@@ -174,6 +174,18 @@ def check_entering_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
     return any(d != zero for d in dY[-1])
 
 
+def _enters(cn, X, st, pattern, active, free, delta) -> bool:
+    """Only the tied samples: does ``delta`` move every free tie strictly to its side?  (A cheap pre-check.)"""
+    zero = flint.fmpq(0)
+    for i in sorted({st.ties[t][0] for t in free}):
+        _, dZ = tangent(cn, X[i], _row(pattern, i), delta)
+        for t in free:
+            ti, l, v = st.ties[t]
+            if ti == i and not (dZ[l - 1][v] > zero if active[t] else dZ[l - 1][v] < zero):
+                return False
+    return True
+
+
 def find_entering_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], rng: random.Random,
                              max_entries: int = 200_000, max_free_ties: int = 6,
                              tries: int = 12) -> dict[str, Any] | None:
@@ -204,7 +216,8 @@ def find_entering_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.
             c = [rng.randint(-3, 3) for _ in range(K.ncols())]
             delta = [sum((K[j, q] * c[q] for q in range(K.ncols())), flint.fmpq(0)) for j in range(k)]
             y = [flint.fmpq(rng.randint(-span, span), rng.choice([1, 2, 3])) for _ in range(cn.widths[0])]
-            if check_entering_submersion(cn, X, active, delta, y, p):
+            if _enters(cn, X, st, pattern, active, free, delta) \
+                    and check_entering_submersion(cn, X, active, delta, y, p):
                 return {"kind": "entering-submersion", "active": active,
                         "delta": [[j, str(d)] for j, d in enumerate(delta) if d != 0], "y": [str(v) for v in y],
                         "prime": p, "rank_x": rows,
