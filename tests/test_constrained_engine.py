@@ -81,12 +81,12 @@ def test_tie_resolutions_match_the_sympy_oracle():
     assert seen == 5
 
 
-@pytest.mark.parametrize("seed", range(12, 24))
+@pytest.mark.parametrize("seed", [*range(12, 24), *range(100, 112)])
 def test_verdict_follows_the_oracle(seed):
     """identifiable iff the oracle's rank reaches its dim_free at every resolution; a not-identifiable
     verdict carries a dead-unit certificate that the exact checker accepts."""
     cn = random_constrained(seed, p_fixed=0.15)
-    X = random_sample(seed, random.Random(seed).randint(2, 6), cn.widths[0])
+    X = random_sample(seed, random.Random(seed).randint(1 if seed >= 100 else 2, 6), cn.widths[0])
     st = free_state(cn, X)
     r = check_constrained(cn, X, max_resolutions=16)
     assert validate_report(r.to_dict()) is None
