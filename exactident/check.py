@@ -10,6 +10,11 @@ handed to the parent as soon as the verdict is reached
 (:func:`exactident.budget.deliver`), before the float cross-check, so a budget
 that runs out there keeps the exact verdict and marks the ``numeric`` block
 ``timed out`` (:func:`keep_verdict`).
+
+A case whose network is more than the layered ReLU MLP (a layer graph with convolution, pooling,
+skips, leaky ReLU, PReLU or fixed weights: :func:`constrained_of`) is analysed by
+:func:`exactident.check_constrained.check_constrained` instead, inside the same budget and progress
+display; Theorem 8 is never used for it.
 """
 
 from __future__ import annotations
