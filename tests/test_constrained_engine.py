@@ -437,3 +437,14 @@ def test_unit_on_its_kink_at_the_only_sample():
     assert not check_entering_submersion(cn, X, [True], [F(1), F(-1), F(0)], [F(2)], P)
     assert not check_entering_submersion(cn, X, [False], [F(1), F(0), F(-1)], [F(2)], P)
     assert validate_report(r.to_dict()) is None
+
+
+def test_softmax_bound_of_a_plain_mlp():
+    """Adding c to every logit (b_L += c 1, W_L += 1 u^T) keeps the softmax: N_{L-1} + 1 more kernel directions
+    beyond the N_1 + ... + N_{L-1} rescalings, so the bound is dim - 1 - N_{L-1} (widths 2-3-2: 17 - 3 - 1 - 3 = 10)."""
+    from exactident.model.network import Network
+
+    net = Network((2, 3, 2), [_mat([[1, 2], [-1, 1], [2, -3]]), _mat([[1, -1, 2], [3, 1, -2]])],
+                  [[F(1), F(-1), F(2)], [F(0), F(1)]])
+    sym = rescaling_symmetry(from_network(net))
+    assert (sym.dim_free, sym.softmax_rank_bound) == (14, 10)
