@@ -26,7 +26,7 @@ The rule (all exact, over Q):
    scaled) ``+1`` or ``-1``; dead-in neurons are sorted by that normalised column.  A dead-in
    neuron whose outgoing column is zero keeps scale 1: it is *isolated* (if some incoming weight
    from a dead-in neuron below is nonzero, the form may then depend on the representative, which
-   :attr:`CanonicalForm.isolated` reports; when its whole row is zero too it is all zero and the
+   ``CanonicalForm.isolated`` reports; when its whole row is zero too it is all zero and the
    scale acts trivially).
 4. **Ties.**  Neurons with equal sort keys (live *twins*: equal normalised incoming vectors; dead-in
    neurons with equal normalised outgoing columns) can be ordered in several ways; every order is
