@@ -148,3 +148,30 @@ def test_audit_of_a_trained_victim_and_a_perturbed_extracted_copy(tmp_path, caps
     status, out, _ = run(capsys, ["audit", str(tmp_path / "victim.json"), "--queries", str(tmp_path / "victim.json"),
                                   "--extracted", str(tmp_path / "extracted.json")])
     assert status == 0 and "extracted model" in out and "bits" in out
+
+
+def test_audit_and_equiv_read_a_torch_state_dict(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    torch.save(model.state_dict(), tmp_path / "victim.pt")
+    np.save(tmp_path / "queries.npy", np.random.default_rng(0).standard_normal((20, 2)))
+    status, out, err = run(capsys, ["audit", str(tmp_path / "victim.pt"), "--queries", str(tmp_path / "queries.npy"),
+                                    "--extracted", str(tmp_path / "victim.pt"), "--json"])
+    assert status == 0, err
+    obj = json.loads(out)
+    # 20 queries, dim = 2*3 + 3*1 + 1 = 10 <= 20 rows of Gamma; the copy is the victim itself
+    assert obj["dim"] == 10 and obj["n_queries"] == 20 and obj["extracted"]["same_orbit"] is True
+    assert obj["extracted"]["sample"]["same_outputs"] is True
+
+
+def test_canonical_json_of_a_hand_example(tmp_path, capsys):
+    # h_0 = relu(-2x + 4), h_1 = relu(3x): normalised incoming (-1, 2) and (1, 0); sorted (-1, 2) < (1, 0);
+    # outgoing 5 * 2 = 10 and 7 * 3 = 21
+    write_case(Case(name="hand", network=Network((1, 2, 1), [[[3], [-2]], [[7, 5]]], [[0, 4], [1]]), X=[]),
+               tmp_path / "hand.json")
+    status, out, _ = run(capsys, ["canonical", str(tmp_path / "hand.json"), "--json"])
+    obj = json.loads(out)
+    assert status == 0
+    assert obj["weights"] == [[["-1"], ["1"]], [["10", "21"]]] and obj["biases"] == [["2", "0"], ["1"]]
+    assert obj["permutation"] == [[1, 0]] and obj["scale"] == [["1/2", "1/3"]]

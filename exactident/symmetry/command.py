@@ -140,13 +140,18 @@ def _pairs(items: list[tuple[int, int]]) -> str:
     return ", ".join(f"({l},{i})" for l, i in items) or "none"
 
 
+def _scale_text(s: flint.fmpq) -> str:
+    text = format_fmpq(s)
+    return text if len(text) <= 12 else f"~{int(s.p) / int(s.q):.4g}"
+
+
 def render_canonical(name: str, cf: Any) -> str:
     """Terminal view of a canonical form: digest, per layer the permutation and scales, named neurons."""
     net = cf.network
     lines = [f"{escape_nonprintable(name)}: canonical form, widths {list(net.widths)}, digest {cf.digest()} "
              f"({cf.branches} tie order(s) compared)"]
     for l in range(1, net.L):
-        moved = [f"{i}<-{p}" + ("" if s == 1 else f" x{format_fmpq(s)}")
+        moved = [f"{i}<-{p}" + ("" if s == 1 else f" x{_scale_text(s)}")
                  for i, (p, s) in enumerate(zip(cf.perm[l - 1], cf.scale[l - 1]))]
         shown = ", ".join(moved[:16]) + (f", ... ({len(moved)} in all)" if len(moved) > 16 else "")
         lines.append(f"  layer {l}: canonical <- original (scale): {shown}")
@@ -156,7 +161,7 @@ def render_canonical(name: str, cf: Any) -> str:
     if cf.isolated:
         lines.append(f"  isolated (dead-in, dead-out, a nonzero incoming weight): {_pairs(cf.isolated)}: forms of the "
                      "same orbit may differ (docs/symmetries.md)")
-    lines.append("  parameters in --json (exact)")
+    lines.append("  (scales shown with ~ are rounded here; every parameter and scale is exact in --json)")
     return "\n".join(lines) + "\n"
 
 
