@@ -175,3 +175,24 @@ def test_canonical_json_of_a_hand_example(tmp_path, capsys):
     assert status == 0
     assert obj["weights"] == [[["-1"], ["1"]], [["10", "21"]]] and obj["biases"] == [["2", "0"], ["1"]]
     assert obj["permutation"] == [[1, 0]] and obj["scale"] == [["1/2", "1/3"]]
+
+
+def test_fast_hyperplane_ranks_with_a_dead_input_agree_with_sympy():
+    # neuron (1,0) is dead on every query (bias -100), so every row [h_1, 1] of layer 2 has a zero column:
+    # rank at most 3 of 4, reached by the modular rank and then exact without an exact elimination
+    sympy = pytest.importorskip("sympy")
+    from exactident.model.activation import activation_state
+    from exactident.model.diagnostics import hyperplane_rows
+    from exactident.symmetry.audit import neuron_facts
+
+    net = Network((2, 3, 3, 1), [[[1, 2], [3, -1], [-2, 1]], [[1, 1, 1], [2, -1, 1], [1, 3, -2]], [[1, 1, 1]]],
+                  [[-100, 1, 2], [1, 0, 3], [0]])
+    rr = random.Random(0)
+    X = [[flint.fmpq(rr.randint(-20, 20), rr.randint(1, 5)) for _ in range(2)] for _ in range(40)]
+    state = activation_state(net, X)
+    for e in neuron_facts(state, X):
+        rows = hyperplane_rows(state, X, e["layer"], e["neuron"])
+        truth = sympy.Matrix([[sympy.Rational(int(x.p), int(x.q)) for x in r] for r in rows]).rank() if rows else 0
+        assert e["hyperplane_rank"] == truth and e["hyperplane_rank_exact"]
+        if e["layer"] == 2:
+            assert e["hyperplane_rank"] <= 3

@@ -118,12 +118,13 @@ def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None
 
     ``hyperplane_rank`` is the rank mod a random word-size prime of ``[h_{l-1}(x^i), 1]`` over the
     strictly active queries: a lower bound on the rank over Q, so ``pinned: true`` (rank mod p
-    ``= N_{l-1} + 1``) is certified; ``pinned: false`` is certified when fewer queries than
-    ``N_{l-1} + 1`` activate the neuron (``hyperplane_rank_exact`` says which), otherwise the exact
-    rank over Q is computed.  ``under_determined`` is True when the hyperplane is not pinned and no
-    query is on the neuron's kink: a change of its incoming weights and bias that keeps ``z`` at its
-    active queries moves no output on the queries along a straight line (strict signs elsewhere);
-    None (not decided) otherwise.
+    ``= N_{l-1} + 1``) is certified.  The rank over Q is at most the number of rows and of nonzero
+    columns: when the rank mod p reaches that bound it is exact (``hyperplane_rank_exact``); when
+    fewer queries than ``N_{l-1} + 1`` activate the neuron, ``pinned: false`` is certified by the
+    count (the rank shown may then be a lower bound); otherwise the exact rank over Q is computed.
+    ``under_determined`` is True when the hyperplane is not pinned and no query is on the neuron's
+    kink: a change of its incoming weights and bias that keeps ``z`` at its active queries moves no
+    output on the queries along a straight line (strict signs elsewhere); None (not decided) otherwise.
 
     Returns
     -------
@@ -149,10 +150,12 @@ def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None
         if not rows:
             r, exact = 0, True
         else:
-            r, exact = _rank_mod_p(rows, rng)[0], len(rows) < full
-            if r < full and not exact:  # a prime may lose rank: the exact rank decides
+            r = _rank_mod_p(rows, rng)[0]
+            # rank over Q <= min(rows, nonzero columns): reached mod p, r is exact
+            upper = min(len(rows), sum(1 for j in range(full) if any(row[j] != 0 for row in rows)))
+            exact = r == upper
+            if r < full and not exact and len(rows) >= full:  # pinned or not: the exact rank decides
                 r, exact = rank(flint.fmpq_mat(rows)), True
-            exact = exact or r == full
         line = r < full and act.n_tie == 0
         n = len(X)
         why = (f"dead on the queries (inactive at all {n})" if act.is_dead
