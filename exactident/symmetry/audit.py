@@ -99,18 +99,21 @@ class Audit:
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
 
 
-def _rank_mod_p(rows: list[list[flint.fmpq]], rng: random.Random) -> tuple[int, int]:
+def _layer_residues(rows: list[list[flint.fmpq]], rng: random.Random) -> tuple[Any, int]:
+    # the rows [h_{l-1}(x^i), 1] of every query, mod one random prime (another if it divides a denominator)
+    import numpy as np
+
     from exactident.errors import InvariantViolation
-    from exactident.linalg.modular import random_primes, rank_mod_p, residues
+    from exactident.linalg.modular import random_primes, residues
 
     for _ in range(8):
         p = random_primes(1, rng=rng)[0]
         try:
-            A = residues([x for r in rows for x in r], p).reshape(len(rows), len(rows[0]))
-        except InvariantViolation:  # p divides a denominator: another prime
+            A = residues([x for r in rows for x in r], p)
+        except InvariantViolation:
             continue
-        return rank_mod_p(A, p), p
-    raise InvariantViolation("no usable prime for a hyperplane rank in 8 tries")
+        return A.reshape(len(rows), len(rows[0]) if rows else 0) if rows else np.zeros((0, 0), np.int64), p
+    raise InvariantViolation("no usable prime for the hyperplane ranks in 8 tries")
 
 
 def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None = 0) -> list[dict[str, Any]]:
@@ -142,20 +145,35 @@ def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None
     for l, u, v, c in proportional_twins(state):
         twins.setdefault((l, u), []).append({"neuron": v, "ratio": format_fmpq(c)})
         twins.setdefault((l, v), []).append({"neuron": u, "ratio": format_fmpq(1 / c)})
+    import numpy as np
+
+    from exactident.linalg.modular import rank_mod_p
+
+    layers: dict[int, tuple[Any, Any, int]] = {}
     out = []
     for act in neuron_activity(state):
         l, v = act.l, act.v
-        rows = hyperplane_rows(state, X, l, v)
         full = (len(X[0]) if l == 1 and X else state.Z[l - 2].ncols() if l > 1 else 0) + 1
-        if not rows:
+        if l not in layers:  # residues and nonzero pattern of [h_{l-1}, 1] at every query, once per layer
+            if l == 1:
+                every = [list(x) + [flint.fmpq(1)] for x in X]
+            else:
+                prev = state.Z[l - 2].table()
+                every = [[max(z, flint.fmpq(0)) for z in r] + [flint.fmpq(1)] for r in prev]
+            R, p = _layer_residues(every, rng)
+            layers[l] = (R, np.array([[x != 0 for x in r] for r in every], dtype=bool).reshape(R.shape), p)
+        R, nz, p = layers[l]
+        Z = state.Z[l - 1]
+        active = [i for i in range(Z.nrows()) if Z[i, v] > 0]
+        if not active:
             r, exact = 0, True
         else:
-            r = _rank_mod_p(rows, rng)[0]
+            r = rank_mod_p(R[active], p)
             # rank over Q <= min(rows, nonzero columns): reached mod p, r is exact
-            upper = min(len(rows), sum(1 for j in range(full) if any(row[j] != 0 for row in rows)))
+            upper = min(len(active), int(nz[active].any(axis=0).sum()))
             exact = r == upper
-            if r < full and not exact and len(rows) >= full:  # pinned or not: the exact rank decides
-                r, exact = rank(flint.fmpq_mat(rows)), True
+            if r < full and not exact and len(active) >= full:  # pinned or not: the exact rank decides
+                r, exact = rank(flint.fmpq_mat(hyperplane_rows(state, X, l, v))), True
         line = r < full and act.n_tie == 0
         n = len(X)
         why = (f"dead on the queries (inactive at all {n})" if act.is_dead
