@@ -123,8 +123,9 @@ def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None
     strictly active queries: a lower bound on the rank over Q, so ``pinned: true`` (rank mod p
     ``= N_{l-1} + 1``) is certified.  The rank over Q is at most the number of rows and of nonzero
     columns: when the rank mod p reaches that bound it is exact (``hyperplane_rank_exact``); when
-    fewer queries than ``N_{l-1} + 1`` activate the neuron, ``pinned: false`` is certified by the
-    count (the rank shown may then be a lower bound); otherwise the exact rank over Q is computed.
+    that bound is below ``N_{l-1} + 1`` (fewer active queries, or inputs zero at all of them),
+    ``pinned: false`` is certified by it (the rank shown may then be a lower bound); otherwise the
+    exact rank over Q is computed.
     ``under_determined`` is True when the hyperplane is not pinned and no query is on the neuron's
     kink: a change of its incoming weights and bias that keeps ``z`` at its active queries moves no
     output on the queries along a straight line (strict signs elsewhere); None (not decided) otherwise.
@@ -172,7 +173,7 @@ def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None
             # rank over Q <= min(rows, nonzero columns): reached mod p, r is exact
             upper = min(len(active), int(nz[active].any(axis=0).sum()))
             exact = r == upper
-            if r < full and not exact and len(active) >= full:  # pinned or not: the exact rank decides
+            if r < full <= upper:  # pinned or not: only the exact rank decides
                 r, exact = rank(flint.fmpq_mat(hyperplane_rows(state, X, l, v))), True
         line = r < full and act.n_tie == 0
         n = len(X)
