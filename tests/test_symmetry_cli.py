@@ -196,3 +196,26 @@ def test_fast_hyperplane_ranks_with_a_dead_input_agree_with_sympy():
         assert e["hyperplane_rank"] == truth and e["hyperplane_rank_exact"]
         if e["layer"] == 2:
             assert e["hyperplane_rank"] <= 3
+
+
+def test_audit_reads_a_keras_victim_and_equiv_finds_it_equal_to_its_npz_weights(tmp_path, capsys):
+    pytest.importorskip("h5py")
+    from exactident.io.importers import keras_forward
+
+    k = keras_forward._import_keras()
+    if k is None or isinstance(k, str):
+        pytest.skip(k or "keras is not installed")
+    k.utils.set_random_seed(0)
+    model = k.Sequential([k.Input((3,)), k.layers.Dense(4, activation="relu"), k.layers.Dense(1)])
+    model.save(tmp_path / "victim.keras")
+    # the same weights as an .npz (W_l of shape (N_l, N_{l-1}): Keras kernels transposed), float32 read exactly
+    d1, d2 = model.layers
+    np.savez(tmp_path / "same.npz", W1=d1.kernel.numpy().T, b1=d1.bias.numpy(), W2=d2.kernel.numpy().T,
+             b2=d2.bias.numpy())
+    np.save(tmp_path / "q.npy", np.random.default_rng(1).standard_normal((30, 3)).astype(np.float32))
+    status, out, err = run(capsys, ["audit", str(tmp_path / "victim.keras"), "--queries", str(tmp_path / "q.npy"),
+                                    "--extracted", str(tmp_path / "same.npz"), "--json"])
+    assert status == 0, err
+    obj = json.loads(out)
+    assert obj["widths"] == [3, 4, 1] and obj["extracted"]["same_orbit"] is True
+    assert obj["extracted"]["alignment"]["max_abs"] == "0"
