@@ -277,6 +277,10 @@ def test_a_neuron_dead_on_the_sample_is_a_certified_hidden_symmetry_there():
     assert not brute_same_orbit(widths, A, B)
     e = equiv(make(widths, *A), make(widths, *B), [[flint.fmpq(x[0].numerator, x[0].denominator)] for x in X])
     assert e.same_orbit is False and e.sample["same_outputs"] and e.hidden_symmetry_on_sample
+    # normalised incoming vectors (1, -10) < (1, 0): the dead neuron (A's and B's neuron 1) comes first, and
+    # the forms differ first at its outgoing weight W_2[0,0]: 1 against 2
+    fd = e.first_difference
+    assert (fd["entry"], fd["a"], fd["b"], fd["from_a"], fd["from_b"]) == ("W_2[0,0]", "1", "2", 1, 1)
 
 
 def test_different_widths_are_different_orbits():

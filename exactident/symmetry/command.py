@@ -186,7 +186,9 @@ def render_equiv(e: Any, name_a: str = "A", name_b: str = "B") -> str:
     if fd:
         lines.append(f"  first difference of the canonical forms: {fd['entry']} (layer {fd['layer']}, canonical "
                      f"neuron {fd['neuron']}; neuron {fd['neuron_a']} of A, {fd['neuron_b']} of B): {fd['a']} vs "
-                     f"{fd['b']}")
+                     f"{fd['b']}" + (f"; the weight comes from canonical neuron {fd['from']} of layer "
+                                     f"{fd['layer'] - 1} (neuron {fd['from_a']} of A, {fd['from_b']} of B)"
+                                     if "from" in fd else ""))
     al = e.alignment
     if al is not None and (fd or al.max_abs != 0):
         d = al.to_dict()

@@ -195,7 +195,8 @@ class Equivalence:
     reason : str
     first_difference : dict or None
         ``{layer, neuron, entry, a, b, neuron_a, neuron_b}`` in canonical indices (the original
-        neurons of A and B at that position as ``neuron_a``, ``neuron_b``).
+        neurons of A and B at that position as ``neuron_a``, ``neuron_b``); for a weight from a hidden
+        neuron also ``from`` (its canonical index in layer ``l - 1``), ``from_a``, ``from_b``.
     alignment : Alignment or None
     sample : dict or None
         ``{n, same_outputs, first_difference, max_abs_output_error}`` on the sample.
@@ -280,6 +281,8 @@ def equiv(a: Network, b: Network, sample: Sequence[Sequence[flint.fmpq]] | None 
                                 "b": format_fmpq(vb[k]),
                                 "neuron_a": ca.perm[l - 1][i] if hidden else i,
                                 "neuron_b": cb.perm[l - 1][i] if hidden else i}
+        if j is not None and l > 1:  # the weight's source neuron, in layer l - 1
+            out.first_difference.update({"from": j, "from_a": ca.perm[l - 2][j], "from_b": cb.perm[l - 2][j]})
         if ca.isolated or cb.isolated:
             out.same_orbit, out.reason = None, ("different canonical forms, but an isolated neuron (dead-in, zero "
                                                 "outgoing column, a nonzero incoming weight) leaves the orbit open")
