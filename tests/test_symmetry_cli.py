@@ -219,3 +219,20 @@ def test_audit_reads_a_keras_victim_and_equiv_finds_it_equal_to_its_npz_weights(
     obj = json.loads(out)
     assert obj["widths"] == [3, 4, 1] and obj["extracted"]["same_orbit"] is True
     assert obj["extracted"]["alignment"]["max_abs"] == "0"
+
+
+def test_audit_of_the_full_diabetes_sample_is_identifiable(capsys):
+    # the shipped case's expected block: identifiable by Theorem 9 (rank Gamma = dim = 89)
+    status, out, _ = run(capsys, ["audit", DIABETES, "--queries", DIABETES, "--json"])
+    obj = json.loads(out)
+    assert status == 0 and obj["verdict"] == "identifiable" and obj["rank_gamma"] == obj["dim"] == 89
+    assert obj["counts"]["under_determined"] == 0
+
+
+def test_audit_names_twins_no_query_set_can_separate():
+    # h_0 = relu(x + 1) and h_1 = relu(2x + 2) = 2 h_0 on every input: twins (design's obstruction)
+    net = Network((1, 2, 1), [[[1], [2]], [[3, 5]]], [[1, 2], [0]])
+    au = audit(net, [[flint.fmpq(k)] for k in range(-3, 4)])
+    assert au.report.verdict != "identifiable"
+    assert [o["kind"] for o in au.obstructions if o["kind"] == "twins"] == ["twins"]
+    assert any(o["neurons"] == [[1, 0], [1, 1]] for o in au.obstructions)
