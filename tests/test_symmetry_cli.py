@@ -81,11 +81,19 @@ def test_equiv_reads_a_model_file(tmp_path, capsys):
     (["equiv", IRIS, DIABETES, "--sample", IRIS], "inputs"),
     (["audit", DIABETES, "--queries", IRIS], "sample"),
     (["audit", DIABETES], "--queries"),
+    (["audit", DIABETES, "--queries", str(ROOT / "tests" / "data" / "missing-queries.npy")], "missing-queries.npy"),
     (["canonical", str(ROOT / "tests" / "test_symmetry.py")], "test_symmetry.py"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, where):
     status, out, err = run(capsys, argv)
     assert status == 2 and out == "" and err.count("\n") == 1 and where in err, err
+
+
+def test_audit_refuses_an_empty_query_set(tmp_path, capsys):
+    case = load_case(DIABETES)
+    write_case(Case(name="empty", network=case.network, X=[]), tmp_path / "empty.json")
+    status, out, err = run(capsys, ["audit", DIABETES, "--queries", str(tmp_path / "empty.json")])
+    assert status == 2 and out == "" and err.count("\n") == 1 and "empty" in err
 
 
 def test_audit_of_the_first_ten_samples_names_every_unpinned_neuron(capsys):

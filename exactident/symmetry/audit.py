@@ -222,7 +222,7 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
     Raises
     ------
     CaseFormatError
-        Queries of the wrong width.
+        An empty query set, or queries of the wrong width.
 
     Examples
     --------
@@ -242,9 +242,11 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
 
     X = [list(x) for x in queries]
     case = Case(name=name, network=victim, X=X)  # validates the widths of the queries
-    if any(len(x) != victim.widths[0] for x in X):
-        from exactident.errors import CaseFormatError
+    from exactident.errors import CaseFormatError
 
+    if not X:
+        raise CaseFormatError(name, "queries", "the query set is empty")
+    if any(len(x) != victim.widths[0] for x in X):
         raise CaseFormatError(name, "queries", f"every query needs {victim.widths[0]} inputs")
     seconds: dict[str, float] = {}
     t = time.perf_counter()
