@@ -244,3 +244,8 @@ def test_audit_names_twins_no_query_set_can_separate():
     assert au.report.verdict != "identifiable"
     assert [o["kind"] for o in au.obstructions if o["kind"] == "twins"] == ["twins"]
     assert any(o["neurons"] == [[1, 0], [1, 1]] for o in au.obstructions)
+
+
+def test_audit_past_its_time_budget_is_one_line_and_exit_1(capsys):
+    status, out, err = run(capsys, ["audit", IRIS, "--queries", IRIS, "--timeout", "0.05"])
+    assert status == 1 and out == "" and err.count("\n") == 1 and "time budget of 0.05 s exhausted" in err

@@ -31,6 +31,7 @@ from typing import Any
 
 import flint
 
+from exactident.budget import stage
 from exactident.io.case import Case
 from exactident.io.rationals import format_fmpq
 from exactident.io.report import Report
@@ -252,6 +253,7 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
     t = time.perf_counter()
     report = check(case, numeric=False, seed=seed, exact_ranks=victim.dim <= explain_max_dim)
     seconds["check"] = time.perf_counter() - t
+    stage("audit: per-neuron facts", neurons=sum(victim.widths[1:-1]), queries=len(X))
     t = time.perf_counter()
     state = activation_state(victim, X)
     fixed = fixed_edges(victim)
@@ -268,6 +270,7 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
         neurons = neuron_facts(state, X, seed)
         kernel = f"not computed (dim = {victim.dim} > {explain_max_dim})"
     seconds["neurons"] = time.perf_counter() - t
+    stage("audit: obstructions on the box", max_boxes=max_boxes)
     t = time.perf_counter()
     the_box = (list(box[0]), list(box[1])) if box is not None else data_box(X, victim.widths[0])
     inside = all(the_box[0][j] <= x[j] <= the_box[1][j] for x in X for j in range(victim.widths[0]))
@@ -280,6 +283,7 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
     out = Audit(name, list(victim.widths), len(X), victim.dim, report, neurons, kernel, found, the_box,
                 seconds=seconds)
     if extracted is not None:
+        stage("audit: equiv with the extracted model")
         t = time.perf_counter()
         same_inputs = extracted.widths[0] == victim.widths[0] and extracted.widths[-1] == victim.widths[-1]
         out.extracted = equiv(victim, extracted, X if same_inputs else None)

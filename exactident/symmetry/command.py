@@ -20,8 +20,8 @@ from typing import Any
 
 import flint
 
-from exactident.argtypes import positive_int
-from exactident.errors import CaseFormatError
+from exactident.argtypes import positive_int, positive_seconds
+from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.io.atomic import write_stdout
 from exactident.io.case import Case, load_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
@@ -119,6 +119,8 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-boxes", type=positive_int, default=DEFAULT_MAX_BOXES, metavar="N",
                         help=f"sub-boxes per proof on the box (default {DEFAULT_MAX_BOXES})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random primes (speed only)")
+    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="wall-time budget: past it, one line 'time budget exhausted at <stage>', exit 1")
     parser.add_argument("--json", action="store_true", help="print the exactident-audit/1 JSON object")
     _common(parser)
 
@@ -266,7 +268,20 @@ def run_audit(args: argparse.Namespace) -> int:
     box = None
     if args.box is not None:
         box = ([args.box[0]] * net.widths[0], [args.box[1]] * net.widths[0])
-    au = audit(net, X, extracted=extracted, name=victim.name, box=box, seed=args.seed,
-               explain_max_dim=args.explain_max_dim, max_boxes=args.max_boxes)
-    write_stdout(json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_audit(au))
+
+    def work() -> str:  # text only: picklable, as a child process returns it with --timeout
+        au = audit(net, X, extracted=extracted, name=victim.name, box=box, seed=args.seed,
+                   explain_max_dim=args.explain_max_dim, max_boxes=args.max_boxes)
+        return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_audit(au)
+
+    if args.timeout is None:
+        text = work()
+    else:  # a child process killed at the deadline, as design --timeout
+        from exactident.budget import run_isolated
+
+        outcome = run_isolated(work, args.timeout)
+        if outcome.timed_out:
+            raise ExactIdentError(f"audit: time budget of {args.timeout:g} s exhausted at {outcome.stage}")
+        text = outcome.value
+    write_stdout(text)
     return 0
