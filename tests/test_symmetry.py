@@ -105,7 +105,7 @@ def brute_same_orbit(widths, A, B) -> bool:
 
 # ----------------------------------------------------------------------------- strategies
 
-WIDTHS = [(1, 2, 1), (2, 2, 1), (1, 3, 1), (2, 2, 2, 1), (1, 2, 2, 2), (2, 3, 2, 1)]
+WIDTHS = [(1, 2, 1), (2, 2, 1), (1, 3, 1), (1, 4, 1), (2, 2, 2, 1), (1, 2, 2, 2), (2, 3, 2, 1), (2, 3, 3, 1)]
 SMALL = st.sampled_from([Fraction(v) for v in (-2, -1, 0, 1, 2)] + [Fraction(1, 2), Fraction(-3, 2)])
 SCALE = st.sampled_from([Fraction(1), Fraction(2), Fraction(1, 3), Fraction(5, 7), Fraction(9, 4)])
 
@@ -300,3 +300,17 @@ def test_regression_twins_with_different_outgoing_weights_are_both_orders_tried(
     f1, f2 = canonical_form(make(widths, W, b)), canonical_form(make(widths, W2, b2))
     assert f1.key == f2.key
     assert f1.network.W[1].entries() == [-4, 1, 4]
+
+
+def test_regression_twins_that_differ_only_at_a_dead_input_are_not_interchangeable():
+    # found by hypothesis: layer 1 has twins 0, 2 and a dead-in neuron 1; the three layer-2 neurons have equal
+    # normalised vectors on the live columns and equal outgoing weights, but differ at the dead column
+    # (-1, -1, 0): their order matters.  (The bug: the dead columns were left out of "identical".)
+    widths = (2, 3, 3, 1)
+    W = [[[-1, -1], [0, 0], [-1, -1]], [[-1, -1, -1], [-1, -1, -1], [-1, 0, -1]], [[-1, -1, -1]]]
+    b = [[-1, 0, -1], [-1, -1, -1], [-1]]
+    W = [[[Fraction(x) for x in r] for r in M] for M in W]
+    b = [[Fraction(x) for x in v] for v in b]
+    W2, b2 = act(widths, W, b, [[0, 1, 2], [0, 2, 1]], [[Fraction(1)] * 3, [Fraction(1)] * 3])
+    assert canonical_form(make(widths, W, b)).key == canonical_form(make(widths, W2, b2)).key
+    assert equiv(make(widths, W, b), make(widths, W2, b2)).same_orbit is True

@@ -225,7 +225,9 @@ class _Search:
             keys[p] = tuple(lam[p] * x for x in r)
         groups = _grouped(keys)
         nxt = net.W[l]
-        outdata = {p: keys[p] + tuple(nxt[k, p] / lam[p] for k in range(widths[l + 1])) for p in keys}
+        # interchangeable twins: equal whole rows (dead columns included) and outgoing columns, once scaled
+        outdata = {p: tuple(W[p, q] * lam[p] for q in range(widths[l - 1])) + keys[p]
+                   + tuple(nxt[k, p] / lam[p] for k in range(widths[l + 1])) for p in keys}
         choices = [list(_orders(g, _class_ids(g, outdata))) if len(g) > 1 else [tuple(g)] for g in groups]
         total = 1
         for c in choices:
