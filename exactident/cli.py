@@ -1,6 +1,6 @@
 """Command line: ``exactident check CASE... [--json] [--no-numeric] [--tol T] [--verify-propositions] [--expect]``,
-plus ``verify-certificate``, ``crosscheck``, ``generate``, ``suite run|score``, ``survey``, ``explain`` and
-``design`` (each in its own module).
+plus ``verify-certificate``, ``crosscheck``, ``generate``, ``suite run|score``, ``survey``, ``explain``,
+``design``, ``canonical``, ``equiv`` and ``audit`` (each in its own module).
 
 A thin layer over :func:`exactident.check.check`.  This is the only place
 that catches exceptions: bad input or usage -> exit 2 with one line on
@@ -138,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "determines; the kernel of Gamma, readable"))
     design_command.add_arguments(sub.add_parser("design", help="which samples identify theta, which new points "
                                                 "would, or why none can"))
+    from exactident.symmetry import command as symmetry_command
+
+    symmetry_command.add_canonical_arguments(sub.add_parser(
+        "canonical", help="the exact canonical form under positive rescaling and permutation of hidden neurons"))
+    symmetry_command.add_equiv_arguments(sub.add_parser(
+        "equiv", help="are two networks in the same orbit; where they differ; exact alignment error"))
+    symmetry_command.add_audit_arguments(sub.add_parser(
+        "audit", help="extraction audit: identifiability from the queries, per neuron; the extracted model's error"))
     return parser
 
 
@@ -170,6 +178,13 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from exactident.explain import command, design_command
 
     return {"explain": command, "design": design_command}[args.command].run(args)
+
+
+def _cmd_symmetry(args: argparse.Namespace) -> int:
+    from exactident.symmetry import command
+
+    return {"canonical": command.run_canonical, "equiv": command.run_equiv, "audit": command.run_audit}[args.command](
+        args)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -242,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
                   "crosscheck": _cmd_crosscheck, "import": _cmd_import, "generate": _cmd_suites,
                   "suite": _cmd_suites, "survey": _cmd_suites, "explain": _cmd_explain,
-                  "design": _cmd_explain}[args.command](args)
+                  "design": _cmd_explain, "canonical": _cmd_symmetry, "equiv": _cmd_symmetry,
+                  "audit": _cmd_symmetry}[args.command](args)
         try:
             sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
         except OSError as exc:

@@ -1,0 +1,287 @@
+"""``exactident canonical``, ``exactident equiv`` and ``exactident audit`` (docs/symmetries.md, docs/cli.md).
+
+Every network argument is a case file (``.json``, its network; its sample where a sample is
+wanted) or a model file of any import path (``.onnx``, ``.pt``, ``.safetensors``, ``.keras``/``.h5``,
+``.npz``: :func:`exactident.io.importers.load.import_model`, without a sample).  Samples
+(``--sample``, ``--queries``) are ``.npy``/``.npz``/``.csv`` files or a case file (its sample).
+Everything is read and validated before any work: bad input is one line naming the file and
+field, exit status 2 (:func:`exactident.cli.main`); otherwise 0 whatever the answer.
+
+Called by :mod:`exactident.cli`; calls :mod:`exactident.symmetry.canonical`,
+:mod:`exactident.symmetry.equiv` and :mod:`exactident.symmetry.audit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+import flint
+
+from exactident.argtypes import positive_int, positive_seconds
+from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.io.atomic import write_stdout
+from exactident.io.case import Case, load_case
+from exactident.io.limits import add_limit_arguments, limits_from_args
+from exactident.io.rationals import format_fmpq
+from exactident.io.report import escape_nonprintable
+from exactident.model.network import Network
+
+__all__ = ["add_audit_arguments", "add_canonical_arguments", "add_equiv_arguments", "canonical_json", "load_network",
+           "load_queries", "render_audit", "render_canonical", "render_equiv", "run_audit", "run_canonical",
+           "run_equiv"]
+
+
+def _is_case_file(path: str) -> bool:
+    return path.lower().endswith((".json", ".json.gz"))
+
+
+def load_network(path: str, args: argparse.Namespace) -> Case:
+    """A case file loaded (within the read limits), or a model file imported without a sample.
+
+    Raises
+    ------
+    CaseFormatError
+        Naming the file and field (a missing file, a pickle, a bad tensor, ...).
+    """
+    if _is_case_file(path):
+        return load_case(path, limits_from_args(args))
+    if os.path.splitext(path)[1].lower() in (".npy", ".csv"):
+        raise CaseFormatError(path, "", "a sample file, not a network (a case file or a model file is expected)")
+    from exactident.io.importers.load import import_model
+
+    return import_model(path, None, fmt=getattr(args, "format", None), max_bytes=getattr(args, "max_bytes", None))
+
+
+def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[list[flint.fmpq]]:
+    """A sample: a case file's sample, or a ``.npy``/``.npz``/``.csv`` file read exactly.
+
+    Raises
+    ------
+    CaseFormatError
+        Naming the file (rows of the wrong width, NaN, a pickle, ...).
+    """
+    if _is_case_file(path):
+        case = load_case(path, limits_from_args(args))
+        if case.network.widths[0] != n_inputs:
+            raise CaseFormatError(path, "sample", f"has {case.network.widths[0]} inputs, the network {n_inputs}")
+        return case.X
+    from exactident.io.importers.sample import load_sample
+
+    return load_sample(path, n_inputs, max_bytes=getattr(args, "max_bytes", None)).X
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default=None, choices=["keras", "npz", "onnx", "safetensors", "torch"],
+                        help="model format of the network files (default: from the extension, else the content)")
+    from exactident.io.importers.command import parse_bytes
+
+    parser.add_argument("--max-bytes", type=parse_bytes, default=None, metavar="SIZE",
+                        help="refuse model and sample files larger than SIZE (default 64M)")
+    add_limit_arguments(parser)
+
+
+def add_canonical_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``exactident canonical``."""
+    parser.add_argument("network", metavar="CASE_OR_MODEL", help="a case file or a model file")
+    parser.add_argument("--json", action="store_true", help="print the exactident-canonical/1 JSON object")
+    _common(parser)
+
+
+def add_equiv_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``exactident equiv``."""
+    parser.add_argument("a", metavar="A", help="a case file or a model file")
+    parser.add_argument("b", metavar="B", help="a case file or a model file")
+    parser.add_argument("--sample", metavar="X", default=None,
+                        help="compare the outputs on this sample exactly (.npy, .npz, .csv or a case file)")
+    parser.add_argument("--json", action="store_true", help="print the exactident-equiv/1 JSON object")
+    _common(parser)
+
+
+def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``exactident audit``."""
+    from exactident.explain.design_command import parse_box
+    from exactident.symmetry.audit import DEFAULT_EXPLAIN_MAX_DIM, DEFAULT_MAX_BOXES
+
+    parser.add_argument("victim", metavar="VICTIM", help="the victim: a case file or a model file")
+    parser.add_argument("--queries", metavar="X", required=True,
+                        help="the attack's query set (.npy, .npz, .csv or a case file)")
+    parser.add_argument("--extracted", metavar="MODEL", default=None,
+                        help="the extracted model (case or model file): orbit and exact alignment error")
+    parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
+                        help="the input box of the obstructions (default: the queries' bounding box); "
+                             "write --box=-3:3 when lo is negative")
+    parser.add_argument("--explain-max-dim", type=positive_int, default=DEFAULT_EXPLAIN_MAX_DIM, metavar="N",
+                        help="compute the exact kernel of Gamma up to N parameters "
+                             f"(default {DEFAULT_EXPLAIN_MAX_DIM})")
+    parser.add_argument("--max-boxes", type=positive_int, default=DEFAULT_MAX_BOXES, metavar="N",
+                        help=f"sub-boxes per proof on the box (default {DEFAULT_MAX_BOXES})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random primes (speed only)")
+    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="wall-time budget: past it, one line 'time budget exhausted at <stage>', exit 1")
+    parser.add_argument("--json", action="store_true", help="print the exactident-audit/1 JSON object")
+    _common(parser)
+
+
+def canonical_json(name: str, cf: Any) -> dict[str, Any]:
+    """The ``exactident-canonical/1`` object: the canonical parameters (exact strings) and how they were reached."""
+    net = cf.network
+    return {"format": "exactident-canonical/1", "name": name, "widths": list(net.widths), "digest": cf.digest(),
+            "weights": [[[format_fmpq(net.W[l][i, j]) for j in range(net.widths[l])] for i in range(net.widths[l + 1])]
+                        for l in range(net.L)],
+            "biases": [[format_fmpq(x) for x in v] for v in net.b],
+            "permutation": cf.perm, "scale": [[format_fmpq(s) for s in row] for row in cf.scale],
+            "twins": [{"layer": l, "neurons": g} for l, g in cf.twins],
+            "dead_in": [list(t) for t in cf.dead_in], "dead_out": [list(t) for t in cf.dead_out],
+            "isolated": [list(t) for t in cf.isolated], "branches": cf.branches}
+
+
+def _pairs(items: list[tuple[int, int]]) -> str:
+    return ", ".join(f"({l},{i})" for l, i in items) or "none"
+
+
+def _scale_text(s: flint.fmpq) -> str:
+    text = format_fmpq(s)
+    return text if len(text) <= 12 else f"~{int(s.p) / int(s.q):.4g}"
+
+
+def render_canonical(name: str, cf: Any) -> str:
+    """Terminal view of a canonical form: digest, per layer the permutation and scales, named neurons."""
+    net = cf.network
+    lines = [f"{escape_nonprintable(name)}: canonical form, widths {list(net.widths)}, digest {cf.digest()} "
+             f"({cf.branches} tie order(s) compared)"]
+    for l in range(1, net.L):
+        moved = [f"{i}<-{p}" + ("" if s == 1 else f" x{_scale_text(s)}")
+                 for i, (p, s) in enumerate(zip(cf.perm[l - 1], cf.scale[l - 1]))]
+        shown = ", ".join(moved[:16]) + (f", ... ({len(moved)} in all)" if len(moved) > 16 else "")
+        lines.append(f"  layer {l}: canonical <- original (scale): {shown}")
+    lines.append(f"  twins: {'; '.join(f'layer {l}: {g}' for l, g in cf.twins) or 'none'}")
+    lines.append(f"  dead-in (pre-activation 0 on every input): {_pairs(cf.dead_in)}; "
+                 f"dead-out (zero outgoing column): {_pairs(cf.dead_out)}")
+    if cf.isolated:
+        lines.append(f"  isolated (dead-in, dead-out, a nonzero incoming weight): {_pairs(cf.isolated)}: forms of the "
+                     "same orbit may differ (docs/symmetries.md)")
+    lines.append("  (scales shown with ~ are rounded here; every parameter and scale is exact in --json)")
+    return "\n".join(lines) + "\n"
+
+
+def run_canonical(args: argparse.Namespace) -> int:
+    """``exactident canonical``."""
+    from exactident.symmetry.canonical import canonical_form
+
+    case = load_network(args.network, args)
+    cf = canonical_form(case.network)
+    write_stdout(json.dumps(canonical_json(case.name, cf), indent=1) + "\n" if args.json
+                 else render_canonical(case.name, cf))
+    return 0
+
+
+def render_equiv(e: Any, name_a: str = "A", name_b: str = "B") -> str:
+    """Terminal view of an :class:`~exactident.symmetry.equiv.Equivalence`."""
+    verdict = {True: "same orbit", False: "different orbits", None: "undecided"}[e.same_orbit]
+    lines = [f"{escape_nonprintable(name_a)} vs {escape_nonprintable(name_b)}: {verdict} ({e.reason})"]
+    if e.form_a is not None and e.form_b is not None:
+        lines.append(f"  canonical digests {e.form_a.digest()} and {e.form_b.digest()}")
+    fd = e.first_difference
+    if fd:
+        lines.append(f"  first difference of the canonical forms: {fd['entry']} (layer {fd['layer']}, canonical "
+                     f"neuron {fd['neuron']}; neuron {fd['neuron_a']} of A, {fd['neuron_b']} of B): {fd['a']} vs "
+                     f"{fd['b']}" + (f"; the weight comes from canonical neuron {fd['from']} of layer "
+                                     f"{fd['layer'] - 1} (neuron {fd['from_a']} of A, {fd['from_b']} of B)"
+                                     if "from" in fd else ""))
+    al = e.alignment
+    if al is not None and (fd or al.max_abs != 0):
+        d = al.to_dict()
+        rel = ("-" if d["max_rel"] is None else f"{_short(d['max_rel'])} (~{d['max_rel_float']:.3g}, at "
+               f"{d['where_rel']}; {d['bits']:.2f} bits)" if d["bits"] is not None else "0")
+        lines.append(f"  alignment ({al.method}): max abs error {_short(d['max_abs'])} (~{d['max_abs_float']:.3g}, at "
+                     f"{d['where_abs']}); max relative error {rel}"
+                     + (f"; {al.zero_mismatch} entries zero in A only" if al.zero_mismatch else ""))
+    s = e.sample
+    if s is not None:
+        if s["same_outputs"]:
+            lines.append(f"  outputs on the sample ({s['n']} points): equal exactly"
+                         + ("; different orbits: a certified hidden symmetry on the sample"
+                            if e.hidden_symmetry_on_sample else ""))
+        else:
+            f = s["first_difference"]
+            lines.append(f"  outputs on the sample ({s['n']} points): differ, first at sample {f['sample']} output "
+                         f"{f['output']} ({_short(f['a'])} vs {_short(f['b'])}); max abs "
+                         f"~{s['max_abs_output_error_float']:.3g}")
+    return "\n".join(lines) + "\n"
+
+
+def _short(text: str, keep: int = 40) -> str:
+    return text if len(text) <= keep else text[:keep // 2] + f"...({len(text)} chars)..." + text[-keep // 4:]
+
+
+def run_equiv(args: argparse.Namespace) -> int:
+    """``exactident equiv``."""
+    from exactident.symmetry.equiv import equiv
+
+    a, b = load_network(args.a, args), load_network(args.b, args)
+    X = None
+    if args.sample is not None:
+        if a.network.widths[0] != b.network.widths[0]:
+            raise CaseFormatError(args.b, "widths", f"{b.network.widths[0]} inputs, A has {a.network.widths[0]}: "
+                                                    "no common sample")
+        X = load_queries(args.sample, a.network.widths[0], args)
+    e = equiv(a.network, b.network, X)
+    write_stdout(json.dumps(e.to_dict(), indent=1) + "\n" if args.json else render_equiv(e, a.name, b.name))
+    return 0
+
+
+def render_audit(au: Any) -> str:
+    """Terminal view of an :class:`~exactident.symmetry.audit.Audit`."""
+    r, c = au.report, au.counts()
+    lines = [f"{escape_nonprintable(au.name)}: {r.verdict} from {au.n_queries} queries (rank Gamma = {r.rank_gamma}, "
+             f"dim = {au.dim}, widths {au.widths})", f"  {escape_nonprintable(r.reason)}"]
+    lines.append(f"  hidden neurons: {c['hidden']}; dead on the queries {c['dead']}, always active "
+                 f"{c['always_active']}, hyperplane not pinned {c['unpinned']}, under-determined "
+                 f"{c['under_determined']} (kernel: {au.kernel})")
+    for e in au.neurons:
+        if e.get("under_determined") or e["dead"] or e["always_active"] or e["twins"]:
+            lines.append(f"    ({e['layer']},{e['neuron']}): {e['why']}")
+    if au.obstructions:
+        lines.append("  no query set in the box can pin:")
+        lines += [f"    {o['kind']}: {o['text']}" for o in au.obstructions]
+    else:
+        lines.append("  no structural obstruction found in the box (theta not in S, no twins, no neuron proved dead "
+                     "or always active on the box)")
+    if au.extracted is not None:
+        lines += ["  extracted model: " + ln.strip() for ln in render_equiv(au.extracted, "victim",
+                                                                           "extracted").splitlines()]
+    lines.append("  (" + ", ".join(f"{k} {v:.2f}s" for k, v in au.seconds.items()) + ")")
+    return "\n".join(lines) + "\n"
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """``exactident audit``."""
+    from exactident.symmetry.audit import audit
+
+    victim = load_network(args.victim, args)
+    net: Network = victim.network
+    X = load_queries(args.queries, net.widths[0], args)
+    extracted = load_network(args.extracted, args).network if args.extracted else None
+    box = None
+    if args.box is not None:
+        box = ([args.box[0]] * net.widths[0], [args.box[1]] * net.widths[0])
+
+    def work() -> str:  # text only: picklable, as a child process returns it with --timeout
+        au = audit(net, X, extracted=extracted, name=victim.name, box=box, seed=args.seed,
+                   explain_max_dim=args.explain_max_dim, max_boxes=args.max_boxes)
+        return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_audit(au)
+
+    if args.timeout is None:
+        text = work()
+    else:  # a child process killed at the deadline, as design --timeout
+        from exactident.budget import run_isolated
+
+        outcome = run_isolated(work, args.timeout)
+        if outcome.timed_out:
+            raise ExactIdentError(f"audit: time budget of {args.timeout:g} s exhausted at {outcome.stage}")
+        text = outcome.value
+    write_stdout(text)
+    return 0
