@@ -219,11 +219,13 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     if cn is not None:  # beyond the layered ReLU MLP: the constrained engine, never Theorem 8
         report = _check_carried(case, max_resolutions, seed, structural)
         if numeric:  # the float cross-check: Gamma_free in float64 beside the exact rank
+            from exactident.numeric.block import parse_pipelines
             from exactident.numeric.constrained import report_numeric_block
 
+            with_torch = "torch" in parse_pipelines(pipelines)  # the only optional pipeline for these networks
             deliver(copy.copy(report))  # the verdict is reached: a budget running out from here keeps it
             stage("float cross-check", rows=len(case.X) * report.widths[-1], cols=report.dim)
-            report.numeric = report_numeric_block(cn, case.X, report, tol=tol, rtol=rtol)
+            report.numeric = report_numeric_block(cn, case.X, report, tol=tol, rtol=rtol, torch=with_torch)
         return report
     start = time.perf_counter()
     net, X = case.network, case.X

@@ -127,3 +127,11 @@ def test_engine_reports_of_every_certificate_kind_verify():
         if report["verdict"] == "not-identifiable":  # the certificate is what makes it so
             assert not verify_constrained(cn, X, dict(report, certificate=None))[0], seed
     assert kinds == {"none", "free-rank", "dead-units", "constant-units", "submersion", "entering-submersion"}
+
+
+def test_check_torch_pipeline_on_a_constrained_case():
+    pytest.importorskip("torch")
+    case = load_case(CASES[0])
+    block = check(case, pipelines="torch").numeric
+    assert block["pipelines"] == ["float64", "torch"]
+    assert block["torch"]["rank_gamma"] == block["rank_gamma"] == check(case, numeric=False).pattern_ranks[0]
