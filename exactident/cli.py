@@ -252,6 +252,7 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 analysed, 2 bad input/usage, 1 internal error)."""
+    args = None
     try:
         args = build_parser().parse_args(argv)
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
@@ -273,7 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (CaseFormatError, UnsupportedCaseError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # "this command" (a plain-MLP-only step reached with a layer graph) is named here, where it is known
+        command = f"{args.command}: " if args is not None and "this command works on" in str(exc) else ""
+        print(f"error: {command}{exc}", file=sys.stderr)
         return 2
     except OutputError as exc:
         if exc.target == "<stdout>":

@@ -146,3 +146,16 @@ def test_a_huge_graph_in_a_small_file_is_refused_before_compiling():
     with pytest.raises(UnsupportedCaseError, match=r"^big.json: layers\[0\] \(pool\) compiles to a dense "
                                                    r"25000000 x 100000000 block"):
         parse_case(obj, "big.json")
+
+
+@pytest.mark.parametrize("command", ["explain", "design", "canonical"])
+def test_a_plain_mlp_only_command_on_a_layer_graph_says_which_command_in_one_line(command, capsys):
+    # explain, design and the symmetry commands work on plain ReLU MLPs only: the refusal names the command,
+    # the file and the architecture's features, and says which commands do analyse it
+    from exactident.cli import main
+
+    path = str(ROOT / "cases" / "architectures" / "leaky-mlp.json")
+    assert main([command, path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {command}: {path}: ") and "leaky ReLU" in err
+    assert "check, crosscheck and verify-certificate" in err

@@ -96,6 +96,16 @@ def test_audit_refuses_an_empty_query_set(tmp_path, capsys):
     assert status == 2 and out == "" and err.count("\n") == 1 and "empty" in err
 
 
+def test_audit_refuses_an_extracted_model_with_other_inputs_as_equiv_does(tmp_path, capsys):
+    # a 1-input extracted copy cannot be run on the victim's 10-input queries: one line, exit 2 (it used to
+    # exit 0 and drop the output comparison silently)
+    other = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])], [[0], [0]])
+    write_case(Case(name="other", network=other, X=[[0]]), tmp_path / "other.json")
+    status, out, err = run(capsys, ["audit", DIABETES, "--queries", FIRST10, "--extracted",
+                                    str(tmp_path / "other.json")])
+    assert status == 2 and out == "" and err.count("\n") == 1 and "1 inputs" in err and "10" in err
+
+
 def test_audit_of_the_first_ten_samples_names_every_unpinned_neuron(capsys):
     # 10 queries for a 10-8-1 network: each first-layer hyperplane has 11 degrees of freedom and at
     # most 10 active queries, so none is pinned; rank Gamma <= 10 < dim = 89: never identifiable

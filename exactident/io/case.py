@@ -136,8 +136,8 @@ class Case:
         """The plain network (see the class docstring); UnsupportedCaseError for anything more."""
         if self.plain_network is None:
             features = ", ".join(self.compiled.features) or "a layer graph"
-            raise UnsupportedCaseError(f"{self.source}: this step needs a plain ReLU MLP, and the case's "
-                                       f"architecture has {features}")
+            raise UnsupportedCaseError(f"{self.source}: the architecture has {features}, and this command works on "
+                                       f"plain ReLU MLPs only (check, crosscheck and verify-certificate analyse it)")
         return self.plain_network
 
     @property

@@ -265,6 +265,10 @@ def run_audit(args: argparse.Namespace) -> int:
     net: Network = victim.network
     X = load_queries(args.queries, net.widths[0], args)
     extracted = load_network(args.extracted, args).network if args.extracted else None
+    if extracted is not None and (extracted.widths[0], extracted.widths[-1]) != (net.widths[0], net.widths[-1]):
+        # as equiv --sample: the outputs on the queries cannot be compared, so say so rather than drop them
+        raise CaseFormatError(args.extracted, "widths", f"{extracted.widths[0]} inputs and {extracted.widths[-1]} "
+                                                        f"outputs, the victim has {net.widths[0]} and {net.widths[-1]}")
     box = None
     if args.box is not None:
         box = ([args.box[0]] * net.widths[0], [args.box[1]] * net.widths[0])
