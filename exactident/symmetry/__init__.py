@@ -1,0 +1,1 @@
+"""Symmetries, exactly: canonical forms, equivalence, extraction audits, functional dimension and hidden symmetries."""
