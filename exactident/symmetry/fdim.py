@@ -1,22 +1,25 @@
 """The functional dimension of theta, certified both ways (docs/symmetries.md).
 
-``fdim(theta) = max rank Gamma(X, theta)`` over finite samples ``X`` of the domain (a
-box, or ``R^n``) without ties: the rank of the Jacobian of the outputs in the free
-parameters, i.e. of the full Jacobian less the ``#hidden`` rescalings (for theta
-not in ``S``).  ``fdim <= dim = #params - #hidden``; theta has *hidden
+``fdim(theta) = max rank J(X, theta)`` over finite samples ``X`` of the domain (a
+box, or ``R^n``) without ties, ``J`` the Jacobian of the outputs in all the
+parameters (Grigsby, Lindsey, Rolnick).  For theta not in ``S`` it is ``max rank
+Gamma(X, theta)`` (the fixed-edge chart: the rescalings, in ``ker J``, account for
+the fixed-edge columns); in ``S`` a fixed edge is 0, the chart is not one, and
+``J`` is what is ranked.  ``fdim <= dim = #params - #hidden``; theta has *hidden
 symmetries* when ``fdim < dim``.
 
-- **Lower bound.**  ``rank Gamma(X) mod p`` at a sample ``X`` (a lower bound over
-  Q): the case's sample (its points in the domain without ties), then random
+- **Lower bound.**  ``rank J(X) mod p`` at a sample ``X`` (a lower bound over Q;
+  ``J`` mod p is ``Gamma`` mod p with no edge fixed): the case's sample (its
+  points in the domain without ties), then random
   dyadic points of the domain (Gaussian for ``R^n``, uniform in a box) while the
   rank grows, then ``design``'s point search
   (:func:`exactident.explain.points.search_points`: candidates aimed at the
   neurons the kernel moves, kept by exact rank gain).
 - **Upper bound.**  The mechanisms of :mod:`exactident.symmetry.hidden` (dead,
   blocked and always-active neurons on the domain, twins, weights never seen on a
-  box), proved exactly; their directions, with the rescalings, span a space whose
-  part that holds the fixed edges lies in ``ker Gamma(X)`` for every sample ``X``:
-  ``fdim <= dim - kernel_dimension``.  Each direction is also checked against the
+  box), proved exactly; their directions, with the rescalings, span a space in
+  ``ker J(X)`` for every sample ``X`` of the domain: ``fdim <= #params - its
+  dimension`` (:func:`exactident.symmetry.hidden.kernel_dimension`).  Each direction is also checked against the
   Jacobian at the sample used for the lower bound (a failure is a bug).
 
 Equal bounds certify ``fdim``; ``lower = dim`` certifies "no hidden symmetries".
@@ -39,7 +42,7 @@ from exactident.explain.obstructions import never_seen
 from exactident.io.rationals import format_fmpq
 from exactident.linalg.modular import random_primes, rank_mod_p, residues
 from exactident.model.activation import activation_state
-from exactident.model.fixed_edges import FixedEdges, fixed_edges, free_parameters
+from exactident.model.fixed_edges import FixedEdges, free_parameters
 from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
@@ -250,7 +253,7 @@ def upper_bound(net: Network, fixed: FixedEdges, box: Box | None, pts: Sequence[
                 mechs.append(hidden.Mechanism("unseen", [(prm.l, prm.i)], [{ix(prm.l, prm.i, prm.j): flint.fmpq(1)}],
                                               f"{prm.name} is never seen on the box (neuron ({prm.l},{prm.i}) "
                                               f"inactive wherever its input {prm.j} is positive)"))
-    return _attribute(net, fixed, mechs)
+    return _attribute(net, mechs)
 
 
 def _zero_columns(net: Network, pts, fixed: FixedEdges) -> set[int]:
@@ -261,15 +264,14 @@ def _zero_columns(net: Network, pts, fixed: FixedEdges) -> set[int]:
     return {int(k) for k in np.flatnonzero(~G.any(axis=0))}
 
 
-def _attribute(net: Network, fixed: FixedEdges, mechs: list[hidden.Mechanism]) -> tuple[int, list[hidden.Mechanism]]:
+def _attribute(net: Network, mechs: list[hidden.Mechanism]) -> tuple[int, list[hidden.Mechanism]]:
     acc: list[dict[int, flint.fmpq]] = []
     before = 0
     kept = []
     for m in mechs:
         acc += m.directions
-        now = hidden.kernel_dimension(net, fixed, acc)
-        m.text = m.text
-        setattr(m, "dimensions", now - before)
+        now = hidden.kernel_dimension(net, acc)
+        m.dimensions = now - before
         if now > before:
             kept.append(m)
         before = now
@@ -341,7 +343,7 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
             if all(net.W[l - 1][v, j] == _ZERO for j in range(net.widths[l - 1])) and net.b[l - 1][v] == _ZERO:
                 raise UnsupportedCaseError(f"hidden neuron ({l},{v}) has zero incoming weights and bias: its "
                                            "pre-activation is 0 everywhere and the Jacobian is not defined")
-    fixed = fixed_edges(net)
+    fixed = FixedEdges({})  # no edge fixed: J, the full Jacobian
     n_hidden = sum(net.widths[1:-1])
     rng = random.Random(seed)
     lower, p, pts = lower_bound(net, X, box, fixed, seed=seed, rounds=rounds)
@@ -353,7 +355,7 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
         raise InvariantViolation(f"lower bound {lower} above the proved upper bound {upper}")
     out = FdimResult(name, list(net.widths), net.dim, n_hidden, lower, upper, box, p, pts,
                      [{"kind": m.kind, "neurons": [list(v) for v in m.neurons],
-                       "dimensions": getattr(m, "dimensions"), "text": m.text} for m in mechs])
+                       "dimensions": m.dimensions, "text": m.text} for m in mechs])
     out.seconds = time.perf_counter() - start
     return out
 
@@ -370,10 +372,16 @@ def _search(net: Network, pts, box: Box | None, fixed: FixedEdges, lower: int, p
         lo = [min(a, flint.fmpq(-32)) for a in lo]
         hi = [max(b, flint.fmpq(32)) for b in hi]
         box = (lo, hi)
-    params = free_parameters(net, fixed)
-    K = gamma_kernel(net, pts, activation_state(net, pts).pattern, fixed, rng=rng).basis
-    found = search_points(net, pts, fixed, params, [K], box, budget=max(16, 2 * (upper - lower)), rng=rng,
-                          patience=12, floor=net.dim - upper)
+    from exactident.model.fixed_edges import fixed_edges
+    from exactident.model.network import degenerate_neurons
+
+    # the chart's Gamma when theta is not in S (the rescalings are not searched for), else J
+    chart = FixedEdges({}) if degenerate_neurons(net) else fixed_edges(net)
+    n_cols = len(free_parameters(net, chart))
+    params = free_parameters(net, chart)
+    K = gamma_kernel(net, pts, activation_state(net, pts).pattern, chart, rng=rng).basis
+    found = search_points(net, pts, chart, params, [K], box, budget=max(16, 2 * (upper - lower)), rng=rng,
+                          patience=12, floor=n_cols - upper)
     if not found.points:
         return lower, p, pts
     new = pts + _tie_free(net, found.points)

@@ -28,8 +28,7 @@ pre-activation is zero (``J(x)``: the Jacobian of ``theta -> f_theta(x)``):
 The domain is a box (exact interval bounds on the pieces of a branch and bound,
 :func:`exactident.explain.obstructions.prove_on_box`) or all of ``R^n``
 (:func:`sign_on_rn`: the bias-free network bounds the far field, a box the rest).
-How the directions become an upper bound on ``rank Gamma`` is in
-:func:`kernel_dimension`.
+How the directions become an upper bound on the rank is in :func:`kernel_dimension`.
 
 Called by :mod:`exactident.symmetry.fdim`.
 """
@@ -42,7 +41,6 @@ from dataclasses import dataclass
 import flint
 
 from exactident.explain.obstructions import interval_bounds, prove_on_box
-from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
 
 __all__ = ["Mechanism", "active_directions", "blocked_directions", "dead_directions", "full_index",
@@ -64,12 +62,15 @@ class Mechanism:
     directions : list of dict
         Sparse full-space directions ``{full index: fmpq}``.
     text : str
+    dimensions : int
+        What it adds to the proved kernel after the mechanisms before it (set by the caller).
     """
 
     kind: str
     neurons: list[tuple[int, int]]
     directions: list[dict[int, flint.fmpq]]
     text: str
+    dimensions: int = 0
 
 
 def full_index(widths: Sequence[int]):
@@ -172,27 +173,28 @@ def twin_directions(net: Network, l: int, u: int, v: int, c: flint.fmpq) -> list
     return [{ix(l + 1, k, u): flint.fmpq(1), ix(l + 1, k, v): -c} for k in range(net.widths[l + 1])]
 
 
-def kernel_dimension(net: Network, fixed: FixedEdges, directions: Sequence[dict[int, flint.fmpq]]) -> int:
-    """``dim(V ∩ {fixed edges held})``, ``V`` the span of ``directions`` and the rescalings: proved ``ker Gamma``.
+def kernel_dimension(net: Network, directions: Sequence[dict[int, flint.fmpq]]) -> int:
+    """``rank(directions + rescalings) - rank(rescalings)``: proved kernel dimension beyond the rescalings.
 
-    ``Gamma`` is the full Jacobian restricted to the free coordinates, so a vector ``delta`` of
-    ``V`` that does not move a fixed edge is, read on the free coordinates, in ``ker Gamma(X)`` for
-    every sample ``X`` of the domain.  ``dim(V ∩ {delta_F = 0}) = rank B - rank B[:, F]`` for a
-    matrix ``B`` whose rows span ``V`` (``F``: the fixed edges).  Exact (FLINT over Q).
+    Every vector of the span ``V`` is in the kernel of the full Jacobian ``J(X)`` at every sample
+    ``X`` of the domain, so ``rank J(X) <= #params - dim V``; the rescalings alone have rank
+    ``#hidden`` (each moves its neuron's incoming row, nonzero), so this returns ``dim - (#params -
+    dim V)``: how far below ``dim`` the rank is proved to stay.  Exact (FLINT over Q).
     """
-    rows = list(directions) + rescalings(net)
+    resc = rescalings(net)
+    rows = list(directions) + resc
     n_full = sum(net.widths[l] * net.widths[l - 1] + net.widths[l] for l in range(1, net.L + 1))
-    ix = full_index(net.widths)
-    fixed_cols = [ix(l + 1, k, v) for (l, v), k in fixed.s_max.items()]
-    if not rows:
-        return 0
-    B = flint.fmpq_mat(len(rows), n_full, [r.get(c, _ZERO) for r in rows for c in range(n_full)])
-    BF = flint.fmpq_mat(len(rows), len(fixed_cols), [r.get(c, _ZERO) for r in rows for c in fixed_cols])
-    return int(B.rank()) - (int(BF.rank()) if fixed_cols else 0)
+
+    def rank(rs: Sequence[dict[int, flint.fmpq]]) -> int:
+        if not rs:
+            return 0
+        return int(flint.fmpq_mat(len(rs), n_full, [r.get(c, _ZERO) for r in rs for c in range(n_full)]).rank())
+
+    return rank(rows) - rank(resc)
 
 
 def proved_sign(net: Network, l: int, v: int, sign: int, box: Box | None, max_boxes: int) -> bool:
-    """Is ``sign * z_l(x)_v >= 0`` for every ``x`` in ``box`` (None: every ``x`` in ``R^n``)? Exact; False = not proved."""
+    """Is ``sign * z_l(x)_v >= 0`` for every ``x`` in ``box`` (None: ``R^n``)? Exact; False: not proved."""
     if box is not None:
         return prove_on_box(net, box, lambda bnd: sign * (bnd[l - 1][v][0 if sign > 0 else 1]) >= _ZERO,
                             max_boxes)
@@ -200,11 +202,11 @@ def proved_sign(net: Network, l: int, v: int, sign: int, box: Box | None, max_bo
 
 
 def _bias_free(net: Network) -> Network:
-    return Network(net.widths, [flint.fmpq_mat(M) for M in net.W], [[0] * len(b) for b in net.b])
+    return Network(net.widths, [flint.fmpq_mat(M) for M in net.W], [[_ZERO] * len(b) for b in net.b])
 
 
 def _worst_bound(net: Network, box: Box, l: int, v: int, sign: int, max_boxes: int) -> flint.fmpq | None:
-    """Largest ``sign``-upper bound of ``-sign * z`` over a cover of ``box`` on which it is ``< 0``; None if not proved."""
+    """The largest upper bound of ``-sign * z`` over a cover of ``box`` where all are ``< 0``; None: not proved."""
     lo0, hi0 = [flint.fmpq(x) for x in box[0]], [flint.fmpq(x) for x in box[1]]
     scale = [1 / (b - a) if b > a else _ZERO for a, b in zip(lo0, hi0)]
     stack, worst, used = [(lo0, hi0)], None, 0
