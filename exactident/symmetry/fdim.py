@@ -113,10 +113,10 @@ class FdimResult:
                 f"(dim = #params - #hidden = {self.n_params} - {self.n_hidden} = {self.dim})")
         lines = [head]
         if self.no_hidden_symmetries:
-            lines.append(f"  no hidden symmetries (certified): rank Gamma = dim at {len(self.points)} points "
+            lines.append(f"  no hidden symmetries (certified): rank J = dim at {len(self.points)} points "
                          f"(mod p = {self.prime})")
         else:
-            lines.append(f"  lower bound {self.lower}: rank Gamma mod p = {self.prime} at {len(self.points)} points")
+            lines.append(f"  lower bound {self.lower}: rank J mod p = {self.prime} at {len(self.points)} points")
             lines.append(f"  upper bound {self.upper}: {self.dim - self.upper} missing dimension(s) proved")
             for m in self.mechanisms:
                 lines.append(f"    -{m['dimensions']}: {m['text']}")
@@ -233,6 +233,13 @@ def upper_bound(net: Network, fixed: FixedEdges, box: Box | None, pts: Sequence[
                                       f"neuron(s) {_names([(l, v) for v in S])} active {where} (proved exactly): "
                                       f"affine there, the layer {l + 1} sees a product W_{l + 1}[:,S] (W_{l}[S,:] h + "
                                       f"b_{l}[S]) invariant under GL({len(S)}), and b_{l}[S] trades with b_{l + 1}"))
+    for l in net.hidden_layers():
+        d = hidden.bottleneck_direction(net, l)
+        if d is not None:
+            mechs.append(hidden.Mechanism("bottleneck", [(l, 0)], [d],
+                                          f"layer {l} has width 1 and, where its neuron is inactive, the outputs do "
+                                          f"not see z_{l + 1} along W_{l + 1}[:,0]: its kink is invisible, b_{l}[0] "
+                                          f"trades with b_{l + 1}"))
     for l in net.hidden_layers():
         rows = [[net.W[l - 1][v, j] for j in range(net.widths[l - 1])] + [net.b[l - 1][v]]
                 for v in range(net.widths[l])]

@@ -19,6 +19,13 @@ pre-activation is zero (``J(x)``: the Jacobian of ``theta -> f_theta(x)``):
   ``E`` in ``gl(|S|)`` and ``u`` in ``R^|S|``, ``(dA, dB, dc, dd) = (-A E, E B, E c + u,
   -A u)`` keeps it to first order (``|S|^2 + |S|`` directions, the ``|S|`` positive
   rescalings among them);
+- ``bottleneck``: a hidden layer ``l`` of width 1 whose neuron ``u``, when inactive,
+  leaves the outputs blind to ``z_{l+1}`` along ``W_{l+1}[:, u]``: with ``h_l = 0`` the
+  layers above are constant (one activation pattern), and if ``D W_{l+1}[:, u] = 0``
+  for the derivative ``D`` of the outputs in ``z_{l+1}`` there, then ``b_l[u] + t``,
+  ``b_{l+1} - t W_{l+1}[:, u]`` keeps the outputs to first order at every input
+  (where ``u`` is active it is affine; where it is not, ``b_l`` is unseen and the
+  change of ``z_{l+1}`` is killed by ``D``);
 - ``twins``: two neurons of one layer with ``(W_l[u,:], b_l[u]) = c (W_l[v,:],
   b_l[v])``, ``c > 0``: ``h_u = c h_v`` everywhere, and ``dW_{l+1}[k,u] = 1``,
   ``dW_{l+1}[k,v] = -c`` keeps ``z_{l+1}`` for each ``k``;
@@ -43,8 +50,8 @@ import flint
 from exactident.explain.obstructions import interval_bounds, prove_on_box
 from exactident.model.network import Network
 
-__all__ = ["Mechanism", "active_directions", "blocked_directions", "dead_directions", "full_index",
-           "kernel_dimension", "proved_sign", "rescalings", "sign_on_rn", "twin_directions"]
+__all__ = ["Mechanism", "active_directions", "blocked_directions", "bottleneck_direction", "dead_directions",
+           "full_index", "kernel_dimension", "proved_sign", "rescalings", "sign_on_rn", "twin_directions"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
@@ -57,7 +64,7 @@ class Mechanism:
     Attributes
     ----------
     kind : str
-        ``"dead"``, ``"blocked"``, ``"active"``, ``"twins"`` or ``"unseen"``.
+        ``"dead"``, ``"blocked"``, ``"active"``, ``"bottleneck"``, ``"twins"`` or ``"unseen"``.
     neurons : list of (l, v)
     directions : list of dict
         Sparse full-space directions ``{full index: fmpq}``.
@@ -165,6 +172,33 @@ def active_directions(net: Network, l: int, S: Sequence[int]) -> list[dict[int, 
             u[ix(l + 1, k, None)] = -net.W[l][k, a]
         out.append(u)
     return out
+
+
+def bottleneck_direction(net: Network, l: int) -> dict[int, flint.fmpq] | None:
+    """The ``bottleneck`` direction of the width-1 hidden layer ``l`` (module docstring), or None."""
+    if net.widths[l] != 1:
+        return None
+    h: list[flint.fmpq] = [_ZERO]
+    masks = []
+    for k in range(l + 1, net.L):  # the constant forward pass above h_l = 0
+        z = [sum((net.W[k - 1][i, j] * h[j] for j in range(len(h))), _ZERO) + net.b[k - 1][i]
+             for i in range(net.widths[k])]
+        if any(v == _ZERO for v in z):
+            break  # every input where u is inactive is a tie: no such input is in the domain
+        masks.append([v > _ZERO for v in z])
+        h = [max(v, _ZERO) for v in z]
+    else:
+        M = [net.W[l][i, 0] for i in range(net.widths[l + 1])]
+        for k in range(l + 1, net.L):
+            M = [m if a else _ZERO for m, a in zip(M, masks[k - l - 1])]
+            M = [sum((net.W[k][i, j] * M[j] for j in range(len(M))), _ZERO) for i in range(net.widths[k + 1])]
+        if any(m != _ZERO for m in M):
+            return None
+    ix = full_index(net.widths)
+    d = {ix(l, 0, None): flint.fmpq(1)}
+    for i in range(net.widths[l + 1]):
+        d[ix(l + 1, i, None)] = -net.W[l][i, 0]
+    return d
 
 
 def twin_directions(net: Network, l: int, u: int, v: int, c: flint.fmpq) -> list[dict[int, flint.fmpq]]:
