@@ -138,9 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "determines; the kernel of Gamma, readable"))
     design_command.add_arguments(sub.add_parser("design", help="which samples identify theta, which new points "
                                                 "would, or why none can"))
-    from exactident.symmetry import fdim_command
+    from exactident.symmetry import fdim_command, glr_command
 
     fdim_command.add_arguments(sub.add_parser("fdim", help="the functional dimension of theta, certified both ways"))
+    glr_command.add_arguments(sub.add_parser("hidden-symmetries", help="how often random parameters have hidden "
+                                             "symmetries (Grigsby, Lindsey, Rolnick), exactly"))
     return parser
 
 
@@ -176,9 +178,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_fdim(args: argparse.Namespace) -> int:
-    from exactident.symmetry import fdim_command
+    from exactident.symmetry import fdim_command, glr_command
 
-    return fdim_command.run(args)
+    return {"fdim": fdim_command, "hidden-symmetries": glr_command}[args.command].run(args)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -250,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
                   "crosscheck": _cmd_crosscheck, "import": _cmd_import, "generate": _cmd_suites,
                   "suite": _cmd_suites, "survey": _cmd_suites, "explain": _cmd_explain,
-                  "design": _cmd_explain, "fdim": _cmd_fdim}[args.command](args)
+                  "design": _cmd_explain, "fdim": _cmd_fdim,
+                  "hidden-symmetries": _cmd_fdim}[args.command](args)
         try:
             sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
         except OSError as exc:

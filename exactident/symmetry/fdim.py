@@ -129,12 +129,12 @@ class FdimResult:
 def domain_points(rng: np.random.Generator, n: int, n0: int, box: Box | None, bits: int = 10) -> list[list[flint.fmpq]]:
     """``n`` random dyadic points, rounded to ``2^-bits``: uniform in ``box``, or, for ``R^n``, Gaussian.
 
-    The Gaussian points are standard normal times a scale ``2^k``, ``k`` uniform in ``0..5``
-    per point.
+    The Gaussian points are standard normal times a scale ``2^k``, ``k`` uniform in ``0..12``
+    per point (deep layers of a network at standard initialisation switch far from the origin).
     """
     den = 1 << bits
-    if box is None:  # scales 1, 2, 4, ..., 32 (a standard Gaussian alone leaves far-out kinks unseen)
-        scale = 1 << rng.integers(0, 6, size=(n, 1))
+    if box is None:  # scales 1, 2, 4, ..., 4096: a standard Gaussian alone leaves far-out kinks unseen
+        scale = 1 << rng.integers(0, 13, size=(n, 1))
         g = np.rint(rng.standard_normal((n, n0)) * scale * den).astype(np.int64)
         return [[flint.fmpq(int(v), den) for v in row] for row in g]
     u = rng.integers(0, den + 1, size=(n, n0))
@@ -159,11 +159,12 @@ def _rank(net: Network, X, fixed: FixedEdges, rng: random.Random) -> tuple[int, 
 
 
 def lower_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], box: Box | None, fixed: FixedEdges, *,
-                seed: int = 0, rounds: int = 6, target: int | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
+                seed: int = 0, rounds: int = 8, target: int | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
     """``(rank, prime, points)``: ``rank Gamma(points) mod prime = rank``, a lower bound on ``fdim``.
 
     Starts from the points of ``X`` in the domain without ties, adds random points of the
-    domain while the rank grows (at most ``rounds`` batches, stops after two without gain or
+    domain while the rank grows (at most ``rounds`` batches of at least ``dim / (2 N_L)`` points,
+    stops after three without gain or
     at ``target``, default ``dim``).
     """
     rng = random.Random(seed)
@@ -175,9 +176,10 @@ def lower_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], box: Box | None
     N_L = net.widths[-1]
     stale = 0
     for t in range(rounds):
-        if r >= target or stale >= 2:
+        if r >= target or stale >= 3:
             break
-        need = max(4, -(-(target - r) // N_L) + 2) if t else max(4, -(-net.dim // N_L) + 2 - len(pts))
+        need = (max(4, -(-(target - r) // N_L) + 2, net.dim // (2 * N_L)) if t
+                else max(4, -(-net.dim // N_L) + 2 - len(pts)))
         pts += _tie_free(net, domain_points(gen, need, net.widths[0], box))
         r2, p2 = _rank(net, pts, fixed, rng)
         stale = stale + 1 if r2 <= r else 0
@@ -313,7 +315,7 @@ def _check_directions(net: Network, pts, mechs: Sequence[hidden.Mechanism], rng:
 
 
 def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *, box: Box | None = None,
-                         seed: int = 0, rounds: int = 6, search: bool = True, max_boxes: int = 2048,
+                         seed: int = 0, rounds: int = 8, search: bool = True, max_boxes: int = 2048,
                          name: str = "theta") -> FdimResult:
     """Certified ``[lower, upper]`` for ``fdim(theta)`` on ``box`` (None: ``R^n``) (module docstring).
 
@@ -376,8 +378,8 @@ def _search(net: Network, pts, box: Box | None, fixed: FixedEdges, lower: int, p
 
     if box is None:
         lo, hi = data_box(pts, net.widths[0])
-        lo = [min(a, flint.fmpq(-32)) for a in lo]
-        hi = [max(b, flint.fmpq(32)) for b in hi]
+        lo = [min(a, flint.fmpq(-4096)) for a in lo]
+        hi = [max(b, flint.fmpq(4096)) for b in hi]
         box = (lo, hi)
     from exactident.model.fixed_edges import fixed_edges
     from exactident.model.network import degenerate_neurons
