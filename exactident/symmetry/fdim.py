@@ -16,8 +16,9 @@ symmetries* when ``fdim < dim``.
   (:func:`exactident.explain.points.search_points`: candidates aimed at the
   neurons the kernel moves, kept by exact rank gain).
 - **Upper bound.**  The mechanisms of :mod:`exactident.symmetry.hidden` (dead,
-  blocked and always-active neurons on the domain, twins, weights never seen on a
-  box), proved exactly; their directions, with the rescalings, span a space in
+  blocked and always-active neurons on the domain, width-1 bottlenecks, twins) and
+  :mod:`exactident.symmetry.conditional` (weights never seen, co-active neurons),
+  proved exactly; their directions, with the rescalings, span a space in
   ``ker J(X)`` for every sample ``X`` of the domain: ``fdim <= #params - its
   dimension`` (:func:`exactident.symmetry.hidden.kernel_dimension`).  Each direction is also checked against the
   Jacobian at the sample used for the lower bound (a failure is a bug).
@@ -38,7 +39,6 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation, UnsupportedCaseError
-from exactident.explain.obstructions import never_seen
 from exactident.io.rationals import format_fmpq
 from exactident.linalg.modular import random_primes, rank_mod_p, residues
 from exactident.model.activation import activation_state
@@ -252,25 +252,10 @@ def upper_bound(net: Network, fixed: FixedEdges, box: Box | None, pts: Sequence[
                     mechs.append(hidden.Mechanism("twins", [(l, u), (l, v)], hidden.twin_directions(net, l, u, v, c),
                                                   f"neurons ({l},{u}) and ({l},{v}) are twins (h_{u} = {c} h_{v} "
                                                   "everywhere): only a combination of their outgoing weights counts"))
-    if box is not None and pts:
-        ix = hidden.full_index(net.widths)
-        gone = {d for m in mechs for dd in m.directions for d in dd}
-        zero_cols = _zero_columns(net, pts, fixed)
-        for k, prm in enumerate(free_parameters(net, fixed)):
-            if k in zero_cols and prm.j is not None and prm.l < net.L and ix(prm.l, prm.i, prm.j) not in gone \
-                    and (prm.l, prm.i) not in dead and never_seen(net, box, prm, max_boxes):
-                mechs.append(hidden.Mechanism("unseen", [(prm.l, prm.i)], [{ix(prm.l, prm.i, prm.j): flint.fmpq(1)}],
-                                              f"{prm.name} is never seen on the box (neuron ({prm.l},{prm.i}) "
-                                              f"inactive wherever its input {prm.j} is positive)"))
+    from exactident.symmetry.conditional import conditional_mechanisms
+
+    mechs += conditional_mechanisms(net, box, pts, dead | set(blocked), max_boxes)
     return _attribute(net, mechs)
-
-
-def _zero_columns(net: Network, pts, fixed: FixedEdges) -> set[int]:
-    """Columns of ``Gamma(pts)`` that are zero mod a prime (candidates only: each is then proved on the box)."""
-    avoid = data_denominator(net, pts)
-    p = random_primes(1, avoid, random.Random(len(pts)))[0]
-    G = gamma_mod_p(net, pts, activation_state(net, pts).pattern, fixed, p, avoid)
-    return {int(k) for k in np.flatnonzero(~G.any(axis=0))}
 
 
 def _attribute(net: Network, mechs: list[hidden.Mechanism]) -> tuple[int, list[hidden.Mechanism]]:

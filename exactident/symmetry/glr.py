@@ -68,13 +68,14 @@ def torch_default_network(widths: Sequence[int], rng: np.random.Generator, init:
     (``kaiming_uniform_(a=sqrt(5))``, PyTorch's default, gives the weight bound ``sqrt(6 / ((1 + 5)
     fan_in)) = 1/sqrt(fan_in)``; He's gain ``sqrt(2)`` gives ``sqrt(6 / fan_in)``.)
     """
-    W, b = [], []
+    W: list[flint.fmpq_mat] = []
+    b: list[list[flint.fmpq]] = []
     for l in range(len(widths) - 1):
         bound = 1.0 / np.sqrt(widths[l])
         wbound = bound if init == "torch" else np.sqrt(6.0 / widths[l])
         Wl = rng.uniform(-wbound, wbound, (widths[l + 1], widths[l])).astype(np.float32)
         bl = rng.uniform(-bound, bound, widths[l + 1]).astype(np.float32)
-        W.append([[exact(v) for v in row] for row in Wl])
+        W.append(flint.fmpq_mat([[exact(v) for v in row] for row in Wl]))
         b.append([exact(v) for v in bl])
     return Network(tuple(widths), W, b)
 
@@ -194,7 +195,7 @@ def witness(widths: Sequence[int], seed: int = 0, tries: int = 8) -> dict[str, A
         if any(all(w == 0 for w in W[l][i]) and b[l][i] == 0 for l in range(len(widths) - 2)
                for i in range(widths[l + 1])):
             continue
-        net = Network(tuple(widths), W, b)
+        net = Network(tuple(widths), [flint.fmpq_mat(M) for M in W], b)
         r = functional_dimension(net, seed=t, search=False, max_boxes=64)
         if not r.no_hidden_symmetries and r.lower < r.upper:
             r = functional_dimension(net, seed=t, search=True, max_boxes=64)

@@ -42,16 +42,18 @@ Called by :mod:`exactident.symmetry.fdim`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import flint
 
-from exactident.explain.obstructions import interval_bounds, prove_on_box
+from exactident.explain.obstructions import prove_on_box
 from exactident.model.network import Network
 
 __all__ = ["Mechanism", "active_directions", "blocked_directions", "bottleneck_direction", "dead_directions",
-           "full_index", "kernel_dimension", "proved_sign", "rescalings", "sign_on_rn", "twin_directions"]
+           "far_nonnegative", "far_nonpositive", "full_index", "holds_on_domain", "kernel_dimension", "proved_sign",
+           "rescalings", "sign_on_rn", "twin_directions"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
@@ -235,31 +237,107 @@ def proved_sign(net: Network, l: int, v: int, sign: int, box: Box | None, max_bo
     return sign_on_rn(net, l, v, sign, max_boxes)
 
 
-def _bias_free(net: Network) -> Network:
-    return Network(net.widths, [flint.fmpq_mat(M) for M in net.W], [[_ZERO] * len(b) for b in net.b])
+Affine = tuple[flint.fmpq, flint.fmpq]  # (slope, intercept): the function s -> slope * s + intercept
 
 
-def _worst_bound(net: Network, box: Box, l: int, v: int, sign: int, max_boxes: int) -> flint.fmpq | None:
-    """The largest upper bound of ``-sign * z`` over a cover of ``box`` where all are ``< 0``; None: not proved."""
-    lo0, hi0 = [flint.fmpq(x) for x in box[0]], [flint.fmpq(x) for x in box[1]]
-    scale = [1 / (b - a) if b > a else _ZERO for a, b in zip(lo0, hi0)]
-    stack, worst, used = [(lo0, hi0)], None, 0
-    while stack:
-        used += 1
-        if used > max_boxes:
-            return None
-        lo, hi = stack.pop()
-        low, high = interval_bounds(net, lo, hi)[l - 1][v]
-        bound = high if sign < 0 else -low  # bound on sign-adjusted "-sign z": must be < 0
-        if bound < _ZERO:
-            worst = bound if worst is None or bound > worst else worst
-            continue
-        if all(a == b for a, b in zip(lo, hi)):
-            return None
-        j = max(range(len(lo)), key=lambda k: (hi[k] - lo[k]) * scale[k])
-        mid = (lo[j] + hi[j]) / 2
-        stack += [(lo, [*hi[:j], mid, *hi[j + 1:]]), ([*lo[:j], mid, *lo[j + 1:]], hi)]
-    return worst
+def _at(f: Affine, R: flint.fmpq) -> flint.fmpq:
+    return f[0] * R + f[1]
+
+
+def _far_bounds(net: Network, lo: Sequence[flint.fmpq], hi: Sequence[flint.fmpq], R: flint.fmpq, upto: int
+                ) -> list[list[tuple[Affine, Affine]]]:
+    """Per layer ``1..upto``: affine ``L(s) <= z_l(s y) <= U(s)``, ``y`` in ``[lo, hi]``, all ``s >= R >= 0``."""
+    W1 = net.W[0]
+    layer = []
+    for i in range(net.widths[1]):
+        a_lo = a_hi = _ZERO
+        for j in range(net.widths[0]):
+            p, q = W1[i, j] * lo[j], W1[i, j] * hi[j]
+            a_lo += min(p, q)
+            a_hi += max(p, q)
+        layer.append(((a_lo, net.b[0][i]), (a_hi, net.b[0][i])))
+    out = [layer]
+    for l in range(2, upto + 1):
+        h = []
+        for L, U in layer:  # relu, kept affine: 0 or L below, 0, U or U - U(R) (or U(R)) above
+            low = L if L[0] >= _ZERO and _at(L, R) >= _ZERO else (_ZERO, _ZERO)
+            if U[0] <= _ZERO and _at(U, R) <= _ZERO:
+                up: Affine = (_ZERO, _ZERO)
+            elif U[0] >= _ZERO and _at(U, R) >= _ZERO:
+                up = U
+            elif U[0] > _ZERO:
+                up = (U[0], U[1] - _at(U, R))
+            else:
+                up = (_ZERO, _at(U, R))
+            h.append((low, up))
+        W = net.W[l - 1]
+        layer = []
+        for i in range(net.widths[l]):
+            Ls, Li, Us, Ui = _ZERO, net.b[l - 1][i], _ZERO, net.b[l - 1][i]
+            for j, (L, U) in enumerate(h):
+                w = W[i, j]
+                if w == _ZERO:
+                    continue
+                lo_f, up_f = (L, U) if w > _ZERO else (U, L)
+                Ls, Li, Us, Ui = Ls + w * lo_f[0], Li + w * lo_f[1], Us + w * up_f[0], Ui + w * up_f[1]
+            layer.append(((Ls, Li), (Us, Ui)))
+        out.append(layer)
+    return out
+
+
+def far_nonpositive(bound: tuple[Affine, Affine], R: flint.fmpq) -> bool:
+    """Is the upper bound ``U(s) <= 0`` for every ``s >= R``?"""
+    U = bound[1]
+    return U[0] <= _ZERO and _at(U, R) <= _ZERO
+
+
+def far_nonnegative(bound: tuple[Affine, Affine], R: flint.fmpq) -> bool:
+    """Is the lower bound ``L(s) >= 0`` for every ``s >= R``?"""
+    L = bound[0]
+    return L[0] >= _ZERO and _at(L, R) >= _ZERO
+
+
+def _far_field(net: Network, upto: int, holds: Callable[[list[list[tuple[Affine, Affine]]], flint.fmpq], bool],
+               R: flint.fmpq, max_boxes: int) -> bool:
+    """``holds`` on the far bounds of each piece of a cover of ``{|x|_inf >= R}`` (cube faces times ``s >= R``)."""
+    n = net.widths[0]
+    used = 0
+    for j in range(n):
+        for side in (-1, 1):
+            lo = [flint.fmpq(-1)] * n
+            hi = [flint.fmpq(1)] * n
+            lo[j] = hi[j] = flint.fmpq(side)
+            stack = [(lo, hi)]
+            while stack:
+                used += 1
+                if used > max_boxes:
+                    return False
+                a, b = stack.pop()
+                if holds(_far_bounds(net, a, b, R, upto), R):
+                    continue
+                k = max((k for k in range(n) if k != j), key=lambda k: b[k] - a[k], default=None)
+                if k is None or b[k] == a[k]:
+                    return False
+                mid = (a[k] + b[k]) / 2
+                stack += [(a, [*b[:k], mid, *b[k + 1:]]), ([*a[:k], mid, *a[k + 1:]], b)]
+    return True
+
+
+def holds_on_domain(net: Network, box: Box | None, upto: int, on_box: Callable[[Any], bool],
+                    far: Callable[[Any, flint.fmpq], bool], max_boxes: int) -> bool:
+    """Prove a property of the pre-activations (layers ``<= upto``) at every input of the domain.
+
+    ``on_box(bounds)`` reads :func:`~exactident.explain.obstructions.interval_bounds` of a piece,
+    ``far(bounds, R)`` the far-field bounds of :func:`sign_on_rn`; each must imply the property on
+    its piece.  A box: one branch and bound.  ``R^n``: the far field beyond ``R`` and a branch
+    and bound on ``[-R, R]^n``, for ``R = 16``.
+    """
+    if box is not None:
+        return prove_on_box(net, box, on_box, max_boxes)
+    for R in (flint.fmpq(16),):
+        if _far_field(net, upto, far, R, max_boxes // 2):
+            return prove_on_box(net, ([-R] * net.widths[0], [R] * net.widths[0]), on_box, max_boxes)
+    return False
 
 
 def _global_bounds(net: Network) -> list[list[tuple[flint.fmpq | None, flint.fmpq | None]]]:
@@ -289,37 +367,18 @@ def sign_on_rn(net: Network, l: int, v: int, sign: int, max_boxes: int = 4096) -
     """Prove ``sign * z_l(x)_v >= 0`` for every ``x`` in ``R^n`` (exact; False when not proved).
 
     First the sign argument: interval bounds over ``R^n`` with infinite ends (a hidden input
-    is in ``[0, inf)``), e.g. nonnegative incoming weights and a nonnegative bias.  Then:
-    ``z^0``, the same network without biases, is positively homogeneous, and ReLU is
-    1-Lipschitz, so ``|z_l(x) - z^0_l(x)| <= C_l`` with ``C_1 = |b_1|``, ``C_l = |W_l| C_{l-1} +
-    |b_l|`` (entrywise).  If ``-sign * z^0 <= -m < 0`` on every face of the cube ``[-1, 1]^n``
-    (branch and bound), homogeneity gives ``-sign * z^0(x) <= -m |x|_inf``, so ``-sign * z(x) <= -m
-    |x|_inf + C <= 0`` for ``|x|_inf >= R = C / m``; inside ``[-R, R]^n`` a second branch and
-    bound proves it.
+    is in ``[0, inf)``), e.g. nonnegative incoming weights and a nonnegative bias.  Then the far
+    field: every ``x`` with ``|x|_inf >= R`` is ``s y``, ``s >= R``, ``y`` on a face of ``[-1, 1]^n``; on
+    pieces of each face, bounds ``L(s) <= z <= U(s)`` affine in ``s`` are carried through the layers
+    (through ReLU: ``0`` or ``L`` below; ``0``, ``U``, ``U - U(R)`` or ``U(R)`` above, whichever is
+    valid for all ``s >= R``), and the sign of ``U`` (``L``) for all ``s >= R`` is read off its slope
+    and its value at ``R``.  Where the first layer is inactive on a whole piece, the layers above
+    are exact constants.  Then a branch and bound on ``[-R, R]^n`` (``R = 16``).
     """
     bounds = _global_bounds(net)[l - 1][v]
     if (sign > 0 and bounds[0] is not None and bounds[0] >= _ZERO) or (
             sign < 0 and bounds[1] is not None and bounds[1] <= _ZERO):
         return True
-    n = net.widths[0]
-    zero = _bias_free(net)
-    worst = None
-    for j in range(n):
-        for side in (-1, 1):
-            lo = [flint.fmpq(-1)] * n
-            hi = [flint.fmpq(1)] * n
-            lo[j] = hi[j] = flint.fmpq(side)
-            w = _worst_bound(zero, (lo, hi), l, v, sign, max_boxes // (2 * n) or 1)
-            if w is None:
-                return False
-            worst = w if worst is None or w > worst else worst
-    assert worst is not None
-    m = -worst
-    C = [abs(x) for x in net.b[0]]
-    for k in range(2, l + 1):
-        W = net.W[k - 1]
-        C = [sum((abs(W[i, j]) * C[j] for j in range(net.widths[k - 1])), _ZERO) + abs(net.b[k - 1][i])
-             for i in range(net.widths[k])]
-    R = C[v] / m
-    box = ([-R] * n, [R] * n)
-    return prove_on_box(net, box, lambda bnd: sign * (bnd[l - 1][v][0 if sign > 0 else 1]) >= _ZERO, max_boxes)
+    test = far_nonnegative if sign > 0 else far_nonpositive
+    return holds_on_domain(net, None, l, lambda bnd: sign * (bnd[l - 1][v][0 if sign > 0 else 1]) >= _ZERO,
+                           lambda fb, R: test(fb[l - 1][v], R), max_boxes)
