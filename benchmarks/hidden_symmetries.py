@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python benchmarks/hidden_symmetries.py                      # the paper's grid, 10 trials per cell
     python benchmarks/hidden_symmetries.py --trials 4 --depths 4 --widths 5,10   # a reduced grid
     python benchmarks/hidden_symmetries.py --witnesses          # + exact witnesses for the small architectures
+    python benchmarks/hidden_symmetries.py --budget 100 --witnesses   # the run of docs/symmetries.md
 
 Architectures ``(n0, w x depth, 1)``, ``n0 = 5``, depths 4, 5, 6 (hidden layers), widths 5, 10,
 15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``), seeded numpy, converted
@@ -37,6 +38,7 @@ def main() -> None:
     ap.add_argument("--n0", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--init", default="torch", choices=sorted(INITS))
+    ap.add_argument("--budget", type=float, default=None, help="per cell: start no trial after this many seconds")
     ap.add_argument("--witnesses", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "hidden_symmetries.json"))
     args = ap.parse_args()
@@ -46,11 +48,12 @@ def main() -> None:
     cells = []
     for w in widths:
         for d in depths:
-            c = survey_cell([args.n0, *([w] * d), 1], args.trials, args.seed, init=args.init)
+            c = survey_cell([args.n0, *([w] * d), 1], args.trials, args.seed, init=args.init, budget=args.budget)
             cells.append(c)
             print(markdown_table([c]).splitlines()[-1], flush=True)
     ones = [survey_cell(a, 20, args.seed, init=args.init) for a in WIDTH_ONE]
-    print(f"\nweights: {INITS[args.init]}; seed {args.seed}; {args.trials} trials per cell\n")
+    budget = f" (no trial started after {args.budget:g} s in a cell)" if args.budget else ""
+    print(f"\nweights: {INITS[args.init]}; seed {args.seed}; {args.trials} trials per cell{budget}\n")
     print(markdown_table(cells))
     print("width-1 hidden layers (20 trials each):\n")
     print(markdown_table(ones))

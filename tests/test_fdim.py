@@ -179,3 +179,20 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert main(["fdim", str(case), "--box", "x", "1"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
+
+
+def test_unseen_weight_on_rn_by_hand():
+    # h_1 = (relu(x), relu(-x)); z_{2,0} = -2 relu(x) + relu(-x) - 1 is -2x - 1 < 0 wherever relu(x) > 0, so the
+    # column of W_2[0,0] (= dF/dz_{2,0} * relu(x)) is zero at every input: a unit direction of ker J everywhere.
+    # z_{2,1} = relu(x) + relu(-x) + 1 = |x| + 1 > 0: always active, its bias trades with b_3.
+    net = Network((1, 2, 2, 1), [[[1], [-1]], [[-2, 1], [1, 1]], [[1, 1]]], [[0, 0], [-1, 1], [0]])
+    res = functional_dimension(net)
+    kinds = {m["kind"]: m["dimensions"] for m in res.mechanisms}
+    assert kinds == {"active": 1, "unseen": 1} and res.upper == res.dim - 2
+    # the independent rank never exceeds it: f is a function of one variable with kinks at 0 and -1 only,
+    # 3 slopes + 1 value + 2 kinks = 6 numbers, so fdim <= 6 < upper = 7 (a bound no mechanism here proves)
+    W = [[[Fraction(1)], [Fraction(-1)]], [[Fraction(-2), Fraction(1)], [Fraction(1), Fraction(1)]],
+         [[Fraction(1), Fraction(1)]]]
+    b = [[Fraction(0), Fraction(0)], [Fraction(-1), Fraction(1)], [Fraction(0)]]
+    X = [[Fraction(k, 7)] for k in range(-40, 40) if k % 7]
+    assert fraction_rank([r for x in X for r in full_jacobian_rows(W, b, x)]) == 6 == res.lower
