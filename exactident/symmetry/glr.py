@@ -40,8 +40,9 @@ from exactident.symmetry.fdim import functional_dimension, lower_bound
 __all__ = ["INITS", "PAPER_DEPTHS", "PAPER_WIDTHS", "CellResult", "exact", "gaussian_batch", "survey_architectures",
            "survey_cell", "torch_default_network", "witness"]
 
-#: The grid of the paper: depths (hidden layers) and widths.
+#: The depths (numbers of hidden layers) of the paper's grid.
 PAPER_DEPTHS = (4, 5, 6)
+#: The hidden widths of the paper's grid.
 PAPER_WIDTHS = (5, 10, 15)
 
 
