@@ -182,17 +182,27 @@ def survey_architectures(archs: Sequence[Sequence[int]], trials: int, seed: int 
     return [survey_cell(a, trials, seed, **kw) for a in archs]
 
 
-def witness(widths: Sequence[int], seed: int = 0, tries: int = 8) -> dict[str, Any] | None:
+def witness(widths: Sequence[int], seed: int = 0, tries: int = 16) -> dict[str, Any] | None:
     """Exact ``(theta, X)`` with ``rank J(X, theta) = dim`` certified mod a prime, or None after ``tries`` thetas.
 
-    ``theta`` has small rationals ``p/q`` (``|p| <= 4``, ``q <= 3``), ``X`` dyadic points.
+    Try ``t`` draws ``theta`` with the generator seeded by ``(seed, *widths, t)``: for ``t <
+    tries / 2`` small rationals ``p/q`` (``|p| <= 4``, ``q <= 3``), then dyadics with denominator
+    8 (He-scaled Gaussian weights ``N(0, 2 / fan_in)``, ``N(0, 1/4)`` biases, rounded).  ``X``:
+    the dyadic points of :func:`exactident.symmetry.fdim.functional_dimension`.
     """
     for t in range(tries):
         rng = np.random.default_rng([seed, *widths, t])
-        W = [[[flint.fmpq(int(rng.integers(-4, 5)), int(rng.integers(1, 4))) for _ in range(widths[l])]
-              for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
-        b = [[flint.fmpq(int(rng.integers(-4, 5)), int(rng.integers(1, 4))) for _ in range(widths[l + 1])]
-             for l in range(len(widths) - 1)]
+        if t < tries // 2:
+            W = [[[flint.fmpq(int(rng.integers(-4, 5)), int(rng.integers(1, 4))) for _ in range(widths[l])]
+                  for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
+            b = [[flint.fmpq(int(rng.integers(-4, 5)), int(rng.integers(1, 4))) for _ in range(widths[l + 1])]
+                 for l in range(len(widths) - 1)]
+        else:
+            W = [[[flint.fmpq(int(v), 8) for v in row] for row in
+                  np.rint(rng.standard_normal((widths[l + 1], widths[l])) * np.sqrt(2.0 / widths[l]) * 8)]
+                 for l in range(len(widths) - 1)]
+            b = [[flint.fmpq(int(v), 8) for v in np.rint(rng.standard_normal(widths[l + 1]) * 4)]
+                 for l in range(len(widths) - 1)]
         if any(all(w == 0 for w in W[l][i]) and b[l][i] == 0 for l in range(len(widths) - 2)
                for i in range(widths[l + 1])):
             continue
@@ -201,7 +211,7 @@ def witness(widths: Sequence[int], seed: int = 0, tries: int = 8) -> dict[str, A
         if not r.no_hidden_symmetries and r.lower < r.upper:
             r = functional_dimension(net, seed=t, search=True, max_boxes=64)
         if r.no_hidden_symmetries:
-            return {"widths": list(widths), "dim": net.dim, "prime": r.prime,
+            return {"widths": list(widths), "dim": net.dim, "prime": r.prime, "try": t,
                     "weights": [[[str(v) for v in row] for row in Wl] for Wl in W],
                     "biases": [[str(v) for v in bl] for bl in b],
                     "sample": [[str(v) for v in x] for x in r.points]}
