@@ -187,7 +187,9 @@ def witness(widths: Sequence[int], seed: int = 0, tries: int = 16) -> dict[str, 
 
     Try ``t`` draws ``theta`` with the generator seeded by ``(seed, *widths, t)``: for ``t <
     tries / 2`` small rationals ``p/q`` (``|p| <= 4``, ``q <= 3``), then dyadics with denominator
-    8 (He-scaled Gaussian weights ``N(0, 2 / fan_in)``, ``N(0, 1/4)`` biases, rounded).  ``X``:
+    8: He-scaled Gaussian weights ``N(0, 2 / fan_in)`` and ``N(0, 1/4)`` biases, rounded (up to
+    ``3 tries / 4``), then weights of size ``1/2..2`` whose signs alternate (``(-1)^(i+j)``) between
+    hidden layers and biases in ``[-1/2, 1/2]``.  ``X``:
     the dyadic points of :func:`exactident.symmetry.fdim.functional_dimension`.
     """
     for t in range(tries):
@@ -197,11 +199,20 @@ def witness(widths: Sequence[int], seed: int = 0, tries: int = 16) -> dict[str, 
                   for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
             b = [[flint.fmpq(int(rng.integers(-4, 5)), int(rng.integers(1, 4))) for _ in range(widths[l + 1])]
                  for l in range(len(widths) - 1)]
-        else:
+        elif t < 3 * tries // 4:
             W = [[[flint.fmpq(int(v), 8) for v in row] for row in
                   np.rint(rng.standard_normal((widths[l + 1], widths[l])) * np.sqrt(2.0 / widths[l]) * 8)]
                  for l in range(len(widths) - 1)]
             b = [[flint.fmpq(int(v), 8) for v in np.rint(rng.standard_normal(widths[l + 1]) * 4)]
+                 for l in range(len(widths) - 1)]
+        else:  # hidden-to-hidden weights with alternating signs: every neuron can switch far out
+            W = []
+            for l in range(len(widths) - 1):
+                M = rng.integers(4, 17, size=(widths[l + 1], widths[l]))
+                S = (rng.choice([-1, 1], size=M.shape) if l in (0, len(widths) - 2) else
+                     np.array([[1 - 2 * ((i + j) % 2) for j in range(widths[l])] for i in range(widths[l + 1])]))
+                W.append([[flint.fmpq(int(v), 8) for v in row] for row in M * S])
+            b = [[flint.fmpq(int(v), 8) for v in rng.integers(-4, 5, size=widths[l + 1])]
                  for l in range(len(widths) - 1)]
         if any(all(w == 0 for w in W[l][i]) and b[l][i] == 0 for l in range(len(widths) - 2)
                for i in range(widths[l + 1])):
