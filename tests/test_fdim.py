@@ -196,3 +196,15 @@ def test_unseen_weight_on_rn_by_hand():
     b = [[Fraction(0), Fraction(0)], [Fraction(-1), Fraction(1)], [Fraction(0)]]
     X = [[Fraction(k, 7)] for k in range(-40, 40) if k % 7]
     assert fraction_rank([r for x in X for r in full_jacobian_rows(W, b, x)]) == 6 == res.lower
+
+
+def test_cli_reads_a_model_file(tmp_path, capsys):
+    # an .npz of W1, b1, W2, b2 (the import convention): f = 2 relu(x) + relu(-x - 1), as in the hand case
+    import numpy as np
+
+    np.savez(tmp_path / "m.npz", W1=np.array([[1.0], [-1.0]]), b1=np.array([0.0, -1.0]), W2=np.array([[2.0, 1.0]]),
+             b2=np.array([0.0]))
+    assert main(["fdim", str(tmp_path / "m.npz"), "--box", "0", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["lower"], out["upper"], out["dim"]) == (2, 2, 5)
+    assert main(["fdim", str(tmp_path / "nothing.npz")]) == 2

@@ -1,8 +1,8 @@
-"""``exactident fdim CASE [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--json]``.
+"""``exactident fdim CASE [--sample DATA] [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--json]``.
 
 Prints the certified interval of the functional dimension of the case's theta on
 ``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
-starting from the case's sample, with the mechanism of every proved missing
+starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
 dimension; ``--json`` prints the ``exactident-fdim/1`` object
 (docs/symmetries.md).  Exit 0 when computed (whatever the interval), 2 on bad
 input.  Called by :mod:`exactident.cli`.
@@ -41,7 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident fdim`` (called by :func:`exactident.cli.build_parser`)."""
     from exactident.io.limits import add_limit_arguments
 
-    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON)")
+    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON) or a model file "
+                        "(as exactident import reads it)")
+    parser.add_argument("--sample", metavar="DATA", default=None,
+                        help="with a model file: the sample to start from (as exactident import --sample)")
     parser.add_argument("--box", type=parse_number_arg, nargs=2, default=None, metavar=("LO", "HI"),
                         help="the domain is the box [LO, HI]^n (default: all of R^n)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the points and primes (default 0)")
@@ -64,7 +67,14 @@ def run(args: argparse.Namespace) -> int:
         lo, hi = args.box
         if not lo < hi:
             raise CaseFormatError("--box", "box", f"expected LO < HI, found {lo} {hi}")
-    case = load_case(args.case, limits_from_args(args))
+    if args.case.lower().endswith((".json", ".json.gz")):
+        if args.sample is not None:
+            raise CaseFormatError(args.case, "--sample", "a case file already holds its sample")
+        case = load_case(args.case, limits_from_args(args))
+    else:
+        from exactident.io.importers.load import as_case
+
+        case = as_case(args.case, args.sample)
     if args.box is not None:
         n0 = case.network.widths[0]
         box = ([lo] * n0, [hi] * n0)
