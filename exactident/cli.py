@@ -139,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     design_command.add_arguments(sub.add_parser("design", help="which samples identify theta, which new points "
                                                 "would, or why none can"))
     from exactident.symmetry import command as symmetry_command
+    from exactident.symmetry import fdim_command, glr_command
 
     symmetry_command.add_canonical_arguments(sub.add_parser(
         "canonical", help="the exact canonical form under positive rescaling and permutation of hidden neurons"))
@@ -146,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
         "equiv", help="are two networks in the same orbit; where they differ; exact alignment error"))
     symmetry_command.add_audit_arguments(sub.add_parser(
         "audit", help="extraction audit: identifiability from the queries, per neuron; the extracted model's error"))
+    fdim_command.add_arguments(sub.add_parser("fdim", help="the functional dimension of theta, certified both ways"))
+    glr_command.add_arguments(sub.add_parser("hidden-symmetries", help="how often random parameters have hidden "
+                                             "symmetries (Grigsby, Lindsey, Rolnick), exactly"))
     return parser
 
 
@@ -185,6 +189,12 @@ def _cmd_symmetry(args: argparse.Namespace) -> int:
 
     return {"canonical": command.run_canonical, "equiv": command.run_equiv, "audit": command.run_audit}[args.command](
         args)
+
+
+def _cmd_fdim(args: argparse.Namespace) -> int:
+    from exactident.symmetry import fdim_command, glr_command
+
+    return {"fdim": fdim_command, "hidden-symmetries": glr_command}[args.command].run(args)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -259,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "crosscheck": _cmd_crosscheck, "import": _cmd_import, "generate": _cmd_suites,
                   "suite": _cmd_suites, "survey": _cmd_suites, "explain": _cmd_explain,
                   "design": _cmd_explain, "canonical": _cmd_symmetry, "equiv": _cmd_symmetry,
-                  "audit": _cmd_symmetry}[args.command](args)
+                  "audit": _cmd_symmetry, "fdim": _cmd_fdim, "hidden-symmetries": _cmd_fdim}[args.command](args)
         try:
             sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
         except OSError as exc:

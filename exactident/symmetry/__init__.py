@@ -5,5 +5,10 @@
 - :mod:`exactident.symmetry.equiv`: are two parameter settings in the same orbit; where they differ,
   the exact error after alignment, and their outputs on a sample;
 - :mod:`exactident.symmetry.audit`: identifiability of a victim from an attack's queries;
-- :mod:`exactident.symmetry.command`: ``exactident canonical``, ``equiv`` and ``audit``.
+- :mod:`exactident.symmetry.command`: ``exactident canonical``, ``equiv`` and ``audit``;
+- :mod:`exactident.symmetry.fdim`, :mod:`~exactident.symmetry.hidden`, :mod:`~exactident.symmetry.conditional`:
+  the functional dimension, certified both ways, and the mechanisms of hidden symmetries;
+- :mod:`exactident.symmetry.glr`: the Grigsby-Lindsey-Rolnick survey of hidden symmetries;
+- :mod:`exactident.symmetry.fdim_command`, :mod:`~exactident.symmetry.glr_command`: ``exactident fdim`` and
+  ``hidden-symmetries``.
 """

@@ -1,0 +1,76 @@
+"""Benchmark: the hidden-symmetry experiment of Grigsby, Lindsey, Rolnick, exactly (docs/symmetries.md).
+
+Usage (from the repository root)::
+
+    python benchmarks/hidden_symmetries.py                      # the paper's grid, 10 trials per cell
+    python benchmarks/hidden_symmetries.py --trials 4 --depths 4 --widths 5,10   # a reduced grid
+    python benchmarks/hidden_symmetries.py --witnesses          # + exact witnesses for the small architectures
+    python benchmarks/hidden_symmetries.py --budget 100 --witnesses   # the run of docs/symmetries.md
+
+Architectures ``(n0, w x depth, 1)``, ``n0 = 5``, depths 4, 5, 6 (hidden layers), widths 5, 10,
+15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``), seeded numpy, converted
+exactly; standard Gaussian inputs.  Prints the markdown tables of docs/symmetries.md (the
+depth-by-width grid and the width-1 architectures) with times, and writes the JSON
+(``--out``, default ``benchmarks/hidden_symmetries.json``; witnesses to
+``benchmarks/hidden_symmetries_witnesses.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def main() -> None:
+    from exactident.symmetry.glr import INITS, survey_cell, witness
+    from exactident.symmetry.glr_command import WIDTH_ONE, markdown_table, small_architectures
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--depths", default="4,5,6")
+    ap.add_argument("--widths", default="5,10,15")
+    ap.add_argument("--n0", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--init", default="torch", choices=sorted(INITS))
+    ap.add_argument("--budget", type=float, default=None, help="per cell: start no trial after this many seconds")
+    ap.add_argument("--witnesses", action="store_true")
+    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "hidden_symmetries.json"))
+    args = ap.parse_args()
+    depths = [int(d) for d in args.depths.split(",")]
+    widths = [int(w) for w in args.widths.split(",")]
+    start = time.perf_counter()
+    cells = []
+    for w in widths:
+        for d in depths:
+            c = survey_cell([args.n0, *([w] * d), 1], args.trials, args.seed, init=args.init, budget=args.budget)
+            cells.append(c)
+            print(markdown_table([c]).splitlines()[-1], flush=True)
+    ones = [survey_cell(a, 20, args.seed, init=args.init) for a in WIDTH_ONE]
+    budget = f" (no trial started after {args.budget:g} s in a cell)" if args.budget else ""
+    print(f"\nweights: {INITS[args.init]}; seed {args.seed}; {args.trials} trials per cell{budget}\n")
+    print(markdown_table(cells))
+    print("width-1 hidden layers (20 trials each):\n")
+    print(markdown_table(ones))
+    total = time.perf_counter() - start
+    print(f"total {total:.0f} s")
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump({"format": "exactident-hidden-symmetries/1", "init": args.init, "seed": args.seed,
+                   "cells": [c.to_dict() for c in cells], "width_one": [c.to_dict() for c in ones],
+                   "seconds": round(total, 1)}, f, indent=1)
+    if args.witnesses:
+        t0 = time.perf_counter()
+        wits = {"-".join(map(str, a)): witness(a, args.seed) for a in small_architectures()}
+        found = sum(v is not None for v in wits.values())
+        print(f"witnesses: {found} of {len(wits)} small architectures, {time.perf_counter() - t0:.0f} s")
+        with open(os.path.join(ROOT, "benchmarks", "hidden_symmetries_witnesses.json"), "w", encoding="utf-8") as f:
+            json.dump(wits, f, indent=0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""``exactident fdim CASE [--sample DATA] [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--json]``.
+
+Prints the certified interval of the functional dimension of the case's theta on
+``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
+starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
+dimension; ``--json`` prints the ``exactident-fdim/1`` object
+(docs/symmetries.md).  Exit 0 when computed (whatever the interval), 2 on bad
+input.  Called by :mod:`exactident.cli`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import flint
+
+from exactident.argtypes import non_negative_int, positive_int
+from exactident.errors import CaseFormatError
+
+__all__ = ["add_arguments", "parse_number_arg", "run"]
+
+
+def parse_number_arg(text: str) -> flint.fmpq:
+    """An exact number (integer, ``p/q`` or decimal) for ``--box``.
+
+    Examples
+    --------
+    >>> parse_number_arg("-3/2")
+    -3/2
+    """
+    from exactident.io.rationals import parse_number
+
+    try:
+        return parse_number(text.strip(), "--box", "box")
+    except CaseFormatError:
+        raise argparse.ArgumentTypeError(f"expected an exact number, found {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``exactident fdim`` (called by :func:`exactident.cli.build_parser`)."""
+    from exactident.io.limits import add_limit_arguments
+
+    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON) or a model file "
+                        "(as exactident import reads it)")
+    parser.add_argument("--sample", metavar="DATA", default=None,
+                        help="with a model file: the sample to start from (as exactident import --sample)")
+    parser.add_argument("--box", type=parse_number_arg, nargs=2, default=None, metavar=("LO", "HI"),
+                        help="the domain is the box [LO, HI]^n (default: all of R^n)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the points and primes (default 0)")
+    parser.add_argument("--no-search", action="store_true", help="random points only, no design point search")
+    parser.add_argument("--max-boxes", type=positive_int, default=2048, metavar="N",
+                        help="sub-boxes per sign proof (default 2048)")
+    parser.add_argument("--json", action="store_true", help="print the exactident-fdim/1 JSON object")
+    add_limit_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``exactident fdim``; errors propagate to :func:`exactident.cli.main` (bad input exits 2)."""
+    from exactident.io.atomic import write_stdout
+    from exactident.io.case import load_case
+    from exactident.io.limits import limits_from_args
+    from exactident.symmetry.fdim import functional_dimension
+
+    box = None
+    if args.box is not None:
+        lo, hi = args.box
+        if not lo < hi:
+            raise CaseFormatError("--box", "box", f"expected LO < HI, found {lo} {hi}")
+    if args.case.lower().endswith((".json", ".json.gz")):
+        if args.sample is not None:
+            raise CaseFormatError(args.case, "--sample", "a case file already holds its sample")
+        case = load_case(args.case, limits_from_args(args))
+    else:
+        from exactident.io.importers.load import as_case
+
+        case = as_case(args.case, args.sample)
+    if args.box is not None:
+        n0 = case.network.widths[0]
+        box = ([lo] * n0, [hi] * n0)
+    result = functional_dimension(case.network, case.X, box=box, seed=args.seed, search=not args.no_search,
+                                  max_boxes=args.max_boxes, name=case.name)
+    write_stdout(json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render())
+    return 0
