@@ -35,7 +35,8 @@ from exactident.io.importers.sample import load_sample
 from exactident.io.limits import check_regular
 from exactident.model.network import Network
 
-__all__ = ["FORMATS", "as_case", "detect_format", "from_flax", "from_sklearn", "from_torch", "import_model"]
+__all__ = ["FORMATS", "as_case", "detect_format", "from_flax", "from_sklearn", "from_torch", "import_model",
+           "torch_document"]
 
 #: ``--format`` names and the extensions that select them.
 FORMATS = {
@@ -327,28 +328,54 @@ def from_flax(params: Any, X: Any = None, *, reference: Any = None, layers: Any 
                    {"source_file": "<flax params>"})
 
 
-def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
-    """An exact case from a PyTorch module that is a ReLU MLP, and a sample; forward-checked.
+def from_torch(module: Any, X: Any = None, *, name: str | None = None, fold_batchnorm: bool = False) -> Case:
+    """An exact case from a PyTorch module and a sample; forward-checked.
 
-    An ``nn.Sequential`` of built-in layers is read layer by layer
+    A ReLU MLP (``Linear`` with bias, ``ReLU``, ...) comes out as an ``exactident-case/1`` case: an
+    ``nn.Sequential`` of built-in layers is read layer by layer
     (:mod:`~exactident.io.importers.torch_module`); any other module (a subclass with its own
     ``forward``: ``F.relu``, ``nn.ModuleList`` loops, ``x.view``) is traced with ``torch.fx``
-    (:mod:`~exactident.io.importers.torch_trace`).  The module is then run by PyTorch on the
+    (:mod:`~exactident.io.importers.torch_trace`).  Any other supported network (residual ``+``,
+    ``LeakyReLU``, ``PReLU``, ``Conv1d``/``Conv2d``, average pooling, ``Linear`` without bias) is read
+    as a layer graph (:mod:`~exactident.io.importers.torch_graph`) into an ``exactident-case/2``
+    case; its input shape is the sample's ``X.shape[1:]``.  The module is then run by PyTorch on the
     sample (in its dtype, eval mode, no gradients; 8 seeded random inputs when ``X`` is None) and
     its outputs, up to the logits, must match the imported network's within the rounding bound
     (``provenance["forward_check"]``).
 
+    Parameters
+    ----------
+    fold_batchnorm : bool
+        Fold ``BatchNorm1d``/``2d`` into the preceding layer in float64 (refused otherwise: the exact
+        fold involves ``sqrt(var + eps)``); the provenance says the analysed network differs from
+        the framework's by that rounding.
+
     Raises
     ------
     CaseFormatError
-        An unsupported layer or op (naming the module path and op), shapes that do not chain
-        (naming the layer), a forward check that fails (naming the sample and output).
+        An unsupported layer or op (naming the module path and op, and why), shapes that do not
+        chain (naming the layer), a forward check that fails (naming the sample and output).
     """
+    from exactident.io.importers.graph_case import document_case
+
+    doc = torch_document(module, X, name=name, fold_batchnorm=fold_batchnorm)
+    if isinstance(doc, Case):
+        return doc
+    return document_case(doc, str(doc["provenance"]["source_file"]))  # type: ignore[no-any-return]
+
+
+def _torch_plain(module: Any, X: Any, name: str | None) -> Case | None:
+    """Today's ``exactident-case/1`` import of a ReLU MLP with biases, or None (read it as a graph)."""
     from exactident.io.importers.torch_module import is_plain_sequential, read_torch_module
     from exactident.io.importers.torch_trace import read_traced_module
 
     read = read_torch_module if is_plain_sequential(module) else read_traced_module
-    imported, where, logits = read(module)
+    try:
+        imported, where, logits = read(module)
+    except CaseFormatError:
+        return None
+    if any(b is None for b in imported.biases):
+        return None  # a Linear without bias: its bias is fixed at 0, not a free parameter
 
     def checker(net: Network, Xf: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
         from exactident.io.importers.reference import torch_forward_check
@@ -357,6 +384,24 @@ def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
 
     return _finish(imported, where, name or type(module).__name__, X, None, DEFAULT_MAX_BYTES,
                    {"source_file": where}, checker=checker)
+
+
+def torch_document(module: Any, X: Any = None, *, name: str | None = None,
+                   fold_batchnorm: bool = False) -> Case | dict[str, Any]:
+    """:func:`from_torch`'s result before the case reader: a format-1 :class:`Case` for a ReLU MLP, else the
+    ``exactident-case/2`` dict (see :func:`from_torch`)."""
+    from exactident.io.importers.graph_case import finish_document, require_sample
+    from exactident.io.importers.torch_graph import read_torch_graph, torch_reference
+
+    plain = _torch_plain(module, X, name)
+    if plain is not None:
+        return plain
+    cls = type(module)
+    require_sample(X, f"<{cls.__module__}.{cls.__name__}>")
+    Xa = X.detach().cpu().numpy() if hasattr(X, "detach") else np.asarray(X)
+    graph, logits, where = read_torch_graph(module, Xa, fold_batchnorm)
+    ref = torch_reference(module, logits, tuple(Xa.shape[1:]), where)
+    return finish_document(graph, name or cls.__name__, Xa, ref, {"source_file": where, "format": "torch-module"})
 
 
 def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,

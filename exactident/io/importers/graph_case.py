@@ -1,0 +1,118 @@
+"""From a :class:`~exactident.io.importers.graph.LayerGraph` and a sample to the ``exactident-case/2`` dict.
+
+Shared by the PyTorch, ONNX and Keras graph readers: reads the sample exactly
+(rows in C-order of the input shape), runs the forward check (the framework's
+own outputs against :func:`~exactident.io.importers.graph_forward.graph_forward_check`
+of the dict, within the rounding bound), records the provenance and the
+description, and turns the dict into a :class:`~exactident.io.case.Case` when
+the case reader knows the format (:func:`document_case`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from exactident.errors import CaseFormatError
+from exactident.io.importers.arrays import sample_rows
+from exactident.io.importers.graph import LayerGraph
+from exactident.io.importers.graph_forward import graph_forward_check
+
+__all__ = ["Reference", "document_case", "finish_document"]
+
+#: The framework's own forward pass: float64 inputs ``(n, prod(input_shape))`` -> (outputs ``(n, N_L)``,
+#: the inputs as the framework saw them (rounded to its dtype), the dtype names it computed in, who).
+Reference = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, list[str], str]]
+
+
+def _importer() -> str:
+    from exactident import __version__
+
+    return f"exactident {__version__}"
+
+
+def finish_document(graph: LayerGraph, name: str, X: Any, reference: Reference | None,
+                    provenance: dict[str, Any], sample_prov: dict[str, str] | None = None,
+                    X_exact: list[list[Any]] | None = None) -> dict[str, Any]:
+    """The case dict: exact sample, forward check, provenance, description.
+
+    Parameters
+    ----------
+    graph : LayerGraph
+        With its output set.
+    X : array-like ``(n, *input_shape)`` or ``(n, prod(input_shape))``, or None
+        The sample (floats read exactly); ignored when ``X_exact`` is given.
+    reference : callable or None
+        The framework's forward pass (:data:`Reference`); None: ``forward_check`` says it was not run.
+    provenance : dict
+        Entries known to the reader (``source_file``, ``sha256``, ``format``, ...).
+    sample_prov, X_exact
+        A sample already read from a file: its provenance entries and exact rows.
+
+    Raises
+    ------
+    CaseFormatError
+        A sample of the wrong size, an output activation, a forward check that fails.
+    """
+    n_in = int(np.prod(graph.input_shape))
+    if X_exact is None:
+        sample_prov = {}
+        rows: list[list[Any]] = []
+        if X is not None:
+            arr = X.detach().cpu().numpy() if hasattr(X, "detach") else X
+            arr = np.asarray(arr) if not isinstance(arr, list) else np.array(arr, dtype=object)
+            if arr.ndim >= 2 and int(np.prod(arr.shape[1:])) == n_in:
+                arr = arr.reshape(arr.shape[0], n_in)
+            rows, dtype = sample_rows(arr, graph.source, "X", n_in)
+            sample_prov = {"sample_dtype": dtype}
+        X_exact = rows
+    Xf = np.array([[int(v.p) / int(v.q) for v in row] for row in X_exact], dtype=np.float64).reshape(-1, n_in)
+    prov = {**provenance, "weight_dtype": graph.weight_dtype(), **(sample_prov or {})}
+    if graph.dropped:
+        prov["dropped_output_activation"] = graph.dropped
+    if graph.notes:
+        prov["architecture"] = "; ".join(graph.notes)
+    doc = graph.document(name, X_exact, "", {})
+    if reference is not None:
+        Xc = Xf if len(Xf) else np.random.default_rng(0).standard_normal((8, n_in))
+        Y, Xin, dtypes, who = reference(Xc)
+        prov["forward_check"] = graph_forward_check(doc, Xin, Y, dtypes, graph.source, who)
+    else:
+        prov["forward_check"] = "not run: no framework forward pass available"
+    prov["importer"] = _importer()
+    ops = sorted({layer["op"] for layer in doc["layers"]})
+    dropped = graph.dropped
+    not_run = prov["forward_check"] if prov["forward_check"].startswith("not run") else ""
+    doc["description"] = (f"Imported from {os.path.basename(graph.source)} ({prov.get('format')}, weights "
+                          f"{graph.weight_dtype()}; layers: {', '.join(ops)}) with every float read as its exact "
+                          "binary value"
+                          + (f"; the output {dropped} was dropped: the network analysed ends at the logits"
+                             if dropped else "")
+                          + ("; " + "; ".join(graph.notes) if graph.notes else "")
+                          + (f"; forward check {not_run}" if not_run else "") + ".")
+    doc = {k: doc[k] for k in ("format", "name", "description", "input_shape", "layers", "output", "sample")}
+    doc["provenance"] = prov
+    return doc
+
+
+def document_case(doc: dict[str, Any], source: str) -> Any:
+    """The dict as a :class:`~exactident.io.case.Case` (through the case reader).
+
+    Raises
+    ------
+    CaseFormatError
+        The case reader does not read ``exactident-case/2`` (an installation without it).
+    """
+    from exactident.io.case import parse_case
+
+    return parse_case(doc, source)
+
+
+def require_sample(X: Any, source: str) -> None:
+    """A layer graph's input shape comes from the sample: refuse an import without one."""
+    if X is None:
+        raise CaseFormatError(source, "X", "a sample is needed to read this network (its input shape comes from "
+                                           "the sample)")
