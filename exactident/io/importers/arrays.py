@@ -279,6 +279,8 @@ def sample_rows(value: Any, source: str, name: str, n_inputs: int) -> tuple[list
         Naming ``source`` and ``name``: not 2-D, or rows not of length ``N_0``.
     """
     t = Tensor(value, source, name)
+    if t.ndim > 2 and int(np.prod(t.shape[1:])) == n_inputs:  # images (n, C, H, W): rows in C-order
+        t.shape = (t.shape[0], n_inputs)
     if t.ndim == 1 and t.shape[0] == n_inputs:
         t.shape = (1, n_inputs)
     if t.ndim == 2 and t.shape[0] == 0:

@@ -116,3 +116,43 @@ def require_sample(X: Any, source: str) -> None:
     if X is None:
         raise CaseFormatError(source, "X", "a sample is needed to read this network (its input shape comes from "
                                            "the sample)")
+
+
+def import_graph(source: str, fmt: str, sample: Any, rows: slice | None, name: str | None, limit: int,
+                 reference: Any, fold_batchnorm: bool, plain_error: CaseFormatError) -> dict[str, Any]:
+    """An ONNX or Keras file that is not a plain ReLU MLP, read as a layer graph into the case dict.
+
+    Raises
+    ------
+    CaseFormatError
+        ``plain_error`` when the file is a plain ReLU chain after all (the plain reader's error is
+        about something else: the sample, the shapes); else the layer graph's own refusal.
+    """
+    from pathlib import Path
+
+    from exactident.io.importers.common import sha256_file
+    from exactident.io.importers.sample import load_sample
+
+    if fmt == "onnx":
+        from exactident.io.importers.onnx_graph import onnx_graph_reference, read_onnx_graph
+
+        og = read_onnx_graph(source, limit, fold_batchnorm)
+        graph, ref = og.graph, onnx_graph_reference(og)
+    else:
+        from exactident.io.importers.keras_graph import read_keras_graph
+
+        graph, ref = read_keras_graph(source, limit, fold_batchnorm)
+    if graph.plain_chain():
+        raise plain_error
+    if reference is not None:
+        raise CaseFormatError(source, "--reference", f"is for weight-only files; a {fmt} model is checked against "
+                                                     "its own forward pass")
+    n_in = int(np.prod(graph.input_shape))
+    provenance = {"source_file": source, "sha256": sha256_file(source), "format": fmt}
+    stem = name or Path(source).stem
+    if isinstance(sample, (str, os.PathLike)):
+        s = load_sample(sample, n_in, rows, max_bytes=limit)
+        return finish_document(graph, stem, None, ref, provenance, s.provenance(), s.X)
+    if sample is not None and rows is not None:
+        sample = np.asarray(sample)[rows]
+    return finish_document(graph, stem, sample, ref, provenance)

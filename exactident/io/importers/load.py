@@ -36,7 +36,7 @@ from exactident.io.limits import check_regular
 from exactident.model.network import Network
 
 __all__ = ["FORMATS", "as_case", "detect_format", "from_flax", "from_sklearn", "from_torch", "import_model",
-           "torch_document"]
+           "import_document", "torch_document"]
 
 #: ``--format`` names and the extensions that select them.
 FORMATS = {
@@ -189,7 +189,8 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
 
 def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
                  fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
-                 reference: Any = None, config: str | os.PathLike[str] | None = None) -> Case:
+                 reference: Any = None, config: str | os.PathLike[str] | None = None,
+                 fold_batchnorm: bool = False) -> Case:
     """Read a model file and a sample into an exact case.
 
     Parameters
@@ -216,11 +217,15 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     config : str or path, optional
         Keras only: the architecture of a weights-only ``.weights.h5`` file, as JSON from
         ``model.to_json()`` or a ``.keras`` file whose config is used.
+    fold_batchnorm : bool
+        ONNX/Keras layer graphs: fold ``BatchNormalization`` into the preceding layer in float64
+        (refused otherwise); the provenance says the analysed network differs by that rounding.
 
     Returns
     -------
     Case
-        With ``provenance`` (docs/case-format.md).
+        With ``provenance`` (docs/case-format.md): ``exactident-case/1`` for a ReLU MLP, else
+        ``exactident-case/2`` (a layer graph, :func:`import_document`).
 
     Raises
     ------
@@ -232,8 +237,38 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     InvariantViolation
         An ONNX model's import does not reproduce ``onnx.reference`` (a bug).
     """
+    from exactident.io.importers.graph_case import document_case
+
+    doc = import_document(path, sample, sample_rows=sample_rows, fmt=fmt, name=name, max_bytes=max_bytes,
+                          reference=reference, config=config, fold_batchnorm=fold_batchnorm)
+    return doc if isinstance(doc, Case) else document_case(doc, str(path))  # type: ignore[no-any-return]
+
+
+def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
+                    fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
+                    reference: Any = None, config: str | os.PathLike[str] | None = None,
+                    fold_batchnorm: bool = False) -> Case | dict[str, Any]:
+    """:func:`import_model`'s result before the case reader: a format-1 :class:`Case` for a ReLU MLP, else the
+    ``exactident-case/2`` dict of a layer graph (ONNX and Keras models with skip connections, leaky ReLU,
+    PReLU, convolutions, average pooling; see docs/import.md).  Same parameters and errors as
+    :func:`import_model`."""
     source = str(path)
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    check_file_size(source, limit)
+    fmt = fmt or detect_format(source)
+    if fmt in ("onnx", "keras") and config is None:
+        try:
+            return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config)
+        except CaseFormatError as plain_error:
+            from exactident.io.importers.graph_case import import_graph
+
+            return import_graph(source, fmt, sample, sample_rows, name, limit, reference, fold_batchnorm,
+                                plain_error)
+    return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config)
+
+
+def _import_plain(source: str, sample: Any, sample_rows: slice | None, fmt: str, name: str | None, limit: int,
+                  reference: Any, config: str | os.PathLike[str] | None) -> Case:
     check_file_size(source, limit)  # before detect_format opens it: a FIFO is refused unopened
     fmt = fmt or detect_format(source)
     imported, graph = _read(fmt, source, limit, None if config is None else str(config))
