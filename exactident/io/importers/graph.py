@@ -102,6 +102,8 @@ class LayerGraph:
         self.dtypes: list[str] = []
         self.notes: list[str] = []
         self.dropped: str | None = None
+        #: rows of the stored sample are ``row[sample_permutation]`` of the framework's (Keras: channels-last)
+        self.sample_permutation: list[int] | None = None
 
     def _new(self, layer: GLayer, shape: tuple[int, ...]) -> str:
         if layer.name in self.shapes:

@@ -69,6 +69,8 @@ def finish_document(graph: LayerGraph, name: str, X: Any, reference: Reference |
             rows, dtype = sample_rows(arr, graph.source, "X", n_in)
             sample_prov = {"sample_dtype": dtype}
         X_exact = rows
+    if graph.sample_permutation is not None:  # the framework's layout (channels-last) to the graph's, exactly
+        X_exact = [[row[i] for i in graph.sample_permutation] for row in X_exact]
     Xf = np.array([[int(v.p) / int(v.q) for v in row] for row in X_exact], dtype=np.float64).reshape(-1, n_in)
     prov = {**provenance, "weight_dtype": graph.weight_dtype(), **(sample_prov or {})}
     if graph.dropped:
@@ -142,7 +144,7 @@ def import_graph(source: str, fmt: str, sample: Any, rows: slice | None, name: s
         from exactident.io.importers.keras_graph import read_keras_graph
 
         graph, ref = read_keras_graph(source, limit, fold_batchnorm)
-    if graph.plain_chain():
+    if graph.plain_chain() and not graph.notes:
         raise plain_error
     if reference is not None:
         raise CaseFormatError(source, "--reference", f"is for weight-only files; a {fmt} model is checked against "
@@ -156,3 +158,31 @@ def import_graph(source: str, fmt: str, sample: Any, rows: slice | None, name: s
     if sample is not None and rows is not None:
         sample = np.asarray(sample)[rows]
     return finish_document(graph, stem, sample, ref, provenance)
+
+
+def plain_document(doc: dict[str, Any]) -> dict[str, Any]:
+    """A layer graph that is the plain ``Linear(bias) -> ReLU -> ... -> Linear(bias)`` chain (e.g. after
+    folding BatchNorm) as the ``exactident-case/1`` dict: ``widths``, ``weights``, ``biases``."""
+    linears = [layer for layer in doc["layers"] if layer["op"] == "linear"]
+    widths = [doc["input_shape"][0]] + [len(layer["weight"]) for layer in linears]
+    out = {"format": "exactident-case/1", "name": doc["name"], "description": doc["description"], "widths": widths,
+           "weights": [layer["weight"] for layer in linears], "biases": [layer["bias"] for layer in linears],
+           "sample": doc["sample"]}
+    if "provenance" in doc:
+        out["provenance"] = doc["provenance"]
+    return out
+
+
+def dump_document(value: Any, indent: int = 0) -> str:
+    """Text of a case dict as the case files are written: lists of numbers on one line, so matrices read as rows."""
+    import json
+
+    pad = "  " * (indent + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{pad}{json.dumps(k)}: {dump_document(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
+    if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
+        return "[\n" + ",\n".join(pad + dump_document(v, indent + 1) for v in value) + "\n" + "  " * indent + "]"
+    return json.dumps(value, ensure_ascii=False)

@@ -262,8 +262,9 @@ def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_
         except CaseFormatError as plain_error:
             from exactident.io.importers.graph_case import import_graph
 
-            return import_graph(source, fmt, sample, sample_rows, name, limit, reference, fold_batchnorm,
-                                plain_error)
+            doc = import_graph(source, fmt, sample, sample_rows, name, limit, reference, fold_batchnorm,
+                               plain_error)
+            return _plain_case(doc, source)
     return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config)
 
 
@@ -436,7 +437,21 @@ def torch_document(module: Any, X: Any = None, *, name: str | None = None,
     Xa = X.detach().cpu().numpy() if hasattr(X, "detach") else np.asarray(X)
     graph, logits, where = read_torch_graph(module, Xa, fold_batchnorm)
     ref = torch_reference(module, logits, tuple(Xa.shape[1:]), where)
-    return finish_document(graph, name or cls.__name__, Xa, ref, {"source_file": where, "format": "torch-module"})
+    doc = finish_document(graph, name or cls.__name__, Xa, ref, {"source_file": where, "format": "torch-module"})
+    return _plain_case(doc, where) if graph.plain_chain() else doc
+
+
+def _plain_case(doc: dict[str, Any], source: str) -> Case | dict[str, Any]:
+    """A layer graph that turned out a plain ReLU MLP (BatchNorm folded) as the format-1 case; else the dict."""
+    from exactident.io.case import parse_case
+    from exactident.io.importers.graph_case import plain_document
+
+    layers = doc["layers"]
+    plain = len(doc["input_shape"]) == 1 and len(layers) % 2 == 1 and all(
+        layer["op"] == ("linear" if i % 2 == 0 else "relu") and layer["inputs"] == [layers[i - 1]["name"] if i else
+                                                                                    "input"]
+        and (layer["op"] == "relu" or layer["bias"] is not None) for i, layer in enumerate(layers))
+    return parse_case(plain_document(doc), source) if plain else doc
 
 
 def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,
