@@ -12,6 +12,7 @@ file, format, sha256, weight dtype, dropped output activation, sample file.
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,7 @@ def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     check_file_size(source, limit)
     fmt = fmt or detect_format(source)
-    if fmt in ("onnx", "keras") and config is None:
+    if (fmt == "onnx" or (fmt == "keras" and zipfile.is_zipfile(source))) and config is None:
         try:
             return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config)
         except CaseFormatError as plain_error:
@@ -401,7 +402,8 @@ def from_torch(module: Any, X: Any = None, *, name: str | None = None, fold_batc
 
 
 def _torch_plain(module: Any, X: Any, name: str | None) -> Case | None:
-    """Today's ``exactident-case/1`` import of a ReLU MLP with biases, or None (read it as a graph)."""
+    """Today's ``exactident-case/1`` import of a ReLU MLP, or None (read it as a graph).  A ``Linear`` without
+    bias in such a chain is read as before: a zero bias of the format-1 case (a free parameter there)."""
     from exactident.io.importers.torch_module import is_plain_sequential, read_torch_module
     from exactident.io.importers.torch_trace import read_traced_module
 
@@ -409,9 +411,9 @@ def _torch_plain(module: Any, X: Any, name: str | None) -> Case | None:
     try:
         imported, where, logits = read(module)
     except CaseFormatError:
+        if not hasattr(module, "modules") or not callable(module):
+            raise  # not a module at all
         return None
-    if any(b is None for b in imported.biases):
-        return None  # a Linear without bias: its bias is fixed at 0, not a free parameter
 
     def checker(net: Network, Xf: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
         from exactident.io.importers.reference import torch_forward_check
@@ -433,11 +435,19 @@ def torch_document(module: Any, X: Any = None, *, name: str | None = None,
     if plain is not None:
         return plain
     cls = type(module)
-    require_sample(X, f"<{cls.__module__}.{cls.__name__}>")
-    Xa = X.detach().cpu().numpy() if hasattr(X, "detach") else np.asarray(X)
+    if X is None:  # trace on 8 seeded inputs when the first layer tells the input width; the case has no sample
+        first = next((m for m in module.modules() if type(m).__name__ in ("Linear", "Conv1d", "Conv2d")), None)
+        if first is None:
+            raise CaseFormatError(f"<{cls.__module__}.{cls.__name__}>", "forward", "no Linear or convolution layer")
+        if type(first).__name__ != "Linear":
+            require_sample(X, f"<{cls.__module__}.{cls.__name__}>")
+        Xa = np.random.default_rng(0).standard_normal((8, int(first.in_features)))
+    else:
+        Xa = X.detach().cpu().numpy() if hasattr(X, "detach") else np.asarray(X)
     graph, logits, where = read_torch_graph(module, Xa, fold_batchnorm)
     ref = torch_reference(module, logits, tuple(Xa.shape[1:]), where)
-    doc = finish_document(graph, name or cls.__name__, Xa, ref, {"source_file": where, "format": "torch-module"})
+    doc = finish_document(graph, name or cls.__name__, None if X is None else Xa, ref,
+                          {"source_file": where, "format": "torch-module"})
     return _plain_case(doc, where) if graph.plain_chain() else doc
 
 

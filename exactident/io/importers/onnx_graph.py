@@ -94,16 +94,17 @@ class _Walk:
             W = B if attrs.get("transB", 0) else B.T
             C = self.const(ins[2], where) if len(ins) > 2 and ins[2] else None
             if C is not None and C.size != W.shape[0]:
-                raise CaseFormatError(self.path, where, f"bias of shape {C.shape}, expected ({W.shape[0]},)")
-            return g.linear(name, src, W, None if C is None else C.reshape(-1), ins[1], ins[2] if C is not None
-                            else "")
+                raise CaseFormatError(self.path, f"{where} {ins[2]}", f"bias of shape {C.shape} does not broadcast "
+                                                                      f"to one per output ({W.shape[0]},)")
+            return g.linear(name, src, W, None if C is None else C.reshape(-1), f"{where} {ins[1]}",
+                            f"{where} {ins[2]}" if C is not None else "")
         if op == "MatMul":
             if ins[0] != data[0]:
                 raise CaseFormatError(self.path, where, "only MatMul(data, constant matrix)")
             M = self.const(ins[1], where)
             if M.ndim != 2:
                 raise CaseFormatError(self.path, where, f"constant of shape {M.shape} is not a matrix")
-            return g.linear(name, src, M.T, None, ins[1], "")
+            return g.linear(name, src, M.T, None, f"{where} {ins[1]}", "")
         if op == "Add":  # data + constant: the bias of the MatMul just before
             layer = g.layers[-1] if g.layers else None
             C = self.const(next(i for i in ins if i != data[0]), where).reshape(-1)
@@ -121,8 +122,8 @@ class _Walk:
                 raise CaseFormatError(self.path, where, "only group 1, dilations 1 and explicit pads are supported")
             B = self.const(ins[2], where) if len(ins) > 2 and ins[2] else None
             return g.conv(name, src, W, B, list(attrs.get("strides", [1] * d)),
-                          _sym_pads(list(attrs.get("pads", [])), d, self.path, where), ins[1], ins[2] if B is not None
-                          else "")
+                          _sym_pads(list(attrs.get("pads", [])), d, self.path, where), f"{where} {ins[1]}",
+                          f"{where} {ins[2]}" if B is not None else "")
         if op == "AveragePool":
             k = [int(x) for x in attrs["kernel_shape"]]
             pads = _sym_pads(list(attrs.get("pads", [])), len(k), self.path, where)
@@ -152,13 +153,23 @@ class _Walk:
             full = (1,) * (len(shp) + 1 - a.ndim) + tuple(a.shape)  # numpy broadcasting against (n, C, ...)
             if a.size > 1 and (len(full) != len(shp) + 1 or full[1] != shp[0] or a.size != shp[0]):
                 raise CaseFormatError(self.path, where, f"slope of shape {a.shape} is not one per channel")
-            return g.activation(name, src, "prelu", weight=a.reshape(-1), wname=ins[1])
+            return g.activation(name, src, "prelu", weight=a.reshape(-1), wname=f"{where} {ins[1]}")
         if op == "Flatten":
             if int(attrs.get("axis", 1)) != 1:
                 raise CaseFormatError(self.path, where, "only Flatten(axis=1) is supported")
             return g.flatten(name, src)
         if op == "Reshape":
             return self.reshape(node, src, where)
+        if op == "Unsqueeze" and src == "input" and not g.layers:  # x.unsqueeze(1) of the input: a new shape
+            axes = attrs.get("axes", self.consts.get(ins[1]) if len(ins) > 1 else None)
+            shape: list[int] = [BATCH, *g.shape(src)]
+            for a in sorted(int(x) % (len(shape) + np.asarray(axes).size) for x in np.asarray(axes).ravel()):
+                shape.insert(a, 1)
+            if shape[0] != BATCH:
+                raise CaseFormatError(self.path, where, "unsqueezes the batch axis")
+            g.input_shape = tuple(shape[1:])
+            g.shapes["input"] = g.input_shape
+            return src
         if op in ("Identity", "Dropout"):
             return src
         if op == "Cast" and np_dtype(self.onnx, int(attrs.get("to", 0))) == self.in_dtype:
@@ -267,7 +278,12 @@ def read_onnx_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) -> 
             (w.sym if is_symbolic(value) else consts)[node.output[0]] = value
             continue
         final = node.output[0] == out_name
-        out = w.step(node, where, attrs, final)
+        try:
+            out = w.step(node, where, attrs, final)
+        except CaseFormatError as exc:  # the layer graph names the layer; name the node and op instead
+            if exc.field != (node.name or node.output[0]):
+                raise
+            raise CaseFormatError(path, where, exc.message) from None
         if out is not None:
             w.val[node.output[0]] = out
     if w.logits is None:

@@ -20,6 +20,8 @@ module path or node and why.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import operator
 import warnings
 from typing import Any
@@ -336,13 +338,14 @@ def read_torch_graph(module: Any, X: Any, fold_batchnorm: bool = False) -> tuple
             gm = fx.symbolic_trace(module)
             dtype = getattr(torch, _dtype_name(module))
             x = torch.as_tensor(np.asarray(X, dtype=np.float64)).to(dtype)
-            with torch.no_grad():
+            with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
                 ShapeProp(gm).propagate(x)
     except CaseFormatError:
         raise
     except Exception as exc:  # data-dependent control flow, a sample of the wrong shape, ...
+        cause = exc.__cause__ or exc  # ShapeProp wraps the failing layer's own error
         raise CaseFormatError(where, "forward", f"cannot be traced by torch.fx on the sample "
-                                                f"({type(exc).__name__}: {clean_message(exc)})") from None
+                                                f"({type(cause).__name__}: {clean_message(cause)})") from None
     finally:
         module.train(was)
     graph = LayerGraph(where, tuple(int(s) for s in x.shape[1:]))
