@@ -198,7 +198,7 @@ def test_errors_are_one_line_exit_2(tmp_path, capsys):
     # softmax over the samples
     p = _save(tmp_path, [helper.make_node("Gemm", ["x", "W"], ["z"], name="g", transB=1),
                          helper.make_node("Softmax", ["z"], ["y"], name="sm", axis=0)], [W])
-    assert "node 'sm' (Softmax): Softmax is not over the outputs" in _err(capsys, ["import", p])
+    assert "node 'sm' (Softmax): Softmax over axis 0 is not over the outputs" in _err(capsys, ["import", p])
     # ends with a Relu
     p = _save(tmp_path, [helper.make_node("Gemm", ["x", "W"], ["z"], name="g", transB=1),
                          helper.make_node("Relu", ["z"], ["y"], name="r")], [W])
@@ -292,7 +292,7 @@ def test_more_graph_validators(tmp_path, capsys):
          [W, numpy_helper.from_array(np.ones((2, 2), dtype=np.float32), "W2")],
          "node 'g1' (Gemm): only Gemm(data, W) with alpha = beta = 1 and transA = 0"),
         ([helper.make_node("MatMul", ["x", "V"], ["y"], name="m")],
-         [numpy_helper.from_array(np.ones(3, dtype=np.float32), "V")], "node 'm' (MatMul): constant of shape (3,) is not a matrix"),
+         [numpy_helper.from_array(np.ones(3, dtype=np.float32), "V")], "node 'm' (MatMul) V: expected a weight matrix"),
         ([gemm, helper.make_node("Constant", [], ["y"], name="k", value=numpy_helper.from_array(
             np.ones((1, 2), dtype=np.float32), "k"))], [W], "the output 'y' is not computed from the data"),
     ]

@@ -135,15 +135,20 @@ def import_graph(source: str, fmt: str, sample: Any, rows: slice | None, name: s
     from exactident.io.importers.common import sha256_file
     from exactident.io.importers.sample import load_sample
 
-    if fmt == "onnx":
-        from exactident.io.importers.onnx_graph import onnx_graph_reference, read_onnx_graph
+    try:
+        if fmt == "onnx":
+            from exactident.io.importers.onnx_graph import onnx_graph_reference, read_onnx_graph
 
-        og = read_onnx_graph(source, limit, fold_batchnorm)
-        graph, ref = og.graph, onnx_graph_reference(og)
-    else:
-        from exactident.io.importers.keras_graph import read_keras_graph
+            og = read_onnx_graph(source, limit, fold_batchnorm)
+            graph, ref = og.graph, onnx_graph_reference(og)
+        else:
+            from exactident.io.importers.keras_graph import read_keras_graph
 
-        graph, ref = read_keras_graph(source, limit, fold_batchnorm)
+            graph, ref = read_keras_graph(source, limit, fold_batchnorm)
+    except CaseFormatError:
+        if not architecture_refusal(plain_error):
+            raise plain_error from None  # the chain reader's error is about the file, not the architecture
+        raise
     if graph.plain_chain() and not graph.notes:
         raise plain_error
     if reference is not None:
@@ -153,7 +158,7 @@ def import_graph(source: str, fmt: str, sample: Any, rows: slice | None, name: s
     provenance = {"source_file": source, "sha256": sha256_file(source), "format": fmt}
     stem = name or Path(source).stem
     if isinstance(sample, (str, os.PathLike)):
-        s = load_sample(sample, n_in, rows, max_bytes=limit)
+        s = load_sample(sample, n_in, rows, max_bytes=limit, images=True)
         return finish_document(graph, stem, None, ref, provenance, s.provenance(), s.X)
     if sample is not None and rows is not None:
         sample = np.asarray(sample)[rows]
@@ -186,3 +191,16 @@ def dump_document(value: Any, indent: int = 0) -> str:
     if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
         return "[\n" + ",\n".join(pad + dump_document(v, indent + 1) for v in value) + "\n" + "  " * indent + "]"
     return json.dumps(value, ensure_ascii=False)
+
+
+#: Words of the chain readers' refusals that are about the architecture (a layer graph may read it).
+_ARCHITECTURE_WORDS = ("unsupported", "linear chain", "single data path", "follows another", "follows a linear",
+                       "does not follow", "combines the data", "ends with a ReLU", "output is a Relu", "not flat",
+                       "flat input", "Reshape to", "flat data", "reshaped", "transposed", "output activation",
+                       "not the end of the data path", "adds a constant", "topology")
+
+
+def architecture_refusal(exc: CaseFormatError) -> bool:
+    """Whether a chain reader refused the file for its architecture (then the layer graph's error is shown);
+    else (a weight, a shape, the file itself) the chain reader's error is the precise one."""
+    return any(word in exc.message for word in _ARCHITECTURE_WORDS)

@@ -33,7 +33,13 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.importers.common import ZipBudget, check_zip, clean_message, open_zip, read_limited
 from exactident.io.importers.graph import LayerGraph, exact_slope
-from exactident.io.importers.keras_file import _activation_name, _h5py, check_self_contained, keras_position_names
+from exactident.io.importers.keras_file import (
+    _activation_name,
+    _h5py,
+    _io_names,
+    check_self_contained,
+    keras_position_names,
+)
 from exactident.io.importers.keras_forward import DROPOUT_LAYERS
 
 __all__ = ["read_keras_graph"]
@@ -246,12 +252,21 @@ def read_keras_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) ->
         h5py is not installed.
     """
     config, weights = _read_archive(path, max_bytes)
-    if not isinstance(config, dict) or config.get("class_name") not in ("Functional", "Sequential"):
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise CaseFormatError(path, "config", "no model config found")
+    if config.get("class_name") not in ("Functional", "Sequential"):
         raise CaseFormatError(path, "config", "only Functional and Sequential models are supported")
     layers = config.get("config", {}).get("layers")
     if not isinstance(layers, list) or not all(isinstance(x, dict) for x in layers):
         raise CaseFormatError(path, "config.layers", "missing")
     positions = keras_position_names([str(x.get("class_name")) for x in layers])
+    out_layer = None
+    if config["class_name"] == "Functional":
+        ins, outs = (_io_names(config["config"].get(k)) for k in ("input_layers", "output_layers"))
+        if len(ins) != 1 or len(outs) != 1:
+            raise CaseFormatError(path, "config", f"Functional model with inputs {ins} and outputs {outs} (exactly "
+                                                  "one input and one output are supported)")
+        out_layer = outs[0]
     h5py = _h5py()
     with h5py.File(io.BytesIO(weights), "r") as h5:
         check_self_contained(h5, f"{path}: model.weights.h5")
@@ -260,8 +275,11 @@ def read_keras_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) ->
             layers = _sequential_as_functional(layers, path)
         for i, (layer, position) in enumerate(zip(layers, positions)):
             w.layer(layer, position, i == len(layers) - 1)
-    assert w.g is not None
-    last = str(layers[-1].get("config", {}).get("name", layers[-1].get("name")))
+    if w.g is None or not any(x.op in ("linear", "conv1d", "conv2d") for x in w.g.layers):
+        raise CaseFormatError(path, "config.layers", "no Dense or convolution layer")
+    last = out_layer or str(layers[-1].get("config", {}).get("name", layers[-1].get("name")))
+    if last not in w.val:
+        raise CaseFormatError(path, "config", f"the output layer {last!r} is not a layer of the model")
     w.g.output = w.val[last]
     w.g.dropped = w.dropped
     return w.g, _keras_reference(path, w.g, w.dropped)
