@@ -182,7 +182,8 @@ def test_errors_are_one_line_exit_2(tmp_path, capsys):
     p = _save(tmp_path, [helper.make_node("Gemm", ["x", "W"], ["z"], name="g1", transB=1),
                          helper.make_node("Relu", ["z"], ["h"], name="r"),
                          helper.make_node("Gemm", ["h", "W4"], ["y"], name="g2", transB=1)], [W, W4])
-    assert "node 'g2' (Gemm): weight of shape (4, 3) does not apply to the data of shape (2,)" in _err(capsys, ["import", p])
+    assert "node 'g2' (Gemm): weight of shape (4, 3) does not apply to the data of shape (2,)" in _err(
+        capsys, ["import", p])
     # two affine layers without a Relu
     W2 = numpy_helper.from_array(np.ones((2, 2), dtype=np.float32), "W2")
     p = _save(tmp_path, [helper.make_node("Gemm", ["x", "W"], ["z"], name="g1", transB=1),
@@ -275,17 +276,21 @@ def test_more_graph_validators(tmp_path, capsys):
     W = numpy_helper.from_array(np.ones((2, 3), dtype=np.float32), "W")
     b = numpy_helper.from_array(np.ones(2, dtype=np.float32), "b")
     gemm = helper.make_node("Gemm", ["x", "W"], ["z"], name="g", transB=1)
+    none = "output: no Linear or convolution on the data path"
     cases = [
-        ([helper.make_node("Relu", ["x"], ["y"], name="r")], [], "output: no Linear or convolution on the data path"),
-        ([helper.make_node("Sigmoid", ["x"], ["y"], name="s")], [], "output: no Linear or convolution on the data path"),
-        ([helper.make_node("Add", ["x", "b"], ["y"], name="a")], [b], "node 'a' (Add): adds a constant that is not the bias of a MatMul"),
+        ([helper.make_node("Relu", ["x"], ["y"], name="r")], [], none),
+        ([helper.make_node("Sigmoid", ["x"], ["y"], name="s")], [], none),
+        ([helper.make_node("Add", ["x", "b"], ["y"], name="a")], [b],
+         "node 'a' (Add): adds a constant that is not the bias of a MatMul"),
         ([helper.make_node("Flatten", ["x"], ["f"], name="f", axis=0), helper.make_node("Gemm", ["f", "W"], ["y"],
           name="g", transB=1)], [W], "node 'f' (Flatten): only Flatten(axis=1) is supported"),
         ([gemm, helper.make_node("Reshape", ["z", "s"], ["y"], name="rs")],
-         [W, numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "s")], "node 'rs' (Reshape): Reshape of data of shape [2] to [1, -1]"),
+         [W, numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "s")],
+         "node 'rs' (Reshape): Reshape of data of shape [2] to [1, -1]"),
         ([gemm, helper.make_node("Softmax", ["z"], ["s"], name="sm", axis=1),
-          helper.make_node("Identity", ["s"], ["y"], name="i")], [W], "node 'sm' (Softmax): not piecewise linear inside the network"),
-        ([helper.make_node("Add", ["x", "x"], ["y"], name="a")], [], "output: no Linear or convolution on the data path"),
+          helper.make_node("Identity", ["s"], ["y"], name="i")], [W],
+         "node 'sm' (Softmax): not piecewise linear inside the network"),
+        ([helper.make_node("Add", ["x", "x"], ["y"], name="a")], [], none),
         ([helper.make_node("Gemm", ["x", "W"], ["z"], name="g1", transA=1, transB=1),
           helper.make_node("Relu", ["z"], ["h"], name="r"),
           helper.make_node("MatMul", ["W2", "h"], ["y"], name="m")],

@@ -17,7 +17,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from _importers import bad_input_error as _err
 
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")

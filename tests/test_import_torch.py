@@ -156,8 +156,8 @@ def test_safetensors_from_torch_bfloat16(tmp_path):
 
 
 def test_module_more_validators():
-    with pytest.raises(CaseFormatError, match=r"forward: cannot be traced by torch.fx on the sample \(RuntimeError: mat1 "
-                                              r"and mat2 shapes cannot be multiplied"):
+    with pytest.raises(CaseFormatError, match=r"forward: cannot be traced by torch.fx on the sample \(RuntimeError: "
+                                              r"mat1 and mat2 shapes cannot be multiplied"):
         from_torch(torch.nn.Sequential(torch.nn.Flatten(start_dim=0), torch.nn.Linear(3, 2)))
     with pytest.raises(CaseFormatError, match=r"forward: no Linear or convolution layer"):
         from_torch(torch.nn.Sequential(torch.nn.Identity()))

@@ -102,14 +102,11 @@ def graph_bound(doc: dict[str, Any], X: np.ndarray, dtypes: Sequence[str]) -> tu
         if op in ("linear", "conv1d", "conv2d"):
             W = _array(layer["weight"])
             b = np.zeros(W.shape[0]) if layer["bias"] is None else _array(layer["bias"])
-            if op == "linear":
-                def f(z: np.ndarray, M: np.ndarray = W) -> np.ndarray:
-                    return z @ M.T
-            else:
-                s, p = list(layer["stride"]), list(layer["padding"])
+            s, p = list(layer.get("stride", [])), list(layer.get("padding", []))
 
-                def f(z: np.ndarray, M: np.ndarray = W, s: list[int] = s, p: list[int] = p) -> np.ndarray:
-                    return _conv(z, M, s, p)
+            def f(z: np.ndarray, M: np.ndarray, op: str = op, s: list[int] = s, p: list[int] = p) -> np.ndarray:
+                return z @ M.T if op == "linear" else _conv(z, M, s, p)
+
             y = f(h, W)
             bb = _channel(b, y) if op != "linear" else b
             k = int(np.prod(W.shape[1:])) + 3
@@ -131,9 +128,9 @@ def graph_bound(doc: dict[str, Any], X: np.ndarray, dtypes: Sequence[str]) -> tu
         elif op == "flatten":
             val[layer["name"]] = (h.reshape(n, -1), mag.reshape(n, -1), err.reshape(n, -1))
         elif op == "add":
-            mag_new = sum(m for _, m, _ in ins)
-            val[layer["name"]] = (sum(v for v, _, _ in ins), mag_new,
-                                  sum(e for _, _, e in ins) + gamma(len(ins)) * mag_new)
+            mag_new = np.sum([m for _, m, _ in ins], axis=0)
+            val[layer["name"]] = (np.sum([v for v, _, _ in ins], axis=0), mag_new,
+                                  np.sum([e for _, _, e in ins], axis=0) + gamma(len(ins)) * mag_new)
         elif op == "identity":
             val[layer["name"]] = ins[0]
         else:

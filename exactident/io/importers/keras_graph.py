@@ -141,9 +141,11 @@ class _KerasWalk:
         g = self.g
         if g is None:
             raise CaseFormatError(self.path, where, "comes before the InputLayer")
+        if cls in REFUSED:
+            raise CaseFormatError(self.path, where, REFUSED[cls])
         nodes = layer.get("inbound_nodes") or []
-        if len(nodes) != 1 or nodes[0].get("kwargs"):
-            raise CaseFormatError(self.path, where, "called more than once or with keyword arguments")
+        if len(nodes) != 1 or _history(list((nodes[0].get("kwargs") or {}).values())):
+            raise CaseFormatError(self.path, where, "called more than once or with tensors as keyword arguments")
         srcs = [self.val[s] for s in _history(nodes[0].get("args"))] if all(
             s in self.val for s in _history(nodes[0].get("args"))) else None
         if not srcs:
@@ -208,8 +210,6 @@ class _KerasWalk:
                 self.flat_perm[out] = np.moveaxis(idx, -1, 0).ravel()  # ... of each channel-first entry
         elif cls in DROPOUT_LAYERS:
             out = src
-        elif cls in REFUSED:
-            raise CaseFormatError(self.path, where, REFUSED[cls])
         else:
             raise CaseFormatError(self.path, where, f"unsupported layer ({_SUPPORTED})")
         if src in self.last and cls not in ("Flatten", "Dense") and not cls.startswith("Global"):
@@ -231,9 +231,7 @@ class _KerasWalk:
         assert self.g is not None
         a = self.var(position, 0, where)
         shp = self.g.shape(src)
-        if len(shp) == 1:
-            slopes = a.reshape(-1)
-        elif a.size == a.shape[-1] and a.ndim == len(shp):  # shared over the spatial axes: one per channel
+        if len(shp) == 1 or (a.size == a.shape[-1] and a.ndim == len(shp)):
             slopes = a.reshape(-1)
         else:
             raise CaseFormatError(self.path, where, "slopes per pixel (share them over the spatial axes with "

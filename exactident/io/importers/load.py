@@ -36,8 +36,17 @@ from exactident.io.importers.sample import load_sample
 from exactident.io.limits import check_regular
 from exactident.model.network import Network
 
-__all__ = ["FORMATS", "as_case", "detect_format", "from_flax", "from_sklearn", "from_torch", "import_model",
-           "import_document", "torch_document"]
+__all__ = [
+    "FORMATS",
+    "as_case",
+    "detect_format",
+    "from_flax",
+    "from_sklearn",
+    "from_torch",
+    "import_document",
+    "import_model",
+    "torch_document",
+]
 
 #: ``--format`` names and the extensions that select them.
 FORMATS = {
@@ -242,7 +251,7 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
 
     doc = import_document(path, sample, sample_rows=sample_rows, fmt=fmt, name=name, max_bytes=max_bytes,
                           reference=reference, config=config, fold_batchnorm=fold_batchnorm)
-    return doc if isinstance(doc, Case) else document_case(doc, str(path))  # type: ignore[no-any-return]
+    return doc if isinstance(doc, Case) else document_case(doc, str(path))
 
 
 def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
@@ -398,7 +407,7 @@ def from_torch(module: Any, X: Any = None, *, name: str | None = None, fold_batc
     doc = torch_document(module, X, name=name, fold_batchnorm=fold_batchnorm)
     if isinstance(doc, Case):
         return doc
-    return document_case(doc, str(doc["provenance"]["source_file"]))  # type: ignore[no-any-return]
+    return document_case(doc, str(doc["provenance"]["source_file"]))
 
 
 def _torch_plain(module: Any, X: Any, name: str | None) -> Case | None:

@@ -120,10 +120,10 @@ class _Walk:
             if int(attrs.get("group", 1)) != 1 or any(int(x) != 1 for x in attrs.get("dilations", [1] * d)) or \
                     attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
                 raise CaseFormatError(self.path, where, "only group 1, dilations 1 and explicit pads are supported")
-            B = self.const(ins[2], where) if len(ins) > 2 and ins[2] else None
-            return g.conv(name, src, W, B, list(attrs.get("strides", [1] * d)),
+            Bc = self.const(ins[2], where) if len(ins) > 2 and ins[2] else None
+            return g.conv(name, src, W, Bc, list(attrs.get("strides", [1] * d)),
                           _sym_pads(list(attrs.get("pads", [])), d, self.path, where), f"{where} {ins[1]}",
-                          f"{where} {ins[2]}" if B is not None else "")
+                          f"{where} {ins[2]}" if Bc is not None else "")
         if op == "AveragePool":
             k = [int(x) for x in attrs["kernel_shape"]]
             pads = _sym_pads(list(attrs.get("pads", [])), len(k), self.path, where)
@@ -163,8 +163,8 @@ class _Walk:
         if op == "Unsqueeze" and src == "input" and not g.layers:  # x.unsqueeze(1) of the input: a new shape
             axes = attrs.get("axes", self.consts.get(ins[1]) if len(ins) > 1 else None)
             shape: list[int] = [BATCH, *g.shape(src)]
-            for a in sorted(int(x) % (len(shape) + np.asarray(axes).size) for x in np.asarray(axes).ravel()):
-                shape.insert(a, 1)
+            for ax in sorted(int(x) % (len(shape) + np.asarray(axes).size) for x in np.asarray(axes).ravel()):
+                shape.insert(ax, 1)
             if shape[0] != BATCH:
                 raise CaseFormatError(self.path, where, "unsqueezes the batch axis")
             g.input_shape = tuple(shape[1:])
@@ -291,8 +291,8 @@ def read_onnx_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) -> 
             raise CaseFormatError(path, "graph", f"the output {out_name!r} is not computed from the data")
         w.logits = out_name
     g.output = w.val[w.logits]
-    return OnnxLayerGraph(g, model, inp.name, w.in_dtype, [int(d) for d in dims[1:]],  # type: ignore[misc]
-                          w.logits, int(dims[0]) if dims[0] else None)
+    return OnnxLayerGraph(g, model, inp.name, w.in_dtype, [int(d or 0) for d in dims[1:]], w.logits,
+                          int(dims[0]) if dims[0] else None)
 
 
 def onnx_graph_reference(og: OnnxLayerGraph) -> Any:

@@ -137,7 +137,7 @@ class _TorchWalk:
                             f"{name}.bias")
         if kind in ("Conv1d", "Conv2d"):
             if sub.groups != 1 or any(d != 1 for d in sub.dilation) or sub.padding_mode != "zeros" \
-                    or isinstance(sub.padding, str) and sub.padding != "valid":
+                    or (isinstance(sub.padding, str) and sub.padding != "valid"):
                 raise self.err(node, "only groups=1, dilation 1 and numeric zero padding are supported")
             pad = 0 if isinstance(sub.padding, str) else list(sub.padding)
             return g.conv(name, src, sub.weight, sub.bias, list(sub.stride), pad, f"{name}.weight", f"{name}.bias")
