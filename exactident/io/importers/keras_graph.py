@@ -6,7 +6,7 @@ checks as :mod:`~exactident.io.importers.keras_file` (weights by position).  Ker
 tensors are channels-last, the layer graph is channel-first: a convolution kernel
 ``(kh, kw, in, out)`` becomes ``(out, in, kh, kw)``; the sample (given as Keras takes
 it, ``(n, H, W, C)`` or flat in that order) is stored permuted to ``(C, H, W)``
-(an exact reordering, :attr:`LayerGraph.sample_permutation`); and a ``Flatten`` of
+(an exact reordering, ``LayerGraph.sample_permutation``); and a ``Flatten`` of
 channels-last data is read as the channel-first flatten followed by its consumers
 (``Dense`` only) with their kernel rows permuted to match, so that the network
 computes exactly what Keras computes.  Supported: ``InputLayer``, ``Dense`` (bias
