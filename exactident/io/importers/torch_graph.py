@@ -57,7 +57,7 @@ REFUSED = {
 }
 _IDENTITY = ("Identity", "Dropout", "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout")
 _SUPPORTED = ("Linear, Conv1d, Conv2d, ReLU, LeakyReLU, PReLU, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d/2d, "
-              "Flatten, Identity, Dropout, +/torch.add, and a final Softmax or Sigmoid")
+              "Flatten, Unflatten/view of the input, Identity, Dropout, +/torch.add, and a final Softmax or Sigmoid")
 
 
 def _dtype_name(module: Any) -> str:
@@ -168,6 +168,8 @@ class _TorchWalk:
             return g.flatten(name, src)
         if kind in _IDENTITY:
             return src
+        if kind == "Unflatten":  # of the input itself: the sample read in that shape
+            return self.reshape(node, src)
         if kind in ("Softmax", "Sigmoid") and self.final(node, kind.lower(), getattr(sub, "dim", 1)):
             return None
         if kind in ("BatchNorm1d", "BatchNorm2d"):
