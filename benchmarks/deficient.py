@@ -18,6 +18,8 @@ the case is loaded before the clock starts.  Methods:
   verdict did not need the exact rank;
 - ``exact-ranks``: the same with ``exact_ranks=True`` (``--with-exact-ranks``; slow rows killed
   at ``--timeout``);
+- ``verify``: ``verify_certificate`` on the report the ``exact`` cell wrote beside the case
+  (``CASE.exact.report.json``), claims required, as ``exactident verify-certificate`` does;
 - ``float1``: float64 ``Gamma`` by backpropagation + ``numpy.linalg.matrix_rank``, plus the rank
   of ``alpha`` (or its Gram matrix) when ``rank Gamma < dim``.
 """
@@ -60,6 +62,18 @@ def measure(method: str, path: str) -> None:
         out.update(verdict=r.verdict, rank_gamma=r.rank_gamma, rank_a=r.rank_a,
                    interval=r.extra.get("rank_gamma_interval"), montecarlo=r.extra.get("montecarlo"),
                    rank_a_lower_bound=r.extra.get("rank_a_lower_bound"), certified_by=r.extra.get("certified_by"))
+        if method == "exact":  # the report the verify cell checks (written after the clock is read below)
+            from exactident.io.report import reports_to_json
+
+            report_text = reports_to_json([r], as_list=False)
+    elif method == "verify":
+        from exactident.verify.certificate import verify_certificate
+
+        with open(path + ".exact.report.json", encoding="utf-8") as f:
+            report = json.load(f)
+        c0, t0 = _cpu(), time.perf_counter()
+        valid, messages = verify_certificate(case, report, os.path.basename(path), require_claims=True)
+        out.update(valid=valid, problems=[] if valid else messages[-3:])
     else:
         from run import float_ranks  # benchmarks/run.py: the same float64 pipeline in both tables
 
@@ -68,6 +82,9 @@ def measure(method: str, path: str) -> None:
     out["wall"] = time.perf_counter() - t0
     out["cpu"] = _cpu() - c0
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if method == "exact":
+        with open(path + ".exact.report.json", "w", encoding="utf-8") as f:
+            f.write(report_text)
     print(json.dumps(out))
 
 
@@ -97,6 +114,13 @@ def _cell(r: dict | None) -> str:
     return f"{r['cpu']:.3g} s cpu, {r['peak_mb']:.0f} MB"
 
 
+def verify_cell(r: dict | None) -> str:
+    """``valid/INVALID, CPU, peak MB`` of a ``verify`` cell."""
+    if not r or "cpu" not in r:
+        return _cell(r)
+    return ("valid" if r.get("valid") else "INVALID") + ", " + _cell(r)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=None, help="directory of the trained cases (made if missing)")
@@ -119,14 +143,14 @@ def main(argv=None) -> int:
     if missing:
         subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "train_deficient.py"), "--out", args.cases,
                         *missing], check=True)
-    methods = ["exact", "float1"] + (["exact-ranks"] if args.with_exact_ranks else [])
+    methods = ["exact", "verify", "float1"] + (["exact-ranks"] if args.with_exact_ranks else [])
     results: dict = {}
     for name in names:
         path = os.path.join(args.cases, name + ".json")
         results[name] = {m: run_one(m, path, args.timeout) for m in methods}
         print(name, results[name], flush=True)
     lines = ["| network | exact certified (verdict) | float64, 1 thread | ratio (CPU) | rank_gamma certified "
-             "(Monte Carlo; float) | exact ranks |", "|---|---|---|---|---|---|"]
+             "(Monte Carlo; float) | exact ranks | verify-certificate |", "|---|---|---|---|---|---|---|"]
     for name, res in results.items():
         ex, fl = res.get("exact") or {}, res.get("float1") or {}
         ratio = f"{ex['cpu'] / fl['cpu']:.2f}x" if "cpu" in ex and "cpu" in fl and fl["cpu"] > 0 else "-"
@@ -138,7 +162,7 @@ def main(argv=None) -> int:
         else:
             rg, verdict = "-", "-"
         lines.append(f"| {name} | {_cell(ex)} ({verdict}) | {_cell(fl)} | {ratio} | {rg} | "
-                     f"{_cell(res.get('exact-ranks'))} |")
+                     f"{_cell(res.get('exact-ranks'))} | {verify_cell(res.get('verify'))} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

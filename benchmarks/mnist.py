@@ -16,6 +16,7 @@ Each cell is a fresh subprocess with ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1`` 
 measured child; the clock starts after loading):
 
 - ``exact``: ``check(case, numeric=False, structural=False)`` (certified verdict, ranks as far as cheap);
+- ``verify``: ``verify_certificate`` on the ``exact`` cell's report (claims required);
 - ``float1``: float64 ``Gamma`` by backpropagation + ``numpy.linalg.matrix_rank`` (SVD).
 
 The float SVD of the 20,000-row matrix takes about an hour on one core: run the big rows on a quiet machine.
@@ -76,12 +77,12 @@ def make_case(rows: int, model, net, X_img):
 
 
 def main(argv=None) -> int:
-    from deficient import _cell, run_one
+    from deficient import _cell, run_one, verify_cell
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, nargs="*", default=[2000, 6000, 10000, 20000])
     ap.add_argument("--cases", default=None, help="directory of the case files (made if missing)")
-    ap.add_argument("--methods", nargs="*", default=["exact", "float1"])
+    ap.add_argument("--methods", nargs="*", default=["exact", "verify", "float1"])
     ap.add_argument("--out", default=None)
     ap.add_argument("--timeout", type=float, default=7200)
     args = ap.parse_args(argv)
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
                 write_case(make_case(r, model, net, X_img), p)
                 print(f"wrote {p}", flush=True)
     lines = ["| rows x dim | exact certified (verdict) | float64, 1 thread | CPU ratio | memory ratio | "
-             "rank_gamma (float) |", "|---|---|---|---|---|---|"]
+             "rank_gamma (float) | verify-certificate |", "|---|---|---|---|---|---|---|"]
     for r, p in paths.items():
         res = {m: run_one(m, p, args.timeout) for m in args.methods}
         print(r, json.dumps(res), flush=True)
@@ -110,7 +111,8 @@ def main(argv=None) -> int:
         mem = f"{ex['peak_mb'] / fl['peak_mb']:.2f}x" if ok else "-"
         iv = ex.get("interval")
         rg = (f"[{iv[0]}, {iv[1]}]" if iv else str(ex.get("rank_gamma", "-"))) + f" ({fl.get('rank_gamma', '-')})"
-        lines.append(f"| {r} x 25630 | {_cell(ex)} ({ex.get('verdict', '-')}) | {_cell(fl)} | {ratio} | {mem} | {rg} |")
+        lines.append(f"| {r} x 25630 | {_cell(ex)} ({ex.get('verdict', '-')}) | {_cell(fl)} | {ratio} | {mem} | {rg} "
+                     f"| {verify_cell(res.get('verify'))} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -201,8 +201,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 0
 
     for path, report in check_cases(paths, cases, args):
-        if isinstance(report, UnsupportedCaseError):  # docs/cli.md: the message names the file
-            raise UnsupportedCaseError(f"{path}: {report}") from None
+        if isinstance(report, UnsupportedCaseError):  # docs/cli.md: the message names the file (once)
+            named = str(report).startswith(f"{path}: ")
+            raise UnsupportedCaseError(str(report) if named else f"{path}: {report}") from None
         reports.append(report)
     as_list = len(paths) > 1 or any(os.path.isdir(p) for p in args.cases)  # a folder: an array, even of one
     explained = ""

@@ -9,25 +9,40 @@ half-written file.
 
 from __future__ import annotations
 
-import decimal
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import flint
 
-from exactident.errors import CaseFormatError
+from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.atomic import atomic_write_text
-from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_text
-from exactident.io.rationals import NonFinite, describe_json_value, format_fmpq, parse_number
+from exactident.io.case_parts import (
+    CASE_FORMAT_2,
+    PROVENANCE_KEYS,
+    SUITE_FORMAT,
+    _is_text,
+    _list,
+    architecture_to_json,
+    case_files,
+    parse_architecture,
+    plain_json,
+    provenance,
+    read_json,
+    require_case_files,
+)
+from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits
+from exactident.io.rationals import describe_json_value, format_fmpq, parse_number
+from exactident.model.architecture import Architecture
+from exactident.model.compile import compile_architecture, plain_network, plain_parameter_names
+from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network
 
 __all__ = [
     "CASE_FORMAT",
+    "CASE_FORMAT_2",
     "PROVENANCE_KEYS",
     "SUITE_FORMAT",
     "Case",
@@ -45,8 +60,6 @@ __all__ = [
 
 #: The ``format`` field of a case file (docs/case-format.md).
 CASE_FORMAT = "exactident-case/1"
-#: The ``format`` field of a suite manifest (``manifest.json``, docs/suites.md): never a case.
-SUITE_FORMAT = "exactident-suite/1"
 #: Files exactident writes that are not cases, by ``format``: what to say when one is given as a case.
 _NOT_A_CASE = {
     "exactident-report/1": "this file is an exactident report, not a case; "
@@ -56,43 +69,124 @@ _NOT_A_CASE = {
 }
 _KEYS = ("format", "name", "description", "widths", "weights", "biases", "sample", "generator", "expected",
          "provenance")
-#: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
-PROVENANCE_KEYS = ("source_file", "config_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
-                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "sample_transform", "crosscheck",
-                   "importer", "architecture", "forward_check", "reference", "reference_sha256", "parameter_names")
-_PARAMETER_KEY = re.compile(r"[Wb]_[1-9][0-9]*")
+_REQUIRED = ("format", "name", "widths", "weights", "biases", "sample")
+#: Fields of a format-2 case, in the order they are written.
+_KEYS_2 = ("format", "name", "description", "input_shape", "layers", "output", "sample", "generator", "expected",
+           "provenance")
+_REQUIRED_2 = ("format", "name", "input_shape", "layers", "output", "sample")
 
 
-@dataclass
+@dataclass(init=False)
 class Case:
     """A network and a sample, exact.
+
+    A case holds either a plain ReLU MLP (format 1; ``architecture`` is None) or a layer
+    graph (format 2, :class:`~exactident.model.architecture.Architecture`).  A layer graph
+    that is a plain MLP has ``network`` too, so the plain engine analyses it.
 
     Attributes
     ----------
     name : str
     network : Network
         Widths ``N_0..N_L``, ``W[l-1]`` = ``W_l`` (fmpq_mat ``(N_l, N_{l-1})``),
-        ``b[l-1]`` = ``b_l`` (list of fmpq, length ``N_l``).
+        ``b[l-1]`` = ``b_l`` (list of fmpq, length ``N_l``).  Reading it on a case whose
+        architecture is more than a plain ReLU MLP raises
+        :class:`~exactident.errors.UnsupportedCaseError` (use ``compiled``).
     X : list of list of fmpq
-        The sample, ``n`` rows of ``N_0`` rationals (Q).
+        The sample, ``n`` rows of ``N_0`` rationals (Q); a layer graph's input is flattened in
+        C-order.
     description : str
     expected : dict or None
         Ground-truth report fields, if the file has them.
     provenance : dict or None
-        Where an imported network came from (:data:`PROVENANCE_KEYS`, string values):
+        Where an imported network came from (:data:`~exactident.io.case_parts.PROVENANCE_KEYS`, string values):
         source file, format, sha256, weight dtype, dropped output activation, sample file.
     generator : dict or None
         How a generated case was made (``exactident generate``, docs/suites.md), if it was.
+    architecture : Architecture or None
+        The layer graph of a format-2 case; None for format 1.
     """
 
     name: str
-    network: Network
     X: list[list[flint.fmpq]]
-    description: str = ""
-    expected: dict[str, Any] | None = None
-    source: str = field(default="<case>", compare=False)
-    generator: dict[str, Any] | None = None
-    provenance: dict[str, Any] | None = None
+    description: str
+    expected: dict[str, Any] | None
+    source: str = field(compare=False)
+    generator: dict[str, Any] | None
+    provenance: dict[str, Any] | None
+    architecture: Architecture | None
+    plain_network: Network | None
+
+    def __init__(self, name: str, network: Network | None = None, X: list[list[flint.fmpq]] | None = None,
+                 description: str = "", expected: dict[str, Any] | None = None, source: str = "<case>",
+                 generator: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
+                 architecture: Architecture | None = None) -> None:
+        if network is None and architecture is None:
+            raise CaseFormatError(source, "", "a case needs a network or an architecture")
+        self._compiled: ConstrainedNetwork | None = None
+        if network is None and architecture is not None:
+            self._compiled = compile_architecture(architecture)
+            network = plain_network(self._compiled)
+        self.name, self.plain_network, self.X = name, network, X if X is not None else []
+        self.description, self.expected, self.source = description, expected, source
+        self.generator, self.provenance, self.architecture = generator, provenance, architecture
+
+    @property
+    def network(self) -> Network:
+        """The plain network (see the class docstring); UnsupportedCaseError for anything more."""
+        if self.plain_network is None:
+            features = ", ".join(self.compiled.features) or "a layer graph"
+            raise UnsupportedCaseError(f"{self.source}: this step needs a plain ReLU MLP, and the case's "
+                                       f"architecture has {features}")
+        return self.plain_network
+
+    @property
+    def compiled(self) -> ConstrainedNetwork:
+        """The network in the one compiled form (:mod:`exactident.model.constrained`), for every case."""
+        if self._compiled is None:
+            self._compiled = (compile_architecture(self.architecture) if self.architecture is not None
+                              else from_network(self.network))
+        return self._compiled
+
+    @property
+    def is_plain(self) -> bool:
+        """True when the plain engine analyses this case (a plain ReLU MLP)."""
+        return self.plain_network is not None
+
+    def as_format1(self) -> Case:
+        """The same plain case without its layer graph (written as format 1), ``W_l`` named in provenance.
+
+        Raises
+        ------
+        UnsupportedCaseError
+            When the graph is more than a plain ReLU MLP.
+        """
+        prov = dict(self.provenance or {})
+        if self.architecture is not None:
+            prov.setdefault("parameter_names", plain_parameter_names(self.architecture))
+        return Case(self.name, self.network, self.X, self.description, self.expected, self.source,
+                    self.generator, prov or None)
+
+    @classmethod
+    def from_architecture(cls, architecture: Architecture, X: Any, *, name: str = "architecture",
+                          description: str = "", provenance: dict[str, Any] | None = None) -> Case:
+        """A format-2 case from a layer graph and a sample of ``prod(input_shape)``-entry rows (C-order).
+
+        Raises
+        ------
+        CaseFormatError
+            When a sample row has the wrong length or an inexact entry (``sample[i][j]``).
+        """
+        from exactident.model.architecture import exact_array
+
+        rows = []
+        for i, row in enumerate(X):
+            try:
+                values = list(exact_array(row, (architecture.n_inputs,)))
+            except CaseFormatError as exc:
+                raise CaseFormatError("<architecture>", f"sample[{i}]{exc.field}", exc.message) from None
+            rows.append(values)
+        return cls(name=name, X=rows, description=description, provenance=provenance, architecture=architecture)
 
     @classmethod
     def from_arrays(cls, weights: Sequence[Any], biases: Sequence[Any] | None, X: Any, *,
@@ -142,13 +236,17 @@ class Case:
 
     @property
     def widths(self) -> tuple[int, ...]:
-        return self.network.widths
+        """``N_0..N_L`` of the plain network, or of the compiled one (carriers included)."""
+        return self.plain_network.widths if self.plain_network is not None else self.compiled.widths
+
+    def _dim(self) -> int:
+        return self.plain_network.dim if self.plain_network is not None else self.compiled.n_params
 
     def __repr__(self) -> str:
         """One short line (a case's numbers can run to megabytes)."""
         name = self.name if len(self.name) <= 60 else self.name[:60] + "..."
-        return (f"Case(name={name!r}, widths={list(self.network.widths)}, n_samples={len(self.X)}, "
-                f"dim={self.network.dim}, source={self.source!r})")
+        return (f"Case(name={name!r}, widths={list(self.widths)}, n_samples={len(self.X)}, "
+                f"dim={self._dim()}, source={self.source!r})")
 
     @property
     def n_samples(self) -> int:
@@ -159,73 +257,12 @@ class Case:
         from exactident.io.display import html_block
 
         prov = self.provenance or {}
-        fields = [("widths", list(self.network.widths)), ("samples", len(self.X)), ("dim", self.network.dim),
+        fields = [("widths", list(self.widths)), ("samples", len(self.X)), ("dim", self._dim()),
                   ("source", self.source)]
         fields += [(k, prov[k]) for k in ("format", "importer", "weight_dtype", "sample_dtype") if k in prov]
         if isinstance((self.expected or {}).get("verdict"), str):
             fields.append(("expected verdict", self.expected["verdict"]))  # type: ignore[index]
         return html_block(f"Case {self.name}", fields, [self.description] if self.description else [])
-
-
-def _json_int(text: str) -> int | decimal.Decimal:
-    # Python refuses int(str) beyond 4300 digits; Decimal keeps any length exactly
-    # and parse_number then applies the project's own digit limit with the field name.
-    return int(text) if len(text) < 4000 else decimal.Decimal(text)
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(f"duplicate key {key!r} in one object")
-        out[key] = value
-    return out
-
-
-def read_json(path: str | os.PathLike[str], limits: ReadLimits | None = None) -> Any:
-    """Parse a JSON file with decimals kept exact (``decimal.Decimal``), size-limited.
-
-    Parameters
-    ----------
-    path : path-like
-        A regular file of UTF-8 text (a leading byte order mark is dropped), possibly
-        gzip-compressed: at most ``limits.max_bytes + 1`` bytes are read, and as many
-        decompressed (:func:`exactident.io.limits.read_text`).
-    limits : ReadLimits, optional
-        Default :data:`exactident.io.limits.DEFAULT_LIMITS`.
-
-    Raises
-    ------
-    CaseFormatError
-        If the file cannot be read, is larger than the limit, is not UTF-8 JSON,
-        repeats a key in one object, or nests too deeply.  ``NaN``/``Infinity``
-        tokens are kept as :class:`~exactident.io.rationals.NonFinite` so the
-        error can name the field.
-    """
-    source = str(path)
-    text = read_text(path, (limits or DEFAULT_LIMITS).max_bytes)  # gunzipped if gzip, BOM dropped
-    try:
-        return json.loads(text, parse_float=decimal.Decimal, parse_int=_json_int,
-                          parse_constant=NonFinite, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise CaseFormatError(source, "", f"not valid JSON ({where}: {exc.msg})") from None
-    except _DuplicateKey as exc:
-        raise CaseFormatError(source, "", f"not valid JSON for exactident ({exc})") from None
-    except RecursionError:
-        raise CaseFormatError(source, "", "not valid JSON (nested too deeply)") from None
-
-
-def _list(value: Any, source: str, where: str, length: int | None = None, what: str = "a list") -> list[Any]:
-    if not isinstance(value, list):
-        raise CaseFormatError(source, where, f"expected {what}, found {describe_json_value(value)}")
-    if length is not None and len(value) != length:
-        raise CaseFormatError(source, where, f"expected {length} entries, found {len(value)}")
-    return value
 
 
 def _matrix(value: Any, source: str, where: str, rows: int, cols: int,
@@ -277,20 +314,50 @@ def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = Non
         raise CaseFormatError(source, "", _NOT_A_CASE[first["format"]])
     if not isinstance(obj, dict):
         raise CaseFormatError(source, "", f"expected a JSON object, found {describe_json_value(obj)}")
+    v2 = obj.get("format") == CASE_FORMAT_2
+    keys, required = (_KEYS_2, _REQUIRED_2) if v2 else (_KEYS, _REQUIRED)
     for key in obj:
-        if key not in _KEYS:
-            raise CaseFormatError(source, str(key), f"unknown field (allowed: {', '.join(_KEYS)})")
-    for key in ("format", "name", "widths", "weights", "biases", "sample"):
+        if key not in keys:
+            raise CaseFormatError(source, str(key), f"unknown field (allowed: {', '.join(keys)})")
+    for key in required:
         if key not in obj:
             raise CaseFormatError(source, key, "missing required field")
-    if obj["format"] != CASE_FORMAT:
-        raise CaseFormatError(source, "format", f"expected {CASE_FORMAT!r}, found {obj['format']!r}")
+    if obj["format"] not in (CASE_FORMAT, CASE_FORMAT_2):
+        raise CaseFormatError(source, "format", f"expected {CASE_FORMAT!r} or {CASE_FORMAT_2!r}, "
+                                                f"found {obj['format']!r}")
     name = obj["name"]
     if not _is_text(name) or not name:
         raise CaseFormatError(source, "name", f"expected a non-empty string, found {describe_json_value(name)}")
     description = obj.get("description", "")
     if not _is_text(description):
         raise CaseFormatError(source, "description", f"expected a string, found {describe_json_value(description)}")
+    budget = DigitBudget(limits or DEFAULT_LIMITS, source)
+    architecture, network = None, None
+    if v2:
+        architecture = parse_architecture(obj, source, budget)
+        n_inputs = architecture.n_inputs
+    else:
+        network = _network(obj, source, budget)
+        n_inputs = network.widths[0]
+    sample = _list(obj["sample"], source, "sample")
+    X = [
+        [parse_number(v, source, f"sample[{i}][{j}]", budget) for j, v in enumerate(
+            _list(row, source, f"sample[{i}]", n_inputs, f"a list of {n_inputs} numbers"))]
+        for i, row in enumerate(sample)
+    ]
+    expected = obj.get("expected")
+    if expected is not None and not isinstance(expected, dict):
+        raise CaseFormatError(source, "expected", f"expected an object, found {describe_json_value(expected)}")
+    prov = provenance(obj.get("provenance"), source)
+    generator = obj.get("generator")
+    if generator is not None and not isinstance(generator, dict):
+        raise CaseFormatError(source, "generator", f"expected an object, found {describe_json_value(generator)}")
+    return Case(name=name, network=network, X=X, description=description, expected=plain_json(expected),
+                source=source, generator=plain_json(generator), provenance=prov, architecture=architecture)
+
+
+def _network(obj: dict[str, Any], source: str, budget: DigitBudget) -> Network:
+    """``widths``, ``weights``, ``biases`` of a format-1 case."""
     widths = _list(obj["widths"], source, "widths")
     if len(widths) < 2:
         raise CaseFormatError(source, "widths", f"expected at least 2 widths (N_0, ..., N_L), found {len(widths)}")
@@ -299,7 +366,6 @@ def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = Non
             found = describe_json_value(w)
             raise CaseFormatError(source, f"widths[{i}]", f"expected a positive integer, found {found}")
     L = len(widths) - 1
-    budget = DigitBudget(limits or DEFAULT_LIMITS, source)
     weights = _list(obj["weights"], source, "weights", L, f"a list of {L} matrices")
     biases = _list(obj["biases"], source, "biases", L, f"a list of {L} vectors")
     W = []
@@ -309,67 +375,7 @@ def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = Non
         W.append(flint.fmpq_mat(widths[l], widths[l - 1], [v for row in rows for v in row]))
         vec = _list(biases[l - 1], source, f"biases[{l - 1}]", widths[l], f"a list of {widths[l]} numbers")
         b.append([parse_number(v, source, f"biases[{l - 1}][{i}]", budget) for i, v in enumerate(vec)])
-    sample = _list(obj["sample"], source, "sample")
-    X = [
-        [parse_number(v, source, f"sample[{i}][{j}]", budget) for j, v in enumerate(
-            _list(row, source, f"sample[{i}]", widths[0], f"a list of {widths[0]} numbers"))]
-        for i, row in enumerate(sample)
-    ]
-    expected = obj.get("expected")
-    if expected is not None and not isinstance(expected, dict):
-        raise CaseFormatError(source, "expected", f"expected an object, found {describe_json_value(expected)}")
-    provenance = _provenance(obj.get("provenance"), source)
-    generator = obj.get("generator")
-    if generator is not None and not isinstance(generator, dict):
-        raise CaseFormatError(source, "generator", f"expected an object, found {describe_json_value(generator)}")
-    return Case(name=name, network=Network(tuple(widths), W, b), X=X, description=description,
-                expected=_plain(expected), source=source, generator=_plain(generator), provenance=provenance)
-
-
-def _is_text(value: Any) -> bool:
-    # A bare JSON NaN/Infinity decodes to NonFinite (a str subclass, so numbers can name their
-    # field); it is not text where a string is expected.
-    return isinstance(value, str) and not isinstance(value, NonFinite)
-
-
-def _parameter_names(value: Any, source: str) -> None:
-    """``provenance.parameter_names``: an object ``{"W_1": "fc1.weight[i,j]", "b_1": "fc1.bias[i]", ...}``."""
-    if not isinstance(value, dict):
-        raise CaseFormatError(source, "provenance.parameter_names", f"expected an object, found "
-                                                                    f"{describe_json_value(value)}")
-    for key, v in value.items():
-        if not _PARAMETER_KEY.fullmatch(key):
-            raise CaseFormatError(source, f"provenance.parameter_names.{key}", "expected a key W_l or b_l")
-        if not _is_text(v):
-            raise CaseFormatError(source, f"provenance.parameter_names.{key}",
-                                  f"expected a string, found {describe_json_value(v)}")
-
-
-def _provenance(value: Any, source: str) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise CaseFormatError(source, "provenance", f"expected an object, found {describe_json_value(value)}")
-    for key, v in value.items():
-        if key not in PROVENANCE_KEYS:
-            raise CaseFormatError(source, f"provenance.{key}",
-                                  f"unknown field (allowed: {', '.join(PROVENANCE_KEYS)})")
-        if key == "parameter_names":
-            _parameter_names(v, source)
-        elif not _is_text(v):
-            raise CaseFormatError(source, f"provenance.{key}", f"expected a string, found {describe_json_value(v)}")
-    return dict(value)
-
-
-def _plain(value: Any) -> Any:
-    """Decimals in ``expected`` become exact strings (never floats)."""
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+    return Network(tuple(widths), W, b)
 
 
 def load_case(path: str | os.PathLike[str], limits: ReadLimits | None = None) -> Case:
@@ -383,79 +389,19 @@ def load_case(path: str | os.PathLike[str], limits: ReadLimits | None = None) ->
     return parse_case(read_json(path, limits), str(path), limits)
 
 
-def _is_suite_manifest(path: Path) -> bool:
-    if path.name != "manifest.json" or not path.is_file():
-        return False
-    try:
-        obj = read_json(path)
-    except CaseFormatError:
-        return False  # not a manifest; loading it as a case will say what is wrong
-    return isinstance(obj, dict) and obj.get("format") == SUITE_FORMAT
-
-
-def case_files(folder: str | os.PathLike[str], recursive: bool = True) -> tuple[list[Path], list[Path]]:
-    """The case files of a folder, and the nested suites left out: ``(files, nested)``, in path order.
-
-    A suite folder (``suite run DIR``, ``suite score DIR``; ``recursive``) means
-    every ``*.json`` below it (family sub-folders included, hidden names
-    skipped) except suite manifests (``manifest.json`` with ``format``
-    ``exactident-suite/1``) and the sub-folders holding one: a nested suite is
-    run on its own.  ``check DIR`` and ``crosscheck DIR`` (not ``recursive``)
-    take the ``*.json`` files of the folder itself, suite manifests left out.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> for rel in ("a.json", "fam/b.json", "inner/manifest.json", "inner/fam/c.json"):
-    ...     (root / rel).parent.mkdir(parents=True, exist_ok=True)
-    ...     _ = (root / rel).write_text('{"format": "exactident-suite/1"}')
-    >>> files, nested = case_files(root)
-    >>> [f.relative_to(root).as_posix() for f in files], [n.relative_to(root).as_posix() for n in nested]
-    (['a.json', 'fam/b.json'], ['inner'])
-    >>> [f.relative_to(root).as_posix() for f in case_files(root, recursive=False)[0]]
-    ['a.json']
-    """
-    root = Path(folder)
-
-    def hidden(p: Path) -> bool:
-        return any(part.startswith(".") for part in p.relative_to(root).parts)
-
-    nested = sorted(m.parent for m in root.rglob("manifest.json")
-                    if m.parent != root and not hidden(m) and _is_suite_manifest(m))
-    files = sorted(p for p in (root.rglob("*.json") if recursive else root.glob("*.json"))
-                   if p.is_file() and not hidden(p) and not any(n in p.parents for n in nested)
-                   and not (p.name == "manifest.json" and _is_suite_manifest(p)))
-    return files, nested
-
-
-def require_case_files(folder: str | os.PathLike[str], recursive: bool = True) -> list[Path]:
-    """:func:`case_files`, refusing a folder without any (naming its nested suites, if it has some).
-
-    Raises
-    ------
-    CaseFormatError
-        The folder holds no case file.
-    """
-    files, nested = case_files(folder, recursive)
-    if not files:
-        hint = ("; it holds suites of their own, run each with exactident suite run: "
-                + ", ".join(str(n) for n in nested)) if nested else ""
-        if not recursive and _is_suite_manifest(Path(folder) / "manifest.json"):
-            hint = f"; it is a suite (its cases are in sub-folders): exactident suite run {folder}"
-        raise CaseFormatError(str(folder), "", f"folder holds no case files (*.json){hint}")
-    return files
-
-
 def case_to_json(case: Case) -> dict[str, Any]:
     """The case as a JSON-ready dict with canonical ``"p/q"`` strings."""
-    net = case.network
-    obj: dict[str, Any] = {"format": CASE_FORMAT, "name": case.name}
+    obj: dict[str, Any] = {"format": CASE_FORMAT if case.architecture is None else CASE_FORMAT_2, "name": case.name}
     if case.description:
         obj["description"] = case.description
-    obj["widths"] = list(net.widths)
-    obj["weights"] = [[[format_fmpq(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())] for W in net.W]
-    obj["biases"] = [[format_fmpq(v) for v in bl] for bl in net.b]
+    if case.architecture is not None:
+        obj.update(architecture_to_json(case.architecture))
+    else:
+        net = case.network
+        obj["widths"] = list(net.widths)
+        obj["weights"] = [[[format_fmpq(W[i, j]) for j in range(W.ncols())] for i in range(W.nrows())]
+                          for W in net.W]
+        obj["biases"] = [[format_fmpq(v) for v in bl] for bl in net.b]
     obj["sample"] = [[format_fmpq(v) for v in row] for row in case.X]
     if case.generator is not None:
         obj["generator"] = case.generator

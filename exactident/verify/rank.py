@@ -51,6 +51,7 @@ from exactident.model.gamma_modular import (
     alpha_mod_p,
     gamma_entry_bound,
     gamma_mod_p,
+    gamma_sketch_mod_p,
     gram_entry_bound,
     gram_mod_p,
 )
@@ -77,6 +78,8 @@ _ONE_KEYS = ("rank", "shape", "lower", "upper")
 _LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
 _STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace", "left-kernel")
 _EXPLICIT_KERNELS = ("crt", "exact-nullspace", "dixon")
+#: The verifier's own seed for the column sketch of a wide ``Gamma`` (never taken from a report).
+_SKETCH_SEED = 20_260_617
 
 
 @dataclass
@@ -105,6 +108,7 @@ class _Matrix:
     kernels: Mapping[str, Callable[[], list]] = field(default_factory=dict)  # constructions, by source
     lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
     lower_image: Callable[[dict, int, str], np.ndarray] | None = None  # what the lower bound is a rank of
+    sketch: Callable[[int, int, int], np.ndarray] | None = None  # (p, k, seed) -> M S mod p, M never built
 
 
 def _int(obj: Any, key: str, where: str) -> int:
@@ -134,6 +138,18 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
         raise _Reject(key)
     p = _prime(_int(low, "prime", f"{what}.lower"), m.avoid, f"{what}.lower.prime")
     claimed = _int(low, "rank_mod_p", f"{what}.lower")
+    k = claimed + 16
+    if m.sketch is not None and m.lower_image is None and p < BLAS_PRIME_HI and m.shape[1] > k + k // 8:
+        # Wide (e.g. MNIST's first layer): rank_p(M S) <= rank_p(M) for any S, so a sketch of k columns
+        # (our own seed, nothing from the report) reaching the claim proves it as a lower bound without
+        # building M (memory rows x k, not rows x dim); above the claim, the claim is wrong; below
+        # (S unlucky, or the claim is false), M is built whole as before.
+        r_sketch = rank_blas(m.sketch(p, k, _SKETCH_SEED), p)
+        if r_sketch == claimed:
+            return claimed, p
+        if r_sketch > claimed:
+            raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is at "
+                          f"least {r_sketch}")
     image = m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p)
     # below 2**21 (the engine's primes): float64 BLAS elimination on the int64 residues, no Python ints
     # (linalg.blas_modp, tested against FLINT's nmod_mat); above, FLINT
@@ -428,13 +444,18 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         data[:] = data or [ModularData(net, X)]
         return gamma_mod_p(net, X, pattern, fixed, q, avoid, data[0])
 
+    def sketch(q: int, k: int, seed: int) -> np.ndarray:
+        data[:] = data or [ModularData(net, X)]
+        return gamma_sketch_mod_p(net, X, pattern, fixed, q, k, seed, avoid, data[0])
+
     def gamma() -> flint.fmpq_mat:
         return gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed)
 
     m = _Matrix((n * N_L, dim), avoid, image, lambda: gamma_entry_bound(net, X), structural,
                 lambda: exact.rank(gamma()), gamma,
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
-                 "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed)})
+                 "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed)},
+                sketch=sketch)
     rank_gamma = interval = None
     try:
         if "rank" not in c and "upper" in c and "lower" in c:

@@ -1,0 +1,69 @@
+"""The verifier proves a wide ``Gamma``'s rank lower bound from a column sketch, never building ``Gamma``.
+
+``rank_p(Gamma S) <= rank_p(Gamma)`` for every ``S``, so a sketch that reaches the claimed rank mod p
+proves it as a lower bound; one that exceeds it disproves it; below, the whole ``Gamma`` decides.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import flint
+import pytest
+
+import exactident.verify.rank as vrank
+from exactident.check import check
+from exactident.io.case import Case
+from exactident.io.report import reports_to_json
+from exactident.model.network import Network
+from exactident.verify.certificate import verify_certificate
+
+
+def _wide_case(seed: int) -> Case:
+    # widths (20, 3, 1), 5 samples: Gamma is 5 x 64 (dim = 20*3 + 3*1 + 1), far wider than the
+    # claim + 16 columns the sketch needs.
+    rng = random.Random(seed)
+
+    def q() -> flint.fmpq:
+        return flint.fmpq(rng.randint(-9, 9), rng.randint(1, 5))
+
+    W1 = flint.fmpq_mat(3, 20, [q() for _ in range(60)])
+    W2 = flint.fmpq_mat([[flint.fmpq(rng.randint(1, 9)) for _ in range(3)]])
+    net = Network((20, 3, 1), [W1, W2], [[flint.fmpq(rng.randint(1, 9)) for _ in range(3)], [q()]])
+    X = [[q() for _ in range(20)] for _ in range(5)]
+    return Case("wide", net, X)
+
+
+def _report(case: Case) -> dict:
+    return json.loads(reports_to_json([check(case, numeric=False)], as_list=False))
+
+
+def _lower(rep: dict) -> dict:
+    return rep["certificate"]["rank"]["rank_gamma"]["lower"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_genuine_wide_report_verifies_without_building_gamma(seed, monkeypatch):
+    case = _wide_case(seed)
+    rep = _report(case)
+    assert rep["certificate"]["rank"]["rank_gamma"]["shape"][1] > 16 + _lower(rep)["rank_mod_p"] * 9 // 8
+
+    def refuse(*a, **k):
+        raise AssertionError("the whole Gamma mod p was built")
+
+    monkeypatch.setattr(vrank, "gamma_mod_p", refuse)
+    valid, messages = verify_certificate(case, rep, "r.json", require_claims=True)
+    assert valid, messages
+
+
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_a_wrong_rank_mod_p_is_rejected_on_either_side(delta):
+    case = _wide_case(0)
+    rep = _report(case)
+    bad = copy.deepcopy(rep)
+    _lower(bad)["rank_mod_p"] += delta
+    valid, messages = verify_certificate(case, bad, "r.json", require_claims=True)
+    assert not valid
+    assert any("rank_mod_p" in m for m in messages), messages
