@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from sklearn.datasets import load_digits
 
-    from exactident.io.importers.graph_case import dump_document
+    from exactident.io.case import dump_case, parse_case
     from exactident.io.importers.graph_forward import graph_forward
     from exactident.io.importers.load import import_document, torch_document
 
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         a, b = graph_forward(doc, sample.astype(np.float64)), graph_forward(onnx_doc, sample.astype(np.float64))
         same = float(np.abs(a - b).max())
         for case_name, d in docs.items():
-            text = dump_document(d) + "\n"
+            text = dump_case(parse_case(d, case_name))  # checked by the case reader, canonical
             with open(os.path.join(args.out, f"{case_name}.json"), "w") as f:
                 f.write(text)
             ops = sorted({layer["op"] for layer in d["layers"]})

@@ -183,7 +183,7 @@ def _write_document(doc: dict[str, object], args: argparse.Namespace) -> int:
     import sys
 
     from exactident.io.atomic import write_stdout
-    from exactident.io.importers.graph_case import dump_document
+    from exactident.io.importers.graph_case import document_case
 
     prov = doc.get("provenance") or {}
     assert isinstance(prov, dict)
@@ -199,7 +199,7 @@ def _write_document(doc: dict[str, object], args: argparse.Namespace) -> int:
                + (f", {prov['architecture']}" if prov.get("architecture") else "")
                + (f", forward check {prov['forward_check']}" if str(prov.get("forward_check", "")).startswith("not run")
                   else "; forward check passed"))
-    text = dump_document(doc) + "\n"
+    text = dump_case(document_case(doc, args.model))  # through the case reader: checked, canonical
     if args.output:
         try:
             atomic_write_text(args.output, text)
