@@ -40,7 +40,7 @@ SEED = 0
 NAMES = ("digits-resmlp", "digits-leaky", "digits-prelu", "digits-cnn")
 
 
-def build(name: str, hidden: int):  # noqa: ANN201 - torch is imported lazily
+def build(name: str, hidden: int):
     import torch
     from torch import nn
 
@@ -66,7 +66,7 @@ def build(name: str, hidden: int):  # noqa: ANN201 - torch is imported lazily
                          nn.Flatten(), nn.Linear(64, 10))
 
 
-def train(model, X: np.ndarray, y: np.ndarray, steps: int) -> float:  # noqa: ANN001
+def train(model, X: np.ndarray, y: np.ndarray, steps: int) -> float:
     import torch
 
     torch.manual_seed(SEED)

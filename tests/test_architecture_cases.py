@@ -30,7 +30,7 @@ def test_torch_and_onnx_imports_are_the_same_network(name):
     assert docs[0]["sample"] == docs[1]["sample"] and docs[0]["input_shape"] == docs[1]["input_shape"]
     X = np.array([[float(Fraction(v)) for v in row] for row in docs[0]["sample"]])
     # digits pixels are k/16, k = 0..16
-    assert np.all((X * 16 == np.round(X * 16)) & (X >= 0) & (X <= 1))
+    assert np.all((np.round(X * 16) == X * 16) & (X >= 0) & (X <= 1))
     assert np.array_equal(graph_forward(docs[0], X), graph_forward(docs[1], X))
     assert [layer["op"] for layer in docs[0]["layers"]] == [layer["op"] for layer in docs[1]["layers"]]
 

@@ -258,9 +258,9 @@ def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_
                     fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
                     reference: Any = None, config: str | os.PathLike[str] | None = None,
                     fold_batchnorm: bool = False) -> Case | dict[str, Any]:
-    """:func:`import_model`'s result before the case reader: a format-1 :class:`~exactident.io.case.Case` for a ReLU MLP, else the
-    ``exactident-case/2`` dict of a layer graph (ONNX and Keras models with skip connections, leaky ReLU,
-    PReLU, convolutions, average pooling; see docs/import.md).  Same parameters and errors as
+    """:func:`import_model`'s result before the case reader: a format-1 :class:`~exactident.io.case.Case` for a
+    ReLU MLP, else the ``exactident-case/2`` dict of a layer graph (ONNX and Keras models with skip connections,
+    leaky ReLU, PReLU, convolutions, average pooling; see docs/import.md).  Same parameters and errors as
     :func:`import_model`."""
     source = str(path)
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
@@ -435,8 +435,8 @@ def _torch_plain(module: Any, X: Any, name: str | None) -> Case | None:
 
 def torch_document(module: Any, X: Any = None, *, name: str | None = None,
                    fold_batchnorm: bool = False) -> Case | dict[str, Any]:
-    """:func:`from_torch`'s result before the case reader: a format-1 :class:`~exactident.io.case.Case` for a ReLU MLP, else the
-    ``exactident-case/2`` dict (see :func:`from_torch`)."""
+    """:func:`from_torch`'s result before the case reader: a format-1 :class:`~exactident.io.case.Case` for a
+    ReLU MLP, else the ``exactident-case/2`` dict (see :func:`from_torch`)."""
     from exactident.io.importers.graph_case import finish_document, require_sample
     from exactident.io.importers.torch_graph import read_torch_graph, torch_reference
 
