@@ -336,3 +336,45 @@ def test_from_torch_returns_a_case_that_compiles_to_the_module():
         ref = m(torch.as_tensor(X)).double().numpy()
     got = np.array([[int(out[i, j].p) / int(out[i, j].q) for j in range(out.ncols())] for i in range(out.nrows())])
     assert np.allclose(got, ref, rtol=0, atol=1e-5)
+
+
+def test_torch_functional_pooling():
+    from exactident.io.importers.load import torch_document
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c, self.f = nn.Conv2d(2, 3, 3, padding=1), nn.Linear(12, 2)
+
+        def forward(self, x):
+            h = F.avg_pool2d(F.relu(self.c(x)), 2, padding=1)  # 6x6 -> 4x4, the padding counted
+            return self.f(F.adaptive_avg_pool2d(h, (2, 2)).flatten(1))
+
+    torch.manual_seed(6)
+    doc = torch_document(Net(), RNG.random((4, 2, 6, 6)).astype(np.float32))
+    pools = [(layer["kernel_size"], layer["stride"], layer["padding"]) for layer in doc["layers"]
+             if layer["op"] == "avgpool2d"]
+    assert pools == [([2, 2], [2, 2], [1, 1]), ([2, 2], [2, 2], [0, 0])]
+    assert "within the rounding bound" in doc["provenance"]["forward_check"]
+
+
+def test_keras_fold_batchnorm(keras, tmp_path):
+    from exactident.io.importers.load import import_document
+
+    L = keras.layers
+    inp = keras.Input((5, 5, 2))
+    h = L.BatchNormalization(epsilon=0.01)(L.Conv2D(3, 3)(inp))
+    model = keras.Model(inp, L.Dense(2)(L.Flatten()(L.LeakyReLU()(h))))
+    bn = model.layers[2]
+    bn.moving_mean.assign(np.array([0.1, -0.2, 0.3], np.float32))
+    bn.moving_variance.assign(np.array([0.5, 2.0, 3.0], np.float32))
+    model.save(tmp_path / "bn.keras")
+    X = RNG.random((4, 5, 5, 2)).astype(np.float32)
+    with pytest.raises(CaseFormatError, match=r"\(BatchNormalization\): exact folding is impossible"):
+        import_document(tmp_path / "bn.keras", X)
+    doc = import_document(tmp_path / "bn.keras", X, fold_batchnorm=True)
+    assert _ops(doc) == ["conv2d", "leaky_relu", "flatten", "linear"] and "folded" in doc["description"]
+    K = keras.ops.convert_to_numpy(model.layers[1].kernel).astype(np.float64)
+    # gamma = 1: s = 1 / sqrt(var + eps) in float64 (eps as the config stores it), W' = s W per output channel
+    s = 1.0 / np.sqrt(np.array([0.5, 2.0, 3.0], np.float32).astype(np.float64) + 0.01)
+    assert Fraction(doc["layers"][0]["weight"][2][1][0][2]) == _fr(K[0, 2, 1, 2] * s[2])

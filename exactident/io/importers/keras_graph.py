@@ -16,8 +16,9 @@ or not; activation ``relu``, ``leaky_relu``, ``linear``, final ``softmax``/
 ``GlobalAveragePooling1D``/``2D``, ``ReLU`` (plain), ``LeakyReLU`` (its slope in
 float32), ``PReLU`` (one slope per feature or, with ``shared_axes`` over the spatial
 axes, per channel), ``Activation``, ``Add``, ``Flatten``, ``Dropout`` and its
-variants.  Refused in one line naming the layer: ``MaxPooling`` (ties between pooled
-values), ``BatchNormalization`` (irrational fold), non-piecewise-linear activations,
+variants; ``BatchNormalization`` after a ``Dense``/convolution folded in float64 with
+``fold_batchnorm``.  Refused in one line naming the layer: ``MaxPooling`` (ties between pooled
+values), ``BatchNormalization`` otherwise (irrational fold), non-piecewise-linear activations,
 recurrent and attention layers, anything else.
 """
 
@@ -51,8 +52,8 @@ REFUSED = {"MaxPooling1D": "max pooling is not supported (ties between pooled va
            "MaxPooling2D": "max pooling is not supported (ties between pooled values are not handled)",
            "GlobalMaxPooling1D": "max pooling is not supported (ties between pooled values are not handled)",
            "GlobalMaxPooling2D": "max pooling is not supported (ties between pooled values are not handled)",
-           "BatchNormalization": "exact folding is impossible (sqrt(var + eps) is irrational); fold it yourself in "
-                                 "float64 (docs/import.md)",
+           "BatchNormalization": "exact folding is impossible (sqrt(var + eps) is irrational); fold it in float64 "
+                                 "with --fold-batchnorm",
            "MultiHeadAttention": "attention is not piecewise linear", "LSTM": "recurrent layers are not supported",
            "GRU": "recurrent layers are not supported", "SimpleRNN": "recurrent layers are not supported",
            "ELU": _NOT_PL, "Softmax": _NOT_PL}
@@ -91,8 +92,8 @@ def _read_archive(path: str, max_bytes: int) -> tuple[Any, bytes]:
 
 
 class _KerasWalk:
-    def __init__(self, path: str, h5: Any, max_bytes: int) -> None:
-        self.path, self.h5 = path, h5
+    def __init__(self, path: str, h5: Any, max_bytes: int, fold_bn: bool = False) -> None:
+        self.path, self.h5, self.fold_bn = path, h5, fold_bn
         self.left = max_bytes
         self.g: LayerGraph | None = None
         self.val: dict[str, str] = {}
@@ -141,7 +142,7 @@ class _KerasWalk:
         g = self.g
         if g is None:
             raise CaseFormatError(self.path, where, "comes before the InputLayer")
-        if cls in REFUSED:
+        if cls in REFUSED and not (cls == "BatchNormalization" and self.fold_bn):
             raise CaseFormatError(self.path, where, REFUSED[cls])
         nodes = layer.get("inbound_nodes") or []
         if len(nodes) != 1 or _history(list((nodes[0].get("kwargs") or {}).values())):
@@ -210,6 +211,8 @@ class _KerasWalk:
                 self.flat_perm[out] = np.moveaxis(idx, -1, 0).ravel()  # ... of each channel-first entry
         elif cls in DROPOUT_LAYERS:
             out = src
+        elif cls == "BatchNormalization":
+            out = self.batchnorm(src, position, cfg, where)
         else:
             raise CaseFormatError(self.path, where, f"unsupported layer ({_SUPPORTED})")
         if src in self.last and cls not in ("Flatten", "Dense") and not cls.startswith("Global"):
@@ -217,6 +220,32 @@ class _KerasWalk:
         if src in self.flat_perm and cls != "Dense" and out != src:
             raise CaseFormatError(self.path, where, "follows a Flatten of channels-last data (only Dense may)")
         self.val[name] = out
+
+    def batchnorm(self, src: str, position: str, cfg: dict[str, Any], where: str) -> str:
+        """Fold into the Dense/convolution just before, in float64 (``--fold-batchnorm``)."""
+        g = self.g
+        assert g is not None
+        layer = g.layers[-1] if g.layers else None
+        axis = cfg.get("axis", -1)
+        if layer is None or layer.name != src or layer.op not in ("linear", "conv1d", "conv2d") or \
+                layer.weight is None or layer.weight.float64 is None or axis not in (-1, [-1], len(g.shape(src))):
+            raise CaseFormatError(self.path, where, "BatchNormalization is folded only right after a Dense or "
+                                                    "convolution without activation, over the channel axis")
+        k = 0
+        n = layer.weight.shape[0]
+        gamma = self.var(position, k, where).astype(np.float64) if cfg.get("scale", True) else np.ones(n)
+        k += bool(cfg.get("scale", True))
+        beta = self.var(position, k, where).astype(np.float64) if cfg.get("center", True) else np.zeros(n)
+        k += bool(cfg.get("center", True))
+        mean, var = (self.var(position, k + i, where).astype(np.float64) for i in (0, 1))
+        s = gamma / np.sqrt(var + float(cfg.get("epsilon", 1e-3)))
+        W = layer.weight.float64.reshape(layer.weight.shape)
+        b = np.zeros(n) if layer.bias is None or layer.bias.float64 is None else layer.bias.float64
+        layer.weight = g._tensor(W * s.reshape((-1,) + (1,) * (W.ndim - 1)), f"{where} (folded)")
+        layer.bias = g._tensor(s * (b - mean) + beta, f"{where} (folded bias)")
+        g.notes.append(f"BatchNormalization {where} folded into {src} in float64 (the analysed network differs "
+                       "from the framework's by that rounding)")
+        return src
 
     def padding(self, mode: str, size: tuple[int, ...], k: list[int], s: list[int], where: str) -> list[int]:
         if mode == "valid":
@@ -268,7 +297,7 @@ def read_keras_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) ->
     h5py = _h5py()
     with h5py.File(io.BytesIO(weights), "r") as h5:
         check_self_contained(h5, f"{path}: model.weights.h5")
-        w = _KerasWalk(path, h5, max_bytes)
+        w = _KerasWalk(path, h5, max_bytes, fold_batchnorm)
         if config["class_name"] == "Sequential":
             layers = _sequential_as_functional(layers, path)
         for i, (layer, position) in enumerate(zip(layers, positions)):

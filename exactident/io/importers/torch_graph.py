@@ -56,7 +56,7 @@ REFUSED = {
                    "--fold-batchnorm (fold_batchnorm=True)",
 }
 _IDENTITY = ("Identity", "Dropout", "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout")
-_SUPPORTED = ("Linear, Conv1d, Conv2d, ReLU, LeakyReLU, PReLU, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d/2d, "
+_SUPPORTED = ("Linear, Conv1d, Conv2d, ReLU, LeakyReLU, PReLU, AvgPool1d/2d, F.avg_pool1d/2d, AdaptiveAvgPool1d/2d, "
               "Flatten, Unflatten/view of the input, Identity, Dropout, +/torch.add, and a final Softmax or Sigmoid")
 
 
@@ -154,14 +154,7 @@ class _TorchWalk:
                 raise self.err(node, "only floor windows (no ceil_mode) that count the zero padding are supported")
             return g.avgpool(name, src, _as_list(sub.kernel_size), _as_list(sub.stride), _as_list(pad))
         if kind in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d"):
-            shp = g.shape(src)[1:]
-            out = _as_list(sub.output_size)
-            out = [s if o is None else o for s, o in zip(shp, out * (len(shp) if len(out) == 1 else 1))]
-            if any(s % o for s, o in zip(shp, out)):
-                raise self.err(node, f"adaptive windows on {list(shp)} to {out} are not all the same (the input "
-                                     "size must be divisible by the output size)")
-            k = [s // o for s, o in zip(shp, out)]
-            return g.avgpool(name, src, k, k, 0)
+            return self.adaptive(node, src, sub.output_size, name)
         if kind == "Flatten":
             if (sub.start_dim, sub.end_dim) != (1, -1):
                 raise self.err(node, "only Flatten(start_dim=1, end_dim=-1) is supported")
@@ -177,6 +170,19 @@ class _TorchWalk:
         if kind in REFUSED:
             raise self.err(node, REFUSED[kind])
         raise self.err(node, f"unsupported layer (supported: {_SUPPORTED})")
+
+    def adaptive(self, node: Any, src: str, output_size: Any, name: str | None = None) -> str:
+        """Adaptive average pooling whose windows are all the same: input size divisible by the output size."""
+        shp = self.g.shape(src)[1:]
+        out = [None if o is None else int(o) for o in (output_size if isinstance(output_size, (list, tuple))
+                                                       else [output_size])]
+        out = out * len(shp) if len(out) == 1 else out
+        sizes = [s if o is None else o for s, o in zip(shp, out)]
+        if any(s % o for s, o in zip(shp, sizes)):
+            raise self.err(node, f"adaptive windows on {list(shp)} to {sizes} are not all the same (the input "
+                                 "size must be divisible by the output size)")
+        k = [s // o for s, o in zip(shp, sizes)]
+        return self.g.avgpool(name or node.name, src, k, k, 0)
 
     def data_args(self, node: Any) -> list[str]:
         return [self.val[a] for a in node.args if getattr(a, "op", None) is not None and a in self.val]
@@ -206,6 +212,18 @@ class _TorchWalk:
             if self.final(node, kind, args[1] if len(args) > 1 else kw.get("dim", 1) if kind == "softmax" else 1):
                 return None
             raise self.err(node, REFUSED[kind.capitalize()])
+        if t in (F.avg_pool1d, F.avg_pool2d):  # avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode, ...)
+            names = ("input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                     "divisor_override")
+            p = dict(zip(names, args)) | kw
+            if p.get("ceil_mode") or p.get("divisor_override") is not None or \
+                    (p.get("count_include_pad", True) is False and any(_as_list(p.get("padding", 0)))):
+                raise self.err(node, "only floor windows (no ceil_mode) that count the zero padding are supported")
+            k = _as_list(p["kernel_size"])
+            stride = p.get("stride") or k
+            return g.avgpool(node.name, src, k, _as_list(stride), _as_list(p.get("padding", 0)))
+        if t in (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d):
+            return self.adaptive(node, src, args[1] if len(args) > 1 else kw["output_size"])
         if t in (F.max_pool1d, F.max_pool2d, torch.max_pool1d, torch.max_pool2d):
             raise self.err(node, REFUSED["MaxPool2d"])
         if t in (torch.tanh, F.tanh, F.gelu, F.silu, F.elu, F.softplus):
