@@ -106,8 +106,10 @@ class LayerGraph:
         self.sample_permutation: list[int] | None = None
 
     def _new(self, layer: GLayer, shape: tuple[int, ...]) -> str:
-        if layer.name in self.shapes:
-            raise CaseFormatError(self.source, layer.name, "two layers with this name")
+        base, k = layer.name or "layer", 1
+        while layer.name in self.shapes or not layer.name:  # a module applied twice, an ONNX node named "input"
+            k += 1
+            layer.name = f"{base}_{k}"
         layer.shape = shape
         self.layers.append(layer)
         self.shapes[layer.name] = shape

@@ -82,6 +82,9 @@ class _Walk:
         data = [i for i in ins if i in self.val]
         src = self.val[data[0]]
         name = node.name or node.output[0]
+        weight = ins[1] if len(ins) > 1 and op in ("Gemm", "Conv", "PRelu") else ""
+        if weight.endswith(".weight") and weight[:-7] not in g.shapes:
+            name = weight[:-7]  # torch.onnx.export keeps the module's parameter names: fc1.weight -> layer fc1
         if op == "Add" and len(data) == 2:
             return g.add(name, [self.val[d] for d in data])
         if len(data) != 1 or ins.count(data[0]) != 1:
@@ -215,6 +218,13 @@ class _Walk:
         return src
 
 
+def _layer_names(node: Any) -> set[str]:
+    """The names :meth:`_Walk.step` may give the layer of ``node``."""
+    names = {node.name or node.output[0]}
+    names.update(i[:-7] for i in node.input[1:2] if i.endswith(".weight"))
+    return names
+
+
 def read_onnx_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) -> OnnxLayerGraph:
     """Read an ONNX model's layer graph (see the module docstring).
 
@@ -281,7 +291,7 @@ def read_onnx_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) -> 
         try:
             out = w.step(node, where, attrs, final)
         except CaseFormatError as exc:  # the layer graph names the layer; name the node and op instead
-            if exc.field != (node.name or node.output[0]):
+            if exc.field in w.val.values() or exc.field not in _layer_names(node):
                 raise
             raise CaseFormatError(path, where, exc.message) from None
         if out is not None:
