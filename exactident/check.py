@@ -10,6 +10,11 @@ handed to the parent as soon as the verdict is reached
 (:func:`exactident.budget.deliver`), before the float cross-check, so a budget
 that runs out there keeps the exact verdict and marks the ``numeric`` block
 ``timed out`` (:func:`keep_verdict`).
+
+A case whose network is more than the layered ReLU MLP (a layer graph with convolution, pooling,
+skips, leaky ReLU, PReLU or fixed weights: :func:`constrained_of`) is analysed by
+:func:`exactident.check_constrained.check_constrained` instead, inside the same budget and progress
+display; Theorem 8 is never used for it.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import degenerate_neurons
 from exactident.ranks.certify import certified_by, certify_ranks
 
-__all__ = ["MAX_EXPLICIT_ALPHA", "check", "keep_verdict", "rank_alpha", "timed_out_report"]
+__all__ = ["MAX_EXPLICIT_ALPHA", "check", "constrained_of", "keep_verdict", "rank_alpha", "timed_out_report"]
 
 #: ``alpha`` is materialised when it has at most this many entries, else the Gram route.
 MAX_EXPLICIT_ALPHA = 2_000_000
@@ -171,6 +176,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     """
     if certify not in ("full", "none"):
         raise UnsupportedCaseError(f"certify must be 'full' or 'none', not {certify!r}")
+    if not isinstance(case, Case) and sample is None and getattr(case, "constrained", None) is not None:
+        return _check_carried(case, max_resolutions, seed, structural)  # an object carrying a ConstrainedNetwork
     if not isinstance(case, Case) or sample is not None:  # before any budget: a timed-out report needs the case
         from exactident.io.importers.load import as_case
 
@@ -208,6 +215,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
                 return keep_verdict(isolated.partial, isolated.stage, isolated.seconds)
             return timed_out_report(case, isolated.stage, isolated.seconds)
         return isolated.value
+    if constrained_of(case) is not None:  # beyond the layered ReLU MLP: the constrained engine, never Theorem 8
+        return _check_carried(case, max_resolutions, seed, structural)
     start = time.perf_counter()
     net, X = case.network, case.X
     stage("forward pass", samples=len(X), widths="-".join(map(str, net.widths)))
@@ -320,6 +329,37 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     return report
 
 
+def constrained_of(case: Any) -> Any:
+    """The :class:`~exactident.model.constrained.ConstrainedNetwork` a case carries, or None for a plain MLP.
+
+    A case object exposing ``constrained`` (a ConstrainedNetwork) or ``architecture`` (compiled by
+    ``exactident.model.compile.compile_architecture``) goes to the constrained engine, unless it
+    compiles to the plain layered ReLU MLP (``is_plain()``): that one keeps the plain engine.
+    """
+    cn = getattr(case, "constrained", None)
+    arch = getattr(case, "architecture", None)
+    if cn is None and arch is not None:
+        if hasattr(case, "compiled"):  # the case keeps its compiled form
+            cn = case.compiled
+        else:
+            from exactident.model.compile import compile_architecture  # type: ignore[import-not-found,unused-ignore]
+
+            cn = compile_architecture(arch)
+    if cn is None or cn.is_plain():
+        return None
+    return cn
+
+
+def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural: bool) -> Report:
+    """:func:`exactident.check_constrained.check_constrained` on a case carrying a constrained network."""
+    from exactident.check_constrained import check_constrained
+
+    shape = getattr(getattr(case, "architecture", None), "input_shape", None)
+    return check_constrained(constrained_of(case), case.X, name=case.name, max_resolutions=max_resolutions,
+                             seed=seed, structural=structural, input_shape=shape,
+                             provenance=getattr(case, "provenance", None))
+
+
 def _rank_text(rank_gamma: int, interval: tuple[int, int] | None) -> str:
     """``R_Gamma`` for a reason: the exact value, or the certified interval."""
     if interval is None:
@@ -380,10 +420,16 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     >>> r.verdict, r.reason, r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
     ('inconclusive', 'time budget exhausted at ranks mod p', None, True)
     """
-    net = case.network
-    report = Report(name=case.name, widths=list(net.widths), n_samples=len(case.X), dim=net.dim,
+    cn = constrained_of(case)
+    if cn is not None:  # a constrained network: its compiled widths and dim_free, no degenerate set
+        from exactident.model.symmetry import rescaling_symmetry
+
+        widths, dim, degenerate = list(cn.widths), rescaling_symmetry(cn).dim_free, False
+    else:
+        widths, dim, degenerate = list(case.network.widths), case.network.dim, bool(degenerate_neurons(case.network))
+    report = Report(name=case.name, widths=widths, n_samples=len(case.X), dim=dim,
                     rank_gamma=None, rank_a=None, cs=None, cn=None,  # type: ignore[arg-type]  # no claim
-                    degenerate=bool(degenerate_neurons(net)), on_boundary=None,  # type: ignore[arg-type]
+                    degenerate=degenerate, on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
                     verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",
                     extra={"timed_out": True, "stage": at_stage}, decided_by="none")

@@ -74,7 +74,9 @@ def test_decided_by_messages():
     assert not valid and msgs == ["decided_by: expected 'theorem-9' or 'boundary-cs' or 'theorem-8' or "
                                   "'boundary-entering' or 'line' or 'dead-neuron' or 'untouched-input' or "
                                   "'proportional-neurons' or 'always-active-block' or 'unpinned-hyperplane' or "
-                                  "'degenerate' or 'none', found 'magic'"]
+                                  "'degenerate' or 'none' or 'free-rank' or 'dead-units' or 'constant-units' or "
+                                  "'submersion' or 'entering-submersion', "
+                                  "found 'magic'"]
     valid, msgs = verify_certificate(case, dict(rep, decided_by=8), "r.json", require_claims=True)
     assert not valid and len(msgs) == 1 and msgs[0].startswith("decided_by: expected 'theorem-9'")
     assert msgs[0].endswith(", found 8")

@@ -277,8 +277,21 @@ CERTIFICATE = Obj({}, {
                        "neurons": List(Tuple(LAYER, NAT)), "t0": Null(RAT)},
                       {"input": NAT, "ratio": RAT}),
     "degenerate": Obj({"layer": LAYER, "neuron": NAT, "why": Enum("outgoing", "incoming")}),
+    "free_rank": Obj({"kind": Enum("free-rank"), "ties": List(TIE),
+                      "resolutions": List(Obj({"active": List(BOOL), "rank_gamma": RANK_ONE}))},
+                     {"persistent": List(NAT)}),
+    "dead_units": Obj({"kind": Enum("dead-units"), "parameter": NAT, "name": STR, "units": List(Tuple(LAYER, NAT)),
+                       "direction": Enum("-1"), "eps": RAT, "x": List(RAT), "f_0": List(RAT), "f_eps": List(RAT)}),
+    "submersion": Obj({"kind": Enum("submersion"), "y": List(List(RAT)), "prime": NAT, "rank_x": NAT,
+                       "rank_xy": NAT}),
+    "entering_submersion": Obj({"kind": Enum("entering-submersion"), "active": List(BOOL),
+                                "delta": List(Tuple(NAT, RAT)), "y": List(RAT), "prime": NAT, "rank_x": NAT}),
+    "constant_units": Obj({"kind": Enum("constant-units"), "units": List(Tuple(LAYER, NAT)), "value": RAT,
+                           "delta": List(Tuple(NAT, RAT)), "names": List(STR), "eps": RAT, "x": List(RAT),
+                           "f_0": List(RAT), "f_eps": List(RAT)}),
 })
-PATTERN = Obj({"ties": List(SIDED_TIE), "rank_gamma": NAT, "rank_a": Null(NAT), "cs": BOOL, "cn": BOOL},
+PATTERN = Obj({"ties": List(SIDED_TIE), "rank_gamma": Null(NAT), "rank_a": Null(NAT), "cs": Null(BOOL),
+               "cn": Null(BOOL)},
               {"reachable": AnyOf(Enum(True), Enum("unknown"))})
 PARAMETER = Obj({"name": STR, "class": Enum("fixed", "identifiable", "not-identifiable", "first-order-determined",
                                             "unknown")},
@@ -292,7 +305,8 @@ KERNEL_BLOCK = Obj({"resolution": Null(NAT), "rank_gamma": NAT,
                     "directions": List(Obj({"delta": ParamMap()}, {"line": BOOL}))})
 VERDICT = Enum("identifiable", "not-identifiable", "inconclusive", "degenerate")
 RULE = Enum("theorem-9", "boundary-cs", "theorem-8", "boundary-entering", "line", "dead-neuron", "untouched-input",
-            "proportional-neurons", "always-active-block", "unpinned-hyperplane", "degenerate", "none")
+            "proportional-neurons", "always-active-block", "unpinned-hyperplane", "degenerate", "none", "free-rank",
+            "dead-units", "constant-units", "submersion", "entering-submersion")
 #: ``exactident-report/1`` as ``check --json`` and ``explain --json`` write it (docs/cli.md).
 REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "format": Enum("exactident-report/1"), "widths": List(Int(1)), "n_samples": NAT, "dim": NAT,
@@ -303,7 +317,9 @@ REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "provenance": Anything(), "certified": BOOL, "error_probability": Number(0, 1), "timed_out": BOOL,
     "stage": STR, "parameters": List(PARAMETER), "neurons": List(NEURON), "kernel_basis": List(KERNEL_BLOCK),
     "explanation": List(STR), "rank_gamma_interval": List(NAT, 2),
-    "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)})})
+    "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
+    "architecture": Obj({"features": List(STR), "n_params": NAT, "rank_t": NAT, "symmetry_dim": NAT, "dim_free": NAT,
+                         "input_shape": List(NAT), "softmax_rank_bound": NAT})})
 
 
 def validate(value: Any, spec: Spec, where: str = "") -> str | None:

@@ -1,0 +1,317 @@
+"""Dead-unit and constant-unit certificates of non-identifiability for a constrained network (any architecture).
+
+*Dead units*: ReLU units (kinked, slope fixed 0) strictly negative on every sample; *silent*
+units: any unit whose output is 0 on every sample (dead units, or e.g. a pooling unit over
+dead units).  A free parameter ``theta_j`` all of whose occurrences lie in one layer ``l``
+and are either the bias of a dead unit of layer ``l`` or a weight ``W_l[i, k]`` leaving a
+silent unit ``k`` of layer ``l - 1`` gives the line ``theta(t) = theta - t e_j``, ``t >= 0``,
+along which the outputs on ``X`` are constant: dead units only get more negative and stay at
+0, moved weights multiply outputs that are 0 on ``X``.  *Constant units*: a unit with the same
+pre-activation ``z`` (output ``h``) on every sample whose outgoing weight ``W_{l+1}[i, v]`` is
+the only use of ``theta_j`` and the next bias ``b_{l+1}[i]`` the only use of ``theta_jb``: the
+line ``theta_j += t``, ``theta_jb -= h t`` keeps ``z_{l+1}[i]`` on ``X``.
+
+Non-equivalence: an input ``x*`` and an ``eps > 0`` with the same activation pattern at ``x*``
+at ``t = 0`` and ``t = eps``, every kinked pre-activation nonzero at both.  With that pattern
+held the pre-activations at ``x*`` are affine in ``t`` (the moving parameters live in one layer
+and the network is affine in each layer's parameters), so strict signs at both ends hold on the
+whole segment and ``f_{theta(t)}(x*)`` is affine on ``[0, eps]``; ``f_{theta(eps)}(x*) !=
+f_theta(x*)`` then shows that every ``theta(t)``, ``0 < t <= eps``, realises another function:
+``theta`` is not locally identifiable, whatever the architecture (docs/theory.md, "Beyond the
+layered ReLU MLP").
+
+The point ``x*`` is searched in float64 (Newton steps moving one unit away from its value on
+the sample) and accepted only after the exact check above.
+
+Called by :mod:`exactident.check_constrained`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import flint
+import numpy as np
+
+from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations
+from exactident.model.gamma_free import FreeState
+
+__all__ = ["candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units"]
+
+#: Step sizes ``eps`` tried at a candidate point, largest first.
+_EPS = [flint.fmpq(1), flint.fmpq(1, 8), flint.fmpq(1, 64), flint.fmpq(1, 1024)]
+
+
+def _dead(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
+    """ReLU units (kinked, fixed slope 0) strictly negative on every sample."""
+    zero = flint.fmpq(0)
+    out = set()
+    for l in range(1, cn.L):
+        table = state.Z[l - 1].table()
+        for v in range(cn.widths[l]):
+            if int(cn.slope_index[l - 1][v]) >= 0 or cn.negative_slope[l - 1][v] != zero:
+                continue
+            if all(row[v] < zero for row in table):
+                out.add((l, v))
+    return out
+
+
+def _silent(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
+    """Hidden units (of any kind) whose output is exactly 0 on every sample."""
+    zero = flint.fmpq(0)
+    out = set()
+    for l in range(1, cn.L):
+        table = state.Z[l - 1].table()
+        for v in range(cn.widths[l]):
+            a = cn.negative_slope[l - 1][v]
+            if all(row[v] == zero or (row[v] < zero and a == zero) for row in table):
+                out.add((l, v))
+    return out
+
+
+def candidate_lines(cn: ConstrainedNetwork, state: FreeState) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """``(j, layer, units)``: parameters whose every occurrence is a dead unit's bias or a weight leaving a silent unit.
+
+    Dead: a ReLU unit strictly negative on every sample; silent: a unit of any kind whose output is 0 on every
+    sample (dead units are silent).  ``units`` are those involved (the biased units and the sources of the weights).
+    """
+    dead = _dead(cn, state)
+    silent = _silent(cn, state)
+    if not silent:
+        return []
+    occ: dict[int, list[tuple[str, int, int, int]]] = {}
+    for l in range(1, cn.L + 1):
+        for i, k in zip(*np.nonzero(cn.W_index[l - 1] >= 0)):
+            occ.setdefault(int(cn.W_index[l - 1][i, k]), []).append(("W", l, int(i), int(k)))
+        for i in np.flatnonzero(cn.b_index[l - 1] >= 0):
+            occ.setdefault(int(cn.b_index[l - 1][i]), []).append(("b", l, int(i), -1))
+    for l in range(1, cn.L):
+        for v in np.flatnonzero(cn.slope_index[l - 1] >= 0):
+            occ.setdefault(int(cn.slope_index[l - 1][v]), []).append(("a", l, int(v), -1))
+    out = []
+    for j in sorted(occ):
+        items = occ[j]
+        layers = {l for _, l, _, _ in items}
+        if len(layers) != 1:
+            continue
+        units: list[tuple[int, int]] = []
+        ok = True
+        for kind, l, i, k in items:
+            if kind == "b" and (l, i) in dead:
+                units.append((l, i))
+            elif kind == "W" and (l - 1, k) in silent:
+                units.append((l - 1, k))
+            else:
+                ok = False
+                break
+        if ok:
+            out.append((j, layers.pop(), sorted(set(units))))
+    return out
+
+
+def _outputs_and_signs(cn: ConstrainedNetwork, x: list[flint.fmpq]) -> tuple[list[flint.fmpq], list[int]]:
+    Z = constrained_pre_activations(cn, [x])
+    signs = []
+    for l in range(1, cn.L):
+        kinked = cn.kinked(l)
+        row = Z[l - 1].table()[0]
+        signs += [(z > 0) - (z < 0) for z, k in zip(row, kinked) if k]
+    return list(Z[-1].table()[0]), signs
+
+
+def check_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], j: int,
+                     x: Sequence[flint.fmpq], eps: flint.fmpq) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
+    """The exact check of a dead-unit certificate: ``(f_theta(x*), f_theta(eps)(x*))`` if it holds, else None.
+
+    Checks, in Q: ``j`` is one of :func:`candidate_lines` (recomputed from ``cn`` and ``X``), ``eps > 0``,
+    the same pattern at ``x*`` at both ends with every kinked pre-activation nonzero, and different outputs.
+    """
+    from exactident.model.gamma_free import free_state
+
+    if eps <= 0 or all(c[0] != j for c in candidate_lines(cn, free_state(cn, X))):
+        return None
+    return _quick(cn, {j: -flint.fmpq(1)}, [flint.fmpq(v) for v in x], eps)
+
+
+def _floats(cn: ConstrainedNetwork):
+    W = [np.array([[float(v) for v in row] for row in M.table()]).reshape(M.nrows(), M.ncols()) for M in cn.W]
+    b = [np.array([float(v) for v in bb]) for bb in cn.b]
+    a = [np.array([float(v) for v in s]) for s in cn.negative_slope]
+    return W, b, a
+
+
+def _ascend(W, b, a, l_t: int, v_t: int, x: np.ndarray, margin: float, gen: np.random.Generator,
+            steps: int = 12) -> np.ndarray:
+    """Newton steps on ``z_{l_t, v_t}(x) = margin`` (float64, a search only)."""
+    for _ in range(steps):
+        h, J = x, np.eye(len(x))
+        for l in range(1, l_t + 1):
+            z = W[l - 1] @ h + b[l - 1]
+            Jz = W[l - 1] @ J
+            if l == l_t:
+                g, zt = Jz[v_t], z[v_t]
+                break
+            f = np.where(z >= 0, 1.0, a[l - 1])
+            h, J = f * z, f[:, None] * Jz
+        if zt >= margin * 0.999 and zt <= margin * 1.5:
+            return x
+        nrm = float(g @ g)
+        if not np.isfinite(nrm):
+            return x
+        if nrm == 0:  # flat here (the unit's inputs are all off): jump somewhere else
+            x = x + gen.normal(0, 1 + float(np.abs(x).max(initial=0.0)), len(x))
+            continue
+        x = x + g * ((margin - zt) / nrm)
+    return x
+
+
+def _rational(x: np.ndarray) -> list[flint.fmpq]:
+    out = []
+    for v in x:
+        fr = Fraction(float(v)).limit_denominator(1 << 12) if np.isfinite(v) else Fraction(0)
+        out.append(flint.fmpq(fr.numerator, fr.denominator))
+    return out
+
+
+def constant_lines(cn: ConstrainedNetwork, state: FreeState
+                   ) -> list[tuple[int, int, tuple[int, int], flint.fmpq, flint.fmpq]]:
+    """``(j, jb, unit, z, h)``: a unit whose pre-activation is the same ``z`` (output ``h``) on every sample,
+    ``theta_j`` its only use being the weight ``W_{l+1}[i, v]`` and ``theta_jb`` its only use being ``b_{l+1}[i]``.
+
+    Along ``theta_j += t``, ``theta_jb -= h t`` the pre-activation ``z_{l+1}[i]`` is unchanged on ``X``.
+    """
+    if not state.Z or not state.Z[0].nrows():
+        return []
+    counts = np.zeros(cn.n_params, dtype=np.int64)
+    for I in [*cn.W_index, *cn.b_index, *cn.slope_index]:
+        counts += np.bincount(I[I >= 0], minlength=cn.n_params)
+    zero = flint.fmpq(0)
+    out = []
+    for l in range(1, cn.L):
+        table = state.Z[l - 1].table()
+        for v in range(cn.widths[l]):
+            z = table[0][v]
+            if any(row[v] != z for row in table):
+                continue
+            h = z if z >= zero else cn.negative_slope[l - 1][v] * z
+            if h == zero:
+                continue  # a dead unit: the dead-unit lines cover it
+            for i in range(cn.widths[l + 1]):
+                j, jb = int(cn.W_index[l][i, v]), int(cn.b_index[l][i])
+                if j >= 0 and jb >= 0 and j != jb and counts[j] == 1 and counts[jb] == 1:
+                    out.append((j, jb, (l, v), z, h))
+    return out
+
+
+def _lines(cn: ConstrainedNetwork, state: FreeState):
+    """``(kind, delta, units, targets, extra)`` of every candidate line; targets ``(l, v, z_now)``."""
+    one = flint.fmpq(1)
+    for j, _layer, units in candidate_lines(cn, state):
+        yield "dead-units", {j: -one}, units, [(l, v, 0.0) for l, v in units], {"parameter": j}
+    for j, jb, (l, v), z, h in constant_lines(cn, state):
+        yield "constant-units", {j: one, jb: -h}, [(l, v)], [(l, v, float(z))], {"value": str(h)}
+
+
+def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+                    rng: random.Random, tries: int = 8, max_lines: int = 64) -> dict[str, Any] | None:
+    """A checked dead-unit (or constant-unit) certificate, or None.
+
+    Returns
+    -------
+    dict or None
+        ``{"kind": "dead-units", "parameter", "name", "units", "direction": "-1", "eps", "x", "f_0",
+        "f_eps", "why"}``, or ``{"kind": "constant-units", "units", "value", "delta": [[j, q], ...],
+        "names", "eps", "x", "f_0", "f_eps", "why"}`` (rationals as strings; ``why`` is for the reason).
+    """
+    W, b, a = _floats(cn)
+    gen = np.random.default_rng(rng.randrange(1 << 30))
+    N0 = cn.widths[0]
+    Xf = np.array([[float(v) for v in row] for row in X]).reshape(len(X), N0)
+    scale = float(np.abs(Xf).max()) if Xf.size else 1.0
+    scale = scale if scale > 0 else 1.0
+    for n_line, (kind, delta, units, targets, extra) in enumerate(_lines(cn, state)):
+        if n_line >= max_lines:
+            break
+        for t in range(tries):
+            l_t, v_t, z_now = targets[t % len(targets)]
+            start = Xf[gen.integers(len(Xf))] if len(Xf) and t % 2 == 0 else gen.normal(0, scale, N0)
+            x = _rational(_ascend(W, b, a, l_t, v_t, start.astype(float), margin=z_now + 1.0 + t, gen=gen))
+            for eps in _EPS:
+                got = _quick(cn, delta, x, eps, (W, b, a))
+                if got is None:
+                    continue
+                f0, f1 = got
+                return _certificate(cn, kind, delta, units, extra, eps, x, f0, f1)
+    return None
+
+
+def _certificate(cn, kind, delta, units, extra, eps, x, f0, f1) -> dict[str, Any]:
+    def name(j: int) -> str:
+        return cn.param_names[j] if cn.param_names else f"theta_{j}"
+
+    unit_names = ", ".join(f"({l},{v})" for l, v in units[:6]) + (", ..." if len(units) > 6 else "")
+    common = {"eps": str(eps), "x": [str(v) for v in x], "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
+    if kind == "dead-units":
+        j = extra["parameter"]
+        return {"kind": kind, "parameter": j, "name": name(j), "units": [list(u) for u in units], "direction": "-1",
+                **common, "why": (f"unit(s) {unit_names} are dead on every sample: lowering {name(j)} keeps the "
+                                  f"outputs on X while f(x*) changes (dead-unit certificate)")}
+    (j, _one), (jb, mh) = sorted(delta.items(), key=lambda kv: kv[1] != 1)
+    return {"kind": kind, "units": [list(u) for u in units], "value": extra["value"],
+            "delta": [[j, "1"], [jb, str(mh)]], "names": [name(j), name(jb)], **common,
+            "why": (f"unit {unit_names} outputs {extra['value']} on every sample: raising {name(j)} and lowering "
+                    f"{name(jb)} by {extra['value']} times as much keeps the outputs on X while f(x*) changes "
+                    "(constant-unit certificate)")}
+
+
+def check_constant_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], j: int, jb: int,
+                         x: Sequence[flint.fmpq], eps: flint.fmpq) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
+    """The exact check of a constant-unit certificate (recomputes the line from ``cn`` and ``X``)."""
+    from exactident.model.gamma_free import free_state
+
+    found = [c for c in constant_lines(cn, free_state(cn, X)) if c[0] == j and c[1] == jb]
+    if eps <= 0 or not found:
+        return None
+    return _quick(cn, {j: flint.fmpq(1), jb: -found[0][4]}, [flint.fmpq(v) for v in x], eps)
+
+
+def _quick(cn: ConstrainedNetwork, delta: dict[int, flint.fmpq], x: list[flint.fmpq], eps: flint.fmpq,
+           floats: tuple | None = None):
+    """The exact check at ``x*`` along ``theta + t delta`` (the line itself is already known to keep ``f(X)``);
+    with ``floats`` (:func:`_floats`) a float pre-check first skips hopeless points (speed only)."""
+    theta = cn.theta()
+    if floats is not None and not _float_plausible(cn, floats, delta, x, eps):
+        return None
+    moved = cn.with_theta([t + eps * delta[i] if i in delta else t for i, t in enumerate(theta)])
+    f0, s0 = _outputs_and_signs(cn, x)
+    f1, s1 = _outputs_and_signs(moved, x)
+    if s0 != s1 or 0 in s0 or f0 == f1:
+        return None
+    return f0, f1
+
+
+def _float_plausible(cn: ConstrainedNetwork, floats: tuple, delta: dict[int, flint.fmpq], x: list[flint.fmpq],
+                     eps: flint.fmpq) -> bool:
+    """A float pre-check (speed only: the exact check decides): same strict signs, outputs apart."""
+    W, b, a = floats
+    W2, b2 = [M.copy() for M in W], [v.copy() for v in b]
+    for l in range(1, cn.L + 1):
+        for j, d in delta.items():
+            W2[l - 1][cn.W_index[l - 1] == j] += float(d * eps)
+            b2[l - 1][cn.b_index[l - 1] == j] += float(d * eps)
+    xf = np.array([float(v) for v in x])
+    out = []
+    for Ws, bs in ((W, b), (W2, b2)):
+        h, signs = xf, []
+        for l in range(1, cn.L + 1):
+            z = Ws[l - 1] @ h + bs[l - 1]
+            if l < cn.L:
+                signs.append(np.sign(z[cn.kinked(l)]))
+                h = np.where(z >= 0, z, a[l - 1] * z)
+        out.append((z, signs))
+    (f0, s0), (f1, s1) = out
+    same = all((u == w).all() and u.all() for u, w in zip(s0, s1))
+    return bool(same and np.abs(f0 - f1).max(initial=0.0) > 1e-12 * (1 + np.abs(f0).max(initial=0.0)))

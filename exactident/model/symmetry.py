@@ -1,0 +1,254 @@
+"""The rescaling symmetries a constrained family keeps, ``S_H``, and ``dim_free = rank T - dim S_H``.
+
+A positive rescaling multiplies hidden unit ``v``'s incoming weights and bias by
+``e^{s_v}`` and its outgoing weights by ``e^{-s_v}`` (``s = 0`` on inputs and outputs);
+for a fixed activation pattern every unit is positively homogeneous (``h(e^s z) = e^s h(z)``,
+slopes unchanged), so the function is unchanged.  It stays inside the family
+``W = T theta + c`` for *every* theta exactly when
+
+- a fixed nonzero weight ``W_l[i, k]`` keeps its value: ``s_{l,i} - s_{l-1,k} = 0``;
+- a fixed nonzero bias ``b_l[i]`` keeps its value: ``s_{l,i} = 0``;
+- the entries tied to one parameter get one common factor: ``s_{l,i} - s_{l-1,k}`` (a weight),
+  ``s_{l,i}`` (a bias) and ``0`` (a PReLU slope: rescaling leaves slopes alone) are equal over
+  the group.
+
+These linear constraints on ``s`` define the group ``H`` (its log-scales: a subspace ``A``);
+the group acts on ``theta`` by ``theta_j -> e^{c_j(s)} theta_j`` (``c_j`` the group's common
+factor), so its orbit's tangent at ``theta`` is ``S_H = {(c_j(s) theta_j)_j : s in A}``.
+Every direction of ``S_H`` is in the kernel of ``Gamma_free(s)`` for every tie resolution,
+so ``rank Gamma_free <= dim_free = rank T - dim S_H`` (docs/theory.md, "Beyond the layered
+ReLU MLP").  ``T`` (one 0/1 column per parameter, each dense entry in at most one column)
+has full column rank: ``rank T = n_params``.
+
+Missing symmetries (for instance the general linear group of a block of linear units) only
+make ``dim_free`` too big, which can make a verdict inconclusive, never wrong.
+
+Called by :mod:`exactident.check_constrained`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import flint
+
+from exactident.model.constrained import ConstrainedNetwork
+
+__all__ = ["Symmetry", "rescaling_symmetry"]
+
+
+@dataclass
+class Symmetry:
+    """``S_H`` at theta and the dimensions derived from it.
+
+    Attributes
+    ----------
+    n_params, rank_t, symmetry_dim, dim_free : int
+        ``k``, ``rank T`` (``= k``), ``dim S_H``, ``rank T - dim S_H``.
+    basis : list of dict int -> fmpq
+        A basis of ``S_H`` in ``theta`` coordinates (sparse columns, Q).
+    log_scales : int
+        ``dim A`` (rescalings kept by the family; more than ``symmetry_dim`` when some act trivially at theta).
+    softmax_rank_bound : int
+        ``k - dim(S_H + shifts)``: an upper bound on the rank of the Jacobian of the *softmax* of the
+        outputs, whose kernel also holds the shifts of every logit by one amount (``b_L += c 1``,
+        ``W_L += 1 u^T``) that the family allows.
+    """
+
+    n_params: int
+    rank_t: int
+    symmetry_dim: int
+    dim_free: int
+    basis: list[dict[int, flint.fmpq]] = field(default_factory=list)
+    log_scales: int = 0
+    softmax_rank_bound: int = 0
+
+
+def _units(cn: ConstrainedNetwork) -> dict[tuple[int, int], int]:
+    """Column of the log-scale of hidden unit ``(l, v)``."""
+    out: dict[tuple[int, int], int] = {}
+    for l in range(1, cn.L):
+        for v in range(cn.widths[l]):
+            out[(l, v)] = len(out)
+    return out
+
+
+def _occurrences(cn: ConstrainedNetwork):
+    """``(kind, l, i, k, index, value)`` for every dense weight (``"W"``), bias (``"b"``) and slope (``"a"``)."""
+    for l in range(1, cn.L + 1):
+        I, M = cn.W_index[l - 1], cn.W[l - 1]
+        for i in range(cn.widths[l]):
+            for k in range(cn.widths[l - 1]):
+                yield "W", l, i, k, int(I[i, k]), M[i, k]
+            yield "b", l, i, -1, int(cn.b_index[l - 1][i]), cn.b[l - 1][i]
+    for l in range(1, cn.L):
+        for v in range(cn.widths[l]):
+            yield "a", l, v, -1, int(cn.slope_index[l - 1][v]), cn.negative_slope[l - 1][v]
+
+
+def _factor(units: dict[tuple[int, int], int], kind: str, l: int, i: int, k: int) -> dict[int, int]:
+    """The log-factor of one entry as a sparse row over the log-scales."""
+    row: dict[int, int] = {}
+    if kind == "a":
+        return row
+    if (l, i) in units:
+        row[units[(l, i)]] = 1
+    if kind == "W" and (l - 1, k) in units:
+        row[units[(l - 1, k)]] = row.get(units[(l - 1, k)], 0) - 1
+    return row
+
+
+def _nullspace_rows(rows: list[dict[int, int]], n: int) -> flint.fmpq_mat:
+    """A basis (columns) of ``{s : r . s = 0 for every row}`` over Q.
+
+    Most rows say ``s_a = s_b`` or ``s_a = 0`` (a fixed weight, a tie inside a convolution channel):
+    those merge variables (union-find) first; the other rows are then solved exactly on the classes.
+    """
+    parent = list(range(n + 1))  # node n stands for the value 0
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    general = []
+    for row in rows:
+        items = [(c, v) for c, v in row.items() if v]
+        if len(items) == 1:
+            parent[find(items[0][0])] = find(n)
+        elif len(items) == 2 and items[0][1] == -items[1][1]:
+            a, b = find(items[0][0]), find(items[1][0])
+            if a != b:
+                if n in (a, b):  # merged with the value 0
+                    parent[a if a != n else b] = n
+                else:
+                    parent[max(a, b)] = min(a, b)
+        elif items:
+            general.append(items)
+    zero = find(n)
+    classes: dict[int, int] = {}
+    for u in range(n):
+        r = find(u)
+        if r != zero and r not in classes:
+            classes[r] = len(classes)
+    m = len(classes)
+    if general and m:
+        M = flint.fmpz_mat(len(general), m)
+        for i, items in enumerate(general):
+            for c, v in items:
+                r = find(c)
+                if r != zero:
+                    M[i, classes[r]] += v
+        N, nullity = M.nullspace()
+        basis = [[int(N[i, j]) for i in range(m)] for j in range(nullity)]
+    else:
+        basis = [[1 if i == j else 0 for i in range(m)] for j in range(m)]
+    out = flint.fmpq_mat(n, len(basis))
+    for u in range(n):
+        r = find(u)
+        if r != zero:
+            for j, col in enumerate(basis):
+                out[u, j] = col[classes[r]]
+    return out
+
+
+def _independent(columns: list[dict[int, flint.fmpq]], k: int) -> list[dict[int, flint.fmpq]]:
+    """A maximal independent subset (exact rank by FLINT, greedy)."""
+    if not columns:
+        return []
+    M = flint.fmpq_mat(k, len(columns))
+    for c, col in enumerate(columns):
+        for i, v in col.items():
+            M[i, c] = v
+    R, rank = M.rref()
+    pivots, r = [], 0
+    for c in range(len(columns)):
+        if r < rank and R[r, c] != 0:
+            pivots.append(c)
+            r += 1
+    return [columns[c] for c in pivots]
+
+
+def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
+    """``S_H``, ``dim_free`` and the softmax bound of ``cn`` at its current theta (exact, Q).
+
+    Examples
+    --------
+    A plain ``1-1-1`` ReLU net keeps its one rescaling: ``dim_free = 4 - 1``.
+
+    >>> from exactident.model.network import Network
+    >>> from exactident.model.constrained import from_network
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
+    ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
+    >>> sym = rescaling_symmetry(from_network(net))
+    >>> sym.dim_free, sym.symmetry_dim, [{j: str(v) for j, v in c.items()} for c in sym.basis]
+    (3, 1, [{0: '2', 1: '-1', 2: '-3'}])
+    """
+    units = _units(cn)
+    k = cn.n_params
+    rows: list[dict[int, int]] = []
+    first: dict[int, dict[int, int]] = {}
+    zero = flint.fmpq(0)
+    for kind, l, i, kk, idx, val in _occurrences(cn):
+        f = _factor(units, kind, l, i, kk)
+        if idx < 0:
+            if kind != "a" and val != zero and f:
+                rows.append(f)
+            continue
+        if idx not in first:
+            first[idx] = f
+            continue
+        diff = dict(f)
+        for c, v in first[idx].items():
+            diff[c] = diff.get(c, 0) - v
+        diff = {c: v for c, v in diff.items() if v}
+        if diff:
+            rows.append(diff)
+    A = _nullspace_rows(rows, len(units))
+    theta = cn.theta()
+    cols: list[dict[int, flint.fmpq]] = []
+    for a in range(A.ncols()):
+        col: dict[int, flint.fmpq] = {}
+        for j, f in first.items():
+            cj = sum((A[u, a] * v for u, v in f.items()), zero)
+            if cj != zero and theta[j] != zero:
+                col[j] = cj * theta[j]
+        if col:
+            cols.append(col)
+    basis = _independent(cols, k)
+    shifts = _shift_directions(cn)
+    both = len(_independent(basis + shifts, k))
+    return Symmetry(k, k, len(basis), k - len(basis), basis, A.ncols(), k - both)
+
+
+def _shift_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
+    """Directions in theta adding one vector ``u`` to every row of ``W_L`` and one ``c`` to every ``b_L[i]``."""
+    L, N = cn.L, cn.widths[cn.L - 1]
+    n_var = N + 1  # u_0..u_{N-1}, c
+    rows: list[dict[int, int]] = []
+    first: dict[int, dict[int, int]] = {}
+    for kind, l, _i, kk, idx, _val in _occurrences(cn):
+        f = ({kk: 1} if kind == "W" else {N: 1}) if l == L and kind != "a" else {}
+        if idx < 0:
+            if f:
+                rows.append(f)
+            continue
+        if idx not in first:
+            first[idx] = f
+            continue
+        diff = dict(f)
+        for c, v in first[idx].items():
+            diff[c] = diff.get(c, 0) - v
+        diff = {c: v for c, v in diff.items() if v}
+        if diff:
+            rows.append(diff)
+    B = _nullspace_rows(rows, n_var)
+    zero = flint.fmpq(0)
+    out = []
+    for a in range(B.ncols()):
+        col = {j: sum((B[u, a] * v for u, v in f.items()), zero) for j, f in first.items()}
+        col = {j: v for j, v in col.items() if v != zero}
+        if col:
+            out.append(col)
+    return out

@@ -1,0 +1,199 @@
+"""An independent sympy oracle for constrained networks, and random constrained networks of every feature.
+
+The oracle shares nothing with the engine but the ConstrainedNetwork's fields: it builds
+``f(x^i)`` symbolically in ``theta`` (sympy symbols) with the activation pattern read off the
+exact values at theta (a tie is resolved as asked), differentiates with sympy, and takes
+the exact rank.  ``dim S_H`` is computed another way than the engine's: the log-scales
+``s`` whose dense change at a *generic* theta' lies in ``image T`` (the family's tangent),
+mapped to ``theta`` at the actual values.
+"""
+
+from __future__ import annotations
+
+import random
+
+import flint
+import numpy as np
+import sympy as sp
+
+from exactident.model.constrained import ConstrainedNetwork
+
+
+def Q(v) -> sp.Rational:
+    v = flint.fmpq(v)
+    return sp.Rational(int(v.p), int(v.q))
+
+
+def _entry(cn, sym, idx, val):
+    return sym[idx] if idx >= 0 else Q(val)
+
+
+def oracle_forward(cn: ConstrainedNetwork, x, sym, values, resolution=None):
+    """Symbolic outputs at ``x`` with the pattern of ``theta = values``; ties via ``resolution`` (dict)."""
+    subs = dict(zip(sym, values))
+    h = [Q(v) for v in x]
+    ties = []
+    for l in range(1, cn.L + 1):
+        z = []
+        for i in range(cn.widths[l]):
+            e = _entry(cn, sym, int(cn.b_index[l - 1][i]), cn.b[l - 1][i])
+            for k in range(cn.widths[l - 1]):
+                e += _entry(cn, sym, int(cn.W_index[l - 1][i, k]), cn.W[l - 1][i, k]) * h[k]
+            z.append(sp.expand(e))
+        if l == cn.L:
+            return z, ties
+        h = []
+        for v, e in enumerate(z):
+            a = _entry(cn, sym, int(cn.slope_index[l - 1][v]), cn.negative_slope[l - 1][v])
+            linear = int(cn.slope_index[l - 1][v]) < 0 and cn.negative_slope[l - 1][v] == 1
+            val = e.subs(subs)
+            if linear or val > 0:
+                h.append(e)
+            elif val < 0:
+                h.append(a * e)
+            else:
+                ties.append((l, v))
+                on = (resolution or {}).get((l, v), True)
+                h.append(e if on else a * e)
+    raise AssertionError
+
+
+def oracle_rank(cn: ConstrainedNetwork, X, resolution=None) -> int:
+    """Exact rank of ``d f(X) / d theta`` by sympy; ``resolution`` maps ``(sample, l, v)`` to active."""
+    sym = sp.symbols(f"t0:{cn.n_params}")
+    values = [Q(v) for v in cn.theta()]
+    subs = dict(zip(sym, values))
+    rows = []
+    for i, x in enumerate(X):
+        res = {(l, v): a for (s, l, v), a in (resolution or {}).items() if s == i}
+        out, _ = oracle_forward(cn, x, sym, values, res)
+        for e in out:
+            rows.append([sp.diff(e, t).subs(subs) for t in sym])
+    return sp.Matrix(rows).rank() if rows and cn.n_params else 0
+
+
+def oracle_dim_free(cn: ConstrainedNetwork, seed: int = 0) -> int:
+    """``k - dim S_H``: rescalings whose dense change at a generic theta' lies in the family's tangent."""
+    rng = random.Random(seed)
+    k = cn.n_params
+    generic = [sp.Rational(rng.randint(1, 10**6), rng.randint(1, 10**6)) for _ in range(k)]
+    units = [(l, v) for l in range(1, cn.L) for v in range(cn.widths[l])]
+    pos = {u: n for n, u in enumerate(units)}
+    s = sp.symbols(f"s0:{len(units)}") if units else ()
+    c = sp.symbols(f"c0:{k}") if k else ()
+
+    def scale(l, i):
+        return s[pos[(l, i)]] if (l, i) in pos else 0
+
+    def dense(values):
+        out = []  # (index, value, log-factor)
+        for l in range(1, cn.L + 1):
+            for i in range(cn.widths[l]):
+                for kk in range(cn.widths[l - 1]):
+                    j = int(cn.W_index[l - 1][i, kk])
+                    out.append((j, values[j] if j >= 0 else Q(cn.W[l - 1][i, kk]), scale(l, i) - scale(l - 1, kk)))
+                j = int(cn.b_index[l - 1][i])
+                out.append((j, values[j] if j >= 0 else Q(cn.b[l - 1][i]), scale(l, i)))
+        for l in range(1, cn.L):
+            for v in range(cn.widths[l]):
+                j = int(cn.slope_index[l - 1][v])
+                out.append((j, values[j] if j >= 0 else Q(cn.negative_slope[l - 1][v]), 0))
+        return out
+
+    # A: change f * value at generic theta' equals T c for some c (fixed entries: 0; tied: c_j)
+    eqs = [f * val - (c[j] if j >= 0 else 0) for j, val, f in dense(generic)]
+    if not units:
+        return k
+    sol = sp.linsolve(eqs, list(s) + list(c))
+    (point,) = sol
+    free = sorted(set().union(*[sp.sympify(p).free_symbols for p in point]), key=str)
+    svals = point[:len(units)]
+    actual = [Q(v) for v in cn.theta()]
+    cols = []
+    for f_sym in free:  # one generator of A per free symbol of the solution
+        sub = {g: (1 if g == f_sym else 0) for g in free}
+        sv = [sp.sympify(x).subs(sub) for x in svals]
+        svec = dict(zip(s, sv))
+        col = [0] * k
+        for j, val, f in dense(actual):
+            if j >= 0:
+                col[j] = sp.sympify(f).subs(svec) * val
+        cols.append(col)
+    dim_sh = sp.Matrix(cols).rank() if cols else 0
+    return k - dim_sh
+
+
+def random_constrained(seed: int, widths=None, p_fixed=0.2, p_tie=0.3, leaky=True, prelu=True,
+                       linear=True) -> ConstrainedNetwork:
+    """A random constrained network with ties, fixed (zero and nonzero) entries, leaky/PReLU/linear units."""
+    rng = random.Random(seed)
+    widths = widths or [rng.randint(1, 3)] + [rng.randint(1, 3) for _ in range(rng.randint(1, 2))] + [rng.randint(1, 2)]
+    L = len(widths) - 1
+    params: list[flint.fmpq] = []
+
+    def new(v):
+        params.append(v)
+        return len(params) - 1
+
+    def val():
+        return flint.fmpq(rng.choice([-3, -2, -1, 1, 2, 3]), rng.choice([1, 1, 2]))
+
+    W, b, WI, bI = [], [], [], []
+    for l in range(1, L + 1):
+        M = flint.fmpq_mat(widths[l], widths[l - 1])
+        I = np.full((widths[l], widths[l - 1]), -1, dtype=np.int64)
+        for i in range(widths[l]):
+            for k in range(widths[l - 1]):
+                r = rng.random()
+                if r < p_fixed:
+                    M[i, k] = rng.choice([0, 1, val()])
+                elif r < p_fixed + p_tie and params:
+                    j = rng.randrange(len(params))
+                    I[i, k], M[i, k] = j, params[j]
+                else:
+                    v = val()
+                    I[i, k], M[i, k] = new(v), v
+        bb, bi = [], np.full(widths[l], -1, dtype=np.int64)
+        for i in range(widths[l]):
+            r = rng.random()
+            if r < p_fixed:
+                bb.append(flint.fmpq(rng.choice([0, 0, 1])))
+            else:
+                v = val()
+                bi[i] = new(v)
+                bb.append(v)
+        W.append(M)
+        b.append(bb)
+        WI.append(I)
+        bI.append(bi)
+    slopes, sI = [], []
+    prelu_param = None
+    for l in range(1, L):
+        a, ai = [], np.full(widths[l], -1, dtype=np.int64)
+        for v in range(widths[l]):
+            r = rng.random()
+            if prelu and r < 0.2:
+                if prelu_param is None or rng.random() < 0.5:
+                    prelu_param = new(flint.fmpq(rng.choice([1, 2, 3]), 4))
+                ai[v] = prelu_param
+                a.append(params[prelu_param])
+            elif leaky and r < 0.4:
+                a.append(flint.fmpq(1, 10))
+            elif linear and r < 0.5:
+                a.append(flint.fmpq(1))
+            else:
+                a.append(flint.fmpq(0))
+        slopes.append(a)
+        sI.append(ai)
+    used = sorted({int(j) for I in WI + bI + sI for j in I.ravel() if j >= 0})
+    remap = {j: n for n, j in enumerate(used)}
+    re = np.vectorize(lambda j: remap.get(int(j), -1), otypes=[np.int64])
+    WI = [re(I) if I.size else I for I in WI]
+    bI = [re(I) if I.size else I for I in bI]
+    sI = [re(I) if I.size else I for I in sI]
+    return ConstrainedNetwork(tuple(widths), W, b, WI, bI, slopes, sI, len(used), ("fixed weights",))
+
+
+def random_sample(seed: int, n: int, N0: int, ties_with: ConstrainedNetwork | None = None):
+    rng = random.Random(seed)
+    return [[flint.fmpq(rng.randint(-4, 4), rng.choice([1, 2])) for _ in range(N0)] for _ in range(n)]
