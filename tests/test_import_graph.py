@@ -378,3 +378,23 @@ def test_keras_fold_batchnorm(keras, tmp_path):
     # gamma = 1: s = 1 / sqrt(var + eps) in float64 (eps as the config stores it), W' = s W per output channel
     s = 1.0 / np.sqrt(np.array([0.5, 2.0, 3.0], np.float32).astype(np.float64) + 0.01)
     assert Fraction(doc["layers"][0]["weight"][2][1][0][2]) == _fr(K[0, 2, 1, 2] * s[2])
+
+
+def test_imported_residual_is_analysed_end_to_end():
+    """``b(x + relu(a x))``: the ReLU units feed the sum through a fixed weight 1, so no rescaling survives
+    (symmetry_dim 0) and every one of the 3*3 + 3 + 2*3 + 2 = 20 parameters is free."""
+    from exactident import check, from_torch
+
+    class Res(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 3), nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.b(x + torch.relu(self.a(x)))
+
+    torch.manual_seed(0)
+    case = from_torch(Res(), np.random.default_rng(0).standard_normal((30, 3)).astype(np.float32))
+    arch = check(case).to_dict()["architecture"]
+    assert arch["features"] == ["skip connection"] and arch["input_shape"] == [3]
+    assert arch["n_params"] == 20 and arch["symmetry_dim"] == 0 and arch["dim_free"] == 20
