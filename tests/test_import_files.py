@@ -22,6 +22,7 @@ from _importers import FORMATS_BITS, UNIT_ROUNDOFF, assert_network_equals, decod
 from _importers import bad_input_error as _err
 
 from exactident import CaseFormatError, check, from_sklearn, import_model
+from exactident.cli import main
 
 RNG = np.random.default_rng(11)
 DATA = Path(__file__).parent / "data" / "keras"
@@ -226,15 +227,18 @@ def test_keras_errors(tmp_path, capsys):
         return _err(capsys, ["import", str(tmp_path / name)])
 
     conv = {"class_name": "Conv2D", "config": {"name": "c"}}
-    assert "layer 'c' (Conv2D): unsupported layer" in err([inp, conv])
-    assert "layer 'd1' (Dense): unsupported activation 'tanh'" in err([inp, _dense("d1", 4, "tanh")])
-    assert "layer 'd2' (Dense): follows a linear Dense layer with no ReLU" in err(
-        [inp, _dense("d1", 4, "linear"), _dense("d2", 2, "linear")])
-    assert "layer 'd2' (Dense): the output layer ends with a ReLU" in err(
-        [inp, _dense("d1", 4, "relu"), _dense("d2", 2, "relu")])
-    assert "layer 'd2' (Dense): follows the softmax output activation" in err(
-        [inp, _dense("d1", 4, "softmax"), _dense("d2", 2, "linear")])
-    assert "layer 'in' (InputLayer): input shape [None, 3, 3] is not flat" in err(
+    assert "layer 'c' (Conv2D): weights layers/conv2d/vars/0 not found" in err([inp, conv])
+    assert "layer 'd1' (Dense): activation 'tanh': not piecewise linear" in err([inp, _dense("d1", 4, "tanh")])
+    wb = {"dense": w["dense"], "dense_1": [np.ones((4, 2), np.float32), np.ones(2, np.float32)]}
+    _write_keras(tmp_path / "two.keras", _keras_config([inp, _dense("d1", 4, "linear"), _dense("d2", 2, "linear")]),
+                 wb)
+    assert main(["import", str(tmp_path / "two.keras"), "-o", str(tmp_path / "two.json")]) == 0  # linear units
+    capsys.readouterr()
+    assert "d2_activation: the network ends with an activation (relu)" in err(
+        [inp, _dense("d1", 4, "relu"), _dense("d2", 2, "relu")], wb)
+    assert "layer 'd1' (Dense): activation 'softmax': not piecewise linear" in err(
+        [inp, _dense("d1", 4, "softmax"), _dense("d2", 2, "linear")], wb)
+    assert "config.layers: no Dense or convolution layer" in err(
         [{"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 3, 3]}}])
     assert "layers/dense_1/vars: weights of Dense layer 'd2' not found" in err(
         [inp, _dense("d1", 4, "relu"), _dense("d2", 2, None)], {"dense": w["dense"]})
@@ -244,7 +248,7 @@ def test_keras_errors(tmp_path, capsys):
     assert "layers/dense/vars/0: kernel of shape (3, 4), the config implies (5, 4)" in err(
         [{"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [None, 5]}},
          _dense("d1", 4, "relu"), _dense("d2", 2, None, use_bias=False)], w)
-    assert "config: Functional model with inputs [] and outputs [] is not a linear chain" in _err(
+    assert "config: Functional model with inputs [] and outputs [] (exactly one input and one output" in _err(
         capsys, ["import", _functional(tmp_path)])
     (tmp_path / "junk.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\x00" * 50)
     assert "junk.h5: corrupted or not a Keras file" in _err(capsys, ["import", str(tmp_path / "junk.h5")])
@@ -313,7 +317,7 @@ def test_more_keras_validators(tmp_path, capsys):
     cases = [
         ([], "config.layers: no Dense layer"),
         ([inp, {"class_name": "Activation", "config": {"name": "a", "activation": "relu"}}],
-         "layer 'a' (Activation): activation 'relu' does not follow a linear Dense layer"),
+         "config.layers: no Dense or convolution layer"),
         ([inp, _dense("d1", 2, "linear"), {"class_name": "ReLU", "config": {"name": "r", "max_value": 6.0}}],
          "layer 'r' (ReLU): only a plain ReLU"),
     ]

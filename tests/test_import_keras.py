@@ -9,6 +9,7 @@ the case that used to fail or, with some names, swap two layers' kernels silentl
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -113,14 +114,20 @@ def test_functional_chain(keras, tmp_path):
     assert "on 8 rows" in import_model(tmp_path / "f.keras").provenance["forward_check"]
 
 
-def test_functional_not_a_chain_refused(keras, tmp_path, capsys):
+def test_functional_residual_is_a_layer_graph_max_pooling_refused(keras, tmp_path, capsys):
     L = keras.layers
     inp = keras.Input((3,))
     h = L.Dense(3, activation="relu")(inp)
     out = L.Dense(2)(L.Add()([h, inp]))  # a residual connection
     keras.Model(inp, out).save(tmp_path / "res.keras")
-    err = bad_input_error(capsys, ["import", str(tmp_path / "res.keras")])
-    assert "the Functional model is not a linear chain: this layer does not take exactly the output of" in err
+    assert main(["import", str(tmp_path / "res.keras"), "-o", str(tmp_path / "res.json")]) == 0  # a layer graph
+    doc = json.loads((tmp_path / "res.json").read_text())
+    assert doc["format"] == "exactident-case/2" and [layer["op"] for layer in doc["layers"]] == [
+        "linear", "relu", "add", "linear"]
+    inp = keras.Input((6, 6, 1))  # still refused: max pooling
+    keras.Model(inp, L.Dense(1)(L.Flatten()(L.MaxPooling2D()(inp)))).save(tmp_path / "mp.keras")
+    err = bad_input_error(capsys, ["import", str(tmp_path / "mp.keras")])
+    assert "layer 'max_pooling2d' (MaxPooling2D): max pooling is not supported (ties between pooled values" in err
     assert "Traceback" not in err and "\x1b" not in err
 
 

@@ -152,13 +152,10 @@ class _Branchy(nn.Module):
 
 
 @pytest.mark.parametrize("cls, message", [
-    (_Leaky, "<test_import_torch_trace._Leaky>: act (LeakyReLU): unsupported op (supported: Linear, F.linear, ReLU"),
-    (_Residual, "add (operator.add): unsupported op: it combines the data with an earlier value (a skip connection"),
-    (_Conv, "<test_import_torch_trace._Conv>: conv (Conv2d): unsupported op"),
-    (_BatchNorm, "block.1 (BatchNorm1d): unsupported op"),
-    (_TwoLinear, "b (Linear): follows another affine layer with no ReLU between them"),
-    (_Branchy, "forward: cannot be traced by torch.fx (TraceError: symbolically traced variables cannot be used as "
-               "inputs to control flow); export it to ONNX instead"),
+    (_BatchNorm, "<test_import_torch_trace._BatchNorm>: block.1 (BatchNorm1d): exact folding is impossible "
+                 "(sqrt(var + eps) is irrational); fold it in float64 with --fold-batchnorm"),
+    (_Branchy, "forward: cannot be traced by torch.fx on the sample (TraceError: symbolically traced variables cannot "
+               "be used as inputs to control flow)"),
 ])
 def test_refusals_are_one_line_naming_module_and_op(cls, message):
     with pytest.raises(CaseFormatError) as info:
@@ -246,3 +243,18 @@ def test_custom_blocks_double_relu_and_sigmoid():
                          (m.out.weight, m.out.bias)])
     assert case.provenance["dropped_output_activation"] == "sigmoid"
     assert case.provenance["parameter_names"]["W_2"] == "body.1.lin.weight[i,j]"
+
+
+@pytest.mark.parametrize("cls, shape, ops", [
+    (_Leaky, (5, 4), ["linear", "leaky_relu", "linear"]),
+    (_Residual, (5, 4), ["linear", "relu", "linear", "relu", "add", "linear"]),
+    (_Conv, (5, 16), ["conv2d", "relu", "flatten", "linear"]),
+    (_TwoLinear, (5, 4), ["linear", "linear"]),
+])
+def test_formerly_refused_modules_read_as_layer_graphs(cls, shape, ops):
+    from exactident.io.importers.load import torch_document
+
+    torch.manual_seed(0)
+    doc = torch_document(cls(), np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    assert doc["format"] == "exactident-case/2" and [layer["op"] for layer in doc["layers"]] == ops
+    assert "within the rounding bound" in doc["provenance"]["forward_check"]

@@ -270,8 +270,10 @@ def network_from_tensors(weights: Sequence[Tensor], biases: Sequence[Tensor | No
     return Network(tuple(widths), W, b)
 
 
-def sample_rows(value: Any, source: str, name: str, n_inputs: int) -> tuple[list[list[flint.fmpq]], str]:
-    """A sample ``(n, N_0)`` (or one row ``(N_0,)``) as exact rows, and its dtype name.
+def sample_rows(value: Any, source: str, name: str, n_inputs: int,
+                images: bool = False) -> tuple[list[list[flint.fmpq]], str]:
+    """A sample ``(n, N_0)`` (or one row ``(N_0,)``) as exact rows, and its dtype name; with ``images``, also
+    ``(n, C, H, W)`` (or any ``(n, ...)`` of ``N_0`` entries a row), read in C-order.
 
     Raises
     ------
@@ -279,6 +281,8 @@ def sample_rows(value: Any, source: str, name: str, n_inputs: int) -> tuple[list
         Naming ``source`` and ``name``: not 2-D, or rows not of length ``N_0``.
     """
     t = Tensor(value, source, name)
+    if images and t.ndim > 2 and int(np.prod(t.shape[1:])) == n_inputs:  # images (n, C, H, W): rows in C-order
+        t.shape = (t.shape[0], n_inputs)
     if t.ndim == 1 and t.shape[0] == n_inputs:
         t.shape = (1, n_inputs)
     if t.ndim == 2 and t.shape[0] == 0:

@@ -19,9 +19,10 @@ import re
 from collections.abc import Sequence
 
 from exactident.errors import CaseFormatError, OutputError
+from exactident.io.atomic import atomic_write_text
 from exactident.io.case import Case, dump_case, load_case, write_case
 from exactident.io.importers.common import DEFAULT_MAX_BYTES
-from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, import_model
+from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, import_document, import_model
 from exactident.io.importers.sample import parse_rows
 from exactident.io.limits import ReadLimits
 
@@ -43,6 +44,7 @@ def parse_bytes(text: str) -> int:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
+    _fold_option(parser)
     parser.add_argument("--sample-rows", metavar="A:B", default=None,
                         help="use only rows A to B-1 of the sample (Python slice, either end optional)")
     parser.add_argument("--max-bytes", type=parse_bytes, default=DEFAULT_MAX_BYTES, metavar="SIZE",
@@ -68,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Keras: the architecture of a weights-only .weights.h5 (JSON from model.to_json(), "
                              "or a .keras file)")
     _common(parser)
+
+
+def _fold_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fold-batchnorm", action="store_true",
+                        help="fold BatchNorm into the preceding layer in float64 (refused otherwise: sqrt(var + eps) "
+                             "is irrational); the analysed network then differs from the framework's by that rounding")
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +120,8 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
                 raise CaseFormatError(path, "--sample", "a model file needs a sample: --sample DATA (.npy, .npz, .csv)")
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
                                     max_bytes=getattr(args, "max_bytes", None),
-                                    reference=getattr(args, "reference", None)))
+                                    reference=getattr(args, "reference", None),
+                                    fold_batchnorm=getattr(args, "fold_batchnorm", False)))
         elif os.path.splitext(path)[1].lower() in SAMPLE_ONLY_EXTENSIONS:
             raise CaseFormatError(path, "", "a sample file, not a case: a sample file goes with --sample "
                                   f"(exactident check MODEL --sample {path})")
@@ -141,9 +150,12 @@ def run(args: argparse.Namespace) -> int:
                              ("--config", getattr(args, "config", None))):
             if isinstance(path, str) and os.path.exists(path) and os.path.realpath(path) == out:
                 raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")
-    case = import_model(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
-                        name=args.name, max_bytes=args.max_bytes, reference=args.reference,
-                        config=getattr(args, "config", None))
+    doc = import_document(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
+                          name=args.name, max_bytes=args.max_bytes, reference=args.reference,
+                          config=getattr(args, "config", None), fold_batchnorm=getattr(args, "fold_batchnorm", False))
+    if isinstance(doc, dict):
+        return _write_document(doc, args)
+    case = doc
     prov = case.provenance or {}
     dropped = prov.get("dropped_output_activation")
     arch = prov.get("architecture", "")
@@ -151,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
                f"{prov.get('weight_dtype')}, n = {case.n_samples}"
                + (f", output {dropped} dropped (analysed up to the logits)" if dropped else "")
                + (f", architecture {arch} (give --reference to check it)" if arch.startswith("assumed") else "")
+               + (f", {arch}" if "folded" in arch else "")
                + (f", forward check {prov['forward_check']}" if str(prov.get("forward_check", "")).startswith("not run")
                   else "; forward check passed" if "forward_check" in prov else ""))
     if args.output:
@@ -161,5 +174,39 @@ def run(args: argparse.Namespace) -> int:
         write_stdout(f"wrote {args.output}: {summary}\n")
     else:
         write_stdout(dump_case(case))
+        print(summary, file=sys.stderr)
+    return 0
+
+
+def _write_document(doc: dict[str, object], args: argparse.Namespace) -> int:
+    """``import`` of a layer graph: write the ``exactident-case/2`` dict, print the one-line summary."""
+    import sys
+
+    from exactident.io.atomic import write_stdout
+    from exactident.io.importers.graph_case import document_case
+
+    prov = doc.get("provenance") or {}
+    assert isinstance(prov, dict)
+    layers = doc.get("layers") or []
+    assert isinstance(layers, list)
+    ops = sorted({str(layer["op"]) for layer in layers})
+    dropped = prov.get("dropped_output_activation")
+    sample = doc.get("sample") or []
+    assert isinstance(sample, list)
+    summary = (f"{args.model}: {prov.get('format')}, layer graph ({', '.join(ops)}), input shape "
+               f"{doc.get('input_shape')}, weights {prov.get('weight_dtype')}, n = {len(sample)}"
+               + (f", output {dropped} dropped (analysed up to the logits)" if dropped else "")
+               + (f", {prov['architecture']}" if prov.get("architecture") else "")
+               + (f", forward check {prov['forward_check']}" if str(prov.get("forward_check", "")).startswith("not run")
+                  else "; forward check passed"))
+    text = dump_case(document_case(doc, args.model))  # through the case reader: checked, canonical
+    if args.output:
+        try:
+            atomic_write_text(args.output, text)
+        except OSError as exc:
+            raise OutputError(args.output, exc) from None
+        write_stdout(f"wrote {args.output}: {summary}\n")
+    else:
+        write_stdout(text)
         print(summary, file=sys.stderr)
     return 0

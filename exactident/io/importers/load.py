@@ -12,6 +12,7 @@ file, format, sha256, weight dtype, dropped output activation, sample file.
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,17 @@ from exactident.io.importers.sample import load_sample
 from exactident.io.limits import check_regular
 from exactident.model.network import Network
 
-__all__ = ["FORMATS", "as_case", "detect_format", "from_flax", "from_sklearn", "from_torch", "import_model"]
+__all__ = [
+    "FORMATS",
+    "as_case",
+    "detect_format",
+    "from_flax",
+    "from_sklearn",
+    "from_torch",
+    "import_document",
+    "import_model",
+    "torch_document",
+]
 
 #: ``--format`` names and the extensions that select them.
 FORMATS = {
@@ -188,7 +199,8 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
 
 def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
                  fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
-                 reference: Any = None, config: str | os.PathLike[str] | None = None) -> Case:
+                 reference: Any = None, config: str | os.PathLike[str] | None = None,
+                 fold_batchnorm: bool = False) -> Case:
     """Read a model file and a sample into an exact case.
 
     Parameters
@@ -215,11 +227,15 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     config : str or path, optional
         Keras only: the architecture of a weights-only ``.weights.h5`` file, as JSON from
         ``model.to_json()`` or a ``.keras`` file whose config is used.
+    fold_batchnorm : bool
+        ONNX/Keras layer graphs: fold ``BatchNormalization`` into the preceding layer in float64
+        (refused otherwise); the provenance says the analysed network differs by that rounding.
 
     Returns
     -------
     Case
-        With ``provenance`` (docs/case-format.md).
+        With ``provenance`` (docs/case-format.md): ``exactident-case/1`` for a ReLU MLP, else
+        ``exactident-case/2`` (a layer graph, :func:`import_document`).
 
     Raises
     ------
@@ -231,8 +247,39 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     InvariantViolation
         An ONNX model's import does not reproduce ``onnx.reference`` (a bug).
     """
+    from exactident.io.importers.graph_case import document_case
+
+    doc = import_document(path, sample, sample_rows=sample_rows, fmt=fmt, name=name, max_bytes=max_bytes,
+                          reference=reference, config=config, fold_batchnorm=fold_batchnorm)
+    return doc if isinstance(doc, Case) else document_case(doc, str(path))
+
+
+def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
+                    fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
+                    reference: Any = None, config: str | os.PathLike[str] | None = None,
+                    fold_batchnorm: bool = False) -> Case | dict[str, Any]:
+    """:func:`import_model`'s result before the case reader: a format-1 :class:`~exactident.io.case.Case` for a
+    ReLU MLP, else the ``exactident-case/2`` dict of a layer graph (ONNX and Keras models with skip connections,
+    leaky ReLU, PReLU, convolutions, average pooling; see docs/import.md).  Same parameters and errors as
+    :func:`import_model`."""
     source = str(path)
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    check_file_size(source, limit)
+    fmt = fmt or detect_format(source)
+    if (fmt == "onnx" or (fmt == "keras" and zipfile.is_zipfile(source))) and config is None:
+        try:
+            return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config)
+        except CaseFormatError as plain_error:
+            from exactident.io.importers.graph_case import import_graph
+
+            doc = import_graph(source, fmt, sample, sample_rows, name, limit, reference, fold_batchnorm,
+                               plain_error)
+            return _plain_case(doc, source)
+    return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config)
+
+
+def _import_plain(source: str, sample: Any, sample_rows: slice | None, fmt: str, name: str | None, limit: int,
+                  reference: Any, config: str | os.PathLike[str] | None) -> Case:
     check_file_size(source, limit)  # before detect_format opens it: a FIFO is refused unopened
     fmt = fmt or detect_format(source)
     imported, graph = _read(fmt, source, limit, None if config is None else str(config))
@@ -327,28 +374,55 @@ def from_flax(params: Any, X: Any = None, *, reference: Any = None, layers: Any 
                    {"source_file": "<flax params>"})
 
 
-def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
-    """An exact case from a PyTorch module that is a ReLU MLP, and a sample; forward-checked.
+def from_torch(module: Any, X: Any = None, *, name: str | None = None, fold_batchnorm: bool = False) -> Case:
+    """An exact case from a PyTorch module and a sample; forward-checked.
 
-    An ``nn.Sequential`` of built-in layers is read layer by layer
+    A ReLU MLP (``Linear`` with bias, ``ReLU``, ...) comes out as an ``exactident-case/1`` case: an
+    ``nn.Sequential`` of built-in layers is read layer by layer
     (:mod:`~exactident.io.importers.torch_module`); any other module (a subclass with its own
     ``forward``: ``F.relu``, ``nn.ModuleList`` loops, ``x.view``) is traced with ``torch.fx``
-    (:mod:`~exactident.io.importers.torch_trace`).  The module is then run by PyTorch on the
+    (:mod:`~exactident.io.importers.torch_trace`).  Any other supported network (residual ``+``,
+    ``LeakyReLU``, ``PReLU``, ``Conv1d``/``Conv2d``, average pooling, ``Linear`` without bias) is read
+    as a layer graph (:mod:`~exactident.io.importers.torch_graph`) into an ``exactident-case/2``
+    case; its input shape is the sample's ``X.shape[1:]``.  The module is then run by PyTorch on the
     sample (in its dtype, eval mode, no gradients; 8 seeded random inputs when ``X`` is None) and
     its outputs, up to the logits, must match the imported network's within the rounding bound
     (``provenance["forward_check"]``).
 
+    Parameters
+    ----------
+    fold_batchnorm : bool
+        Fold ``BatchNorm1d``/``2d`` into the preceding layer in float64 (refused otherwise: the exact
+        fold involves ``sqrt(var + eps)``); the provenance says the analysed network differs from
+        the framework's by that rounding.
+
     Raises
     ------
     CaseFormatError
-        An unsupported layer or op (naming the module path and op), shapes that do not chain
-        (naming the layer), a forward check that fails (naming the sample and output).
+        An unsupported layer or op (naming the module path and op, and why), shapes that do not
+        chain (naming the layer), a forward check that fails (naming the sample and output).
     """
+    from exactident.io.importers.graph_case import document_case
+
+    doc = torch_document(module, X, name=name, fold_batchnorm=fold_batchnorm)
+    if isinstance(doc, Case):
+        return doc
+    return document_case(doc, str(doc["provenance"]["source_file"]))
+
+
+def _torch_plain(module: Any, X: Any, name: str | None) -> Case | None:
+    """Today's ``exactident-case/1`` import of a ReLU MLP, or None (read it as a graph).  A ``Linear`` without
+    bias in such a chain is read as before: a zero bias of the format-1 case (a free parameter there)."""
     from exactident.io.importers.torch_module import is_plain_sequential, read_torch_module
     from exactident.io.importers.torch_trace import read_traced_module
 
     read = read_torch_module if is_plain_sequential(module) else read_traced_module
-    imported, where, logits = read(module)
+    try:
+        imported, where, logits = read(module)
+    except CaseFormatError:
+        if not hasattr(module, "modules") or not callable(module):
+            raise  # not a module at all
+        return None
 
     def checker(net: Network, Xf: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
         from exactident.io.importers.reference import torch_forward_check
@@ -357,6 +431,46 @@ def from_torch(module: Any, X: Any = None, *, name: str | None = None) -> Case:
 
     return _finish(imported, where, name or type(module).__name__, X, None, DEFAULT_MAX_BYTES,
                    {"source_file": where}, checker=checker)
+
+
+def torch_document(module: Any, X: Any = None, *, name: str | None = None,
+                   fold_batchnorm: bool = False) -> Case | dict[str, Any]:
+    """:func:`from_torch`'s result before the case reader: a format-1 :class:`~exactident.io.case.Case` for a
+    ReLU MLP, else the ``exactident-case/2`` dict (see :func:`from_torch`)."""
+    from exactident.io.importers.graph_case import finish_document, require_sample
+    from exactident.io.importers.torch_graph import read_torch_graph, torch_reference
+
+    plain = _torch_plain(module, X, name)
+    if plain is not None:
+        return plain
+    cls = type(module)
+    if X is None:  # trace on 8 seeded inputs when the first layer tells the input width; the case has no sample
+        first = next((m for m in module.modules() if type(m).__name__ in ("Linear", "Conv1d", "Conv2d")), None)
+        if first is None:
+            raise CaseFormatError(f"<{cls.__module__}.{cls.__name__}>", "forward", "no Linear or convolution layer")
+        if type(first).__name__ != "Linear":
+            require_sample(X, f"<{cls.__module__}.{cls.__name__}>")
+        Xa = np.random.default_rng(0).standard_normal((8, int(first.in_features)))
+    else:
+        Xa = X.detach().cpu().numpy() if hasattr(X, "detach") else np.asarray(X)
+    graph, logits, where = read_torch_graph(module, Xa, fold_batchnorm)
+    ref = torch_reference(module, logits, tuple(Xa.shape[1:]), where)
+    doc = finish_document(graph, name or cls.__name__, None if X is None else Xa, ref,
+                          {"source_file": where, "format": "torch-module"})
+    return _plain_case(doc, where) if graph.plain_chain() else doc
+
+
+def _plain_case(doc: dict[str, Any], source: str) -> Case | dict[str, Any]:
+    """A layer graph that turned out a plain ReLU MLP (BatchNorm folded) as the format-1 case; else the dict."""
+    from exactident.io.case import parse_case
+    from exactident.io.importers.graph_case import plain_document
+
+    layers = doc["layers"]
+    plain = len(doc["input_shape"]) == 1 and len(layers) % 2 == 1 and all(
+        layer["op"] == ("linear" if i % 2 == 0 else "relu") and layer["inputs"] == [layers[i - 1]["name"] if i else
+                                                                                    "input"]
+        and (layer["op"] == "relu" or layer["bias"] is not None) for i, layer in enumerate(layers))
+    return parse_case(plain_document(doc), source) if plain else doc
 
 
 def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,

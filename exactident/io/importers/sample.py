@@ -191,7 +191,7 @@ def _load_csv(path: str, max_bytes: int) -> list[list[flint.fmpq]]:
 
 
 def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None = None, *,
-                max_bytes: int | None = None, key: str | None = None) -> Sample:
+                max_bytes: int | None = None, key: str | None = None, images: bool = False) -> Sample:
     """Read a sample file exactly: ``.npy``, ``.npz`` (array ``key``, ``X``, or its only array), ``.csv``.
 
     Parameters
@@ -203,6 +203,9 @@ def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None 
         Keep only these rows (``--sample-rows a:b``).
     max_bytes : int, optional
         Size limit (default :data:`~exactident.io.importers.common.DEFAULT_MAX_BYTES`).
+    images : bool
+        Also accept ``(n, C, H, W)`` (any ``(n, ...)`` of ``n_inputs`` entries a row), read in C-order
+        (the sample of a layer graph).
 
     Returns
     -------
@@ -248,5 +251,5 @@ def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None 
         if not len(data):  # type: ignore[arg-type]
             raise CaseFormatError(source, "--sample-rows", f"rows {rows_text} select no row of the {total} in "
                                   "the sample")
-    X, found = sample_rows(data, source, name or "sample", n_inputs)
+    X, found = sample_rows(data, source, name or "sample", n_inputs, images)
     return Sample(X, source, dtype or found, sha256_file(source), rows_text)
