@@ -24,7 +24,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.model.network import Network
 
-__all__ = ["UNIT_ROUNDOFF", "forward_bound", "forward_check"]
+__all__ = ["UNIT_ROUNDOFF", "compare_outputs", "forward_bound", "forward_check"]
 
 #: Unit roundoff ``u`` of each stored dtype (round to nearest).
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
@@ -118,6 +118,27 @@ def forward_check(net: Network, X: np.ndarray, reference: np.ndarray, dtypes: Se
     ref = np.asarray(reference, dtype=np.float64)
     if ref.ndim == 1 and h.shape[1] == 1:
         ref = ref.reshape(-1, 1)
+    return compare_outputs(h, bound, ref, source, what)
+
+
+def compare_outputs(h: np.ndarray, bound: np.ndarray, ref: np.ndarray, source: str, what: str) -> str:
+    """Compare the framework's outputs ``ref`` with the imported network's ``h`` within ``bound``.
+
+    Parameters
+    ----------
+    h, bound, ref : float64 arrays of shape ``(n, N_L)``
+        The imported network's outputs, the rounding bound per output, the framework's outputs.
+
+    Returns
+    -------
+    str
+        The one-line summary of :func:`forward_check`.
+
+    Raises
+    ------
+    CaseFormatError
+        Shapes differ, or an output differs past the bound (naming the first sample and output).
+    """
     if ref.shape != h.shape:
         raise CaseFormatError(source, "forward check", f"{what} gives outputs of shape {ref.shape}, the imported "
                               f"network {h.shape}")
@@ -127,5 +148,5 @@ def forward_check(net: Network, X: np.ndarray, reference: np.ndarray, dtypes: Se
         i, j = (int(v) for v in np.argwhere(bad)[0])
         raise CaseFormatError(source, "forward check", f"the imported network differs from {what} at sample {i}, "
                               f"output {j}: {float(h[i, j])!r} vs {float(ref[i, j])!r} (bound {bound[i, j]:.2g})")
-    return (f"{what} on {X.shape[0]} rows: max |difference| {float(diff.max(initial=0.0)):.3g} within the "
+    return (f"{what} on {h.shape[0]} rows: max |difference| {float(diff.max(initial=0.0)):.3g} within the "
             f"rounding bound (max {float(bound.max(initial=0.0)):.3g})")

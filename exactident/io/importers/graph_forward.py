@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from exactident.errors import CaseFormatError
-from exactident.io.importers.forward_check import UNIT_ROUNDOFF
+from exactident.io.importers.forward_check import UNIT_ROUNDOFF, compare_outputs
 
 __all__ = ["graph_bound", "graph_forward", "graph_forward_check"]
 
@@ -160,15 +160,4 @@ def graph_forward_check(doc: dict[str, Any], X: np.ndarray, reference: np.ndarra
         Shapes differ, or an output differs past the bound (naming the first sample and output).
     """
     h, bound = graph_bound(doc, X, dtypes)
-    ref = np.asarray(reference, dtype=np.float64).reshape(len(X), -1)
-    if ref.shape != h.shape:
-        raise CaseFormatError(source, "forward check", f"{what} gives outputs of shape {ref.shape}, the imported "
-                              f"network {h.shape}")
-    diff = np.abs(ref - h)
-    bad = ~np.isfinite(ref) | (diff > bound)
-    if np.any(bad):
-        i, j = (int(v) for v in np.argwhere(bad)[0])
-        raise CaseFormatError(source, "forward check", f"the imported network differs from {what} at sample {i}, "
-                              f"output {j}: {float(h[i, j])!r} vs {float(ref[i, j])!r} (bound {bound[i, j]:.2g})")
-    return (f"{what} on {X.shape[0]} rows: max |difference| {float(diff.max(initial=0.0)):.3g} within the "
-            f"rounding bound (max {float(bound.max(initial=0.0)):.3g})")
+    return compare_outputs(h, bound, np.asarray(reference, dtype=np.float64).reshape(len(X), -1), source, what)
