@@ -337,7 +337,10 @@ def test_rank_interval_lower_end_is_checked():
     assert not _ok(cn, X, dict(report, patterns=wrong_ties))[0]
 
 
-ARCH_CASES = sorted((Path(__file__).resolve().parent.parent / "cases" / "architectures").glob("*.json"))
+# the small hand-made cases: the trained digits models (cases/architectures/digits-*, 700-1,500 parameters on
+# 200 rows) take minutes per check and are far past the sympy oracle; tests/test_architecture_cases.py loads them
+ARCH_CASES = sorted(p for p in (Path(__file__).resolve().parent.parent / "cases" / "architectures").glob("*.json")
+               if not p.name.startswith("digits-"))
 
 
 @pytest.mark.parametrize("path", ARCH_CASES, ids=[p.stem for p in ARCH_CASES])

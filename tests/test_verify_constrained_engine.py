@@ -22,7 +22,10 @@ from exactident.io.case import load_case  # noqa: E402
 from exactident.verify.certificate import run_verify_certificate, verify_certificate  # noqa: E402
 from exactident.verify.constrained import verify_constrained  # noqa: E402
 
-CASES = sorted((Path(__file__).resolve().parent.parent / "cases" / "architectures").glob("*.json"))
+# the small hand-made cases: the trained digits models (cases/architectures/digits-*, 700-1,500 parameters on
+# 200 rows) take minutes per check and are far past the sympy oracle; tests/test_architecture_cases.py loads them
+CASES = sorted(p for p in (Path(__file__).resolve().parent.parent / "cases" / "architectures").glob("*.json")
+               if not p.name.startswith("digits-"))
 
 
 def _mutations(report):
