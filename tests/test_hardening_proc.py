@@ -170,8 +170,12 @@ def test_the_analysis_child_dies_with_its_parent(tmp_path, sig):
 
 
 _FORWARD_SCRIPT = """
-import subprocess, sys, time
+import signal, subprocess, sys, time
 from exactident.budget import run_isolated
+
+# as started from a terminal: a launcher such as nohup leaves SIGHUP ignored, and the forwarding
+# rightly leaves a signal its launcher ignores alone (exactident.budget._forwarding)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 def work():
     grandchild = subprocess.Popen(["sleep", "120"])  # in the analysis child's process group
