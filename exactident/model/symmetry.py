@@ -170,6 +170,35 @@ def _independent(columns: list[dict[int, flint.fmpq]], k: int) -> list[dict[int,
     return [columns[c] for c in pivots]
 
 
+def _tie_constraints(cn: ConstrainedNetwork, factor, fixed_constrains) -> tuple[list[dict[int, int]],
+                                                                               dict[int, dict[int, int]]]:
+    """Linear constraints on the variables of a family of directions, from the entries of ``cn``.
+
+    ``factor(kind, l, i, kk)`` is the (sparse, integer) linear form by which an entry moves; a fixed entry
+    gives the row ``factor = 0`` when ``fixed_constrains(kind, value)``; the entries tied to one ``theta_j``
+    must move alike (rows ``factor - factor_first = 0``).  Returns the rows and, per parameter, the form of
+    its first entry (how ``theta_j`` itself moves).
+    """
+    rows: list[dict[int, int]] = []
+    first: dict[int, dict[int, int]] = {}
+    for kind, l, i, kk, idx, val in _occurrences(cn):
+        f = factor(kind, l, i, kk)
+        if idx < 0:
+            if f and fixed_constrains(kind, val):
+                rows.append(f)
+            continue
+        if idx not in first:
+            first[idx] = f
+            continue
+        diff = dict(f)
+        for c, v in first[idx].items():
+            diff[c] = diff.get(c, 0) - v
+        diff = {c: v for c, v in diff.items() if v}
+        if diff:
+            rows.append(diff)
+    return rows, first
+
+
 def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     """``S_H``, ``dim_free`` and the softmax bound of ``cn`` at its current theta (exact, Q).
 
@@ -187,24 +216,10 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     """
     units = _units(cn)
     k = cn.n_params
-    rows: list[dict[int, int]] = []
-    first: dict[int, dict[int, int]] = {}
     zero = flint.fmpq(0)
-    for kind, l, i, kk, idx, val in _occurrences(cn):
-        f = _factor(units, kind, l, i, kk)
-        if idx < 0:
-            if kind != "a" and val != zero and f:
-                rows.append(f)
-            continue
-        if idx not in first:
-            first[idx] = f
-            continue
-        diff = dict(f)
-        for c, v in first[idx].items():
-            diff[c] = diff.get(c, 0) - v
-        diff = {c: v for c, v in diff.items() if v}
-        if diff:
-            rows.append(diff)
+    # a fixed nonzero weight or bias must keep its value (slopes are unchanged by any rescaling)
+    rows, first = _tie_constraints(cn, lambda kind, l, i, kk: _factor(units, kind, l, i, kk),
+                                   lambda kind, val: kind != "a" and val != zero)
     A = _nullspace_rows(rows, len(units))
     theta = cn.theta()
     cols: list[dict[int, flint.fmpq]] = []
@@ -226,23 +241,10 @@ def _shift_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
     """Directions in theta adding one vector ``u`` to every row of ``W_L`` and one ``c`` to every ``b_L[i]``."""
     L, N = cn.L, cn.widths[cn.L - 1]
     n_var = N + 1  # u_0..u_{N-1}, c
-    rows: list[dict[int, int]] = []
-    first: dict[int, dict[int, int]] = {}
-    for kind, l, _i, kk, idx, _val in _occurrences(cn):
-        f = ({kk: 1} if kind == "W" else {N: 1}) if l == L and kind != "a" else {}
-        if idx < 0:
-            if f:
-                rows.append(f)
-            continue
-        if idx not in first:
-            first[idx] = f
-            continue
-        diff = dict(f)
-        for c, v in first[idx].items():
-            diff[c] = diff.get(c, 0) - v
-        diff = {c: v for c, v in diff.items() if v}
-        if diff:
-            rows.append(diff)
+    # a fixed entry of the last layer, zero or not, must keep its value
+    rows, first = _tie_constraints(
+        cn, lambda kind, l, _i, kk: ({kk: 1} if kind == "W" else {N: 1}) if l == L and kind != "a" else {},
+        lambda kind, val: True)
     B = _nullspace_rows(rows, n_var)
     zero = flint.fmpq(0)
     out = []
