@@ -38,6 +38,16 @@ from exactident.verify.rank import verify_rank_certificate
 RA = ["certificate", "rank", "rank_a"]
 
 
+
+@pytest.fixture(autouse=True)
+def _no_active_blocks(monkeypatch):
+    """The kinds under test here are kernels and eliminations: the ``active-blocks`` count (which closes
+    the dead-neuron cases before any kernel is built) is off; tests/test_active_blocks.py covers it."""
+    import exactident.ranks.certify as certify_mod
+
+    monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)
+
+
 def _report(obj, **kw):
     # The rank rules' verdicts (inconclusive backed by R_A >= lower bound): these tests are about the rank
     # certificates; the structural certificate that settles DEAD_NEURON is checked below and in

@@ -48,6 +48,7 @@ from exactident.model.gamma_modular import (
 )
 from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.model.network import Network
+from exactident.ranks.active_blocks import active_block_bound
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import semi_local_kernel, sparse_columns
 from exactident.ranks.rowspace import pattern_rowspace_bound
@@ -106,6 +107,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
 #: ``alpha`` is reduced mod p explicitly (rows of
 #: :func:`~exactident.model.activation.alpha_row_subset`) up to this many entries.
 MAX_EXPLICIT_ALPHA_MOD_P = 40_000_000
+#: Structural upper bounds on ``R_Gamma`` that an interval may end at (recomputed by the verifier).
+_INTERVAL_STRUCTURAL = ("active-blocks",)
 
 
 @dataclass
@@ -319,7 +322,10 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         t = len(last_layer_left_kernel(net, X, pattern, fixed))
         if t:
             bounds["left-kernel"] = rows - t
-    closed = bounds.get("left-kernel") == lower[0]  # the exact rank already: no interval work
+    blocks = active_block_bound(net, X, pattern, fixed)  # counts over the pattern: always cheap
+    if blocks < min(rows, dim):
+        bounds["active-blocks"] = blocks
+    closed = lower[0] in bounds.values()  # the exact rank already: no interval work
     semi_cache: list[list[dict[int, flint.fmpq]]] = []
 
     def semi() -> list[dict[int, flint.fmpq]]:  # built at most once, by whichever stage needs it first
@@ -344,7 +350,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             # and the certificate's rank_a part carries the lower bound only.
             stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
             if not exact_ranks and not closed:
-                fast = _verdict_first(net, X, pattern, fixed, lower, N_L * ra.rank, avoid, data, rng, semi)
+                fast = _verdict_first(net, X, pattern, fixed, lower, N_L * ra.rank, avoid, data, rng, semi, bounds)
                 if fast is not None:
                     cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                     cert["rank_gamma"] = fast.certificate
@@ -363,7 +369,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         bounds["rank_a"] = rank_a
         if not exact_ranks and not need_rank_a and allow_rank_a_lower and lower[0] < min(rank_a, dim) \
                 and not closed:
-            fast = _verdict_first(net, X, pattern, fixed, lower, rank_a, avoid, data, rng, semi)
+            fast = _verdict_first(net, X, pattern, fixed, lower, rank_a, avoid, data, rng, semi, bounds)
             if fast is not None:
                 cert["rank_gamma"] = fast.certificate
                 return RankResult(fast.rank_gamma, rank_a, cert, rank_gamma_interval=fast.rank_gamma_interval,
@@ -377,8 +383,13 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     return RankResult(g.rank, rank_a, cert)
 
 
-def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi) -> RankResult | None:
-    """``R_Gamma <= hi < below`` from cheap kernel vectors: the interval result, or None (see certify_ranks)."""
+def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi,
+                   bounds: Mapping[str, int] | None = None) -> RankResult | None:
+    """``R_Gamma <= hi < below`` from a structural bound or cheap kernel vectors: the interval result, or None.
+
+    ``bounds`` are structural upper bounds already computed (``active-blocks``): the smallest one
+    below ``below`` is used before any kernel vector is searched (see certify_ranks).
+    """
     from exactident.ranks.intervals import gamma_upper_bound, monte_carlo_gamma
 
     bound_cache: list[int] = []
@@ -388,8 +399,14 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi)
             bound_cache.append(gamma_entry_bound(net, X))
         return bound_cache[0]
 
-    up = gamma_upper_bound(net, X, pattern, fixed, lower, below, avoid=avoid, data=data, rng=rng, semi_local=semi,
-                           entry_bound=entry_bound)
+    cheap = {k: v for k, v in (bounds or {}).items() if k in _INTERVAL_STRUCTURAL and v < below}
+    up: dict[str, Any] | None
+    if cheap:
+        kind = min(cheap, key=lambda k: cheap[k])
+        up = {"kind": kind, "bound": cheap[kind]}
+    else:
+        up = gamma_upper_bound(net, X, pattern, fixed, lower, below, avoid=avoid, data=data, rng=rng,
+                               semi_local=semi, entry_bound=entry_bound)
     if up is None:
         return None
     r, p = lower[0], lower[1]

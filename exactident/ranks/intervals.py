@@ -123,19 +123,29 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     -------
     dict
         ``{"rank_gamma": value, "error_probability": e}``: ``e`` bounds the probability that
-        ``value`` is below the exact rank (0 when ``value`` reaches the certified upper bound).
+        ``value`` is below the exact rank (0 when ``value`` reaches the certified upper bound; 1, no
+        bound, for a wide ``Gamma`` above ``MAX_MONTE_CARLO_WIDE`` entries, whose value is ``lower``).
     """
     from exactident.linalg.montecarlo import monte_carlo_rank
 
-    stage("ranks mod p (Monte Carlo)", rows=len(X) * net.widths[-1], cols=net.dim)
     if lower[0] >= upper:
         return {"rank_gamma": lower[0], "error_probability": 0.0}
+    rows = len(X) * net.widths[-1]
+    if rows < net.dim and rows * net.dim > MAX_MONTE_CARLO_WIDE:
+        # one more rank of a wide Gamma costs what the verdict did, and no prime small enough for the
+        # BLAS path gives a bound below 1 at this size: the lower end, labelled as unbounded
+        return {"rank_gamma": lower[0], "error_probability": 1.0}
+    stage("ranks mod p (Monte Carlo)", rows=rows, cols=net.dim)
     value, err = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
                                   (len(X) * net.widths[-1], net.dim), avoid,
                                   entry_bound or (lambda: gamma_entry_bound(net, X)),
                                   rng, first=lower, max_primes=max_primes)
     return {"rank_gamma": value, "error_probability": 0.0 if value >= upper else err}
 
+
+#: A wide ``Gamma`` with more entries than this gets no extra Monte Carlo prime (its value is the
+#: interval's lower end, ``error_probability`` 1: no bound is claimed).
+MAX_MONTE_CARLO_WIDE = 200_000_000
 
 #: Samples per block of the exact check ``Gamma' u = 0`` (object arrays: memory, not speed).
 CHECK_BLOCK = 64

@@ -12,7 +12,8 @@ included.  Each problem names the value found and the value claimed.
 alpha-rows form (shape ``[n, |P|]``, ``lower.matrix`` ``alpha`` or ``gram`` of the rows ``lower.rows``: any
 rows give a lower bound; its upper bound may also be ``pattern-rowspace``, :mod:`~.rank_rowspace`); and the
 lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``): ``R_A >= rank_a_lower`` only.
-``rank_gamma``'s ``left-kernel`` bound is proved by :mod:`~.rank_left`.
+``rank_gamma``'s ``left-kernel`` bound is proved by :mod:`~.rank_left`, its ``active-blocks`` bound recomputed by
+:mod:`~.rank_blocks` (the only structural bound an interval part may end at).
 
 ``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``, at most :data:`MAX_VERIFY_PRIMES`;
 past that, by one exact product over Q on the support of ``K`` if ``M`` has at most
@@ -59,6 +60,7 @@ from exactident.model.integer_forward import common_denominator, data_denominato
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.verify.arith import BadField, need, unknown_fields
+from exactident.verify.rank_blocks import active_blocks_bound
 from exactident.verify.rank_kernel import _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
@@ -76,7 +78,9 @@ MAX_ALPHA_ENTRIES = 40_000_000
 _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
 _LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
-_STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace", "left-kernel")
+_STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace", "left-kernel", "active-blocks")
+#: Structural bounds an interval part may end at (the others close exact ranks only).
+_INTERVAL_STRUCTURAL = ("active-blocks",)
 _EXPLICIT_KERNELS = ("crt", "exact-nullspace", "dixon")
 #: The verifier's own seed for the column sketch of a wide ``Gamma`` (never taken from a report).
 _SKETCH_SEED = 20_260_617
@@ -207,18 +211,34 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
 
 
 def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
-    """The interval form (``shape``, ``lower``, ``upper`` kernel; no ``rank``): ``lo <= rank <= hi``."""
+    """The interval form (``shape``, ``lower``, ``upper``; no ``rank``): ``lo <= rank <= hi``.
+
+    ``upper`` is kernel vectors, or a structural bound of :data:`_INTERVAL_STRUCTURAL` recomputed here.
+    """
     extra = [k for k in c if k not in ("shape", "lower", "upper")]
     if extra:
         raise _Reject(f"{what}.{extra[0]}: unknown field, not verified")
     _shape(what, c, m.shape)
     up = need(c, "upper", dict, what)
-    if need(up, "kind", str, f"{what}.upper") != "kernel":
-        raise _Reject(f"{what}.upper.kind: an interval is bounded above by kernel vectors only")
+    kind = need(up, "kind", str, f"{what}.upper")
+    if kind != "kernel" and kind not in _INTERVAL_STRUCTURAL:
+        raise _Reject(f"{what}.upper.kind: an interval is bounded above by kernel vectors or "
+                      f"{', '.join(_INTERVAL_STRUCTURAL)} only, found {kind!r}")
     lo, _p = _lower(what, c, m)
     hi = _int(up, "bound", f"{what}.upper")
     if hi <= lo:
         raise _Reject(f"{what}: an interval part needs lower {lo} < upper {hi} (equal bounds use the exact form)")
+    if kind != "kernel":
+        for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
+            raise _Reject(key)
+        if kind not in m.structural:
+            raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix")
+        value = m.structural[kind]
+        value = value() if callable(value) else value
+        if value != hi:
+            raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {hi}, "
+                          f"recomputed bound is {value}")
+        return lo, hi
     K = _kernel_of(what, up, m)
     if not K:
         raise _Reject(f"{what}.upper: an interval part needs at least one kernel vector")
@@ -435,7 +455,8 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
             problems.append(str(exc))
     c = need(certificate, "rank_gamma", dict, where)
     structural: dict[str, Any] = {"shape": min(n * N_L, dim),  # left-kernel: verify/rank_left.py
-                                  "left-kernel": lambda: left_kernel_bound(net, X, pattern, fixed)}
+                                  "left-kernel": lambda: left_kernel_bound(net, X, pattern, fixed),
+                                  "active-blocks": lambda: active_blocks_bound(net, X, pattern, fixed)}
     if rank_a is not None:
         structural["rank_a"] = rank_a
     data: list[ModularData] = []  # the case's data scaled to integers once, for every prime
