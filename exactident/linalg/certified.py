@@ -164,7 +164,7 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                         rng: random.Random | None = None, n_primes: int = 1,
                         stop_at: int | None = None, blas: bool = False,
                         sketch: Callable[[int, int], np.ndarray] | None = None,
-                        shape: tuple[int, int] | None = None) -> tuple[int, int, np.ndarray]:
+                        shape: tuple[int, int] | None = None) -> tuple[int, int, np.ndarray | None]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
     Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
@@ -183,10 +183,11 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     Returns
     -------
     (rank, prime, image)
-        The best rank, the prime that gave it and the image mod that prime.
+        The best rank, the prime that gave it and the image mod that prime (``None`` when the
+        rank is that of a column sketch below the row count: the caller builds it if needed).
     """
     rng = rng or random.Random()
-    best: tuple[int, int, np.ndarray] | None = None
+    best: tuple[int, int, np.ndarray | None] | None = None
     rank_fn = rank_blas if blas else rank_mod_p
     primes = blas_primes(n_primes, avoid, rng) if blas else random_primes(n_primes, avoid, rng)
     for p in primes:
@@ -198,10 +199,9 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                 return shape[0], p, small
             del small
             # rank-deficient: the sketch's rank is the bound (equal to rank_p A unless S was unlucky);
-            # the image is built once for the callers' kernels, not eliminated whole again here
-            image = image_mod_p(p)
+            # the full image (rows x dim: gigabytes on MNIST) only if a caller's kernel needs it
             if best is None or r_small > best[0]:
-                best = (r_small, p, image)
+                best = (r_small, p, None)
             continue
         image = image_mod_p(p)
         m, n = image.shape
@@ -253,7 +253,7 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
                    upper_bounds: Mapping[str, int] | None = None,
                    rng: random.Random | None = None, n_lower_primes: int = 1,
                    max_primes: int | None = None,
-                   lower: tuple[int, int, np.ndarray] | None = None,
+                   lower: tuple[int, int, np.ndarray | None] | None = None,
                    exact_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
                    local_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
                    local_kernels: Sequence[tuple[str, Callable[[], list[dict[int, flint.fmpq]]]]] = (),
@@ -325,6 +325,8 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         lower = modular_lower_bound(image_mod_p, avoid=avoid, rng=rng, n_primes=n_lower_primes, stop_at=ub,
                                     blas=blas)
     r_low, lower_prime, image = lower
+    if image is None:  # a wide sketch's bound: the image is built now, for the kernels below
+        image = image_mod_p(lower_prime)
     used = [lower_prime]
     if r_low > ub:
         raise InvariantViolation(f"rank mod {lower_prime} = {r_low} exceeds proven upper bound {ub} ({ub_kind})")

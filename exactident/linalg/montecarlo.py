@@ -96,7 +96,7 @@ def _sketch_word(A: np.ndarray, k: int, q: int, rng: random.Random) -> np.ndarra
 
 def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, int], avoid: int,
                      entry_bound: Callable[[], int], rng: random.Random,
-                     first: tuple[int, int, np.ndarray] | None = None,
+                     first: tuple[int, int, np.ndarray | None] | None = None,
                      max_primes: int = MAX_PRIMES) -> tuple[int, float]:
     """Largest rank mod uniformly random primes and a bound on the chance it is below the rank over Q.
 

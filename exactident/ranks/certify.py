@@ -60,7 +60,7 @@ __all__ = ["AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha"
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                        fixed: FixedEdges, *, rng: random.Random | None = None,
                        upper_bounds: Mapping[str, int] | None = None,
-                       lower: tuple[int, int, np.ndarray] | None = None,
+                       lower: tuple[int, int, np.ndarray | None] | None = None,
                        data: ModularData | None = None,
                        semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None) -> CertifiedRank:
     """Exact ``R_Gamma = rank Gamma`` with a certificate (falls back to exact elimination).

@@ -47,7 +47,7 @@ MAX_DIXON_VECTORS = 16
 MAX_EXACT_DIXON_VECTORS = 64
 
 def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                      fixed: FixedEdges, lower: tuple[int, int, np.ndarray], below: int, *,
+                      fixed: FixedEdges, lower: tuple[int, int, np.ndarray | None], below: int, *,
                       avoid: int, data: ModularData, rng: random.Random,
                       semi_local: Callable[[], list[dict[int, flint.fmpq]]],
                       max_missing: int = MAX_DIXON_VECTORS,
@@ -110,7 +110,7 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 
 
 def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                      fixed: FixedEdges, lower: tuple[int, int, np.ndarray], upper: int, *, avoid: int,
+                      fixed: FixedEdges, lower: tuple[int, int, np.ndarray | None], upper: int, *, avoid: int,
                       data: ModularData, rng: random.Random, max_primes: int = 1,
                       entry_bound: Callable[[], int] | None = None) -> dict[str, Any]:
     """The Monte Carlo value of ``rank Gamma`` inside a certified interval, and its proven error bound.
