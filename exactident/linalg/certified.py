@@ -29,8 +29,18 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
-from exactident.linalg.blas_modp import blas_primes, rank_blas, rref_kernel_blas, sketch_columns_sparse, sketch_rows
+from exactident.linalg.blas_modp import (
+    BLAS_PRIME_HI,
+    BLAS_PRIME_LO,
+    blas_primes,
+    rank_blas,
+    rref_kernel_blas,
+    sketch_columns_sparse,
+    sketch_rows,
+)
 from exactident.linalg.modular import (
+    PRIME_HI,
+    PRIME_LO,
     matmul_mod,
     random_primes,
     rank_mod_p,
@@ -164,7 +174,8 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                         rng: random.Random | None = None, n_primes: int = 1,
                         stop_at: int | None = None, blas: bool = False,
                         sketch: Callable[[int, int], np.ndarray] | None = None,
-                        shape: tuple[int, int] | None = None) -> tuple[int, int, np.ndarray | None]:
+                        shape: tuple[int, int] | None = None,
+                        uniform: bool = False) -> tuple[int, int, np.ndarray | None]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
     Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
@@ -178,7 +189,10 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     of ``m x n``), and the image returned is that sketch.
 
     With ``blas`` the primes are below ``2**21`` and the ranks are BLAS eliminations
-    (:mod:`exactident.linalg.blas_modp`), else word-size primes and FLINT.
+    (:mod:`exactident.linalg.blas_modp`), else word-size primes and FLINT.  With ``uniform`` each
+    prime is drawn uniformly from the primes of its range (rejection sampling,
+    :func:`exactident.linalg.montecarlo.uniform_prime`), so that the rank is also a Monte Carlo
+    sample with the bound of :func:`~exactident.linalg.montecarlo.failure_bound`.
 
     Returns
     -------
@@ -189,7 +203,15 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     rng = rng or random.Random()
     best: tuple[int, int, np.ndarray | None] | None = None
     rank_fn = rank_blas if blas else rank_mod_p
-    primes = blas_primes(n_primes, avoid, rng) if blas else random_primes(n_primes, avoid, rng)
+    if uniform:
+        from exactident.linalg.montecarlo import uniform_prime
+
+        lo, hi = (BLAS_PRIME_LO, BLAS_PRIME_HI) if blas else (PRIME_LO, PRIME_HI)
+        primes: list[int] = []
+        while len(primes) < n_primes:
+            primes.append(uniform_prime(rng, lo, hi, avoid, set(primes)))
+    else:
+        primes = blas_primes(n_primes, avoid, rng) if blas else random_primes(n_primes, avoid, rng)
     for p in primes:
         if blas and sketch is not None and shape is not None and stop_at == shape[0] \
                 and shape[1] > shape[0] + shape[0] // 8 + 16:

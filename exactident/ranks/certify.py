@@ -306,7 +306,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     stage("ranks mod p", rows=rows, cols=dim)
     # wide Gamma (e.g. a first layer on images): a Khatri-Rao column sketch first, Gamma never built
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
-                                rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim),
+                                rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim), uniform=True,
                                 sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
         return _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data)
@@ -414,7 +414,7 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi,
     if up["bound"] == r:  # the cheap vectors close the gap: the exact rank, as certified_rank gives it
         return RankResult(r, None, {"rank": r, **part, "upper": up})
     mc = monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
-                           entry_bound=entry_bound)
+                           entry_bound=entry_bound, lower_uniform=True)
     return RankResult(mc["rank_gamma"], None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
                       montecarlo=mc)
 

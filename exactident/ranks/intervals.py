@@ -112,10 +112,13 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                       fixed: FixedEdges, lower: tuple[int, int, np.ndarray | None], upper: int, *, avoid: int,
                       data: ModularData, rng: random.Random, max_primes: int = 1,
-                      entry_bound: Callable[[], int] | None = None) -> dict[str, Any]:
+                      entry_bound: Callable[[], int] | None = None, lower_uniform: bool = False) -> dict[str, Any]:
     """The Monte Carlo value of ``rank Gamma`` inside a certified interval, and its proven error bound.
 
     ``max_primes`` uniform primes are drawn (:func:`exactident.linalg.montecarlo.monte_carlo_rank`);
+    with ``lower_uniform`` (``lower``'s prime was drawn uniformly from the BLAS range, not from a wide
+    sketch) ``lower`` is that sample already, and no prime is drawn when its bound is at most 1/4
+    (the rule by which :func:`~exactident.linalg.montecarlo.monte_carlo_rank` keeps the BLAS range);
     the value is the largest rank seen (the interval's lower end counts too), capped by nothing:
     it never exceeds the certified upper bound since a rank mod p is a lower bound.
 
@@ -135,11 +138,19 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         # one more rank of a wide Gamma costs what the verdict did, and no prime small enough for the
         # BLAS path gives a bound below 1 at this size: the lower end, labelled as unbounded
         return {"rank_gamma": lower[0], "error_probability": 1.0}
+    bound = entry_bound or (lambda: gamma_entry_bound(net, X))
+    if lower_uniform and net.dim <= rows + rows // 8 + 16:  # not a wide sketch's rank (modular_lower_bound)
+        from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO
+        from exactident.linalg.montecarlo import failure_bound
+
+        err = failure_bound((rows, net.dim), bound(), avoid, BLAS_PRIME_LO, BLAS_PRIME_HI, 1,
+                            sketch=rows > 2 * net.dim + 64)
+        if err <= 0.25:
+            return {"rank_gamma": lower[0], "error_probability": err}
     stage("ranks mod p (Monte Carlo)", rows=rows, cols=net.dim)
     value, err = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
                                   (len(X) * net.widths[-1], net.dim), avoid,
-                                  entry_bound or (lambda: gamma_entry_bound(net, X)),
-                                  rng, first=lower, max_primes=max_primes)
+                                  bound, rng, first=lower, max_primes=max_primes)
     return {"rank_gamma": value, "error_probability": 0.0 if value >= upper else err}
 
 
