@@ -266,3 +266,43 @@ def test_column_sketch_reaches_the_rank_where_a_random_subset_does_not():
     assert rank_blas(sketch_columns_sparse(A, m + 16, p, seed=3), p) == m
     lower = modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(0), stop_at=m, blas=True)
     assert lower[0] == m
+
+
+def test_uniform_lower_primes_are_primes_of_the_blas_range():
+    from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO
+
+    net, X, st, fixed = _case(0)
+    avoid, data = data_denominator(net, X), ModularData(net, X)
+    for seed in range(5):
+        r, p, _img = modular_lower_bound(lambda q: gamma_mod_p(net, X, st.pattern, fixed, q, avoid, data), avoid=avoid,
+                                         rng=random.Random(seed), blas=True, uniform=True)
+        assert BLAS_PRIME_LO <= p < BLAS_PRIME_HI and flint.fmpz(p).is_prime() and avoid % p != 0
+        assert r <= exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))  # a rank mod p: a lower bound
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_monte_carlo_label_is_the_uniform_lower_sample(seed, monkeypatch):
+    """The interval's Monte Carlo value is the lower bound's own rank (its prime was drawn uniformly): no
+    further prime is drawn when that sample's bound is at most 1/4, and the value lies in the interval."""
+    import exactident.linalg.montecarlo as mc_mod
+
+    net, X, st, fixed = _case(seed, widths=(3, 6, 6, 1), n=60)
+    if st.ties:
+        pytest.skip("tie")
+    full = semi_local_kernel
+    monkeypatch.setattr(certify_mod, "semi_local_kernel", lambda *a: full(*a)[1:])  # one vector short
+    monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)
+
+    def no_more_primes(*a, **k):
+        raise AssertionError("a further Monte Carlo prime was drawn")
+
+    monkeypatch.setattr(mc_mod, "monte_carlo_rank", no_more_primes)
+    fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
+                                     exact_ranks=False)
+    exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    if fast.rank_gamma_interval is None:
+        assert fast.rank_gamma == exact_rank
+        return
+    lo, hi = fast.rank_gamma_interval
+    assert fast.montecarlo["rank_gamma"] == lo == fast.rank_gamma <= exact_rank <= hi
+    assert 0.0 < fast.montecarlo["error_probability"] <= 0.25
