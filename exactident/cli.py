@@ -56,6 +56,16 @@ class _Parser(argparse.ArgumentParser):
         return ns
 
 
+
+def _known_expected_fields(path: str, expected: dict) -> None:
+    """A misspelt key of an ``expected`` block would be compared with nothing: bad input (exit 2)."""
+    from exactident.verify.claims import REPORT_FIELDS
+
+    known = (*REPORT_FIELDS, "architecture")  # ``architecture``: reports of layer-graph cases
+    for key in expected:
+        if key not in known:
+            raise CaseFormatError(path, f"expected.{key}", f"not a report field (known: {', '.join(known)})")
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``exactident`` argument parser with its subcommands (usage errors raise, never exit).
 
@@ -218,6 +228,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         for path, c in zip(paths, cases):
             if c.expected is None:
                 raise CaseFormatError(path, "expected", "missing: --expect needs the case's expected block")
+            _known_expected_fields(path, c.expected)
     reports = []
     from exactident.run_cases import check_cases, print_estimates
 

@@ -234,3 +234,13 @@ def test_without_dask_jobs_above_1_is_refused(suite, monkeypatch, capsys):
     assert "needs dask[distributed]" in capsys.readouterr().err
     assert main(["suite", "run", str(suite)]) == 0  # default jobs: falls back to this process, says so
     assert "note: dask[distributed] is not installed" in capsys.readouterr().out
+
+
+def test_check_expect_refuses_a_misspelt_field(tmp_path, capsys):
+    """A misspelt key (``rank_gama``) would compare nothing and pass: bad input instead, naming file and field."""
+    obj = json.loads((ROOT / "cases" / "tiny-111-kink.json").read_text())
+    obj["expected"]["rank_gama"] = 3
+    (tmp_path / "c.json").write_text(json.dumps(obj))
+    assert main(["check", "--expect", str(tmp_path / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert "c.json: expected.rank_gama: not a report field" in err and err.count("\n") == 1
