@@ -277,6 +277,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                 break  # the verdict can no longer be identifiable (an interval's lower end is short of dim_free)
     full = enumerable and all(r.rank == sym.dim_free for r in ranks)
     interval = None
+    zero_params: list[int] = []  # parameters of the kernel vectors from the structure, for the reason
     if ranks and any(r.rank is None for r in ranks):
         interval = (min(r.interval[0] for r in ranks), min(r.interval[1] for r in ranks))
     if interval is not None and interval[0] < interval[1]:  # lines of constant outputs may lower the upper end
@@ -286,6 +287,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             from exactident.linalg.certified import _fmt
 
             bound, K = found_k
+            zero_params = sorted(set().union(*K))
             if bound < short.interval[0] or short.value > bound:
                 raise InvariantViolation(f"kernel of the lines bounds rank Gamma_free by {bound}, below its rank mod "
                                          f"p {short.interval[0]} or Monte Carlo value {short.value}")
@@ -330,7 +332,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     else:
         verdict, decided = "inconclusive", "none"
         if not enumerable:
-            reason = (f"{len(free_ties)} ties: 2^{len(free_ties)} tie resolutions exceed the cap of {max_resolutions}"
+            reason = (f"{len(free_ties)} ties ({cn.describe_ties([state.ties[t] for t in free_ties])}): "
+                      f"2^{len(free_ties)} tie resolutions exceed the cap of {max_resolutions}"
                       + (f" ({len(persistent)} persistent ties more)" if persistent else ""))
         elif interval is not None:
             lo, hi = interval
@@ -338,6 +341,9 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                       f"--exact-ranks), dim_free = {sym.dim_free}")
         else:
             reason = f"rank Gamma_free = {rank_gamma} < dim_free = {sym.dim_free}"
+        if zero_params:
+            reason += (f" (exact kernel vectors from dead, silent or constant units, moving "
+                       f"{cn.describe_params(zero_params)})")
         found = None
         if structural:
             from exactident.boundary.dead_units import find_dead_units

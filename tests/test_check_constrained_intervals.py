@@ -124,6 +124,7 @@ def test_dead_unit_columns_close_the_interval():
     d = r.to_dict()
     assert (r.verdict, r.decided_by, r.rank_gamma, r.dim, r.cs) == ("not-identifiable", "dead-units", 2, 4, False)
     assert oracle_rank(cn, X) == 2 and "rank_gamma_interval" not in d
+    assert "exact kernel vectors from dead, silent or constant units, moving w1, b1, v1" in r.reason
     up = d["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]["upper"]
     assert up["kind"] == "kernel" and up["source"] == "lines" and up["bound"] == 2
     assert sorted(col[0][0] for col in up["kernel"]) == [2, 3, 5]

@@ -286,10 +286,8 @@ def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
 
 
 def _certificate(cn, kind, delta, units, extra, eps, x, f0, f1) -> dict[str, Any]:
-    def name(j: int) -> str:
-        return cn.param_names[j] if cn.param_names else f"theta_{j}"
-
-    unit_names = ", ".join(f"({l},{v})" for l, v in units[:6]) + (", ..." if len(units) > 6 else "")
+    name = cn.param_name
+    unit_names = cn.describe_units(units)
     common = {"eps": str(eps), "x": [str(v) for v in x], "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
     if kind == "dead-units":
         j = extra["parameter"]

@@ -211,6 +211,33 @@ class ConstrainedNetwork:
         """Number of weight layers ``L``."""
         return len(self.widths) - 1
 
+    def param_name(self, j: int) -> str:
+        """The name of ``theta_j`` in the framework's terms (``param_names``), else ``theta_j``."""
+        return self.param_names[j] if 0 <= j < len(self.param_names) else f"theta_{j}"
+
+    def unit_name(self, l: int, v: int) -> str:
+        """The name of unit ``v`` of layer ``l`` (``unit_names``, e.g. ``conv1[c=2,y=1,x=0]``), else ``(l,v)``."""
+        names = self.unit_names
+        return names[l - 1][v] if 0 < l <= len(names) and 0 <= v < len(names[l - 1]) else f"({l},{v})"
+
+    def describe_units(self, units: Sequence[Sequence[int]], limit: int = 6) -> str:
+        """Named units ``(l, v)`` for a reason: at most ``limit`` names, then how many in all."""
+        shown = ", ".join(self.unit_name(int(l), int(v)) for l, v in units[:limit])
+        return shown + (f", ... ({len(units)} units)" if len(units) > limit else "")
+
+    def describe_params(self, params: Sequence[int], limit: int = 6) -> str:
+        """Named free parameters for a reason: at most ``limit`` names, then how many in all."""
+        shown = ", ".join(self.param_name(int(j)) for j in params[:limit])
+        return shown + (f", ... ({len(params)} parameters)" if len(params) > limit else "")
+
+    def describe_ties(self, ties: Sequence[Sequence[int]], active: Sequence[bool] | None = None,
+                      limit: int = 4) -> str:
+        """Ties ``(sample i, layer l, unit v)`` as ``x^i@<unit name>`` (with ``active``/``inactive`` when given)."""
+        parts = [f"x^{int(i)}@{self.unit_name(int(l), int(v))}"
+                 + ("" if active is None else " active" if active[t] else " inactive")
+                 for t, (i, l, v) in enumerate(ties[:limit])]
+        return ", ".join(parts) + (f", ... ({len(ties)} ties)" if len(ties) > limit else "")
+
     def kinked(self, l: int) -> np.ndarray:
         """Bool array ``(N_l,)``: units of hidden layer ``l`` (1-based) with a kink at ``z = 0``.
 
