@@ -51,8 +51,10 @@ from exactident.model.gamma_free import (
 )
 from exactident.model.symmetry import Symmetry, rescaling_symmetry
 
-__all__ = ["MAX_EXACT_FREE_ENTRIES", "FreeRank", "check_constrained", "free_rank", "line_kernel"]
+__all__ = ["MAX_EXACT_FREE_ENTRIES", "MC_PRIMES", "FreeRank", "check_constrained", "free_rank", "line_kernel"]
 
+#: Uniformly drawn primes for the Monte Carlo value inside a certified interval (each lowers its error bound).
+MC_PRIMES = 3
 #: ``Gamma_free`` is eliminated exactly over Q (after the modular route failed) up to this many entries.
 MAX_EXACT_FREE_ENTRIES = 400_000
 
@@ -83,9 +85,9 @@ def free_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern
 
     The lower bound is a rank mod a random word-size prime.  When it meets the proven upper bound
     (``dim_free``, or the number of rows) the rank is exact.  Otherwise (verdict first) the rank is
-    the certified interval ``[lower, min(dim_free, rows)]`` beside its Monte Carlo value (one more
-    uniformly drawn prime, :func:`exactident.linalg.montecarlo.monte_carlo_rank`): no verdict needs
-    more, since ``identifiable`` needs the lower bound to reach ``dim_free`` and ``not-identifiable``
+    the certified interval ``[lower, min(dim_free, rows)]`` beside its Monte Carlo value (up to
+    :data:`MC_PRIMES` uniformly drawn primes, :func:`exactident.linalg.montecarlo.monte_carlo_rank`):
+    no verdict needs more, since ``identifiable`` needs the lower bound to reach ``dim_free`` and ``not-identifiable``
     needs a certificate.  With ``exact_ranks`` an exact kernel (CRT reconstruction checked exactly,
     or FLINT's nullspace for small matrices) closes the gap, as before; when neither works the rank
     is the interval all the same.
@@ -114,7 +116,7 @@ def free_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern
     def monte_carlo(lower: tuple[int, int, Any]) -> tuple[tuple[int, int, Any], dict[str, Any]]:
         from exactident.linalg.montecarlo import monte_carlo_rank
 
-        value, err = monte_carlo_rank(image, shape, avoid, entry_bound, rng, first=lower, max_primes=1)
+        value, err = monte_carlo_rank(image, shape, avoid, entry_bound, rng, first=lower, max_primes=MC_PRIMES)
         if value > lower[0]:  # the first prime was unlucky: a certified lower bound as high as the value
             again = modular_lower_bound(image, avoid=avoid, rng=rng, n_primes=3, stop_at=value)
             lower = max(lower, again, key=lambda t: t[0])
@@ -374,6 +376,6 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                     decided_by=decided)
     if provenance:
         report.extra["provenance"] = dict(provenance)
-    report.pattern_ranks = (ranks[0].value, None) if ranks else None  # type: ignore[assignment]
+    report.pattern_ranks = (ranks[0].value, None) if ranks else None
     report.seconds = time.perf_counter() - start
     return report

@@ -202,8 +202,10 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         bad, proved = check_free_rank(facts, cert["free_rank"])
         fails += bad
         if not bad:
+            open_ = sorted({(lo, hi) for lo, hi in proved.values() if lo < hi})
             msgs.append(f"free_rank part valid: {len(proved)} tie resolution(s), ranks "
-                        f"{sorted({lo for lo, hi in proved.values() if lo == hi})} certified")
+                        f"{sorted({lo for lo, hi in proved.values() if lo == hi})} certified"
+                        + (f", intervals {[list(b) for b in open_]}" if open_ else ""))
 
     def all_full() -> bool:  # the verifier's own check: rank Gamma_free(s) = dim_free mod p for every s
         return enumerable and all(ranks.at(s, sym.dim_free) >= sym.dim_free for s in everyone)
