@@ -314,7 +314,7 @@ def _index_array(value: object, shape: tuple[int, ...], name: str) -> np.ndarray
     arr = np.asarray(value)
     if arr.shape != shape or (arr.size and arr.dtype.kind not in "iu"):
         raise CaseFormatError(_WHERE, name, f"expected integers of shape {shape}, found {arr.dtype} {arr.shape}")
-    return arr.astype(np.int64)
+    return arr.astype(np.int64, copy=False)  # no copy of an int64 array (millions of entries for a conv)
 
 
 def from_network(net: Network) -> ConstrainedNetwork:
