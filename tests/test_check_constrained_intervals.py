@@ -136,3 +136,42 @@ def test_dead_unit_columns_close_the_interval():
     m["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]["upper"]["bound"] = 1
     assert not verify_constrained(cn, X, m)[0]
 
+
+
+def _affine_on_sample_case(tmp_path):
+    """fc1 (1 -> 2, leaky 1/10) then fc2 (2 -> 1): 7 parameters, 2 rescalings, dim_free = 5.  On x = 1..6 both units
+    are active (z = x and 2x + 1), so f = (v0 + 2 v1) x + (v1 + d) is affine in x on the sample: every column of
+    Gamma_free is a combination of the columns x and 1 of the sample, rank 2 < 5 with 6 rows: an interval."""
+    import json
+
+    obj = {"format": "exactident-case/2", "name": "affine-on-sample", "input_shape": [1],
+           "layers": [{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["1"], ["2"]],
+                       "bias": ["0", "1"]},
+                      {"name": "act", "op": "leaky_relu", "inputs": ["fc1"], "negative_slope": "1/10"},
+                      {"name": "fc2", "op": "linear", "inputs": ["act"], "weight": [["1", "-1"]], "bias": ["0"]}],
+           "output": "fc2", "sample": [[str(v)] for v in range(1, 7)]}
+    path = tmp_path / "affine.json"
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def test_interval_report_through_verify_certificate(tmp_path, capsys):
+    import json
+
+    from exactident.verify.certificate import run_verify_certificate, verify_certificate
+
+    path = _affine_on_sample_case(tmp_path)
+    case = load_case(path)
+    report = check(case, numeric=False).to_dict()
+    assert (report["verdict"], report["rank_gamma_interval"], report["dim"]) == ("inconclusive", [2, 5], 5)
+    assert report["rank_gamma"] == 2 and report["cs"] is None and report["montecarlo"]["rank_gamma"] == 2
+    assert check(case, numeric=False, exact_ranks=True).rank_gamma == 2
+    valid, msgs = verify_certificate(case, report, require_claims=True)
+    assert valid, msgs
+    rp = tmp_path / "r.json"
+    rp.write_text(json.dumps(report))
+    assert run_verify_certificate(str(path), str(rp)) == 0
+    for bad in ([3, 5], [1, 1], [2, 4]):  # lower end too high, upper below the rank, upper not proved
+        rp.write_text(json.dumps(dict(report, rank_gamma_interval=bad)))
+        assert run_verify_certificate(str(path), str(rp)) == 3, bad
+    capsys.readouterr()
