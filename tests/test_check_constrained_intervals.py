@@ -175,3 +175,19 @@ def test_interval_report_through_verify_certificate(tmp_path, capsys):
         rp.write_text(json.dumps(dict(report, rank_gamma_interval=bad)))
         assert run_verify_certificate(str(path), str(rp)) == 3, bad
     capsys.readouterr()
+
+
+def test_cli_exact_ranks_for_a_constrained_case(tmp_path, capsys):
+    import json
+
+    from exactident.cli import main
+
+    path = str(_affine_on_sample_case(tmp_path))
+    assert main(["check", path, "--no-numeric", "--json"]) == 0
+    fast = json.loads(capsys.readouterr().out)
+    assert main(["check", path, "--no-numeric", "--json", "--exact-ranks"]) == 0
+    slow = json.loads(capsys.readouterr().out)
+    fast, slow = (r[0] if isinstance(r, list) else r for r in (fast, slow))
+    assert fast["rank_gamma_interval"] == [2, 5] and "montecarlo" in fast
+    assert slow["rank_gamma"] == 2 and "rank_gamma_interval" not in slow and "montecarlo" not in slow
+    assert slow["verdict"] == fast["verdict"] == "inconclusive" and slow["cs"] is False
