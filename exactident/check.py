@@ -144,7 +144,9 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         (``False``, and ``all_ranks`` off) a rank-deficient ``Gamma`` whose cheap certified kernel
         vectors already prove ``C_S`` false and ``C_N`` true is reported as a certified interval
         (``rank_gamma_interval``) and ``rank_gamma`` is then its Monte Carlo value, labelled by
-        ``montecarlo`` with a proven error bound (docs/modular.md, "Verdict first").
+        ``montecarlo`` with a proven error bound (docs/modular.md, "Verdict first").  The same for a
+        constrained network: ``rank Gamma_free`` is certified exactly only with ``exact_ranks`` (or
+        ``all_ranks``); otherwise a lower bound mod p short of ``dim_free`` is reported as the interval.
     progress : bool or None
         Show the stages as they run (``tqdm.auto``: a notebook widget or a line on stderr;
         :mod:`exactident.progress`).  None (default): on in a Jupyter kernel or a terminal,
@@ -177,7 +179,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     if certify not in ("full", "none"):
         raise UnsupportedCaseError(f"certify must be 'full' or 'none', not {certify!r}")
     if not isinstance(case, Case) and sample is None and getattr(case, "constrained", None) is not None:
-        return _check_carried(case, max_resolutions, seed, structural)  # an object carrying a ConstrainedNetwork
+        return _check_carried(case, max_resolutions, seed, structural,  # an object carrying a ConstrainedNetwork
+                              exact_ranks or all_ranks)
     if not isinstance(case, Case) or sample is not None:  # before any budget: a timed-out report needs the case
         from exactident.io.importers.load import as_case
 
@@ -217,7 +220,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         return isolated.value
     cn = constrained_of(case)
     if cn is not None:  # beyond the layered ReLU MLP: the constrained engine, never Theorem 8
-        report = _check_carried(case, max_resolutions, seed, structural)
+        report = _check_carried(case, max_resolutions, seed, structural, exact_ranks or all_ranks)
         if numeric:  # the float cross-check: Gamma_free in float64 beside the exact rank
             from exactident.numeric.block import parse_pipelines
             from exactident.numeric.constrained import report_numeric_block
@@ -360,14 +363,15 @@ def constrained_of(case: Any) -> Any:
     return cn
 
 
-def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural: bool) -> Report:
+def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural: bool,
+                   exact_ranks: bool = False) -> Report:
     """:func:`exactident.check_constrained.check_constrained` on a case carrying a constrained network."""
     from exactident.check_constrained import check_constrained
 
     shape = getattr(getattr(case, "architecture", None), "input_shape", None)
     return check_constrained(constrained_of(case), case.X, name=case.name, max_resolutions=max_resolutions,
                              seed=seed, structural=structural, input_shape=shape,
-                             provenance=getattr(case, "provenance", None))
+                             provenance=getattr(case, "provenance", None), exact_ranks=exact_ranks)
 
 
 def _rank_text(rank_gamma: int, interval: tuple[int, int] | None) -> str:

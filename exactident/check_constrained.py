@@ -30,8 +30,10 @@ from itertools import product
 from typing import Any
 
 import flint
+import numpy as np
 
 from exactident.budget import stage
+from exactident.errors import InvariantViolation
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.linalg.certified import certified_rank
@@ -49,59 +51,140 @@ from exactident.model.gamma_free import (
 )
 from exactident.model.symmetry import Symmetry, rescaling_symmetry
 
-__all__ = ["MAX_EXACT_FREE_ENTRIES", "FreeRank", "check_constrained", "free_rank"]
+__all__ = ["MAX_EXACT_FREE_ENTRIES", "MC_PRIMES", "FreeRank", "check_constrained", "free_rank", "line_kernel"]
 
+#: Uniformly drawn primes for the Monte Carlo value inside a certified interval (each lowers its error bound).
+MC_PRIMES = 3
 #: ``Gamma_free`` is eliminated exactly over Q (after the modular route failed) up to this many entries.
 MAX_EXACT_FREE_ENTRIES = 400_000
 
 
 class FreeRank:
-    """The rank of ``Gamma_free`` at one pattern: exact with its certificate, or a certified interval."""
+    """The rank of ``Gamma_free`` at one pattern: exact with its certificate, or a certified interval.
 
-    def __init__(self, rank: int | None, certificate: dict[str, Any] | None, interval: tuple[int, int]) -> None:
-        self.rank, self.certificate, self.interval = rank, certificate, interval
+    ``rank`` is None for an interval; ``certificate`` is then in the *interval* form (``shape``,
+    ``lower``, ``upper``, no ``rank``) and ``montecarlo`` holds the Monte Carlo value inside it.
+    """
+
+    def __init__(self, rank: int | None, certificate: dict[str, Any] | None, interval: tuple[int, int],
+                 montecarlo: dict[str, Any] | None = None) -> None:
+        self.rank, self.certificate, self.interval, self.montecarlo = rank, certificate, interval, montecarlo
+
+    @property
+    def value(self) -> int:
+        """The exact rank, else the Monte Carlo value (else the certified lower bound)."""
+        if self.rank is not None:
+            return self.rank
+        return int((self.montecarlo or {}).get("rank_gamma", self.interval[0]))
 
 
 def free_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern, sym: Symmetry,
-              rng: random.Random, data: FreeModularData | None = None, avoid: int | None = None) -> FreeRank:
+              rng: random.Random, data: FreeModularData | None = None, avoid: int | None = None,
+              exact_ranks: bool = False) -> FreeRank:
     """Certified ``rank Gamma_free`` at ``pattern``, with the upper bound ``dim_free`` (``S_H`` is in its kernel).
 
-    The lower bound is a rank mod random word-size primes; when it falls short of ``dim_free``
-    an exact kernel (CRT reconstruction checked exactly, or FLINT's nullspace for small matrices)
-    closes the gap.  When neither works the rank is a certified interval ``[lower, dim_free]``.
+    The lower bound is a rank mod a random word-size prime.  When it meets the proven upper bound
+    (``dim_free``, or the number of rows) the rank is exact.  Otherwise (verdict first) the rank is
+    the certified interval ``[lower, min(dim_free, rows)]`` beside its Monte Carlo value (up to
+    :data:`MC_PRIMES` uniformly drawn primes, :func:`exactident.linalg.montecarlo.monte_carlo_rank`):
+    no verdict needs more, since ``identifiable`` needs the lower bound to reach ``dim_free`` and ``not-identifiable``
+    needs a certificate.  With ``exact_ranks`` an exact kernel (CRT reconstruction checked exactly,
+    or FLINT's nullspace for small matrices) closes the gap, as before; when neither works the rank
+    is the interval all the same.
 
     Returns
     -------
     FreeRank
         ``certificate`` in the rank-certificate form of :func:`exactident.linalg.certified.certified_rank`
-        (``upper.kind`` is ``"symmetry"`` when the bound ``dim_free`` was met).
+        (``upper.kind`` is ``"symmetry"`` when the bound ``dim_free`` was met), or its interval form.
     """
+    from exactident.linalg.certified import modular_lower_bound
+
     avoid = avoid if avoid is not None else free_data_denominator(cn, X)
     data = data or FreeModularData(cn, X)
     shape = (len(X) * cn.widths[-1], cn.n_params)
+    bounds = {"shape": min(shape), "symmetry": sym.dim_free}
+    ub_kind = min(bounds, key=lambda k: bounds[k])
+    ub = bounds[ub_kind]
 
     def image(p: int):
         return gamma_free_mod_p(cn, X, pattern, p, avoid, data)
 
-    small = shape[0] * shape[1] <= MAX_EXACT_FREE_ENTRIES
+    def entry_bound() -> int:
+        return gamma_free_entry_bound(cn, X)
 
-    def exact_kernel():
-        from exactident.ranks.kernels import sparse_columns
+    def monte_carlo(lower: tuple[int, int, Any]) -> tuple[tuple[int, int, Any], dict[str, Any]]:
+        from exactident.linalg.montecarlo import monte_carlo_rank
 
-        return sparse_columns(exact.nullspace(gamma_free_exact(cn, X, pattern)))
+        value, err = monte_carlo_rank(image, shape, avoid, entry_bound, rng, first=lower, max_primes=MC_PRIMES)
+        if value > lower[0]:  # the first prime was unlucky: a certified lower bound as high as the value
+            again = modular_lower_bound(image, avoid=avoid, rng=rng, n_primes=3, stop_at=value)
+            lower = max(lower, again, key=lambda t: t[0])
+        return lower, {"rank_gamma": value, "error_probability": 0.0 if value >= ub else err}
 
-    cr = certified_rank(image, shape, avoid=avoid, entry_bound=lambda: gamma_free_entry_bound(cn, X),
-                        upper_bounds={"symmetry": sym.dim_free}, rng=rng, n_lower_primes=2,
-                        exact_kernel=exact_kernel if small else None)
-    if cr is not None:
-        return FreeRank(cr.rank, cr.certificate, (cr.rank, cr.rank))
-    if small:
-        r = exact.rank(gamma_free_exact(cn, X, pattern))
-        return FreeRank(r, {"rank": r, "shape": list(shape), "upper": {"kind": "exact-elimination"}}, (r, r))
-    from exactident.linalg.certified import modular_lower_bound
+    lower = modular_lower_bound(image, avoid=avoid, rng=rng, n_primes=2 if exact_ranks else 1, stop_at=ub)
+    montecarlo = None
+    if lower[0] < ub and not exact_ranks:
+        lower, montecarlo = monte_carlo(lower)
+    if lower[0] >= ub or exact_ranks:
+        small = shape[0] * shape[1] <= MAX_EXACT_FREE_ENTRIES
 
-    low, _p, _img = modular_lower_bound(image, avoid=avoid, rng=rng, n_primes=2, stop_at=sym.dim_free)
-    return FreeRank(None, None, (low, sym.dim_free))
+        def exact_kernel():
+            from exactident.ranks.kernels import sparse_columns
+
+            return sparse_columns(exact.nullspace(gamma_free_exact(cn, X, pattern)))
+
+        cr = certified_rank(image, shape, avoid=avoid, entry_bound=entry_bound,
+                            upper_bounds={"symmetry": sym.dim_free}, rng=rng, lower=lower,
+                            exact_kernel=exact_kernel if small else None)
+        if cr is not None:
+            return FreeRank(cr.rank, cr.certificate, (cr.rank, cr.rank))
+        if small:
+            r = exact.rank(gamma_free_exact(cn, X, pattern))
+            return FreeRank(r, {"rank": r, "shape": list(shape), "upper": {"kind": "exact-elimination"}}, (r, r))
+        lower, montecarlo = monte_carlo(lower)  # no exact kernel: the interval after all
+    r_low, prime, _image = lower
+    cert = {"shape": list(shape), "lower": {"prime": prime, "rank_mod_p": r_low},
+            "upper": {"kind": ub_kind, "bound": ub}}
+    return FreeRank(None, cert, (r_low, ub), montecarlo)
+
+
+def line_kernel(cn: ConstrainedNetwork, state: FreeState, sym: Symmetry, rng: random.Random,
+                max_columns: int = 64) -> tuple[int, list[dict[int, flint.fmpq]]] | None:
+    """An upper bound ``k - rank [K | S_H]`` on ``rank Gamma_free(s)`` from exact kernel vectors, or None.
+
+    ``K``: ``e_j`` for a parameter whose column of ``Gamma_free(s)`` is 0 by the structure (entering a
+    dead unit, leaving a silent one: :func:`exactident.boundary.dead_units.zero_columns`), and the
+    constant-unit lines ``e_j - h e_jb`` (:func:`~exactident.boundary.dead_units.constant_lines`: a unit
+    with the same output ``h`` on every sample), along which the outputs on ``X`` are constant.  Each
+    is in ``ker Gamma_free(s)`` whatever the tie resolution ``s``, and so is ``S_H``.
+    ``rank [K | S_H]`` is bounded below by its rank mod a prime: the bound is valid either way.
+    At most ``max_columns`` directions (the verifier checks each by an exact forward pass).
+
+    Returns
+    -------
+    (bound, K) or None
+        None when the directions add nothing to ``S_H`` (the bound would not be below ``dim_free``).
+    """
+    from exactident.boundary.dead_units import constant_lines, zero_columns
+    from exactident.linalg.certified import kernel_to_integer_columns
+    from exactident.linalg.modular import random_primes, rank_mod_p
+
+    one = flint.fmpq(1)
+    K: list[dict[int, flint.fmpq]] = [{j: one} for j in zero_columns(cn, state)]
+    K += [{j: one, jb: -h} for j, jb, _unit, _z, h in constant_lines(cn, state)]
+    K = K[:max_columns]
+    if not K:
+        return None
+    k = cn.n_params
+    cols = kernel_to_integer_columns(K) + kernel_to_integer_columns(list(sym.basis))
+    p = random_primes(1, 1, rng)[0]
+    M = np.zeros((k, len(cols)), dtype=np.int64)
+    for c, col in enumerate(cols):
+        for i, v in col.items():
+            M[i, c] = v % p
+    bound = k - rank_mod_p(M, p)
+    return (bound, K) if bound < sym.dim_free else None
 
 
 def _tie_dicts(state: FreeState) -> list[dict[str, int]]:
@@ -115,7 +198,7 @@ def _features_text(cn: ConstrainedNetwork) -> str:
 def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], *, name: str = "constrained",
                       max_resolutions: int = 4096, seed: int | None = 0, structural: bool = True,
                       input_shape: Sequence[int] | None = None,
-                      provenance: dict[str, Any] | None = None) -> Report:
+                      provenance: dict[str, Any] | None = None, exact_ranks: bool = False) -> Report:
     """Decide local identifiability of a constrained network from ``X`` (exact; docs/theory.md).
 
     Parameters
@@ -135,6 +218,13 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         The framework's input shape, reported under ``architecture`` (default ``[N_0]``).
     provenance : dict, optional
         Copied to the report.
+    exact_ranks : bool
+        Certify ``rank Gamma_free`` exactly even when the verdict does not need it (CRT kernels,
+        exact nullspaces: minutes on a thousand parameters).  By default a rank whose lower bound
+        mod p falls short of ``dim_free`` is reported as the certified interval
+        ``rank_gamma_interval`` (upper end ``dim_free``, or lower where exact kernel vectors from
+        lines of constant outputs prove it) and ``rank_gamma`` is its Monte Carlo value, labelled
+        by ``montecarlo`` (docs/modular.md, "Verdict first").
 
     Returns
     -------
@@ -179,24 +269,57 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             for t, side in zip(free_ties, sides):
                 active[t] = side
             stage("ranks mod p", resolution=len(ranks), rows=len(X) * cn.widths[-1], cols=cn.n_params)
-            fr = free_rank(cn, X, resolve_ties(state, active), sym, rng, data, avoid)
+            fr = free_rank(cn, X, resolve_ties(state, active), sym, rng, data, avoid, exact_ranks=exact_ranks)
             ranks.append(fr)
             resolutions.append({"active": active, "rank_gamma": fr.certificate})
             patterns.append({"ties": [{**t, "active": a} for t, a in zip(_tie_dicts(state), active)],
                              "rank_gamma": fr.rank, "rank_a": None,
                              "cs": fr.rank == sym.dim_free if fr.rank is not None else None, "cn": None})
             if fr.rank != sym.dim_free:
-                break  # the verdict can no longer be identifiable
+                break  # the verdict can no longer be identifiable (an interval's lower end is short of dim_free)
     full = enumerable and all(r.rank == sym.dim_free for r in ranks)
-    worst = min(ranks, key=lambda r: r.interval[0]) if ranks else None
-    rank_gamma = worst.rank if worst is not None else None
+    interval = None
+    zero_params: list[int] = []  # parameters of the kernel vectors from the structure, for the reason
+    if ranks and any(r.rank is None for r in ranks):
+        interval = (min(r.interval[0] for r in ranks), min(r.interval[1] for r in ranks))
+    if interval is not None and interval[0] < interval[1]:  # lines of constant outputs may lower the upper end
+        found_k = line_kernel(cn, state, sym, rng)
+        short = ranks[-1]  # the resolution enumeration stopped at
+        if found_k is not None and short.rank is None and found_k[0] < short.interval[1]:
+            from exactident.linalg.certified import _fmt
+
+            bound, K = found_k
+            zero_params = sorted(set().union(*K))
+            if bound < short.interval[0] or short.value > bound:
+                raise InvariantViolation(f"kernel of the lines bounds rank Gamma_free by {bound}, below its rank mod "
+                                         f"p {short.interval[0]} or Monte Carlo value {short.value}")
+            short.interval = (short.interval[0], bound)
+            assert short.certificate is not None
+            short.certificate["upper"] = {
+                "kind": "kernel", "bound": short.interval[1], "source": "lines",
+                "kernel": [[[i, _fmt(int(v.p), int(v.q))] for i, v in sorted(col.items())] for col in K]}
+            if short.interval[0] == short.interval[1]:  # the lines close the gap: the rank is exact
+                short.rank = short.interval[0]
+                short.certificate["rank"] = short.rank
+                patterns[-1].update(rank_gamma=short.rank, cs=short.rank == sym.dim_free)
+            interval = (min(r.interval[0] for r in ranks), min(r.interval[1] for r in ranks))
+    worst = min(ranks, key=lambda r: r.value) if ranks else None
+    rank_gamma = worst.value if worst is not None else None
     extra: dict[str, Any] = {"architecture": {
         "features": list(cn.features), "n_params": cn.n_params, "rank_t": sym.rank_t,
         "symmetry_dim": sym.symmetry_dim, "dim_free": sym.dim_free,
         "input_shape": list(input_shape) if input_shape is not None else [cn.widths[0]],
         "softmax_rank_bound": sym.softmax_rank_bound}}
-    if worst is not None and worst.rank is None:
-        extra["rank_gamma_interval"] = list(worst.interval)
+    cs: bool | None = None if rank_gamma is None else rank_gamma == sym.dim_free
+    if interval is not None and interval[0] == interval[1]:
+        interval = None  # every resolution exact after all
+    if interval is not None:  # the verdict did not need the exact rank (Monte Carlo value, labelled)
+        assert worst is not None
+        extra["rank_gamma_interval"] = list(interval)
+        extra["montecarlo"] = {"rank_gamma": rank_gamma,
+                               "error_probability": (worst.montecarlo or {}).get("error_probability", 0.0)
+                               if worst.rank is None else 0.0}
+        cs = False if interval[1] < sym.dim_free else None
     certificate: dict[str, Any] | None = None
     if ranks and all(r.certificate is not None for r in ranks):
         certificate = {"free_rank": {"kind": "free-rank", "ties": _tie_dicts(state), "persistent": persistent,
@@ -211,14 +334,18 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     else:
         verdict, decided = "inconclusive", "none"
         if not enumerable:
-            reason = (f"{len(free_ties)} ties: 2^{len(free_ties)} tie resolutions exceed the cap of {max_resolutions}"
+            reason = (f"{len(free_ties)} ties ({cn.describe_ties([state.ties[t] for t in free_ties])}): "
+                      f"2^{len(free_ties)} tie resolutions exceed the cap of {max_resolutions}"
                       + (f" ({len(persistent)} persistent ties more)" if persistent else ""))
-        elif rank_gamma is None:
-            assert worst is not None
-            lo, hi = worst.interval
-            reason = f"rank Gamma_free certified only in [{lo}, {hi}], dim_free = {sym.dim_free}"
+        elif interval is not None:
+            lo, hi = interval
+            reason = (f"rank Gamma_free certified in [{lo}, {hi}] (Monte Carlo value {rank_gamma}; exact value: "
+                      f"--exact-ranks), dim_free = {sym.dim_free}")
         else:
             reason = f"rank Gamma_free = {rank_gamma} < dim_free = {sym.dim_free}"
+        if zero_params:
+            reason += (f" (exact kernel vectors from dead, silent or constant units, moving "
+                       f"{cn.describe_params(zero_params)})")
         found = None
         if structural:
             from exactident.boundary.dead_units import find_dead_units
@@ -241,14 +368,14 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         else:
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
     report = Report(name=name, widths=list(cn.widths), n_samples=len(X), dim=sym.dim_free,
-                    rank_gamma=rank_gamma,  # type: ignore[arg-type]  # null past the cap or when unknown
-                    rank_a=None, cs=None if rank_gamma is None else rank_gamma == sym.dim_free,  # type: ignore[arg-type]
+                    rank_gamma=rank_gamma,  # type: ignore[arg-type]  # null past the cap
+                    rank_a=None, cs=cs,  # type: ignore[arg-type]  # null when the interval leaves it open
                     cn=None,  # type: ignore[arg-type]  # Theorem 8 is not used here
                     degenerate=False, on_boundary=bool(n_ties), n_ties=n_ties, verdict=verdict, reason=reason,
                     patterns=patterns if n_ties else None, certificate=certificate, extra=extra,
                     decided_by=decided)
     if provenance:
         report.extra["provenance"] = dict(provenance)
-    report.pattern_ranks = (ranks[0].rank, None) if ranks else None  # type: ignore[assignment]
+    report.pattern_ranks = (ranks[0].value, None) if ranks else None
     report.seconds = time.perf_counter() - start
     return report

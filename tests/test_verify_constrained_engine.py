@@ -52,7 +52,7 @@ def _mutations(report):
     mut("features", lambda r: r["architecture"].update(features=r["architecture"]["features"] + ["PReLU?"]))
     if report["rank_gamma"] is not None:
         mut("rank_gamma", lambda r: r.update(rank_gamma=r["rank_gamma"] + 1))
-        mut("cs", lambda r: r.update(cs=not r["cs"]))
+        mut("cs", lambda r: r.update(cs=not r["cs"] if r["cs"] is not None else True))
     mut("verdict", lambda r: r.update(verdict="identifiable" if r["verdict"] != "identifiable" else "inconclusive",
                                       decided_by="free-rank" if r["verdict"] != "identifiable" else "none"))
     cert = report.get("certificate") or {}
@@ -60,8 +60,20 @@ def _mutations(report):
         res = cert["free_rank"]["resolutions"]
         mut("rank_mod_p", lambda r: r["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]["lower"]
             .update(rank_mod_p=res[0]["rank_gamma"]["lower"]["rank_mod_p"] + 1))
-        mut("certified rank", lambda r: r["certificate"]["free_rank"]["resolutions"][0]["rank_gamma"]
-            .update(rank=res[0]["rank_gamma"]["rank"] + 1))
+        last = res[-1]["rank_gamma"]
+        if "rank" in last:
+            mut("certified rank", lambda r: r["certificate"]["free_rank"]["resolutions"][-1]["rank_gamma"]
+                .update(rank=last["rank"] + 1))
+        else:  # the interval form: claiming the lower end exact, with no upper bound that proves it
+            mut("interval form closed", lambda r: r["certificate"]["free_rank"]["resolutions"][-1]["rank_gamma"]
+                .update(rank=last["lower"]["rank_mod_p"]))
+    if "rank_gamma_interval" in report:
+        lo, hi = report["rank_gamma_interval"]
+        mut("interval lower end + 1", lambda r: r.update(rank_gamma_interval=[lo + 1, hi]))
+        mut("interval upper end below the lower", lambda r: r.update(rank_gamma_interval=[lo, lo - 1]))
+        mut("montecarlo value", lambda r: r["montecarlo"].update(rank_gamma=r["montecarlo"]["rank_gamma"] + 1))
+        mut("montecarlo dropped", lambda r: r.pop("montecarlo"))
+        mut("interval dropped", lambda r: r.pop("rank_gamma_interval"))
         if cert["free_rank"]["ties"]:
             mut("ties", lambda r: r["certificate"]["free_rank"]["ties"].pop())
     for key in ("dead_units", "constant_units"):

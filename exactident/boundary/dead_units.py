@@ -39,7 +39,8 @@ import numpy as np
 from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations
 from exactident.model.gamma_free import FreeState
 
-__all__ = ["candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units"]
+__all__ = ["candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units",
+           "zero_columns"]
 
 #: Step sizes ``eps`` tried at a candidate point, largest first.
 _EPS = [flint.fmpq(1), flint.fmpq(1, 8), flint.fmpq(1, 64), flint.fmpq(1, 1024)]
@@ -110,6 +111,42 @@ def candidate_lines(cn: ConstrainedNetwork, state: FreeState) -> list[tuple[int,
         if ok:
             out.append((j, layers.pop(), sorted(set(units))))
     return out
+
+
+def zero_columns(cn: ConstrainedNetwork, state: FreeState) -> list[int]:
+    """Parameters whose column of ``Gamma_free(s)`` is 0 for every tie resolution ``s`` (exact, from the structure).
+
+    Every occurrence of ``theta_j`` must be one of: a weight ``W_l[v, k]`` or bias ``b_l[v]`` *entering* a
+    dead unit ``(l, v)`` (its derivative there is the fixed slope 0: no tie, strictly negative), a weight
+    ``W_l[i, k]`` *leaving* a silent unit ``(l - 1, k)`` (it multiplies an output that is 0 on every
+    sample), or the PReLU slope of a unit whose pre-activation is ``>= 0`` on every sample (it multiplies
+    ``min(z, 0) = 0``).  Unlike :func:`candidate_lines` the occurrences may lie in several layers: this is
+    a kernel vector ``e_j``, not a line.
+    """
+    dead, silent = _dead(cn, state), _silent(cn, state)
+    if not dead and not silent and not (cn.L > 1 and any((I >= 0).any() for I in cn.slope_index)):
+        return []
+    good = np.zeros(cn.n_params, dtype=bool)
+    bad = np.zeros(cn.n_params, dtype=bool)
+
+    def mark(index: np.ndarray, ok: np.ndarray) -> None:
+        j = index[index >= 0]
+        k = ok[index >= 0]
+        good[j[k]] = True
+        bad[j[~k]] = True
+
+    zero = flint.fmpq(0)
+    for l in range(1, cn.L + 1):
+        N, M = cn.widths[l], cn.widths[l - 1]
+        into_dead = np.array([(l, v) in dead for v in range(N)], dtype=bool)
+        from_silent = np.array([(l - 1, k) in silent for k in range(M)], dtype=bool)
+        mark(cn.W_index[l - 1], into_dead[:, None] | from_silent[None, :])
+        mark(cn.b_index[l - 1], into_dead)
+        if l < cn.L:
+            table = state.Z[l - 1].table()
+            nonneg = np.array([all(row[v] >= zero for row in table) for v in range(N)], dtype=bool)
+            mark(cn.slope_index[l - 1], nonneg)
+    return [int(j) for j in np.flatnonzero(good & ~bad)]
 
 
 def _outputs_and_signs(cn: ConstrainedNetwork, x: list[flint.fmpq]) -> tuple[list[flint.fmpq], list[int]]:
@@ -249,10 +286,8 @@ def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
 
 
 def _certificate(cn, kind, delta, units, extra, eps, x, f0, f1) -> dict[str, Any]:
-    def name(j: int) -> str:
-        return cn.param_names[j] if cn.param_names else f"theta_{j}"
-
-    unit_names = ", ".join(f"({l},{v})" for l, v in units[:6]) + (", ..." if len(units) > 6 else "")
+    name = cn.param_name
+    unit_names = cn.describe_units(units)
     common = {"eps": str(eps), "x": [str(v) for v in x], "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
     if kind == "dead-units":
         j = extra["parameter"]

@@ -221,7 +221,9 @@ def find_entering_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.
                 return {"kind": "entering-submersion", "active": active,
                         "delta": [[j, str(d)] for j, d in enumerate(delta) if d != 0], "y": [str(v) for v in y],
                         "prime": p, "rank_x": rows,
-                        "why": (f"on the tie resolution {''.join('+' if a else '-' for a in active)} Gamma_free has "
-                                f"full row rank {rows} and a kernel direction enters that piece and moves f(y): "
-                                "outputs on X kept, another function (entering-submersion certificate)")}
+                        "why": (f"on the tie resolution ({cn.describe_ties(st.ties, active)}) Gamma_free has "
+                                f"full row rank {rows} and a kernel direction (moving "
+                                f"{cn.describe_params([j for j, d in enumerate(delta) if d != 0], 4)}) enters that "
+                                "piece and moves f(y): outputs on X kept, another function (entering-submersion "
+                                "certificate)")}
     return None

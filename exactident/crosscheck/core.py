@@ -300,7 +300,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
                                        f"architecture has {', '.join(cn.features)}")
         from exactident.crosscheck.constrained import crosscheck_constrained
 
-        rep = check(case, numeric=False)
+        rep = check(case, numeric=False, exact_ranks=True)  # floats are compared with the exact rank
         spectra_c, rows, p_rank, p_verdict = crosscheck_constrained(case, cn, policies, rep)
         expected_c = (case.expected or {}).get("verdict")
         return CaseCrosscheck(case.name, case.source, list(cn.widths), len(case.X), rep.dim, rep.verdict,

@@ -114,34 +114,129 @@ class ConstrainedNetwork:
         k = self.n_params
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise CaseFormatError(_WHERE, "n_params", f"expected a non-negative integer, found {k!r}")
-        values: dict[int, flint.fmpq] = {}
-        for where, idx, val in self._entries():
-            if idx < -1 or idx >= k:
-                raise CaseFormatError(_WHERE, where, f"parameter index {idx} outside -1..{k - 1}")
-            if idx >= 0 and values.setdefault(idx, val) != val:
-                raise CaseFormatError(_WHERE, where, f"tied to theta_{idx} = {values[idx]} but holds {val}")
-        if len(values) != k:
-            missing = min(set(range(k)) - set(values))
-            raise CaseFormatError(_WHERE, "n_params", f"theta_{missing} feeds no weight, bias or slope")
+        self._check_indices()
         if self.param_names and len(self.param_names) != k:
             raise CaseFormatError(_WHERE, "param_names", f"expected {k} names, found {len(self.param_names)}")
 
-    def _entries(self):
-        """``(field, index, value)`` for every dense weight, bias and slope."""
+    def _blocks(self):
+        """``(kind, l, index array)`` of every weight (``W``), bias (``b``) and slope (``a``) block, by layer."""
         for l in range(1, self.L + 1):
-            M, I = self.W[l - 1], self.W_index[l - 1]
-            for i in range(self.widths[l]):
-                for j in range(self.widths[l - 1]):
-                    yield f"W_{l}[{i}][{j}]", int(I[i, j]), M[i, j]
-                yield f"b_{l}[{i}]", int(self.b_index[l - 1][i]), self.b[l - 1][i]
+            yield "W", l, self.W_index[l - 1]
+            yield "b", l, self.b_index[l - 1]
         for l in range(1, self.L):
-            for v in range(self.widths[l]):
-                yield f"slope_{l}[{v}]", int(self.slope_index[l - 1][v]), self.negative_slope[l - 1][v]
+            yield "a", l, self.slope_index[l - 1]
+
+    def _check_indices(self) -> None:
+        """Every index in ``-1..k-1``, tied entries equal, every parameter used (numpy: no loop over the dense entries).
+
+        The first failure in the order of the dense entries (layer by layer, row by row: ``W_l[i][*]`` then
+        ``b_l[i]``; then the slopes) is reported, as a loop over the entries would; only the free (and
+        invalid) entries are visited, the fixed ones (index ``-1``) need no check.
+        """
+        k = self.n_params
+        seqs, idxs, blocks, locals_, where = [], [], [], [], []
+        offset = 0
+        for n_block, (kind, l, I) in enumerate(self._blocks()):
+            flat = I.ravel()
+            pos = np.flatnonzero(flat != -1)  # only free (or invalid) entries: fixed ones need no check
+            if kind == "W":
+                cols = I.shape[1]
+                seq = offset + (pos // cols) * (cols + 1) + pos % cols
+            elif kind == "b":
+                cols = self.widths[l - 1]
+                seq = offset + pos * (cols + 1) + cols
+                offset += I.shape[0] * (cols + 1)
+            else:
+                seq = offset + pos
+                offset += I.shape[0]
+            seqs.append(seq)
+            idxs.append(flat[pos])
+            blocks.append(np.full(len(pos), n_block, dtype=np.int64))
+            locals_.append(pos)
+            where.append((kind, l))
+        empty = np.zeros(0, dtype=np.int64)
+        seq_all = np.concatenate(seqs) if seqs else empty
+        idx_all = np.concatenate(idxs) if idxs else empty
+        block = np.concatenate(blocks) if blocks else empty
+        local = np.concatenate(locals_) if locals_ else empty
+        bad_range = (idx_all < -1) | (idx_all >= k)
+        first_bad = int(seq_all[bad_range].min()) if bad_range.any() else None
+        # ties: entries of a parameter fed more than once; the first in order fixes the value
+        ok = (idx_all >= 0) & ~bad_range
+        counts = np.bincount(idx_all[ok], minlength=k) if k else np.zeros(0, dtype=np.int64)
+        tied = ok & (counts[np.where(ok, idx_all, 0)] > 1)
+        first_tie = None
+        if tied.any():
+            t_pos = np.flatnonzero(tied)
+            order = np.lexsort((seq_all[t_pos], idx_all[t_pos]))
+            t_pos = t_pos[order]
+            t_idx = idx_all[t_pos]
+            values = [self._value(where[int(block[p])], int(local[p])) for p in t_pos]
+            starts = np.flatnonzero(np.r_[True, t_idx[1:] != t_idx[:-1]])
+            ref = np.repeat(starts, np.diff(np.r_[starts, len(t_pos)]))
+            mismatch = [m for m in range(len(t_pos)) if values[m] != values[ref[m]]]
+            if mismatch:
+                m = min(mismatch, key=lambda m: int(seq_all[t_pos[m]]))
+                first_tie = (int(seq_all[t_pos[m]]), int(t_pos[m]), values[ref[m]], values[m])
+        if first_bad is not None and (first_tie is None or first_bad < first_tie[0]):
+            p = int(np.flatnonzero(bad_range & (seq_all == first_bad))[0])
+            raise CaseFormatError(_WHERE, self._name(where[int(block[p])], int(local[p])),
+                                  f"parameter index {int(idx_all[p])} outside -1..{k - 1}")
+        if first_tie is not None:
+            _seq, p, ref_val, val = first_tie
+            raise CaseFormatError(_WHERE, self._name(where[int(block[p])], int(local[p])),
+                                  f"tied to theta_{int(idx_all[p])} = {ref_val} but holds {val}")
+        used = np.zeros(k, dtype=bool)
+        used[idx_all[ok]] = True
+        if not used.all():
+            missing = int(np.flatnonzero(~used)[0])
+            raise CaseFormatError(_WHERE, "n_params", f"theta_{missing} feeds no weight, bias or slope")
+
+    def _name(self, block: tuple[str, int], pos: int) -> str:
+        kind, l = block
+        if kind == "W":
+            cols = self.widths[l - 1]
+            return f"W_{l}[{pos // cols}][{pos % cols}]"
+        return f"b_{l}[{pos}]" if kind == "b" else f"slope_{l}[{pos}]"
+
+    def _value(self, block: tuple[str, int], pos: int) -> flint.fmpq:
+        kind, l = block
+        if kind == "W":
+            cols = self.widths[l - 1]
+            return self.W[l - 1][pos // cols, pos % cols]
+        return self.b[l - 1][pos] if kind == "b" else self.negative_slope[l - 1][pos]
 
     @property
     def L(self) -> int:
         """Number of weight layers ``L``."""
         return len(self.widths) - 1
+
+    def param_name(self, j: int) -> str:
+        """The name of ``theta_j`` in the framework's terms (``param_names``), else ``theta_j``."""
+        return self.param_names[j] if 0 <= j < len(self.param_names) else f"theta_{j}"
+
+    def unit_name(self, l: int, v: int) -> str:
+        """The name of unit ``v`` of layer ``l`` (``unit_names``, e.g. ``conv1[c=2,y=1,x=0]``), else ``(l,v)``."""
+        names = self.unit_names
+        return names[l - 1][v] if 0 < l <= len(names) and 0 <= v < len(names[l - 1]) else f"({l},{v})"
+
+    def describe_units(self, units: Sequence[Sequence[int]], limit: int = 6) -> str:
+        """Named units ``(l, v)`` for a reason: at most ``limit`` names, then how many in all."""
+        shown = ", ".join(self.unit_name(int(l), int(v)) for l, v in units[:limit])
+        return shown + (f", ... ({len(units)} units)" if len(units) > limit else "")
+
+    def describe_params(self, params: Sequence[int], limit: int = 6) -> str:
+        """Named free parameters for a reason: at most ``limit`` names, then how many in all."""
+        shown = ", ".join(self.param_name(int(j)) for j in params[:limit])
+        return shown + (f", ... ({len(params)} parameters)" if len(params) > limit else "")
+
+    def describe_ties(self, ties: Sequence[Sequence[int]], active: Sequence[bool] | None = None,
+                      limit: int = 4) -> str:
+        """Ties ``(sample i, layer l, unit v)`` as ``x^i@<unit name>`` (with ``active``/``inactive`` when given)."""
+        parts = [f"x^{int(i)}@{self.unit_name(int(l), int(v))}"
+                 + ("" if active is None else " active" if active[t] else " inactive")
+                 for t, (i, l, v) in enumerate(ties[:limit])]
+        return ", ".join(parts) + (f", ... ({len(ties)} ties)" if len(ties) > limit else "")
 
     def kinked(self, l: int) -> np.ndarray:
         """Bool array ``(N_l,)``: units of hidden layer ``l`` (1-based) with a kink at ``z = 0``.
@@ -156,9 +251,13 @@ class ConstrainedNetwork:
     def theta(self) -> list[flint.fmpq]:
         """The current free parameters ``theta`` (length ``n_params``, entries in Q)."""
         out: list[flint.fmpq | None] = [None] * self.n_params
-        for _, idx, val in self._entries():
-            if idx >= 0:
-                out[idx] = val
+        for kind, l, I in self._blocks():
+            flat = I.ravel()
+            free = np.flatnonzero(flat >= 0)
+            idx, first = np.unique(flat[free], return_index=True)  # one entry per parameter (ties hold one value)
+            for j, p in zip(idx.tolist(), free[first].tolist()):
+                if out[j] is None:
+                    out[j] = self._value((kind, l), p)
         return [v if v is not None else flint.fmpq(0) for v in out]
 
     def with_theta(self, theta: Sequence[object]) -> ConstrainedNetwork:
@@ -176,10 +275,12 @@ class ConstrainedNetwork:
         def pick(idx: int, val: flint.fmpq) -> flint.fmpq:
             return t[idx] if idx >= 0 else val
 
-        W = [flint.fmpq_mat(self.widths[l], self.widths[l - 1],
-                            [pick(int(self.W_index[l - 1][i, j]), self.W[l - 1][i, j])
-                             for i in range(self.widths[l]) for j in range(self.widths[l - 1])])
-             for l in range(1, self.L + 1)]
+        W = []
+        for l in range(1, self.L + 1):  # a copy with the free entries replaced (the fixed ones stay)
+            M, I = flint.fmpq_mat(self.W[l - 1]), self.W_index[l - 1]
+            for i, j in zip(*(a.tolist() for a in np.nonzero(I >= 0))):
+                M[i, j] = t[int(I[i, j])]
+            W.append(M)
         b = [[pick(int(self.b_index[l - 1][i]), self.b[l - 1][i]) for i in range(self.widths[l])]
              for l in range(1, self.L + 1)]
         s = [[pick(int(self.slope_index[l - 1][v]), self.negative_slope[l - 1][v]) for v in range(self.widths[l])]
@@ -197,7 +298,7 @@ class ConstrainedNetwork:
         n_dense = sum(self.widths[l] * (self.widths[l - 1] + 1) for l in range(1, self.L + 1))
         if self.n_params != n_dense:
             return False
-        if any(int(i) < 0 for I in self.W_index + self.b_index for i in I.ravel()):
+        if any((I < 0).any() for I in self.W_index + self.b_index):
             return False
         return all(a == zero and int(i) < 0 for S, I in zip(self.negative_slope, self.slope_index)
                    for a, i in zip(S, I))
@@ -213,7 +314,7 @@ def _index_array(value: object, shape: tuple[int, ...], name: str) -> np.ndarray
     arr = np.asarray(value)
     if arr.shape != shape or (arr.size and arr.dtype.kind not in "iu"):
         raise CaseFormatError(_WHERE, name, f"expected integers of shape {shape}, found {arr.dtype} {arr.shape}")
-    return arr.astype(np.int64)
+    return arr.astype(np.int64, copy=False)  # no copy of an int64 array (millions of entries for a conv)
 
 
 def from_network(net: Network) -> ConstrainedNetwork:

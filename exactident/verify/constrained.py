@@ -17,6 +17,9 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
   without that part only ``rank_gamma = dim_free`` is accepted, when the verifier's own ranks
   mod p reach it on every tie resolution; ``cs`` is ``rank_gamma == dim``; each of ``patterns``
   is a certified resolution with its rank;
+- ``rank_gamma_interval`` (verdict first: the rank certified only in ``[lo, hi]``): within the bounds the
+  ``free_rank`` part proves (a resolution certified in the interval form, no ``rank``), ``rank_gamma`` then
+  the Monte Carlo value of ``montecarlo`` inside it, ``cs`` null unless the interval decides it;
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (certified, or the verifier's own ranks mod p: a rank mod p never exceeds the rank over Q,
   and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
@@ -82,6 +85,7 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
     "reason": STR, "decided_by": STR, "numeric": Type(dict), "summary": List(STR), "provenance": Anything(),
     "certified": BOOL, "timed_out": BOOL, "stage": STR, "error_probability": Number(0, 1),
     "rank_gamma_interval": List(NAT, 2),
+    "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
     "patterns": List(Obj({"ties": List(Obj({"sample": NAT, "layer": Int(1), "neuron": NAT, "active": BOOL})),
                           "rank_gamma": Null(NAT), "rank_a": Null(NAT), "cs": Null(BOOL), "cn": Null(BOOL)},
                          {"reachable": AnyOf(Enum(True), Enum("unknown"))})),
@@ -198,16 +202,24 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         bad, proved = check_free_rank(facts, cert["free_rank"])
         fails += bad
         if not bad:
+            open_ = sorted({(lo, hi) for lo, hi in proved.values() if lo < hi})
             msgs.append(f"free_rank part valid: {len(proved)} tie resolution(s), ranks "
-                        f"{sorted({lo for lo, hi in proved.values() if lo == hi})} certified")
+                        f"{sorted({lo for lo, hi in proved.values() if lo == hi})} certified"
+                        + (f", intervals {[list(b) for b in open_]}" if open_ else ""))
 
     def all_full() -> bool:  # the verifier's own check: rank Gamma_free(s) = dim_free mod p for every s
         return enumerable and all(ranks.at(s, sym.dim_free) >= sym.dim_free for s in everyone)
 
     exact = {s: lo for s, (lo, hi) in proved.items() if lo == hi}
     r = report.get("rank_gamma")
-    if r is not None:
-        if exact:
+    if "rank_gamma_interval" in report:
+        fails += _interval_claims(report, facts, proved, everyone, ranks)
+    elif r is not None:
+        if exact and len(exact) < len(proved):
+            lo, hi = min(proved.values())
+            fails.append(f"rank_gamma: the report claims {r}, but a tie resolution is certified only in [{lo}, {hi}] "
+                         "(a rank_gamma_interval is needed)")
+        elif exact:
             claim("rank_gamma", min(exact.values()), r)
         elif r == sym.dim_free and all_full():
             msgs.append(f"rank valid: R_Gamma = dim_free = {r} mod p on every tie resolution")
@@ -217,13 +229,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             claim("cs", r == sym.dim_free, report["cs"])
     elif report.get("cs") is not None:
         fails.append("cs: a value without rank_gamma")
-    if "rank_gamma_interval" in report:
-        lo, hi = report["rank_gamma_interval"]
-        # the interval is the rank at the first tie resolution (active-first order) short of dim_free
-        # (earlier ones reach it): its lower end is checked there with the verifier's own ranks mod p
-        short = next((s for s in everyone if ranks.at(s, sym.dim_free) < sym.dim_free), None)
-        if hi != sym.dim_free or lo > hi or short is None or ranks.at(short, lo) < lo:
-            fails.append(f"rank_gamma_interval: [{lo}, {hi}] is not proved (dim_free = {sym.dim_free})")
+    if "montecarlo" in report and "rank_gamma_interval" not in report:
+        fails.append("montecarlo: a Monte Carlo value is only reported inside a rank_gamma_interval")
     for m, pat in enumerate(report.get("patterns", [])):
         side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
         sides = tuple(True if t in persistent else side.get(t, True) for t in facts.ties)
@@ -277,3 +284,46 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
     return not fails, msgs + fails
+
+
+def _interval_claims(report: dict, facts: ConstrainedFacts, proved: dict[tuple[bool, ...], tuple[int, int]],
+                     everyone: list[tuple[bool, ...]], ranks: _Ranks) -> list[str]:
+    """``rank_gamma_interval`` ``[lo, hi]``, ``montecarlo``, ``rank_gamma`` and ``cs`` of a report that certifies
+    ``rank Gamma_free`` only in an interval (verdict first).
+
+    ``rank_gamma`` is the smallest rank over the tie resolutions enumerated.  With a ``free_rank`` part its
+    resolutions' bounds, each proved by :func:`~exactident.verify.constrained_parts.check_free_rank` (the lower
+    end recomputed mod its prime, the upper end ``dim_free``, ``min(rows, ...)`` or exact kernel vectors), bound
+    that smallest rank by ``[min lo_s, min hi_s]``: the claim must lie within (``lo <= min lo_s`` and
+    ``hi >= min hi_s``).  Without one, the lower end is checked with the verifier's own ranks mod p at the
+    first resolution short of ``dim_free`` and the upper end must be ``min(rows, dim_free)``.
+    """
+    sym, fails = facts.symmetry, []
+    lo, hi = report["rank_gamma_interval"]
+    top = min(len(facts.X) * facts.cn.widths[-1], sym.dim_free)
+    if proved:
+        p_lo, p_hi = min(b[0] for b in proved.values()), min(b[1] for b in proved.values())
+        if lo > hi or lo > p_lo or hi < p_hi:
+            fails.append(f"rank_gamma_interval: [{lo}, {hi}] is not proved: the free_rank part certifies "
+                         f"[{p_lo}, {p_hi}]")
+    else:
+        # the interval is the rank at the first tie resolution (active-first order) short of dim_free
+        # (earlier ones reach it): its lower end is checked there with the verifier's own ranks mod p
+        short = next((s for s in everyone if ranks.at(s, sym.dim_free) < sym.dim_free), None)
+        if hi != top or lo > hi or short is None or ranks.at(short, lo) < lo:
+            fails.append(f"rank_gamma_interval: [{lo}, {hi}] is not proved (dim_free = {sym.dim_free})")
+    r, mc = report.get("rank_gamma"), report.get("montecarlo")
+    if r is not None:
+        if not lo <= r <= hi:
+            fails.append(f"rank_gamma: the report claims {r}, outside its certified interval [{lo}, {hi}]")
+        if mc is None or mc["rank_gamma"] != r:
+            fails.append("montecarlo: a rank_gamma inside a certified interval must be labelled by a montecarlo "
+                         "block holding that value")
+    elif mc is not None:
+        fails.append("montecarlo: a Monte Carlo value beside a null rank_gamma")
+    cs = report.get("cs")
+    decided = True if lo >= sym.dim_free else False if hi < sym.dim_free else None
+    if cs is not None and cs is not decided:
+        fails.append(f"cs: the report claims {cs}, but the certified interval [{lo}, {hi}] with dim_free = "
+                     f"{sym.dim_free} does not decide C_S that way")
+    return fails

@@ -122,6 +122,9 @@ def check_rank_one(facts: ConstrainedFacts, cert: dict, pattern, where: str) -> 
             bound, why = _kernel_bound(facts, up["kernel"], pattern, f"{where}.upper.kernel")
             if bound is None:
                 fails.append(why)
+            elif "bound" in up and up["bound"] < min(hi, bound):
+                fails.append(f"{where}.upper.bound: the kernel vectors (with S_H) bound the rank by {min(hi, bound)}, "
+                             f"the certificate says {up['bound']}")
             else:
                 hi = min(hi, bound)
         elif kind == "exact-elimination":
