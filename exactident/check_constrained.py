@@ -98,7 +98,7 @@ def free_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern
         ``certificate`` in the rank-certificate form of :func:`exactident.linalg.certified.certified_rank`
         (``upper.kind`` is ``"symmetry"`` when the bound ``dim_free`` was met), or its interval form.
     """
-    from exactident.linalg.certified import modular_lower_bound
+    from exactident.linalg.lower_bound import modular_lower_bound
 
     avoid = avoid if avoid is not None else free_data_denominator(cn, X)
     data = data or FreeModularData(cn, X)

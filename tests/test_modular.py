@@ -18,7 +18,8 @@ import pytest
 
 from exactident.errors import InvariantViolation
 from exactident.linalg import exact
-from exactident.linalg.certified import certified_rank, modular_lower_bound
+from exactident.linalg.certified import certified_rank
+from exactident.linalg.lower_bound import modular_lower_bound
 from exactident.linalg.modular import (
     PRIME_HI,
     PRIME_LO,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from exactident.linalg import exact
-from exactident.linalg.certified import modular_lower_bound
+from exactident.linalg.lower_bound import modular_lower_bound
 from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact

@@ -30,8 +30,8 @@ from exactident.linalg.certified import (
     certified_rank,
     kernel_is_checkable,
     kernel_to_integer_columns,
-    modular_lower_bound,
 )
+from exactident.linalg.lower_bound import modular_lower_bound
 from exactident.model.activation import alpha_exact, alpha_gram, alpha_row_subset, n_paths
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact

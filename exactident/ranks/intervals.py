@@ -59,7 +59,7 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     net, X, pattern, fixed
         As for :func:`exactident.model.gamma.gamma_exact`.
     lower : (rank, prime, image)
-        ``rank Gamma mod p`` (a lower bound, :func:`exactident.linalg.certified.modular_lower_bound`).
+        ``rank Gamma mod p`` (a lower bound, :func:`exactident.linalg.lower_bound.modular_lower_bound`).
     below : int
         The bound must be below this (a certified lower bound on ``R_A``, or ``dim``).
     semi_local : callable
@@ -118,7 +118,8 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     ``max_primes`` uniform primes are drawn (:func:`exactident.linalg.montecarlo.monte_carlo_rank`);
     with ``lower_uniform`` (``lower``'s prime was drawn uniformly from the BLAS range, not from a wide
     sketch) ``lower`` is that sample already, and no prime is drawn when its bound is at most 1/4
-    (the rule by which :func:`~exactident.linalg.montecarlo.monte_carlo_rank` keeps the BLAS range);
+    (the rule by which :func:`~exactident.linalg.montecarlo.monte_carlo_rank` keeps the BLAS range)
+    or ``Gamma`` has more than ``MAX_MONTE_CARLO_WORD`` entries (then the label is that sample's bound);
     the value is the largest rank seen (the interval's lower end counts too), capped by nothing:
     it never exceeds the certified upper bound since a rank mod p is a lower bound.
 
@@ -145,7 +146,9 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 
         err = failure_bound((rows, net.dim), bound(), avoid, BLAS_PRIME_LO, BLAS_PRIME_HI, 1,
                             sketch=rows > 2 * net.dim + 64)
-        if err <= 0.25:
+        if err <= 0.25 or rows * net.dim > MAX_MONTE_CARLO_WORD:
+            # past MAX_MONTE_CARLO_WORD entries a word-size prime's rank (FLINT) would cost more than the
+            # verdict did (digits 64-64-10: 55 s against 20 s): the weaker bound of this sample is the label
             return {"rank_gamma": lower[0], "error_probability": err}
     stage("ranks mod p (Monte Carlo)", rows=rows, cols=net.dim)
     value, err = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
@@ -157,6 +160,9 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 #: A wide ``Gamma`` with more entries than this gets no extra Monte Carlo prime (its value is the
 #: interval's lower end, ``error_probability`` 1: no bound is claimed).
 MAX_MONTE_CARLO_WIDE = 200_000_000
+#: Past this many entries no word-size Monte Carlo prime is drawn to tighten the lower bound
+#: sample's error bound (its label keeps that sample's bound, which may exceed 1/4).
+MAX_MONTE_CARLO_WORD = 20_000_000
 
 #: Samples per block of the exact check ``Gamma' u = 0`` (object arrays: memory, not speed).
 CHECK_BLOCK = 64

@@ -1,12 +1,11 @@
 """Re-check a rank certificate (``{"fixed_edges", "rank_gamma", "rank_a"}``) from the case alone.
 
 Everything is recomputed from the case at an activation pattern the *caller* derives
-(:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the ``rank`` part, a tie resolution for each entry
-of the ``boundary`` part): the images mod the certificate's primes, the entry bounds, the structural bounds
-and, for kernels the certificate names by construction (``source`` ``local``, ``semi-local``,
-``column-blocks``), the kernel vectors themselves.  Every field is read strictly (JSON ints, not strings or
-floats; unknown fields are not verified, hence invalid) and every bound is checked, ``upper.bound``
-included.  Each problem names the value found and the value claimed.
+(:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the ``rank`` part, a tie resolution for each entry of
+the ``boundary`` part): the images mod the certificate's primes, the entry bounds, the structural bounds and,
+for kernels the certificate names by construction (``source`` ``local``, ``semi-local``, ``column-blocks``),
+the kernel vectors.  Every field is read strictly (JSON ints, not strings or floats; unknown fields are not
+verified, hence invalid), every bound is checked (``upper.bound`` too); each problem names found and claimed.
 
 ``rank_a`` comes in three forms: the Gram form (shape ``[n, n]``, a rank mod p of ``alpha alpha^T``); the
 alpha-rows form (shape ``[n, |P|]``, ``lower.matrix`` ``alpha`` or ``gram`` of the rows ``lower.rows``: any
@@ -79,8 +78,7 @@ _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
 _LOWER_ONLY_KEYS = ("shape", "lower", "rank_a_lower")
 _STRUCTURAL = ("shape", "paths", "patterns", "rank_a", "pattern-rowspace", "left-kernel", "active-blocks")
-#: Structural bounds an interval part may end at (the others close exact ranks only).
-_INTERVAL_STRUCTURAL = ("active-blocks",)
+_INTERVAL_STRUCTURAL = ("active-blocks",)  # the structural bounds an interval part may end at
 _EXPLICIT_KERNELS = ("crt", "exact-nullspace", "dixon")
 #: The verifier's own seed for the column sketch of a wide ``Gamma`` (never taken from a report).
 _SKETCH_SEED = 20_260_617
@@ -189,16 +187,7 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
     if bound != r:
         raise _Reject(f"{what}.upper.bound: certificate says {bound}, the rank it must bound is {r}")
     if kind in _STRUCTURAL:
-        for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
-            raise _Reject(key)
-        if kind not in m.structural:
-            raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix "
-                          f"(available: {sorted(m.structural)})")
-        value = m.structural[kind]
-        value = value() if callable(value) else value
-        if value != bound:
-            raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
-                          f"recomputed bound is {value}")
+        _structural(what, kind, up, m, bound)
         return r
     if kind != "kernel":
         raise _Reject(f"{what}.upper.kind: unknown upper bound kind {kind!r}")
@@ -210,11 +199,22 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
     return r
 
 
-def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
-    """The interval form (``shape``, ``lower``, ``upper``; no ``rank``): ``lo <= rank <= hi``.
+def _structural(what: str, kind: str, up: dict, m: _Matrix, bound: int) -> None:
+    """A structural ``upper`` part: no other field, and the bound recomputed from the case equals ``bound``."""
+    for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
+        raise _Reject(key)
+    if kind not in m.structural:
+        raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix "
+                      f"(available: {sorted(m.structural)})")
+    value = m.structural[kind]
+    value = value() if callable(value) else value
+    if value != bound:
+        raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
+                      f"recomputed bound is {value}")
 
-    ``upper`` is kernel vectors, or a structural bound of :data:`_INTERVAL_STRUCTURAL` recomputed here.
-    """
+
+def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
+    """The interval form (``shape``, ``lower``, ``upper`` kernel or ``_INTERVAL_STRUCTURAL``): ``lo <= rank <= hi``."""
     extra = [k for k in c if k not in ("shape", "lower", "upper")]
     if extra:
         raise _Reject(f"{what}.{extra[0]}: unknown field, not verified")
@@ -229,15 +229,7 @@ def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
     if hi <= lo:
         raise _Reject(f"{what}: an interval part needs lower {lo} < upper {hi} (equal bounds use the exact form)")
     if kind != "kernel":
-        for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
-            raise _Reject(key)
-        if kind not in m.structural:
-            raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix")
-        value = m.structural[kind]
-        value = value() if callable(value) else value
-        if value != hi:
-            raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {hi}, "
-                          f"recomputed bound is {value}")
+        _structural(what, kind, up, m, hi)
         return lo, hi
     K = _kernel_of(what, up, m)
     if not K:

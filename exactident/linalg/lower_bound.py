@@ -1,0 +1,127 @@
+"""Lower bounds on the rank of a rational matrix known through its images mod p.
+
+``rank_p(M) <= rank_Q(M)`` for every prime ``p`` not dividing a denominator, and
+``rank_p(M S) <= rank_p(M)`` for any ``S``: the best rank over a few random primes, of the
+matrix or of a cheaper sketch of it (random rows of a tall matrix, a column sketch of a wide
+one), is a certified lower bound.  Used by :func:`exactident.linalg.certified.certified_rank`
+and the engine's rank search (:mod:`exactident.ranks.certify`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import numpy as np
+
+from exactident.linalg.blas_modp import (
+    BLAS_PRIME_HI,
+    BLAS_PRIME_LO,
+    blas_primes,
+    rank_blas,
+    sketch_columns_sparse,
+    sketch_rows,
+)
+from exactident.linalg.modular import PRIME_HI, PRIME_LO, random_primes, rank_mod_p
+
+__all__ = ["modular_lower_bound"]
+
+
+def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
+                        rng: random.Random | None = None, n_primes: int = 1,
+                        stop_at: int | None = None, blas: bool = False,
+                        sketch: Callable[[int, int], np.ndarray] | None = None,
+                        shape: tuple[int, int] | None = None,
+                        uniform: bool = False) -> tuple[int, int, np.ndarray | None]:
+    """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
+
+    Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
+    bound such as ``dim``: nothing larger can come).
+
+    ``sketch(p, k)`` (with ``shape``, ``blas`` only), when given, returns ``A S mod p`` for some
+    ``n x k`` matrix ``S`` without building ``A`` (e.g.
+    :func:`exactident.model.gamma_modular.gamma_sketch_mod_p`).  For a wide ``A`` whose row count is
+    ``stop_at`` it is tried first: ``rank_p(A S) <= rank_p(A)`` for every ``S``, so when it reaches the
+    row count the rank is proved without the full image (time and memory of ``m x (m + 16)`` instead
+    of ``m x n``), and the image returned is that sketch.
+
+    With ``blas`` the primes are below ``2**21`` and the ranks are BLAS eliminations
+    (:mod:`exactident.linalg.blas_modp`), else word-size primes and FLINT.  With ``uniform`` each
+    prime is drawn uniformly from the primes of its range (rejection sampling,
+    :func:`exactident.linalg.montecarlo.uniform_prime`), so that the rank is also a Monte Carlo
+    sample with the bound of :func:`~exactident.linalg.montecarlo.failure_bound`.
+
+    Returns
+    -------
+    (rank, prime, image)
+        The best rank, the prime that gave it and the image mod that prime (``None`` when the
+        rank is that of a column sketch below the row count: the caller builds it if needed).
+    """
+    rng = rng or random.Random()
+    best: tuple[int, int, np.ndarray | None] | None = None
+    rank_fn = rank_blas if blas else rank_mod_p
+    if uniform:
+        from exactident.linalg.montecarlo import uniform_prime
+
+        lo, hi = (BLAS_PRIME_LO, BLAS_PRIME_HI) if blas else (PRIME_LO, PRIME_HI)
+        primes: list[int] = []
+        while len(primes) < n_primes:
+            primes.append(uniform_prime(rng, lo, hi, avoid, set(primes)))
+    else:
+        primes = blas_primes(n_primes, avoid, rng) if blas else random_primes(n_primes, avoid, rng)
+    for p in primes:
+        if blas and sketch is not None and shape is not None and stop_at == shape[0] \
+                and shape[1] > shape[0] + shape[0] // 8 + 16:
+            small = sketch(p, shape[0] + 16)
+            r_small = rank_fn(small, p)
+            if r_small == shape[0]:
+                return shape[0], p, small
+            del small
+            # rank-deficient: the sketch's rank is the bound (equal to rank_p A unless S was unlucky);
+            # the full image (rows x dim: gigabytes on MNIST) only if a caller's kernel needs it
+            if best is None or r_small > best[0]:
+                best = (r_small, p, None)
+            continue
+        image = image_mod_p(p)
+        m, n = image.shape
+        first: tuple[list[int], int] | None = None
+        if stop_at is not None and stop_at == n and m > n + n // 8 + 16:
+            # Tall: a random set of n + 16 rows usually has full column rank already, and the
+            # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.
+            rows = sorted(rng.sample(range(m), n + 16))
+            r_rows = rank_fn(image[rows], p)
+            if r_rows == n:
+                return n, p, image
+            first = (rows, r_rows)
+        if stop_at is not None and stop_at == m and n > m + m // 8 + 16:
+            # Wide, same idea with columns (e.g. Gamma with n N_L < dim: full row rank).
+            cols = sorted(rng.sample(range(n), m + 16))
+            if rank_fn(image[:, cols], p) == m:
+                return m, p, image
+            # a subset misses columns that are a small share of the matrix (the later layers'
+            # parameters beside the first layer's): a sparse column sketch mixes all of them.
+            # Seeded by p so the shared rng (and every later prime) is unchanged.
+            if blas and rank_fn(sketch_columns_sparse(image, m + 16, p, seed=p), p) == m:
+                return m, p, image
+        if blas and m > 2 * n + 64 and first is not None:
+            # Very tall, rank-deficient rows sample of rank r1: stack it with R A_rest for a random
+            # (n - r1 + 16) x (m - n - 16) matrix R.  Any such stack [A_rows; R A_rest] has rank at
+            # most rank A (a lower bound), equal to it unless R is unlucky (chance about rank / p),
+            # and then A's row space, so its reduced echelon kernel is A's too.  R needs only the
+            # rank the sample misses: a product n / (n - r1) times smaller than a full sketch.
+            rows, r1 = first
+            rest = np.setdiff1d(np.arange(m), rows)
+            image = np.vstack([image[rows], sketch_rows(image[rest], n - r1 + 16, p, rng)])
+        elif blas and m > 2 * n + 64:
+            # Very tall: the rank of R A for a random k x m matrix R (k = n + 16) is a lower bound
+            # for the rank of A (and equal to it unless R is unlucky, chance about rank / p); one
+            # product instead of an elimination over all m rows.  R A has A's row space then, so
+            # its reduced echelon kernel is A's too.
+            image = sketch_rows(image, n + 16, p, rng)
+        r = rank_fn(image, p)
+        if best is None or r > best[0]:
+            best = (r, p, image)
+        if stop_at is not None and r >= stop_at:
+            break
+    assert best is not None
+    return best
