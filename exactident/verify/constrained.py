@@ -23,7 +23,9 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
   needs a verified ``dead_units`` or ``constant_units`` part (a line of constant outputs on X
   leaving the rescaling orbit); ``inconclusive`` is refused when the verifier proves
   identifiability; ``decided_by`` must name a rule giving the verdict
-  (:data:`RULES`), backed by its part.
+  (:data:`RULES`), backed by its part;
+- the explain fields (``parameters``, ``units``, ``channels``, ``kernel_basis``, ``explanation``) are
+  accepted and reported as not verified.
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ from exactident.verify.schema import (
     validate,
 )
 
-__all__ = ["CONSTRAINED_REPORT", "MAX_RESOLUTIONS", "RULES", "verify_constrained"]
+__all__ = ["CONSTRAINED_REPORT", "EXPLAIN_NOT_VERIFIED", "MAX_RESOLUTIONS", "RULES", "verify_constrained"]
+
+#: The explain fields of a constrained network's report (``exactident explain``): accepted, not certified.
+EXPLAIN_NOT_VERIFIED = ("parameters", "units", "channels", "kernel_basis", "explanation")
 
 #: Tie resolutions the verifier enumerates at most (``2^ties``); beyond, an identifiable claim is refused.
 MAX_RESOLUTIONS = 4096
@@ -82,6 +87,7 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
     "reason": STR, "decided_by": STR, "numeric": Type(dict), "summary": List(STR), "provenance": Anything(),
     "certified": BOOL, "timed_out": BOOL, "stage": STR, "error_probability": Number(0, 1),
     "rank_gamma_interval": List(NAT, 2),
+    **{key: Anything() for key in ("parameters", "units", "channels", "kernel_basis", "explanation")},
     "patterns": List(Obj({"ties": List(Obj({"sample": NAT, "layer": Int(1), "neuron": NAT, "active": BOOL})),
                           "rank_gamma": Null(NAT), "rank_a": Null(NAT), "cs": Null(BOOL), "cn": Null(BOOL)},
                          {"reachable": AnyOf(Enum(True), Enum("unknown"))})),
@@ -276,4 +282,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
                          "on every tie resolution)")
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
+    shown = [key for key in EXPLAIN_NOT_VERIFIED if key in report]
+    if shown:  # docs/explain.md: the explain fields of a constrained network are not certified
+        msgs.append(f"not verified: {', '.join(shown)} (the explain fields of a constrained network are not "
+                    "re-checked; the verdict and certificate above are)")
     return not fails, msgs + fails
