@@ -188,4 +188,7 @@ def _family(name: str) -> Family:
                   _builder(name), _verify, _impossible(name))
 
 
+#: The families defined here (collected in ``exactident.suites.families.FAMILIES``).
+#:
+#: :meta hide-value:
 FAMILIES = [_family(name) for name in _SPECS]
