@@ -203,8 +203,7 @@ def test_kernel_blocks_against_the_sympy_oracle(seed):
 
 
 def test_cli_explain_on_a_format2_case(capsys, tmp_path):
-    """``explain`` text and ``--json`` on a format-2 case; verify-certificate accepts the report and says the explain
-    fields are not verified."""
+    """``explain`` text and ``--json`` on a format-2 case; verify-certificate re-checks the explain fields."""
     path = tmp_path / "conv.json"
     path.write_text(json.dumps({"format": "exactident-case/2", "name": "conv", "input_shape": [1, 2],
                                 "layers": CONV, "output": "flat", "sample": [["2", "0"], ["0", "3"]]}))
@@ -219,7 +218,8 @@ def test_cli_explain_on_a_format2_case(capsys, tmp_path):
     rpath.write_text(json.dumps(report))
     assert main(["verify-certificate", str(path), str(rpath)]) == 0
     out = capsys.readouterr().out
-    assert "not verified: parameters, units, channels, kernel_basis, explanation" in out
+    assert "explain fields valid: parameters, units, channels, kernel_basis" in out
+    assert "not verified: explanation (prose)" in out
 
 
 @pytest.mark.parametrize("name", ["conv1d-avgpool", "leaky-mlp", "prelu-mlp", "residual-mlp"])
@@ -235,3 +235,107 @@ def test_shipped_hand_cases_explained(name):
     assert ex.count("gauge") == report.extra["architecture"]["symmetry_dim"]
     if name == "prelu-mlp":
         assert [u["slope_parameter"] for u in ex.units] == ["act1.weight[0]", "act1.weight[1]", "act1.weight[2]"]
+
+
+def _explained_report(layers, output, sample, input_shape):
+    case = _case(layers, output, sample, input_shape)
+    report, ex = explain(case)
+    report.extra.update(ex.fields())
+    return case, json.loads(json.dumps(report.to_dict()))
+
+
+def _tamper_cases():
+    def cls(name, new, extra=None):
+        def f(r):
+            e = next(e for e in r["parameters"] if e["name"] == name)
+            for k in ("by", "witness", "line", "why"):
+                e.pop(k, None)
+            e.update({"class": new, **(extra or {})})
+        return f
+
+    def unit(key, value):
+        def f(r):
+            r["units"][0][key] = value
+        return f
+
+    def direction(r):
+        r["kernel_basis"][0]["directions"][0]["delta"]["conv1.weight[0,0,0]"] = "1"
+
+    def rank(r):
+        r["kernel_basis"][0]["rank_gamma"] = 1
+
+    def drop(r):
+        r["kernel_basis"][0]["directions"].pop()
+
+    def channel(r):
+        r["channels"][0]["local_rank"] = 1
+
+    def classes(r):
+        r["channels"][1]["classes"] = {"undetermined": 2}
+
+    return [
+        ("determined-claimed-undetermined", cls("conv1.bias[0]", "undetermined", {"witness": [0, 0]}), "parameters[2]"),
+        ("moved-claimed-determined", cls("conv1.weight[1,0,0]", "first-order-determined"), "parameters[1]"),
+        ("determined-claimed-not-identifiable", cls("conv1.weight[0,0,0]", "not-identifiable",
+                                                    {"by": "dead-units", "witness": "certificate"}), "parameters[0]"),
+        ("false-gauge", cls("conv1.weight[0,0,0]", "gauge"), "gauge"),
+        ("active-count", unit("n_active", 2), "units[0].n_active"),
+        ("dead-flag", unit("dead", True), "units[0].dead"),
+        ("local-rank", unit("local_rank", 2), "units[0].local_rank"),
+        ("not-a-kernel-vector", direction, "not a kernel vector"),
+        ("block-rank", rank, "rank_gamma"),
+        ("incomplete-block", drop, "rank_gamma"),
+        ("channel-rank", channel, "channels[0]"),
+        ("channel-classes", classes, "channels[1]"),
+    ]
+
+
+@pytest.mark.parametrize(("what", "tamper", "field"), _tamper_cases(), ids=[t[0] for t in _tamper_cases()])
+def test_verifier_catches_tampered_explain_fields(what, tamper, field):
+    """The conv case of the hand test above: the genuine explain fields verify; each tampered claim is refused,
+    the failure naming the field."""
+    from exactident.verify.certificate import verify_certificate
+
+    case, report = _explained_report(CONV, "flat", [["2", "0"], ["0", "3"]], [1, 2])
+    ok, msgs = verify_certificate(case, report, require_claims=True)
+    assert ok, msgs
+    bad = json.loads(json.dumps(report))
+    tamper(bad)
+    ok, msgs = verify_certificate(case, bad, require_claims=True)
+    assert not ok
+    assert any(field in m for m in msgs), msgs
+
+
+def test_verifier_checks_a_gauge_and_an_identifiable_explanation():
+    """The leaky case: identifiable classes need the verdict; the gauge must be the output weight (the only
+    parameter the rescaling moves with a nonzero row); a bias claimed as gauge is refused."""
+    from exactident.verify.certificate import verify_certificate
+
+    case, report = _explained_report(_mlp("leaky_relu", out_bias=False), "fc2", [["0"], ["1"]], [1])
+    assert verify_certificate(case, report, require_claims=True)[0]
+    bad = json.loads(json.dumps(report))
+    bad["parameters"][1]["class"], bad["parameters"][2]["class"] = "gauge", "identifiable"
+    ok, msgs = verify_certificate(case, bad, require_claims=True)
+    assert ok  # any parameter set whose rows of S_H are independent is a valid gauge: (1, -5, -2) has b = -5
+    bad["parameters"][1]["class"] = "identifiable"
+    ok, msgs = verify_certificate(case, bad, require_claims=True)
+    assert not ok and any("gauge" in m for m in msgs)
+
+
+def test_verifier_refuses_a_false_line():
+    """prelu-mlp (shipped hand case): its first kernel direction moves weights, slopes and biases of both layers and
+    the outputs on X move along it at second order; claiming it a straight line is refused (the verifier's own
+    polynomial forward pass in t)."""
+    from exactident.io.case import load_case
+    from exactident.verify.certificate import verify_certificate
+
+    case = load_case(ROOT / "cases" / "architectures" / "prelu-mlp.json")
+    report, ex = explain(case)
+    report.extra.update(ex.fields())
+    good = json.loads(json.dumps(report.to_dict()))
+    assert verify_certificate(case, good, require_claims=True)[0]
+    d0 = good["kernel_basis"][0]["directions"][0]
+    assert "line" not in d0 and len({k.split(".")[0] for k in d0["delta"]}) > 1
+    d0["line"] = True
+    ok, msgs = verify_certificate(case, good, require_claims=True)
+    assert not ok and any("kernel_basis[0].directions[0].line" in m for m in msgs)
