@@ -339,3 +339,13 @@ def test_verifier_refuses_a_false_line():
     d0["line"] = True
     ok, msgs = verify_certificate(case, good, require_claims=True)
     assert not ok and any("kernel_basis[0].directions[0].line" in m for m in msgs)
+
+
+def test_notebook_view_of_a_constrained_explanation():
+    """``exactident.explain`` on a format-2 file: the report carries the fields, the HTML names every parameter."""
+    import exactident
+
+    ex = exactident.explain(ROOT / "cases" / "architectures" / "leaky-mlp.json", progress=False)
+    assert {"parameters", "units", "channels", "kernel_basis"} <= set(ex.report.extra)
+    html = ex._repr_html_()
+    assert all(e["name"] in html for e in ex.parameters) and "gauge" in html

@@ -134,6 +134,31 @@ class ConstrainedExplanation:
         n_dir = sum(len(b.basis) for b in self.blocks)
         return f"ConstrainedExplanation({head}classes={counts}, kernel_directions={n_dir})"
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the verdict and reason, the explanation, one row per free parameter."""
+        from exactident.io.display import html_block
+
+        r = self.report
+        fields: list[tuple[str, Any]] = [] if r is None else [
+            ("verdict", r.verdict), ("decided by", r.decided_by), ("rank Gamma_free", r.rank_gamma),
+            ("dim_free", r.dim)]
+        rows = [[e["index"], e["name"], e["class"], e.get("by", ""), e.get("why", "")] for e in self.parameters]
+        return html_block("Explanation" + ("" if r is None else f" {r.name}"), fields,
+                          ([] if r is None else [r.reason]) + self.lines,
+                          (["theta", "parameter", "class", "by", "why"], rows))
+
+    def parameters_frame(self) -> Any:
+        """The field ``parameters`` as a pandas DataFrame.
+
+        Raises
+        ------
+        UnsupportedCaseError
+            When pandas is not installed.
+        """
+        from exactident.io.display import to_frame
+
+        return to_frame(self.parameters)
+
     def count(self, cls: str) -> int:
         """Number of parameters of class ``cls``."""
         return sum(1 for e in self.parameters if e["class"] == cls)
