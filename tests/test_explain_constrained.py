@@ -349,3 +349,29 @@ def test_notebook_view_of_a_constrained_explanation():
     assert {"parameters", "units", "channels", "kernel_basis"} <= set(ex.report.extra)
     html = ex._repr_html_()
     assert all(e["name"] in html for e in ex.parameters) and "gauge" in html
+
+
+def test_constant_unit_certificate_is_taken_into_the_chart():
+    """fc1 = [[0, 1], [1, 1]] x + (1, -1/2), leaky slope 1/10, fc2 = 2 h_0 + 3 h_1, samples (x_0, 0): unit 0 has
+    z = x_1 + 1 = 1 at every sample (a constant unit), and the constant-unit certificate moves v_0 = fc2.weight[0,0]
+    by +1 and c = fc2.bias[0] by -1.  v_0 is unit 0's gauge (the output layer first), so the direction is taken into
+    the chart by hand: unit 0's rescaling moves (w_00, w_01, b_0, v_0) by (0, 1, 1, -2) s (w_00 = 0); sigma with
+    sigma_{v_0} = 1 is (0, -1/2, -1/2, 1), and delta - sigma moves w_01 and b_0 by +1/2 and c by -1, v_0 not at all.
+    So fc1.weight[0,1], fc1.bias[0] and fc2.bias[0] are not-identifiable (constant-units); fc1.weight[0,0] (value 0,
+    its column v_0 x_0) is not moved by it."""
+    from exactident.verify.certificate import verify_certificate
+
+    layers = [{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["0", "1"], ["1", "1"]],
+               "bias": ["1", "-1/2"]},
+              {"name": "r", "op": "leaky_relu", "negative_slope": "1/10", "inputs": ["fc1"]},
+              {"name": "fc2", "op": "linear", "inputs": ["r"], "weight": [["2", "3"]], "bias": ["0"]}]
+    case, report = _explained_report(layers, "fc2", [["-2", "0"], ["-1", "0"], ["1", "0"], ["2", "0"], ["3", "0"]],
+                                     [2])
+    assert (report["verdict"], report["decided_by"]) == ("not-identifiable", "constant-units")
+    cls = {e["name"]: (e["class"], e.get("by")) for e in report["parameters"]}
+    assert cls["fc2.weight[0,0]"] == ("gauge", None) and cls["fc2.weight[0,1]"] == ("gauge", None)
+    for name in ("fc1.weight[0,1]", "fc1.bias[0]", "fc2.bias[0]"):
+        assert cls[name] == ("not-identifiable", "constant-units")
+    assert cls["fc1.weight[0,0]"][0] != "not-identifiable"
+    assert report["units"][0]["constant"] and not report["units"][0]["dead"]
+    assert verify_certificate(case, report, require_claims=True)[0]

@@ -19,9 +19,9 @@ weights before biases, largest ``|theta_j|`` first, ``j`` joins ``F`` when the r
 - ``gauge``: in ``F`` (known only up to the rescalings);
 - ``identifiable`` (``by: free-rank``): the verdict is identifiable;
 - ``not-identifiable`` (``by``: the certificate's kind): the verified certificate's direction
-  (a dead-unit or constant-unit line, or an entering-submersion direction taken into the chart
-  by subtracting its part in ``S_H``) moves ``theta_j``: arbitrarily close to ``theta`` a
-  parameter with the outputs of ``theta`` on ``X``, another function and another ``theta_j``;
+  (a dead-unit or constant-unit line, or an entering-submersion direction), taken into the chart
+  by subtracting its part in ``S_H``, moves ``theta_j``: arbitrarily close to ``theta`` a
+  parameter of the chart with the outputs of ``theta`` on ``X``, another function and another ``theta_j``;
 - ``first-order-determined``: no vector of ``K_F(s)`` moves it, for every tie resolution ``s``;
 - ``undetermined``: a vector of some ``K_F(s)`` moves it (a first-order statement: the sample does
   not pin it modulo ``S_H``; a symmetry the family has beyond ``S_H`` could keep the function);
@@ -270,26 +270,29 @@ def _chart_kernel(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pat
 
 
 def _certificate_direction(report: Report, sym: Symmetry, gauge: Sequence[int], k: int) -> tuple[str, list] | None:
-    """The verified certificate's direction in theta, taken into the chart; ``(kind, delta)`` or None."""
+    """The verified certificate's direction in theta, taken into the chart (:func:`_into_chart`); ``(kind, delta)``
+    or None (a submersion certificate has no direction)."""
     cert = report.certificate or {}
-    if "dead_units" in cert:
-        delta = [flint.fmpq(0)] * k
-        delta[int(cert["dead_units"]["parameter"])] = flint.fmpq(-1)
-        return "dead-units", delta
-    for key in ("constant_units", "entering_submersion"):
-        if key in cert:
-            delta = [flint.fmpq(0)] * k
+    zero = flint.fmpq(0)
+    for key in ("dead_units", "constant_units", "entering_submersion"):
+        if key not in cert:
+            continue
+        delta = [zero] * k
+        if key == "dead_units":
+            delta[int(cert[key]["parameter"])] = flint.fmpq(-1)
+        else:
             for j, v in cert[key]["delta"]:
-                delta[int(j)] = flint.fmpq(*map(int, str(v).split("/"))) if "/" in str(v) else flint.fmpq(int(v))
-            if key == "entering_submersion" and gauge:
-                delta = _into_chart(delta, sym, gauge)
-            return key.replace("_", "-"), delta
+                num, _, den = str(v).partition("/")
+                delta[int(j)] = flint.fmpq(int(num), int(den or 1))
+        return key.replace("_", "-"), _into_chart(delta, sym, gauge) if gauge else delta
     return None
 
 
 def _into_chart(delta: list[flint.fmpq], sym: Symmetry, gauge: Sequence[int]) -> list[flint.fmpq]:
-    """``delta - sigma`` with ``sigma`` in ``S_H`` and ``sigma_F = delta_F`` (``S_H`` is in every kernel, keeps every
-    tie's pre-activation at 0 to first order and keeps the function)."""
+    """``delta - sigma`` with ``sigma`` in ``S_H`` and ``sigma_F = delta_F``: the tangent at ``t = 0`` of
+    ``g(t) . theta(t)``, ``theta(t)`` the certificate's curve and ``g(t)`` in ``H`` the rescaling that keeps the
+    gauge at its values (it exists near ``t = 0`` as ``S_H`` maps onto the gauge coordinates).  ``H`` keeps the
+    function, so the new curve keeps the outputs on ``X`` and realises the certificate's other functions."""
     zero = flint.fmpq(0)
     m = len(sym.basis)
     B_F = flint.fmpq_mat(m, m, [col.get(j, zero) for j in gauge for col in sym.basis])
@@ -310,10 +313,10 @@ def _classify(names, gauge, report: Report, blocks: Sequence[FreeBlock], covers_
         moved = next(((b, d) for b, blk in enumerate(blocks) for d, vec in enumerate(blk.basis) if vec[j]), None)
         line = next(((b, d) for b, blk in enumerate(blocks) for d, vec in enumerate(blk.basis)
                      if vec[j] and blk.lines[d]), None)
-        if cert is not None and cert[1][j] != zero:
-            e.update({"class": "not-identifiable", "by": cert[0], "witness": "certificate"})
-        elif j in gauge:
+        if j in gauge:
             e.update({"class": "gauge", "why": "held at its value to remove the rescalings S_H (the chart)"})
+        elif cert is not None and cert[1][j] != zero:
+            e.update({"class": "not-identifiable", "by": cert[0], "witness": "certificate"})
         elif report.verdict == "identifiable":
             e.update({"class": "identifiable", "by": "free-rank"})
         elif moved is not None:

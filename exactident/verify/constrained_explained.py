@@ -16,9 +16,9 @@ Nothing is trusted; from the compiled network and the sample, with the verifier'
   ``delta`` and ``-delta``;
 - each ``parameters`` entry's class against its witness: ``identifiable`` needs the identifiable
   verdict (itself verified); ``not-identifiable`` a verified certificate part of its ``by`` whose
-  direction moves the parameter (an entering-submersion direction taken into the chart by
-  subtracting its part in ``S_H``); ``first-order-determined`` complete blocks for every tie
-  resolution, none moving it; ``undetermined`` a verified direction (its ``witness``) moving it;
+  direction, taken into the chart by subtracting its part in ``S_H``, moves the parameter;
+  ``first-order-determined`` complete blocks for every tie resolution, none moving it;
+  ``undetermined`` a verified direction (its ``witness``) moving it;
 - each ``units`` and ``channels`` entry recomputed: sign counts, kind, slope, dead, silent, constant,
   the local ranks (sympy over QQ, :func:`~exactident.verify.arith.rank_qq`), the channel's parameters
   and the counts of their classes.
@@ -135,17 +135,15 @@ def _moved_by_certificate(facts: ConstrainedFacts, cert: dict[str, Any], key: st
     part = cert.get(key)
     if not isinstance(part, dict):
         return set()
-    if key == "dead_units":
-        return {int(part["parameter"])}
     k = facts.cn.n_params
     delta = [flint.fmpq(0)] * k
-    for j, v in part["delta"]:
+    if key == "dead_units" and 0 <= int(part["parameter"]) < k:
+        delta[int(part["parameter"])] = flint.fmpq(-1)
+    for j, v in part.get("delta", []) if key != "dead_units" else []:
         if 0 <= j < k:
             num, _, den = str(v).partition("/")
             delta[j] = flint.fmpq(int(num), int(den or 1))
-    if key == "entering_submersion":
-        delta = _chart(delta, facts, gauge)
-    return {j for j, v in enumerate(delta) if v != 0}
+    return {j for j, v in enumerate(_chart(delta, facts, gauge)) if v != 0}
 
 
 def _parameters(facts: ConstrainedFacts, report: dict[str, Any], blocks: list[_Block], gauge: list[int],
