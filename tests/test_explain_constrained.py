@@ -175,7 +175,8 @@ def _oracle_jacobian(cn, X, active):
 @pytest.mark.parametrize("seed", range(10))
 def test_kernel_blocks_against_the_sympy_oracle(seed):
     """Every block: its rank is the oracle's rank of d f(X) / d theta at that tie resolution, its directions are
-    zero on the gauge, in the oracle's kernel and independent, dim_free - rank of them; the gauge meets S_H in 0."""
+    zero on the gauge, in the oracle's kernel and independent, dim_free - rank of them, and they move the parameters
+    the oracle's own kernel in the chart moves; the gauge meets S_H in 0; the classes follow (no certificate asked)."""
     cn = random_constrained(seed)
     X = random_sample(seed, random.Random(seed).randint(1, 4), cn.widths[0])
     report = check_constrained(cn, X, structural=False)
@@ -199,6 +200,14 @@ def test_kernel_blocks_against_the_sympy_oracle(seed):
             assert J * sp.Matrix(vec) == sp.zeros(J.rows, 1)
         if blk.basis:
             assert sp.Matrix(blk.basis).rank() == len(blk.basis)
+        cols = [j for j in range(cn.n_params) if j not in ex.gauge]  # the oracle's own kernel in the chart
+        null = J[:, cols].nullspace() if J.rows else [sp.eye(len(cols))[:, c] for c in range(len(cols))]
+        assert len(null) == len(blk.basis)
+        assert {cols[c] for v in null for c in range(len(cols)) if v[c] != 0} == \
+            {j for vec in blk.basis for j, x in enumerate(vec) if x}
+    moved = {j for blk in ex.blocks for vec in blk.basis for j, x in enumerate(vec) if x}
+    for j, e in enumerate(ex.parameters):
+        assert e["class"] == ("gauge" if j in ex.gauge else "undetermined" if j in moved else "first-order-determined")
     assert len(ex.parameters) == cn.n_params
 
 
