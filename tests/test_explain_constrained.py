@@ -384,3 +384,20 @@ def test_constant_unit_certificate_is_taken_into_the_chart():
     assert cls["fc1.weight[0,0]"][0] != "not-identifiable"
     assert report["units"][0]["constant"] and not report["units"][0]["dead"]
     assert verify_certificate(case, report, require_claims=True)[0]
+
+
+def test_past_the_kernel_cap_classes_are_unknown_and_say_why(monkeypatch):
+    """With the exact kernel out of budget, every parameter outside the gauge is unknown (no kernel claimed), the
+    reason names the size, and the report still verifies."""
+    import exactident.explain.constrained as mod
+    from exactident.verify.certificate import verify_certificate
+
+    monkeypatch.setattr(mod, "MAX_CONSTRAINED_KERNEL_ENTRIES", 3)
+    case, report = _explained_report(_mlp("leaky_relu", out_bias=True), "fc2", [["0"], ["1"], ["2"]], [1])
+    assert report["kernel_basis"] == []
+    cls = {e["name"]: e for e in report["parameters"]}
+    assert cls["fc2.weight[0,0]"]["class"] == "gauge"
+    for name in ("fc1.weight[0,0]", "fc1.bias[0]", "fc2.bias[0]"):
+        assert cls[name]["class"] in ("unknown", "not-identifiable")
+    assert any("entries, more than 3" in e.get("why", "") for e in report["parameters"])
+    assert verify_certificate(case, report, require_claims=True)[0]
