@@ -22,6 +22,7 @@ from exactident.progress import showing
 
 if TYPE_CHECKING:
     from exactident.crosscheck.core import CaseCrosscheck
+    from exactident.explain.constrained import ConstrainedExplanation
     from exactident.explain.core import Explanation
     from exactident.explain.design import Design
     from exactident.io.case import Case
@@ -42,7 +43,7 @@ def _case(case: Case | str | os.PathLike[str], sample: Any) -> Case:
 
 
 def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None, seed: int | None = 0,
-            sample: Any = None, progress: bool | None = None) -> Explanation:
+            sample: Any = None, progress: bool | None = None) -> Explanation | ConstrainedExplanation:
     """Explain the verdict on ``case``: per parameter what the sample determines, the exact kernel of ``Gamma``.
 
     Parameters
@@ -65,7 +66,10 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         ``first-order-determined``, ``unknown``, ``fixed``; docs/explain.md), neuron diagnostics and
         kernel directions, all exact.  ``.report`` is the report, with the fields ``parameters``,
         ``neurons``, ``kernel_basis`` and ``explanation`` added (so ``.report.parameters_frame()``
-        has the classes).
+        has the classes).  A layer graph beyond the plain ReLU MLP gets a
+        :class:`~exactident.explain.constrained.ConstrainedExplanation`: per free parameter (named as
+        the framework names it), per unit and per convolution channel (report fields ``parameters``,
+        ``units``, ``channels``, ``kernel_basis``, ``explanation``).
 
     Raises
     ------

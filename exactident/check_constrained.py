@@ -187,6 +187,15 @@ def line_kernel(cn: ConstrainedNetwork, state: FreeState, sym: Symmetry, rng: ra
     return (bound, K) if bound < sym.dim_free else None
 
 
+def rng_seed_for_certificates(seed: int | None) -> int | None:
+    """The seed of the certificate search's own random stream (None: unseeded, as ``seed``).
+
+    >>> rng_seed_for_certificates(0) != rng_seed_for_certificates(1)
+    True
+    """
+    return None if seed is None else 7_919 * seed + 104_729
+
+
 def _tie_dicts(state: FreeState) -> list[dict[str, int]]:
     return [{"sample": i, "layer": l, "neuron": v} for i, l, v in state.ties]
 
@@ -350,16 +359,19 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         if structural:
             from exactident.boundary.dead_units import find_dead_units
 
+            # a stream of its own: the certificates (hence the verdict) must not depend on how many random
+            # primes the rank stage drew, which differs between the verdict-first and the exact-ranks orders
+            cert_rng = random.Random(rng_seed_for_certificates(seed))
             stage("dead-unit certificate", units=sum(cn.widths[1:-1]))
-            found = find_dead_units(cn, X, state, rng)
+            found = find_dead_units(cn, X, state, cert_rng)
             if found is None:
                 from exactident.boundary.submersion import find_entering_submersion, find_submersion
 
                 stage("submersion certificate", rows=len(X) * cn.widths[-1], cols=cn.n_params)
                 if not free_ties:  # F_X smooth near theta: persistent ties only
-                    found = find_submersion(cn, X, rng)
+                    found = find_submersion(cn, X, cert_rng)
                 else:
-                    found = find_entering_submersion(cn, X, rng)
+                    found = find_entering_submersion(cn, X, cert_rng)
         if found is not None:  # the certificate part and the rule are named after its kind
             verdict, decided = "not-identifiable", found["kind"]
             reason += f"; but {found['why']}"

@@ -191,3 +191,20 @@ def test_cli_exact_ranks_for_a_constrained_case(tmp_path, capsys):
     assert fast["rank_gamma_interval"] == [2, 5] and "montecarlo" in fast
     assert slow["rank_gamma"] == 2 and "rank_gamma_interval" not in slow and "montecarlo" not in slow
     assert slow["verdict"] == fast["verdict"] == "inconclusive" and slow["cs"] is False
+
+
+def test_certificate_search_does_not_depend_on_the_rank_order():
+    """Regression: the submersion certificate's random points came from the rank stage's stream, so the exact-ranks
+    order (more primes drawn first) missed the certificate the verdict-first order found on this generated leaky
+    1-2-1 network (1-D input: few random points raise the rank).  Both orders now search with streams of their own."""
+    import exactident.suites.generate as g
+    from exactident.io.case import parse_case
+    from exactident.suites.families import get_family
+    from exactident.suites.rng import HashRng
+
+    req = g.Request("leaky-mlp", (1, 2, 1), 5, 1)
+    draft = get_family(req.family).build(HashRng(g.STREAM, req.family, list(req.widths), req.seed, req.index,
+                                                 req.n_samples), list(req.widths), req.index, req.n_samples)
+    case = parse_case(g.draft_to_case_obj(draft, "leaky"))
+    fast, slow = check(case, numeric=False), check(case, numeric=False, exact_ranks=True)
+    assert fast.verdict == slow.verdict == "not-identifiable" and fast.decided_by == slow.decided_by

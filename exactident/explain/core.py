@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exactident.budget import stage
+from exactident.explain.constrained import ConstrainedExplanation
 from exactident.explain.kernel import gamma_kernel
 from exactident.explain.neurons import neuron_entries
 from exactident.explain.parameters import KernelBlock, classify, constant_line, fixed_names
@@ -139,8 +140,12 @@ def _certificate_deltas(report: Report) -> tuple[dict[str, dict[str, str]], list
 
 
 def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None, seed: int | None = 0,
-            sample: Any = None) -> tuple[Report, Explanation]:
+            sample: Any = None) -> tuple[Report, Explanation | ConstrainedExplanation]:
     """Explain the verdict on ``case``: parameter classes, neuron diagnostics, kernel directions.
+
+    A case beyond the plain ReLU MLP (a layer graph with convolution, pooling, skips, leaky ReLU or
+    PReLU) gets a :class:`~exactident.explain.constrained.ConstrainedExplanation` instead: per free
+    parameter, per unit and per channel (:func:`exactident.explain.constrained.explain_constrained`).
 
     Parameters
     ----------
@@ -156,7 +161,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
 
     Returns
     -------
-    (Report, Explanation)
+    (Report, Explanation or ConstrainedExplanation)
 
     Raises
     ------
@@ -180,6 +185,12 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         from exactident.io.importers.load import as_case
 
         case = as_case(case, sample)
+    if not case.is_plain:  # the constrained engine's report and kernels, never the plain engine's
+        from exactident.check import check
+        from exactident.explain.constrained import explain_constrained
+
+        report = report if report is not None else check(case, numeric=False, seed=seed)
+        return report, explain_constrained(case.compiled, case.X, report, seed=seed)
     if report is None:
         from exactident.check import check
 
@@ -226,7 +237,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
     return report, ex
 
 
-def add_explanation(case: Case, report: Report, *, seed: int | None = 0) -> Explanation:
+def add_explanation(case: Case, report: Report, *, seed: int | None = 0) -> Explanation | ConstrainedExplanation:
     """Run :func:`explain` on an existing report and add its fields to ``report.extra``."""
     _, ex = explain(case, report=report, seed=seed)
     report.extra.update(ex.fields())

@@ -18,7 +18,8 @@ from exactident.io.report import Report, escape_nonprintable
 # ``ex`` below is an :class:`exactident.explain.core.Explanation` (not imported: core imports this module).
 Explanation = Any
 
-__all__ = ["compress_names", "direction_texts", "explanation_lines", "framework_text", "render_explanation"]
+__all__ = ["compress_names", "direction_texts", "explanation_lines", "framework_text", "render_constrained",
+           "render_explanation"]
 
 _NAME = re.compile(r"(W|b)_(\d+)\[(\d+)(?:,(\d+))?\]")
 
@@ -163,7 +164,9 @@ def explanation_lines(report: Report, ex: Explanation, deltas: Mapping[str, Mapp
 
 
 def render_explanation(report: Report, ex: Explanation, *, max_directions: int = 20) -> str:
-    """The terminal view of ``exactident explain`` (names escaped)."""
+    """The terminal view of ``exactident explain`` (names escaped); see :func:`render_constrained` for the other."""
+    if hasattr(ex, "units"):
+        return render_constrained(report, ex, max_directions=max_directions)
     esc = escape_nonprintable
     lines = [f"{esc(report.name)}: {report.verdict} (rank Gamma = {report.rank_gamma}, "
              f"rank A = {'-' if report.rank_a is None else report.rank_a}, dim = {report.dim}, "
@@ -189,3 +192,40 @@ def render_explanation(report: Report, ex: Explanation, *, max_directions: int =
     lines.append(f"  ({ex.seconds:.2f}s after the report)")
     return "\n".join(lines) + "\n"
 
+
+
+def render_constrained(report: Report, ex: Explanation, *, max_directions: int = 20) -> str:
+    """The terminal view of ``exactident explain`` on a constrained network (a ``ConstrainedExplanation``)."""
+    esc = escape_nonprintable
+    lines = [f"{esc(report.name)}: {report.verdict} (rank Gamma_free = {report.rank_gamma}, dim_free = {report.dim}, "
+             f"n*N_L = {report.n_samples * report.widths[-1]})", f"  {esc(report.reason)}"]
+    lines += [f"  {esc(line)}" for line in ex.lines]
+    by_class: dict[str, list[str]] = {}
+    for e in ex.parameters:
+        key = e["class"] + (f" ({e['by']})" if e["class"] == "not-identifiable" else "")
+        by_class.setdefault(key, []).append(e["name"])
+    lines.append("  parameters by class:")
+    for key, names in by_class.items():
+        shown = ", ".join(names[:12]) + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+        lines.append(f"    {key} [{len(names)}]: {esc(shown)}")
+    lines.append("  units (active / tie / slope side of n samples; local rank of its own parameters):")
+    n = report.n_samples
+    for u in ex.units:
+        if u["kind"] == "linear" and not u["local_full"]:
+            continue  # carriers and pooling units: nothing of their own
+        flags = [f for f in ("dead", "constant") if u[f]] + ([] if u["pinned"] else ["not pinned alone"])
+        lines.append(f"    {esc(u['name'])} [{u['kind']}]: {u['n_active']} / {u['n_tie']} / {u['n_slope_side']} "
+                     f"of {n}; local rank {u['local_rank']} of {u['local_full']}"
+                     + (f"; {', '.join(flags)}" if flags else ""))
+    texts = []
+    for blk in ex.blocks:
+        where = "" if blk.active is None else "s" + "".join("+" if a else "-" for a in blk.active) + "."
+        for d, (vec, line) in enumerate(zip(blk.basis, blk.lines)):
+            texts.append(f"{where}d{d} = {combination_text(vec, ex.names)}" + ("  [line]" if line else ""))
+    if texts:
+        lines.append(f"  kernel directions in the chart ({len(texts)}, integer basis; exact integers in --json):")
+        lines += [f"    {esc(t)}" for t in texts[:max_directions]]
+        if len(texts) > max_directions:
+            lines.append(f"    ... ({len(texts) - max_directions} more in --json)")
+    lines.append(f"  ({ex.seconds:.2f}s after the report)")
+    return "\n".join(lines) + "\n"

@@ -57,7 +57,9 @@ class Draft:
 
     ``params`` go into the case's ``generator`` block (JSON-ready values);
     ``aux`` holds whatever the property check needs (a base network, a kink
-    point) and is not written.
+    point) and is not written.  ``graph``, when set, is a layer graph
+    (``{"input_shape", "layers", "output"}`` of an ``exactident-case/2`` file, numbers as
+    ``"p/q"`` strings): the case is written in format 2 and ``W``, ``b`` are empty.
     """
 
     widths: list[int]
@@ -67,6 +69,7 @@ class Draft:
     params: dict[str, Any] = field(default_factory=dict)
     aux: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    graph: dict[str, Any] | None = None
 
     @property
     def L(self) -> int:
@@ -74,7 +77,8 @@ class Draft:
 
     def copy(self) -> Draft:
         return Draft(list(self.widths), [[list(r) for r in Wl] for Wl in self.W], [list(bl) for bl in self.b],
-                     [list(x) for x in self.X], dict(self.params), dict(self.aux), self.description)
+                     [list(x) for x in self.X], dict(self.params), dict(self.aux), self.description,
+                     None if self.graph is None else dict(self.graph))
 
 
 def random_draft(rng: HashRng, widths: list[int], n: int) -> Draft:
@@ -88,7 +92,14 @@ def random_draft(rng: HashRng, widths: list[int], n: int) -> Draft:
 
 
 def draft_to_case_obj(draft: Draft, name: str) -> dict[str, Any]:
-    """The ``exactident-case/1`` object (no ``expected`` yet)."""
+    """The ``exactident-case/1`` object (no ``expected`` yet); ``exactident-case/2`` for a draft with a ``graph``."""
+    if draft.graph is not None:
+        obj2: dict[str, Any] = {"format": "exactident-case/2", "name": name}
+        if draft.description:
+            obj2["description"] = draft.description
+        obj2.update({"input_shape": list(draft.graph["input_shape"]), "layers": draft.graph["layers"],
+                     "output": draft.graph["output"], "sample": [[fstr(v) for v in x] for x in draft.X]})
+        return obj2
     obj: dict[str, Any] = {"format": "exactident-case/1", "name": name}
     if draft.description:
         obj["description"] = draft.description

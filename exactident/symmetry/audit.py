@@ -259,9 +259,10 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
     fixed = fixed_edges(victim)
     params = free_parameters(victim, fixed)
     if victim.dim <= explain_max_dim:
-        from exactident.explain.core import explain
+        from exactident.explain.core import Explanation, explain
 
         _, ex = explain(case, report=report, seed=seed)
+        assert isinstance(ex, Explanation)  # the victim is a plain MLP
         neurons = ex.neurons
         for e in neurons:
             e["under_determined_by"] = "kernel" if e.get("under_determined") else None

@@ -26,7 +26,9 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
   needs a verified ``dead_units`` or ``constant_units`` part (a line of constant outputs on X
   leaving the rescaling orbit); ``inconclusive`` is refused when the verifier proves
   identifiability; ``decided_by`` must name a rule giving the verdict
-  (:data:`RULES`), backed by its part.
+  (:data:`RULES`), backed by its part;
+- the explain fields ``parameters``, ``units``, ``channels`` and ``kernel_basis``
+  (:mod:`exactident.verify.constrained_explained`); ``explanation`` is prose, printed as not verified.
 """
 
 from __future__ import annotations
@@ -56,7 +58,10 @@ from exactident.verify.schema import (
     validate,
 )
 
-__all__ = ["CONSTRAINED_REPORT", "MAX_RESOLUTIONS", "RULES", "verify_constrained"]
+__all__ = ["CONSTRAINED_REPORT", "EXPLAIN_NOT_VERIFIED", "MAX_RESOLUTIONS", "RULES", "verify_constrained"]
+
+#: The explain field of a constrained network's report that is prose (the others are verified).
+EXPLAIN_NOT_VERIFIED = ("explanation",)
 
 #: Tie resolutions the verifier enumerates at most (``2^ties``); beyond, an identifiable claim is refused.
 MAX_RESOLUTIONS = 4096
@@ -86,6 +91,16 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
     "certified": BOOL, "timed_out": BOOL, "stage": STR, "error_probability": Number(0, 1),
     "rank_gamma_interval": List(NAT, 2),
     "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
+    "parameters": List(Obj({"name": STR, "index": NAT, "class": Enum(
+        "gauge", "identifiable", "not-identifiable", "first-order-determined", "undetermined", "unknown")},
+        {"by": STR, "witness": AnyOf(Enum("certificate"), List(NAT, 2)), "line": Enum(True), "why": STR})),
+    "units": List(Obj({key: Anything() for key in (
+        "layer", "unit", "name", "kind", "slope", "slope_parameter", "n_active", "n_tie", "n_slope_side", "dead",
+        "silent", "constant", "local_rank", "local_full", "pinned")})),
+    "channels": List(Type(dict)),
+    "kernel_basis": List(Obj({"active": AnyOf(Type(type(None)), List(BOOL)), "rank_gamma": NAT,
+                              "directions": List(Obj({"delta": Type(dict)}, {"line": Enum(True)}))})),
+    "explanation": List(STR),
     "patterns": List(Obj({"ties": List(Obj({"sample": NAT, "layer": Int(1), "neuron": NAT, "active": BOOL})),
                           "rank_gamma": Null(NAT), "rank_a": Null(NAT), "cs": Null(BOOL), "cn": Null(BOOL)},
                          {"reachable": AnyOf(Enum(True), Enum("unknown"))})),
@@ -283,6 +298,15 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
                          "on every tie resolution)")
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
+    from exactident.verify.constrained_explained import verify_constrained_explained
+
+    bad, more = verify_constrained_explained(
+        facts, report, persistent=persistent, everyone=everyone, rank_at=ranks.at,
+        verified_parts={**line_ok, "dead_units": line_ok.get("dead_units", False)})
+    fails += bad
+    msgs += more
+    if "explanation" in report:
+        msgs.append("not verified: explanation (prose)")
     return not fails, msgs + fails
 
 

@@ -12,7 +12,7 @@ docs/suites.md lists the families and their guarantees.
 
 from __future__ import annotations
 
-from exactident.suites.families import basic, boundary, floats, gap, trained
+from exactident.suites.families import architectures, basic, boundary, floats, gap, trained
 from exactident.suites.families.common import Family, Unmet
 
 __all__ = ["FAMILIES", "Family", "get_family"]
@@ -20,7 +20,7 @@ __all__ = ["FAMILIES", "Family", "get_family"]
 
 def _families() -> dict[str, Family]:
     out: dict[str, Family] = {}
-    for module in (basic, boundary, gap, floats, trained):
+    for module in (basic, boundary, gap, floats, trained, architectures):
         for fam in module.FAMILIES:
             out[fam.name] = fam
     return out
