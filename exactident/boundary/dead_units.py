@@ -1,15 +1,18 @@
-"""Dead-unit and constant-unit certificates of non-identifiability for a constrained network (any architecture).
+"""Dead-unit and constant-unit certificates of non-identifiability for a constrained network (any
+architecture).
 
-*Dead units*: ReLU units (kinked, slope fixed 0) strictly negative on every sample; *silent*
-units: any unit whose output is 0 on every sample (dead units, or e.g. a pooling unit over
-dead units).  A free parameter ``theta_j`` all of whose occurrences lie in one layer ``l``
-and are either the bias of a dead unit of layer ``l`` or a weight ``W_l[i, k]`` leaving a
-silent unit ``k`` of layer ``l - 1`` gives the line ``theta(t) = theta - t e_j``, ``t >= 0``,
-along which the outputs on ``X`` are constant: dead units only get more negative and stay at
-0, moved weights multiply outputs that are 0 on ``X``.  *Constant units*: a unit with the same
-pre-activation ``z`` (output ``h``) on every sample whose outgoing weight ``W_{l+1}[i, v]`` is
-the only use of ``theta_j`` and the next bias ``b_{l+1}[i]`` the only use of ``theta_jb``: the
-line ``theta_j += t``, ``theta_jb -= h t`` keeps ``z_{l+1}[i]`` on ``X``.
+*Dead units*: ReLU units (kinked, slope fixed 0) strictly negative on every sample; *silent* units:
+any unit whose output is 0 on every sample (dead units, or e.g. a pooling unit over dead units), and
+any input coordinate that is 0 on every sample (a blank border pixel: the weights leaving it
+multiply 0 on ``X``, whatever the activation, leaky ReLU and PReLU included). A free parameter
+``theta_j`` all of whose occurrences lie in one layer ``l`` and are either the bias of a dead unit
+of layer ``l`` or a weight ``W_l[i, k]`` leaving a silent unit ``k`` of layer ``l - 1`` gives the
+line ``theta(t) = theta - t e_j``, ``t >= 0``, along which the outputs on ``X`` are constant: dead
+units only get more negative and stay at 0, moved weights multiply outputs that are 0 on ``X``.
+*Constant units*: a unit with the same pre-activation ``z`` (output ``h``) on every sample whose
+outgoing weight ``W_{l+1}[i, v]`` is the only use of ``theta_j`` and the next bias ``b_{l+1}[i]``
+the only use of ``theta_jb``: the line ``theta_j += t``, ``theta_jb -= h t`` keeps ``z_{l+1}[i]`` on
+``X``.
 
 Non-equivalence: an input ``x*`` and an ``eps > 0`` with the same activation pattern at ``x*``
 at ``t = 0`` and ``t = eps``, every kinked pre-activation nonzero at both.  With that pattern
@@ -61,9 +64,10 @@ def _dead(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
 
 
 def _silent(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
-    """Hidden units (of any kind) whose output is exactly 0 on every sample."""
+    """Units ``(l, v)`` whose output is exactly 0 on every sample: hidden units of any kind, and the input
+    coordinates ``(0, k)`` that are 0 on every sample (e.g. a border pixel of the digits)."""
     zero = flint.fmpq(0)
-    out = set()
+    out = {(0, int(k)) for k in np.flatnonzero(state.zero_inputs)} if state.zero_inputs is not None else set()
     for l in range(1, cn.L):
         table = state.Z[l - 1].table()
         for v in range(cn.widths[l]):
@@ -182,7 +186,11 @@ def _floats(cn: ConstrainedNetwork):
 
 def _ascend(W, b, a, l_t: int, v_t: int, x: np.ndarray, margin: float, gen: np.random.Generator,
             steps: int = 12) -> np.ndarray:
-    """Newton steps on ``z_{l_t, v_t}(x) = margin`` (float64, a search only)."""
+    """Newton steps on ``z_{l_t, v_t}(x) = margin`` (float64, a search only); ``l_t = 0``: the input itself."""
+    if l_t == 0:  # an input coordinate that is 0 on the sample: move it off 0
+        x = x.copy()
+        x[v_t] = margin
+        return x
     for _ in range(steps):
         h, J = x, np.eye(len(x))
         for l in range(1, l_t + 1):
@@ -292,7 +300,7 @@ def _certificate(cn, kind, delta, units, extra, eps, x, f0, f1) -> dict[str, Any
     if kind == "dead-units":
         j = extra["parameter"]
         return {"kind": kind, "parameter": j, "name": name(j), "units": [list(u) for u in units], "direction": "-1",
-                **common, "why": (f"unit(s) {unit_names} are dead on every sample: lowering {name(j)} keeps the "
+                **common, "why": (f"unit(s) {unit_names} output 0 on every sample: lowering {name(j)} keeps the "
                                   f"outputs on X while f(x*) changes (dead-unit certificate)")}
     (j, _one), (jb, mh) = sorted(delta.items(), key=lambda kv: kv[1] != 1)
     return {"kind": kind, "units": [list(u) for u in units], "value": extra["value"],

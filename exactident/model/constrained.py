@@ -216,7 +216,10 @@ class ConstrainedNetwork:
         return self.param_names[j] if 0 <= j < len(self.param_names) else f"theta_{j}"
 
     def unit_name(self, l: int, v: int) -> str:
-        """The name of unit ``v`` of layer ``l`` (``unit_names``, e.g. ``conv1[c=2,y=1,x=0]``), else ``(l,v)``."""
+        """The name of unit ``v`` of layer ``l`` (``unit_names``, e.g. ``conv1[c=2,y=1,x=0]``), else ``(l,v)``; ``x[v]``
+        for an input coordinate (``l = 0``)."""
+        if l == 0:
+            return f"x[{v}]"
         names = self.unit_names
         return names[l - 1][v] if 0 < l <= len(names) and 0 <= v < len(names[l - 1]) else f"({l},{v})"
 

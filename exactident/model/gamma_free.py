@@ -64,11 +64,14 @@ class FreeState:
         is the unit's negative slope.  Ties start resolved active (the ``>= 0`` pattern).
     ties : list of (sample, layer, unit)
         Kinked units with ``z == 0`` exactly (linear units never tie).
+    zero_inputs : bool ndarray ``(N_0,)`` or None
+        Input coordinates that are 0 on every sample (weights leaving them multiply 0 on ``X``).
     """
 
     Z: list[flint.fmpq_mat]
     pattern: list[np.ndarray]
     ties: list[tuple[int, int, int]]
+    zero_inputs: np.ndarray | None = None
 
 
 def free_state(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> FreeState:
@@ -102,7 +105,8 @@ def free_state(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> Fre
                 elif z == zero:
                     ties.append((i, l, int(v)))
         pattern.append(mask)
-    return FreeState(Z, pattern, ties)
+    zero_inputs = np.array([all(row[k] == 0 for row in X) for k in range(cn.widths[0])], dtype=bool) if n else None
+    return FreeState(Z, pattern, ties, zero_inputs)
 
 
 def persistent_ties(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[int]:

@@ -78,7 +78,7 @@ RANK_ONE = Obj({"shape": List(NAT, 2)},
                 "upper": Obj({"kind": STR}, {"bound": NAT, "source": STR, "nullity": NAT, "primes": List(NAT),
                                               "kernel": List(List(Tuple(NAT, Rational())))})})
 WITNESS = {"eps": Rational(), "x": List(Rational()), "f_0": List(Rational()), "f_eps": List(Rational())}
-UNITS = List(Tuple(Int(1), NAT))
+UNITS = List(Tuple(NAT, NAT))  # (layer, unit); layer 0 is an input coordinate (a blank input, dead_units)
 #: The schema of a constrained network's report (``exactident-report/1`` with ``architecture``).
 CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params": NAT, "rank_t": NAT,
                                                 "symmetry_dim": NAT, "dim_free": NAT},

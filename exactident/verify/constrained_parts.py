@@ -180,11 +180,18 @@ def check_free_rank(facts: ConstrainedFacts, part: dict) -> tuple[list[str], dic
 
 
 def _units_output(facts: ConstrainedFacts, units: Sequence[Sequence[int]], value: flint.fmpq, where: str) -> list[str]:
-    """Failures unless every unit listed is hidden and outputs ``value`` on every sample."""
+    """Failures unless every unit listed is hidden, or an input coordinate (``l = 0``), and outputs ``value`` on every
+    sample."""
     cn, fails = facts.cn, []
     for u, (l, v) in enumerate(units):
+        if l == 0 and 0 <= v < cn.widths[0]:
+            bad = [i for i, row in enumerate(facts.X) if flint.fmpq(row[v]) != value]
+            if bad:
+                fails.append(f"{where}[{u}]: input x[{v}] is {flint.fmpq(facts.X[bad[0]][v])} on sample {bad[0]}, "
+                             f"not {value}")
+            continue
         if not (1 <= l < cn.L and v < cn.widths[l]):
-            fails.append(f"{where}[{u}]: ({l}, {v}) is not a hidden unit")
+            fails.append(f"{where}[{u}]: ({l}, {v}) is not a hidden unit or an input")
             continue
         Z, S = facts.forward[l - 1]
         a = cn.negative_slope[l - 1][v]
