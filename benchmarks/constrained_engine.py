@@ -24,19 +24,23 @@ from exactident.model.gamma_free import free_state
 from exactident.model.symmetry import rescaling_symmetry
 
 
-def digits_cnn(channels: int, seed: int = 0) -> ConstrainedNetwork:
-    rng = random.Random(seed)
-    H = Wd = 8
-    n_in, n_conv, n_pool, n_out = H * Wd, channels * H * Wd, channels * 16, 10
-    k = 0
-    kern = np.arange(channels * 9).reshape(channels, 3, 3)
-    k += channels * 9
+def conv_prelude(channels: int, K: int, n_conv: int, n_in: int, rng: random.Random) -> tuple:
+    """A conv layer's tied parameters: kernel and bias indices, their random values, empty ``W_1``/index arrays."""
+    kern = np.arange(channels * K * K).reshape(channels, K, K)
+    k = channels * K * K
     cbias = np.arange(k, k + channels)
     k += channels
     vals = [flint.fmpq(rng.choice([-1, 1]) * rng.randint(1, 99), rng.choice([7, 11, 13, 17])) for _ in range(k)]
     W1 = flint.fmpq_mat(n_conv, n_in)
     I1 = np.full((n_conv, n_in), -1, dtype=np.int64)
-    b1, bI1 = [], np.zeros(n_conv, dtype=np.int64)
+    return kern, cbias, k, vals, W1, I1, [], np.zeros(n_conv, dtype=np.int64)
+
+
+def digits_cnn(channels: int, seed: int = 0) -> ConstrainedNetwork:
+    rng = random.Random(seed)
+    H = Wd = 8
+    n_in, n_conv, n_pool, n_out = H * Wd, channels * H * Wd, channels * 16, 10
+    kern, cbias, k, vals, W1, I1, b1, bI1 = conv_prelude(channels, 3, n_conv, n_in, rng)
     for c in range(channels):
         for y in range(H):
             for x in range(Wd):

@@ -18,6 +18,7 @@ import time
 
 import flint
 import numpy as np
+from constrained_engine import conv_prelude  # benchmarks/ is sys.path[0] when run as a script
 
 from exactident.model.constrained import ConstrainedNetwork
 
@@ -29,15 +30,7 @@ def mnist_cnn_parts(channels: int, seed: int = 0) -> tuple:
     O = S - K + 1  # 26
     P = O // 2  # 13
     n_in, n_conv, n_pool, n_out = S * S, channels * O * O, channels * P * P, 10
-    k = 0
-    kern = np.arange(channels * K * K).reshape(channels, K, K)
-    k += channels * K * K
-    cbias = np.arange(k, k + channels)
-    k += channels
-    vals = [flint.fmpq(rng.choice([-1, 1]) * rng.randint(1, 99), rng.choice([7, 11, 13, 17])) for _ in range(k)]
-    W1 = flint.fmpq_mat(n_conv, n_in)
-    I1 = np.full((n_conv, n_in), -1, dtype=np.int64)
-    b1, bI1 = [], np.zeros(n_conv, dtype=np.int64)
+    kern, cbias, k, vals, W1, I1, b1, bI1 = conv_prelude(channels, K, n_conv, n_in, rng)
     for c in range(channels):
         for y in range(O):
             for x in range(O):

@@ -183,14 +183,20 @@ def render_explanation(report: Report, ex: Explanation, *, max_directions: int =
         text = compress_names(names, 12)
         theirs = framework_text(text, known) if known else text
         lines.append(f"    {key} [{len(names)}]: {text}" + (f"  ({esc(theirs)})" if theirs != text else ""))
-    texts = direction_texts(ex)
-    if texts:
-        lines.append(f"  kernel directions ({len(texts)}, integer basis; exact integers in --json):")
-        lines += [f"    {t}" for t in texts[:max_directions]]
-        if len(texts) > max_directions:
-            lines.append(f"    ... ({len(texts) - max_directions} more in --json)")
+    lines += _directions("kernel directions", direction_texts(ex), max_directions)
     lines.append(f"  ({ex.seconds:.2f}s after the report)")
     return "\n".join(lines) + "\n"
+
+
+def _directions(title: str, texts: list[str], max_directions: int) -> list[str]:
+    """The kernel directions block of a text explanation: at most ``max_directions`` lines, then how many more."""
+    if not texts:
+        return []
+    out = [f"  {title} ({len(texts)}, integer basis; exact integers in --json):"]
+    out += [f"    {t}" for t in texts[:max_directions]]
+    if len(texts) > max_directions:
+        out.append(f"    ... ({len(texts) - max_directions} more in --json)")
+    return out
 
 
 
@@ -222,10 +228,6 @@ def render_constrained(report: Report, ex: Explanation, *, max_directions: int =
         where = "" if blk.active is None else "s" + "".join("+" if a else "-" for a in blk.active) + "."
         for d, (vec, line) in enumerate(zip(blk.basis, blk.lines)):
             texts.append(f"{where}d{d} = {combination_text(vec, ex.names)}" + ("  [line]" if line else ""))
-    if texts:
-        lines.append(f"  kernel directions in the chart ({len(texts)}, integer basis; exact integers in --json):")
-        lines += [f"    {esc(t)}" for t in texts[:max_directions]]
-        if len(texts) > max_directions:
-            lines.append(f"    ... ({len(texts) - max_directions} more in --json)")
+    lines += _directions("kernel directions in the chart", [esc(t) for t in texts], max_directions)
     lines.append(f"  ({ex.seconds:.2f}s after the report)")
     return "\n".join(lines) + "\n"
