@@ -38,7 +38,7 @@ def test_blank_input_decides_not_identifiable_and_verifies():
     assert (report.verdict, report.decided_by) == ("not-identifiable", "dead-units")
     part = report.certificate["dead_units"]
     assert part["units"] == [[0, 1]] and part["name"].startswith("fc1.weight[") and part["name"].endswith(",1]")
-    assert "x[1] output 0 on every sample" in report.reason
+    assert "input(s) x[1] are 0 on every sample" in report.reason
     assert json.loads(json.dumps(part["x"])) and part["x"][1] != "0"  # the witness leaves the blank line
     assert part["f_0"] != part["f_eps"]
     valid, messages = verify_certificate(case, report.to_dict(), "leaky-blank-input", require_claims=True)

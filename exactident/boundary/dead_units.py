@@ -299,8 +299,10 @@ def _certificate(cn, kind, delta, units, extra, eps, x, f0, f1) -> dict[str, Any
     common = {"eps": str(eps), "x": [str(v) for v in x], "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
     if kind == "dead-units":
         j = extra["parameter"]
+        inputs = any(int(l) == 0 for l, _v in units)  # blank inputs: 0 on every sample, not dead
+        what, verb = ("input(s)", "are 0") if inputs else ("unit(s)", "are dead")
         return {"kind": kind, "parameter": j, "name": name(j), "units": [list(u) for u in units], "direction": "-1",
-                **common, "why": (f"unit(s) {unit_names} output 0 on every sample: lowering {name(j)} keeps the "
+                **common, "why": (f"{what} {unit_names} {verb} on every sample: lowering {name(j)} keeps the "
                                   f"outputs on X while f(x*) changes (dead-unit certificate)")}
     (j, _one), (jb, mh) = sorted(delta.items(), key=lambda kv: kv[1] != 1)
     return {"kind": kind, "units": [list(u) for u in units], "value": extra["value"],
