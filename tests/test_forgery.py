@@ -101,11 +101,20 @@ SAMPLED = {"boundary-origin-zero-biases": 40, "diabetes-mlp-10-8-1": 25, "wine-m
 
 
 class Genuine:
-    def __init__(self, label, obj, limit=None):
+    def __init__(self, label, obj, limit=None, active_blocks=True):
         self.label = label
         self.obj = obj
         self.case = parse_case(obj)
-        self.report = json.loads(reports_to_json([check(self.case, numeric=False)], as_list=False))
+        if active_blocks:
+            report = check(self.case, numeric=False)
+        else:  # the kernel certificates the active-blocks count would pre-empt, so that they are mutated too
+            from unittest import mock
+
+            import exactident.ranks.certify as certify_mod
+
+            with mock.patch.object(certify_mod, "active_block_bound", lambda net, *a: net.dim):
+                report = check(self.case, numeric=False)
+        self.report = json.loads(reports_to_json([report], as_list=False))
         self.widths = list(obj["widths"])
         self.W = [[[F(str(v)) for v in row] for row in M] for M in obj["weights"]]
         self.b = [[F(str(v)) for v in row] for row in obj["biases"]]
@@ -173,6 +182,7 @@ def genuine():
             for name, n in SAMPLED.items()]
     out += [Genuine("fn-preserving-tie-2", FN_PRESERVING), Genuine("kink-forgery-case", KINK_FORGERY_CASE),
             Genuine("dead-neuron-inconclusive", DEAD_NEURON), Genuine("crt-kernel-lower-bound", CRT_LOWER),
+            Genuine("dead-neuron-semi-local", DEAD_NEURON, active_blocks=False),
             Genuine("crt-kernel-inconclusive", CRT_EXACT)]
     out += [Genuine(obj["name"], obj) for obj in STRUCTURAL]
     out += _random_genuine()
@@ -188,7 +198,8 @@ def test_genuine_reports_verify_and_their_claims_hold(genuine):
     by = {label: g.report.get("certified_by") for label, g in genuine.items()}
     assert by["crt-kernel-lower-bound"] == {"rank_gamma": "kernel:crt", "rank_a": "lower-bound"}
     assert by["crt-kernel-inconclusive"]["rank_gamma"] == "kernel:crt"
-    assert by["dead-neuron-inconclusive"] == {"rank_gamma": "kernel:semi-local", "rank_a": "lower-bound"}
+    assert by["dead-neuron-inconclusive"] == {"rank_gamma": "active-blocks", "rank_a": "lower-bound"}
+    assert by["dead-neuron-semi-local"] == {"rank_gamma": "kernel:semi-local", "rank_a": "lower-bound"}
     for g in genuine.values():
         valid, msgs = verify_certificate(g.case, g.report, require_claims=True)
         assert valid, (g.label, msgs)
@@ -474,7 +485,8 @@ def run_mutations(g):
 
 
 CASE_LABELS = SHIPPED + list(SAMPLED) + ["fn-preserving-tie-2", "kink-forgery-case", "dead-neuron-inconclusive",
-                                         "crt-kernel-lower-bound", "crt-kernel-inconclusive"] \
+                                         "dead-neuron-semi-local", "crt-kernel-lower-bound",
+                                         "crt-kernel-inconclusive"] \
     + [obj["name"] for obj in STRUCTURAL]
 
 
