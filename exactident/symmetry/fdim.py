@@ -12,7 +12,8 @@ symmetries* when ``fdim < dim``.
   ``J`` mod p is ``Gamma`` mod p with no edge fixed): the case's sample (its
   points in the domain without ties), then random
   dyadic points of the domain (Gaussian for ``R^n``, uniform in a box) while the
-  rank grows, then ``design``'s point search
+  rank grows, then random lines walked through every activation region they cross
+  (:mod:`exactident.symmetry.linewalk`, points kept by exact rank gain), then ``design``'s point search
   (:func:`exactident.explain.points.search_points`: candidates aimed at the
   neurons the kernel moves, kept by exact rank gain).
 - **Upper bound.**  The mechanisms of :mod:`exactident.symmetry.hidden` (dead,
@@ -301,7 +302,7 @@ def _check_directions(net: Network, pts, mechs: Sequence[hidden.Mechanism], rng:
 
 def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *, box: Box | None = None,
                          seed: int = 0, rounds: int = 8, search: bool = True, max_boxes: int = 2048,
-                         name: str = "theta") -> FdimResult:
+                         lines: int = 256, walk_seconds: float | None = None, name: str = "theta") -> FdimResult:
     """Certified ``[lower, upper]`` for ``fdim(theta)`` on ``box`` (None: ``R^n``) (module docstring).
 
     Parameters
@@ -313,9 +314,14 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     seed : int
         Seeds the primes and the random points (the result is reproducible).
     search : bool
-        Run ``design``'s point search when the bounds differ after the random points.
+        Run ``design``'s point search when the bounds differ after the random points and the line walk.
     max_boxes : int
         Sub-boxes per sign proof.
+    lines : int
+        At most this many random lines walked (:func:`exactident.symmetry.linewalk.walk_lower_bound`)
+        when the bounds differ after the random points; 0: no line walk.
+    walk_seconds : float, optional
+        Time budget of the line walk.
 
     Raises
     ------
@@ -342,6 +348,13 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     rng = random.Random(seed)
     lower, p, pts = lower_bound(net, X, box, fixed, seed=seed, rounds=rounds)
     upper, mechs = (net.dim, []) if lower == net.dim else upper_bound(net, fixed, box, pts, max_boxes=max_boxes)
+    if lines and lower < upper:
+        from exactident.symmetry.linewalk import walk_lower_bound
+
+        r, q, walked = walk_lower_bound(net, pts, box, seed=seed, target=upper, max_lines=lines,
+                                        seconds=walk_seconds)
+        if r > lower:
+            lower, p, pts = r, q, walked
     if search and lower < upper:
         lower, p, pts = _search(net, pts, box, fixed, lower, p, upper, rng)
     _check_directions(net, pts, mechs, rng)

@@ -1,0 +1,359 @@
+"""Samples that reach many activation regions, kept by exact rank gain (docs/symmetries.md).
+
+The lower bound of ``fdim`` is ``rank J(X) mod p`` at an exact rational sample ``X``;
+any ``X`` without ties gives a valid bound, so floats may *choose* the points freely and
+only the exact rank decides.  On one activation region ``J(x)`` is affine in ``x`` (one
+output: the row is ``(dF/dz_l h_{l-1}(x), dF/dz_l)``), so a region contributes at most
+``n0 + 1`` dimensions and ``fdim`` is the rank over the regions the domain meets: the
+question is which regions a sample reaches.
+
+- **Line walk** (:func:`line_pieces`): along a line ``a + t d`` every pre-activation is a
+  piecewise-linear function of ``t``; its breakpoints are found layer by layer in float64
+  (between consecutive breakpoints of the layers below, ``z_l`` is affine, so its zeros are
+  read off its values at them; beyond the outermost ones, off its slope on the ray).  One
+  point strictly inside each piece (the midpoint; on the two rays, past the last
+  breakpoint) reaches every region the line crosses, at whatever scale it lies.
+- **Region points** (:func:`region_points`): at a point ``x`` of a region, ``x`` and
+  ``x + r e_j`` (``j = 1..n0``) with ``r`` a power of two below half the float distance
+  from ``x`` to the nearest hyperplane ``z_{l,i} = 0`` of the local affine pieces: ``n0 + 1``
+  affinely independent points of the region, so its whole contribution.
+- **Greedy selection** (:class:`GreedyRank`): the Jacobian rows mod ``p`` of a batch of
+  candidates are appended to the rows kept so far and the pivot columns of the reduced
+  echelon form of the transpose pick, in order, the rows that raise the rank; only their
+  points are kept (at most ``dim`` of them).
+
+Everything the floats propose is then ranked exactly: the points are dyadic rationals,
+ties are dropped, and the rank is that of ``J`` mod ``p`` at the exact activation pattern.
+Called by :mod:`exactident.symmetry.fdim`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+
+import flint
+import numpy as np
+
+from exactident.linalg.modular import random_primes, rank_mod_p
+from exactident.errors import InvariantViolation
+from exactident.model.activation import activation_state
+from exactident.model.fixed_edges import FixedEdges
+from exactident.model.gamma_modular import gamma_mod_p
+from exactident.model.integer_forward import data_denominator
+from exactident.model.network import Network
+
+__all__ = ["SMALL_PRIME_RANGE", "GreedyRank", "float_jacobian", "line_pieces", "region_points", "walk_lower_bound"]
+
+Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
+
+
+def _float_net(net: Network) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    W = [np.array([[float(M[i, j]) for j in range(M.ncols())] for i in range(M.nrows())]) for M in net.W]
+    b = [np.array([float(v) for v in bl]) for bl in net.b]
+    return W, b
+
+
+def _pre_activations(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray, upto: int) -> np.ndarray:
+    """``z_upto(X)`` in float64 (``X``: rows are points; ``upto`` in ``1..L``)."""
+    h = X
+    z = h
+    for l in range(upto):
+        z = h @ W[l].T + b[l]
+        h = np.maximum(z, 0.0)
+    return z
+
+
+def line_pieces(W: Sequence[np.ndarray], b: Sequence[np.ndarray], a: np.ndarray, d: np.ndarray,
+                t_range: tuple[float, float] | None = None) -> np.ndarray:
+    """Parameters ``t`` of one point strictly inside each piece of the network along ``a + t d`` (float64).
+
+    ``t_range`` restricts the line to a segment (a box); ``None`` is the whole line, whose two
+    unbounded pieces get a point past the outermost breakpoint.
+
+    Examples
+    --------
+    ``relu(x - 1)`` then ``relu(1 - h)`` on the line ``x = t``: breakpoints 1 and 2, three pieces.
+
+    >>> W = [np.array([[1.0]]), np.array([[-1.0]]), np.array([[1.0]])]
+    >>> b = [np.array([-1.0]), np.array([1.0]), np.array([0.0])]
+    >>> line_pieces(W, b, np.array([0.0]), np.array([1.0])).tolist()
+    [0.0, 1.5, 3.0]
+    """
+    L = len(W)
+    lo, hi = t_range if t_range is not None else (-np.inf, np.inf)
+    B = np.zeros(0)
+    for l in range(1, L):  # zeros of the hidden layers' pre-activations
+        if B.size:
+            span = max(B[-1] - B[0], 1.0)
+            ts = np.concatenate([[B[0] - span], B, [B[-1] + span]])
+        else:
+            ts = np.array([-1.0, 0.0, 1.0])
+        if np.isfinite(lo):
+            ts = np.concatenate([[lo], ts[(ts > lo) & (ts < hi)], [hi]])
+        z = _pre_activations(W, b, a[None, :] + ts[:, None] * d[None, :], l)
+        new: list[np.ndarray] = []
+        z0, z1, t0, t1 = z[:-1], z[1:], ts[:-1, None], ts[1:, None]
+        inner = np.ones(len(ts) - 1, dtype=bool)
+        if not np.isfinite(lo):  # the rays: z is affine beyond the outermost breakpoint of the layers below
+            inner[0] = inner[-1] = False
+            for k, (tb, zb, zo, to) in enumerate(((ts[1], z[1], z[0], ts[0]), (ts[-2], z[-2], z[-1], ts[-1]))):
+                slope = (zo - zb) / (to - tb)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    root = tb - zb / slope
+                side = (root < tb) if k == 0 else (root > tb)
+                new.append(root[np.isfinite(root) & side & (slope != 0)])
+        cross = (np.sign(z0) * np.sign(z1) < 0) & inner[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            roots = t0 + (t1 - t0) * z0 / (z0 - z1)
+        new.append(roots[cross])
+        B = np.unique(np.concatenate([B, *new]))
+        B = B[(B > lo) & (B < hi)]
+    if np.isfinite(lo):
+        edges = np.concatenate([[lo], B, [hi]])
+        return (edges[:-1] + edges[1:]) / 2
+    if not B.size:
+        return np.array([0.0])
+    span = max(B[-1] - B[0], 1.0)
+    return np.concatenate([[B[0] - span], (B[:-1] + B[1:]) / 2, [B[-1] + span]])
+
+
+def region_points(W: Sequence[np.ndarray], b: Sequence[np.ndarray], x: np.ndarray) -> list[np.ndarray] | None:
+    """``x`` and ``x + r e_j`` (``j = 1..n0``): points of ``x``'s activation region (float), or None.
+
+    ``r`` is the largest power of two at most half the distance from ``x`` to the nearest
+    hyperplane of the local affine pre-activations (gradients by forward mode); None when
+    ``x`` is (numerically) on a boundary.  The points are a proposal; the exact pattern decides.
+    """
+    n0 = x.size
+    h, G = x, np.eye(n0)  # G: d h / d x
+    dist = np.inf
+    for l in range(len(W) - 1):
+        z = W[l] @ h + b[l]
+        Gz = W[l] @ G
+        norms = np.linalg.norm(Gz, axis=1)
+        live = norms > 0
+        if live.any():
+            dist = min(dist, float(np.min(np.abs(z[live]) / norms[live])))
+        act = z > 0
+        h, G = np.where(act, z, 0.0), Gz * act[:, None]
+    if not np.isfinite(dist):
+        dist = 1.0
+    if dist <= 0 or dist < 1e-9 * max(1.0, float(np.max(np.abs(x)))):
+        return None
+    r = 2.0 ** np.floor(np.log2(dist / 2))
+    return [x] + [x + r * np.eye(n0)[j] for j in range(n0)]
+
+
+def float_jacobian(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray) -> np.ndarray:
+    """Rows ``d f_k(x) / d theta`` (float64), point-major, columns as the full parameter vector.
+
+    (For ``l = 1..L``: ``W_l`` row-major, then ``b_l``; the order of ``gamma_mod_p`` with no edge fixed.)
+    """
+    hs, acts = [X], []
+    for l in range(len(W) - 1):
+        z = hs[-1] @ W[l].T + b[l]
+        acts.append(z > 0)
+        hs.append(np.maximum(z, 0.0))
+    m, N_L = X.shape[0], W[-1].shape[0]
+    blocks: list[np.ndarray] = []
+    delta = np.broadcast_to(np.eye(N_L), (m, N_L, N_L))  # d f_k / d z_L, shape (m, k, N_L)
+    for l in range(len(W) - 1, -1, -1):
+        gW = delta[:, :, :, None] * hs[l][:, None, None, :]
+        blocks.insert(0, np.concatenate([gW.reshape(m, N_L, -1), delta], axis=2))
+        if l:
+            delta = (delta @ W[l]) * acts[l - 1][:, None, :]
+    return np.concatenate(blocks, axis=2).reshape(m * N_L, -1)
+
+
+#: The greedy selection works mod a prime below ``2^21``: then a product of two residues summed over
+#: up to ``2^11`` rows is below ``2^53``, and float64 matrix products (BLAS) are exact.
+SMALL_PRIME_RANGE = (2**20, 2**21)
+
+
+class GreedyRank:
+    """Rows of ``J`` mod ``p`` kept only when they raise the rank (a lower bound of ``fdim``).
+
+    The kept rows are a reduced echelon basis ``B`` mod ``p``, held in float64 with integer
+    entries in ``[0, p)``: with ``p < 2^21`` every product ``C[:, pivots] B`` of
+    :meth:`offer` is exact (below ``2^53``), so a batch of candidate rows is reduced by one
+    BLAS product; the rows left nonzero are added one at a time.  :attr:`rank` is the
+    number of rows kept, all independent mod ``p``, hence over Q.
+
+    Parameters
+    ----------
+    net : Network
+    p : int
+        A prime in ``SMALL_PRIME_RANGE``; points whose denominators it divides are skipped.
+
+    Raises
+    ------
+    InvariantViolation
+        If ``p`` is not a prime below ``2^21``.
+    """
+
+    def __init__(self, net: Network, p: int) -> None:
+        if not (3 <= p < SMALL_PRIME_RANGE[1] and flint.fmpz(p).is_prime()):
+            raise InvariantViolation(f"modulus {p} is not a prime below 2^21")
+        self.net, self.p = net, p
+        n = net.dim + sum(net.widths[1:-1])
+        self.points: list[list[flint.fmpq]] = []
+        self.B = np.zeros((0, n))
+        self.pivots: list[int] = []
+
+    @property
+    def rank(self) -> int:
+        """The number of independent rows kept (``<= rank J(points) mod p``)."""
+        return len(self.pivots)
+
+    def _reduce(self, C: np.ndarray) -> np.ndarray:
+        if not self.pivots or not len(C):
+            return C
+        # C's pivot part split into pieces < 2^11: each product is < 2^32, a sum of them below 2^53
+        A = C[:, self.pivots]
+        hi, lo = np.floor(A / 2048), np.fmod(A, 2048)
+        P = np.fmod(np.fmod(hi @ self.B, self.p) * 2048 + lo @ self.B, self.p)
+        return np.fmod(C - P + self.p, self.p)
+
+    def _add(self, v: np.ndarray) -> None:
+        p = self.p
+        c = int(np.flatnonzero(v)[0])
+        v = np.fmod(v * pow(int(v[c]), -1, p), p)
+        if len(self.B):
+            self.B = np.fmod(self.B - np.fmod(np.outer(self.B[:, c], v), p) + p, p)
+        self.B = np.concatenate([self.B, v[None, :]])
+        self.pivots.append(c)
+
+    def offer(self, X: Sequence[Sequence[flint.fmpq]] | np.ndarray) -> int:
+        """Add the points of ``X`` (tie-free ones) whose rows raise the rank; returns the gain.
+
+        ``X``: exact points, or a float64 array (its rows are taken as the dyadic rationals they are).
+        """
+        if len(X) == 0:
+            return 0
+        Xc = [_dyadic(x) for x in X] if isinstance(X, np.ndarray) else [list(x) for x in X]
+        avoid = data_denominator(self.net, Xc)
+        if avoid % self.p == 0:
+            return 0
+        st = activation_state(self.net, Xc)
+        keep = sorted(set(range(len(Xc))) - {t.i for t in st.ties})
+        if not keep:
+            return 0
+        Xc = [Xc[i] for i in keep]
+        C = self._reduce(gamma_mod_p(self.net, Xc, [a[keep] for a in st.pattern], FixedEdges({}), self.p,
+                                     avoid).astype(np.float64))
+        N_L = self.net.widths[-1]
+        gain = 0
+        rows = np.flatnonzero(C.any(axis=1))
+        C = C[rows]
+        for i, k in enumerate(rows):
+            v = C[i]
+            if not v.any():
+                continue
+            c = int(np.flatnonzero(v)[0])
+            self._add(v)
+            u = self.B[-1]
+            # the later candidates lose the new pivot column (products of two residues < 2^42: exact)
+            C[i + 1:] = np.fmod(C[i + 1:] - np.fmod(np.outer(C[i + 1:, c], u), self.p) + self.p, self.p)
+            gain += 1
+            if not self.points or self.points[-1] is not Xc[k // N_L]:
+                self.points.append(Xc[k // N_L])
+        return gain
+
+
+def _dyadic(v: np.ndarray) -> list[flint.fmpq]:
+    out = []
+    for x in v:
+        p, q = float(x).as_integer_ratio()
+        out.append(flint.fmpq(p, q))
+    return out
+
+
+def _t_range(a: np.ndarray, d: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -> tuple[float, float] | None:
+    lo, hi = -np.inf, np.inf
+    for j in range(a.size):
+        if d[j] == 0:
+            if not box[0][j] <= a[j] <= box[1][j]:
+                return None
+            continue
+        t1, t2 = (box[0][j] - a[j]) / d[j], (box[1][j] - a[j]) / d[j]
+        lo, hi = max(lo, min(t1, t2)), min(hi, max(t1, t2))
+    return (lo, hi) if lo < hi else None
+
+
+def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: Box | None = None, *,
+                     seed: int = 0, target: int | None = None, max_lines: int = 256, patience: int = 64,
+                     seconds: float | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
+    """``(rank, prime, points)`` with ``rank J(points) mod prime = rank``: a lower bound of ``fdim``.
+
+    The rows of ``start`` are selected greedily first; then random lines (through
+    ``N(0, s^2 I)`` points, ``s`` in ``1/2..8``, random directions; in a box: through uniform
+    points of the box, clipped to it) are walked, and the region points of every piece
+    whose float activation pattern is new are offered, batched, to :class:`GreedyRank`.
+    Stops at ``target`` (default ``dim``), after ``max_lines`` lines, after ``patience`` lines
+    in a row without gain, or after ``seconds``.
+    """
+    t_start = time.perf_counter()
+    target = net.dim if target is None else target
+    rng = np.random.default_rng([seed, 7])
+    avoid = data_denominator(net, start) if start else 1
+    p = random_primes(1, avoid, random.Random(seed), lo=SMALL_PRIME_RANGE[0], hi=SMALL_PRIME_RANGE[1])[0]
+    g = GreedyRank(net, p)
+    g.offer(start)
+    W, b = _float_net(net)
+    n0 = net.widths[0]
+    fbox = None if box is None else (np.array([float(v) for v in box[0]]), np.array([float(v) for v in box[1]]))
+    seen: set[bytes] = set()
+    stale, lines = 0, 0
+    while g.rank < target and lines < max_lines and stale < patience:
+        if seconds is not None and time.perf_counter() - t_start > seconds:
+            break
+        lines += 1
+        stale = 0 if g.offer(_line_candidates(W, b, rng, n0, fbox, seen)) else stale + 1
+    if not g.points:
+        return 0, p, []
+    # the witness, ranked once more from scratch, mod p and mod a word-size prime: the larger is reported
+    X = g.points
+    st, avoid = activation_state(net, X), data_denominator(net, X)
+    best = (rank_mod_p(gamma_mod_p(net, X, st.pattern, FixedEdges({}), p, avoid), p), p)
+    q = random_primes(1, avoid, random.Random(seed))[0]
+    best = max(best, (rank_mod_p(gamma_mod_p(net, X, st.pattern, FixedEdges({}), q, avoid), q), q))
+    if best[0] < g.rank:
+        raise InvariantViolation(f"the kept rows are independent mod {p} but J(points) has rank {best[0]}")
+    return best[0], best[1], X
+
+
+def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.random.Generator, n0: int,
+                     fbox: tuple[np.ndarray, np.ndarray] | None, seen: set[bytes]) -> np.ndarray:
+    """Region points of the pieces of one random line whose float activation pattern is not in ``seen``."""
+    d = rng.standard_normal(n0)
+    d /= np.linalg.norm(d)
+    if fbox is None:
+        a = rng.standard_normal(n0) * 2.0 ** int(rng.integers(-1, 4))
+        tr = None
+    else:
+        a = fbox[0] + (fbox[1] - fbox[0]) * rng.random(n0)
+        tr = _t_range(a, d, fbox)
+        if tr is None:
+            return np.zeros((0, n0))
+    xs = a[None, :] + line_pieces(W, b, a, d, tr)[:, None] * d[None, :]
+    h, codes = xs, []
+    for l in range(len(W) - 1):
+        z = h @ W[l].T + b[l]
+        codes.append(z > 0)
+        h = np.maximum(z, 0.0)
+    code = np.packbits(np.concatenate(codes, axis=1), axis=1)
+    out: list[np.ndarray] = []
+    for i in range(len(xs)):
+        key = code[i].tobytes()
+        if key in seen:
+            continue
+        seen.add(key)
+        pts = region_points(W, b, xs[i])
+        if pts is None:
+            continue
+        if fbox is not None:
+            pts = [x for x in pts if np.all(x >= fbox[0]) and np.all(x <= fbox[1])]
+        out += pts
+    return np.array(out) if out else np.zeros((0, n0))
