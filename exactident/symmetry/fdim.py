@@ -68,6 +68,9 @@ class FdimResult:
         attributed in order (each mechanism counts what it adds to the ones before).
     points : list of list of fmpq
         The sample at which ``rank Gamma mod prime = lower`` (a witness).
+    lower_random : int or None
+        The lower bound from the starting sample and the random points alone, before the line walk
+        (None when no line walk ran).
     """
 
     name: str
@@ -81,6 +84,7 @@ class FdimResult:
     points: list[list[flint.fmpq]] = field(default_factory=list)
     mechanisms: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    lower_random: int | None = None
 
     @property
     def n_params(self) -> int:
@@ -105,7 +109,8 @@ class FdimResult:
                 "domain": ("R^n" if self.box is None else
                            {"lo": [format_fmpq(a) for a in self.box[0]], "hi": [format_fmpq(b) for b in self.box[1]]}),
                 "n_points": len(self.points), "prime": self.prime, "mechanisms": self.mechanisms,
-                "unexplained": self.upper - self.lower, "seconds": round(self.seconds, 3)}
+                "unexplained": self.upper - self.lower, "seconds": round(self.seconds, 3),
+                "lower_random_points": self.lower_random}
 
     def render(self) -> str:
         """The terminal view."""
@@ -319,7 +324,8 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
         Sub-boxes per sign proof.
     lines : int
         At most this many random lines walked (:func:`exactident.symmetry.linewalk.walk_lower_bound`)
-        when the bounds differ after the random points; 0: no line walk.
+        when the bounds differ after the random points, stopping after ``max(64, lines / 8)`` lines
+        in a row without gain; 0: no line walk.
     walk_seconds : float, optional
         Time budget of the line walk.
 
@@ -348,11 +354,13 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     rng = random.Random(seed)
     lower, p, pts = lower_bound(net, X, box, fixed, seed=seed, rounds=rounds)
     upper, mechs = (net.dim, []) if lower == net.dim else upper_bound(net, fixed, box, pts, max_boxes=max_boxes)
+    lower_random = None
     if lines and lower < upper:
         from exactident.symmetry.linewalk import walk_lower_bound
 
+        lower_random = lower
         r, q, walked = walk_lower_bound(net, pts, box, seed=seed, target=upper, max_lines=lines,
-                                        seconds=walk_seconds)
+                                        patience=max(64, lines // 8), seconds=walk_seconds)
         if r > lower:
             lower, p, pts = r, q, walked
     if search and lower < upper:
@@ -362,7 +370,7 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
         raise InvariantViolation(f"lower bound {lower} above the proved upper bound {upper}")
     out = FdimResult(name, list(net.widths), net.dim, n_hidden, lower, upper, box, p, pts,
                      [{"kind": m.kind, "neurons": [list(v) for v in m.neurons],
-                       "dimensions": m.dimensions, "text": m.text} for m in mechs])
+                       "dimensions": m.dimensions, "text": m.text} for m in mechs], lower_random=lower_random)
     out.seconds = time.perf_counter() - start
     return out
 

@@ -1,7 +1,7 @@
 """``exactident hidden-symmetries``: the survey of :mod:`exactident.symmetry.glr` as a table, JSON or a plot.
 
 ``exactident hidden-symmetries [--n0 N] [--depths 4,5,6] [--widths 5,10,15] [--trials T] [--seed S]
-[--init torch|he] [--budget S] [--json] [--plot FILE] [--width-one] [--witnesses]``
+[--init torch|he] [--lines N] [--walk-seconds S] [--budget S] [--json] [--plot FILE] [--width-one] [--witnesses]``
 
 Prints one markdown row per (depth, width); ``--width-one`` adds the
 architectures with a width-1 hidden layer, ``--witnesses`` the exact witnesses
@@ -56,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", choices=("torch", "he"), default="torch",
                         help="weight initialisation (default torch: nn.Linear's)")
     parser.add_argument("--max-boxes", type=positive_int, default=256, metavar="N", help="sub-boxes per sign proof")
+    parser.add_argument("--lines", type=non_negative_int, default=4096, metavar="N",
+                        help="per trial: at most N random lines walked for the lower bound (default 4096; 0: none)")
+    parser.add_argument("--walk-seconds", type=positive_seconds, default=60.0, metavar="S",
+                        help="per trial: time budget of the line walk (default 60)")
     parser.add_argument("--budget", type=positive_seconds, default=None, metavar="S",
                         help="per cell: start no trial after S seconds")
     parser.add_argument("--width-one", action="store_true", help="also the architectures with a width-1 layer")
@@ -78,15 +82,17 @@ def _interval_text(c: CellResult) -> str:
 
 
 def markdown_table(cells: Sequence[CellResult]) -> str:
-    """One row per cell: trials full at the Gaussian batch, certified full, proved hidden, settled, mechanisms."""
-    head = ("| widths | dim | trials | full at batch | full (certified) | hidden (proved) | settled "
-            "| median deficit [proved..possible] | mechanisms: trials (dims) | s/trial |\n"
-            "|---|---|---|---|---|---|---|---|---|---|\n")
+    """One row per cell: trials full at the Gaussian batch, with the random points, certified full (after the line
+    walk), proved hidden, settled, mechanisms."""
+    head = ("| widths | dim | trials | full at batch | full (random points) | full (certified) | hidden (proved) "
+            "| settled | median deficit [proved..possible] | mechanisms: trials (dims) | s/trial |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n")
     rows = []
     for c in cells:
         n = len(c.trials)
         per = c.seconds / n if n else 0.0
-        rows.append(f"| {'-'.join(map(str, c.widths))} | {c.dim} | {n} | {c.count('batch')} | {c.count('full')} "
+        rows.append(f"| {'-'.join(map(str, c.widths))} | {c.dim} | {n} | {c.count('batch')} | {c.count('random')} "
+                    f"| {c.count('full')} "
                     f"({c.count('full') / n if n else 0:.2f}) | {c.count('hidden')} | {c.count('settled')} "
                     f"| {_interval_text(c)} | {_mech_text(c)} | {per:.1f} |")
     return head + "\n".join(rows) + "\n"
@@ -131,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
 
         fmt = plot_format(args.plot)
     archs = [(args.n0, *([w] * d), 1) for d in args.depths for w in args.widths]
-    kw: dict[str, Any] = {"init": args.init, "max_boxes": args.max_boxes, "budget": args.budget}
+    kw: dict[str, Any] = {"init": args.init, "max_boxes": args.max_boxes, "budget": args.budget,
+                          "lines": args.lines, "walk_seconds": args.walk_seconds}
     cells = survey_architectures(archs, args.trials, args.seed, **kw)
     ones = survey_architectures(WIDTH_ONE, args.trials, args.seed, **kw) if args.width_one else []
     wits = {"-".join(map(str, a)): witness(a, args.seed) for a in small_architectures()} if args.witnesses else {}
