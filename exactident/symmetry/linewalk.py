@@ -85,15 +85,15 @@ def line_pieces(W: Sequence[np.ndarray], b: Sequence[np.ndarray], a: np.ndarray,
     lo, hi = t_range if t_range is not None else (-np.inf, np.inf)
     B = np.zeros(0)
     for l in range(1, L):  # zeros of the hidden layers' pre-activations
-        if B.size:
+        if np.isfinite(lo):  # a segment: z_l is affine between consecutive breakpoints and ends
+            ts = np.concatenate([[lo], B, [hi]])
+        elif B.size:
             span = max(B[-1] - B[0], 1.0)
             ts = np.concatenate([[B[0] - span], B, [B[-1] + span]])
         else:
             ts = np.array([-1.0, 0.0, 1.0])
-        if np.isfinite(lo):
-            ts = np.concatenate([[lo], ts[(ts > lo) & (ts < hi)], [hi]])
         z = _pre_activations(W, b, a[None, :] + ts[:, None] * d[None, :], l)
-        new: list[np.ndarray] = []
+        new: list[np.ndarray] = [ts[(z == 0).any(axis=1)]]  # a zero at a sample point is a breakpoint too
         z0, z1, t0, t1 = z[:-1], z[1:], ts[:-1, None], ts[1:, None]
         inner = np.ones(len(ts) - 1, dtype=bool)
         if not np.isfinite(lo):  # the rays: z is affine beyond the outermost breakpoint of the layers below
@@ -343,7 +343,7 @@ def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.r
         z = h @ W[l].T + b[l]
         codes.append(z > 0)
         h = np.maximum(z, 0.0)
-    code = np.packbits(np.concatenate(codes, axis=1), axis=1)
+    code = np.packbits(np.concatenate(codes, axis=1), axis=1) if codes else np.zeros((len(xs), 0), dtype=np.uint8)
     out: list[np.ndarray] = []
     for i in range(len(xs)):
         key = code[i].tobytes()
