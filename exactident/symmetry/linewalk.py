@@ -287,10 +287,12 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
                      seconds: float | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
     """``(rank, prime, points)`` with ``rank J(points) mod prime = rank``: a lower bound of ``fdim``.
 
-    The rows of ``start`` are selected greedily first; then random lines (through
-    ``N(0, s^2 I)`` points, ``s`` in ``1/2..8``, random directions; in a box: through uniform
-    points of the box, clipped to it) are walked, and the region points of every piece
-    whose float activation pattern is new are offered, batched, to :class:`GreedyRank`.
+    The rows of ``start`` are selected greedily first; then random lines are walked, in random
+    directions, through ``N(0, s^2 I)`` points (``s`` in ``1/2..8``; in a box: uniform points of the
+    box, the line clipped to it) and, every other line, through a point of a region already seen
+    where a rarely active neuron is active (neuron ``k`` chosen with weight ``1 / count_k^2``,
+    ``count_k`` the regions seen with ``k`` active); the region points of every piece whose float
+    activation pattern is new are offered, line by line, to :class:`GreedyRank`.
     Stops at ``target`` (default ``dim``), after ``max_lines`` lines, after ``patience`` lines
     in a row without gain, or after ``seconds``.
     """
@@ -304,13 +306,14 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
     W, b = _float_net(net)
     n0 = net.widths[0]
     fbox = None if box is None else (np.array([float(v) for v in box[0]]), np.array([float(v) for v in box[1]]))
-    seen: set[bytes] = set()
+    regions = _Regions(sum(net.widths[1:-1]))
     stale, lines = 0, 0
     while g.rank < target and lines < max_lines and stale < patience:
         if seconds is not None and time.perf_counter() - t_start > seconds:
             break
         lines += 1
-        stale = 0 if g.offer(_line_candidates(W, b, rng, n0, fbox, seen)) else stale + 1
+        a = regions.rare_origin(rng) if lines % 2 == 0 else None
+        stale = 0 if g.offer(_line_candidates(W, b, rng, n0, fbox, regions, a)) else stale + 1
     if not g.points:
         return 0, p, []
     # the witness, ranked once more from scratch, mod p and mod a word-size prime: the larger is reported
@@ -324,16 +327,51 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
     return best[0], best[1], X
 
 
+class _Regions:
+    """The float activation patterns seen so far, a point of each, and how often each neuron is active."""
+
+    def __init__(self, n_hidden: int) -> None:
+        self.seen: set[bytes] = set()
+        self.centers: list[np.ndarray] = []
+        self.where: list[list[int]] = [[] for _ in range(n_hidden)]  # neuron -> regions where it is active
+        self.active = np.zeros(n_hidden)
+
+    def add(self, code: np.ndarray, x: np.ndarray) -> bool:
+        key = np.packbits(code).tobytes()
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        for k in np.flatnonzero(code):
+            self.where[k].append(len(self.centers))
+        self.centers.append(x)
+        self.active += code
+        return True
+
+    def rare_origin(self, rng: np.random.Generator) -> np.ndarray | None:
+        """A seen region's point where a rarely active neuron is active (chosen with weight ``1 / count^2``)."""
+        live = np.flatnonzero(self.active > 0)
+        if not live.size:
+            return None
+        w = 1.0 / self.active[live] ** 2
+        k = int(rng.choice(live, p=w / w.sum()))
+        return self.centers[self.where[k][int(rng.integers(len(self.where[k])))]]
+
+
 def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.random.Generator, n0: int,
-                     fbox: tuple[np.ndarray, np.ndarray] | None, seen: set[bytes]) -> np.ndarray:
-    """Region points of the pieces of one random line whose float activation pattern is not in ``seen``."""
+                     fbox: tuple[np.ndarray, np.ndarray] | None, regions: _Regions,
+                     origin: np.ndarray | None = None) -> np.ndarray:
+    """Region points of the pieces of one random line (through ``origin`` if given) whose float activation
+    pattern is new (recorded in ``regions``)."""
     d = rng.standard_normal(n0)
     d /= np.linalg.norm(d)
-    if fbox is None:
+    if origin is not None:
+        a = origin
+    elif fbox is None:
         a = rng.standard_normal(n0) * 2.0 ** int(rng.integers(-1, 4))
-        tr = None
     else:
         a = fbox[0] + (fbox[1] - fbox[0]) * rng.random(n0)
+    tr = None
+    if fbox is not None:
         tr = _t_range(a, d, fbox)
         if tr is None:
             return np.zeros((0, n0))
@@ -343,13 +381,11 @@ def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.r
         z = h @ W[l].T + b[l]
         codes.append(z > 0)
         h = np.maximum(z, 0.0)
-    code = np.packbits(np.concatenate(codes, axis=1), axis=1) if codes else np.zeros((len(xs), 0), dtype=np.uint8)
+    code = np.concatenate(codes, axis=1) if codes else np.zeros((len(xs), 0), dtype=bool)
     out: list[np.ndarray] = []
     for i in range(len(xs)):
-        key = code[i].tobytes()
-        if key in seen:
+        if not regions.add(code[i], xs[i]):
             continue
-        seen.add(key)
         pts = region_points(W, b, xs[i])
         if pts is None:
             continue
