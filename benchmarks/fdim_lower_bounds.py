@@ -94,7 +94,7 @@ def main() -> None:
             cell = {"widths": widths, "dim": dim, "seconds": seconds, "trials": res}
             out.append(cell)
 
-            def show(k: str) -> str:
+            def show(k: str, res: list = res, dim: int = dim) -> str:
                 return f"{sum(r[k] == dim for r in res)} ({statistics.median(r[k] for r in res):g})"
 
             row = (f"| {'-'.join(map(str, widths))} | {dim} | {len(res)} | {seconds:g} | {show('old')} "

@@ -7,9 +7,9 @@ Usage (from the repository root)::
     python benchmarks/hidden_symmetries.py --witnesses          # + exact witnesses for the small architectures
     python benchmarks/hidden_symmetries.py --budget 100 --witnesses   # the run of docs/symmetries.md
 
-Architectures ``(n0, w x depth, 1)``, ``n0 = 5``, depths 4, 5, 6 (hidden layers), widths 5, 10,
-15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``), seeded numpy, converted
-exactly; standard Gaussian inputs.  Prints the markdown tables of docs/symmetries.md (the
+Architectures ``(n0, w x (d - 1), 1)`` with ``n0 = w`` (the paper's), depths ``d`` 4, 5, 6 (layers:
+``d - 1`` hidden), widths 5, 10, 15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``),
+seeded numpy, converted exactly; standard Gaussian inputs.  Prints the markdown tables of docs/symmetries.md (the
 depth-by-width grid and the width-1 architectures) with times, and writes the JSON
 (``--out``, default ``benchmarks/hidden_symmetries.json``; witnesses to
 ``benchmarks/hidden_symmetries_witnesses.json``).
@@ -28,14 +28,14 @@ sys.path.insert(0, ROOT)
 
 
 def main() -> None:
-    from exactident.symmetry.glr import INITS, survey_cell, witness
+    from exactident.symmetry.glr import INITS, paper_architecture, survey_cell, witness
     from exactident.symmetry.glr_command import WIDTH_ONE, markdown_table, small_architectures
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--depths", default="4,5,6")
     ap.add_argument("--widths", default="5,10,15")
-    ap.add_argument("--n0", type=int, default=5)
+    ap.add_argument("--n0", type=int, default=None, help="input width (default: the hidden width, as in the paper)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--init", default="torch", choices=sorted(INITS))
     ap.add_argument("--budget", type=float, default=None, help="per cell: start no trial after this many seconds")
@@ -55,8 +55,8 @@ def main() -> None:
     cells = []
     for w in widths:
         for d in depths:
-            c = survey_cell([args.n0, *([w] * d), 1], by_width.get(w, args.trials), args.seed, init=args.init,
-                            budget=args.budget, lines=args.lines, walk_seconds=args.walk_seconds)
+            c = survey_cell(list(paper_architecture(d, w, args.n0)), by_width.get(w, args.trials), args.seed,
+                            init=args.init, budget=args.budget, lines=args.lines, walk_seconds=args.walk_seconds)
             cells.append(c)
             print(markdown_table([c]).splitlines()[-1], flush=True)
     ones = [] if args.no_width_one else [survey_cell(a, 20, args.seed, init=args.init) for a in WIDTH_ONE]

@@ -69,7 +69,7 @@ def test_walk_bound_is_the_rank_at_its_points(widths, seed, boxed):
     net = _net(W, b, widths)
     box = ([flint.fmpq(-1)] * widths[0], [flint.fmpq(2)] * widths[0]) if boxed else None
     start = [[flint.fmpq(rng.randint(-8, 16), 8) for _ in range(widths[0])] for _ in range(3)]
-    r, p, pts = walk_lower_bound(net, start, box, seed=seed, max_lines=64)
+    r, _, pts = walk_lower_bound(net, start, box, seed=seed, max_lines=64)
     X = [_fr(x) for x in pts]
     assert all(_tie_free(W, b, x) for x in X)
     if boxed:
@@ -119,4 +119,4 @@ def test_network_without_hidden_layers_walk():
     # an affine map: no breakpoints, the whole line is one piece; fdim = dim = n0 + 1
     net = Network((2, 1), [[[1, 2]]], [[3]])
     r, _, pts = walk_lower_bound(net, [], seed=0, max_lines=4)
-    assert r == 3 == net.dim
+    assert r == 3 == net.dim and len(pts) == 3

@@ -1,6 +1,7 @@
 """The hidden-symmetry survey of Grigsby, Lindsey, Rolnick (ICML 2023), exactly (docs/symmetries.md).
 
-Architectures ``(n0, w, ..., w, 1)`` with ``depth`` hidden layers of width ``w``;
+Architectures :func:`paper_architecture`: ``(n0, w, ..., w, 1)`` with ``n0 = w`` and ``d`` layers
+(the paper's depth ``d``: ``d - 1`` hidden layers of width ``w``);
 weights and biases at PyTorch's default initialisation of ``nn.Linear``
 (``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for both, as float32), drawn by a seeded
 numpy generator and converted exactly to rationals; a batch of ``dim + 10``
@@ -39,13 +40,27 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension, lower_bound
 
-__all__ = ["INITS", "PAPER_DEPTHS", "PAPER_WIDTHS", "CellResult", "exact", "gaussian_batch", "survey_architectures",
-           "survey_cell", "torch_default_network", "witness"]
+__all__ = ["INITS", "PAPER_DEPTHS", "PAPER_WIDTHS", "CellResult", "exact", "gaussian_batch", "paper_architecture",
+           "survey_architectures", "survey_cell", "torch_default_network", "witness"]
 
-#: The depths (numbers of hidden layers) of the paper's grid.
+#: The depths of the paper's grid: ``d`` layers (affine maps), ``d - 1`` of them hidden.
 PAPER_DEPTHS = (4, 5, 6)
 #: The hidden widths of the paper's grid.
 PAPER_WIDTHS = (5, 10, 15)
+
+
+def paper_architecture(depth: int, width: int, n0: int | None = None) -> tuple[int, ...]:
+    """The paper's ``(n0, n1, ..., n_d)`` with ``n0 = n1 = ... = n_{d-1} = width`` and ``n_d = 1``.
+
+    ``depth`` is the paper's ``d``, the number of layers (affine maps): ``d - 1`` hidden layers.
+    ``n0`` overrides the input width.
+
+    Examples
+    --------
+    >>> paper_architecture(4, 5)
+    (5, 5, 5, 5, 1)
+    """
+    return (width if n0 is None else n0, *([width] * (depth - 1)), 1)
 
 
 def exact(v: float) -> flint.fmpq:
@@ -135,7 +150,8 @@ class CellResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON object of the cell (docs/symmetries.md)."""
         n = len(self.trials)
-        return {"widths": self.widths, "depth": len(self.widths) - 2, "width": self.widths[1], "dim": self.dim,
+        return {"widths": self.widths, "depth": len(self.widths) - 2, "layers": len(self.widths) - 1,
+                "width": self.widths[1], "dim": self.dim,
                 "seed": self.seed, "init": self.init, "trials": n, "trials_requested": self.requested,
                 "full_at_batch": self.count("batch"), "full_random_points": self.count("random"),
                 "full_certified": self.count("full"),

@@ -46,9 +46,10 @@ def _ints(text: str) -> list[int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident hidden-symmetries``."""
-    parser.add_argument("--n0", type=positive_int, default=5, help="input width (default 5)")
+    parser.add_argument("--n0", type=positive_int, default=None,
+                        help="input width (default: the hidden width, as in the paper)")
     parser.add_argument("--depths", type=_ints, default=[4], metavar="D,...",
-                        help="numbers of hidden layers (default 4; the paper: 4,5,6)")
+                        help="the paper's depths d: d layers, d - 1 of them hidden (default 4; the paper: 4,5,6)")
     parser.add_argument("--widths", type=_ints, default=[5], metavar="W,...",
                         help="hidden widths (default 5; the paper: 5,10,15)")
     parser.add_argument("--trials", type=positive_int, default=5, metavar="T", help="draws per cell (default 5)")
@@ -111,12 +112,12 @@ def render_plot(cells: Sequence[CellResult], fmt: str) -> bytes:
         by_width.setdefault(c.widths[1], []).append(c)
     for w, cs in sorted(by_width.items()):
         cs = sorted(cs, key=lambda c: len(c.widths))
-        depths = [len(c.widths) - 2 for c in cs]
+        depths = [len(c.widths) - 1 for c in cs]
         line = ax.plot(depths, [c.count("full") / max(len(c.trials), 1) for c in cs], marker="o",
                        label=f"width {w}: certified")[0]
         ax.plot(depths, [c.count("batch") / max(len(c.trials), 1) for c in cs], marker="x", linestyle=":",
                 color=line.get_color(), label=f"width {w}: at the Gaussian batch")
-    ax.set_xlabel("depth (hidden layers)")
+    ax.set_xlabel("depth d (layers; d - 1 hidden)")
     ax.set_ylabel("fraction with fdim = dim")
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -129,14 +130,14 @@ def render_plot(cells: Sequence[CellResult], fmt: str) -> bytes:
 def run(args: argparse.Namespace) -> int:
     """Run ``exactident hidden-symmetries``; errors propagate to :func:`exactident.cli.main`."""
     from exactident.io.atomic import atomic_write_bytes, write_stdout
-    from exactident.symmetry.glr import INITS, survey_architectures, witness
+    from exactident.symmetry.glr import INITS, paper_architecture, survey_architectures, witness
 
     fmt = ""
     if args.plot:
         from exactident.crosscheck.plot import plot_format
 
         fmt = plot_format(args.plot)
-    archs = [(args.n0, *([w] * d), 1) for d in args.depths for w in args.widths]
+    archs = [paper_architecture(d, w, args.n0) for d in args.depths for w in args.widths]
     kw: dict[str, Any] = {"init": args.init, "max_boxes": args.max_boxes, "budget": args.budget,
                           "lines": args.lines, "walk_seconds": args.walk_seconds}
     cells = survey_architectures(archs, args.trials, args.seed, **kw)
@@ -154,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
                "witnesses": wits}
         write_stdout(json.dumps(obj, indent=1) + "\n")
     else:
-        text = f"weights: {INITS[args.init]}; inputs: standard Gaussian, dim + 10 per trial; seed {args.seed}\n\n"
+        text = (f"weights: {INITS[args.init]}; inputs: standard Gaussian, dim + 10 per trial; seed {args.seed}; "
+                f"architectures (n0, w x (d - 1), 1), n0 = {args.n0 or 'w'}\n\n")
         text += markdown_table(cells)
         if ones:
             text += "\nwidth-1 hidden layers:\n\n" + markdown_table(ones)

@@ -36,8 +36,8 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
-from exactident.linalg.modular import random_primes, rank_mod_p
 from exactident.errors import InvariantViolation
+from exactident.linalg.modular import random_primes, rank_mod_p
 from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma_modular import gamma_mod_p
@@ -109,7 +109,7 @@ def line_pieces(W: Sequence[np.ndarray], b: Sequence[np.ndarray], a: np.ndarray,
             roots = t0 + (t1 - t0) * z0 / (z0 - z1)
         new.append(roots[cross])
         B = np.unique(np.concatenate([B, *new]))
-        B = B[(B > lo) & (B < hi)]
+        B = B[(lo < B) & (hi > B)]
     if np.isfinite(lo):
         edges = np.concatenate([[lo], B, [hi]])
         return (edges[:-1] + edges[1:]) / 2
