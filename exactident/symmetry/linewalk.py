@@ -119,31 +119,38 @@ def line_pieces(W: Sequence[np.ndarray], b: Sequence[np.ndarray], a: np.ndarray,
     return np.concatenate([[B[0] - span], (B[:-1] + B[1:]) / 2, [B[-1] + span]])
 
 
-def region_points(W: Sequence[np.ndarray], b: Sequence[np.ndarray], x: np.ndarray) -> list[np.ndarray] | None:
-    """``x`` and ``x + r e_j`` (``j = 1..n0``): points of ``x``'s activation region (float), or None.
+def region_points(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray) -> np.ndarray:
+    """For each row ``x`` of ``X``: ``x`` and ``x + r e_j`` (``j = 1..n0``), points of ``x``'s activation region.
 
-    ``r`` is the largest power of two at most half the distance from ``x`` to the nearest
-    hyperplane of the local affine pre-activations (gradients by forward mode); None when
-    ``x`` is (numerically) on a boundary.  The points are a proposal; the exact pattern decides.
+    ``r`` is the largest power of two at most half the float distance from ``x`` to the nearest
+    hyperplane of the local affine pre-activations (gradients by forward mode); rows numerically on
+    a boundary are dropped.  Returns ``(k (n0 + 1), n0)`` float64: a proposal, the exact pattern decides.
+
+    Examples
+    --------
+    ``z = x_1 - 1`` at ``(1.25, 0)``: distance ``1/4``, ``r = 1/8``.
+
+    >>> region_points([np.array([[1.0, 0.0]]), np.array([[1.0]])], [np.array([-1.0]), np.array([0.0])],
+    ...               np.array([[1.25, 0.0]])).tolist()
+    [[1.25, 0.0], [1.375, 0.0], [1.25, 0.125]]
     """
-    n0 = x.size
-    h, G = x, np.eye(n0)  # G: d h / d x
-    dist = np.inf
+    m, n0 = X.shape
+    h, G = X, np.broadcast_to(np.eye(n0), (m, n0, n0))  # G: d h / d x per point
+    dist = np.full(m, np.inf)
     for l in range(len(W) - 1):
-        z = W[l] @ h + b[l]
-        Gz = W[l] @ G
-        norms = np.linalg.norm(Gz, axis=1)
-        live = norms > 0
-        if live.any():
-            dist = min(dist, float(np.min(np.abs(z[live]) / norms[live])))
+        z = h @ W[l].T + b[l]
+        Gz = np.einsum("ij,mjk->mik", W[l], G)
+        norms = np.linalg.norm(Gz, axis=2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dist = np.minimum(dist, np.where(norms > 0, np.abs(z) / norms, np.inf).min(axis=1))
         act = z > 0
-        h, G = np.where(act, z, 0.0), Gz * act[:, None]
-    if not np.isfinite(dist):
-        dist = 1.0
-    if dist <= 0 or dist < 1e-9 * max(1.0, float(np.max(np.abs(x)))):
-        return None
+        h, G = np.where(act, z, 0.0), Gz * act[:, :, None]
+    dist = np.where(np.isfinite(dist), dist, 1.0)
+    ok = dist > 1e-9 * np.maximum(1.0, np.abs(X).max(axis=1))
+    X, dist = X[ok], dist[ok]
     r = 2.0 ** np.floor(np.log2(dist / 2))
-    return [x] + [x + r * np.eye(n0)[j] for j in range(n0)]
+    pts = X[:, None, :] + np.concatenate([np.zeros((1, n0)), np.eye(n0)])[None, :, :] * r[:, None, None]
+    return pts.reshape(-1, n0)
 
 
 def float_jacobian(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray) -> np.ndarray:
@@ -201,20 +208,26 @@ class GreedyRank:
         self.points: list[list[flint.fmpq]] = []
         self.B = np.zeros((0, n))
         self.pivots: list[int] = []
+        # a random vector s: a row whose residual r has r.s = 0 is skipped without the full reduction (a row
+        # with r != 0 is skipped with probability 1/p: never a wrong rank, at worst a missed gain)
+        self.s = np.random.default_rng(p).integers(0, p, size=n).astype(np.float64)
+        self.Bs = np.zeros(0)
 
     @property
     def rank(self) -> int:
         """The number of independent rows kept (``<= rank J(points) mod p``)."""
         return len(self.pivots)
 
+    def _dot(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """``A B mod p`` exactly in float64: ``A`` split into pieces below ``2^11``, every sum below ``2^53``."""
+        hi, lo = np.floor(A / 2048), np.fmod(A, 2048)
+        return np.fmod(np.fmod(hi @ B, self.p) * 2048 + lo @ B, self.p)
+
     def _reduce(self, C: np.ndarray) -> np.ndarray:
         if not self.pivots or not len(C):
             return C
         # C's pivot part split into pieces < 2^11: each product is < 2^32, a sum of them below 2^53
-        A = C[:, self.pivots]
-        hi, lo = np.floor(A / 2048), np.fmod(A, 2048)
-        P = np.fmod(np.fmod(hi @ self.B, self.p) * 2048 + lo @ self.B, self.p)
-        return np.fmod(C - P + self.p, self.p)
+        return np.fmod(C - self._dot(C[:, self.pivots], self.B) + self.p, self.p)
 
     def _add(self, v: np.ndarray) -> None:
         p = self.p
@@ -241,12 +254,17 @@ class GreedyRank:
         if not keep:
             return 0
         Xc = [Xc[i] for i in keep]
-        C = self._reduce(gamma_mod_p(self.net, Xc, [a[keep] for a in st.pattern], FixedEdges({}), self.p,
-                                     avoid).astype(np.float64))
+        C = gamma_mod_p(self.net, Xc, [a[keep] for a in st.pattern], FixedEdges({}), self.p,
+                        avoid).astype(np.float64)
+        if self.pivots:  # screen: (C - C_P B) s = C s - C_P (B s), O(k (n + r)) instead of O(k r n)
+            proj = np.fmod(self._dot(C, self.s[:, None])[:, 0] - self._dot(C[:, self.pivots], self.Bs[:, None])[:, 0]
+                           + self.p, self.p)
+            rows = np.flatnonzero(proj)
+        else:
+            rows = np.flatnonzero(C.any(axis=1))
+        C = self._reduce(C[rows])
         N_L = self.net.widths[-1]
         gain = 0
-        rows = np.flatnonzero(C.any(axis=1))
-        C = C[rows]
         for i, k in enumerate(rows):
             v = C[i]
             if not v.any():
@@ -259,6 +277,8 @@ class GreedyRank:
             gain += 1
             if not self.points or self.points[-1] is not Xc[k // N_L]:
                 self.points.append(Xc[k // N_L])
+        if gain:
+            self.Bs = self._dot(self.B, self.s[:, None])[:, 0]
         return gain
 
 
@@ -382,14 +402,10 @@ def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.r
         codes.append(z > 0)
         h = np.maximum(z, 0.0)
     code = np.concatenate(codes, axis=1) if codes else np.zeros((len(xs), 0), dtype=bool)
-    out: list[np.ndarray] = []
-    for i in range(len(xs)):
-        if not regions.add(code[i], xs[i]):
-            continue
-        pts = region_points(W, b, xs[i])
-        if pts is None:
-            continue
-        if fbox is not None:
-            pts = [x for x in pts if np.all(x >= fbox[0]) and np.all(x <= fbox[1])]
-        out += pts
-    return np.array(out) if out else np.zeros((0, n0))
+    fresh = [i for i in range(len(xs)) if regions.add(code[i], xs[i])]
+    if not fresh:
+        return np.zeros((0, n0))
+    pts = region_points(W, b, xs[fresh])
+    if fbox is not None:
+        pts = pts[np.all(pts >= fbox[0], axis=1) & np.all(pts <= fbox[1], axis=1)]
+    return pts
