@@ -81,7 +81,7 @@ def main() -> None:
             for t in range(args.trials):
                 rng = np.random.default_rng([0, widths[0], d - 1, w, t])  # the survey's seeds
                 net = torch_default_network(widths, rng)
-                X = gaussian_batch(args.n0, net.dim + 10, rng)
+                X = gaussian_batch(widths[0], net.dim + 10, rng)
                 t0 = time.perf_counter()
                 old, _, pts = lower_bound(net, X, None, FixedEdges({}), seed=0)
                 t1 = time.perf_counter()
