@@ -307,12 +307,14 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
                      seconds: float | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
     """``(rank, prime, points)`` with ``rank J(points) mod prime = rank``: a lower bound of ``fdim``.
 
-    The rows of ``start`` are selected greedily first; then random lines are walked, in random
-    directions, through ``N(0, s^2 I)`` points (``s`` in ``1/2..8``; in a box: uniform points of the
-    box, the line clipped to it) and, every other line, through a point of a region already seen
-    where a rarely active neuron is active (neuron ``k`` chosen with weight ``1 / count_k^2``,
-    ``count_k`` the regions seen with ``k`` active); the region points of every piece whose float
-    activation pattern is new are offered, line by line, to :class:`GreedyRank`.
+    The rows of ``start`` are selected greedily first; then, in turn, a random line in a random
+    direction through an ``N(0, s^2 I)`` point (``s`` in ``1/2..8``; in a box: a uniform point of the
+    box, the line clipped to it), a random line through a point of a region already seen where a
+    rarely active neuron is active (neuron ``k`` chosen with weight ``1 / count_k^2``, ``count_k`` the
+    regions seen with ``k`` active), and ``8 (n0 + 1)`` random points of the domain
+    (:func:`exactident.symmetry.fdim.domain_points`: all scales up to ``2^12``); the region points
+    of every piece whose float activation pattern is new, and the random points, are offered step by
+    step to :class:`GreedyRank`.  ``max_lines`` and ``patience`` count steps.
     Stops at ``target`` (default ``dim``), after ``max_lines`` lines, after ``patience`` lines
     in a row without gain, or after ``seconds``.
     """
@@ -332,8 +334,14 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
         if seconds is not None and time.perf_counter() - t_start > seconds:
             break
         lines += 1
-        a = regions.rare_origin(rng) if lines % 2 == 0 else None
-        stale = 0 if g.offer(_line_candidates(W, b, rng, n0, fbox, regions, a)) else stale + 1
+        if lines % 3 == 0:  # every third step random points at all scales, as the random stage draws them
+            from exactident.symmetry.fdim import domain_points
+
+            cand: np.ndarray | list[list[flint.fmpq]] = domain_points(rng, 8 * (n0 + 1), n0, box)
+        else:
+            a = regions.rare_origin(rng) if lines % 3 == 2 else None
+            cand = _line_candidates(W, b, rng, n0, fbox, regions, a)
+        stale = 0 if g.offer(cand) else stale + 1
     if not g.points:
         return 0, p, []
     # the witness, ranked once more from scratch, mod p and mod a word-size prime: the larger is reported
