@@ -44,7 +44,8 @@ from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
 
-__all__ = ["SMALL_PRIME_RANGE", "GreedyRank", "float_jacobian", "line_pieces", "region_points", "walk_lower_bound"]
+__all__ = ["KINDS", "SMALL_PRIME_RANGE", "GreedyRank", "float_jacobian", "line_pieces", "region_points",
+           "walk_lower_bound"]
 
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
 
@@ -173,6 +174,9 @@ def float_jacobian(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarr
             delta = (delta @ W[l]) * acts[l - 1][:, None, :]
     return np.concatenate(blocks, axis=2).reshape(m * N_L, -1)
 
+
+#: The kinds of step of :func:`walk_lower_bound`.
+KINDS = ("line", "rare", "points")
 
 #: The greedy selection works mod a prime below ``2^21``: then a product of two residues summed over
 #: up to ``2^11`` rows is below ``2^53``, and float64 matrix products (BLAS) are exact.
@@ -307,14 +311,17 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
                      seconds: float | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
     """``(rank, prime, points)`` with ``rank J(points) mod prime = rank``: a lower bound of ``fdim``.
 
-    The rows of ``start`` are selected greedily first; then, in turn, a random line in a random
-    direction through an ``N(0, s^2 I)`` point (``s`` in ``1/2..8``; in a box: a uniform point of the
-    box, the line clipped to it), a random line through a point of a region already seen where a
-    rarely active neuron is active (neuron ``k`` chosen with weight ``1 / count_k^2``, ``count_k`` the
-    regions seen with ``k`` active), and ``8 (n0 + 1)`` random points of the domain
-    (:func:`exactident.symmetry.fdim.domain_points`: all scales up to ``2^12``); the region points
-    of every piece whose float activation pattern is new, and the random points, are offered step by
-    step to :class:`GreedyRank`.  ``max_lines`` and ``patience`` count steps.
+    The rows of ``start`` are selected greedily first; then steps of three kinds (:data:`KINDS`): a
+    random line in a random direction through an ``N(0, s^2 I)`` point (``s`` in ``1/2..8``; in a
+    box: a uniform point of the box, the line clipped to it); a random line through a point of a
+    region already seen where a rarely active neuron is active (neuron ``k`` chosen with weight
+    ``1 / count_k^2``, ``count_k`` the regions seen with ``k`` active); ``8 (n0 + 1)`` random points of
+    the domain (:func:`exactident.symmetry.fdim.domain_points`: all scales up to ``2^12``).  The
+    region points of every piece whose float activation pattern is new, or the random points, are
+    offered to :class:`GreedyRank`.  Each kind runs once, then every fifth step in turn, and
+    otherwise the kind with the best running average of rank gain per point offered (a
+    deterministic rule: the same seed gives the same points).  ``max_lines`` and ``patience`` count
+    steps.
     Stops at ``target`` (default ``dim``), after ``max_lines`` lines, after ``patience`` lines
     in a row without gain, or after ``seconds``.
     """
@@ -329,19 +336,25 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
     n0 = net.widths[0]
     fbox = None if box is None else (np.array([float(v) for v in box[0]]), np.array([float(v) for v in box[1]]))
     regions = _Regions(sum(net.widths[1:-1]))
+    rate = dict.fromkeys(KINDS, 1.0)
     stale, lines = 0, 0
     while g.rank < target and lines < max_lines and stale < patience:
         if seconds is not None and time.perf_counter() - t_start > seconds:
             break
         lines += 1
-        if lines % 3 == 0:  # every third step random points at all scales, as the random stage draws them
+        # which kind of step: each in turn at first and every fifth step, else the best recent gain per point
+        kind = (KINDS[(lines - 1) % 3] if lines <= 3 else KINDS[(lines // 5) % 3] if lines % 5 == 0
+                else max(KINDS, key=lambda k: rate[k]))
+        if kind == "points":
             from exactident.symmetry.fdim import domain_points
 
             cand: np.ndarray | list[list[flint.fmpq]] = domain_points(rng, 8 * (n0 + 1), n0, box)
         else:
-            a = regions.rare_origin(rng) if lines % 3 == 2 else None
+            a = regions.rare_origin(rng) if kind == "rare" else None
             cand = _line_candidates(W, b, rng, n0, fbox, regions, a)
-        stale = 0 if g.offer(cand) else stale + 1
+        gain = g.offer(cand)
+        rate[kind] = 0.7 * rate[kind] + 0.3 * gain / (1 + len(cand) / 32)  # points offered: a deterministic cost
+        stale = 0 if gain else stale + 1
     if not g.points:
         return 0, p, []
     # the witness, ranked once more from scratch, mod p and mod a word-size prime: the larger is reported
