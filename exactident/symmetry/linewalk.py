@@ -44,8 +44,8 @@ from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
 
-__all__ = ["KINDS", "SMALL_PRIME_RANGE", "GreedyRank", "float_jacobian", "line_pieces", "region_points",
-           "walk_lower_bound"]
+__all__ = ["KINDS", "MAX_REGIONS_PER_LINE", "SMALL_PRIME_RANGE", "GreedyRank", "float_jacobian", "line_pieces",
+           "region_points", "walk_lower_bound"]
 
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
 
@@ -174,6 +174,9 @@ def float_jacobian(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarr
             delta = (delta @ W[l]) * acts[l - 1][:, None, :]
     return np.concatenate(blocks, axis=2).reshape(m * N_L, -1)
 
+
+#: New regions taken from one line at most (chosen at random among those the line crosses).
+MAX_REGIONS_PER_LINE = 24
 
 #: The kinds of step of :func:`walk_lower_bound`.
 KINDS = ("line", "rare", "points")
@@ -315,7 +318,8 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
     random line in a random direction through an ``N(0, s^2 I)`` point (``s`` in ``1/2..8``; in a
     box: a uniform point of the box, the line clipped to it); a random line through a point of a
     region already seen where a rarely active neuron is active (neuron ``k`` chosen with weight
-    ``1 / count_k^2``, ``count_k`` the regions seen with ``k`` active); ``8 (n0 + 1)`` random points of
+    ``1 / count_k^2``, ``count_k`` the regions seen with ``k`` active) (of a line's new regions at most
+    :data:`MAX_REGIONS_PER_LINE`, at random, are taken); ``8 (n0 + 1)`` random points of
     the domain (:func:`exactident.symmetry.fdim.domain_points`: all scales up to ``2^12``).  The
     region points of every piece whose float activation pattern is new, or the random points, are
     offered to :class:`GreedyRank`.  Each kind runs once, then every fifth step in turn, and
@@ -423,7 +427,16 @@ def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.r
         codes.append(z > 0)
         h = np.maximum(z, 0.0)
     code = np.concatenate(codes, axis=1) if codes else np.zeros((len(xs), 0), dtype=bool)
-    fresh = [i for i in range(len(xs)) if regions.add(code[i], xs[i])]
+    fresh, keys = [], set()
+    for i in range(len(xs)):
+        key = np.packbits(code[i]).tobytes()
+        if key not in regions.seen and key not in keys:
+            keys.add(key)
+            fresh.append(i)
+    if len(fresh) > MAX_REGIONS_PER_LINE:  # a step stays cheap in wide inputs; the others wait for another line
+        fresh = sorted(rng.choice(fresh, MAX_REGIONS_PER_LINE, replace=False).tolist())
+    for i in fresh:
+        regions.add(code[i], xs[i])
     if not fresh:
         return np.zeros((0, n0))
     pts = region_points(W, b, xs[fresh])
