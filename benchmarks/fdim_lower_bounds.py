@@ -40,8 +40,7 @@ def _random_greedy(net, X, seconds: float, seed: int) -> int:
 
     from exactident.linalg.modular import random_primes
     from exactident.model.integer_forward import data_denominator
-    from exactident.symmetry.fdim import domain_points
-    from exactident.symmetry.linewalk import SMALL_PRIME_RANGE, GreedyRank
+    from exactident.symmetry.linewalk import SMALL_PRIME_RANGE, GreedyRank, domain_points
 
     p = random_primes(1, data_denominator(net, X), random.Random(seed), lo=SMALL_PRIME_RANGE[0],
                       hi=SMALL_PRIME_RANGE[1])[0]

@@ -48,8 +48,9 @@ from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
 from exactident.symmetry import hidden
+from exactident.symmetry.linewalk import domain_points, walk_lower_bound
 
-__all__ = ["FdimResult", "domain_points", "functional_dimension", "lower_bound", "upper_bound"]
+__all__ = ["FdimResult", "functional_dimension", "lower_bound", "upper_bound"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
@@ -130,22 +131,6 @@ class FdimResult:
                 lines.append(f"  {self.upper - self.lower} dimension(s) not settled (no proof, no sample found)")
         lines.append(f"  time {self.seconds:.1f} s")
         return "\n".join(lines) + "\n"
-
-
-def domain_points(rng: np.random.Generator, n: int, n0: int, box: Box | None, bits: int = 10) -> list[list[flint.fmpq]]:
-    """``n`` random dyadic points, rounded to ``2^-bits``: uniform in ``box``, or, for ``R^n``, Gaussian.
-
-    The Gaussian points are standard normal times a scale ``2^k``, ``k`` uniform in ``0..12``
-    per point (deep layers of a network at standard initialisation switch far from the origin).
-    """
-    den = 1 << bits
-    if box is None:  # scales 1, 2, 4, ..., 4096: a standard Gaussian alone leaves far-out kinks unseen
-        scale = 1 << rng.integers(0, 13, size=(n, 1))
-        g = np.rint(rng.standard_normal((n, n0)) * scale * den).astype(np.int64)
-        return [[flint.fmpq(int(v), den) for v in row] for row in g]
-    u = rng.integers(0, den + 1, size=(n, n0))
-    return [[box[0][j] + (box[1][j] - box[0][j]) * flint.fmpq(int(u[i, j]), den) for j in range(n0)]
-            for i in range(n)]
 
 
 def _tie_free(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
@@ -356,8 +341,6 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     upper, mechs = (net.dim, []) if lower == net.dim else upper_bound(net, fixed, box, pts, max_boxes=max_boxes)
     lower_random = None
     if lines and lower < upper:
-        from exactident.symmetry.linewalk import walk_lower_bound
-
         lower_random = lower
         r, q, walked = walk_lower_bound(net, pts, box, seed=seed, target=upper, max_lines=lines,
                                         patience=max(64, lines // 8), seconds=walk_seconds)

@@ -44,10 +44,26 @@ from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
 
-__all__ = ["KINDS", "MAX_REGIONS_PER_LINE", "SMALL_PRIME_RANGE", "GreedyRank", "float_jacobian", "line_pieces",
-           "region_points", "walk_lower_bound"]
+__all__ = ["KINDS", "MAX_REGIONS_PER_LINE", "SMALL_PRIME_RANGE", "GreedyRank", "domain_points", "float_jacobian",
+           "line_pieces", "region_points", "walk_lower_bound"]
 
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
+
+
+def domain_points(rng: np.random.Generator, n: int, n0: int, box: Box | None, bits: int = 10) -> list[list[flint.fmpq]]:
+    """``n`` random dyadic points, rounded to ``2^-bits``: uniform in ``box``, or, for ``R^n``, Gaussian.
+
+    The Gaussian points are standard normal times a scale ``2^k``, ``k`` uniform in ``0..12``
+    per point (deep layers of a network at standard initialisation switch far from the origin).
+    """
+    den = 1 << bits
+    if box is None:  # scales 1, 2, 4, ..., 4096: a standard Gaussian alone leaves far-out kinks unseen
+        scale = 1 << rng.integers(0, 13, size=(n, 1))
+        g = np.rint(rng.standard_normal((n, n0)) * scale * den).astype(np.int64)
+        return [[flint.fmpq(int(v), den) for v in row] for row in g]
+    u = rng.integers(0, den + 1, size=(n, n0))
+    return [[box[0][j] + (box[1][j] - box[0][j]) * flint.fmpq(int(u[i, j]), den) for j in range(n0)]
+            for i in range(n)]
 
 
 def _float_net(net: Network) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -320,7 +336,7 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
     region already seen where a rarely active neuron is active (neuron ``k`` chosen with weight
     ``1 / count_k^2``, ``count_k`` the regions seen with ``k`` active) (of a line's new regions at most
     :data:`MAX_REGIONS_PER_LINE`, at random, are taken); ``8 (n0 + 1)`` random points of
-    the domain (:func:`exactident.symmetry.fdim.domain_points`: all scales up to ``2^12``).  The
+    the domain (:func:`domain_points`: all scales up to ``2^12``).  The
     region points of every piece whose float activation pattern is new, or the random points, are
     offered to :class:`GreedyRank`.  Each kind runs once, then every fifth step in turn, and
     otherwise the kind with the best running average of rank gain per point offered (a
@@ -350,8 +366,6 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
         kind = (KINDS[(lines - 1) % 3] if lines <= 3 else KINDS[(lines // 5) % 3] if lines % 5 == 0
                 else max(KINDS, key=lambda k: rate[k]))
         if kind == "points":
-            from exactident.symmetry.fdim import domain_points
-
             cand: np.ndarray | list[list[flint.fmpq]] = domain_points(rng, 8 * (n0 + 1), n0, box)
         else:
             a = regions.rare_origin(rng) if kind == "rare" else None
