@@ -351,7 +351,8 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
     avoid = data_denominator(net, start) if start else 1
     p = random_primes(1, avoid, random.Random(seed), lo=SMALL_PRIME_RANGE[0], hi=SMALL_PRIME_RANGE[1])[0]
     g = GreedyRank(net, p)
-    g.offer(start)
+    for i in range(0, len(start), 64):  # in chunks: after the first, the projection screen skips most rows
+        g.offer(start[i:i + 64])
     W, b = _float_net(net)
     n0 = net.widths[0]
     fbox = None if box is None else (np.array([float(v) for v in box[0]]), np.array([float(v) for v in box[1]]))
