@@ -7,9 +7,9 @@ Usage (from the repository root)::
     python benchmarks/hidden_symmetries.py --witnesses          # + exact witnesses for the small architectures
     python benchmarks/hidden_symmetries.py --budget 100 --witnesses   # the run of docs/symmetries.md
 
-Architectures ``(n0, w x depth, 1)``, ``n0 = 5``, depths 4, 5, 6 (hidden layers), widths 5, 10,
-15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``), seeded numpy, converted
-exactly; standard Gaussian inputs.  Prints the markdown tables of docs/symmetries.md (the
+Architectures ``(n0, w x (d - 1), 1)`` with ``n0 = w`` (the paper's), depths ``d`` 4, 5, 6 (layers:
+``d - 1`` hidden), widths 5, 10, 15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``),
+seeded numpy, converted exactly; standard Gaussian inputs.  Prints the markdown tables of docs/symmetries.md (the
 depth-by-width grid and the width-1 architectures) with times, and writes the JSON
 (``--out``, default ``benchmarks/hidden_symmetries.json``; witnesses to
 ``benchmarks/hidden_symmetries_witnesses.json``).
@@ -28,39 +28,51 @@ sys.path.insert(0, ROOT)
 
 
 def main() -> None:
-    from exactident.symmetry.glr import INITS, survey_cell, witness
+    from exactident.symmetry.glr import INITS, paper_architecture, survey_cell, witness
     from exactident.symmetry.glr_command import WIDTH_ONE, markdown_table, small_architectures
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--depths", default="4,5,6")
     ap.add_argument("--widths", default="5,10,15")
-    ap.add_argument("--n0", type=int, default=5)
+    ap.add_argument("--n0", type=int, default=None, help="input width (default: the hidden width, as in the paper)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--init", default="torch", choices=sorted(INITS))
     ap.add_argument("--budget", type=float, default=None, help="per cell: start no trial after this many seconds")
+    ap.add_argument("--lines", type=int, default=4096, help="per trial: at most this many lines walked")
+    ap.add_argument("--walk-seconds", type=float, default=60.0, help="per trial: time budget of the line walk")
+    ap.add_argument("--trials-by-width", default=None,
+                    help="e.g. 5:10,10:5,15:3: trials per cell by width (default: --trials for all)")
+    ap.add_argument("--no-width-one", action="store_true", help="skip the width-1 architectures")
     ap.add_argument("--witnesses", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "hidden_symmetries.json"))
     args = ap.parse_args()
     depths = [int(d) for d in args.depths.split(",")]
     widths = [int(w) for w in args.widths.split(",")]
     start = time.perf_counter()
+    by_width = dict(tuple(int(v) for v in kv.split(":")) for kv in args.trials_by_width.split(",")) \
+        if args.trials_by_width else {}
     cells = []
     for w in widths:
         for d in depths:
-            c = survey_cell([args.n0, *([w] * d), 1], args.trials, args.seed, init=args.init, budget=args.budget)
+            c = survey_cell(list(paper_architecture(d, w, args.n0)), by_width.get(w, args.trials), args.seed,
+                            init=args.init, budget=args.budget, lines=args.lines, walk_seconds=args.walk_seconds)
             cells.append(c)
             print(markdown_table([c]).splitlines()[-1], flush=True)
-    ones = [survey_cell(a, 20, args.seed, init=args.init) for a in WIDTH_ONE]
+    ones = [] if args.no_width_one else [survey_cell(a, 20, args.seed, init=args.init) for a in WIDTH_ONE]
     budget = f" (no trial started after {args.budget:g} s in a cell)" if args.budget else ""
-    print(f"\nweights: {INITS[args.init]}; seed {args.seed}; {args.trials} trials per cell{budget}\n")
+    trials = args.trials_by_width or f"{args.trials} trials per cell"
+    print(f"\nweights: {INITS[args.init]}; seed {args.seed}; {trials}{budget}; line walk: {args.lines} lines, "
+          f"{args.walk_seconds:g} s per trial\n")
     print(markdown_table(cells))
-    print("width-1 hidden layers (20 trials each):\n")
-    print(markdown_table(ones))
+    if ones:
+        print("width-1 hidden layers (20 trials each):\n")
+        print(markdown_table(ones))
     total = time.perf_counter() - start
     print(f"total {total:.0f} s")
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"format": "exactident-hidden-symmetries/1", "init": args.init, "seed": args.seed,
+                   "lines": args.lines, "walk_seconds": args.walk_seconds,
                    "cells": [c.to_dict() for c in cells], "width_one": [c.to_dict() for c in ones],
                    "seconds": round(total, 1)}, f, indent=1)
     if args.witnesses:

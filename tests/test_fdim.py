@@ -172,11 +172,14 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert main(["fdim", str(case), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["format"] == "exactident-fdim/1" and out["lower"] == out["upper"] == out["dim"] == 5
+    assert main(["fdim", str(case), "--lines", "0", "--no-search", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lower_random_points"] is None  # no walk ran
     assert main(["fdim", str(case), "--box", "0", "1"]) == 0
     assert "[2, 2]" in capsys.readouterr().out
     assert main(["fdim", str(case), "--box", "1", "0"]) == 2
     assert main(["fdim", str(tmp_path / "missing.json")]) == 2
     assert main(["fdim", str(case), "--box", "x", "1"]) == 2
+    assert main(["fdim", str(case), "--lines", "-1"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
 

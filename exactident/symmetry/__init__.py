@@ -8,6 +8,8 @@
 - :mod:`exactident.symmetry.command`: ``exactident canonical``, ``equiv`` and ``audit``;
 - :mod:`exactident.symmetry.fdim`, :mod:`~exactident.symmetry.hidden`, :mod:`~exactident.symmetry.conditional`:
   the functional dimension, certified both ways, and the mechanisms of hidden symmetries;
+- :mod:`exactident.symmetry.linewalk`: samples reaching every activation region random lines cross, kept by
+  exact rank gain (the lower bound of the functional dimension);
 - :mod:`exactident.symmetry.glr`: the Grigsby-Lindsey-Rolnick survey of hidden symmetries;
 - :mod:`exactident.symmetry.fdim_command`, :mod:`~exactident.symmetry.glr_command`: ``exactident fdim`` and
   ``hidden-symmetries``.

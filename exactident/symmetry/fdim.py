@@ -12,7 +12,8 @@ symmetries* when ``fdim < dim``.
   ``J`` mod p is ``Gamma`` mod p with no edge fixed): the case's sample (its
   points in the domain without ties), then random
   dyadic points of the domain (Gaussian for ``R^n``, uniform in a box) while the
-  rank grows, then ``design``'s point search
+  rank grows, then random lines walked through every activation region they cross
+  (:mod:`exactident.symmetry.linewalk`, points kept by exact rank gain), then ``design``'s point search
   (:func:`exactident.explain.points.search_points`: candidates aimed at the
   neurons the kernel moves, kept by exact rank gain).
 - **Upper bound.**  The mechanisms of :mod:`exactident.symmetry.hidden` (dead,
@@ -47,8 +48,9 @@ from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
 from exactident.symmetry import hidden
+from exactident.symmetry.linewalk import domain_points, walk_lower_bound
 
-__all__ = ["FdimResult", "domain_points", "functional_dimension", "lower_bound", "upper_bound"]
+__all__ = ["FdimResult", "functional_dimension", "lower_bound", "upper_bound"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
@@ -67,6 +69,9 @@ class FdimResult:
         attributed in order (each mechanism counts what it adds to the ones before).
     points : list of list of fmpq
         The sample at which ``rank Gamma mod prime = lower`` (a witness).
+    lower_random : int or None
+        The lower bound from the starting sample and the random points alone, before the line walk
+        (None when no line walk ran).
     """
 
     name: str
@@ -80,6 +85,7 @@ class FdimResult:
     points: list[list[flint.fmpq]] = field(default_factory=list)
     mechanisms: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    lower_random: int | None = None
 
     @property
     def n_params(self) -> int:
@@ -104,7 +110,8 @@ class FdimResult:
                 "domain": ("R^n" if self.box is None else
                            {"lo": [format_fmpq(a) for a in self.box[0]], "hi": [format_fmpq(b) for b in self.box[1]]}),
                 "n_points": len(self.points), "prime": self.prime, "mechanisms": self.mechanisms,
-                "unexplained": self.upper - self.lower, "seconds": round(self.seconds, 3)}
+                "unexplained": self.upper - self.lower, "seconds": round(self.seconds, 3),
+                "lower_random_points": self.lower_random}
 
     def render(self) -> str:
         """The terminal view."""
@@ -124,22 +131,6 @@ class FdimResult:
                 lines.append(f"  {self.upper - self.lower} dimension(s) not settled (no proof, no sample found)")
         lines.append(f"  time {self.seconds:.1f} s")
         return "\n".join(lines) + "\n"
-
-
-def domain_points(rng: np.random.Generator, n: int, n0: int, box: Box | None, bits: int = 10) -> list[list[flint.fmpq]]:
-    """``n`` random dyadic points, rounded to ``2^-bits``: uniform in ``box``, or, for ``R^n``, Gaussian.
-
-    The Gaussian points are standard normal times a scale ``2^k``, ``k`` uniform in ``0..12``
-    per point (deep layers of a network at standard initialisation switch far from the origin).
-    """
-    den = 1 << bits
-    if box is None:  # scales 1, 2, 4, ..., 4096: a standard Gaussian alone leaves far-out kinks unseen
-        scale = 1 << rng.integers(0, 13, size=(n, 1))
-        g = np.rint(rng.standard_normal((n, n0)) * scale * den).astype(np.int64)
-        return [[flint.fmpq(int(v), den) for v in row] for row in g]
-    u = rng.integers(0, den + 1, size=(n, n0))
-    return [[box[0][j] + (box[1][j] - box[0][j]) * flint.fmpq(int(u[i, j]), den) for j in range(n0)]
-            for i in range(n)]
 
 
 def _tie_free(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
@@ -301,7 +292,7 @@ def _check_directions(net: Network, pts, mechs: Sequence[hidden.Mechanism], rng:
 
 def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *, box: Box | None = None,
                          seed: int = 0, rounds: int = 8, search: bool = True, max_boxes: int = 2048,
-                         name: str = "theta") -> FdimResult:
+                         lines: int = 256, walk_seconds: float | None = None, name: str = "theta") -> FdimResult:
     """Certified ``[lower, upper]`` for ``fdim(theta)`` on ``box`` (None: ``R^n``) (module docstring).
 
     Parameters
@@ -313,9 +304,15 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     seed : int
         Seeds the primes and the random points (the result is reproducible).
     search : bool
-        Run ``design``'s point search when the bounds differ after the random points.
+        Run ``design``'s point search when the bounds differ after the random points and the line walk.
     max_boxes : int
         Sub-boxes per sign proof.
+    lines : int
+        At most this many random lines walked (:func:`exactident.symmetry.linewalk.walk_lower_bound`)
+        when the bounds differ after the random points, stopping after ``max(64, lines / 8)`` lines
+        in a row without gain; 0: no line walk.
+    walk_seconds : float, optional
+        Time budget of the line walk.
 
     Raises
     ------
@@ -342,6 +339,13 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     rng = random.Random(seed)
     lower, p, pts = lower_bound(net, X, box, fixed, seed=seed, rounds=rounds)
     upper, mechs = (net.dim, []) if lower == net.dim else upper_bound(net, fixed, box, pts, max_boxes=max_boxes)
+    lower_random = None
+    if lines and lower < upper:
+        lower_random = lower
+        r, q, walked = walk_lower_bound(net, pts, box, seed=seed, target=upper, max_lines=lines,
+                                        patience=max(64, lines // 8), seconds=walk_seconds)
+        if r > lower:
+            lower, p, pts = r, q, walked
     if search and lower < upper:
         lower, p, pts = _search(net, pts, box, fixed, lower, p, upper, rng)
     _check_directions(net, pts, mechs, rng)
@@ -349,7 +353,7 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
         raise InvariantViolation(f"lower bound {lower} above the proved upper bound {upper}")
     out = FdimResult(name, list(net.widths), net.dim, n_hidden, lower, upper, box, p, pts,
                      [{"kind": m.kind, "neurons": [list(v) for v in m.neurons],
-                       "dimensions": m.dimensions, "text": m.text} for m in mechs])
+                       "dimensions": m.dimensions, "text": m.text} for m in mechs], lower_random=lower_random)
     out.seconds = time.perf_counter() - start
     return out
 

@@ -1,4 +1,5 @@
-"""``exactident fdim CASE [--sample DATA] [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--json]``.
+"""``exactident fdim CASE [--sample DATA] [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--lines N]
+[--json]``.
 
 Prints the certified interval of the functional dimension of the case's theta on
 ``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
@@ -51,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-search", action="store_true", help="random points only, no design point search")
     parser.add_argument("--max-boxes", type=positive_int, default=2048, metavar="N",
                         help="sub-boxes per sign proof (default 2048)")
+    parser.add_argument("--lines", type=non_negative_int, default=256, metavar="N",
+                        help="random lines walked for the lower bound (default 256; 0: none)")
     parser.add_argument("--json", action="store_true", help="print the exactident-fdim/1 JSON object")
     add_limit_arguments(parser)
 
@@ -79,6 +82,6 @@ def run(args: argparse.Namespace) -> int:
         n0 = case.network.widths[0]
         box = ([lo] * n0, [hi] * n0)
     result = functional_dimension(case.network, case.X, box=box, seed=args.seed, search=not args.no_search,
-                                  max_boxes=args.max_boxes, name=case.name)
+                                  max_boxes=args.max_boxes, lines=args.lines, name=case.name)
     write_stdout(json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render())
     return 0

@@ -1,6 +1,7 @@
 """The hidden-symmetry survey of Grigsby, Lindsey, Rolnick (ICML 2023), exactly (docs/symmetries.md).
 
-Architectures ``(n0, w, ..., w, 1)`` with ``depth`` hidden layers of width ``w``;
+Architectures :func:`paper_architecture`: ``(n0, w, ..., w, 1)`` with ``n0 = w`` and ``d`` layers
+(the paper's depth ``d``: ``d - 1`` hidden layers of width ``w``);
 weights and biases at PyTorch's default initialisation of ``nn.Linear``
 (``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for both, as float32), drawn by a seeded
 numpy generator and converted exactly to rationals; a batch of ``dim + 10``
@@ -9,8 +10,10 @@ standard Gaussian inputs (float64, converted exactly).  Per trial:
 - ``batch``: ``rank J`` at the Gaussian batch (mod a prime; the *batch functional
   dimension* a float tool estimates);
 - ``[lower, upper]``: :func:`exactident.symmetry.fdim.functional_dimension` on
-  ``R^n``, started from the batch (random points at scales up to ``2^12``, no
-  point search), with the mechanisms of the missing dimensions.
+  ``R^n``, started from the batch (random points at scales up to ``2^12``, then
+  random lines walked through every activation region they cross, no point
+  search), with the mechanisms of the missing dimensions; ``lower_random`` is the
+  lower bound before the line walk.
 
 Each trial's generator is seeded by ``(seed, n0, depth, width, trial)``: the same
 arguments give the same parameters and the same table on every platform (numpy's
@@ -37,13 +40,27 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension, lower_bound
 
-__all__ = ["INITS", "PAPER_DEPTHS", "PAPER_WIDTHS", "CellResult", "exact", "gaussian_batch", "survey_architectures",
-           "survey_cell", "torch_default_network", "witness"]
+__all__ = ["INITS", "PAPER_DEPTHS", "PAPER_WIDTHS", "CellResult", "exact", "gaussian_batch", "paper_architecture",
+           "survey_architectures", "survey_cell", "torch_default_network", "witness"]
 
-#: The depths (numbers of hidden layers) of the paper's grid.
+#: The depths of the paper's grid: ``d`` layers (affine maps), ``d - 1`` of them hidden.
 PAPER_DEPTHS = (4, 5, 6)
 #: The hidden widths of the paper's grid.
 PAPER_WIDTHS = (5, 10, 15)
+
+
+def paper_architecture(depth: int, width: int, n0: int | None = None) -> tuple[int, ...]:
+    """The paper's ``(n0, n1, ..., n_d)`` with ``n0 = n1 = ... = n_{d-1} = width`` and ``n_d = 1``.
+
+    ``depth`` is the paper's ``d``, the number of layers (affine maps): ``d - 1`` hidden layers.
+    ``n0`` overrides the input width.
+
+    Examples
+    --------
+    >>> paper_architecture(4, 5)
+    (5, 5, 5, 5, 1)
+    """
+    return (width if n0 is None else n0, *([width] * (depth - 1)), 1)
 
 
 def exact(v: float) -> flint.fmpq:
@@ -111,11 +128,12 @@ class CellResult:
         return sum(w[l] * w[l + 1] for l in range(len(w) - 1)) + w[-1]
 
     def count(self, what: str) -> int:
-        """Trials with ``batch`` / ``lower`` = dim (``"batch"``, ``"full"``), ``upper < dim`` (``"hidden"``),
-        bounds equal (``"settled"``)."""
+        """Trials with ``batch`` / ``lower`` / ``lower_random`` = dim (``"batch"``, ``"full"``, ``"random"``),
+        ``upper < dim`` (``"hidden"``), bounds equal (``"settled"``)."""
         d = self.dim
         test: dict[str, Callable[[dict[str, Any]], bool]] = {
             "batch": lambda t: t["batch"] == d, "full": lambda t: t["lower"] == d,
+            "random": lambda t: t.get("lower_random", t["lower"]) == d,
             "hidden": lambda t: t["upper"] < d, "settled": lambda t: t["lower"] == t["upper"]}
         return sum(1 for t in self.trials if test[what](t))
 
@@ -132,31 +150,40 @@ class CellResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON object of the cell (docs/symmetries.md)."""
         n = len(self.trials)
-        return {"widths": self.widths, "depth": len(self.widths) - 2, "width": self.widths[1], "dim": self.dim,
+        return {"widths": self.widths, "depth": len(self.widths) - 2, "layers": len(self.widths) - 1,
+                "width": self.widths[1], "dim": self.dim,
                 "seed": self.seed, "init": self.init, "trials": n, "trials_requested": self.requested,
-                "full_at_batch": self.count("batch"), "full_certified": self.count("full"),
+                "full_at_batch": self.count("batch"), "full_random_points": self.count("random"),
+                "full_certified": self.count("full"),
                 "hidden_proved": self.count("hidden"), "settled": self.count("settled"),
                 "fraction_full": self.count("full") / n if n else None,
                 "mechanisms": {k: {"trials": a, "dimensions": b} for k, (a, b) in self.mechanisms().items()},
                 "per_trial": self.trials, "seconds": round(self.seconds, 2)}
 
 
-def _trial(widths: Sequence[int], rng: np.random.Generator, seed: int, max_boxes: int, init: str) -> dict[str, Any]:
+def _trial(widths: Sequence[int], rng: np.random.Generator, seed: int, max_boxes: int, init: str,
+           lines: int, walk_seconds: float | None) -> dict[str, Any]:
     start = time.perf_counter()
     net = torch_default_network(widths, rng, init)
     X = gaussian_batch(widths[0], net.dim + 10, rng)
     batch, _, _ = lower_bound(net, X, None, FixedEdges({}), seed=seed, rounds=0)
-    r = functional_dimension(net, X, seed=seed, search=False, max_boxes=max_boxes)
+    r = functional_dimension(net, X, seed=seed, search=False, max_boxes=max_boxes, lines=lines,
+                             walk_seconds=walk_seconds)
     mech: Counter[str] = Counter()
     for m in r.mechanisms:
         mech[m["kind"]] += m["dimensions"]
-    return {"batch": batch, "lower": r.lower, "upper": r.upper, "mechanisms": dict(mech),
+    return {"batch": batch, "lower_random": r.lower if r.lower_random is None else r.lower_random,
+            "lower": r.lower, "upper": r.upper, "mechanisms": dict(mech),
             "seconds": round(time.perf_counter() - start, 2)}
 
 
 def survey_cell(widths: Sequence[int], trials: int, seed: int = 0, *, init: str = "torch", max_boxes: int = 256,
-                budget: float | None = None, progress: Callable[[str], None] | None = None) -> CellResult:
+                budget: float | None = None, lines: int = 4096, walk_seconds: float | None = 60.0,
+                progress: Callable[[str], None] | None = None) -> CellResult:
     """``trials`` draws of one architecture (module docstring); no trial starts after ``budget`` seconds.
+
+    ``lines`` and ``walk_seconds`` bound the line walk of each trial's lower bound
+    (:func:`exactident.symmetry.linewalk.walk_lower_bound`; ``lines = 0``: none).
 
     Examples
     --------
@@ -170,7 +197,7 @@ def survey_cell(widths: Sequence[int], trials: int, seed: int = 0, *, init: str 
         if budget is not None and time.perf_counter() - start > budget:
             break
         rng = np.random.default_rng([seed, widths[0], len(widths) - 2, widths[1], t])
-        out.trials.append(_trial(widths, rng, seed, max_boxes, init))
+        out.trials.append(_trial(widths, rng, seed, max_boxes, init, lines, walk_seconds))
         if progress is not None:
             progress(f"{widths}: trial {t + 1}/{trials}")
     out.seconds = time.perf_counter() - start

@@ -1,7 +1,7 @@
 """``exactident hidden-symmetries``: the survey of :mod:`exactident.symmetry.glr` as a table, JSON or a plot.
 
 ``exactident hidden-symmetries [--n0 N] [--depths 4,5,6] [--widths 5,10,15] [--trials T] [--seed S]
-[--init torch|he] [--budget S] [--json] [--plot FILE] [--width-one] [--witnesses]``
+[--init torch|he] [--lines N] [--walk-seconds S] [--budget S] [--json] [--plot FILE] [--width-one] [--witnesses]``
 
 Prints one markdown row per (depth, width); ``--width-one`` adds the
 architectures with a width-1 hidden layer, ``--witnesses`` the exact witnesses
@@ -46,9 +46,10 @@ def _ints(text: str) -> list[int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident hidden-symmetries``."""
-    parser.add_argument("--n0", type=positive_int, default=5, help="input width (default 5)")
+    parser.add_argument("--n0", type=positive_int, default=None,
+                        help="input width (default: the hidden width, as in the paper)")
     parser.add_argument("--depths", type=_ints, default=[4], metavar="D,...",
-                        help="numbers of hidden layers (default 4; the paper: 4,5,6)")
+                        help="the paper's depths d: d layers, d - 1 of them hidden (default 4; the paper: 4,5,6)")
     parser.add_argument("--widths", type=_ints, default=[5], metavar="W,...",
                         help="hidden widths (default 5; the paper: 5,10,15)")
     parser.add_argument("--trials", type=positive_int, default=5, metavar="T", help="draws per cell (default 5)")
@@ -56,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", choices=("torch", "he"), default="torch",
                         help="weight initialisation (default torch: nn.Linear's)")
     parser.add_argument("--max-boxes", type=positive_int, default=256, metavar="N", help="sub-boxes per sign proof")
+    parser.add_argument("--lines", type=non_negative_int, default=4096, metavar="N",
+                        help="per trial: at most N random lines walked for the lower bound (default 4096; 0: none)")
+    parser.add_argument("--walk-seconds", type=positive_seconds, default=60.0, metavar="S",
+                        help="per trial: time budget of the line walk (default 60)")
     parser.add_argument("--budget", type=positive_seconds, default=None, metavar="S",
                         help="per cell: start no trial after S seconds")
     parser.add_argument("--width-one", action="store_true", help="also the architectures with a width-1 layer")
@@ -78,15 +83,17 @@ def _interval_text(c: CellResult) -> str:
 
 
 def markdown_table(cells: Sequence[CellResult]) -> str:
-    """One row per cell: trials full at the Gaussian batch, certified full, proved hidden, settled, mechanisms."""
-    head = ("| widths | dim | trials | full at batch | full (certified) | hidden (proved) | settled "
-            "| median deficit [proved..possible] | mechanisms: trials (dims) | s/trial |\n"
-            "|---|---|---|---|---|---|---|---|---|---|\n")
+    """One row per cell: trials full at the Gaussian batch, with the random points, certified full (after the line
+    walk), proved hidden, settled, mechanisms."""
+    head = ("| widths | dim | trials | full at batch | full (random points) | full (certified) | hidden (proved) "
+            "| settled | median deficit [proved..possible] | mechanisms: trials (dims) | s/trial |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n")
     rows = []
     for c in cells:
         n = len(c.trials)
         per = c.seconds / n if n else 0.0
-        rows.append(f"| {'-'.join(map(str, c.widths))} | {c.dim} | {n} | {c.count('batch')} | {c.count('full')} "
+        rows.append(f"| {'-'.join(map(str, c.widths))} | {c.dim} | {n} | {c.count('batch')} | {c.count('random')} "
+                    f"| {c.count('full')} "
                     f"({c.count('full') / n if n else 0:.2f}) | {c.count('hidden')} | {c.count('settled')} "
                     f"| {_interval_text(c)} | {_mech_text(c)} | {per:.1f} |")
     return head + "\n".join(rows) + "\n"
@@ -105,12 +112,12 @@ def render_plot(cells: Sequence[CellResult], fmt: str) -> bytes:
         by_width.setdefault(c.widths[1], []).append(c)
     for w, cs in sorted(by_width.items()):
         cs = sorted(cs, key=lambda c: len(c.widths))
-        depths = [len(c.widths) - 2 for c in cs]
+        depths = [len(c.widths) - 1 for c in cs]
         line = ax.plot(depths, [c.count("full") / max(len(c.trials), 1) for c in cs], marker="o",
                        label=f"width {w}: certified")[0]
         ax.plot(depths, [c.count("batch") / max(len(c.trials), 1) for c in cs], marker="x", linestyle=":",
                 color=line.get_color(), label=f"width {w}: at the Gaussian batch")
-    ax.set_xlabel("depth (hidden layers)")
+    ax.set_xlabel("depth d (layers; d - 1 hidden)")
     ax.set_ylabel("fraction with fdim = dim")
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -123,15 +130,16 @@ def render_plot(cells: Sequence[CellResult], fmt: str) -> bytes:
 def run(args: argparse.Namespace) -> int:
     """Run ``exactident hidden-symmetries``; errors propagate to :func:`exactident.cli.main`."""
     from exactident.io.atomic import atomic_write_bytes, write_stdout
-    from exactident.symmetry.glr import INITS, survey_architectures, witness
+    from exactident.symmetry.glr import INITS, paper_architecture, survey_architectures, witness
 
     fmt = ""
     if args.plot:
         from exactident.crosscheck.plot import plot_format
 
         fmt = plot_format(args.plot)
-    archs = [(args.n0, *([w] * d), 1) for d in args.depths for w in args.widths]
-    kw: dict[str, Any] = {"init": args.init, "max_boxes": args.max_boxes, "budget": args.budget}
+    archs = [paper_architecture(d, w, args.n0) for d in args.depths for w in args.widths]
+    kw: dict[str, Any] = {"init": args.init, "max_boxes": args.max_boxes, "budget": args.budget,
+                          "lines": args.lines, "walk_seconds": args.walk_seconds}
     cells = survey_architectures(archs, args.trials, args.seed, **kw)
     ones = survey_architectures(WIDTH_ONE, args.trials, args.seed, **kw) if args.width_one else []
     wits = {"-".join(map(str, a)): witness(a, args.seed) for a in small_architectures()} if args.witnesses else {}
@@ -147,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
                "witnesses": wits}
         write_stdout(json.dumps(obj, indent=1) + "\n")
     else:
-        text = f"weights: {INITS[args.init]}; inputs: standard Gaussian, dim + 10 per trial; seed {args.seed}\n\n"
+        text = (f"weights: {INITS[args.init]}; inputs: standard Gaussian, dim + 10 per trial; seed {args.seed}; "
+                f"architectures (n0, w x (d - 1), 1), n0 = {args.n0 or 'w'}\n\n")
         text += markdown_table(cells)
         if ones:
             text += "\nwidth-1 hidden layers:\n\n" + markdown_table(ones)
