@@ -173,9 +173,11 @@ _FORWARD_SCRIPT = """
 import signal, subprocess, sys, time
 from exactident.budget import run_isolated
 
-# as started from a terminal: a launcher such as nohup leaves SIGHUP ignored, and the forwarding
-# rightly leaves a signal its launcher ignores alone (exactident.budget._forwarding)
+# as started from a terminal: a launcher such as nohup leaves SIGHUP ignored, a shell's background job
+# (`cmd &`) leaves SIGINT ignored, and the forwarding rightly leaves a signal its launcher ignores alone
+# (exactident.budget._forwarding)
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def work():
     grandchild = subprocess.Popen(["sleep", "120"])  # in the analysis child's process group
