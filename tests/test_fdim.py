@@ -102,13 +102,18 @@ CASES = ([((1, 2, 1), s) for s in range(4)] + [((2, 2, 1), s) for s in range(4)]
          + [((2, 3, 2), s) for s in range(2)] + [((1, 1, 1, 1), s) for s in range(3)])
 
 
+def case_net(widths, seed: int, boxed: bool):
+    """The seeded random network of a CASES entry, its weights (Fractions), and the box ``[-1, 2]^n0`` or None."""
+    rng = random.Random(1000 * seed + len(widths))
+    W, b = _random_net(widths, rng)
+    box = ([flint.fmpq(-1)] * widths[0], [flint.fmpq(2)] * widths[0]) if boxed else None
+    return rng, W, b, _net(W, b, widths), box
+
+
 @pytest.mark.parametrize("widths,seed", CASES)
 @pytest.mark.parametrize("boxed", [False, True])
 def test_bounds_against_independent_ranks(widths, seed, boxed):
-    rng = random.Random(1000 * seed + len(widths))
-    W, b = _random_net(widths, rng)
-    net = _net(W, b, widths)
-    box = ([flint.fmpq(-1)] * widths[0], [flint.fmpq(2)] * widths[0]) if boxed else None
+    rng, W, b, net, box = case_net(widths, seed, boxed)
     res = functional_dimension(net, box=box, seed=seed, max_boxes=512)
     assert 0 <= res.lower <= res.upper <= net.dim
     if res.lower == net.dim:

@@ -14,7 +14,7 @@ from fractions import Fraction
 import flint
 import numpy as np
 import pytest
-from test_fdim import CASES, _net, _random_net, _tie_free, fraction_rank, full_jacobian_rows
+from test_fdim import CASES, _net, _random_net, _tie_free, case_net, fraction_rank, full_jacobian_rows
 
 from exactident.linalg.modular import random_primes
 from exactident.model.network import Network
@@ -64,10 +64,7 @@ def test_line_pieces_by_hand():
 @pytest.mark.parametrize("widths,seed", CASES)
 @pytest.mark.parametrize("boxed", [False, True])
 def test_walk_bound_is_the_rank_at_its_points(widths, seed, boxed):
-    rng = random.Random(1000 * seed + len(widths))
-    W, b = _random_net(widths, rng)
-    net = _net(W, b, widths)
-    box = ([flint.fmpq(-1)] * widths[0], [flint.fmpq(2)] * widths[0]) if boxed else None
+    rng, W, b, net, box = case_net(widths, seed, boxed)
     start = [[flint.fmpq(rng.randint(-8, 16), 8) for _ in range(widths[0])] for _ in range(3)]
     r, _, pts = walk_lower_bound(net, start, box, seed=seed, max_lines=64)
     X = [_fr(x) for x in pts]
