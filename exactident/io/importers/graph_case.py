@@ -178,21 +178,6 @@ def plain_document(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dump_document(value: Any, indent: int = 0) -> str:
-    """Text of a case dict as the case files are written: lists of numbers on one line, so matrices read as rows."""
-    import json
-
-    pad = "  " * (indent + 1)
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        items = [f"{pad}{json.dumps(k)}: {dump_document(v, indent + 1)}" for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
-    if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
-        return "[\n" + ",\n".join(pad + dump_document(v, indent + 1) for v in value) + "\n" + "  " * indent + "]"
-    return json.dumps(value, ensure_ascii=False)
-
-
 #: Words of the chain readers' refusals that are about the architecture (a layer graph may read it).
 _ARCHITECTURE_WORDS = ("unsupported", "linear chain", "single data path", "follows another", "follows a linear",
                        "does not follow", "combines the data", "ends with a ReLU", "output is a Relu", "not flat",
