@@ -26,7 +26,7 @@ from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import dyadic
 from exactident.io.importers.graph import LayerGraph
 from exactident.io.importers.onnx_fold import BATCH, fold, is_symbolic
-from exactident.io.importers.onnx_load import load_onnx, np_dtype, onnx_module
+from exactident.io.importers.onnx_load import data_input, load_onnx, np_dtype, onnx_module
 
 __all__ = ["OnnxLayerGraph", "onnx_graph_reference", "read_onnx_graph"]
 
@@ -246,13 +246,7 @@ def read_onnx_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) -> 
         if t.data_location == onnx.TensorProto.EXTERNAL:
             raise CaseFormatError(path, f"initializer {t.name!r}", "tensor stored as external data")
         consts[t.name] = numpy_helper.to_array(t)
-    inputs = [i for i in gr.input if i.name not in consts]
-    if len(inputs) != 1 or len(gr.output) != 1:
-        raise CaseFormatError(path, "graph", f"expected one data input and one output, found {len(inputs)} "
-                                             f"and {len(gr.output)}")
-    inp = inputs[0]
-    tt = inp.type.tensor_type
-    dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+    inp, tt, dims = data_input(gr, consts, path)
     if len(dims) < 2 or any(d is None for d in dims[1:]):
         raise CaseFormatError(path, f"input {inp.name!r}", f"expected a shape (n, ...) with known sizes, found "
                                                            f"{dims}")

@@ -22,7 +22,7 @@ import numpy as np
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.importers.common import check_file_size, clean_message, read_limited
 
-__all__ = ["load_onnx", "np_dtype", "onnx_module"]
+__all__ = ["data_input", "load_onnx", "np_dtype", "onnx_module"]
 
 
 def onnx_module() -> Any:
@@ -127,3 +127,20 @@ def load_onnx(path: str, max_bytes: int) -> Any:
     except Exception as exc:  # ValidationError
         raise CaseFormatError(path, "", f"corrupted or not a valid ONNX model ({clean_message(exc)})") from None
     return model
+
+
+def data_input(graph: Any, consts: Any, path: str) -> tuple[Any, Any, list[int | None]]:
+    """The graph's one data input (not an initializer): ``(input, its tensor type, its dims)`` (None: symbolic).
+
+    Raises
+    ------
+    CaseFormatError
+        Not exactly one data input and one output (one line naming the file).
+    """
+    inputs = [i for i in graph.input if i.name not in consts]
+    if len(inputs) != 1 or len(graph.output) != 1:
+        raise CaseFormatError(path, "graph", f"expected one data input and one output, found {len(inputs)} "
+                                             f"and {len(graph.output)}")
+    inp = inputs[0]
+    ttype = inp.type.tensor_type
+    return inp, ttype, [d.dim_value if d.HasField("dim_value") else None for d in ttype.shape.dim]

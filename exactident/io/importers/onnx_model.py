@@ -31,7 +31,7 @@ from exactident.io.importers.arrays import Tensor, dyadic
 from exactident.io.importers.common import Imported
 from exactident.io.importers.forward_check import forward_bound
 from exactident.io.importers.onnx_fold import BATCH, HELPER_OPS, fold, is_symbolic
-from exactident.io.importers.onnx_load import load_onnx, np_dtype, onnx_module
+from exactident.io.importers.onnx_load import data_input, load_onnx, np_dtype, onnx_module
 from exactident.model.network import Network
 
 __all__ = ["OnnxGraph", "crosscheck", "read_onnx"]
@@ -175,13 +175,7 @@ def read_onnx(path: str, max_bytes: int) -> OnnxGraph:
 
     for t in graph.initializer:
         add_const(t, f"initializer {t.name!r}")
-    inputs = [i for i in graph.input if i.name not in consts]
-    if len(inputs) != 1 or len(graph.output) != 1:
-        raise CaseFormatError(path, "graph", f"expected one data input and one output, found {len(inputs)} "
-                                             f"and {len(graph.output)}")
-    inp = inputs[0]
-    ttype = inp.type.tensor_type
-    dims = [d.dim_value if d.HasField("dim_value") else None for d in ttype.shape.dim]
+    inp, ttype, dims = data_input(graph, consts, path)
     if len(dims) != 2:
         raise CaseFormatError(path, f"input {inp.name!r}", f"expected a flat input (n, N_0), found {len(dims)} "
                                                            "dimensions")
