@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import io
 import operator
-import warnings
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.importers.common import clean_message
 from exactident.io.importers.graph import GLayer, LayerGraph, exact_slope
+from exactident.io.importers.torch_trace import trace_in_eval
 
 __all__ = ["REFUSED", "read_torch_graph"]
 
@@ -350,24 +350,18 @@ def read_torch_graph(module: Any, X: Any, fold_batchnorm: bool = False) -> tuple
 
     cls = type(module)
     where = f"<{cls.__module__}.{cls.__name__}>"
-    was = module.training
-    module.eval()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            gm = fx.symbolic_trace(module)
-            dtype = getattr(torch, _dtype_name(module))
-            x = torch.as_tensor(np.asarray(X, dtype=np.float64)).to(dtype)
-            with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
-                ShapeProp(gm).propagate(x)
-    except CaseFormatError:
-        raise
-    except Exception as exc:  # data-dependent control flow, a sample of the wrong shape, ...
+
+    def shapes(gm: Any) -> Any:  # the sample through the traced graph: every node's shape
+        x = torch.as_tensor(np.asarray(X, dtype=np.float64)).to(getattr(torch, _dtype_name(module)))
+        with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
+            ShapeProp(gm).propagate(x)
+        return x
+
+    def failure(exc: BaseException) -> str:
         cause = exc.__cause__ or exc  # ShapeProp wraps the failing layer's own error
-        raise CaseFormatError(where, "forward", f"cannot be traced by torch.fx on the sample "
-                                                f"({type(cause).__name__}: {clean_message(cause)})") from None
-    finally:
-        module.train(was)
+        return f"cannot be traced by torch.fx on the sample ({type(cause).__name__}: {clean_message(cause)})"
+
+    gm, x = trace_in_eval(module, where, failure, shapes)
     graph = LayerGraph(where, tuple(int(s) for s in x.shape[1:]))
     w = _TorchWalk(module, gm, where, graph, fold_batchnorm)
     w.walk()

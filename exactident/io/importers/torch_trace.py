@@ -33,7 +33,7 @@ from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
 from exactident.io.importers.common import Imported, clean_message
 
-__all__ = ["read_traced_module"]
+__all__ = ["read_traced_module", "trace_in_eval"]
 
 _SUPPORTED = ("Linear, F.linear, ReLU, F.relu, torch.relu, x.relu(), Flatten, torch.flatten, x.view/x.reshape/"
               "x.flatten to (n, k), Identity, Dropout, and a final Softmax or Sigmoid")
@@ -255,6 +255,38 @@ class _Walk:
                                                          "or another value)")
 
 
+def trace_in_eval(module: Any, where: str, failure: Callable[[BaseException], str],
+                  after: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
+    """``torch.fx.symbolic_trace(module)`` in eval mode (the mode is restored), warnings silenced.
+
+    ``after(gm)``, when given, runs in the same conditions (e.g. shape propagation on the sample);
+    returns ``(gm, after(gm))``.
+
+    Raises
+    ------
+    CaseFormatError
+        ``where``, field ``forward``, message ``failure(exc)`` for any exception of the tracing or of
+        ``after`` (data-dependent control flow, unsupported Python constructs, a sample of the wrong
+        shape); a CaseFormatError of ``after`` passes unchanged.
+    """
+    from torch import fx
+
+    was = module.training
+    module.eval()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gm = fx.symbolic_trace(module)
+            extra = after(gm) if after is not None else None
+    except CaseFormatError:
+        raise
+    except Exception as exc:
+        raise CaseFormatError(where, "forward", failure(exc)) from None
+    finally:
+        module.train(was)
+    return gm, extra
+
+
 def read_traced_module(module: Any) -> tuple[Imported, str, Callable[[Any], Any] | None]:
     """Trace ``module`` and read its layers (see the module docstring).
 
@@ -275,17 +307,8 @@ def read_traced_module(module: Any) -> tuple[Imported, str, Callable[[Any], Any]
 
     cls = type(module)
     where = f"<{cls.__module__}.{cls.__name__}>"
-    was = module.training
-    module.eval()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            gm = fx.symbolic_trace(module)
-    except Exception as exc:  # data-dependent control flow, unsupported Python constructs, ...
-        raise CaseFormatError(where, "forward", f"cannot be traced by torch.fx ({type(exc).__name__}: "
-                                                f"{clean_message(exc)}); export it to ONNX instead") from None
-    finally:
-        module.train(was)
+    gm, _ = trace_in_eval(module, where, lambda exc: f"cannot be traced by torch.fx ({type(exc).__name__}: "
+                                                     f"{clean_message(exc)}); export it to ONNX instead")
     w = _Walk(module, gm, where)
     w.walk()
     if not w.weights:
