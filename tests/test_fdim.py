@@ -194,11 +194,15 @@ def test_unseen_weight_on_rn_by_hand():
     # column of W_2[0,0] (= dF/dz_{2,0} * relu(x)) is zero at every input: a unit direction of ker J everywhere.
     # z_{2,1} = relu(x) + relu(-x) + 1 = |x| + 1 > 0: always active, its bias trades with b_3.
     net = Network((1, 2, 2, 1), [[[1], [-1]], [[-2, 1], [1, 1]], [[1, 1]]], [[0, 0], [-1, 1], [0]])
-    res = functional_dimension(net)
+    res = functional_dimension(net, regions=0)
     kinds = {m["kind"]: m["dimensions"] for m in res.mechanisms}
     assert kinds == {"active": 1, "unseen": 1} and res.upper == res.dim - 2
     # the independent rank never exceeds it: f is a function of one variable with kinks at 0 and -1 only,
-    # 3 slopes + 1 value + 2 kinks = 6 numbers, so fdim <= 6 < upper = 7 (a bound no mechanism here proves)
+    # 3 slopes + 1 value + 2 kinks = 6 numbers, so fdim <= 6 < upper = 7 (a bound no named mechanism proves;
+    # the complete region cover does: the last dimension is in the kernel on its three regions)
+    settled = functional_dimension(net)
+    kinds = {m["kind"]: m["dimensions"] for m in settled.mechanisms}
+    assert kinds == {"active": 1, "unseen": 1, "regions": 1} and settled.lower == settled.upper == 6
     W = [[[Fraction(1)], [Fraction(-1)]], [[Fraction(-2), Fraction(1)], [Fraction(1), Fraction(1)]],
          [[Fraction(1), Fraction(1)]]]
     b = [[Fraction(0), Fraction(0)], [Fraction(-1), Fraction(1)], [Fraction(0)]]

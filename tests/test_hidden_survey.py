@@ -95,9 +95,13 @@ def test_hidden_symmetries_cli(tmp_path, capsys):
     # the paper's depth d = 2: two layers, one hidden, input width = hidden width
     assert out["cells"][0]["widths"] == [2, 2, 1] and out["cells"][0]["layers"] == 2
     assert main(["hidden-symmetries", "--n0", "3", "--depths", "3", "--widths", "2", "--trials", "1", "--lines", "0",
-                 "--json"]) == 0
+                 "--regions", "0", "--json"]) == 0
     cell = json.loads(capsys.readouterr().out)["cells"][0]
     assert cell["widths"] == [3, 2, 2, 1]
-    assert all(t["lower_random"] == t["lower"] for t in cell["per_trial"])  # no line walk
+    assert all(t["lower_random"] == t["lower"] for t in cell["per_trial"])  # no line walk, no cover
+    assert main(["hidden-symmetries", "--n0", "3", "--depths", "3", "--widths", "2", "--trials", "2", "--json"]) == 0
+    cell = json.loads(capsys.readouterr().out)["cells"][0]
+    # a cover of these small networks completes: every trial settled (lower = upper)
+    assert cell["settled"] == 2 and all(t["cover"] is None or t["cover"]["complete"] for t in cell["per_trial"])
     assert main(["hidden-symmetries", "--widths", "0"]) == 2
     assert main(["hidden-symmetries", "--init", "xavier"]) == 2

@@ -39,6 +39,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.budget import stage
 from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.io.rationals import format_fmpq
 from exactident.linalg.modular import random_primes, rank_mod_p, residues
@@ -70,8 +71,11 @@ class FdimResult:
     points : list of list of fmpq
         The sample at which ``rank Gamma mod prime = lower`` (a witness).
     lower_random : int or None
-        The lower bound from the starting sample and the random points alone, before the line walk
-        (None when no line walk ran).
+        The lower bound from the starting sample and the random points alone, before the region cover
+        and the line walk (None when neither ran).
+    cover : dict or None
+        The region cover, when one was tried: ``regions`` (found), ``complete``, ``reason`` (why not
+        complete), ``empty`` (children proved empty), ``lps``, ``seconds``.
     """
 
     name: str
@@ -86,6 +90,7 @@ class FdimResult:
     mechanisms: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     lower_random: int | None = None
+    cover: dict[str, Any] | None = None
 
     @property
     def n_params(self) -> int:
@@ -111,7 +116,7 @@ class FdimResult:
                            {"lo": [format_fmpq(a) for a in self.box[0]], "hi": [format_fmpq(b) for b in self.box[1]]}),
                 "n_points": len(self.points), "prime": self.prime, "mechanisms": self.mechanisms,
                 "unexplained": self.upper - self.lower, "seconds": round(self.seconds, 3),
-                "lower_random_points": self.lower_random}
+                "lower_random_points": self.lower_random, "cover": self.cover}
 
     def render(self) -> str:
         """The terminal view."""
@@ -129,6 +134,11 @@ class FdimResult:
                 lines.append(f"    -{m['dimensions']}: {m['text']}")
             if not self.settled:
                 lines.append(f"  {self.upper - self.lower} dimension(s) not settled (no proof, no sample found)")
+        if self.cover is not None:
+            c = self.cover
+            lines.append(f"  region cover: {c['regions']} activation regions, " +
+                         ("complete (every other sign pattern proved empty: "
+                          f"{c['empty']} exact certificates)" if c["complete"] else f"not complete ({c['reason']})"))
         lines.append(f"  time {self.seconds:.1f} s")
         return "\n".join(lines) + "\n"
 
@@ -246,21 +256,7 @@ def upper_bound(net: Network, fixed: FixedEdges, box: Box | None, pts: Sequence[
     from exactident.symmetry.conditional import conditional_mechanisms
 
     mechs += conditional_mechanisms(net, box, pts, dead | set(blocked), max_boxes)
-    return _attribute(net, mechs)
-
-
-def _attribute(net: Network, mechs: list[hidden.Mechanism]) -> tuple[int, list[hidden.Mechanism]]:
-    acc: list[dict[int, flint.fmpq]] = []
-    before = 0
-    kept = []
-    for m in mechs:
-        acc += m.directions
-        now = hidden.kernel_dimension(net, acc)
-        m.dimensions = now - before
-        if now > before:
-            kept.append(m)
-        before = now
-    return net.dim - before, kept
+    return hidden.attribute(net, mechs)
 
 
 def _names(neurons: Sequence[tuple[int, int]]) -> str:
@@ -292,7 +288,8 @@ def _check_directions(net: Network, pts, mechs: Sequence[hidden.Mechanism], rng:
 
 def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *, box: Box | None = None,
                          seed: int = 0, rounds: int = 8, search: bool = True, max_boxes: int = 2048,
-                         lines: int = 256, walk_seconds: float | None = None, name: str = "theta") -> FdimResult:
+                         lines: int = 256, walk_seconds: float | None = None, regions: int | None = None,
+                         region_seconds: float | None = 120.0, name: str = "theta") -> FdimResult:
     """Certified ``[lower, upper]`` for ``fdim(theta)`` on ``box`` (None: ``R^n``) (module docstring).
 
     Parameters
@@ -313,6 +310,13 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
         in a row without gain; 0: no line walk.
     walk_seconds : float, optional
         Time budget of the line walk.
+    regions : int, optional
+        At most this many activation regions in the exact cover of the domain
+        (:mod:`exactident.symmetry.regions`), tried when the bounds differ after the random points;
+        a complete cover settles ``fdim``.  None: 50,000 when ``n0 <= 16`` and an LP solver (highspy
+        or scipy) is installed, else no cover; 0: no cover.
+    region_seconds : float, optional
+        Time budget of the cover (default 120 s; None: no limit).
 
     Raises
     ------
@@ -337,25 +341,48 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     fixed = FixedEdges({})  # no edge fixed: J, the full Jacobian
     n_hidden = sum(net.widths[1:-1])
     rng = random.Random(seed)
+    stage("random points", dim=net.dim)
     lower, p, pts = lower_bound(net, X, box, fixed, seed=seed, rounds=rounds)
+    stage("upper bound proofs", lower=lower)
     upper, mechs = (net.dim, []) if lower == net.dim else upper_bound(net, fixed, box, pts, max_boxes=max_boxes)
-    lower_random = None
-    if lines and lower < upper:
+    lower_random, cover = None, None
+    max_regions = _cover_size(net, regions)
+    if max_regions and lower < upper:
+        from exactident.symmetry.region_fdim import settle_by_regions
+
         lower_random = lower
+        lower, upper, p, pts, mechs, cover = settle_by_regions(net, box, (lower, upper, p, pts, mechs), max_regions,
+                                                               region_seconds, seed)
+    if lines and lower < upper:
+        stage("line walk", lower=lower, upper=upper)
+        lower_random = lower if lower_random is None else lower_random
         r, q, walked = walk_lower_bound(net, pts, box, seed=seed, target=upper, max_lines=lines,
                                         patience=max(64, lines // 8), seconds=walk_seconds)
         if r > lower:
             lower, p, pts = r, q, walked
     if search and lower < upper:
+        stage("point search", lower=lower, upper=upper)
         lower, p, pts = _search(net, pts, box, fixed, lower, p, upper, rng)
     _check_directions(net, pts, mechs, rng)
     if lower > upper:
         raise InvariantViolation(f"lower bound {lower} above the proved upper bound {upper}")
     out = FdimResult(name, list(net.widths), net.dim, n_hidden, lower, upper, box, p, pts,
                      [{"kind": m.kind, "neurons": [list(v) for v in m.neurons],
-                       "dimensions": m.dimensions, "text": m.text} for m in mechs], lower_random=lower_random)
+                       "dimensions": m.dimensions, "text": m.text} for m in mechs], lower_random=lower_random,
+                     cover=cover)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _cover_size(net: Network, regions: int | None) -> int:
+    """The cover's region budget: ``regions`` itself, or the automatic choice (docstring of the caller)."""
+    if regions is not None:
+        return regions
+    if net.widths[0] > 16:
+        return 0
+    import importlib.util
+
+    return 50_000 if any(importlib.util.find_spec(m) for m in ("highspy", "scipy")) else 0
 
 
 def _search(net: Network, pts, box: Box | None, fixed: FixedEdges, lower: int, p: int, upper: int,

@@ -1,12 +1,13 @@
 """``exactident fdim CASE [--sample DATA] [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--lines N]
-[--json]``.
+[--regions N] [--region-seconds S] [--timeout S] [--json]``.
 
 Prints the certified interval of the functional dimension of the case's theta on
 ``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
 starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
 dimension; ``--json`` prints the ``exactident-fdim/1`` object
-(docs/symmetries.md).  Exit 0 when computed (whatever the interval), 2 on bad
-input.  Called by :mod:`exactident.cli`.
+(docs/symmetries.md).  The stages show on a terminal; ``--timeout`` runs the computation in a
+child process killed at the deadline.  Exit 0 when computed (whatever the interval), 1 when the
+time budget ran out, 2 on bad input.  Called by :mod:`exactident.cli`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import json
 
 import flint
 
-from exactident.argtypes import non_negative_int, positive_int
-from exactident.errors import CaseFormatError
+from exactident.argtypes import non_negative_int, positive_int, positive_seconds
+from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.progress import showing
 
 __all__ = ["add_arguments", "parse_number_arg", "run"]
 
@@ -54,6 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sub-boxes per sign proof (default 2048)")
     parser.add_argument("--lines", type=non_negative_int, default=256, metavar="N",
                         help="random lines walked for the lower bound (default 256; 0: none)")
+    parser.add_argument("--regions", type=non_negative_int, default=None, metavar="N",
+                        help="at most N activation regions in the exact cover of the domain, which settles fdim when "
+                             "complete (default: 50000 when the input width is at most 16 and highspy or scipy is "
+                             "installed; 0: no cover)")
+    parser.add_argument("--region-seconds", type=positive_seconds, default=120.0, metavar="S",
+                        help="time budget of the region cover (default 120)")
+    parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="stop after this many seconds (exit 1, nothing printed)")
     parser.add_argument("--json", action="store_true", help="print the exactident-fdim/1 JSON object")
     add_limit_arguments(parser)
 
@@ -81,7 +91,23 @@ def run(args: argparse.Namespace) -> int:
     if args.box is not None:
         n0 = case.network.widths[0]
         box = ([lo] * n0, [hi] * n0)
-    result = functional_dimension(case.network, case.X, box=box, seed=args.seed, search=not args.no_search,
-                                  max_boxes=args.max_boxes, lines=args.lines, name=case.name)
-    write_stdout(json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render())
+    net, X = case.network, case.X
+
+    def work() -> str:  # text only: picklable, as a child process returns it with --timeout
+        result = functional_dimension(net, X, box=box, seed=args.seed, search=not args.no_search,
+                                      max_boxes=args.max_boxes, lines=args.lines, regions=args.regions,
+                                      region_seconds=args.region_seconds, name=case.name)
+        return json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render()
+
+    with showing(None, f"fdim {case.name}") as show:
+        if args.timeout is None:
+            text = work()
+        else:  # a child process killed at the deadline, as audit --timeout
+            from exactident.budget import run_isolated
+
+            outcome = run_isolated(work, args.timeout, on_stage=show)
+            if outcome.timed_out:
+                raise ExactIdentError(f"fdim: time budget of {args.timeout:g} s exhausted at {outcome.stage}")
+            text = outcome.value
+    write_stdout(text)
     return 0

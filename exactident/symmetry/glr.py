@@ -129,12 +129,13 @@ class CellResult:
 
     def count(self, what: str) -> int:
         """Trials with ``batch`` / ``lower`` / ``lower_random`` = dim (``"batch"``, ``"full"``, ``"random"``),
-        ``upper < dim`` (``"hidden"``), bounds equal (``"settled"``)."""
+        ``upper < dim`` (``"hidden"``), bounds equal (``"settled"``), a complete region cover (``"covered"``)."""
         d = self.dim
         test: dict[str, Callable[[dict[str, Any]], bool]] = {
             "batch": lambda t: t["batch"] == d, "full": lambda t: t["lower"] == d,
             "random": lambda t: t.get("lower_random", t["lower"]) == d,
-            "hidden": lambda t: t["upper"] < d, "settled": lambda t: t["lower"] == t["upper"]}
+            "hidden": lambda t: t["upper"] < d, "settled": lambda t: t["lower"] == t["upper"],
+            "covered": lambda t: bool(t.get("cover") and t["cover"]["complete"])}
         return sum(1 for t in self.trials if test[what](t))
 
     def mechanisms(self) -> dict[str, tuple[int, int]]:
@@ -156,34 +157,40 @@ class CellResult:
                 "full_at_batch": self.count("batch"), "full_random_points": self.count("random"),
                 "full_certified": self.count("full"),
                 "hidden_proved": self.count("hidden"), "settled": self.count("settled"),
+                "covered": self.count("covered"),
                 "fraction_full": self.count("full") / n if n else None,
                 "mechanisms": {k: {"trials": a, "dimensions": b} for k, (a, b) in self.mechanisms().items()},
                 "per_trial": self.trials, "seconds": round(self.seconds, 2)}
 
 
 def _trial(widths: Sequence[int], rng: np.random.Generator, seed: int, max_boxes: int, init: str,
-           lines: int, walk_seconds: float | None) -> dict[str, Any]:
+           lines: int, walk_seconds: float | None, regions: int | None, region_seconds: float | None
+           ) -> dict[str, Any]:
     start = time.perf_counter()
     net = torch_default_network(widths, rng, init)
     X = gaussian_batch(widths[0], net.dim + 10, rng)
     batch, _, _ = lower_bound(net, X, None, FixedEdges({}), seed=seed, rounds=0)
     r = functional_dimension(net, X, seed=seed, search=False, max_boxes=max_boxes, lines=lines,
-                             walk_seconds=walk_seconds)
+                             walk_seconds=walk_seconds, regions=regions, region_seconds=region_seconds)
     mech: Counter[str] = Counter()
     for m in r.mechanisms:
         mech[m["kind"]] += m["dimensions"]
     return {"batch": batch, "lower_random": r.lower if r.lower_random is None else r.lower_random,
             "lower": r.lower, "upper": r.upper, "mechanisms": dict(mech),
+            "cover": None if r.cover is None else {k: r.cover[k] for k in ("regions", "complete", "seconds")},
             "seconds": round(time.perf_counter() - start, 2)}
 
 
 def survey_cell(widths: Sequence[int], trials: int, seed: int = 0, *, init: str = "torch", max_boxes: int = 256,
                 budget: float | None = None, lines: int = 4096, walk_seconds: float | None = 60.0,
+                regions: int | None = None, region_seconds: float | None = 120.0,
                 progress: Callable[[str], None] | None = None) -> CellResult:
     """``trials`` draws of one architecture (module docstring); no trial starts after ``budget`` seconds.
 
     ``lines`` and ``walk_seconds`` bound the line walk of each trial's lower bound
-    (:func:`exactident.symmetry.linewalk.walk_lower_bound`; ``lines = 0``: none).
+    (:func:`exactident.symmetry.linewalk.walk_lower_bound`; ``lines = 0``: none); ``regions`` and
+    ``region_seconds`` the exact region cover (:mod:`exactident.symmetry.regions`; ``regions = 0``:
+    none), as in :func:`exactident.symmetry.fdim.functional_dimension`.
 
     Examples
     --------
@@ -197,7 +204,7 @@ def survey_cell(widths: Sequence[int], trials: int, seed: int = 0, *, init: str 
         if budget is not None and time.perf_counter() - start > budget:
             break
         rng = np.random.default_rng([seed, widths[0], len(widths) - 2, widths[1], t])
-        out.trials.append(_trial(widths, rng, seed, max_boxes, init, lines, walk_seconds))
+        out.trials.append(_trial(widths, rng, seed, max_boxes, init, lines, walk_seconds, regions, region_seconds))
         if progress is not None:
             progress(f"{widths}: trial {t + 1}/{trials}")
     out.seconds = time.perf_counter() - start

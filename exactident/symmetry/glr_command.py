@@ -61,6 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="per trial: at most N random lines walked for the lower bound (default 4096; 0: none)")
     parser.add_argument("--walk-seconds", type=positive_seconds, default=60.0, metavar="S",
                         help="per trial: time budget of the line walk (default 60)")
+    parser.add_argument("--regions", type=non_negative_int, default=None, metavar="N",
+                        help="per trial: at most N activation regions in the exact cover that settles fdim (default: "
+                             "50000 when n0 <= 16 and highspy or scipy is installed; 0: no cover)")
+    parser.add_argument("--region-seconds", type=positive_seconds, default=120.0, metavar="S",
+                        help="per trial: time budget of the region cover (default 120)")
     parser.add_argument("--budget", type=positive_seconds, default=None, metavar="S",
                         help="per cell: start no trial after S seconds")
     parser.add_argument("--width-one", action="store_true", help="also the architectures with a width-1 layer")
@@ -83,11 +88,11 @@ def _interval_text(c: CellResult) -> str:
 
 
 def markdown_table(cells: Sequence[CellResult]) -> str:
-    """One row per cell: trials full at the Gaussian batch, with the random points, certified full (after the line
-    walk), proved hidden, settled, mechanisms."""
+    """One row per cell: trials full at the Gaussian batch, with the random points, certified full (after the region
+    cover and the line walk), proved hidden, settled, settled by a complete region cover, mechanisms."""
     head = ("| widths | dim | trials | full at batch | full (random points) | full (certified) | hidden (proved) "
-            "| settled | median deficit [proved..possible] | mechanisms: trials (dims) | s/trial |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n")
+            "| settled | complete covers | median deficit [proved..possible] | mechanisms: trials (dims) | s/trial |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     rows = []
     for c in cells:
         n = len(c.trials)
@@ -95,7 +100,7 @@ def markdown_table(cells: Sequence[CellResult]) -> str:
         rows.append(f"| {'-'.join(map(str, c.widths))} | {c.dim} | {n} | {c.count('batch')} | {c.count('random')} "
                     f"| {c.count('full')} "
                     f"({c.count('full') / n if n else 0:.2f}) | {c.count('hidden')} | {c.count('settled')} "
-                    f"| {_interval_text(c)} | {_mech_text(c)} | {per:.1f} |")
+                    f"| {c.count('covered')} | {_interval_text(c)} | {_mech_text(c)} | {per:.1f} |")
     return head + "\n".join(rows) + "\n"
 
 
@@ -139,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
         fmt = plot_format(args.plot)
     archs = [paper_architecture(d, w, args.n0) for d in args.depths for w in args.widths]
     kw: dict[str, Any] = {"init": args.init, "max_boxes": args.max_boxes, "budget": args.budget,
-                          "lines": args.lines, "walk_seconds": args.walk_seconds}
+                          "lines": args.lines, "walk_seconds": args.walk_seconds, "regions": args.regions,
+                          "region_seconds": args.region_seconds}
     cells = survey_architectures(archs, args.trials, args.seed, **kw)
     ones = survey_architectures(WIDTH_ONE, args.trials, args.seed, **kw) if args.width_one else []
     wits = {"-".join(map(str, a)): witness(a, args.seed) for a in small_architectures()} if args.witnesses else {}

@@ -51,9 +51,9 @@ import flint
 from exactident.explain.obstructions import prove_on_box
 from exactident.model.network import Network
 
-__all__ = ["Mechanism", "active_directions", "blocked_directions", "bottleneck_direction", "dead_directions",
-           "far_nonnegative", "far_nonpositive", "full_index", "holds_on_domain", "kernel_dimension", "proved_sign",
-           "rescalings", "sign_on_rn", "twin_directions"]
+__all__ = ["Mechanism", "active_directions", "attribute", "blocked_directions", "bottleneck_direction",
+           "dead_directions", "far_nonnegative", "far_nonpositive", "full_index", "holds_on_domain",
+           "kernel_dimension", "proved_sign", "rescalings", "sign_on_rn", "twin_directions"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
@@ -227,6 +227,25 @@ def kernel_dimension(net: Network, directions: Sequence[dict[int, flint.fmpq]]) 
         return int(flint.fmpq_mat(len(rs), n_full, [r.get(c, _ZERO) for r in rs for c in range(n_full)]).rank())
 
     return rank(rows) - rank(resc)
+
+
+def attribute(net: Network, mechs: list[Mechanism]) -> tuple[int, list[Mechanism]]:
+    """``(upper, kept)``: the proved upper bound ``dim - dim V`` and the mechanisms that add to ``V``, in order.
+
+    Each mechanism's ``dimensions`` is set to what its directions add to the span of those before it
+    (:func:`kernel_dimension`); those adding nothing are dropped.
+    """
+    acc: list[dict[int, flint.fmpq]] = []
+    before = 0
+    kept = []
+    for m in mechs:
+        acc += m.directions
+        now = kernel_dimension(net, acc)
+        m.dimensions = now - before
+        if now > before:
+            kept.append(m)
+        before = now
+    return net.dim - before, kept
 
 
 def proved_sign(net: Network, l: int, v: int, sign: int, box: Box | None, max_boxes: int) -> bool:

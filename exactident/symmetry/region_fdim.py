@@ -1,0 +1,222 @@
+"""The functional dimension from a complete cover of the domain by activation regions (docs/symmetries.md).
+
+On one activation region the row ``J(x)`` of the Jacobian of the outputs in the
+parameters is affine in ``x``, so ``n0 + 1`` affinely independent points of the
+region span all its rows; over a complete cover
+(:func:`exactident.symmetry.regions.enumerate_regions`) their rank is therefore
+``max rank J(X)`` over every finite tie-free sample ``X`` of the domain: the
+functional dimension itself, both bounds at once.  :func:`cover_rank` computes it
+exactly (a greedy selection mod a prime, then an exact nullspace over Z checked
+against every point of every region); :func:`settle_by_regions` feeds it to
+:func:`exactident.symmetry.fdim.functional_dimension` with the mechanisms the cover
+proves: neurons inactive (active) on every region, parameters whose column is zero
+on every region, and the rest of the exact kernel.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import flint
+import numpy as np
+
+from exactident.budget import stage
+from exactident.errors import InvariantViolation
+from exactident.model.network import Network
+from exactident.symmetry import hidden
+from exactident.symmetry.regions import Box, RegionCover, enumerate_regions
+
+__all__ = ["CoverRank", "cover_rank", "settle_by_regions"]
+@dataclass
+class CoverRank:
+    """``rank J`` over Q at the points of a cover's regions (:func:`cover_rank`).
+
+    Attributes
+    ----------
+    rank : int
+        ``rank J(points)`` over Q at the kept points (exact: a nullspace over Z), a lower bound of
+        ``fdim``; when ``complete``, ``rank J`` at every point of every region, which is ``fdim``.
+    prime : int
+        The prime of the greedy selection mod p.
+    points : list of list of fmpq
+        The kept points (at most ``rank`` of them per output row).
+    kernel : list of dict
+        When ``complete``: a basis of ``ker J`` on every region, sparse ``{full index: fmpq}``.
+    zero_columns : list of int
+        When ``complete``: the parameters (full indices) whose column of ``J`` is 0 on every region.
+    complete : bool
+        The exact kernel check covered every point of a complete cover.
+    """
+
+    rank: int
+    prime: int
+    points: list[list[flint.fmpq]]
+    kernel: list[dict[int, flint.fmpq]] = field(default_factory=list)
+    zero_columns: list[int] = field(default_factory=list)
+    complete: bool = False
+
+
+def cover_rank(net: Network, cover: RegionCover, *, seed: int = 0, chunk: int = 2048) -> CoverRank:
+    """``rank J`` over Q on the regions of ``cover``: ``fdim`` itself when the cover is complete.
+
+    The points of the regions are checked exactly (no tie; each has its region's pattern: else
+    InvariantViolation).  A greedy selection mod a prime ``p < 2^21``
+    (:class:`exactident.symmetry.linewalk.GreedyRank`) keeps the points whose rows raise the rank;
+    the exact integer Jacobian at them (:func:`exactident.model.gamma_modular.gamma_integer`,
+    ``J diag(s)``, ``s > 0``) has a nullspace ``K`` over Z, so ``rank = #params - dim K`` exactly.
+    When the cover is complete, ``J diag(s) K = 0`` is checked exactly at every point of every region
+    (a point that fails is kept and ``K`` recomputed): then ``ker J`` on the whole domain is
+    ``diag(s) K`` and ``fdim = rank``.
+
+    Parameters
+    ----------
+    net : Network
+    cover : RegionCover
+    seed : int
+        Seeds the prime.
+
+    Returns
+    -------
+    CoverRank
+
+    Raises
+    ------
+    InvariantViolation
+        A region point with a tie or with another pattern than its region's (a bug).
+    """
+    from exactident.linalg.modular import random_primes
+    from exactident.model.activation import activation_state
+    from exactident.model.fixed_edges import FixedEdges
+    from exactident.model.gamma_modular import ModularData, gamma_integer
+    from exactident.model.integer_forward import data_denominator
+    from exactident.symmetry.linewalk import SMALL_PRIME_RANGE, GreedyRank
+
+    pts = [p for r in cover.regions for p in r.points]
+    n_full = net.dim + sum(net.widths[1:-1])
+    if not pts:  # no tie-free input at all (a pre-activation is 0 on the whole domain): J is defined nowhere
+        return CoverRank(0, 0, [], [{c: flint.fmpq(1)} for c in range(n_full)] if cover.complete else [],
+                         list(range(n_full)) if cover.complete else [], cover.complete)
+    st = activation_state(net, pts)
+    if st.ties:
+        raise InvariantViolation("a region point has a tie")
+    k = 0
+    for r in cover.regions:
+        for _ in r.points:
+            if any(bool(st.pattern[l][k, v]) != r.pattern[l][v] for l in range(len(r.pattern))
+                   for v in range(len(r.pattern[l]))):
+                raise InvariantViolation("a region point has another activation pattern than its region")
+            k += 1
+    avoid = data_denominator(net, pts)
+    p = random_primes(1, avoid, random.Random(seed), lo=SMALL_PRIME_RANGE[0], hi=SMALL_PRIME_RANGE[1])[0]
+    greedy = GreedyRank(net, p)
+    for i in range(0, len(pts), chunk):
+        stage("rank on the regions", points=len(pts), done=i, rank=greedy.rank)
+        greedy.offer(pts[i:i + chunk])
+    where = {tuple(x): i for i, x in enumerate(pts)}
+    kept = [where[tuple(x)] for x in greedy.points]
+    data = ModularData(net, pts)
+    while True:
+        G, s = gamma_integer(net, pts, st.pattern, FixedEdges({}), kept, data)
+        N, nullity = flint.fmpz_mat(G.tolist()).nullspace()
+        rank = n_full - nullity
+        K = flint.fmpz_mat(n_full, nullity, [N[i, j] for i in range(n_full) for j in range(nullity)])
+        if not cover.complete:
+            return CoverRank(rank, p, [pts[i] for i in kept])
+        bad: list[int] = []
+        seen = np.zeros(n_full, dtype=bool)
+        for i in range(0, len(pts), chunk):
+            stage("exact kernel check", points=len(pts), done=i)
+            idx = list(range(i, min(i + chunk, len(pts))))
+            Gc, _ = gamma_integer(net, pts, st.pattern, FixedEdges({}), idx, data)
+            seen |= np.any(Gc != 0, axis=0)
+            if nullity:
+                R = flint.fmpz_mat(Gc.tolist()) * K
+                bad += [idx[r // net.widths[-1]] for r in range(R.nrows())
+                        if any(R[r, c] != 0 for c in range(nullity))]
+        if not bad:
+            break
+        kept = sorted(set(kept) | set(bad[:max(1, nullity)]))
+    kernel = [{c: flint.fmpq(int(s[c])) * flint.fmpq(N[c, j]) for c in range(n_full) if N[c, j] != 0}
+              for j in range(nullity)]
+    return CoverRank(rank, p, [pts[i] for i in kept], kernel, [c for c in range(n_full) if not seen[c]], True)
+
+
+def _param_name(widths: Sequence[int], c: int) -> tuple[str, list[tuple[int, int]]]:
+    """The name of full index ``c`` (:func:`exactident.symmetry.hidden.full_index`) and its hidden neurons."""
+    off = 0
+    for l in range(1, len(widths)):
+        n_w = widths[l] * widths[l - 1]
+        if c < off + n_w + widths[l]:
+            r = c - off
+            hid = [] if l == len(widths) - 1 else [(l, r // widths[l - 1] if r < n_w else r - n_w)]
+            if r >= n_w:
+                return f"b_{l}[{r - n_w}]", hid
+            i, j = divmod(r, widths[l - 1])
+            return f"W_{l}[{i},{j}]", hid + ([(l - 1, j)] if l > 1 else [])
+        off += n_w + widths[l]
+    raise InvariantViolation(f"parameter index {c} out of range")
+
+
+def _cover_mechanisms(net: Network, cover: RegionCover, cr: CoverRank) -> list[hidden.Mechanism]:
+    """The mechanisms a complete cover proves, in order: dead, active, unseen, then the rest of ``ker J``."""
+    n = len(cover.regions)
+    mechs = []
+    for li, l in enumerate(net.hidden_layers()):
+        for v in range(net.widths[l]):
+            if not any(r.pattern[li][v] for r in cover.regions):
+                mechs.append(hidden.Mechanism("dead", [(l, v)], hidden.dead_directions(net, l, v),
+                                              f"neuron ({l},{v}) is inactive on all {n} activation regions "
+                                              "(complete cover, exact)"))
+        S = [v for v in range(net.widths[l]) if all(r.pattern[li][v] for r in cover.regions)]
+        if S:
+            mechs.append(hidden.Mechanism("active", [(l, v) for v in S], hidden.active_directions(net, l, S),
+                                          f"neuron(s) {', '.join(f'({l},{v})' for v in S)} active on all {n} "
+                                          "activation regions (complete cover, exact): affine there"))
+    if cr.zero_columns:
+        named = [_param_name(net.widths, c) for c in cr.zero_columns]
+        neurons = sorted({v for _, hid in named for v in hid})
+        shown = ", ".join(name for name, _ in named[:8]) + (", ..." if len(named) > 8 else "")
+        mechs.append(hidden.Mechanism("unseen", neurons, [{c: flint.fmpq(1)} for c in cr.zero_columns],
+                                      f"{len(named)} parameter(s) ({shown}) with a zero column of J on all {n} "
+                                      "activation regions: never seen by the outputs"))
+    mechs.append(hidden.Mechanism("regions", [], cr.kernel,
+                                  f"the rest of ker J on all {n} activation regions (exact kernel of the complete "
+                                  "cover): hidden symmetries no named mechanism explains"))
+    return mechs
+
+
+def settle_by_regions(net: Network, box: Box | None, state: tuple[int, int, int, list, list],
+                      max_regions: int, seconds: float | None, seed: int
+                      ) -> tuple[int, int, int, list, list, dict[str, Any]]:
+    """The cover stage of :func:`exactident.symmetry.fdim.functional_dimension`.
+
+    ``state`` is ``(lower, upper, prime, points, mechanisms)`` before it; returns the same after it
+    and the cover's summary (``regions``, ``complete``, ``reason``, ``empty``, ``lps``, ``seconds``).
+    The lower bound rises to the exact rank at the kept region points when that is higher; a
+    complete cover makes ``upper`` equal to it, the mechanisms the cover proves appended
+    (attributed after the proved ones: each counts what it adds).
+
+    Raises
+    ------
+    InvariantViolation
+        A complete cover whose rank is below the lower bound, or whose attributed kernel does not
+        give its rank (a bug).
+    """
+    lower, upper, p, pts, mechs = state
+    stage("activation regions", regions=0)
+    cover = enumerate_regions(net, box, max_regions=max_regions, seconds=seconds)
+    cr = cover_rank(net, cover, seed=seed)
+    summary = {"regions": len(cover.regions), "complete": cover.complete, "reason": cover.reason,
+               "empty": cover.empty, "lps": cover.lps, "seconds": round(cover.seconds, 3)}
+    if cr.rank > lower:
+        lower, p, pts = cr.rank, cr.prime, cr.points
+    if cr.complete:
+        if cr.rank < lower:
+            raise InvariantViolation(f"the complete cover's rank {cr.rank} is below the lower bound {lower}")
+        upper, mechs = hidden.attribute(net, list(mechs) + _cover_mechanisms(net, cover, cr))
+        if upper != cr.rank:
+            raise InvariantViolation(f"the cover's kernel gives {upper}, its rank is {cr.rank}")
+    return lower, upper, p, pts, mechs, summary
