@@ -5,7 +5,9 @@ Usage (from the repository root)::
     python benchmarks/hidden_symmetries.py                      # the paper's grid, 10 trials per cell
     python benchmarks/hidden_symmetries.py --trials 4 --depths 4 --widths 5,10   # a reduced grid
     python benchmarks/hidden_symmetries.py --witnesses          # + exact witnesses for the small architectures
-    python benchmarks/hidden_symmetries.py --budget 100 --witnesses   # the run of docs/symmetries.md
+    python benchmarks/hidden_symmetries.py --budget 100 --witnesses   # an earlier run of docs/symmetries.md
+    python benchmarks/hidden_symmetries.py --widths 5 --region-seconds 600 --walk-seconds 30 --no-width-one \
+        --out benchmarks/hidden_symmetries_cover.json       # the width-5 grid settled by region covers
 
 Architectures ``(n0, w x (d - 1), 1)`` with ``n0 = w`` (the paper's), depths ``d`` 4, 5, 6 (layers:
 ``d - 1`` hidden), widths 5, 10, 15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``),
@@ -41,6 +43,9 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=None, help="per cell: start no trial after this many seconds")
     ap.add_argument("--lines", type=int, default=4096, help="per trial: at most this many lines walked")
     ap.add_argument("--walk-seconds", type=float, default=60.0, help="per trial: time budget of the line walk")
+    ap.add_argument("--regions", type=int, default=None,
+                    help="per trial: at most this many regions in the exact cover (default: fdim's; 0: no cover)")
+    ap.add_argument("--region-seconds", type=float, default=120.0, help="per trial: time budget of the region cover")
     ap.add_argument("--trials-by-width", default=None,
                     help="e.g. 5:10,10:5,15:3: trials per cell by width (default: --trials for all)")
     ap.add_argument("--no-width-one", action="store_true", help="skip the width-1 architectures")
@@ -56,7 +61,9 @@ def main() -> None:
     for w in widths:
         for d in depths:
             c = survey_cell(list(paper_architecture(d, w, args.n0)), by_width.get(w, args.trials), args.seed,
-                            init=args.init, budget=args.budget, lines=args.lines, walk_seconds=args.walk_seconds)
+                            init=args.init, budget=args.budget, lines=args.lines, walk_seconds=args.walk_seconds,
+                            regions=args.regions, region_seconds=args.region_seconds,
+                            progress=lambda s: print(s, file=sys.stderr, flush=True))
             cells.append(c)
             print(markdown_table([c]).splitlines()[-1], flush=True)
     ones = [] if args.no_width_one else [survey_cell(a, 20, args.seed, init=args.init) for a in WIDTH_ONE]

@@ -128,7 +128,8 @@ class FdimResult:
             lines.append(f"  no hidden symmetries (certified): rank J = dim at {len(self.points)} points "
                          f"(mod p = {self.prime})")
         else:
-            lines.append(f"  lower bound {self.lower}: rank J mod p = {self.prime} at {len(self.points)} points")
+            how = f"mod p = {self.prime}" if self.prime else "over Q (exact nullspace)"
+            lines.append(f"  lower bound {self.lower}: rank J {how} at {len(self.points)} points")
             lines.append(f"  upper bound {self.upper}: {self.dim - self.upper} missing dimension(s) proved")
             for m in self.mechanisms:
                 lines.append(f"    -{m['dimensions']}: {m['text']}")

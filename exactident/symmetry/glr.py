@@ -255,7 +255,7 @@ def witness(widths: Sequence[int], seed: int = 0, tries: int = 16) -> dict[str, 
         r = functional_dimension(net, seed=t, search=False, max_boxes=64)
         if not r.no_hidden_symmetries and r.lower < r.upper:
             r = functional_dimension(net, seed=t, search=True, max_boxes=64)
-        if r.no_hidden_symmetries:
+        if r.no_hidden_symmetries and r.prime:  # a prime that certifies rank J(X) = dim, as the witness says
             return {"widths": list(widths), "dim": net.dim, "prime": r.prime, "try": t,
                     "weights": [[[str(v) for v in row] for row in Wl] for Wl in W],
                     "biases": [[str(v) for v in bl] for bl in b],

@@ -40,7 +40,8 @@ class CoverRank:
         ``rank J(points)`` over Q at the kept points (exact: a nullspace over Z), a lower bound of
         ``fdim``; when ``complete``, ``rank J`` at every point of every region, which is ``fdim``.
     prime : int
-        The prime of the greedy selection mod p.
+        A prime ``q`` with ``rank J(points) mod q = rank`` (the greedy selection's, or another when the
+        exact kernel check added points); 0 in the unlikely case none of 8 random primes reaches it.
     points : list of list of fmpq
         The kept points (at most ``rank`` of them per output row).
     kernel : list of dict
@@ -124,7 +125,8 @@ def cover_rank(net: Network, cover: RegionCover, *, seed: int = 0, chunk: int = 
         rank = n_full - nullity
         K = flint.fmpz_mat(n_full, nullity, [N[i, j] for i in range(n_full) for j in range(nullity)])
         if not cover.complete:
-            return CoverRank(rank, p, [pts[i] for i in kept])
+            return CoverRank(rank, _certifying_prime(net, [pts[i] for i in kept], rank, greedy.rank, p, seed),
+                             [pts[i] for i in kept])
         bad: list[int] = []
         seen = np.zeros(n_full, dtype=bool)
         for i in range(0, len(pts), chunk):
@@ -141,7 +143,28 @@ def cover_rank(net: Network, cover: RegionCover, *, seed: int = 0, chunk: int = 
         kept = sorted(set(kept) | set(bad[:max(1, nullity)]))
     kernel = [{c: flint.fmpq(int(s[c])) * flint.fmpq(N[c, j]) for c in range(n_full) if N[c, j] != 0}
               for j in range(nullity)]
-    return CoverRank(rank, p, [pts[i] for i in kept], kernel, [c for c in range(n_full) if not seen[c]], True)
+    kept_pts = [pts[i] for i in kept]
+    return CoverRank(rank, _certifying_prime(net, kept_pts, rank, greedy.rank, p, seed), kept_pts, kernel,
+                     [c for c in range(n_full) if not seen[c]], True)
+
+
+def _certifying_prime(net: Network, pts: list[list[flint.fmpq]], rank: int, greedy_rank: int, p: int,
+                      seed: int) -> int:
+    """A prime ``q`` with ``rank J(pts) mod q = rank`` (the witness a reader re-checks); 0 if none of 8 tries."""
+    if greedy_rank == rank:
+        return p
+    from exactident.linalg.modular import random_primes, rank_mod_p
+    from exactident.model.activation import activation_state
+    from exactident.model.fixed_edges import FixedEdges
+    from exactident.model.gamma_modular import gamma_mod_p
+    from exactident.model.integer_forward import data_denominator
+
+    avoid = data_denominator(net, pts)
+    pattern = activation_state(net, pts).pattern
+    for q in random_primes(8, avoid, random.Random(seed + 1)):
+        if rank_mod_p(gamma_mod_p(net, pts, pattern, FixedEdges({}), q, avoid), q) == rank:
+            return q
+    return 0
 
 
 def _param_name(widths: Sequence[int], c: int) -> tuple[str, list[tuple[int, int]]]:
