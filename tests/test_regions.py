@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_fdim import _forward, _net, _random_net, _tie_free, fraction_rank, full_jacobian_rows
 
 from exactident.boundary.entering import find_strict_direction
 from exactident.cli import main
@@ -26,7 +27,6 @@ from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension
 from exactident.symmetry.region_fdim import cover_rank
 from exactident.symmetry.regions import _farkas, enumerate_regions
-from tests.test_fdim import _forward, _net, _random_net, _tie_free, fraction_rank, full_jacobian_rows
 
 q = flint.fmpq
 
