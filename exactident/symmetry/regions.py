@@ -18,10 +18,13 @@ adds one row and is
 - **empty** by a Farkas certificate checked exactly: ``y >= 0``, ``y != 0``, ``sum_h y_h
   a_h = 0`` and ``sum_h y_h e_h <= 0`` (then ``sum_h y_h (a_h . x + e_h) <= 0`` at every
   ``x``, which contradicts every row being positive).  ``y`` is the LP's dual made exact
-  on its support (the exact nullspace of those rows);
-- otherwise (the floats misled the checks) decided by exact Fourier–Motzkin
-  (:func:`exactident.boundary.entering.find_strict_direction` on the homogenised rows),
-  which may give up on a large system: the cover is then not complete.
+  on its support (the exact nullspace of those rows), or, when that dual is degenerate, a
+  basic solution of a second LP (``min e . y``, ``sum y_h a_h = 0``, ``sum y = 1``, ``y >= 0``)
+  made exact the same way;
+- otherwise (the floats misled the checks: nearly parallel hyperplanes meeting far beyond
+  the LP's tolerance) decided by the exact simplex method over Q
+  (:func:`exactident.linalg.exact_lp.strict_solution`, Bland's rule: it always terminates),
+  whose point or Farkas certificate is checked as above.
 
 A new row with ``a = 0`` is decided by the sign of ``e`` alone (``e = 0``: the neuron's
 pre-activation is 0 on the whole node, every input there is a tie, no child).  The
@@ -90,7 +93,7 @@ class RegionCover:
     reason : str
         Why the cover is not complete (empty when it is).
     empty : int
-        Children proved empty (Farkas certificates, a constant row of the wrong sign, Fourier–Motzkin).
+        Children proved empty (Farkas certificates, a constant row of the wrong sign, the exact simplex).
     lps : int
         Float LPs solved (proposals only).
     seconds : float
@@ -161,9 +164,36 @@ class _HighsLP:
                 -np.array(sol.row_dual))
 
 
+    def farkas(self, A: np.ndarray, e: np.ndarray) -> np.ndarray | None:
+        """A basic optimum of ``min e . y``, ``A^T y = 0``, ``sum y = 1``, ``y >= 0`` (rows of ``A`` unit), or None."""
+        hs, (k, n) = self.hs, A.shape
+        lp = hs.HighsLp()
+        lp.num_col_, lp.num_row_ = k, n + 1
+        lp.col_cost_ = e
+        lp.col_lower_, lp.col_upper_ = np.zeros(k), np.full(k, hs.kHighsInf)
+        lp.row_lower_ = lp.row_upper_ = np.r_[np.zeros(n), 1.0]
+        lp.a_matrix_.format_ = hs.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.arange(0, (n + 1) * k + 1, k)
+        lp.a_matrix_.index_ = np.tile(np.arange(k), n + 1)
+        lp.a_matrix_.value_ = np.r_[A.T, np.ones((1, k))].ravel()
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = k, n + 1
+        self.h.clearModel()
+        self.h.passModel(lp)
+        self.h.run()
+        if self.h.getModelStatus() != hs.HighsModelStatus.kOptimal:
+            return None
+        return np.array(self.h.getSolution().col_value)
+
+
 class _ScipyLP:
     def __init__(self, linprog) -> None:
         self.linprog = linprog
+
+    def farkas(self, A: np.ndarray, e: np.ndarray) -> np.ndarray | None:
+        k, n = A.shape
+        res = self.linprog(e, A_eq=np.r_[A.T, np.ones((1, k))], b_eq=np.r_[np.zeros(n), 1.0], bounds=(0, None),
+                           method="highs-ds")
+        return res.x if res.status == 0 else None
 
     def __call__(self, An: np.ndarray, en: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
         k, n = An.shape
@@ -280,17 +310,15 @@ def _farkas_on(rows: Sequence[Row], S: Sequence[int], y: np.ndarray) -> bool:
 
 
 def _exact_decide(rows: Sequence[Row]) -> tuple[str, list[flint.fmpq] | None]:
-    """Fourier–Motzkin on ``(a, e) . (x, s) > 0``, ``s > 0``: ``("realised", x)``, ``("empty", None)`` or undecided."""
-    from exactident.boundary.entering import find_strict_direction
+    """The exact simplex (:func:`exactident.linalg.exact_lp.strict_solution`): a point, or a certificate."""
+    from exactident.linalg.exact_lp import is_certificate, strict_solution
 
-    n = len(rows[0][0])
-    hom = [list(a) + [e] for a, e in rows] + [[_ZERO] * n + [flint.fmpq(1)]]
-    c, how = find_strict_direction(hom)
-    if c is not None:
-        return "realised", [cj / c[-1] for cj in c[:-1]]
-    if how in ("zero row", "infeasible (exact Fourier-Motzkin)"):
+    x, y = strict_solution(rows)
+    if x is not None and _inside(rows, x):
+        return "realised", x
+    if y is not None and is_certificate(rows, y):
         return "empty", None
-    return how, None
+    return "undecided (exact simplex)", None
 
 
 def _region_points(rows: Sequence[Row], x0: list[flint.fmpq]) -> list[list[flint.fmpq]]:
@@ -441,6 +469,12 @@ def _decide(linprog, rows: list[Row], frows: list[tuple[np.ndarray, float]],
                     return "realised", pt
             elif _farkas(rows, y):
                 return "empty", None
+            else:  # a degenerate dual: a basic certificate (at most n0 + 1 rows) from a second LP
+                A = np.array([f[0] for f in frows])
+                norms = np.linalg.norm(A, axis=1)
+                yb = linprog.farkas(A / norms[:, None], np.array([f[1] for f in frows]) / norms)
+                if yb is not None and _farkas(rows, yb / norms):
+                    return "empty", None
     return _exact_decide(rows)
 
 
