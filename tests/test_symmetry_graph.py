@@ -1,4 +1,4 @@
-"""The symmetry commands (fdim, audit, canonical, equiv) on layer graphs: hand derivations, the sympy oracle, the CLI."""
+"""The symmetry commands (fdim, audit, canonical, equiv) on layer graphs: hand derivations, the sympy oracle, CLI."""
 
 from __future__ import annotations
 

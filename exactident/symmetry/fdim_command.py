@@ -4,7 +4,8 @@
 Prints the certified interval of the functional dimension of the case's theta on
 ``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
 starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
-dimension; a layer graph (residual, leaky/PReLU, convolution) goes to :mod:`exactident.symmetry.fdim_graph`; ``--json`` prints the ``exactident-fdim/1`` object
+dimension; a layer graph (residual, leaky/PReLU, convolution) goes to
+:mod:`exactident.symmetry.fdim_graph`; ``--json`` prints the ``exactident-fdim/1`` object
 (docs/symmetries.md).  Exit 0 when computed (whatever the interval), 2 on bad
 input.  Called by :mod:`exactident.cli`.
 """
