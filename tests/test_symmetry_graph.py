@@ -139,3 +139,241 @@ def test_fdim_cli_on_a_layer_graph_json_and_text(capsys):
 def test_fdim_cli_bad_box_one_line(capsys):
     err = bad_input_error(capsys, ["fdim", str(ARCH / "leaky-mlp.json"), "--box", "1", "0"])
     assert "--box" in err
+
+
+# ---------------------------------------------------------------- canonical and equiv
+
+
+def _rescaled(cn, seed):
+    """``cn`` moved by a random element of H: every generator (a class of units) rescaled by a random positive
+    rational, applied to the dense entries unit by unit (incoming times lambda, outgoing over lambda), written
+    here without the code under test."""
+    from exactident.model.symmetry import log_scales
+
+    units, A, _factor = log_scales(cn)
+    rng = random.Random(seed)
+    mu = [F(rng.randint(1, 9), rng.randint(1, 9)) for _ in range(A.ncols())]
+    lam = {}
+    for u, (l, v) in enumerate(units):
+        lam[(l, v)] = F(1)
+        for g in range(A.ncols()):
+            lam[(l, v)] *= mu[g] ** int(A[u, g].p)
+    theta = [None] * cn.n_params
+    for l in range(1, cn.L + 1):  # the first entry of each parameter gives its new value
+        for i in range(cn.widths[l]):
+            out = lam.get((l, i), F(1))
+            for k in range(cn.widths[l - 1]):
+                j = int(cn.W_index[l - 1][i, k])
+                if j >= 0 and theta[j] is None:
+                    theta[j] = cn.W[l - 1][i, k] * out / lam.get((l - 1, k), F(1))
+            j = int(cn.b_index[l - 1][i])
+            if j >= 0 and theta[j] is None:
+                theta[j] = cn.b[l - 1][i] * out
+    for l in range(1, cn.L):
+        for v in range(cn.widths[l]):
+            j = int(cn.slope_index[l - 1][v])
+            if j >= 0 and theta[j] is None:
+                theta[j] = cn.negative_slope[l - 1][v]
+    return cn.with_theta(theta)
+
+
+def _oracle_outputs(cn, X):
+    """An independent Fraction forward pass over the dense entries."""
+    from fractions import Fraction
+
+    def fr(v):
+        return Fraction(int(v.p), int(v.q))
+
+    out = []
+    for x in X:
+        h = [fr(F(v)) for v in x]
+        for l in range(1, cn.L + 1):
+            z = [fr(cn.b[l - 1][i]) + sum(fr(cn.W[l - 1][i, k]) * h[k] for k in range(cn.widths[l - 1]))
+                 for i in range(cn.widths[l])]
+            h = z if l == cn.L else [zz if zz >= 0 else fr(cn.negative_slope[l - 1][v]) * zz for v, zz in enumerate(z)]
+        out.append(h)
+    return out
+
+
+SHIPPED = ["residual-mlp", "leaky-mlp", "prelu-mlp", "conv1d-avgpool", "conv2d-avgpool"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_rescaled_networks_compute_the_same_function_and_have_the_same_form(name):
+    from exactident.symmetry.canonical_graph import canonical_form_graph
+    from exactident.symmetry.equiv_graph import equiv_graph
+
+    case = load_case(ARCH / f"{name}.json")
+    cn = case.compiled
+    for seed in range(3):
+        other = _rescaled(cn, seed)
+        assert _oracle_outputs(other, case.X) == _oracle_outputs(cn, case.X)  # the group keeps the function
+        fa, fb = canonical_form_graph(cn), canonical_form_graph(other)
+        assert fa.complete and fa.key == fb.key and fa.digest() == fb.digest()
+        e = equiv_graph(cn, other, case.X)
+        assert e.same_orbit is True and e.alignment.max_abs == 0 and e.sample["same_outputs"]
+        assert not e.hidden_symmetry_on_sample
+
+
+def test_the_form_is_reached_by_a_group_element_and_keeps_the_outputs():
+    from exactident.symmetry.canonical_graph import canonical_form_graph
+
+    case = load_case(ARCH / "conv2d-avgpool.json")
+    f = canonical_form_graph(case.compiled)
+    assert _oracle_outputs(f.network, case.X) == _oracle_outputs(case.compiled, case.X)
+    assert all(abs(f.theta[j]) == 1 for j in f.pivots if j is not None)
+
+
+def test_hand_form_of_a_three_pixel_conv():
+    """One generator (the channel, both positions): the pivot is the first nonzero parameter with exponent +-1,
+    the kernel's w0 = 2, so mu = 1/2 and theta (w0, w1, b, v0, v1, c) = (2, -2, 1/2, 3, -1, 1/4) becomes
+    (1, -1, 1/4, 6, -2, 1/4): incoming halved, outgoing doubled, the output bias unchanged."""
+    from exactident.symmetry.canonical_graph import canonical_form_graph
+
+    cn = _conv3(w=("2", "-2")).compiled
+    f = canonical_form_graph(cn)
+    by_name = {cn.param_name(j): v for j, v in enumerate(f.theta)}
+    assert sorted(by_name.values()) == sorted([F(1), F(-1), F(1, 4), F(6), F(-2), F(1, 4)])
+    assert by_name["fc.bias[0]"] == F(1, 4) and by_name["conv.bias[0]"] == F(1, 4)
+
+
+def test_perturbing_one_weight_gives_another_form_and_different_functions():
+    from exactident.symmetry.canonical_graph import canonical_form_graph
+    from exactident.symmetry.equiv_graph import equiv_graph
+
+    a = _conv3().compiled
+    b = _conv3(v=("3", "-1/2")).compiled
+    assert canonical_form_graph(a).key != canonical_form_graph(b).key
+    X = [[F(1), F(1), F(1)], [F(0), F(0), F(0)]]
+    e = equiv_graph(a, b, X)
+    # at x = (1, 1, 1) both positions have z = 1 - 2 + 1/2 < 0 (f = c for both); at x = 0 both have z = 1/2 and
+    # f differs by (v1 - v1') z = (1/2)(1/2); the forms (pivot w0 = 1 already, mu = 1) differ by |v1 - v1'| = 1/2
+    assert e.same_orbit is False and "different functions" in e.reason
+    assert e.sample["same_outputs"] is False
+    assert e.first_difference["entry"] == "fc.weight[0,1]"
+    assert e.alignment.max_abs == F(1, 2) and e.alignment.method == "rescaling"
+
+
+def test_hidden_symmetry_on_the_sample_is_certified_when_orbits_differ():
+    """Two conv nets differing in v1 only agree wherever the second position is inactive: on the sample below
+    (x1 = 0, x2 = 4: w0 x1 + w1 x2 + b = -8 + 1/2 < 0) their outputs are equal (Fraction forward pass), elsewhere
+    they differ, so the orbits differ and the sample shows a hidden symmetry."""
+    from exactident.symmetry.equiv_graph import equiv_graph
+
+    a, b = _conv3().compiled, _conv3(v=("3", "5")).compiled
+    X = [[F(1), F(0), F(4)], [F(-1), F(0), F(4)]]
+    assert _oracle_outputs(a, X) == _oracle_outputs(b, X)
+    e = equiv_graph(a, b, X)
+    assert e.same_orbit is False and e.sample["same_outputs"] and e.hidden_symmetry_on_sample
+
+
+def test_permuted_hidden_units_are_undecided_not_different():
+    """Swapping the two hidden units of fc1 (rows of fc1, columns of fc2) keeps the function: the rescaling forms
+    differ, no permutation is normalised, the outputs agree everywhere: undecided, never 'different'."""
+    from exactident.symmetry.equiv_graph import equiv_graph
+
+    def net(order):
+        W1, b1, W2 = [["2", "1"], ["-1", "3"]], ["1", "-1/2"], ["5", "-7"]
+        return _case([{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [W1[i] for i in order],
+                       "bias": [b1[i] for i in order]},
+                      {"name": "r", "op": "leaky_relu", "inputs": ["fc1"], "negative_slope": "1/8"},
+                      {"name": "fc2", "op": "linear", "inputs": ["r"], "weight": [[W2[i] for i in order]],
+                       "bias": ["1"]}], "fc2", [["0", "1"]], [2]).compiled
+
+    e = equiv_graph(net([0, 1]), net([1, 0]), [[F(1), F(2)]])
+    assert e.same_orbit is None and "permutations" in e.reason and e.sample["same_outputs"]
+
+
+def test_canonical_and_equiv_cli_on_layer_graphs(tmp_path, capsys):
+    path = str(ARCH / "residual-mlp.json")
+    assert main(["canonical", path, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["format"] == "exactident-canonical/1" and d["layer_graph"]["complete"] is True
+    assert d["permutation"] is None and len(d["layer_graph"]["parameters"]) == load_case(path).compiled.n_params
+    assert main(["equiv", path, str(ARCH / "leaky-mlp.json"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["format"] == "exactident-equiv/1" and d["same_orbit"] is False
+    assert main(["equiv", path, path, "--sample", path]) == 0
+    assert "same orbit" in capsys.readouterr().out
+
+
+def test_equiv_cli_bad_sample_one_line(tmp_path, capsys):
+    bad = tmp_path / "x.csv"
+    bad.write_text("1,2,3\n")
+    path = str(ARCH / "leaky-mlp.json")
+    err = bad_input_error(capsys, ["equiv", path, path, "--sample", str(bad)])
+    assert "x.csv" in err
+
+
+# ---------------------------------------------------------------- audit
+
+
+def test_audit_cli_on_a_layer_graph_victim(capsys):
+    path = str(ARCH / "conv1d-avgpool.json")
+    assert main(["audit", path, "--queries", path, "--extracted", path, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    report = load_case(path)
+    from exactident.check import check
+
+    r = check(report, numeric=False)
+    assert (d["verdict"], d["reason"], d["dim"]) == (r.verdict, r.reason, r.dim)  # check's verdict, verdict-first
+    assert d["obstructions"] == [] and d["omitted"][0]["what"] == "obstructions"
+    assert d["counts"]["hidden"] == len(d["neurons"]) == sum(report.compiled.widths[1:-1])
+    assert d["extracted"]["same_orbit"] is True and d["extracted"]["sample"]["same_outputs"]
+    assert d["layer_graph"]["dim_free"] == d["dim"]
+
+
+def test_audit_bad_queries_one_line(tmp_path, capsys):
+    bad = tmp_path / "q.csv"
+    bad.write_text("1,2\n")
+    err = bad_input_error(capsys, ["audit", str(ARCH / "conv1d-avgpool.json"), "--queries", str(bad)])
+    assert "q.csv" in err
+
+
+def test_audit_of_an_imported_pytorch_residual_model(tmp_path, capsys):
+    """End to end: a residual PyTorch module (ReLU, then a LeakyReLU branch added to it) imported as a layer graph,
+    audited with a copy rescaled by powers of 2 (exact in float32) as the extracted model: the same orbit, equal
+    outputs on the queries; the verdict is check's on the same case."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from torch import nn
+
+    from exactident import from_torch
+    from exactident.check import check
+    from exactident.io.case import dump_case
+
+    class Res(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1, self.fc2, self.out = nn.Linear(3, 4), nn.Linear(4, 4), nn.Linear(4, 2)
+            self.act = nn.LeakyReLU(0.125)
+
+        def forward(self, x):
+            h = torch.relu(self.fc1(x))
+            h = h + self.act(self.fc2(h))
+            return self.out(h)
+
+    torch.manual_seed(0)
+    victim = Res().eval()
+    X = np.random.default_rng(0).standard_normal((12, 3)).astype(np.float32)
+    case = from_torch(victim, X)
+    assert not case.is_plain and "skip connection" in case.compiled.features
+    stolen = Res().eval()
+    lam = torch.tensor([2.0, 0.5, 4.0, 1.0])  # fc1 unit i and fc2 unit i share one scale (the skip adds them)
+    with torch.no_grad():
+        stolen.load_state_dict(victim.state_dict())
+        stolen.fc1.weight.mul_(lam[:, None]), stolen.fc1.bias.mul_(lam)
+        stolen.fc2.weight.mul_(lam[:, None] / lam[None, :]), stolen.fc2.bias.mul_(lam)
+        stolen.out.weight.div_(lam[None, :])
+    (tmp_path / "victim.json").write_text(dump_case(case))
+    (tmp_path / "stolen.json").write_text(dump_case(from_torch(stolen, X)))
+    assert main(["audit", str(tmp_path / "victim.json"), "--queries", str(tmp_path / "victim.json"),
+                 "--extracted", str(tmp_path / "stolen.json"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    r = check(case, numeric=False)
+    assert (d["verdict"], d["decided_by"], d["dim"]) == (r.verdict, r.decided_by, r.dim)
+    assert d["extracted"]["same_orbit"] is True and d["extracted"]["sample"]["same_outputs"]
+    assert d["extracted"]["alignment"]["max_abs"] == "0"
+    assert main(["audit", str(tmp_path / "victim.json"), "--queries", str(tmp_path / "victim.json")]) == 0
+    out = capsys.readouterr().out
+    assert "obstructions on the box: omitted" in out and "layer graph" in out
