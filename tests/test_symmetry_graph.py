@@ -10,6 +10,8 @@ import flint
 import pytest
 from _importers import bad_input_error
 from constrained_oracle import oracle_dim_free, oracle_rank, random_constrained
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from exactident.cli import main
 from exactident.errors import UnsupportedCaseError
@@ -377,3 +379,23 @@ def test_audit_of_an_imported_pytorch_residual_model(tmp_path, capsys):
     assert main(["audit", str(tmp_path / "victim.json"), "--queries", str(tmp_path / "victim.json")]) == 0
     out = capsys.readouterr().out
     assert "obstructions on the box: omitted" in out and "layer graph" in out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.integers(0, 10**6))
+def test_canonical_form_is_invariant_under_random_rescalings_hypothesis(net_seed, scale_seed):
+    """Random constrained nets (ties, fixed entries, leaky/PReLU/linear units; some with generators that are not one
+    scale per class of units, e.g. unit exponents (2, 1, -2)) moved by a random element of H (every generator scaled
+    by a random positive rational): the same function (Fraction forward pass), the same form when the form is
+    complete, and in every case the form computes the function of the network."""
+    from exactident.symmetry.canonical_graph import canonical_form_graph
+
+    cn = random_constrained(net_seed)
+    fa = canonical_form_graph(cn)
+    other = _rescaled(cn, scale_seed)
+    X = [[F(v) for v in row] for row in [[1] * cn.widths[0], [-2] * cn.widths[0], list(range(cn.widths[0]))]]
+    assert _oracle_outputs(other, X) == _oracle_outputs(cn, X)
+    assert _oracle_outputs(fa.network, X) == _oracle_outputs(cn, X)
+    fb = canonical_form_graph(other)
+    if fa.complete:
+        assert fb.complete and fa.key == fb.key
