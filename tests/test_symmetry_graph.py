@@ -253,7 +253,7 @@ def test_perturbing_one_weight_gives_another_form_and_different_functions():
     assert e.same_orbit is False and "different functions" in e.reason
     assert e.sample["same_outputs"] is False
     assert e.first_difference["entry"] == "fc.weight[0,1]"
-    assert e.alignment.max_abs == F(1, 2) and e.alignment.method == "rescaling"
+    assert e.alignment.max_abs == F(1, 2) and e.alignment.method == "canonical"  # ties keep the canonical one
 
 
 def test_hidden_symmetry_on_the_sample_is_certified_when_orbits_differ():
@@ -269,21 +269,76 @@ def test_hidden_symmetry_on_the_sample_is_certified_when_orbits_differ():
     assert e.same_orbit is False and e.sample["same_outputs"] and e.hidden_symmetry_on_sample
 
 
-def test_permuted_hidden_units_are_undecided_not_different():
-    """Swapping the two hidden units of fc1 (rows of fc1, columns of fc2) keeps the function: the rescaling forms
-    differ, no permutation is normalised, the outputs agree everywhere: undecided, never 'different'."""
+def _leaky_mlp(W1, b1, W2, order=None, name="hand"):
+    order = list(range(len(W1))) if order is None else order
+    return _case([{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [W1[i] for i in order],
+                   "bias": [b1[i] for i in order]},
+                  {"name": "r", "op": "leaky_relu", "inputs": ["fc1"], "negative_slope": "1/8"},
+                  {"name": "fc2", "op": "linear", "inputs": ["r"], "weight": [[row[i] for i in order] for row in W2],
+                   "bias": ["1"] * len(W2)}], "fc2", [["0"] * len(W1[0])], [len(W1[0])], name).compiled
+
+
+def test_permuted_hidden_units_have_the_same_form():
+    """Swapping the two hidden units of fc1 (rows of fc1, columns of fc2) keeps the function; both units are
+    interchangeable (every weight and bias a parameter of its own, one fixed slope), so the forms agree: same orbit,
+    and B taken back into A's coordinates by the forms' element (unit 0 of A is unit 1 of B) has error 0."""
+    from exactident.symmetry.canonical_graph import interchangeable_units
     from exactident.symmetry.equiv_graph import equiv_graph
 
-    def net(order):
-        W1, b1, W2 = [["2", "1"], ["-1", "3"]], ["1", "-1/2"], ["5", "-7"]
-        return _case([{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [W1[i] for i in order],
-                       "bias": [b1[i] for i in order]},
-                      {"name": "r", "op": "leaky_relu", "inputs": ["fc1"], "negative_slope": "1/8"},
-                      {"name": "fc2", "op": "linear", "inputs": ["r"], "weight": [[W2[i] for i in order]],
-                       "bias": ["1"]}], "fc2", [["0", "1"]], [2]).compiled
+    W1, b1, W2 = [["2", "1"], ["-1", "3"]], ["1", "-1/2"], [["5", "-7"]]
+    a, b = _leaky_mlp(W1, b1, W2), _leaky_mlp(W1, b1, W2, [1, 0])
+    assert interchangeable_units(a) == [(1, [0, 1])]
+    e = equiv_graph(a, b, [[F(1), F(2)]])
+    assert e.same_orbit is True and e.sample["same_outputs"]
+    assert e.alignment.method == "canonical" and e.alignment.max_abs == 0 and e.alignment.perm == [[1, 0]]
 
-    e = equiv_graph(net([0, 1]), net([1, 0]), [[F(1), F(2)]])
+
+def _two_channel_conv(order):
+    """conv1d with 2 output channels (kernel 2 on 3 pixels), flatten (channel-major), linear 4 -> 1."""
+    w, bias, v = [[["1", "-2"]], [["3", "1/2"]]], ["1/2", "-1"], [["3", "-1"], ["2", "5"]]
+    return _case([{"name": "conv", "op": "conv1d", "inputs": ["input"], "out_channels": 2, "kernel_size": [2],
+                   "stride": [1], "padding": [0], "weight": [w[c] for c in order], "bias": [bias[c] for c in order]},
+                  {"name": "r", "op": "relu", "inputs": ["conv"]},
+                  {"name": "flat", "op": "flatten", "inputs": ["r"]},
+                  {"name": "fc", "op": "linear", "inputs": ["flat"], "weight": [[x for c in order for x in v[c]]],
+                   "bias": ["0"]}], "fc", [["0", "1", "2"]], [1, 3]).compiled
+
+
+def test_swapped_conv_channels_are_undecided_not_different():
+    """Swapping the two output channels of a convolution (kernels, biases and the blocks of the next layer's
+    columns) keeps the function (Fraction forward pass); channels are not permuted by the form (their units are
+    tied), so the forms differ, and the outputs agree everywhere: undecided, never 'different'."""
+    from exactident.symmetry.equiv_graph import equiv_graph
+
+    a, b = _two_channel_conv([0, 1]), _two_channel_conv([1, 0])
+    X = _tie_free_points(a, 6, 3)
+    assert _oracle_outputs(a, X) == _oracle_outputs(b, X)
+    e = equiv_graph(a, b, X)
     assert e.same_orbit is None and "permutations" in e.reason and e.sample["same_outputs"]
+    assert not e.hidden_symmetry_on_sample
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6))
+def test_random_permutation_and_rescaling_of_a_dense_layer_graph_keeps_the_form_hypothesis(seed):
+    """Generic leaky MLPs 3-4-2 (nonzero weights, distinct units): a random permutation of the hidden units and a
+    random positive rescaling give the same form (the usual case the docs describe) and the same outputs."""
+    from exactident.symmetry.canonical_graph import canonical_form_graph
+
+    rng = random.Random(seed)
+
+    def q():
+        return f"{rng.choice([-1, 1]) * rng.randint(1, 9)}/{rng.randint(1, 4)}"
+
+    W1 = [[q() for _ in range(3)] for _ in range(4)]
+    b1, W2 = [q() for _ in range(4)], [[q() for _ in range(4)] for _ in range(2)]
+    order = list(range(4))
+    rng.shuffle(order)
+    a, b = _leaky_mlp(W1, b1, W2), _leaky_mlp(W1, b1, W2, order)
+    b = _rescaled(b, seed)
+    X = _tie_free_points(a, 5, seed)
+    assert _oracle_outputs(a, X) == _oracle_outputs(b, X)
+    assert canonical_form_graph(a).key == canonical_form_graph(b).key
 
 
 def test_canonical_and_equiv_cli_on_layer_graphs(tmp_path, capsys):
@@ -291,7 +346,13 @@ def test_canonical_and_equiv_cli_on_layer_graphs(tmp_path, capsys):
     assert main(["canonical", path, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["format"] == "exactident-canonical/1" and d["layer_graph"]["complete"] is True
-    assert d["permutation"] is None and len(d["layer_graph"]["parameters"]) == load_case(path).compiled.n_params
+    assert len(d["layer_graph"]["parameters"]) == load_case(path).compiled.n_params
+    # the three fc1 units are interchangeable (the skip's carriers are not): a permutation of layer 1
+    assert [g["units"] for g in d["layer_graph"]["interchangeable"]] == [["fc1[0]", "fc1[1]", "fc1[2]"]]
+    assert sorted(d["permutation"][0]) == list(range(len(d["permutation"][0])))
+    assert main(["canonical", str(ARCH / "conv1d-avgpool.json"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["permutation"] is None and d["layer_graph"]["interchangeable"] == []  # tied and pooled units only
     assert main(["equiv", path, str(ARCH / "leaky-mlp.json"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["format"] == "exactident-equiv/1" and d["same_orbit"] is False

@@ -20,9 +20,16 @@ choice depends only on the zero pattern and signs of theta, which ``H`` keeps.  
   ``H``-orbit have the same form.  Otherwise (``complete`` False) the form may depend on the
   representative, and a difference of forms proves nothing.
 
-Permutations of interchangeable units are not normalised (rescalings only): a difference of
-forms never proves different orbits under the full group (:mod:`exactident.symmetry.equiv_graph`
-decides "different" from the outputs instead).
+**Permutations.**  Sets of *interchangeable* units (:func:`interchangeable_units`: dense units
+whose incoming and outgoing weights and bias are free parameters of their own, with one fixed
+slope) are then sorted, layer by layer, by their normalised incoming weights, bias, slope and
+outgoing weights, and the rescalings normalised again.  Every step is a group element (a
+rescaling of ``H``, or a permutation that maps the family to itself and keeps the function), so
+equal forms still prove the same orbit, and the form stays the same over an ``H``-orbit when
+complete.  Over a permutation orbit it is the same in the usual case (distinct sort keys, pivots
+among the incoming weights) but this is not proved: a difference of forms never proves different
+orbits (:mod:`exactident.symmetry.equiv_graph` decides "different" from the outputs).  Units
+touched by skips, ties or pooling (convolution channels included) are not permuted.
 
 Called by :mod:`exactident.symmetry.command` and :mod:`exactident.symmetry.equiv_graph`.
 """
@@ -35,13 +42,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import flint
+import numpy as np
 
 from exactident.io.rationals import format_fmpq
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.symmetry import log_scales
 
 __all__ = ["GraphCanonicalForm", "apply_scales", "canonical_form_graph", "graph_canonical_json",
-           "render_graph_canonical", "scale_classes", "structure_key"]
+           "interchangeable_units", "render_graph_canonical", "scale_classes", "structure_key",
+           "unit_scales"]
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -64,11 +73,19 @@ class GraphCanonicalForm:
     classes : list of list of (l, v)
         The generators of ``H``: the units each one rescales.
     mu : list of fmpq
-        The scale of each generator in the group element reaching the form.
+        The scale of each generator in the element of ``H`` that normalises theta before any permutation
+        (the alignment of :mod:`exactident.symmetry.equiv_graph`).
+    perm : list of list of int or None
+        Per hidden layer, ``perm[l-1][i]``: the original unit at position ``i`` of the form (None: no
+        interchangeable units).
+    groups : list of (l, units)
+        The interchangeable units (:func:`interchangeable_units`).
+    generators : list of dict
+        Per generator of ``H``, unit row -> exponent (:func:`scale_classes`).
     pivots : list of int or None
         Per class, the parameter set to ``+-1`` (None: not normalised).
     complete : bool
-        Every class that moves a nonzero parameter has a pivot: the form is the same for the whole ``H``-orbit.
+        Every generator that moves a nonzero parameter has a pivot: the form is the same for the whole ``H``-orbit.
     """
 
     network: ConstrainedNetwork
@@ -81,6 +98,9 @@ class GraphCanonicalForm:
     structure: str = ""
     exponents: list[dict[int, int]] = field(default_factory=list)
     mu: list[flint.fmpq] = field(default_factory=list)
+    perm: list[list[int]] | None = None
+    groups: list[tuple[int, list[int]]] = field(default_factory=list)
+    generators: list[dict[int, int]] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[flint.fmpq, ...]:
@@ -161,7 +181,35 @@ def canonical_form_graph(cn: ConstrainedNetwork) -> GraphCanonicalForm:
     (['1', '-1/2', '6', '0'], ['1/2'], True)
     """
     units, generators, exponents = scale_classes(cn)
-    theta = list(cn.theta())
+    theta, mu, pivots, left = _normalise(cn.n_params, list(cn.theta()), generators, exponents)
+    complete = _complete(theta, exponents, left)
+    row = {u: r for r, u in enumerate(units)}
+    scale = unit_scales(len(units), generators, mu)
+    h_mu = list(mu)  # the element of H alone: the alignment of equiv
+    groups = interchangeable_units(cn)
+    perm = [list(range(cn.widths[l])) for l in range(1, cn.L)]
+    for l, U in groups:
+        order = sorted(U, key=lambda u: _unit_key(cn, theta, l, u))
+        if order == list(U):
+            continue
+        theta = _permute(cn, theta, l, U, order)
+        old_perm, old_scale = list(perm[l - 1]), list(scale)
+        for u, src in zip(U, order):
+            perm[l - 1][u] = old_perm[src]
+            scale[row[(l, u)]] = old_scale[row[(l, src)]]
+        theta, mu, pivots, left = _normalise(cn.n_params, theta, generators, exponents)
+        complete = complete and _complete(theta, exponents, left)
+        scale = [a * b for a, b in zip(scale, unit_scales(len(units), generators, mu))]
+    return GraphCanonicalForm(cn.with_theta(theta), theta, units, scale,
+                              [[units[u] for u in sorted(gen)] for gen in generators], pivots, complete,
+                              structure_key(cn), exponents, h_mu, perm if groups else None,
+                              [(l, list(U)) for l, U in groups], generators)
+
+
+def _normalise(k: int, theta: list[flint.fmpq], generators: Sequence[dict[int, int]],
+               exponents: Sequence[dict[int, int]]) -> tuple[list[flint.fmpq], list[flint.fmpq], list[int | None],
+                                                             set[int]]:
+    """The pivot loop of the module docstring: ``(theta, mu, pivots, generators left without a pivot)``."""
     n = len(generators)
     mu = [_ONE] * n
     pivots: list[int | None] = [None] * n
@@ -171,7 +219,7 @@ def canonical_form_graph(cn: ConstrainedNetwork) -> GraphCanonicalForm:
         progress = False
         for g in sorted(left, key=lambda g: min(generators[g], default=0)):
             others = left - {g}
-            j = next((j for j in range(cn.n_params) if theta[j] != _ZERO and exponents[j].get(g) in (1, -1)
+            j = next((j for j in range(k) if theta[j] != _ZERO and exponents[j].get(g) in (1, -1)
                       and not any(h in exponents[j] for h in others)), None)
             if j is None:
                 continue
@@ -184,14 +232,76 @@ def canonical_form_graph(cn: ConstrainedNetwork) -> GraphCanonicalForm:
             left.discard(g)
             progress = True
             break
-    complete = not any(theta[j] != _ZERO and g in exponents[j] for g in left for j in range(cn.n_params))
-    scale = [_ONE] * len(units)
+    return theta, mu, pivots, left
+
+
+def _complete(theta: Sequence[flint.fmpq], exponents: Sequence[dict[int, int]], left: set[int]) -> bool:
+    """No generator left without a pivot moves a nonzero parameter."""
+    return not any(theta[j] != _ZERO and g in exponents[j] for g in left for j in range(len(theta)))
+
+
+def unit_scales(n_units: int, generators: Sequence[dict[int, int]], mu: Sequence[flint.fmpq]) -> list[flint.fmpq]:
+    """Per unit row, ``prod_g mu_g^{e_u}``: the scale the element of ``H`` with generator scales ``mu`` gives it."""
+    scale = [_ONE] * n_units
     for g, gen in enumerate(generators):
         for u, e in gen.items():
             scale[u] *= mu[g] ** e
-    return GraphCanonicalForm(cn.with_theta(theta), theta, units, scale,
-                              [[units[u] for u in sorted(gen)] for gen in generators], pivots, complete,
-                              structure_key(cn), exponents, mu)
+    return scale
+
+
+def interchangeable_units(cn: ConstrainedNetwork) -> list[tuple[int, list[int]]]:
+    """``(l, units)``: sets of at least two hidden units of layer ``l`` that any permutation may exchange.
+
+    A unit qualifies when every incoming weight, every outgoing weight and its bias (or else a fixed bias) are free
+    parameters feeding that one entry only, and its slope is fixed (or else a PReLU parameter of its own); units of
+    one layer with the same fixed bias and slope (or free ones) form a set.  Exchanging two of them (their rows of
+    ``W_l``, ``b_l``, slopes, their columns of ``W_{l+1}``, the parameters relabelled) maps the family to itself
+    and keeps the function.  Units touched by a skip (fixed carrier weights), a convolution (tied kernels) or
+    pooling (fixed ``1/k``) never qualify.
+    """
+    counts = np.zeros(cn.n_params, dtype=np.int64)
+    for I in [*cn.W_index, *cn.b_index, *cn.slope_index]:
+        counts += np.bincount(I[I >= 0].ravel(), minlength=cn.n_params)
+
+    def unique(idx: np.ndarray) -> bool:
+        return bool((idx >= 0).all() and (counts[idx[idx >= 0]] == 1).all())
+
+    out = []
+    for l in range(1, cn.L):
+        sets: dict[tuple[str, str], list[int]] = {}
+        for v in range(cn.widths[l]):
+            if not (unique(cn.W_index[l - 1][v]) and unique(cn.W_index[l][:, v])):
+                continue
+            bj, sj = int(cn.b_index[l - 1][v]), int(cn.slope_index[l - 1][v])
+            if (bj >= 0 and counts[bj] != 1) or (sj >= 0 and counts[sj] != 1):
+                continue
+            sig = ("free" if bj >= 0 else format_fmpq(cn.b[l - 1][v]),
+                   "prelu" if sj >= 0 else format_fmpq(cn.negative_slope[l - 1][v]))
+            sets.setdefault(sig, []).append(v)
+        out += [(l, us) for _sig, us in sorted(sets.items()) if len(us) > 1]
+    return out
+
+
+def _unit_key(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], l: int, u: int) -> tuple[Any, ...]:
+    """Incoming weights, bias, slope, outgoing weights of an interchangeable unit (values, exact)."""
+    bj, sj = int(cn.b_index[l - 1][u]), int(cn.slope_index[l - 1][u])
+    return (tuple(theta[int(j)] for j in cn.W_index[l - 1][u]), theta[bj] if bj >= 0 else cn.b[l - 1][u],
+            theta[sj] if sj >= 0 else cn.negative_slope[l - 1][u], tuple(theta[int(j)] for j in cn.W_index[l][:, u]))
+
+
+def _permute(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], l: int, U: Sequence[int],
+             order: Sequence[int]) -> list[flint.fmpq]:
+    """Unit ``U[i]`` takes the values of unit ``order[i]`` (incoming, bias, slope, outgoing): a group element."""
+    out = list(theta)
+    for dst, src in zip(U, order):
+        pairs = [(cn.W_index[l - 1][dst], cn.W_index[l - 1][src]), (cn.W_index[l][:, dst], cn.W_index[l][:, src]),
+                 (cn.b_index[l - 1][dst:dst + 1], cn.b_index[l - 1][src:src + 1]),
+                 (cn.slope_index[l - 1][dst:dst + 1], cn.slope_index[l - 1][src:src + 1])]
+        for a, b in pairs:
+            for ja, jb in zip(a.tolist(), b.tolist()):
+                if ja >= 0:
+                    out[ja] = theta[jb]
+    return out
 
 
 def graph_canonical_json(name: str, cf: GraphCanonicalForm) -> dict[str, Any]:
@@ -204,9 +314,13 @@ def graph_canonical_json(name: str, cf: GraphCanonicalForm) -> dict[str, Any]:
             "weights": [[[format_fmpq(net.W[l][i, j]) for j in range(net.widths[l])] for i in range(net.widths[l + 1])]
                         for l in range(net.L)],
             "biases": [[format_fmpq(x) for x in v] for v in net.b],
-            "permutation": None, "scale": [by_layer.get(l, []) for l in range(1, net.L)],
+            "permutation": cf.perm, "scale": [by_layer.get(l, []) for l in range(1, net.L)],
             "twins": [], "dead_in": [], "dead_out": [], "isolated": [], "branches": 1,
-            "layer_graph": {"features": list(net.features), "group": "rescalings (H)", "permutations": False,
+            "layer_graph": {"features": list(net.features),
+                            "group": ("rescalings (H) and permutations of interchangeable units" if cf.groups
+                                      else "rescalings (H)"),
+                            "interchangeable": [{"layer": l, "units": [net.unit_name(l, v) for v in us]}
+                                                for l, us in cf.groups],
                             "complete": cf.complete,
                             "parameters": [{"name": net.param_name(j), "value": format_fmpq(v)}
                                            for j, v in enumerate(cf.theta)],
@@ -222,15 +336,19 @@ def render_graph_canonical(name: str, cf: GraphCanonicalForm) -> str:
     net = cf.network
     lines = [f"{escape_nonprintable(name)}: canonical form under the rescalings (layer graph: "
              f"{', '.join(net.features) or 'constrained'}), {net.n_params} parameters, digest {cf.digest()}"]
-    for us, p, s in zip(cf.classes[:8], cf.pivots, cf.mu):
-        text = format_fmpq(s)
-        shown = text if len(text) <= 12 else f"~{int(s.p) / int(s.q):.4g}"
-        lines.append(f"  {{{net.describe_units(us, limit=3)}}}: x{shown}"
-                     + (f" (|{net.param_name(p)}| = 1)" if p is not None else " (not normalised)"))
+    for us, p in zip(cf.classes[:8], cf.pivots):
+        lines.append(f"  rescaling of {{{net.describe_units(us, limit=3)}}}: "
+                     + (f"|{net.param_name(p)}| = 1" if p is not None else "not normalised"))
     if len(cf.classes) > 8:
         lines.append(f"  ... ({len(cf.classes)} generators in all; --json lists every one)")
     if not cf.complete:
         lines.append("  incomplete: a generator moves a nonzero parameter but has no pivot; forms of one orbit may "
                      "differ")
-    lines.append("  permutations of interchangeable units are not normalised (rescalings only)")
+    if cf.perm is not None:
+        for layer, members in cf.groups:
+            moved = [f"{i}<-{cf.perm[layer - 1][i]}" for i in members if cf.perm[layer - 1][i] != i]
+            lines.append(f"  layer {layer}: {len(members)} interchangeable units sorted; canonical <- original: "
+                         + (", ".join(moved[:12]) + (" ..." if len(moved) > 12 else "") if moved else "unchanged"))
+    else:
+        lines.append("  no interchangeable units (skips, ties or pooling touch every unit): rescalings only")
     return "\n".join(lines) + "\n"

@@ -9,14 +9,16 @@ the normal forms under the rescaling group ``H`` (:mod:`exactident.symmetry.cano
   output difference at a point (the sample's, or one of ``PROBE_POINTS`` random dyadic points):
   every element of the group (rescalings, permutations, any symmetry at all) keeps the function;
 - **undecided** (``None``): the forms differ (or the families do) yet the outputs agree at every
-  point tried: a permutation of interchangeable units (not normalised here), a form not complete
-  for ``H``, or a hidden symmetry could map one to the other.
+  point tried: a permutation the form does not normalise (convolution channels, units touched by
+  skips or ties), a form not complete for ``H``, or a hidden symmetry could map one to the other.
 
-When the families are equal the **alignment error** compares B brought into A's coordinates by the
-element of ``H`` the forms give (method ``"rescaling"``, no permutation), parameter by parameter,
-exactly (as for MLPs).  ``--sample``: both networks run exactly
-(:func:`exactident.model.constrained.constrained_pre_activations`); equal outputs on the sample with
-different orbits are a certified *hidden symmetry on the sample*.
+When the families are equal the **alignment error** compares B brought into A's coordinates,
+parameter by parameter, exactly (as for MLPs), by two group elements: the one the two forms give
+(B's form taken back by the inverse of A's: method ``"canonical"``, with its permutation) and the
+rescalings alone (method ``"rescaling"``); the smaller largest absolute error is kept.
+``--sample``: both networks run exactly
+(:func:`exactident.model.constrained.constrained_pre_activations`); equal outputs on the sample
+with different orbits are a certified *hidden symmetry on the sample*.
 
 Called by :mod:`exactident.symmetry.command` and :mod:`exactident.symmetry.audit_graph`.
 """
@@ -32,7 +34,13 @@ import numpy as np
 from exactident.io.rationals import format_fmpq
 from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations, from_network
 from exactident.model.network import Network
-from exactident.symmetry.canonical_graph import GraphCanonicalForm, apply_scales, canonical_form_graph, structure_key
+from exactident.symmetry.canonical_graph import (
+    GraphCanonicalForm,
+    apply_scales,
+    canonical_form_graph,
+    structure_key,
+    unit_scales,
+)
 from exactident.symmetry.equiv import Alignment, Equivalence
 
 __all__ = ["PROBE_POINTS", "as_constrained", "compare_outputs_graph", "equiv_graph"]
@@ -41,6 +49,7 @@ __all__ = ["PROBE_POINTS", "as_constrained", "compare_outputs_graph", "equiv_gra
 PROBE_POINTS = 16
 
 _ZERO = flint.fmpq(0)
+_ONE = flint.fmpq(1)
 
 
 def _float(q: flint.fmpq) -> float:
@@ -73,12 +82,9 @@ def compare_outputs_graph(a: ConstrainedNetwork, b: ConstrainedNetwork,
             "max_abs_output_error": format_fmpq(worst), "max_abs_output_error_float": _float(worst)}
 
 
-def _alignment(a: GraphCanonicalForm, b: GraphCanonicalForm, cn_a: ConstrainedNetwork,
-               cn_b: ConstrainedNetwork) -> Alignment:
-    """B in A's coordinates by the element of ``H`` the forms give (generator scales ``mu_b / mu_a``), exact errors."""
-    mu = [mb / ma for ma, mb in zip(a.mu, b.mu)]
-    tb = apply_scales(cn_b.theta(), b.exponents, mu)
-    ta = cn_a.theta()
+def _errors(cn_a: ConstrainedNetwork, ta: Sequence[flint.fmpq], tb: Sequence[flint.fmpq], method: str,
+            perm: list[list[int]], scale: list[list[flint.fmpq]]) -> Alignment:
+    """Exact parameter-by-parameter errors of B's aligned theta ``tb`` against A's ``ta`` (as for MLPs)."""
     max_abs, max_rel, where_abs, where_rel, mismatch = _ZERO, None, "", "", 0
     for j, (x, y) in enumerate(zip(ta, tb)):
         d = abs(x - y)
@@ -90,11 +96,79 @@ def _alignment(a: GraphCanonicalForm, b: GraphCanonicalForm, cn_a: ConstrainedNe
         r = d / abs(x)
         if max_rel is None or r > max_rel:
             max_rel, where_rel = r, cn_a.param_name(j)
-    by_layer: dict[int, list[flint.fmpq]] = {}
-    for (l, _v), sa, sb in zip(a.units, a.scale, b.scale):
-        by_layer.setdefault(l, []).append(sb / sa)
-    return Alignment("rescaling", [], [by_layer.get(l, []) for l in range(1, cn_a.L)], max_abs, max_rel,
-                     where_abs, where_rel, mismatch)
+    return Alignment(method, perm, scale, max_abs, max_rel, where_abs, where_rel, mismatch)
+
+
+def _by_layer(cn: ConstrainedNetwork, units: Sequence[tuple[int, int]], values: Sequence[Any]) -> list[list[Any]]:
+    out: list[list[Any]] = [[] for _ in range(1, cn.L)]
+    for (l, _v), x in zip(units, values):
+        out[l - 1].append(x)
+    return out
+
+
+def _undo(form: GraphCanonicalForm, net: ConstrainedNetwork) -> list[flint.fmpq]:
+    """``net`` (in the coordinates of ``form``'s positions) taken back by the inverse of the element reaching
+    ``form``: at A's position ``a`` of layer ``l``, the unit at the form's position ``p`` with ``perm[p] = a``,
+    its scale ``lambda_p`` removed (``W_l[a, c] = W'_l[p, q] lambda_{l-1, q} / lambda_{l, p}``)."""
+    L = net.L
+    pos = {u: r for r, u in enumerate(form.units)}
+    inv = [list(range(net.widths[0]))]
+    lam = [[_ONE] * net.widths[0]]
+    for l in range(1, L):
+        perm = form.perm[l - 1] if form.perm is not None else list(range(net.widths[l]))
+        back = [0] * net.widths[l]
+        for p, a in enumerate(perm):
+            back[a] = p
+        inv.append(back)
+        lam.append([form.scale[pos[(l, p)]] for p in range(net.widths[l])])
+    inv.append(list(range(net.widths[L])))
+    lam.append([_ONE] * net.widths[L])
+    theta: list[flint.fmpq | None] = [None] * net.n_params
+    for l in range(1, L + 1):
+        WI, bI = net.W_index[l - 1], net.b_index[l - 1]
+        for a, c in zip(*(x.tolist() for x in np.nonzero(WI >= 0))):
+            j = int(WI[a, c])
+            if theta[j] is None:
+                p, q = inv[l][a], inv[l - 1][c]
+                theta[j] = net.W[l - 1][p, q] * lam[l - 1][q] / lam[l][p]
+        for a in np.flatnonzero(bI >= 0).tolist():
+            j = int(bI[a])
+            if theta[j] is None:
+                theta[j] = net.b[l - 1][inv[l][a]] / lam[l][inv[l][a]]
+        if l < L:
+            sI = net.slope_index[l - 1]
+            for a in np.flatnonzero(sI >= 0).tolist():
+                j = int(sI[a])
+                if theta[j] is None:
+                    theta[j] = net.negative_slope[l - 1][inv[l][a]]
+    return [t if t is not None else _ZERO for t in theta]
+
+
+def _alignment(a: GraphCanonicalForm, b: GraphCanonicalForm, cn_a: ConstrainedNetwork,
+               cn_b: ConstrainedNetwork) -> Alignment:
+    """B in A's coordinates, exact errors: by the element the two forms give (B's form taken back by the inverse
+    of A's: method ``canonical``) and by the rescalings alone (method ``rescaling``); the smaller largest absolute
+    error is kept."""
+    ta = cn_a.theta()
+    canonical = _undo(a, b.network)
+    pos = {u: r for r, u in enumerate(a.units)}
+    perm, scale = [], []
+    for l in range(1, cn_a.L):
+        pa = a.perm[l - 1] if a.perm is not None else list(range(cn_a.widths[l]))
+        pb = b.perm[l - 1] if b.perm is not None else list(range(cn_a.widths[l]))
+        row, srow = [0] * cn_a.widths[l], [_ONE] * cn_a.widths[l]
+        for p, orig in enumerate(pa):  # A's unit orig sits at form position p, where B's unit pb[p] sits
+            row[orig] = pb[p]
+            srow[orig] = b.scale[pos[(l, p)]] / a.scale[pos[(l, p)]]
+        perm.append(row)
+        scale.append(srow)
+    first = _errors(cn_a, ta, canonical, "canonical", perm, scale)
+    mu = [mb / ma for ma, mb in zip(a.mu, b.mu)]
+    rescaled = apply_scales(cn_b.theta(), b.exponents, mu)
+    ratio = [sb / sa for sa, sb in zip(unit_scales(len(a.units), a.generators, a.mu),
+                                       unit_scales(len(b.units), b.generators, b.mu))]
+    second = _errors(cn_a, ta, rescaled, "rescaling", [], _by_layer(cn_a, a.units, ratio))
+    return first if first.max_abs <= second.max_abs else second
 
 
 def equiv_graph(a: ConstrainedNetwork | Network, b: ConstrainedNetwork | Network,
@@ -151,7 +225,8 @@ def equiv_graph(a: ConstrainedNetwork | Network, b: ConstrainedNetwork | Network
                                     "b": format_fmpq(fb.key[j])}
             why_open = (f"the canonical forms under the rescalings differ first at {ca.param_name(j)}"
                         + ("" if fa.complete and fb.complete else " (a form is not complete for H)")
-                        + "; permutations of interchangeable units are not normalised")
+                        + "; permutations are normalised for interchangeable dense units only, not for "
+                          "convolution channels or units touched by skips or ties")
     elif not why_open:
         why_open = "different architectures (the compiled families differ): no form to compare"
     if sample is not None:
