@@ -218,7 +218,8 @@ def equiv_graph(a: ConstrainedNetwork | Network, b: ConstrainedNetwork | Network
     if fa is not None and fb is not None:
         out.alignment = _alignment(fa, fb, ca, cb)
         if fa.key == fb.key:
-            out.same_orbit, out.reason = True, f"equal canonical forms under the rescalings (digest {fa.digest()})"
+            group = "the rescalings and permutations of interchangeable units" if fa.groups else "the rescalings"
+            out.same_orbit, out.reason = True, f"equal canonical forms under {group} (digest {fa.digest()})"
         else:
             j = next(t for t, (x, y) in enumerate(zip(fa.key, fb.key)) if x != y)
             out.first_difference = {"entry": ca.param_name(j), "parameter": j, "a": format_fmpq(fa.key[j]),
