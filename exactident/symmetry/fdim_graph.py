@@ -39,7 +39,7 @@ import numpy as np
 
 from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.io.rationals import format_fmpq
-from exactident.linalg.modular import random_primes, rank_mod_p
+from exactident.linalg.modular import random_primes, to_nmod_mat
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_data_denominator, free_state, gamma_free_mod_p
 from exactident.model.symmetry import log_scales, rescaling_symmetry
@@ -164,7 +164,9 @@ def lower_bound_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     """``(rank, prime, points)``: ``rank J_free(points) mod prime = rank``, a lower bound on ``fdim_free``.
 
     Starts from the points of ``X`` in the domain without ties, then adds random dyadic points of
-    the domain (at most ``rounds`` batches) while the rank grows, stopping at ``target``.  One prime
+    the domain while the rank grows (at most ``rounds`` batches of at least ``target / (2 N_L)``
+    points, as for MLPs; stops after three batches without gain, or at ``target``).  After each
+    batch only the points owning an independent row are kept (the witness stays small).  One prime
     for every batch (dyadic points add only powers of 2 to the denominators; primes are odd), so the
     residues of the batches are stacked.
     """
@@ -173,24 +175,41 @@ def lower_bound_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     inside = [x for x in X if box is None or all(box[0][j] <= x[j] <= box[1][j] for j in range(len(x)))]
     pts = _tie_free(cn, inside)
     p = random_primes(1, lcm(free_data_denominator(cn, pts), 2), rng)[0]
-    G = _gamma(cn, pts, p)
-    r = rank_mod_p(G, p) if len(pts) else 0
     N_L = cn.widths[-1]
+    r, pts, G = _keep(_gamma(cn, pts, p), pts, N_L, p)
     stale = 0
     for t in range(rounds):
         if r >= target or stale >= 3:
             break
-        need = max(4, -(-(target - r) // N_L) + 2) if t else max(4, -(-target // N_L) + 2 - len(pts))
+        need = (max(4, -(-(target - r) // N_L) + 2, target // (2 * N_L)) if t
+                else max(4, -(-target // N_L) + 2 - len(pts)))
         new = _tie_free(cn, domain_points(gen, need, cn.widths[0], box))
         if not new:
             stale += 1
             continue
-        G2 = np.vstack([G, _gamma(cn, new, p)])
-        r2 = rank_mod_p(G2, p)
+        r2, pts2, G2 = _keep(np.vstack([G, _gamma(cn, new, p)]), pts + new, N_L, p)
         stale = stale + 1 if r2 <= r else 0
-        if r2 > r:  # keep only the batches that raised the rank: the witness stays small
-            G, r, pts = G2, r2, pts + new
+        if r2 > r:
+            r, pts, G = r2, pts2, G2
     return r, p, pts
+
+
+def _keep(G: np.ndarray, pts: list[list[flint.fmpq]], N_L: int, p: int) -> tuple[int, list[list[flint.fmpq]],
+                                                                                  np.ndarray]:
+    """``(rank, points, rows)``: only the points owning a pivot row of ``G mod p`` (rows ``i N_L .. i N_L + N_L - 1``
+    belong to point ``i``), with all their rows: the rank is kept, the witness and the next batch's matrix shrink."""
+    if not pts:
+        return 0, [], G
+    R, rank = to_nmod_mat(np.ascontiguousarray(G.T) % p, p).rref()
+    rows, c = [], 0
+    for j in range(int(rank)):  # the pivot columns of G^T are independent rows of G
+        while int(R[j, c]) == 0:
+            c += 1
+        rows.append(c)
+        c += 1
+    owners = sorted({row // N_L for row in rows})
+    keep = np.concatenate([np.arange(i * N_L, (i + 1) * N_L) for i in owners]) if owners else np.zeros(0, np.int64)
+    return int(rank), [pts[i] for i in owners], G[keep]
 
 
 def _constant_units(cn: ConstrainedNetwork) -> list[tuple[int, int]]:
