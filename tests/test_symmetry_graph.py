@@ -460,3 +460,22 @@ def test_canonical_form_is_invariant_under_random_rescalings_hypothesis(net_seed
     fb = canonical_form_graph(other)
     if fa.complete:
         assert fb.complete and fa.key == fb.key
+
+
+def test_audit_of_a_plain_victim_with_a_layer_graph_extraction(tmp_path, capsys):
+    """A plain ReLU victim (format 1) and the same network written as a layer graph with a leaky slope: the plain
+    audit runs, and the extracted model is compared by equiv_graph (different functions: the leaky unit leaks)."""
+    plain = {"format": "exactident-case/1", "name": "v", "widths": [1, 1, 1], "weights": [[["2"]], [["3"]]],
+             "biases": [["-1"], ["0"]], "sample": [["0"], ["1"], ["2"]]}
+    graph = {"format": "exactident-case/2", "name": "g", "input_shape": [1], "layers": [
+        {"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["2"]], "bias": ["-1"]},
+        {"name": "a", "op": "leaky_relu", "inputs": ["fc1"], "negative_slope": "1/10"},
+        {"name": "fc2", "op": "linear", "inputs": ["a"], "weight": [["3"]], "bias": ["0"]}],
+        "output": "fc2", "sample": [["0"]]}
+    (tmp_path / "v.json").write_text(json.dumps(plain))
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    assert main(["audit", str(tmp_path / "v.json"), "--queries", str(tmp_path / "v.json"), "--extracted",
+                 str(tmp_path / "g.json"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    # at x = 0: relu(-1) = 0 but leaky(-1) = -1/10, so the outputs differ by 3/10 at the first query
+    assert d["extracted"]["same_orbit"] is False and d["extracted"]["sample"]["first_difference"]["sample"] == 0

@@ -320,11 +320,12 @@ def run_audit(args: argparse.Namespace) -> int:
         return _run_audit_graph(args, victim)
     net: Network = victim.network
     X = load_queries(args.queries, net.widths[0], args)
-    extracted = load_network(args.extracted, args).network if args.extracted else None
-    if extracted is not None and (extracted.widths[0], extracted.widths[-1]) != (net.widths[0], net.widths[-1]):
+    other = load_network(args.extracted, args) if args.extracted else None
+    if other is not None and (other.widths[0], other.widths[-1]) != (net.widths[0], net.widths[-1]):
         # as equiv --sample: the outputs on the queries cannot be compared, so say so rather than drop them
-        raise CaseFormatError(args.extracted, "widths", f"{extracted.widths[0]} inputs and {extracted.widths[-1]} "
+        raise CaseFormatError(args.extracted, "widths", f"{other.widths[0]} inputs and {other.widths[-1]} "
                                                         f"outputs, the victim has {net.widths[0]} and {net.widths[-1]}")
+    extracted = other.network if other is not None and other.is_plain else None
     box = None
     if args.box is not None:
         box = ([args.box[0]] * net.widths[0], [args.box[1]] * net.widths[0])
@@ -332,6 +333,10 @@ def run_audit(args: argparse.Namespace) -> int:
     def work() -> str:  # text only: picklable, as a child process returns it with --timeout
         au = audit(net, X, extracted=extracted, name=victim.name, box=box, seed=args.seed,
                    explain_max_dim=args.explain_max_dim, max_boxes=args.max_boxes)
+        if other is not None and not other.is_plain:  # a layer-graph extraction of a plain victim
+            from exactident.symmetry.equiv_graph import equiv_graph
+
+            au.extracted = equiv_graph(net, other.compiled, X)
         return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_audit(au)
 
     return _timed_write(work, args)
