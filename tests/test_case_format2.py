@@ -148,10 +148,10 @@ def test_a_huge_graph_in_a_small_file_is_refused_before_compiling():
         parse_case(obj, "big.json")
 
 
-@pytest.mark.parametrize("command", ["design", "canonical"])
+@pytest.mark.parametrize("command", ["design"])
 def test_a_plain_mlp_only_command_on_a_layer_graph_says_which_command_in_one_line(command, capsys):
-    # design and the symmetry commands work on plain ReLU MLPs only (explain works on layer graphs too,
-    # tests/test_explain_constrained.py): the refusal names the command,
+    # design works on plain ReLU MLPs only (explain and the symmetry commands work on layer graphs too,
+    # tests/test_explain_constrained.py, tests/test_symmetry_graph.py): the refusal names the command,
     # the file and the architecture's features, and says which commands do analyse it
     from exactident.cli import main
 
@@ -159,4 +159,4 @@ def test_a_plain_mlp_only_command_on_a_layer_graph_says_which_command_in_one_lin
     assert main([command, path]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: {command}: {path}: ") and "leaky ReLU" in err
-    assert "check, explain, crosscheck and verify-certificate" in err
+    assert "check, explain, crosscheck, verify-certificate, fdim, audit, canonical and equiv" in err

@@ -34,7 +34,7 @@ import flint
 
 from exactident.model.constrained import ConstrainedNetwork
 
-__all__ = ["Symmetry", "rescaling_symmetry"]
+__all__ = ["Symmetry", "log_scales", "rescaling_symmetry"]
 
 
 @dataclass
@@ -199,6 +199,36 @@ def _tie_constraints(cn: ConstrainedNetwork, factor, fixed_constrains) -> tuple[
     return rows, first
 
 
+def log_scales(cn: ConstrainedNetwork) -> tuple[list[tuple[int, int]], flint.fmpq_mat, dict[int, dict[int, int]]]:
+    """The group ``H`` itself: its hidden units, a basis of its log-scales ``A`` and each parameter's log-factor.
+
+    Returns
+    -------
+    units : list of (l, v)
+        The hidden units, rows of ``A`` in this order.
+    A : fmpq_mat, shape ``(len(units), dim A)``
+        Column ``g`` is a generator: ``s = A[:, g]`` rescales unit ``u`` by ``e^{s_u}`` (integer entries).
+    factor : dict j -> {row of A: int}
+        ``theta_j`` moves by ``e^{c_j(s)}``, ``c_j(s) = sum_u factor[j][u] s_u`` (a parameter feeding no
+        rescaled entry has an empty form).
+
+    Examples
+    --------
+    >>> from exactident.model.network import Network
+    >>> from exactident.model.constrained import from_network
+    >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
+    ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
+    >>> units, A, factor = log_scales(from_network(net))
+    >>> units, A.entries(), factor
+    ([(1, 0)], [1], {0: {0: 1}, 1: {0: 1}, 2: {0: -1}, 3: {}})
+    """
+    units = _units(cn)
+    zero = flint.fmpq(0)
+    rows, first = _tie_constraints(cn, lambda kind, l, i, kk: _factor(units, kind, l, i, kk),
+                                   lambda kind, val: kind != "a" and val != zero)
+    return list(units), _nullspace_rows(rows, len(units)), first
+
+
 def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     """``S_H``, ``dim_free`` and the softmax bound of ``cn`` at its current theta (exact, Q).
 
@@ -214,13 +244,10 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     >>> sym.dim_free, sym.symmetry_dim, [{j: str(v) for j, v in c.items()} for c in sym.basis]
     (3, 1, [{0: '2', 1: '-1', 2: '-3'}])
     """
-    units = _units(cn)
     k = cn.n_params
     zero = flint.fmpq(0)
     # a fixed nonzero weight or bias must keep its value (slopes are unchanged by any rescaling)
-    rows, first = _tie_constraints(cn, lambda kind, l, i, kk: _factor(units, kind, l, i, kk),
-                                   lambda kind, val: kind != "a" and val != zero)
-    A = _nullspace_rows(rows, len(units))
+    _units_list, A, first = log_scales(cn)
     theta = cn.theta()
     cols: list[dict[int, flint.fmpq]] = []
     for a in range(A.ncols()):

@@ -30,8 +30,8 @@ from exactident.io.report import escape_nonprintable
 from exactident.model.network import Network
 
 __all__ = ["add_audit_arguments", "add_canonical_arguments", "add_equiv_arguments", "canonical_json", "load_network",
-           "load_queries", "render_audit", "render_canonical", "render_equiv", "run_audit", "run_canonical",
-           "run_equiv"]
+           "load_queries", "render_audit", "render_canonical", "render_equiv", "render_graph_audit", "run_audit",
+           "run_canonical", "run_equiv"]
 
 
 def _is_case_file(path: str) -> bool:
@@ -65,8 +65,8 @@ def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[lis
     """
     if _is_case_file(path):
         case = load_case(path, limits_from_args(args))
-        if case.network.widths[0] != n_inputs:
-            raise CaseFormatError(path, "sample", f"has {case.network.widths[0]} inputs, the network {n_inputs}")
+        if case.widths[0] != n_inputs:
+            raise CaseFormatError(path, "sample", f"has {case.widths[0]} inputs, the network {n_inputs}")
         return case.X
     from exactident.io.importers.sample import load_sample
 
@@ -172,6 +172,17 @@ def run_canonical(args: argparse.Namespace) -> int:
     from exactident.symmetry.canonical import canonical_form
 
     case = load_network(args.network, args)
+    if not case.is_plain:  # a layer graph: the normal form under its rescalings (symmetry.canonical_graph)
+        from exactident.symmetry.canonical_graph import (
+            canonical_form_graph,
+            graph_canonical_json,
+            render_graph_canonical,
+        )
+
+        gf = canonical_form_graph(case.compiled)
+        write_stdout(json.dumps(graph_canonical_json(case.name, gf), indent=1) + "\n" if args.json
+                     else render_graph_canonical(case.name, gf))
+        return 0
     cf = canonical_form(case.network)
     write_stdout(json.dumps(canonical_json(case.name, cf), indent=1) + "\n" if args.json
                  else render_canonical(case.name, cf))
@@ -185,7 +196,10 @@ def render_equiv(e: Any, name_a: str = "A", name_b: str = "B") -> str:
     if e.form_a is not None and e.form_b is not None:
         lines.append(f"  canonical digests {e.form_a.digest()} and {e.form_b.digest()}")
     fd = e.first_difference
-    if fd:
+    if fd and "parameter" in fd:  # a layer graph: the forms under the rescalings, by parameter name
+        lines.append(f"  first difference of the canonical forms: {escape_nonprintable(fd['entry'])}: "
+                     f"{_short(fd['a'])} vs {_short(fd['b'])}")
+    elif fd:
         lines.append(f"  first difference of the canonical forms: {fd['entry']} (layer {fd['layer']}, canonical "
                      f"neuron {fd['neuron']}; neuron {fd['neuron_a']} of A, {fd['neuron_b']} of B): {fd['a']} vs "
                      f"{fd['b']}" + (f"; the weight comes from canonical neuron {fd['from']} of layer "
@@ -223,6 +237,14 @@ def run_equiv(args: argparse.Namespace) -> int:
 
     a, b = load_network(args.a, args), load_network(args.b, args)
     X = None
+    if not (a.is_plain and b.is_plain):  # a layer graph: symmetry.equiv_graph
+        from exactident.symmetry.equiv_graph import equiv_graph
+
+        if args.sample is not None:
+            X = load_queries(args.sample, a.widths[0], args)
+        e = equiv_graph(a.compiled, b.compiled, X)
+        write_stdout(json.dumps(e.to_dict(), indent=1) + "\n" if args.json else render_equiv(e, a.name, b.name))
+        return 0
     if args.sample is not None:
         if a.network.widths[0] != b.network.widths[0]:
             raise CaseFormatError(args.b, "widths", f"{b.network.widths[0]} inputs, A has {a.network.widths[0]}: "
@@ -257,18 +279,53 @@ def render_audit(au: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_graph_audit(au: Any) -> str:
+    """Terminal view of a :class:`~exactident.symmetry.audit_graph.GraphAudit`."""
+    from exactident.symmetry.audit_graph import OBSTRUCTIONS_OMITTED
+
+    r, c = au.report, au.counts()
+    arch = r.extra.get("architecture", {})
+    lines = [f"{escape_nonprintable(au.name)}: {r.verdict} from {au.n_queries} queries (layer graph: "
+             f"{', '.join(arch.get('features', [])) or 'constrained'}; rank Gamma_free = {r.rank_gamma}, "
+             f"dim_free = {au.dim}, widths {au.widths})", f"  {escape_nonprintable(r.reason)}"]
+    lines.append(f"  hidden units: {c['hidden']}; dead on the queries {c['dead']}, silent {c['silent']}, not pinned "
+                 f"{c['unpinned']}, under-determined {c['under_determined']} (kernel: {au.kernel})")
+    lines.append("  parameters: " + ", ".join(f"{n} {k}" for k, n in sorted(au.classes.items())))
+    shown = [u for u in au.units if u["dead"] or u["under_determined"] or not u["pinned"]]
+    for u in shown[:12]:
+        what = [w for w, on in (("dead", u["dead"]), ("under-determined", u["under_determined"]),
+                                ("not pinned", not u["pinned"])) if on]
+        lines.append(f"    {escape_nonprintable(u['name'])} ({u['kind']}): {', '.join(what)}; active on "
+                     f"{u['n_active']}, slope side {u['n_slope_side']}, kink {u['n_tie']}; local rank "
+                     f"{u['local_rank']} of {u['local_full']}")
+    if len(shown) > 12:
+        lines.append(f"    ... ({len(shown)} units in all; --json lists every one)")
+    for ch in au.channels[:8]:
+        lines.append(f"  channel {escape_nonprintable(ch['name'])}: {ch['n_units']} positions, {ch['n_dead']} dead, "
+                     f"local rank {ch['local_rank']} of {ch['local_full']}")
+    lines.append(f"  obstructions on the box: omitted ({OBSTRUCTIONS_OMITTED})")
+    if au.extracted is not None:
+        lines += ["  extracted model: " + ln.strip() for ln in render_equiv(au.extracted, "victim",
+                                                                           "extracted").splitlines()]
+    lines.append("  (" + ", ".join(f"{k} {v:.2f}s" for k, v in au.seconds.items()) + ")")
+    return "\n".join(lines) + "\n"
+
+
 def run_audit(args: argparse.Namespace) -> int:
     """``exactident audit``."""
     from exactident.symmetry.audit import audit
 
     victim = load_network(args.victim, args)
+    if not victim.is_plain:
+        return _run_audit_graph(args, victim)
     net: Network = victim.network
     X = load_queries(args.queries, net.widths[0], args)
-    extracted = load_network(args.extracted, args).network if args.extracted else None
-    if extracted is not None and (extracted.widths[0], extracted.widths[-1]) != (net.widths[0], net.widths[-1]):
+    other = load_network(args.extracted, args) if args.extracted else None
+    if other is not None and (other.widths[0], other.widths[-1]) != (net.widths[0], net.widths[-1]):
         # as equiv --sample: the outputs on the queries cannot be compared, so say so rather than drop them
-        raise CaseFormatError(args.extracted, "widths", f"{extracted.widths[0]} inputs and {extracted.widths[-1]} "
+        raise CaseFormatError(args.extracted, "widths", f"{other.widths[0]} inputs and {other.widths[-1]} "
                                                         f"outputs, the victim has {net.widths[0]} and {net.widths[-1]}")
+    extracted = other.network if other is not None and other.is_plain else None
     box = None
     if args.box is not None:
         box = ([args.box[0]] * net.widths[0], [args.box[1]] * net.widths[0])
@@ -276,8 +333,16 @@ def run_audit(args: argparse.Namespace) -> int:
     def work() -> str:  # text only: picklable, as a child process returns it with --timeout
         au = audit(net, X, extracted=extracted, name=victim.name, box=box, seed=args.seed,
                    explain_max_dim=args.explain_max_dim, max_boxes=args.max_boxes)
+        if other is not None and not other.is_plain:  # a layer-graph extraction of a plain victim
+            from exactident.symmetry.equiv_graph import equiv_graph
+
+            au.extracted = equiv_graph(net, other.compiled, X)
         return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_audit(au)
 
+    return _timed_write(work, args)
+
+
+def _timed_write(work: Any, args: argparse.Namespace) -> int:
     if args.timeout is None:
         text = work()
     else:  # a child process killed at the deadline, as design --timeout
@@ -289,3 +354,24 @@ def run_audit(args: argparse.Namespace) -> int:
         text = outcome.value
     write_stdout(text)
     return 0
+
+
+def _run_audit_graph(args: argparse.Namespace, victim: Case) -> int:
+    """``exactident audit`` on a layer-graph victim (:mod:`exactident.symmetry.audit_graph`)."""
+    from exactident.symmetry.audit_graph import audit_graph
+
+    cn = victim.compiled
+    X = load_queries(args.queries, cn.widths[0], args)
+    extracted = load_network(args.extracted, args) if args.extracted else None
+    if extracted is not None and (extracted.widths[0], extracted.widths[-1]) != (cn.widths[0], cn.widths[-1]):
+        raise CaseFormatError(args.extracted, "widths", f"{extracted.widths[0]} inputs and {extracted.widths[-1]} "
+                                                        f"outputs, the victim has {cn.widths[0]} and {cn.widths[-1]}")
+    box = None if args.box is None else ([args.box[0]] * cn.widths[0], [args.box[1]] * cn.widths[0])
+    shape = getattr(victim.architecture, "input_shape", None)
+    other = extracted.compiled if extracted is not None else None
+
+    def work() -> str:
+        au = audit_graph(cn, X, extracted=other, name=victim.name, box=box, seed=args.seed, input_shape=shape)
+        return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_graph_audit(au)
+
+    return _timed_write(work, args)

@@ -4,7 +4,8 @@
 Prints the certified interval of the functional dimension of the case's theta on
 ``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
 starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
-dimension; ``--json`` prints the ``exactident-fdim/1`` object
+dimension; a layer graph (residual, leaky/PReLU, convolution) goes to
+:mod:`exactident.symmetry.fdim_graph`; ``--json`` prints the ``exactident-fdim/1`` object
 (docs/symmetries.md).  The stages show on a terminal; ``--timeout`` runs the computation in a
 child process killed at the deadline.  Exit 0 when computed (whatever the interval), 1 when the
 time budget ran out, 2 on bad input.  Called by :mod:`exactident.cli`.
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident fdim`` (called by :func:`exactident.cli.build_parser`)."""
     from exactident.io.limits import add_limit_arguments
 
-    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON) or a model file "
+    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 or /2 JSON) or a model file "
                         "(as exactident import reads it)")
     parser.add_argument("--sample", metavar="DATA", default=None,
                         help="with a model file: the sample to start from (as exactident import --sample)")
@@ -89,12 +90,17 @@ def run(args: argparse.Namespace) -> int:
 
         case = as_case(args.case, args.sample)
     if args.box is not None:
-        n0 = case.network.widths[0]
+        n0 = case.widths[0]
         box = ([lo] * n0, [hi] * n0)
-    net, X = case.network, case.X
+    X = case.X
 
     def work() -> str:  # text only: picklable, as a child process returns it with --timeout
-        result = functional_dimension(net, X, box=box, seed=args.seed, search=not args.no_search,
+        if not case.is_plain:  # a layer graph: the constrained engine (exactident.symmetry.fdim_graph)
+            from exactident.symmetry.fdim_graph import functional_dimension_graph
+
+            graph = functional_dimension_graph(case.compiled, X, box=box, seed=args.seed, name=case.name)
+            return json.dumps(graph.to_dict(), indent=1) + "\n" if args.json else graph.render()
+        result = functional_dimension(case.network, X, box=box, seed=args.seed, search=not args.no_search,
                                       max_boxes=args.max_boxes, lines=args.lines, regions=args.regions,
                                       region_seconds=args.region_seconds, name=case.name)
         return json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render()
