@@ -33,7 +33,7 @@ from exactident.io.rationals import format_fmpq
 from exactident.model.network import Network, pre_activations
 from exactident.symmetry.canonical import CanonicalForm, canonical_form, parameter_vector, transform
 
-__all__ = ["Alignment", "Equivalence", "align_greedy", "alignment_error", "entry_names", "equiv"]
+__all__ = ["Alignment", "Equivalence", "align_greedy", "alignment_error", "entry_names", "equiv", "output_difference"]
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -226,16 +226,20 @@ class Equivalence:
 
 def compare_outputs(a: Network, b: Network, X: Sequence[Sequence[flint.fmpq]]) -> dict[str, Any]:
     """Exact forward passes of ``a`` and ``b`` on ``X``: equal outputs?  The first difference, the largest one."""
-    Fa, Fb = pre_activations(a, X)[-1], pre_activations(b, X)[-1]
+    return output_difference(pre_activations(a, X)[-1], pre_activations(b, X)[-1], len(X), a.widths[-1])
+
+
+def output_difference(Fa: Any, Fb: Any, n: int, n_out: int) -> dict[str, Any]:
+    """The ``sample`` object of ``exactident-equiv/1`` from the exact outputs ``Fa``, ``Fb`` (``n x n_out``, Q)."""
     first = None
     worst = _ZERO
-    for i in range(len(X)):
-        for k in range(a.widths[-1]):
+    for i in range(n):
+        for k in range(n_out):
             d = abs(Fa[i, k] - Fb[i, k])
             if d != _ZERO and first is None:
                 first = {"sample": i, "output": k, "a": format_fmpq(Fa[i, k]), "b": format_fmpq(Fb[i, k])}
             worst = max(worst, d)
-    return {"n": len(X), "same_outputs": first is None, "first_difference": first,
+    return {"n": n, "same_outputs": first is None, "first_difference": first,
             "max_abs_output_error": format_fmpq(worst), "max_abs_output_error_float": _float(worst)}
 
 

@@ -41,7 +41,7 @@ from exactident.symmetry.canonical_graph import (
     structure_key,
     unit_scales,
 )
-from exactident.symmetry.equiv import Alignment, Equivalence
+from exactident.symmetry.equiv import Alignment, Equivalence, output_difference
 
 __all__ = ["PROBE_POINTS", "as_constrained", "compare_outputs_graph", "equiv_graph"]
 
@@ -67,19 +67,10 @@ def as_constrained(net: ConstrainedNetwork | Network) -> ConstrainedNetwork:
 def compare_outputs_graph(a: ConstrainedNetwork, b: ConstrainedNetwork,
                           X: Sequence[Sequence[flint.fmpq]]) -> dict[str, Any]:
     """Exact forward passes of ``a`` and ``b`` on ``X``: equal outputs?  The first difference, the largest one."""
-    Fa = constrained_pre_activations(a, X)[-1] if X else None
-    Fb = constrained_pre_activations(b, X)[-1] if X else None
-    first = None
-    worst = _ZERO
-    for i in range(len(X)):
-        assert Fa is not None and Fb is not None
-        for k in range(a.widths[-1]):
-            d = abs(Fa[i, k] - Fb[i, k])
-            if d != _ZERO and first is None:
-                first = {"sample": i, "output": k, "a": format_fmpq(Fa[i, k]), "b": format_fmpq(Fb[i, k])}
-            worst = max(worst, d)
-    return {"n": len(X), "same_outputs": first is None, "first_difference": first,
-            "max_abs_output_error": format_fmpq(worst), "max_abs_output_error_float": _float(worst)}
+    if not X:
+        return output_difference(None, None, 0, a.widths[-1])
+    return output_difference(constrained_pre_activations(a, X)[-1], constrained_pre_activations(b, X)[-1], len(X),
+                             a.widths[-1])
 
 
 def _errors(cn_a: ConstrainedNetwork, ta: Sequence[flint.fmpq], tb: Sequence[flint.fmpq], method: str,

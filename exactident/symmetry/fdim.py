@@ -51,7 +51,7 @@ from exactident.model.network import Network
 from exactident.symmetry import hidden
 from exactident.symmetry.linewalk import domain_points, walk_lower_bound
 
-__all__ = ["FdimResult", "functional_dimension", "lower_bound", "upper_bound"]
+__all__ = ["FdimResult", "fdim_fields", "functional_dimension", "lower_bound", "upper_bound"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
@@ -109,14 +109,8 @@ class FdimResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``exactident-fdim/1`` JSON object (docs/symmetries.md)."""
-        return {"format": "exactident-fdim/1", "name": self.name, "widths": self.widths, "n_params": self.n_params,
-                "n_hidden": self.n_hidden, "dim": self.dim, "lower": self.lower, "upper": self.upper,
-                "settled": self.settled, "no_hidden_symmetries": self.no_hidden_symmetries,
-                "domain": ("R^n" if self.box is None else
-                           {"lo": [format_fmpq(a) for a in self.box[0]], "hi": [format_fmpq(b) for b in self.box[1]]}),
-                "n_points": len(self.points), "prime": self.prime, "mechanisms": self.mechanisms,
-                "unexplained": self.upper - self.lower, "seconds": round(self.seconds, 3),
-                "lower_random_points": self.lower_random, "cover": self.cover}
+        return fdim_fields(self) | {"mechanisms": self.mechanisms, "lower_random_points": self.lower_random,
+                                    "cover": self.cover}
 
     def render(self) -> str:
         """The terminal view."""
@@ -142,6 +136,17 @@ class FdimResult:
                           f"{c['empty']} exact certificates)" if c["complete"] else f"not complete ({c['reason']})"))
         lines.append(f"  time {self.seconds:.1f} s")
         return "\n".join(lines) + "\n"
+
+
+def fdim_fields(r: Any) -> dict[str, Any]:
+    """The fields of ``exactident-fdim/1`` shared by the plain and the layer-graph results (``r`` either)."""
+    return {"format": "exactident-fdim/1", "name": r.name, "widths": r.widths, "n_params": r.n_params,
+            "n_hidden": r.n_hidden, "dim": r.dim, "lower": r.lower, "upper": r.upper,
+            "settled": r.settled, "no_hidden_symmetries": r.no_hidden_symmetries,
+            "domain": ("R^n" if r.box is None else
+                       {"lo": [format_fmpq(a) for a in r.box[0]], "hi": [format_fmpq(b) for b in r.box[1]]}),
+            "n_points": len(r.points), "prime": r.prime, "unexplained": r.upper - r.lower,
+            "seconds": round(r.seconds, 3)}
 
 
 def _tie_free(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:

@@ -38,11 +38,11 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation, UnsupportedCaseError
-from exactident.io.rationals import format_fmpq
 from exactident.linalg.modular import random_primes, to_nmod_mat
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_data_denominator, free_state, gamma_free_mod_p
 from exactident.model.symmetry import log_scales, rescaling_symmetry
+from exactident.symmetry.fdim import fdim_fields
 from exactident.symmetry.linewalk import domain_points
 
 __all__ = ["GraphFdimResult", "functional_dimension_graph", "lower_bound_graph", "scale_classes_text"]
@@ -101,15 +101,9 @@ class GraphFdimResult:
     def to_dict(self) -> dict[str, Any]:
         """The ``exactident-fdim/1`` JSON object (the plain fields, ``dim`` being ``dim_free``, plus
         ``dim_kind``, ``symmetry_dim``, ``features``, ``upper_source``: docs/symmetries.md)."""
-        return {"format": "exactident-fdim/1", "name": self.name, "widths": self.widths, "n_params": self.n_params,
-                "n_hidden": self.n_hidden, "dim": self.dim, "lower": self.lower, "upper": self.upper,
-                "settled": self.settled, "no_hidden_symmetries": self.no_hidden_symmetries,
-                "domain": ("R^n" if self.box is None else
-                           {"lo": [format_fmpq(a) for a in self.box[0]], "hi": [format_fmpq(b) for b in self.box[1]]}),
-                "n_points": len(self.points), "prime": self.prime, "mechanisms": [],
-                "unexplained": self.upper - self.lower, "seconds": round(self.seconds, 3),
-                "lower_random_points": None, "dim_kind": "dim_free", "symmetry_dim": self.symmetry_dim,
-                "features": self.features, "upper_source": UPPER_SOURCE}
+        return fdim_fields(self) | {"mechanisms": [], "lower_random_points": None, "dim_kind": "dim_free",
+                                    "symmetry_dim": self.symmetry_dim, "features": self.features,
+                                    "upper_source": UPPER_SOURCE}
 
     def render(self) -> str:
         """The terminal view."""
