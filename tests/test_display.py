@@ -178,3 +178,14 @@ def test_crosscheck_states_both_verdicts():
     from exactident.crosscheck.render import render_text
 
     assert c.comparison in render_text([c], summarize([c]))
+
+
+def test_library_crosscheck_of_a_layer_graph_case():
+    # Regression: exactident.crosscheck(case) on an exactident-case/2 case raised
+    # UnsupportedCaseError (its progress stage read case.network, the plain MLP only), while
+    # `exactident crosscheck` on the same file worked.  leaky-mlp is 2-3-1 with a leaky ReLU:
+    # 13 parameters, 3 positive rescalings (leaky ReLU is positively homogeneous), so
+    # dim_free = 10, and 9 samples x 1 output give rank Gamma_free <= 9 < 10: never identifiable.
+    c = exactident.crosscheck(ROOT / "cases" / "architectures" / "leaky-mlp.json", progress=True)
+    assert c.verdict == "not-identifiable" and c.check_verdict == "not-identifiable"
+    assert c.rank_gamma <= 9 and c.dim == 10
