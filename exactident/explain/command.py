@@ -13,6 +13,8 @@ Called by :mod:`exactident.cli`; calls :mod:`exactident.explain.core`.
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 from collections.abc import Sequence
 
 from exactident.argtypes import any_int, positive_seconds
@@ -61,19 +63,23 @@ def run(args: argparse.Namespace) -> int:
     limits = limits_from_args(args)
     cases = [load_case(p, limits) for p in args.cases]
     texts, reports = [], []
+    # On a terminal each case runs in a child process even without --timeout (no deadline then), as
+    # check does: Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    timeout = args.timeout if args.timeout is not None or not tty else math.inf
     for case in cases:
         def work(case: Case = case) -> tuple[Report, str]:
             report, ex = explain(case, seed=args.seed)
             report.extra.update(ex.fields())
             return report, render_explanation(report, ex, max_directions=max(args.max_directions, 0))
 
-        if args.timeout is None:
+        if timeout is None:
             report, text = work()
         else:  # a child process killed at the deadline (exactident.budget.run_isolated), as check --timeout
             from exactident.budget import run_isolated
             from exactident.check import timed_out_report
 
-            outcome = run_isolated(work, args.timeout)
+            outcome = run_isolated(work, timeout)
             if outcome.timed_out:
                 report = timed_out_report(case, outcome.stage, outcome.seconds)
                 text = render_table([report])
