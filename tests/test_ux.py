@@ -203,6 +203,17 @@ def test_check_recognises_reports_and_sample_files(tmp_path, capsys):
     assert "m.onnx: --sample: a model file needs a sample: --sample DATA" in capsys.readouterr().err
 
 
+def test_a_pickle_without_sample_is_refused_as_a_pickle(capsys, tmp_path):
+    # Regression: `exactident check model.pkl` (no --sample) asked for a sample, as if the pickle
+    # could be read with one; with --sample it said pickles are never loaded.  Now the same refusal
+    # both ways, naming the file (exit 2), and the file is never opened.
+    (tmp_path / "m.pkl").write_bytes(b"not even read")
+    for argv in (["check", str(tmp_path / "m.pkl")], ["check", str(tmp_path / "m.pkl"), "--sample", "X.npy"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {tmp_path / 'm.pkl'}: pickle files are never loaded") and err.count("\n") == 1
+
+
 # 6. decided_by in the table ---------------------------------------------------------------------
 
 def test_table_reason_line_names_the_rule(capsys):
