@@ -189,3 +189,14 @@ def test_library_crosscheck_of_a_layer_graph_case():
     c = exactident.crosscheck(ROOT / "cases" / "architectures" / "leaky-mlp.json", progress=True)
     assert c.verdict == "not-identifiable" and c.check_verdict == "not-identifiable"
     assert c.rank_gamma <= 9 and c.dim == 10
+
+
+def test_case_repr_of_a_layer_graph_names_its_parameter_count():
+    # Regression: a layer-graph case's repr said dim=13 (its parameter count) where its report says
+    # dim = 10 (dim_free): leaky-mlp 2-3-1 has 2*3 + 3 + 3 + 1 = 13 parameters and 3 rescalings.
+    # The repr now names the count `params`; a plain MLP keeps the paper's dim.
+    case = exactident.load_case(ROOT / "cases" / "architectures" / "leaky-mlp.json")
+    assert "params=13" in repr(case) and "dim=" not in repr(case)
+    assert "params 13" in parsed(case._repr_html_())
+    tiny = exactident.load_case(TINY)  # 1-1-1: 4 parameters - 1 rescaling
+    assert "dim=3" in repr(tiny)
