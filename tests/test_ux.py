@@ -247,3 +247,12 @@ def test_unknown_option_names_the_subcommand(capsys):
     assert capsys.readouterr().err == "error: exactident check: unrecognized arguments: --bogus\n"
     assert main(["suite", "score", "d", "--tool", "t {case}", "--zz"]) == 2
     assert capsys.readouterr().err == "error: exactident suite score: unrecognized arguments: --zz\n"
+
+
+def test_no_command_names_the_commands(capsys):
+    # Regression: a bare `exactident` said only "the following arguments are required: command".
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: exactident: a command is required: check, ") and err.count("\n") == 1
+    for command in ("import", "explain", "canonical", "fdim", "hidden-symmetries"):
+        assert f" {command}," in err or f" {command} (" in err
