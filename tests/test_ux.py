@@ -256,3 +256,15 @@ def test_no_command_names_the_commands(capsys):
     assert err.startswith("error: exactident: a command is required: check, ") and err.count("\n") == 1
     for command in ("import", "explain", "canonical", "fdim", "hidden-symmetries"):
         assert f" {command}," in err or f" {command} (" in err
+
+
+def test_verify_certificate_lists_montecarlo_in_one_parenthesis(capsys, tmp_path):
+    # Regression: the line read "not verified: montecarlo (a labelled estimate inside the certified
+    # interval (its value must be rank_gamma))", a parenthesis inside a parenthesis.  iris's report
+    # carries a Monte Carlo rank (its verdict needs no exact rank: the interval is [109, 111]).
+    case = str(Path(__file__).resolve().parents[1] / "cases" / "iris-mlp-4-8-8-3.json")
+    assert main(["check", case, "--json", "--no-numeric"]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    assert main(["verify-certificate", case, str(tmp_path / "r.json")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("not verified: montecarlo"))
+    assert line.count("(") == line.count(")") == 1
