@@ -187,7 +187,9 @@ def crosscheck(case: Case | str | os.PathLike[str], *, policies: Sequence[Policy
 
     c = _case(case, sample)
     with showing(progress, f"crosscheck {c.name}"):
-        stage("exact ranks, then float spectra", samples=len(c.X), dim=c.network.dim)
+        # A layer-graph case has no plain network (c.network raises): name its parameter count.
+        size = {"dim": c.network.dim} if c.is_plain else {"params": c.compiled.n_params}
+        stage("exact ranks, then float spectra", samples=len(c.X), **size)
         return crosscheck_case(c, policies)
 
 

@@ -275,7 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 analysed, 2 bad input/usage, 1 internal error)."""
     args = None
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if not (sys.argv[1:] if argv is None else argv):  # name the commands, not just "required: command"
+            commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+            raise _UsageError(f"exactident: a command is required: {', '.join(commands)} "
+                              "(exactident -h describes them)")
+        args = parser.parse_args(argv)
         status = {"check": _cmd_check, "verify-certificate": _cmd_verify_certificate,
                   "crosscheck": _cmd_crosscheck, "import": _cmd_import, "generate": _cmd_suites,
                   "suite": _cmd_suites, "survey": _cmd_suites, "explain": _cmd_explain,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,6 +25,8 @@ __all__ = ["Listener", "enabled", "showing"]
 
 #: A stage listener: ``listener(stage_name, sizes)`` (as :func:`exactident.budget.listening` takes).
 Listener = Callable[[str, dict[str, Any]], None]
+#: A stage that reports its own progress (design's new points) is redrawn at most this often.
+REDRAW_SECONDS = 5.0
 _active = [0]  # displays open now: a call inside a shown call (explain -> check) shows nothing more
 
 
@@ -77,12 +80,18 @@ def showing(progress: bool | None, title: str) -> Iterator[Listener]:
                    mininterval=0.2, desc=f"{title}: start")
 
     last = ["start"]
+    drawn = [time.monotonic()]
 
     def show(name: str, sizes: dict[str, Any]) -> None:
         size = " ".join(f"{k}={v}" for k, v in sizes.items())
-        # redrawn when the stage changes (a notebook keeps every redraw of a text line)
-        bar.set_description_str(f"{title}: {name}" + (f" ({size})" if size else ""), refresh=name != last[0])
+        # redrawn when the stage changes (a notebook keeps every redraw of a text line), and within a
+        # stage every REDRAW_SECONDS at most (design's points: minutes in one stage)
+        now = time.monotonic()
+        redraw = name != last[0] or now - drawn[0] >= REDRAW_SECONDS
+        bar.set_description_str(f"{title}: {name}" + (f" ({size})" if size else ""), refresh=redraw)
         last[0] = name
+        if redraw:
+            drawn[0] = now
 
     _active[0] += 1
     try:

@@ -155,3 +155,18 @@ def test_suite_twins_directions_are_function_preserving(name):
             assert set(direction) <= set(orc.names)  # free parameters only
             delta = sp.Matrix([sp.Rational(direction.get(nm, "0")) for nm in orc.names])
             assert orc.gamma * delta == sp.zeros(orc.gamma.rows, 1)
+
+
+def test_design_announces_its_exact_kernel_stage():
+    # Regression: design's first exact kernel of Gamma (minutes on a 8-16-16-1 MLP with 200
+    # samples) announced no stage, so `design --timeout` said "exhausted at start" and a terminal
+    # showed nothing.  f(x) = 3 relu(2x + 1) at x = 0, 1, -1, 2 (no tie: 2x + 1 != 0): Gamma has
+    # n N_L = 4 rows and dim = 4 parameters - 1 rescaling = 3 columns.
+    from exactident.budget import listening
+
+    case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+                       "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [-1], [2]]})
+    seen = []
+    with listening(lambda name, sizes: seen.append((name, sizes))):
+        design(case)
+    assert seen[0] == ("design: exact kernel of Gamma", {"rows": 4, "cols": 3})

@@ -178,3 +178,48 @@ def test_crosscheck_states_both_verdicts():
     from exactident.crosscheck.render import render_text
 
     assert c.comparison in render_text([c], summarize([c]))
+
+
+def test_library_crosscheck_of_a_layer_graph_case():
+    # Regression: exactident.crosscheck(case) on an exactident-case/2 case raised
+    # UnsupportedCaseError (its progress stage read case.network, the plain MLP only), while
+    # `exactident crosscheck` on the same file worked.  leaky-mlp is 2-3-1 with a leaky ReLU:
+    # 13 parameters, 3 positive rescalings (leaky ReLU is positively homogeneous), so
+    # dim_free = 10, and 9 samples x 1 output give rank Gamma_free <= 9 < 10: never identifiable.
+    c = exactident.crosscheck(ROOT / "cases" / "architectures" / "leaky-mlp.json", progress=True)
+    assert c.verdict == "not-identifiable" and c.check_verdict == "not-identifiable"
+    assert c.rank_gamma <= 9 and c.dim == 10
+
+
+def test_case_repr_of_a_layer_graph_names_its_parameter_count():
+    # Regression: a layer-graph case's repr said dim=13 (its parameter count) where its report says
+    # dim = 10 (dim_free): leaky-mlp 2-3-1 has 2*3 + 3 + 3 + 1 = 13 parameters and 3 rescalings.
+    # The repr now names the count `params`; a plain MLP keeps the paper's dim.
+    case = exactident.load_case(ROOT / "cases" / "architectures" / "leaky-mlp.json")
+    assert "params=13" in repr(case) and "dim=" not in repr(case)
+    assert "params 13" in parsed(case._repr_html_())
+    tiny = exactident.load_case(TINY)  # 1-1-1: 4 parameters - 1 rescaling
+    assert "dim=3" in repr(tiny)
+
+
+def test_progress_redraws_a_long_stage_now_and_then(capsys, monkeypatch):
+    # Regression: the display was redrawn only when the stage changed, so design's "new points"
+    # (one stage, minutes long: 4 min 47 s on an 8-16-16-1 MLP) stayed on "point 1" in a notebook
+    # while 158 more points were added.  Within a stage it is now redrawn every REDRAW_SECONDS at
+    # most: a clock moved by hand shows which updates are drawn.
+    pytest.importorskip("tqdm")
+    import exactident.progress as progress
+
+    clock = [1000.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    with progress.showing(True, "design t") as show:
+        show("new points", {"last": "point 1"})  # a new stage: drawn
+        clock[0] += 1
+        show("new points", {"last": "point 2"})  # 1 s later, same stage: not drawn
+        clock[0] += progress.REDRAW_SECONDS
+        show("new points", {"last": "point 3"})  # past REDRAW_SECONDS: drawn
+        clock[0] += 1
+        show("new points", {"last": "point 4"})  # not drawn (the closing line shows "done")
+    err = capsys.readouterr().err
+    assert "point 1" in err and "point 3" in err
+    assert "point 2" not in err and "point 4" not in err

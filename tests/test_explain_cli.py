@@ -151,3 +151,57 @@ def test_malformed_explain_field_is_invalid(capsys, tmp_path):
     report["kernel_basis"][0]["directions"][0] = "b_1[0] - 3 b_2[0]"
     status, out, _err = _verify(capsys, tmp_path, "tiny-111-kink", report)
     assert status == 3 and "kernel_basis[0].directions[0]: expected dict, found str" in out
+
+
+@pytest.mark.parametrize("command", ["explain", "design"])
+def test_on_a_terminal_explain_and_design_run_in_a_child(capsys, monkeypatch, command):
+    # Regression: on a terminal, Ctrl-C during a long `exactident explain` (or `design`) waited for
+    # the running FLINT call to return (48 s on a 8-16-16-1 MLP with 200 samples), while `check`
+    # runs in a child process there and stops at once.  Now both run in a child without a deadline
+    # (run_isolated(..., math.inf)) on a terminal, with the same output as off a terminal.
+    import math
+    import re
+    import sys
+
+    import exactident.budget as budget
+
+    case = str(CASES / "tiny-111-kink.json")
+    status, plain, _ = _run(capsys, [command, case])
+    assert status == 0
+    timeouts = []
+    real = budget.run_isolated
+
+    def spy(fn, timeout, **kw):
+        timeouts.append(timeout)
+        return real(fn, timeout, **kw)
+
+    monkeypatch.setattr(budget, "run_isolated", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    status, tty, _ = _run(capsys, [command, case])
+    assert status == 0 and timeouts == [math.inf]
+
+    def untimed(text):
+        return re.sub(r"[0-9.]+s\b", "", text)
+
+    assert untimed(tty) == untimed(plain)
+    if command == "explain":
+        # f(x) = 3 relu(2x + 1): at the tie x = -1/2 resolved active, f = 6x + 3, and
+        # (b_1, b_2) -> (b_1 + t, b_2 - 3t) keeps 3 (2x + 1 + t) - 3t: the direction b_1[0] - 3 b_2[0]
+        assert "b_1[0] - 3 b_2[0]" in tty
+
+
+def test_explain_takes_a_model_file_with_its_sample(capsys, tmp_path):
+    # Regression: `exactident explain model.npz --sample X.npy` was a usage error (explain took case
+    # files only) although `exactident.explain(path, sample=...)` and `check` take model files.
+    # The model is tiny-111-kink's network f(x) = 3 relu(2x + 1) and its sample 0, 1, -1/2 (exact in
+    # binary): at the tie x = -1/2 resolved active, (b_1, b_2) -> (b_1 + t, b_2 - 3t) keeps the
+    # outputs, the kernel direction b_1[0] - 3 b_2[0].
+    import numpy as np
+
+    np.savez(tmp_path / "m.npz", W1=np.array([[2.0]]), b1=np.array([1.0]), W2=np.array([[3.0]]), b2=np.array([0.0]))
+    np.save(tmp_path / "X.npy", np.array([[0.0], [1.0], [-0.5]]))
+    status, out, err = _run(capsys, ["explain", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "X.npy")])
+    assert status == 0 and err == ""
+    assert out.startswith("m: not-identifiable") and "b_1[0] - 3 b_2[0]" in out
+    status, _, err = _run(capsys, ["explain", str(tmp_path / "m.npz")])  # a model file needs its sample
+    assert status == 2 and "m.npz: --sample: a model file needs a sample" in err

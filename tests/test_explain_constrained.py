@@ -408,3 +408,17 @@ def test_past_the_kernel_cap_classes_are_unknown_and_say_why(monkeypatch):
         assert cls[name]["class"] in ("unknown", "not-identifiable")
     assert any("entries, more than 3" in e.get("why", "") for e in report["parameters"])
     assert verify_certificate(case, report, require_claims=True)[0]
+
+
+def test_header_shows_an_uncertified_rank_as_its_interval():
+    # Regression: `exactident explain` on a layer graph printed "rank Gamma_free = 57" in its header
+    # while the report's rank was only a Monte Carlo value in the certified interval [57, 73] (the
+    # reason line under it said so).  Whenever the report carries rank_gamma_interval, the header
+    # shows the interval and labels the Monte Carlo value.
+    from exactident.explain.render import render_constrained
+
+    report, ex = explain(ROOT / "cases" / "architectures" / "leaky-mlp.json")
+    assert "rank Gamma_free = 9," in render_constrained(report, ex).splitlines()[0]  # 9 rows: full row rank
+    report.extra["rank_gamma_interval"] = [9, 10]
+    head = render_constrained(report, ex).splitlines()[0]
+    assert "rank Gamma_free in [9, 10], Monte Carlo 9, dim_free = 10" in head and "rank Gamma_free =" not in head

@@ -196,3 +196,21 @@ def test_float64_and_mixed_precision_models(keras, tmp_path):
     case = import_model(tmp_path / "mixed.keras", X)
     _assert_weights(case, mixed.layers)  # variables stay float32 under mixed_float16
     assert "within the rounding bound" in case.provenance["forward_check"]
+
+
+def test_importing_keras_says_so_on_a_terminal_only(capsys, monkeypatch):
+    # Regression: `exactident canonical k.keras` sat silent for 8-10 s on a terminal, most of it
+    # `import keras` (7 s with the torch backend) for the forward check.  On a terminal one line
+    # says so and is erased after the import; off a terminal (pytest's capture) nothing is written.
+    pytest.importorskip("keras")
+    import sys
+
+    for tty in (False, True):
+        monkeypatch.delitem(sys.modules, "keras")  # the first import of this process
+        monkeypatch.setattr(sys.stderr, "isatty", lambda tty=tty: tty)
+        assert keras_forward._import_keras() is sys.modules["keras"]
+        err = capsys.readouterr().err
+        if tty:
+            assert err == "importing Keras for the forward check ...\r\x1b[K"
+        else:
+            assert err == ""

@@ -203,6 +203,17 @@ def test_check_recognises_reports_and_sample_files(tmp_path, capsys):
     assert "m.onnx: --sample: a model file needs a sample: --sample DATA" in capsys.readouterr().err
 
 
+def test_a_pickle_without_sample_is_refused_as_a_pickle(capsys, tmp_path):
+    # Regression: `exactident check model.pkl` (no --sample) asked for a sample, as if the pickle
+    # could be read with one; with --sample it said pickles are never loaded.  Now the same refusal
+    # both ways, naming the file (exit 2), and the file is never opened.
+    (tmp_path / "m.pkl").write_bytes(b"not even read")
+    for argv in (["check", str(tmp_path / "m.pkl")], ["check", str(tmp_path / "m.pkl"), "--sample", "X.npy"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {tmp_path / 'm.pkl'}: pickle files are never loaded") and err.count("\n") == 1
+
+
 # 6. decided_by in the table ---------------------------------------------------------------------
 
 def test_table_reason_line_names_the_rule(capsys):
@@ -236,3 +247,24 @@ def test_unknown_option_names_the_subcommand(capsys):
     assert capsys.readouterr().err == "error: exactident check: unrecognized arguments: --bogus\n"
     assert main(["suite", "score", "d", "--tool", "t {case}", "--zz"]) == 2
     assert capsys.readouterr().err == "error: exactident suite score: unrecognized arguments: --zz\n"
+
+
+def test_no_command_names_the_commands(capsys):
+    # Regression: a bare `exactident` said only "the following arguments are required: command".
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: exactident: a command is required: check, ") and err.count("\n") == 1
+    for command in ("import", "explain", "canonical", "fdim", "hidden-symmetries"):
+        assert f" {command}," in err or f" {command} (" in err
+
+
+def test_verify_certificate_lists_montecarlo_in_one_parenthesis(capsys, tmp_path):
+    # Regression: the line read "not verified: montecarlo (a labelled estimate inside the certified
+    # interval (its value must be rank_gamma))", a parenthesis inside a parenthesis.  iris's report
+    # carries a Monte Carlo rank (its verdict needs no exact rank: the interval is [109, 111]).
+    case = str(Path(__file__).resolve().parents[1] / "cases" / "iris-mlp-4-8-8-3.json")
+    assert main(["check", case, "--json", "--no-numeric"]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    assert main(["verify-certificate", case, str(tmp_path / "r.json")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("not verified: montecarlo"))
+    assert line.count("(") == line.count(")") == 1

@@ -13,13 +13,15 @@ Called by :mod:`exactident.cli`; calls :mod:`exactident.explain.core`.
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 from collections.abc import Sequence
 
 from exactident.argtypes import any_int, positive_seconds
 from exactident.explain.core import add_explanation, explain
 from exactident.explain.render import render_explanation
 from exactident.io.atomic import write_stdout
-from exactident.io.case import Case, load_case
+from exactident.io.case import Case
 from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.io.report import Report, render_table, reports_to_json
 
@@ -28,7 +30,10 @@ __all__ = ["add_arguments", "add_check_option", "explain_reports", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident explain`` (called by :func:`exactident.cli.build_parser`)."""
-    parser.add_argument("cases", nargs="+", metavar="CASE", help="case files (exactident-case/1 JSON)")
+    from exactident.io.importers.command import add_check_arguments
+
+    parser.add_argument("cases", nargs="+", metavar="CASE",
+                        help="case files (exactident-case/1 or /2 JSON), or model files with --sample")
     parser.add_argument("--json", action="store_true",
                         help="print the report (exactident-report/1) with the explain fields")
     parser.add_argument("--seed", type=any_int, default=0, help="seed of the random primes (speed only)")
@@ -38,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="wall-time budget per case: past it the case's report is inconclusive "
                              "('time budget exhausted at <stage>'), without the explain fields")
     add_limit_arguments(parser)
+    add_check_arguments(parser)  # --sample and the model options, as for check
 
 
 def add_check_option(parser: argparse.ArgumentParser) -> None:
@@ -59,21 +65,27 @@ def explain_reports(cases: Sequence[Case], reports: Sequence[Report]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run ``exactident explain``; exit status as in docs/cli.md (errors propagate to :func:`exactident.cli.main`)."""
     limits = limits_from_args(args)
-    cases = [load_case(p, limits) for p in args.cases]
+    from exactident.io.importers.command import load_check_inputs
+
+    cases = load_check_inputs(args.cases, args, limits)  # model files imported with --sample, as check does
     texts, reports = [], []
+    # On a terminal each case runs in a child process even without --timeout (no deadline then), as
+    # check does: Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    timeout = args.timeout if args.timeout is not None or not tty else math.inf
     for case in cases:
         def work(case: Case = case) -> tuple[Report, str]:
             report, ex = explain(case, seed=args.seed)
             report.extra.update(ex.fields())
             return report, render_explanation(report, ex, max_directions=max(args.max_directions, 0))
 
-        if args.timeout is None:
+        if timeout is None:
             report, text = work()
         else:  # a child process killed at the deadline (exactident.budget.run_isolated), as check --timeout
             from exactident.budget import run_isolated
             from exactident.check import timed_out_report
 
-            outcome = run_isolated(work, args.timeout)
+            outcome = run_isolated(work, timeout)
             if outcome.timed_out:
                 report = timed_out_report(case, outcome.stage, outcome.seconds)
                 text = render_table([report])

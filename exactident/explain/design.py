@@ -324,6 +324,8 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
     if report is None and not state.ties:
         # C_S is decided by the exact kernel; check (whose C_N test needs rank A) runs only when C_S holds
         # (theta in S: the verdict is degenerate whatever the ranks)
+        # announced: the exact kernel can take minutes, and a --timeout names the stage it stopped at
+        stage("design: exact kernel of Gamma", rows=len(X) * N_L, cols=dim)
         kernel0 = gamma_kernel(net, X, state.pattern, fixed, rng=rng)
         if kernel0.rank == dim and not degenerate_neurons(net):
             report = check(case, numeric=False, seed=seed)

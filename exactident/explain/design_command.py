@@ -15,7 +15,9 @@ Called by :mod:`exactident.cli`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import sys
 
@@ -135,7 +137,13 @@ def run(args: argparse.Namespace) -> int:
 
     def work() -> tuple[str, str | None, str]:
         # picklable results only (a child process returns them with --timeout)
-        d = design(case, budget=args.budget, box=box, seed=args.seed, progress=stderr_progress if tty else None)
+        from exactident.budget import listening
+
+        def show(name: str, sizes: dict[str, object]) -> None:  # every stage, on a terminal only
+            stderr_progress(name.removeprefix("design: ") + "".join(f" {k}={v}" for k, v in sizes.items()))
+
+        with listening(show) if tty else contextlib.nullcontext():
+            d = design(case, budget=args.budget, box=box, seed=args.seed, progress=stderr_progress if tty else None)
         if tty and d.points:
             print(file=sys.stderr)
         new = dump_case(d.new_case) if args.output and d.new_case is not None else None
@@ -145,12 +153,15 @@ def run(args: argparse.Namespace) -> int:
                     else f"nothing written to {args.output}: no new case\n")
         return (json.dumps(d.to_dict(), indent=2) + "\n" if args.json else render_design(d) + note), new, note
 
-    if args.timeout is None:
+    # On a terminal the work runs in a child process even without --timeout (no deadline then), as
+    # check does: Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
+    timeout = args.timeout if args.timeout is not None or not tty else math.inf
+    if timeout is None:
         text, new_case_text, note = work()
     else:  # a child process killed at the deadline, as check --timeout (docs/cli.md)
         from exactident.budget import run_isolated
 
-        outcome = run_isolated(work, args.timeout)
+        outcome = run_isolated(work, timeout)
         if outcome.timed_out:
             raise ExactIdentError(f"design: time budget of {args.timeout:g} s exhausted at {outcome.stage}; "
                                   "nothing written")

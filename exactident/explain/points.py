@@ -370,4 +370,4 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
 def stderr_progress(line: str) -> None:
     """Progress on a terminal only (one rewritten line)."""
     if getattr(sys.stderr, "isatty", lambda: False)():
-        print(f"\rdesign: {line}", end="", file=sys.stderr, flush=True)
+        print(f"\rdesign: {line}\x1b[K", end="", file=sys.stderr, flush=True)  # erase a longer last line

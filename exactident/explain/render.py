@@ -203,7 +203,10 @@ def _directions(title: str, texts: list[str], max_directions: int) -> list[str]:
 def render_constrained(report: Report, ex: Explanation, *, max_directions: int = 20) -> str:
     """The terminal view of ``exactident explain`` on a constrained network (a ``ConstrainedExplanation``)."""
     esc = escape_nonprintable
-    lines = [f"{esc(report.name)}: {report.verdict} (rank Gamma_free = {report.rank_gamma}, dim_free = {report.dim}, "
+    interval = report.extra.get("rank_gamma_interval")  # a Monte Carlo value is not shown as the rank
+    rank = (f"rank Gamma_free in [{interval[0]}, {interval[1]}], Monte Carlo {report.rank_gamma}" if interval
+            else f"rank Gamma_free = {report.rank_gamma}")
+    lines = [f"{esc(report.name)}: {report.verdict} ({rank}, dim_free = {report.dim}, "
              f"n*N_L = {report.n_samples * report.widths[-1]})", f"  {esc(report.reason)}"]
     lines += [f"  {esc(line)}" for line in ex.lines]
     by_class: dict[str, list[str]] = {}

@@ -240,14 +240,19 @@ class Case:
         """``N_0..N_L`` of the plain network, or of the compiled one (carriers included)."""
         return self.plain_network.widths if self.plain_network is not None else self.compiled.widths
 
-    def _dim(self) -> int:
-        return self.plain_network.dim if self.plain_network is not None else self.compiled.n_params
+    def _size(self) -> tuple[str, int]:
+        # A plain MLP's dim (parameters - rescalings) is known here; a layer graph's dim_free needs its
+        # rescaling symmetries (check computes them), so its parameter count is shown, named as such.
+        if self.plain_network is not None:
+            return "dim", self.plain_network.dim
+        return "params", self.compiled.n_params
 
     def __repr__(self) -> str:
         """One short line (a case's numbers can run to megabytes)."""
         name = self.name if len(self.name) <= 60 else self.name[:60] + "..."
+        key, size = self._size()
         return (f"Case(name={name!r}, widths={list(self.widths)}, n_samples={len(self.X)}, "
-                f"dim={self._dim()}, source={self.source!r})")
+                f"{key}={size}, source={self.source!r})")
 
     @property
     def n_samples(self) -> int:
@@ -258,7 +263,7 @@ class Case:
         from exactident.io.display import html_block
 
         prov = self.provenance or {}
-        fields = [("widths", list(self.widths)), ("samples", len(self.X)), ("dim", self._dim()),
+        fields = [("widths", list(self.widths)), ("samples", len(self.X)), self._size(),
                   ("source", self.source)]
         fields += [(k, prov[k]) for k in ("format", "importer", "weight_dtype", "sample_dtype") if k in prov]
         if isinstance((self.expected or {}).get("verdict"), str):

@@ -22,7 +22,7 @@ from exactident.errors import CaseFormatError, OutputError
 from exactident.io.atomic import atomic_write_text
 from exactident.io.case import Case, dump_case, load_case, write_case
 from exactident.io.importers.common import DEFAULT_MAX_BYTES
-from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, import_document, import_model
+from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, detect_format, import_document, import_model
 from exactident.io.importers.sample import parse_rows
 from exactident.io.limits import ReadLimits
 
@@ -117,6 +117,8 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
     for path in paths:
         if path in models:
             if sample is None:
+                if os.path.splitext(path)[1].lower() in PICKLE_EXTENSIONS and fmt is None:
+                    detect_format(path)  # a pickle is refused as such, not asked for a sample
                 raise CaseFormatError(path, "--sample", "a model file needs a sample: --sample DATA (.npy, .npz, .csv)")
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
                                     max_bytes=getattr(args, "max_bytes", None),

@@ -57,12 +57,20 @@ def _import_keras() -> Any:
             and importlib.util.find_spec("tensorflow") is None:
         os.environ["KERAS_BACKEND"] = next((b for b in ("jax", "torch") if importlib.util.find_spec(b)), "numpy")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # importing Keras takes seconds (7 s with the torch backend, measured): say so on a terminal,
+    # then erase the line (nothing on a pipe or file)
+    tty = "keras" not in sys.modules and getattr(sys.stderr, "isatty", lambda: False)()
+    if tty:
+        print("importing Keras for the forward check ...", end="", file=sys.stderr, flush=True)
     try:
         with _quiet():
             import keras
     except Exception as exc:  # e.g. KERAS_BACKEND names a backend that is not installed
         text = clean_message(exc)
         return f"keras could not be imported ({type(exc).__name__}: {text})"
+    finally:
+        if tty:
+            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
     return keras
 
 
