@@ -259,3 +259,36 @@ def test_audit_names_twins_no_query_set_can_separate():
 def test_audit_past_its_time_budget_is_one_line_and_exit_1(capsys):
     status, out, err = run(capsys, ["audit", IRIS, "--queries", IRIS, "--timeout", "0.05"])
     assert status == 1 and out == "" and err.count("\n") == 1 and "time budget of 0.05 s exhausted" in err
+
+
+@pytest.mark.parametrize("argv", [["fdim", "cases/tiny-111-kink.json", "--json"],
+                                  ["audit", "cases/tiny-111-kink.json", "--queries", "cases/tiny-111-kink.json",
+                                   "--json"]])
+def test_on_a_terminal_fdim_and_audit_run_in_a_child(capsys, monkeypatch, argv):
+    # Regression (a new user's trial): on a terminal, Ctrl-C during a long `audit` waited 57 s for the running
+    # FLINT call to return; `check`, `explain` and `design` run in a child process there.  Now `fdim` and
+    # `audit` do too (run_isolated(..., inf): no deadline), with the same answer as off a terminal.
+    import math
+    import sys
+
+    import exactident.budget as budget
+
+    root = Path(__file__).resolve().parent.parent
+    argv = [str(root / a) if a.startswith("cases/") else a for a in argv]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)
+    timeouts = []
+    real = budget.run_isolated
+
+    def spy(fn, timeout, **kw):
+        timeouts.append(timeout)
+        return real(fn, timeout, **kw)
+
+    monkeypatch.setattr(budget, "run_isolated", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv) == 0
+    tty = json.loads(capsys.readouterr().out)
+    assert timeouts == [math.inf]
+    for d in (plain, tty):
+        d.pop("seconds", None)
+    assert tty == plain

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import sys
 from typing import Any
 
 import flint
@@ -343,14 +345,18 @@ def run_audit(args: argparse.Namespace) -> int:
 
 
 def _timed_write(work: Any, args: argparse.Namespace) -> int:
-    if args.timeout is None:
+    # On a terminal it runs in a child process even without --timeout (no deadline then), as check does:
+    # Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    timeout = args.timeout if args.timeout is not None or not tty else math.inf
+    if timeout is None:
         text = work()
     else:  # a child process killed at the deadline, as design --timeout
         from exactident.budget import run_isolated
 
-        outcome = run_isolated(work, args.timeout)
+        outcome = run_isolated(work, timeout)
         if outcome.timed_out:
-            raise ExactIdentError(f"audit: time budget of {args.timeout:g} s exhausted at {outcome.stage}")
+            raise ExactIdentError(f"audit: time budget of {timeout:g} s exhausted at {outcome.stage}")
         text = outcome.value
     write_stdout(text)
     return 0

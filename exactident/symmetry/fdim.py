@@ -120,10 +120,10 @@ class FdimResult:
         lines = [head]
         if self.no_hidden_symmetries:
             lines.append(f"  no hidden symmetries (certified): rank J = dim at {len(self.points)} points "
-                         f"(mod p = {self.prime})")
+                         f"(computed mod the prime {self.prime})")
         else:
-            how = f"mod p = {self.prime}" if self.prime else "over Q (exact nullspace)"
-            lines.append(f"  lower bound {self.lower}: rank J {how} at {len(self.points)} points")
+            how = f"computed mod the prime {self.prime}" if self.prime else "over Q (exact nullspace)"
+            lines.append(f"  lower bound {self.lower}: rank J at {len(self.points)} points, {how}")
             lines.append(f"  upper bound {self.upper}: {self.dim - self.upper} missing dimension(s) proved")
             for m in self.mechanisms:
                 lines.append(f"    -{m['dimensions']}: {m['text']}")

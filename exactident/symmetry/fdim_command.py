@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
 
 import flint
 
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.box is not None:
         lo, hi = args.box
         if not lo < hi:
-            raise CaseFormatError("--box", "box", f"expected LO < HI, found {lo} {hi}")
+            raise CaseFormatError("--box", "LO HI", f"expected LO < HI, found {lo} {hi}")
     if args.case.lower().endswith((".json", ".json.gz")):
         if args.sample is not None:
             raise CaseFormatError(args.case, "--sample", "a case file already holds its sample")
@@ -105,15 +107,19 @@ def run(args: argparse.Namespace) -> int:
                                       region_seconds=args.region_seconds, name=case.name)
         return json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render()
 
+    # On a terminal it runs in a child process even without --timeout (no deadline then), as check does:
+    # Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    timeout = args.timeout if args.timeout is not None or not tty else math.inf
     with showing(None, f"fdim {case.name}") as show:
-        if args.timeout is None:
+        if timeout is None:
             text = work()
         else:  # a child process killed at the deadline, as audit --timeout
             from exactident.budget import run_isolated
 
-            outcome = run_isolated(work, args.timeout, on_stage=show)
+            outcome = run_isolated(work, timeout, on_stage=show)
             if outcome.timed_out:
-                raise ExactIdentError(f"fdim: time budget of {args.timeout:g} s exhausted at {outcome.stage}")
+                raise ExactIdentError(f"fdim: time budget of {timeout:g} s exhausted at {outcome.stage}")
             text = outcome.value
     write_stdout(text)
     return 0

@@ -115,9 +115,10 @@ class GraphFdimResult:
             lines.append(f"  rescalings (S_H): {self.scale_classes}")
         if self.no_hidden_symmetries:
             lines.append(f"  no hidden symmetries (certified): rank J_free = dim_free at {len(self.points)} points "
-                         f"(mod p = {self.prime})")
+                         f"(computed mod the prime {self.prime})")
         else:
-            lines.append(f"  lower bound {self.lower}: rank J_free mod p = {self.prime} at {len(self.points)} points")
+            lines.append(f"  lower bound {self.lower}: rank J_free at {len(self.points)} points, computed mod the "
+                         f"prime {self.prime}")
             lines.append(f"  upper bound {self.upper} = dim_free: no further missing dimension proved (no domain "
                          "prover reads a layer graph)")
             lines.append(f"  {self.upper - self.lower} dimension(s) not settled (no proof, no sample found)")
