@@ -26,7 +26,9 @@ adds one row and is
   (:func:`exactident.linalg.exact_lp.strict_solution`, Bland's rule: it always terminates),
   whose point or Farkas certificate is checked as above.
 
-A new row with ``a = 0`` is decided by the sign of ``e`` alone (``e = 0``: the neuron's
+Each new row is scaled by a power of two (largest entry between 1/2 and 2: the same
+inequality) before its float copy is made, so that huge or tiny rationals give finite
+floats.  A new row with ``a = 0`` is decided by the sign of ``e`` alone (``e = 0``: the neuron's
 pre-activation is 0 on the whole node, every input there is a tie, no child).  The
 floats only propose; every child is accepted by an exact check.  The cover is
 **complete** when every node was decided: every tie-free input of the domain is then in
@@ -213,6 +215,24 @@ def _value(row: Row, x: Sequence[flint.fmpq]) -> flint.fmpq:
     return s
 
 
+def _scaled(row: Row) -> Row:
+    """``row`` times a power of two putting its largest entry in ``1/2 < |v| < 2``: the same inequality.
+
+    Keeps the float copy finite: entries of a deep layer's row can pass ``10^308`` (``float`` overflows).
+    """
+    a, e = row
+    sizes = [int(v.p).bit_length() - int(v.q).bit_length() for v in (*a, e) if v != _ZERO]
+    if not sizes or max(sizes) == 0:
+        return row
+    k = max(sizes)
+    f = flint.fmpq(1, 2 ** k) if k > 0 else flint.fmpq(2 ** -k)
+    return [v * f for v in a], e * f
+
+
+def _floats(row: Row) -> tuple[np.ndarray, float]:
+    return np.array([float(v) for v in row[0]]), float(row[1])
+
+
 def _inside(rows: Sequence[Row], x: Sequence[flint.fmpq]) -> bool:
     return all(_value(r, x) > _ZERO for r in rows)
 
@@ -346,8 +366,8 @@ def _root(net: Network, box: Box | None) -> tuple[list[Row], list[flint.fmpq]]:
     for j in range(n0):
         unit = [_ZERO] * n0
         unit[j] = flint.fmpq(1)
-        rows.append((unit, -box[0][j]))
-        rows.append(([-v for v in unit], box[1][j]))
+        rows.append(_scaled((unit, -box[0][j])))
+        rows.append(_scaled(([-v for v in unit], box[1][j])))
     return rows, [(box[0][j] + box[1][j]) / 2 for j in range(n0)]
 
 
@@ -393,7 +413,7 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
     rows0, x0 = _root(net, box)
     ident = flint.fmpq_mat(n0, n0, [flint.fmpq(int(i == j)) for i in range(n0) for j in range(n0)])
     # a node: (index of the next neuron, rows, float rows, point, affine map of h_{l-1} (M, m), pattern so far)
-    stack: list[tuple] = [(0, rows0, [(np.array([float(v) for v in a]), float(e)) for a, e in rows0], x0,
+    stack: list[tuple] = [(0, rows0, [_floats(r) for r in rows0], x0,
                            (ident, [_ZERO] * n0), None, ())]
     ticks = 0
     while stack:
@@ -420,7 +440,7 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
         e = zc[v]
         children = []
         for s in (1, -1):
-            row = ([s * aj for aj in a], s * e)
+            row = _scaled(([s * aj for aj in a], s * e))
             if all(aj == _ZERO for aj in a):
                 if s * e > _ZERO:
                     children.append((s, rows, frows, x))  # always true here: no new row
@@ -428,7 +448,7 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
                     cover.empty += 1
                 continue
             new_rows = rows + [row]
-            new_f = frows + [(np.array([float(q) for q in row[0]]), float(row[1]))]
+            new_f = frows + [_floats(row)]
             if _value(row, x) > _ZERO:
                 children.append((s, new_rows, new_f, x))
                 continue
