@@ -73,3 +73,17 @@ def test_huge_box_by_hand():
     cover = enumerate_regions(net, ([q(-10**400)], [q(10**400)]))
     assert cover.complete
     assert sorted(r.pattern for r in cover.regions) == [((False, True),), ((True, False),), ((True, True),)]
+
+
+# --- regression: an empty open box (lo = hi, or lo > hi) made _region_points loop forever ---------------------
+
+def test_empty_box_has_no_region():
+    # the open interval (1/2, 1/2) is empty, and so is (2, -1): no input, no region, nothing left undecided
+    net = Network((1, 2, 1), [[[1], [-1]], [[1, 1]]], [[0, 1], [0]])
+    for lo, hi in ((q(1, 2), q(1, 2)), (q(2), q(-1))):
+        cover = enumerate_regions(net, ([lo], [hi]))
+        assert cover.complete and cover.regions == []
+    # two inputs, only the second coordinate degenerate
+    net2 = Network((2, 1, 1), [[[1, 1]], [[1]]], [[0], [0]])
+    cover = enumerate_regions(net2, ([q(0), q(1)], [q(1), q(1)]))
+    assert cover.complete and cover.regions == []

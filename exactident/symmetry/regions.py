@@ -380,7 +380,8 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
     net : Network
         A layered ReLU network over Q.
     box : (lo, hi), optional
-        Lists of ``n0`` rationals, ``lo < hi``; None: all of ``R^n``.
+        Lists of ``n0`` rationals, ``lo < hi``; None: all of ``R^n``.  When some ``lo >= hi`` the
+        open box is empty: no region, and the cover is complete.
     max_regions : int
         Stop (cover not complete) when this many regions are found.
     seconds : float, optional
@@ -413,8 +414,10 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
     rows0, x0 = _root(net, box)
     ident = flint.fmpq_mat(n0, n0, [flint.fmpq(int(i == j)) for i in range(n0) for j in range(n0)])
     # a node: (index of the next neuron, rows, float rows, point, affine map of h_{l-1} (M, m), pattern so far)
-    stack: list[tuple] = [(0, rows0, [_floats(r) for r in rows0], x0,
-                           (ident, [_ZERO] * n0), None, ())]
+    # an empty open box (some lo >= hi) meets no region: the empty cover is complete (and x0 would lie on a face)
+    empty_box = box is not None and any(lo >= hi for lo, hi in zip(box[0], box[1]))
+    stack: list[tuple] = [] if empty_box else [(0, rows0, [_floats(r) for r in rows0], x0,
+                                                (ident, [_ZERO] * n0), None, ())]
     ticks = 0
     while stack:
         k, rows, frows, x, (M, m), Z, pat = stack.pop()
