@@ -12,12 +12,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 import flint
+import numpy as np
 from test_fdim import _net, _tie_free, fraction_rank, full_jacobian_rows
 from test_regions import _pattern, _sweep_1d
 
 from exactident.model.network import Network
 from exactident.symmetry.region_fdim import cover_rank
-from exactident.symmetry.regions import enumerate_regions
+from exactident.symmetry.regions import _point, enumerate_regions
 
 q = flint.fmpq
 F = Fraction
@@ -87,3 +88,14 @@ def test_empty_box_has_no_region():
     net2 = Network((2, 1, 1), [[[1, 1]], [[1]]], [[0], [0]])
     cover = enumerate_regions(net2, ([q(0), q(1)], [q(1), q(1)]))
     assert cover.complete and cover.regions == []
+
+
+# --- regression: the rounding of the LP's centre overflowed for a tiny radius t or a huge centre x ---------------
+
+def test_point_rounding_with_extreme_floats():
+    # x > 0 holds at the float centres below; before, 2.0 ** 1031 (t = 1e-310), log2(0) (t = 5e-324, t / 2
+    # underflows) and inf * 0 for x = 1e300 at 2^25 raised OverflowError / ValueError
+    rows = [([q(1)], q(0))]
+    for x, t in ((1e-300, 1e-310), (1e-300, 5e-324), (1e300, 1e-3), (1e300, 1.0)):
+        pt = _point(rows, np.array([x]), t)
+        assert pt is not None and pt[0] > 0

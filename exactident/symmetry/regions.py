@@ -261,9 +261,12 @@ def _point(rows: Sequence[Row], x: np.ndarray, t: float) -> list[flint.fmpq] | N
     """A dyadic rounding of the LP's centre that satisfies ``rows`` exactly, or None."""
     if not np.all(np.isfinite(x)) or t <= 0:
         return None
-    base = max(0, math.ceil(-math.log2(t / (2 * math.sqrt(len(x)))))) if t < 1 else 1
+    # log2 of t and of the scale apart: t / (2 sqrt(n)) may underflow to 0 for a subnormal t
+    base = max(0, math.ceil(math.log2(2 * math.sqrt(len(x))) - math.log2(t))) if t < 1 else 1
     for bits in (base, base + 8, base + 24, 1074):
-        cand = _round(x, bits) if bits < 1074 else [_fmpq(float(v)) for v in x]
+        # past 2^1000, or for a huge x, the grid's scale overflows a float: the exact binary value of x instead
+        fine = bits < 1000 and bool(np.all(np.abs(x) < 2.0 ** (1000 - bits)))
+        cand = _round(x, bits) if fine else [_fmpq(float(v)) for v in x]
         if _inside(rows, cand):
             return cand
     return None
