@@ -20,6 +20,7 @@ from test_fdim import _net, _tie_free, fraction_rank, full_jacobian_rows
 from test_regions import _pattern, _sweep_1d
 
 from exactident.boundary.entering import find_strict_direction
+from exactident.errors import UnsupportedCaseError
 from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension
 from exactident.symmetry.region_fdim import cover_rank
@@ -197,3 +198,11 @@ def test_nearly_parallel_against_brute_force(seed):
     _check_points(W, b, cover)
     got = [r.pattern for r in cover.regions]
     assert len(set(got)) == len(got) and set(got) == _brute_patterns(W, b, box)
+
+
+def test_functional_dimension_refuses_an_empty_box():
+    # before: the lower bound counted the closed box's point 1/2 (rank 1), the complete empty cover rank 0, and
+    # settle_by_regions raised InvariantViolation
+    net = Network((1, 2, 1), [[[1], [-1]], [[1, 1]]], [[0, 1], [0]])
+    with pytest.raises(UnsupportedCaseError, match="lo < hi"):
+        functional_dimension(net, box=([q(1, 2)], [q(1, 2)]), lines=0, search=False)
