@@ -66,3 +66,43 @@ def test_a_node_floats_cannot_decide():
     assert x is None and is_certificate(rows, y)
     # the certificate needs more rows than the two nearly antiparallel ones the floats saw
     assert sum(1 for v in y if v != 0) > 2
+
+
+def test_degenerate_and_constant_rows():
+    # zero rows: 1 > 0 holds everywhere, 0 > 0 and -1 > 0 nowhere (the certificate is that row alone)
+    assert _check([([q(0), q(0)], q(1)), ([q(1), q(0)], q(0))])
+    for e in (q(0), q(-1)):
+        x, y = strict_solution([([q(1), q(0)], q(0)), ([q(0), q(0)], e)])
+        assert x is None and is_certificate([([q(1), q(0)], q(0)), ([q(0), q(0)], e)], y)
+    # no variable at all (n = 0): the constants decide
+    assert _check([([], q(1)), ([], q(2))]) and not _check([([], q(1)), ([], q(0))])
+    # Beale's cycling example (the textbook rule cycles on it) as strict rows: its 3 constraints, x > 0,
+    # and the objective above 0; the degenerate vertex 0 ties every row, Bland's rule must still end
+    beale = [[q(-1, 4), q(8), q(1), q(-9)], [q(-1, 2), q(12), q(1, 2), q(-3)], [q(0), q(0), q(-1), q(0)]]
+    rows = [(a, q(0)) for a in beale[:2]] + [(beale[2], q(1))]
+    rows += [([q(int(i == j)) for j in range(4)], q(0)) for i in range(4)]
+    rows.append(([q(3, 4), q(-20), q(1, 2), q(-6)], q(0)))
+    assert _check(rows) == _fm_feasible(rows)
+    rows[-1] = (rows[-1][0], q(-5, 4))  # objective > 5/4: Beale's optimum is 5/4 (x = (1, 0, 1, 0)), empty
+    assert not _check(rows) and not _fm_feasible(rows)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_c, _c, _c), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 3), st.sampled_from([-30, 0, 0, 30]), st.booleans(), _c),
+                min_size=1, max_size=8))
+def test_twins_scales_and_zero_rows_agree_with_fourier_motzkin(base, picks):
+    # rows drawn from a few base rows: repeated, scaled by 10^+-30, negated with a shifted constant; zero rows too
+    rows = []
+    for i, k, neg, shift in picks:
+        a1, a2, e = base[i % len(base)]
+        s = q(10) ** k * (-1 if neg else 1)
+        rows.append(([s * a1, s * a2], s * e + (shift if neg else 0)))
+    feasible = _check(rows)
+    if all(v == 0 for a, _ in rows for v in a):
+        assert feasible == all(e > 0 for _, e in rows)
+    elif any(all(v == 0 for v in a) and e <= 0 for a, e in rows):
+        assert not feasible
+    else:
+        live = [r for r in rows if any(v != 0 for v in r[0])]
+        assert feasible == _fm_feasible(live)

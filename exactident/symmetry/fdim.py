@@ -304,6 +304,7 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     X : list of points (Q), optional
         The sample to start from.
     box : (lo, hi), optional
+        ``lo < hi`` in every coordinate.
     seed : int
         Seeds the primes and the random points (the result is reproducible).
     search : bool
@@ -327,7 +328,8 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     Raises
     ------
     UnsupportedCaseError
-        A hidden neuron with zero incoming weights and bias (its pre-activation is 0 everywhere).
+        A hidden neuron with zero incoming weights and bias (its pre-activation is 0 everywhere), or a
+        box with ``lo >= hi`` in some coordinate.
 
     Examples
     --------
@@ -339,6 +341,8 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     (5, 5, 5)
     """
     start = time.perf_counter()
+    if box is not None and any(lo >= hi for lo, hi in zip(box[0], box[1])):  # the open box is empty
+        raise UnsupportedCaseError("the box needs lo < hi in every coordinate")
     for l in net.hidden_layers():
         for v in range(net.widths[l]):
             if all(net.W[l - 1][v, j] == _ZERO for j in range(net.widths[l - 1])) and net.b[l - 1][v] == _ZERO:

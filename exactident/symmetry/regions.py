@@ -26,7 +26,8 @@ adds one row and is
   (:func:`exactident.linalg.exact_lp.strict_solution`, Bland's rule: it always terminates),
   whose point or Farkas certificate is checked as above.
 
-A new row with ``a = 0`` is decided by the sign of ``e`` alone (``e = 0``: the neuron's
+Rows are scaled by powers of two (the same inequalities) so that their float copies are
+finite.  A new row with ``a = 0`` is decided by the sign of ``e`` alone (``e = 0``: the neuron's
 pre-activation is 0 on the whole node, every input there is a tie, no child).  The
 floats only propose; every child is accepted by an exact check.  The cover is
 **complete** when every node was decided: every tie-free input of the domain is then in
@@ -163,7 +164,6 @@ class _HighsLP:
         return (-float(self.h.getInfo().objective_function_value), np.array(sol.col_value[:n]),
                 -np.array(sol.row_dual))
 
-
     def farkas(self, A: np.ndarray, e: np.ndarray) -> np.ndarray | None:
         """A basic optimum of ``min e . y``, ``A^T y = 0``, ``sum y = 1``, ``y >= 0`` (rows of ``A`` unit), or None."""
         hs, (k, n) = self.hs, A.shape
@@ -213,6 +213,18 @@ def _value(row: Row, x: Sequence[flint.fmpq]) -> flint.fmpq:
     return s
 
 
+def _scaled(row: Row) -> Row:
+    """``row`` times ``2^-k``, its largest entry then in ``1/2 < |v| < 2``: its float copy is finite (10^400)."""
+    a, e = row
+    k = max((int(v.p).bit_length() - int(v.q).bit_length() for v in (*a, e) if v != _ZERO), default=0)
+    f = flint.fmpq(1, 2 ** k) if k >= 0 else flint.fmpq(2 ** -k)
+    return ([v * f for v in a], e * f) if k else row
+
+
+def _floats(row: Row) -> tuple[np.ndarray, float]:
+    return np.array([float(v) for v in row[0]]), float(row[1])
+
+
 def _inside(rows: Sequence[Row], x: Sequence[flint.fmpq]) -> bool:
     return all(_value(r, x) > _ZERO for r in rows)
 
@@ -241,9 +253,10 @@ def _point(rows: Sequence[Row], x: np.ndarray, t: float) -> list[flint.fmpq] | N
     """A dyadic rounding of the LP's centre that satisfies ``rows`` exactly, or None."""
     if not np.all(np.isfinite(x)) or t <= 0:
         return None
-    base = max(0, math.ceil(-math.log2(t / (2 * math.sqrt(len(x)))))) if t < 1 else 1
-    for bits in (base, base + 8, base + 24, 1074):
-        cand = _round(x, bits) if bits < 1074 else [_fmpq(float(v)) for v in x]
+    base = max(0, math.ceil(math.log2(2 * math.sqrt(len(x))) - math.log2(t))) if t < 1 else 1  # t may be subnormal
+    for bits in (base, base + 8, base + 24, 1074):  # x's exact binary value when x 2^bits would overflow
+        fine = bits < 1000 and bool(np.all(np.abs(x) < 2.0 ** (1000 - bits)))
+        cand = _round(x, bits) if fine else [_fmpq(float(v)) for v in x]
         if _inside(rows, cand):
             return cand
     return None
@@ -330,12 +343,7 @@ def _region_points(rows: Sequence[Row], x0: list[flint.fmpq]) -> list[list[flint
             room = _value((a, e), x0) / (2 * big)
             while eps >= room:
                 eps /= 2
-    pts = [list(x0)]
-    for j in range(len(x0)):
-        p = list(x0)
-        p[j] += eps
-        pts.append(p)
-    return pts
+    return [list(x0)] + [[v + eps if i == j else v for i, v in enumerate(x0)] for j in range(len(x0))]
 
 
 def _root(net: Network, box: Box | None) -> tuple[list[Row], list[flint.fmpq]]:
@@ -346,8 +354,8 @@ def _root(net: Network, box: Box | None) -> tuple[list[Row], list[flint.fmpq]]:
     for j in range(n0):
         unit = [_ZERO] * n0
         unit[j] = flint.fmpq(1)
-        rows.append((unit, -box[0][j]))
-        rows.append(([-v for v in unit], box[1][j]))
+        rows.append(_scaled((unit, -box[0][j])))
+        rows.append(_scaled(([-v for v in unit], box[1][j])))
     return rows, [(box[0][j] + box[1][j]) / 2 for j in range(n0)]
 
 
@@ -360,7 +368,8 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
     net : Network
         A layered ReLU network over Q.
     box : (lo, hi), optional
-        Lists of ``n0`` rationals, ``lo < hi``; None: all of ``R^n``.
+        Lists of ``n0`` rationals, ``lo < hi``; None: all of ``R^n``.  When some ``lo >= hi`` the
+        open box is empty: no region, and the cover is complete.
     max_regions : int
         Stop (cover not complete) when this many regions are found.
     seconds : float, optional
@@ -393,8 +402,9 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
     rows0, x0 = _root(net, box)
     ident = flint.fmpq_mat(n0, n0, [flint.fmpq(int(i == j)) for i in range(n0) for j in range(n0)])
     # a node: (index of the next neuron, rows, float rows, point, affine map of h_{l-1} (M, m), pattern so far)
-    stack: list[tuple] = [(0, rows0, [(np.array([float(v) for v in a]), float(e)) for a, e in rows0], x0,
-                           (ident, [_ZERO] * n0), None, ())]
+    empty_box = box is not None and any(lo >= hi for lo, hi in zip(box[0], box[1]))  # no input: complete, no region
+    stack: list[tuple] = [] if empty_box else [(0, rows0, [_floats(r) for r in rows0], x0, (ident, [_ZERO] * n0),
+                                                None, ())]
     ticks = 0
     while stack:
         k, rows, frows, x, (M, m), Z, pat = stack.pop()
@@ -420,7 +430,7 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
         e = zc[v]
         children = []
         for s in (1, -1):
-            row = ([s * aj for aj in a], s * e)
+            row = _scaled(([s * aj for aj in a], s * e))
             if all(aj == _ZERO for aj in a):
                 if s * e > _ZERO:
                     children.append((s, rows, frows, x))  # always true here: no new row
@@ -428,7 +438,7 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
                     cover.empty += 1
                 continue
             new_rows = rows + [row]
-            new_f = frows + [(np.array([float(q) for q in row[0]]), float(row[1]))]
+            new_f = frows + [_floats(row)]
             if _value(row, x) > _ZERO:
                 children.append((s, new_rows, new_f, x))
                 continue
