@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import flint
 
+from exactident.errors import InvariantViolation
+
 __all__ = ["is_certificate", "strict_solution"]
 
 _ZERO = flint.fmpq(0)
@@ -99,7 +101,7 @@ def strict_solution(rows: Sequence[tuple[Sequence[flint.fmpq], flint.fmpq]]
              + [-sum((T[i][-1] for i in range(m + 1)), _ZERO)])
     _simplex(T, basis, n_cols)
     if T[-1][-1] != _ZERO:  # never: t can always go down to make every row hold
-        raise ArithmeticError("phase 1 of the strict system found no feasible point")
+        raise InvariantViolation("phase 1 of the strict system found no feasible point")
     for i, bv in enumerate(basis):  # drive degenerate artificials out of the basis
         if bv >= n_cols:
             j = next((j for j in range(n_cols) if T[i][j] != _ZERO), None)
@@ -123,12 +125,12 @@ def strict_solution(rows: Sequence[tuple[Sequence[flint.fmpq], flint.fmpq]]
     if t > _ZERO:
         x = [value[j] - value[n + j] for j in range(n)]
         if not all(_dot(a, x) + e > _ZERO for a, e in rows):
-            raise ArithmeticError("the simplex point does not satisfy the strict system")
+            raise InvariantViolation("the simplex point does not satisfy the strict system")
         return x, None
     # the optimal dual of the rows: the reduced cost of slack s_h is y_h (its column is -e_h-row's unit)
     y = [T[-1][2 * n + 2 + h] for h in range(m)]
     if not is_certificate(rows, y):
-        raise ArithmeticError("the simplex dual is not a Farkas certificate")
+        raise InvariantViolation("the simplex dual is not a Farkas certificate")
     return None, y
 
 

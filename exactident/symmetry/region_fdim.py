@@ -187,7 +187,8 @@ def _cover_mechanisms(net: Network, cover: RegionCover, cr: CoverRank) -> list[h
     """The mechanisms a complete cover proves, in order: dead, active, unseen, then the rest of ``ker J``."""
     n = len(cover.regions)
     mechs = []
-    for li, l in enumerate(net.hidden_layers()):
+    # no region at all (every input a tie): "inactive on every region" and "active on every region" would both hold
+    for li, l in enumerate(net.hidden_layers() if n else []):
         for v in range(net.widths[l]):
             if not any(r.pattern[li][v] for r in cover.regions):
                 mechs.append(hidden.Mechanism("dead", [(l, v)], hidden.dead_directions(net, l, v),
