@@ -8,6 +8,10 @@ Usage (from the repository root)::
     python benchmarks/hidden_symmetries.py --budget 100 --witnesses   # an earlier run of docs/symmetries.md
     python benchmarks/hidden_symmetries.py --widths 5 --region-seconds 600 --walk-seconds 30 --no-width-one \
         --out benchmarks/hidden_symmetries_cover.json       # the width-5 grid settled by region covers
+    python benchmarks/hidden_symmetries.py --widths 10,15 --trials-by-width 10:4,15:2 --budget 300 \
+        --region-seconds 120 --walk-seconds 60 --no-width-one --out benchmarks/hidden_symmetries_cover_w10_15.json
+    python benchmarks/hidden_symmetries.py --replot benchmarks/hidden_symmetries_cover.json \
+        benchmarks/hidden_symmetries_cover_w10_15.json     # docs/hidden-symmetries.png
 
 Architectures ``(n0, w x (d - 1), 1)`` with ``n0 = w`` (the paper's), depths ``d`` 4, 5, 6 (layers:
 ``d - 1`` hidden), widths 5, 10, 15; PyTorch's default ``nn.Linear`` initialisation (and ``--init he``),
@@ -51,7 +55,13 @@ def main() -> None:
     ap.add_argument("--no-width-one", action="store_true", help="skip the width-1 architectures")
     ap.add_argument("--witnesses", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "hidden_symmetries.json"))
+    ap.add_argument("--replot", nargs="+", metavar="JSON", default=None,
+                    help="no run: plot the cells of these JSON outputs to --plot (docs/hidden-symmetries.png)")
+    ap.add_argument("--plot", default=os.path.join(ROOT, "docs", "hidden-symmetries.png"))
     args = ap.parse_args()
+    if args.replot:
+        replot(args.replot, args.plot)
+        return
     depths = [int(d) for d in args.depths.split(",")]
     widths = [int(w) for w in args.widths.split(",")]
     start = time.perf_counter()
@@ -89,6 +99,21 @@ def main() -> None:
         print(f"witnesses: {found} of {len(wits)} small architectures, {time.perf_counter() - t0:.0f} s")
         with open(os.path.join(ROOT, "benchmarks", "hidden_symmetries_witnesses.json"), "w", encoding="utf-8") as f:
             json.dump(wits, f, indent=0)
+
+
+def replot(paths: list[str], out: str) -> None:
+    """The fraction with certified full functional dimension by depth, one line per width, from saved runs."""
+    from exactident.symmetry.glr import CellResult
+    from exactident.symmetry.glr_command import render_plot
+
+    cells = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for c in json.load(f)["cells"]:
+                cells.append(CellResult(c["widths"], c["seed"], c["init"], c["per_trial"], c["trials_requested"]))
+    with open(out, "wb") as f:
+        f.write(render_plot(cells, os.path.splitext(out)[1].lstrip(".")))
+    print(f"wrote {out} ({len(cells)} cells)")
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ def render_plot(cells: Sequence[CellResult], fmt: str) -> bytes:
                        label=f"width {w}: certified")[0]
         ax.plot(depths, [c.count("batch") / max(len(c.trials), 1) for c in cs], marker="x", linestyle=":",
                 color=line.get_color(), label=f"width {w}: at the Gaussian batch")
+    ax.set_xticks(sorted({len(c.widths) - 1 for c in cells}))
     ax.set_xlabel("depth d (layers; d - 1 hidden)")
     ax.set_ylabel("fraction with fdim = dim")
     ax.set_ylim(-0.05, 1.05)
