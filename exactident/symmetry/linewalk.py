@@ -44,8 +44,8 @@ from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
 
-__all__ = ["KINDS", "MAX_REGIONS_PER_LINE", "SMALL_PRIME_RANGE", "GreedyRank", "domain_points", "float_jacobian",
-           "line_pieces", "region_points", "walk_lower_bound"]
+__all__ = ["KINDS", "MAX_REGIONS_PER_LINE", "SMALL_PRIME_RANGE", "GreedyRank", "domain_points", "exact_floats",
+           "float_jacobian", "line_pieces", "region_points", "walk_lower_bound"]
 
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
 
@@ -268,7 +268,7 @@ class GreedyRank:
         """
         if len(X) == 0:
             return 0
-        Xc = [_dyadic(x) for x in X] if isinstance(X, np.ndarray) else [list(x) for x in X]
+        Xc = [exact_floats(x) for x in X] if isinstance(X, np.ndarray) else [list(x) for x in X]
         avoid = data_denominator(self.net, Xc)
         if avoid % self.p == 0:
             return 0
@@ -305,7 +305,8 @@ class GreedyRank:
         return gain
 
 
-def _dyadic(v: np.ndarray) -> list[flint.fmpq]:
+def exact_floats(v: np.ndarray) -> list[flint.fmpq]:
+    """The float64 entries of ``v`` as the exact rationals (dyadics) they are."""
     out = []
     for x in v:
         p, q = float(x).as_integer_ratio()

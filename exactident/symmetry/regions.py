@@ -55,7 +55,9 @@ import numpy as np
 
 from exactident.budget import stage
 from exactident.errors import UnsupportedCaseError
+from exactident.linalg.exact_lp import is_certificate
 from exactident.model.network import Network
+from exactident.symmetry.linewalk import exact_floats
 
 __all__ = ["Region", "RegionCover", "enumerate_regions"]
 
@@ -229,11 +231,6 @@ def _inside(rows: Sequence[Row], x: Sequence[flint.fmpq]) -> bool:
     return all(_value(r, x) > _ZERO for r in rows)
 
 
-def _fmpq(v: float) -> flint.fmpq:
-    f = Fraction(v)
-    return flint.fmpq(f.numerator, f.denominator)
-
-
 def _round(x: np.ndarray, bits: int) -> list[flint.fmpq]:
     """``x`` rounded to the grid ``2^-bits Z`` (``bits >= 0``), exactly."""
     return [flint.fmpq(int(np.rint(v * 2.0 ** bits)), 2 ** bits) for v in x]
@@ -256,7 +253,7 @@ def _point(rows: Sequence[Row], x: np.ndarray, t: float) -> list[flint.fmpq] | N
     base = max(0, math.ceil(math.log2(2 * math.sqrt(len(x))) - math.log2(t))) if t < 1 else 1  # t may be subnormal
     for bits in (base, base + 8, base + 24, 1074):  # x's exact binary value when x 2^bits would overflow
         fine = bits < 1000 and bool(np.all(np.abs(x) < 2.0 ** (1000 - bits)))
-        cand = _round(x, bits) if fine else [_fmpq(float(v)) for v in x]
+        cand = _round(x, bits) if fine else exact_floats(x)
         if _inside(rows, cand):
             return cand
     return None
@@ -268,8 +265,8 @@ def _farkas(rows: Sequence[Row], y: np.ndarray) -> bool:
     Tried on the support of ``y`` and on the ``k <= n0 + 1`` rows of largest ``y`` (a tiny float
     multiplier is often noise, and a degenerate dual may leave a needed row at 0): each exact
     nullspace vector of those rows, then the float ``y`` projected on that nullspace and
-    rationalised; every candidate is
-    checked exactly (``y >= 0``, ``y != 0``, ``sum y_h a_h = 0`` by construction, ``sum y_h e_h <= 0``).
+    rationalised; every candidate is checked exactly
+    (:func:`exactident.linalg.exact_lp.is_certificate`).
     """
     if not np.all(np.isfinite(y)) or y.max() <= 0:
         return False
@@ -311,27 +308,21 @@ def _farkas_on(rows: Sequence[Row], S: Sequence[int], y: np.ndarray) -> bool:
             c = [Fraction(float(v)).limit_denominator(den) for v in coef]
             cands.append([sum((flint.fmpq(ci.numerator, ci.denominator) * u[k] for ci, u in zip(c, basis)),
                               flint.fmpq(0)) for k in range(len(S))])
-    for u in cands:
-        if all(v <= _ZERO for v in u):
-            u = [-v for v in u]
-        if not all(v >= _ZERO for v in u) or not any(u):
-            continue
-        # y_h = u_h d_h: sum y_h a_h = M u = 0 exactly; it remains that sum y_h e_h <= 0
-        if sum((u[k] * scale[k] * rows[h][1] for k, h in enumerate(S)), _ZERO) <= _ZERO:
+    sub = [rows[h] for h in S]
+    for u in cands:  # y_h = u_h d_h (sum y_h a_h = M u = 0), either sign
+        y_S = [v * d for v, d in zip(u, scale)]
+        if is_certificate(sub, y_S) or is_certificate(sub, [-v for v in y_S]):
             return True
     return False
 
 
 def _exact_decide(rows: Sequence[Row]) -> tuple[str, list[flint.fmpq] | None]:
-    """The exact simplex (:func:`exactident.linalg.exact_lp.strict_solution`): a point, or a certificate."""
-    from exactident.linalg.exact_lp import is_certificate, strict_solution
+    """The exact simplex (:func:`exactident.linalg.exact_lp.strict_solution`, which checks its own point or
+    Farkas certificate exactly): ``("realised", x)`` or ``("empty", None)``."""
+    from exactident.linalg.exact_lp import strict_solution
 
-    x, y = strict_solution(rows)
-    if x is not None and _inside(rows, x):
-        return "realised", x
-    if y is not None and is_certificate(rows, y):
-        return "empty", None
-    return "undecided (exact simplex)", None
+    x, _ = strict_solution(rows)
+    return ("realised", x) if x is not None else ("empty", None)
 
 
 def _region_points(rows: Sequence[Row], x0: list[flint.fmpq]) -> list[list[flint.fmpq]]:
@@ -445,10 +436,8 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
             verdict, pt = _decide(linprog, new_rows, new_f, cover)
             if verdict == "realised":
                 children.append((s, new_rows, new_f, pt))
-            elif verdict == "empty":
-                cover.empty += 1
             else:
-                cover.reason = f"undecided node ({verdict}) at neuron ({l},{v})"
+                cover.empty += 1
         for s, r2, f2, p2 in children:
             pat2 = pat + (s > 0,)
             if v == net.widths[l] - 1:  # layer l done: h_l = diag(active) z_l on the child
@@ -466,11 +455,11 @@ def enumerate_regions(net: Network, box: Box | None = None, *, max_regions: int 
 
 def _decide(linprog, rows: list[Row], frows: list[tuple[np.ndarray, float]],
             cover: RegionCover) -> tuple[str, list[flint.fmpq] | None]:
-    """A child whose parent's point is outside it: realised (a point), empty (a certificate), or undecided."""
-    live = [(r, f) for r, f in zip(rows, frows) if np.any(f[0])]
-    if len(live) == len(rows):
+    """A child whose parent's point is outside it: ``("realised", point)`` or ``("empty", None)``, proved."""
+    A, e = np.array([f[0] for f in frows]), np.array([f[1] for f in frows])
+    if np.all(np.any(A, axis=1)):  # a float row of zeros has no direction for the LP's ball
         cover.lps += 1
-        out = _lp(linprog, np.array([f[0] for f in frows]), np.array([f[1] for f in frows]))
+        out = _lp(linprog, A, e)
         if out is not None:
             t, xf, y = out
             if t > 0:
@@ -480,9 +469,8 @@ def _decide(linprog, rows: list[Row], frows: list[tuple[np.ndarray, float]],
             elif _farkas(rows, y):
                 return "empty", None
             else:  # a degenerate dual: a basic certificate (at most n0 + 1 rows) from a second LP
-                A = np.array([f[0] for f in frows])
                 norms = np.linalg.norm(A, axis=1)
-                yb = linprog.farkas(A / norms[:, None], np.array([f[1] for f in frows]) / norms)
+                yb = linprog.farkas(A / norms[:, None], e / norms)
                 if yb is not None and _farkas(rows, yb / norms):
                     return "empty", None
     return _exact_decide(rows)
