@@ -38,7 +38,7 @@ from exactident.io.report import Report
 from exactident.model.network import Network
 from exactident.symmetry.equiv import Equivalence, equiv
 
-__all__ = ["DEFAULT_EXPLAIN_MAX_DIM", "DEFAULT_MAX_BOXES", "Audit", "audit", "neuron_facts"]
+__all__ = ["DEFAULT_EXPLAIN_MAX_DIM", "DEFAULT_MAX_BOXES", "Audit", "audit", "audit_fields", "neuron_facts"]
 
 #: Above this many parameters the exact kernel of ``Gamma`` is not computed (per-neuron facts only).
 DEFAULT_EXPLAIN_MAX_DIM = 3000
@@ -89,15 +89,21 @@ class Audit:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``exactident-audit/1`` JSON object (docs/symmetries.md)."""
-        r = self.report
-        return {"format": "exactident-audit/1", "name": self.name, "widths": self.widths,
-                "n_queries": self.n_queries, "dim": self.dim,
-                "verdict": r.verdict, "reason": r.reason, "decided_by": r.decided_by, "rank_gamma": r.rank_gamma,
-                "rank_a": r.rank_a, "certificate": r.certificate, "counts": self.counts(), "kernel": self.kernel,
-                "neurons": self.neurons, "obstructions": self.obstructions,
-                "box": [[format_fmpq(a) for a in self.box[0]], [format_fmpq(b) for b in self.box[1]]],
-                "extracted": None if self.extracted is None else self.extracted.to_dict(),
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+        return audit_fields(self, self.neurons, self.obstructions)
+
+
+def audit_fields(au: Any, neurons: list[dict[str, Any]], obstructions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``exactident-audit/1`` fields shared by the plain and the layer-graph audits (``au`` either)."""
+    r = au.report
+    return {"format": "exactident-audit/1", "name": au.name, "widths": au.widths,
+            "n_queries": au.n_queries, "dim": au.dim,
+            "verdict": r.verdict, "reason": r.reason, "decided_by": r.decided_by, "rank_gamma": r.rank_gamma,
+            "rank_a": r.rank_a, "certificate": r.certificate, "counts": au.counts(), "kernel": au.kernel,
+            "neurons": neurons, "obstructions": obstructions,
+            "box": None if au.box is None else [[format_fmpq(a) for a in au.box[0]],
+                                                [format_fmpq(b) for b in au.box[1]]],
+            "extracted": None if au.extracted is None else au.extracted.to_dict(),
+            "seconds": {k: round(v, 3) for k, v in au.seconds.items()}}
 
 
 def _layer_residues(rows: list[list[flint.fmpq]], rng: random.Random) -> tuple[Any, int]:

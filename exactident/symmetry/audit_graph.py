@@ -29,9 +29,9 @@ import flint
 
 from exactident.budget import stage
 from exactident.errors import CaseFormatError
-from exactident.io.rationals import format_fmpq
 from exactident.io.report import Report
 from exactident.model.constrained import ConstrainedNetwork
+from exactident.symmetry.audit import audit_fields
 
 __all__ = ["OBSTRUCTIONS_OMITTED", "GraphAudit", "audit_graph"]
 
@@ -69,19 +69,11 @@ class GraphAudit:
     def to_dict(self) -> dict[str, Any]:
         """The ``exactident-audit/1`` JSON object (docs/symmetries.md, "Layer graphs")."""
         r = self.report
-        return {"format": "exactident-audit/1", "name": self.name, "widths": self.widths,
-                "n_queries": self.n_queries, "dim": self.dim,
-                "verdict": r.verdict, "reason": r.reason, "decided_by": r.decided_by, "rank_gamma": r.rank_gamma,
-                "rank_a": r.rank_a, "certificate": r.certificate, "counts": self.counts(), "kernel": self.kernel,
-                "neurons": self.units, "obstructions": [],
-                "box": None if self.box is None else [[format_fmpq(a) for a in self.box[0]],
-                                                      [format_fmpq(b) for b in self.box[1]]],
-                "extracted": None if self.extracted is None else self.extracted.to_dict(),
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-                "layer_graph": {**r.extra.get("architecture", {}), "channels": self.channels,
-                                "parameter_classes": self.classes,
-                                "rank_gamma_interval": r.extra.get("rank_gamma_interval")},
-                "omitted": [{"what": "obstructions", "why": OBSTRUCTIONS_OMITTED}]}
+        return audit_fields(self, self.units, []) | {
+            "layer_graph": {**r.extra.get("architecture", {}), "channels": self.channels,
+                            "parameter_classes": self.classes,
+                            "rank_gamma_interval": r.extra.get("rank_gamma_interval")},
+            "omitted": [{"what": "obstructions", "why": OBSTRUCTIONS_OMITTED}]}
 
 
 def _unit_parameters(cn: ConstrainedNetwork, l: int, v: int) -> list[int]:

@@ -24,7 +24,7 @@ from exactident.argtypes import non_negative_int, positive_int, positive_seconds
 from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.progress import showing
 
-__all__ = ["add_arguments", "parse_number_arg", "run"]
+__all__ = ["add_arguments", "add_region_arguments", "parse_number_arg", "run"]
 
 
 def parse_number_arg(text: str) -> flint.fmpq:
@@ -59,16 +59,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sub-boxes per sign proof (default 2048)")
     parser.add_argument("--lines", type=non_negative_int, default=256, metavar="N",
                         help="random lines walked for the lower bound (default 256; 0: none)")
-    parser.add_argument("--regions", type=non_negative_int, default=None, metavar="N",
-                        help="at most N activation regions in the exact cover of the domain, which settles fdim when "
-                             "complete (default: 50000 when the input width is at most 16 and highspy or scipy is "
-                             "installed; 0: no cover)")
-    parser.add_argument("--region-seconds", type=positive_seconds, default=120.0, metavar="S",
-                        help="time budget of the region cover (default 120)")
+    add_region_arguments(parser)
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                         help="stop after this many seconds (exit 1, nothing printed)")
     parser.add_argument("--json", action="store_true", help="print the exactident-fdim/1 JSON object")
     add_limit_arguments(parser)
+
+
+def add_region_arguments(parser: argparse.ArgumentParser, scope: str = "") -> None:
+    """``--regions`` and ``--region-seconds``, the region cover's budget (``scope``: e.g. ``"per trial: "``)."""
+    parser.add_argument("--regions", type=non_negative_int, default=None, metavar="N",
+                        help=f"{scope}at most N activation regions in the exact cover of the domain, which settles "
+                             "fdim when complete (default: 50000 when the input width is at most 16 and highspy or "
+                             "scipy is installed; 0: no cover)")
+    parser.add_argument("--region-seconds", type=positive_seconds, default=120.0, metavar="S",
+                        help=f"{scope}time budget of the region cover (default 120)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -61,11 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="per trial: at most N random lines walked for the lower bound (default 4096; 0: none)")
     parser.add_argument("--walk-seconds", type=positive_seconds, default=60.0, metavar="S",
                         help="per trial: time budget of the line walk (default 60)")
-    parser.add_argument("--regions", type=non_negative_int, default=None, metavar="N",
-                        help="per trial: at most N activation regions in the exact cover that settles fdim (default: "
-                             "50000 when n0 <= 16 and highspy or scipy is installed; 0: no cover)")
-    parser.add_argument("--region-seconds", type=positive_seconds, default=120.0, metavar="S",
-                        help="per trial: time budget of the region cover (default 120)")
+    from exactident.symmetry.fdim_command import add_region_arguments
+
+    add_region_arguments(parser, "per trial: ")
     parser.add_argument("--budget", type=positive_seconds, default=None, metavar="S",
                         help="per cell: start no trial after S seconds")
     parser.add_argument("--width-one", action="store_true", help="also the architectures with a width-1 layer")
