@@ -38,7 +38,8 @@ from exactident.io.report import Report
 from exactident.model.network import Network
 from exactident.symmetry.equiv import Equivalence, equiv
 
-__all__ = ["DEFAULT_EXPLAIN_MAX_DIM", "DEFAULT_MAX_BOXES", "Audit", "audit", "audit_fields", "neuron_facts"]
+__all__ = ["DEFAULT_EXPLAIN_MAX_DIM", "DEFAULT_MAX_BOXES", "Audit", "audit", "audit_fields", "check_queries",
+           "neuron_facts"]
 
 #: Above this many parameters the exact kernel of ``Gamma`` is not computed (per-neuron facts only).
 DEFAULT_EXPLAIN_MAX_DIM = 3000
@@ -90,6 +91,22 @@ class Audit:
     def to_dict(self) -> dict[str, Any]:
         """The ``exactident-audit/1`` JSON object (docs/symmetries.md)."""
         return audit_fields(self, self.neurons, self.obstructions)
+
+
+def check_queries(name: str, X: Sequence[Sequence[Any]], n0: int) -> None:
+    """A query set must be non-empty, each query of ``n0`` inputs.
+
+    Raises
+    ------
+    CaseFormatError
+        Naming ``name`` and the field ``queries``.
+    """
+    from exactident.errors import CaseFormatError
+
+    if not X:
+        raise CaseFormatError(name, "queries", "the query set is empty")
+    if any(len(x) != n0 for x in X):
+        raise CaseFormatError(name, "queries", f"every query needs {n0} inputs")
 
 
 def audit_fields(au: Any, neurons: list[dict[str, Any]], obstructions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -249,12 +266,7 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
 
     X = [list(x) for x in queries]
     case = Case(name=name, network=victim, X=X)  # validates the widths of the queries
-    from exactident.errors import CaseFormatError
-
-    if not X:
-        raise CaseFormatError(name, "queries", "the query set is empty")
-    if any(len(x) != victim.widths[0] for x in X):
-        raise CaseFormatError(name, "queries", f"every query needs {victim.widths[0]} inputs")
+    check_queries(name, X, victim.widths[0])
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     report = check(case, numeric=False, seed=seed, exact_ranks=victim.dim <= explain_max_dim)

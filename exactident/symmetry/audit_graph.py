@@ -28,10 +28,9 @@ from typing import Any
 import flint
 
 from exactident.budget import stage
-from exactident.errors import CaseFormatError
 from exactident.io.report import Report
 from exactident.model.constrained import ConstrainedNetwork
-from exactident.symmetry.audit import audit_fields
+from exactident.symmetry.audit import audit_fields, check_queries
 
 __all__ = ["OBSTRUCTIONS_OMITTED", "GraphAudit", "audit_graph"]
 
@@ -128,10 +127,7 @@ def audit_graph(cn: ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]],
     from exactident.explain.constrained import explain_constrained
 
     X = [[flint.fmpq(v) for v in x] for x in queries]
-    if not X:
-        raise CaseFormatError(name, "queries", "the query set is empty")
-    if any(len(x) != cn.widths[0] for x in X):
-        raise CaseFormatError(name, "queries", f"every query needs {cn.widths[0]} inputs")
+    check_queries(name, X, cn.widths[0])
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     report = check_constrained(cn, X, name=name, seed=seed, input_shape=input_shape)
