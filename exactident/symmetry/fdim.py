@@ -388,11 +388,9 @@ def _cover_size(net: Network, regions: int | None) -> int:
     """The cover's region budget: ``regions`` itself, or the automatic choice (docstring of the caller)."""
     if regions is not None:
         return regions
-    if net.widths[0] > 16:
-        return 0
-    import importlib.util
+    from exactident.symmetry.regions import lp_solver_installed
 
-    return 50_000 if any(importlib.util.find_spec(m) for m in ("highspy", "scipy")) else 0
+    return 50_000 if net.widths[0] <= 16 and lp_solver_installed() else 0
 
 
 def _search(net: Network, pts, box: Box | None, fixed: FixedEdges, lower: int, p: int, upper: int,

@@ -59,7 +59,7 @@ from exactident.linalg.exact_lp import is_certificate
 from exactident.model.network import Network
 from exactident.symmetry.linewalk import exact_floats
 
-__all__ = ["Region", "RegionCover", "enumerate_regions"]
+__all__ = ["Region", "RegionCover", "enumerate_regions", "lp_solver_installed"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
@@ -108,6 +108,13 @@ class RegionCover:
     empty: int = 0
     lps: int = 0
     seconds: float = 0.0
+
+
+def lp_solver_installed() -> bool:
+    """Whether the LP proposals of the cover can run (highspy or scipy importable), without importing either."""
+    import importlib.util
+
+    return any(importlib.util.find_spec(m) is not None for m in ("highspy", "scipy"))
 
 
 def _linprog():
