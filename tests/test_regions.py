@@ -10,6 +10,7 @@ kernel the cover proves is checked against the Fraction Jacobian at random point
 from __future__ import annotations
 
 import json
+import os
 import random
 from fractions import Fraction
 from itertools import pairwise
@@ -23,6 +24,7 @@ from test_fdim import _forward, _net, _random_net, _tie_free, fraction_rank, ful
 
 from exactident.boundary.entering import find_strict_direction
 from exactident.cli import main
+from exactident.errors import UnsupportedCaseError
 from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension
 from exactident.symmetry.region_fdim import cover_rank
@@ -205,3 +207,26 @@ def test_cli_regions_flag_and_json(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["lower"] == out["upper"] == 5
     assert main(["fdim", str(path), "--regions", "-1"]) == 2
+
+
+def test_cover_without_an_lp_solver_is_one_line_exit_2(capsys, monkeypatch):
+    # bad input for a core-only install: --regions asked for, but neither highspy nor scipy importable
+    import importlib.util
+    import sys
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("highspy", "scipy") else
+                        real(name, *a))
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)  # `from scipy.optimize import ...` raises ImportError
+    # the automatic choice skips the cover; asking for one is refused in one line, exit 2
+    assert functional_dimension(_net([[[Fraction(1)], [Fraction(-1)]], [[Fraction(1), Fraction(-1)]]],
+                                     [[Fraction(0), Fraction(-1)], [Fraction(0)]], (1, 2, 1)), lines=0).cover is None
+    with pytest.raises(UnsupportedCaseError, match="highspy or scipy"):
+        enumerate_regions(Network((2, 2, 1), [[[1, 0], [0, 1]], [[1, 1]]], [[0, 0], [0]]))
+    # iris on [-3, 3]^4: the bounds differ after the random points and the proofs (docs/symmetries.md), so the
+    # cover is reached
+    iris = os.path.join(os.path.dirname(__file__), "..", "cases", "iris-mlp-4-8-8-3.json")
+    capsys.readouterr()
+    assert main(["fdim", iris, "--box", "-3", "3", "--regions", "10", "--lines", "0", "--no-search"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "exactident[lp]" in err
