@@ -152,7 +152,8 @@ def read_torch_state_dict(path: str, max_bytes: int) -> Imported:
         Over the size limit or a zip bomb (:func:`~exactident.io.importers.common.check_zip`);
         a TorchScript archive or a whole pickled module (saying what to save
         instead); refused by ``weights_only=True`` (a pickle of other objects); corrupted; no state
-        dict found (listing the keys); not a Linear/ReLU layer list.
+        dict found (listing the keys); two names sharing one tensor (tied weights); not a Linear/ReLU
+        layer list.
     """
     size = check_file_size(path, max_bytes)
     names: list[str] = []
@@ -172,8 +173,16 @@ def read_torch_state_dict(path: str, max_bytes: int) -> Imported:
 
     sd = _state_dict(obj, path, torch)
     shapes = []
+    storages: dict[int, str] = {}
     for name, value in sd.items():
         if not isinstance(name, str) or not isinstance(value, torch.Tensor):
             raise CaseFormatError(path, str(name), f"expected a tensor, found {type(value).__name__}")
         shapes.append(tuple(value.shape))
+        if value.numel():  # torch.save keeps shared storage: tied weights load as one tensor under two names
+            first = storages.setdefault(value.untyped_storage().data_ptr(), name)
+            if first != name:
+                raise CaseFormatError(path, name, f"tied weights: {first} and {name} are one tensor (one parameter "
+                                                  "feeding several layers); tied networks are not supported "
+                                                  "(reading each name as its own layer would analyse the untied "
+                                                  "network, which has more parameters)")
     return layers_from_state_dict(list(sd), shapes, lambda n: Tensor(sd[n], path, n), path, "torch-state-dict")

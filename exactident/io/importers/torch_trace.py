@@ -267,9 +267,12 @@ def trace_in_eval(module: Any, where: str, failure: Callable[[BaseException], st
     CaseFormatError
         ``where``, field ``forward``, message ``failure(exc)`` for any exception of the tracing or of
         ``after`` (data-dependent control flow, unsupported Python constructs, a sample of the wrong
-        shape); a CaseFormatError of ``after`` passes unchanged.
+        shape); a CaseFormatError of ``after`` passes unchanged; a forward hook or tied weights
+        (:func:`~exactident.io.importers.torch_module.refuse_hooks_and_ties`).
     """
     from torch import fx
+
+    from exactident.io.importers.torch_module import refuse_hooks_and_ties
 
     was = module.training
     module.eval()
@@ -277,6 +280,7 @@ def trace_in_eval(module: Any, where: str, failure: Callable[[BaseException], st
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             gm = fx.symbolic_trace(module)
+            refuse_hooks_and_ties(module, where, gm)  # hooks do not appear in gm; tied weights do
             extra = after(gm) if after is not None else None
     except CaseFormatError:
         raise
