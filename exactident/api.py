@@ -32,18 +32,20 @@ if TYPE_CHECKING:
 __all__ = ["CallablePackage", "crosscheck", "design", "explain"]
 
 
-def _case(case: Case | str | os.PathLike[str], sample: Any) -> Case:
+def _case(case: Case | str | os.PathLike[str], sample: Any, reference: Any = None,
+          assume_relu_mlp: bool = False) -> Case:
     from exactident.io.case import Case as _Case
 
     if isinstance(case, _Case) and sample is None:
         return case
     from exactident.io.importers.load import as_case
 
-    return as_case(case, sample)
+    return as_case(case, sample, reference=reference, assume_relu_mlp=assume_relu_mlp)
 
 
 def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None, seed: int | None = 0,
-            sample: Any = None, progress: bool | None = None) -> Explanation | ConstrainedExplanation:
+            sample: Any = None, progress: bool | None = None, reference: Any = None,
+            assume_relu_mlp: bool = False) -> Explanation | ConstrainedExplanation:
     """Explain the verdict on ``case``: per parameter what the sample determines, the exact kernel of ``Gamma``.
 
     Parameters
@@ -54,8 +56,10 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         ``check``'s report on this case (computed here, without the float cross-check, when not given).
     seed : int or None
         Seed of the random primes (speed only, never the result).
-    sample : path or array-like, optional
-        The sample of a model file.
+    sample : path or array-like
+        The sample of a model file (required with one: refused without it, naming ``sample``).
+    reference, assume_relu_mlp :
+        For a weight-only model file, as for :func:`exactident.check`.
     progress : bool or None
         Show the stages (None: in a Jupyter kernel or a terminal).
 
@@ -74,7 +78,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
     Raises
     ------
     CaseFormatError
-        A path that cannot be read or imported.
+        A path that cannot be read or imported, a model file without ``sample``.
 
     Examples
     --------
@@ -90,7 +94,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
     """
     from exactident.explain.core import explain as explain_case
 
-    c = _case(case, sample)
+    c = _case(case, sample, reference, assume_relu_mlp)
     with showing(progress, f"explain {c.name}"):
         rep, ex = explain_case(c, report=report, seed=seed)
     rep.extra.update(ex.fields())
@@ -98,7 +102,8 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
 
 
 def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, seed: int | None = 0,
-           report: Report | None = None, sample: Any = None, progress: bool | None = None) -> Design:
+           report: Report | None = None, sample: Any = None, progress: bool | None = None, reference: Any = None,
+           assume_relu_mlp: bool = False) -> Design:
     """Which samples already identify theta, and which new points would (:func:`exactident.explain.design.design`).
 
     Parameters
@@ -110,8 +115,10 @@ def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, se
         Seeds the primes and the point search (the result is reproducible).
     report : Report, optional
         ``check``'s report on the case.
-    sample : path or array-like, optional
-        The sample of a model file.
+    sample : path or array-like
+        The sample of a model file (required with one: refused without it, naming ``sample``).
+    reference, assume_relu_mlp :
+        For a weight-only model file, as for :func:`exactident.check`.
     progress : bool or None
         Show the stages and each new point (None: in a Jupyter kernel or a terminal).
 
@@ -124,7 +131,7 @@ def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, se
     Raises
     ------
     CaseFormatError
-        A path that cannot be read or imported.
+        A path that cannot be read or imported, a model file without ``sample``.
 
     Examples
     --------
@@ -136,7 +143,7 @@ def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, se
     from exactident.explain.design import DEFAULT_BUDGET
     from exactident.explain.design import design as design_case
 
-    c = _case(case, sample)
+    c = _case(case, sample, reference, assume_relu_mlp)
     with showing(progress, f"design {c.name}") as show:
         def point(line: str) -> None:
             show("new points", {"last": line})
@@ -146,7 +153,8 @@ def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, se
 
 
 def crosscheck(case: Case | str | os.PathLike[str], *, policies: Sequence[Policy] | None = None,
-               sample: Any = None, progress: bool | None = None) -> CaseCrosscheck:
+               sample: Any = None, progress: bool | None = None, reference: Any = None,
+               assume_relu_mlp: bool = False) -> CaseCrosscheck:
     """Float rank tolerances judged against the exact ranks of the same matrices, on one case.
 
     The float policies are marked against the verdict of the *rank rules* (``C_S``, ``C_N``, the
@@ -158,8 +166,10 @@ def crosscheck(case: Case | str | os.PathLike[str], *, policies: Sequence[Policy
     case : Case, or path
     policies : list of Policy, optional
         Default :func:`exactident.numeric.tolerance.default_policies`.
-    sample : path or array-like, optional
-        The sample of a model file.
+    sample : path or array-like
+        The sample of a model file (required with one: refused without it, naming ``sample``).
+    reference, assume_relu_mlp :
+        For a weight-only model file, as for :func:`exactident.check`.
     progress : bool or None
         Show the stages (None: in a Jupyter kernel or a terminal).
 
@@ -172,7 +182,7 @@ def crosscheck(case: Case | str | os.PathLike[str], *, policies: Sequence[Policy
     Raises
     ------
     CaseFormatError
-        A path that cannot be read or imported.
+        A path that cannot be read or imported, a model file without ``sample``.
     UnsupportedCaseError
         A torch policy without torch installed.
 
@@ -185,7 +195,7 @@ def crosscheck(case: Case | str | os.PathLike[str], *, policies: Sequence[Policy
     """
     from exactident.crosscheck.core import crosscheck_case
 
-    c = _case(case, sample)
+    c = _case(case, sample, reference, assume_relu_mlp)
     with showing(progress, f"crosscheck {c.name}"):
         # A layer-graph case has no plain network (c.network raises): name its parameter count.
         size = {"dim": c.network.dim} if c.is_plain else {"params": c.compiled.n_params}

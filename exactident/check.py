@@ -82,7 +82,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           on_stage: Callable[[str, dict[str, Any]], None] | None = None,
           on_tick: Callable[[], None] | None = None, structural: bool = True,
           exact_ranks: bool = False, pipelines: str | Collection[str] | None = None,
-          progress: bool | None = None) -> Report:
+          progress: bool | None = None, reference: Any = None, assume_relu_mlp: bool = False) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
     Parameters
@@ -90,8 +90,15 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     case : Case, or path
         A case, a case file (``.json``), or a model file (``.onnx``, ``.pt``, ``.safetensors``,
         ``.keras``/``.h5``, ``.npz``; imported exactly by :func:`exactident.io.importers.load.import_model`).
-    sample : path or array-like, optional
-        The sample for a model file (``.npy``, ``.npz``, ``.csv`` or an array ``(n, N_0)``).
+    sample : path or array-like
+        The sample for a model file (``.npy``, ``.npz``, ``.csv`` or an array ``(n, N_0)``); required
+        with a model file (refused without it, naming ``sample``).
+    reference : path, torch.nn.Module or array-like, optional
+        For a weight-only model file (state dict, safetensors, ``.npz``): the model it was saved from,
+        or its outputs on the sample (:func:`~exactident.io.importers.load.import_model`).
+    assume_relu_mlp : bool
+        For a weight-only model file without ``reference``: your statement that it is a plain
+        ``Linear -> ReLU`` chain (else it is refused); the report's provenance records it.
     numeric : bool
         Also run the float64 pipeline (backprop ``Gamma`` + SVD rank, the float ``alpha``
         only when the float verdict needs ``R_A``) and report whether it agrees.
@@ -184,7 +191,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     if not isinstance(case, Case) or sample is not None:  # before any budget: a timed-out report needs the case
         from exactident.io.importers.load import as_case
 
-        case = as_case(case, sample)
+        case = as_case(case, sample, reference=reference, assume_relu_mlp=assume_relu_mlp)
     if numeric:
         from exactident.numeric.block import parse_pipelines
 

@@ -53,8 +53,13 @@ def load_network(path: str, args: argparse.Namespace) -> Case:
     if os.path.splitext(path)[1].lower() in (".npy", ".csv"):
         raise CaseFormatError(path, "", "a sample file, not a network (a case file or a model file is expected)")
     from exactident.io.importers.load import import_model
+    from exactident.io.importers.reference import without_reference_option
 
-    return import_model(path, None, fmt=getattr(args, "format", None), max_bytes=getattr(args, "max_bytes", None))
+    try:
+        return import_model(path, None, fmt=getattr(args, "format", None), max_bytes=getattr(args, "max_bytes", None),
+                            assume_relu_mlp=getattr(args, "assume_relu_mlp", False))
+    except CaseFormatError as exc:
+        raise without_reference_option(exc) from None
 
 
 def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[list[flint.fmpq]]:
@@ -78,10 +83,11 @@ def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[lis
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default=None, choices=["keras", "npz", "onnx", "safetensors", "torch"],
                         help="model format of the network files (default: from the extension, else the content)")
-    from exactident.io.importers.command import parse_bytes
+    from exactident.io.importers.command import add_assume_argument, parse_bytes
 
     parser.add_argument("--max-bytes", type=parse_bytes, default=None, metavar="SIZE",
                         help="refuse model and sample files larger than SIZE (default 64M)")
+    add_assume_argument(parser)
     add_limit_arguments(parser)
 
 

@@ -51,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(as exactident import reads it)")
     parser.add_argument("--sample", metavar="DATA", default=None,
                         help="with a model file: the sample to start from (as exactident import --sample)")
+    from exactident.io.importers.command import add_assume_argument
+
+    parser.add_argument("--reference", metavar="REF", default=None,
+                        help="with a weight-only model file: the model (.onnx) or its outputs on the sample (.npy), "
+                             "as exactident import --reference")
+    add_assume_argument(parser)
     parser.add_argument("--box", type=parse_number_arg, nargs=2, default=None, metavar=("LO", "HI"),
                         help="the domain is the box [LO, HI]^n (default: all of R^n)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the points and primes (default 0)")
@@ -95,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from exactident.io.importers.load import as_case
 
-        case = as_case(args.case, args.sample)
+        case = as_case(args.case, args.sample, reference=args.reference, assume_relu_mlp=args.assume_relu_mlp)
     if args.box is not None:
         n0 = case.widths[0]
         box = ([lo] * n0, [hi] * n0)

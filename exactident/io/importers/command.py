@@ -23,10 +23,11 @@ from exactident.io.atomic import atomic_write_text
 from exactident.io.case import Case, dump_case, load_case, write_case
 from exactident.io.importers.common import DEFAULT_MAX_BYTES
 from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, detect_format, import_document, import_model
+from exactident.io.importers.reference import ASSUME_OPTION
 from exactident.io.importers.sample import parse_rows
 from exactident.io.limits import ReadLimits
 
-__all__ = ["add_arguments", "add_check_arguments", "load_check_inputs", "parse_bytes", "run"]
+__all__ = ["add_arguments", "add_assume_argument", "add_check_arguments", "load_check_inputs", "parse_bytes", "run"]
 
 
 def parse_bytes(text: str) -> int:
@@ -54,8 +55,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="model format (default: from the extension, else the content)")
     parser.add_argument("--reference", metavar="REF", default=None,
                         help="check a weight-only file (state dict, .safetensors, .npz) against the model: an .onnx "
-                             "file, or its outputs on the sample as .npy (n, N_L); without it the architecture is "
-                             "assumed (a Linear-ReLU chain) and the report says so")
+                             "file, or its outputs on the sample as .npy (n, N_L)")
+    add_assume_argument(parser)
+
+
+def add_assume_argument(parser: argparse.ArgumentParser) -> None:
+    """``--assume-relu-mlp``, the same in every command that reads model files."""
+    parser.add_argument(ASSUME_OPTION, dest="assume_relu_mlp", action="store_true",
+                        help="state that a weight-only file (state dict, .safetensors, .npz) is a plain "
+                             "Linear-ReLU-...-Linear chain: it holds no architecture, and without this statement "
+                             "or --reference it is refused; the report records it as your assumption")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,6 +118,11 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
     fmt = getattr(args, "format", None)
     models = [p for p in paths if fmt is not None or os.path.splitext(p)[1].lower() in known]
     if (sample is not None or rows is not None) and not models:
+        taken = next((p for p in paths if os.path.splitext(p)[1].lower() in SAMPLE_ONLY_EXTENSIONS), None)
+        if taken is not None:  # e.g. check X.npy --sample X.npy: the sample given where the model goes
+            raise CaseFormatError(taken, "CASE", f"taken as a sample file ({os.path.splitext(taken)[1]} holds an "
+                                  "array), given where a case file (.json) or a model file (.onnx, .pt, .safetensors, "
+                                  ".keras, .npz) is expected: exactident check MODEL --sample DATA")
         raise CaseFormatError(paths[0], "--sample", "case files hold their own sample; --sample is for model files")
     if getattr(args, "reference", None) is not None and not models:
         raise CaseFormatError(paths[0], "--reference", "case files hold their network already; --reference is for "
@@ -123,7 +137,8 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
                                     max_bytes=getattr(args, "max_bytes", None),
                                     reference=getattr(args, "reference", None),
-                                    fold_batchnorm=getattr(args, "fold_batchnorm", False)))
+                                    fold_batchnorm=getattr(args, "fold_batchnorm", False),
+                                    assume_relu_mlp=getattr(args, "assume_relu_mlp", False)))
         elif os.path.splitext(path)[1].lower() in SAMPLE_ONLY_EXTENSIONS:
             raise CaseFormatError(path, "", "a sample file, not a case: a sample file goes with --sample "
                                   f"(exactident check MODEL --sample {path})")
@@ -154,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
                 raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")
     doc = import_document(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
                           name=args.name, max_bytes=args.max_bytes, reference=args.reference,
-                          config=getattr(args, "config", None), fold_batchnorm=getattr(args, "fold_batchnorm", False))
+                          config=getattr(args, "config", None), fold_batchnorm=getattr(args, "fold_batchnorm", False),
+                          assume_relu_mlp=getattr(args, "assume_relu_mlp", False))
     if isinstance(doc, dict):
         return _write_document(doc, args)
     case = doc

@@ -200,7 +200,7 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
 def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
                  fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
                  reference: Any = None, config: str | os.PathLike[str] | None = None,
-                 fold_batchnorm: bool = False) -> Case:
+                 fold_batchnorm: bool = False, assume_relu_mlp: bool = False) -> Case:
     """Read a model file and a sample into an exact case.
 
     Parameters
@@ -221,15 +221,20 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
         For a weight-only file (state dict, safetensors, ``.npz``): the model to check the assumed
         ``Linear -> ReLU`` chain against, by a forward check on the sample: an ``.onnx`` file (run
         with ``onnx.reference``), a module, or the model's outputs on the sample (``.npy`` or an
-        array ``(n, N_L)``, before any softmax).  Without one the case's
-        ``provenance["architecture"]`` says the architecture was assumed, not checked
-        (:mod:`exactident.io.importers.reference`).
+        array ``(n, N_L)``, before any softmax).  A weight-only file needs a reference or
+        ``assume_relu_mlp`` (:mod:`exactident.io.importers.reference`).
     config : str or path, optional
         Keras only: the architecture of a weights-only ``.weights.h5`` file, as JSON from
         ``model.to_json()`` or a ``.keras`` file whose config is used.
     fold_batchnorm : bool
         ONNX/Keras layer graphs: fold ``BatchNormalization`` into the preceding layer in float64
         (refused otherwise); the provenance says the analysed network differs by that rounding.
+    assume_relu_mlp : bool
+        Your statement that a weight-only file (state dict, safetensors, ``.npz``) is a plain
+        ``Linear -> ReLU -> ... -> Linear`` chain (the CLI's ``--assume-relu-mlp``).  Without it, or a
+        ``reference``, such a file is refused: the file holds no architecture, and no verdict is given
+        on a guess.  With it (and no reference), ``provenance["architecture"]`` records it as your
+        assumption.
 
     Returns
     -------
@@ -240,7 +245,8 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     Raises
     ------
     CaseFormatError
-        One line naming the file and the tensor, node or layer (see docs/import.md).
+        One line naming the file and the tensor, node or layer (see docs/import.md); a weight-only
+        file with neither ``reference`` nor ``assume_relu_mlp``.
     UnsupportedCaseError
         The optional package the format needs is not installed.
         With a reference: the imported network's outputs differ from it (naming the sample and output).
@@ -250,14 +256,15 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     from exactident.io.importers.graph_case import document_case
 
     doc = import_document(path, sample, sample_rows=sample_rows, fmt=fmt, name=name, max_bytes=max_bytes,
-                          reference=reference, config=config, fold_batchnorm=fold_batchnorm)
+                          reference=reference, config=config, fold_batchnorm=fold_batchnorm,
+                          assume_relu_mlp=assume_relu_mlp)
     return doc if isinstance(doc, Case) else document_case(doc, str(path))
 
 
 def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_rows: slice | None = None,
                     fmt: str | None = None, name: str | None = None, max_bytes: int | None = None,
                     reference: Any = None, config: str | os.PathLike[str] | None = None,
-                    fold_batchnorm: bool = False) -> Case | dict[str, Any]:
+                    fold_batchnorm: bool = False, assume_relu_mlp: bool = False) -> Case | dict[str, Any]:
     """:func:`import_model`'s result before the case reader: a format-1 :class:`~exactident.io.case.Case` for a
     ReLU MLP, else the ``exactident-case/2`` dict of a layer graph (ONNX and Keras models with skip connections,
     leaky ReLU, PReLU, convolutions, average pooling; see docs/import.md).  Same parameters and errors as
@@ -275,11 +282,11 @@ def import_document(path: str | os.PathLike[str], sample: Any = None, *, sample_
             doc = import_graph(source, fmt, sample, sample_rows, name, limit, reference, fold_batchnorm,
                                plain_error)
             return _plain_case(doc, source)
-    return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config)
+    return _import_plain(source, sample, sample_rows, fmt, name, limit, reference, config, assume_relu_mlp)
 
 
 def _import_plain(source: str, sample: Any, sample_rows: slice | None, fmt: str, name: str | None, limit: int,
-                  reference: Any, config: str | os.PathLike[str] | None) -> Case:
+                  reference: Any, config: str | os.PathLike[str] | None, assume_relu_mlp: bool = False) -> Case:
     check_file_size(source, limit)  # before detect_format opens it: a FIFO is refused unopened
     fmt = fmt or detect_format(source)
     imported, graph = _read(fmt, source, limit, None if config is None else str(config))
@@ -290,7 +297,8 @@ def _import_plain(source: str, sample: Any, sample_rows: slice | None, fmt: str,
     def checker(net: Network, X: np.ndarray, sample_dtype: str | None) -> dict[str, str]:
         from exactident.io.importers.reference import check_reference
 
-        return check_reference(imported, net, X, sample_dtype, reference, sample_rows, limit, source)
+        return check_reference(imported, net, X, sample_dtype, reference, sample_rows, limit, source,
+                               assume_relu_mlp)
 
     return _finish(imported, source, name or Path(source).stem, sample, sample_rows, limit, provenance, graph,
                    checker)
@@ -473,24 +481,47 @@ def _plain_case(doc: dict[str, Any], source: str) -> Case | dict[str, Any]:
     return parse_case(plain_document(doc), source) if plain else doc
 
 
+def _object_hint(obj: Any) -> str:
+    """What to call for a model object given where a case or a path is expected."""
+    kinds = [c.__module__.split(".")[0] for c in type(obj).__mro__]
+    if "torch" in kinds and hasattr(obj, "parameters"):
+        return "; a PyTorch module is imported with exactident.from_torch(module, X), then checked"
+    if "sklearn" in kinds:
+        return "; a scikit-learn model is imported with exactident.from_sklearn(model, X), then checked"
+    if "keras" in kinds:
+        return "; save a Keras model with model.save('m.keras') and give the file with sample=X"
+    if "flax" in kinds:
+        return "; Flax parameters are imported with exactident.from_flax(params, X, reference=...), then checked"
+    return ""
+
+
 def as_case(obj: Any, sample: Any = None, *, sample_rows: slice | None = None,
-            max_bytes: int | None = None) -> Case:
+            max_bytes: int | None = None, reference: Any = None, assume_relu_mlp: bool = False) -> Case:
     """A :class:`~exactident.io.case.Case` as is, a case file (``.json``) loaded, or a model file imported
-    with ``sample``.
+    with ``sample`` (and ``reference`` / ``assume_relu_mlp`` for a weight-only file, :func:`import_model`).
 
     Raises
     ------
     CaseFormatError
-        A case file given together with a sample, or any import error.
+        A case file given together with a sample; a model file without a sample (field ``sample``:
+        the analysis of an empty sample says nothing about the network); a model object (a PyTorch
+        module, ...) instead of a case, with the function that imports it; any import error.
     """
     if isinstance(obj, Case):
         if sample is not None:
             raise CaseFormatError(obj.source, "sample", "a Case already holds its sample")
         return obj
     if not isinstance(obj, (str, os.PathLike)):
-        raise CaseFormatError("<check>", "case", f"expected a Case or a path, found {type(obj).__name__}")
+        raise CaseFormatError("<check>", "case", f"expected a Case or a path, found {type(obj).__name__}"
+                                                 + _object_hint(obj))
     if str(obj).lower().endswith((".json", ".json.gz")):
         if sample is not None or sample_rows is not None:
             raise CaseFormatError(str(obj), "--sample", "a case file already holds its sample")
         return load_case(obj)
-    return import_model(obj, sample, sample_rows=sample_rows, max_bytes=max_bytes)
+    if sample is None:
+        if os.path.splitext(str(obj))[1].lower() in PICKLE_EXTENSIONS:
+            detect_format(str(obj))  # a pickle is refused as such, not asked for a sample
+        raise CaseFormatError(str(obj), "sample", "a model file needs a sample: give sample=X (an array (n, N_0), "
+                                                  "or a .npy, .npz or .csv file; --sample DATA on the command line)")
+    return import_model(obj, sample, sample_rows=sample_rows, max_bytes=max_bytes, reference=reference,
+                        assume_relu_mlp=assume_relu_mlp)

@@ -2,8 +2,12 @@
 
 A state dict, a safetensors file or an ``.npz`` holds weights, not the
 network's graph: exactident reads them as a ``Linear -> ReLU -> ... -> Linear``
-chain (:data:`ASSUMED`).  Without a reference that chain is an *assumption*,
-and the case's ``provenance["architecture"]`` says so in words.  With a
+chain (:data:`ASSUMED`).  That chain is a guess (a leaky-ReLU or residual MLP
+saves the same tensors), and no verdict is given on a guess: without a
+reference the import is refused (:func:`refuse_guess`) unless the user states
+the architecture (:data:`ASSUME_OPTION`, ``assume_relu_mlp=True`` in Python);
+the case's ``provenance["architecture"]`` then records it as the user's
+assumption.  With a
 reference (``--reference model.onnx`` run by ``onnx.reference``, an
 ``nn.Module`` run by PyTorch, or the reference outputs ``Y.npy`` of shape
 ``(n, N_L)``), the imported network's outputs on the sample are compared with
@@ -33,7 +37,8 @@ from exactident.io.importers.common import Imported, check_file_size, sha256_fil
 from exactident.io.importers.forward_check import forward_check
 from exactident.model.network import Network
 
-__all__ = ["ASSUMED", "assumed_architecture", "check_reference", "run_module", "torch_forward_check"]
+__all__ = ["ASSUMED", "ASSUME_OPTION", "assumed_architecture", "check_reference", "refuse_guess", "run_module",
+           "torch_forward_check", "without_reference_option"]
 
 #: The architecture a weight-only format is read as (format name -> words).
 ASSUMED = {
@@ -59,9 +64,30 @@ def _same_network(reference: Network, net: Network, ref_name: str, source: str) 
                                                          "(not the same network)")
 
 
+#: The command-line option by which the user states that a weight-only file is a plain ReLU MLP
+#: (``assume_relu_mlp=True`` in Python), the same in every command that reads model files.
+ASSUME_OPTION = "--assume-relu-mlp"
+
+
 def assumed_architecture(fmt: str) -> str:
-    """``provenance["architecture"]`` of a weight-only file imported without a reference."""
-    return f"assumed: {ASSUMED[fmt]}; not checked against the model"
+    """``provenance["architecture"]`` of a weight-only file imported on the user's statement, without a reference."""
+    return (f"assumed by the user ({ASSUME_OPTION}, assume_relu_mlp=True): {ASSUMED[fmt]}; not checked against "
+            "the model")
+
+
+def refuse_guess(source: str, with_reference: bool = True) -> CaseFormatError:
+    """The one-line refusal of a weight-only file given with neither a reference nor the user's statement.
+
+    ``with_reference``: whether the command takes ``--reference`` (the message offers only what works).
+    """
+    ways = ("check it against the model with --reference (an .onnx export or its outputs on the sample as .npy; "
+            "reference=module or outputs in Python), " if with_reference else "")
+    return CaseFormatError(source, "architecture", "a weights file holds no architecture (a leaky-ReLU or "
+                                                   "residual network saves the same tensors as a plain ReLU MLP), "
+                                                   "and no verdict is given on a guess: import the model itself "
+                                                   "(its ONNX export; from_torch(module, X) in Python), "
+                                                   f"{ways}or state that it is a plain Linear→ReLU chain with "
+                                                   f"{ASSUME_OPTION} (assume_relu_mlp=True in Python)")
 
 
 def run_module(module: Any, X: np.ndarray, fn: Callable[[Any], Any] | None = None) -> tuple[np.ndarray, np.ndarray,
@@ -174,8 +200,16 @@ def _npy_outputs(path: str, rows: slice | None, max_bytes: int) -> tuple[np.ndar
     return Y.astype(np.float64), str(Y.dtype.name)
 
 
+def without_reference_option(exc: CaseFormatError) -> CaseFormatError:
+    """``exc`` as a command that takes no ``--reference`` should say it (:func:`refuse_guess`)."""
+    if exc.field == "architecture" and exc.message == refuse_guess(exc.source).message:
+        return refuse_guess(exc.source, with_reference=False)
+    return exc
+
+
 def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtype: str | None, reference: Any,
-                    rows: slice | None, max_bytes: int, source: str) -> dict[str, str]:
+                    rows: slice | None, max_bytes: int, source: str,
+                    assume_relu_mlp: bool = False) -> dict[str, str]:
     """Forward-check an imported weight-only file against ``reference``; the provenance entries it adds.
 
     Parameters
@@ -187,10 +221,13 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
         The sample's stored dtype.
     reference : path, ``torch.nn.Module``, array-like or None
         ``.onnx`` (run by ``onnx.reference``), ``.npy`` (the reference outputs ``(n, N_L)`` on the
-        sample, before any softmax), a module, or the outputs as an array.  None: the architecture
-        is recorded as assumed (weight-only formats) and nothing is checked.
+        sample, before any softmax), a module, or the outputs as an array.  None: nothing is checked,
+        and a weight-only format needs ``assume_relu_mlp``.
     rows : slice or None
         The rows of the sample kept (applied to reference outputs too).
+    assume_relu_mlp : bool
+        The user's statement that a weight-only file is a plain ``Linear -> ReLU`` chain: without a
+        reference, recorded as their assumption (:func:`assumed_architecture`).
 
     Returns
     -------
@@ -201,10 +238,13 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
     ------
     CaseFormatError
         The reference cannot be read or run, or its outputs differ from the imported network's
-        (the first differing sample and output named; the architecture is not the assumed one).
+        (the first differing sample and output named; the architecture is not the assumed one);
+        a weight-only file with neither a reference nor ``assume_relu_mlp`` (:func:`refuse_guess`).
     """
     chain = ASSUMED.get(imported.fmt)
     if reference is None:
+        if chain and not assume_relu_mlp:
+            raise refuse_guess(source)
         return {"architecture": assumed_architecture(imported.fmt)} if chain else {}
     is_onnx = isinstance(reference, (str, os.PathLike)) and str(reference).lower().endswith(".onnx")
     if X.shape[0] == 0 and (is_onnx or hasattr(reference, "parameters")):
