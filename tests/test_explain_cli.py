@@ -200,7 +200,8 @@ def test_explain_takes_a_model_file_with_its_sample(capsys, tmp_path):
 
     np.savez(tmp_path / "m.npz", W1=np.array([[2.0]]), b1=np.array([1.0]), W2=np.array([[3.0]]), b2=np.array([0.0]))
     np.save(tmp_path / "X.npy", np.array([[0.0], [1.0], [-0.5]]))
-    status, out, err = _run(capsys, ["explain", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "X.npy")])
+    status, out, err = _run(capsys, ["explain", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "X.npy"),
+                                     "--assume-relu-mlp"])
     assert status == 0 and err == ""
     assert out.startswith("m: not-identifiable") and "b_1[0] - 3 b_2[0]" in out
     status, _, err = _run(capsys, ["explain", str(tmp_path / "m.npz")])  # a model file needs its sample

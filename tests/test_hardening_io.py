@@ -470,7 +470,7 @@ def test_import_checks_its_destination_first(tmp_path, capsys, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(atomic, "_new_temp", full)
-    assert main(["import", model, "-o", str(tmp_path / "c.json")]) == 1
+    assert main(["import", model, "-o", str(tmp_path / "c.json"), "--assume-relu-mlp"]) == 1
     err = capsys.readouterr().err
     assert err == f"error: cannot write {tmp_path / 'c.json'}: No space left on device\n"
     assert not (tmp_path / "c.json").exists()

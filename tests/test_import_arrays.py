@@ -221,14 +221,14 @@ def test_cli_npz_model_with_samples(tmp_path, capsys):
     np.savez(tmp_path / "m.npz", W1=np.array([[2.0]]), b1=np.array([1.0]), W2=np.array([[3.0]]), b2=np.zeros(1))
     np.save(tmp_path / "x.npy", np.array([[-1.0], [0.0], [1.0], [2.0]]))
     assert main(["check", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "x.npy"),
-                 "--sample-rows", "0:3", "--json"]) == 0
+                 "--sample-rows", "0:3", "--json", "--assume-relu-mlp"]) == 0
     import json
 
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"] == "identifiable" and out["provenance"]["sample_rows"] == "0:3"
     assert out["provenance"]["format"] == "npz" and out["provenance"]["weight_dtype"] == "float64"
     assert main(["check", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "x.npy"), "--sample-rows", "1:",
-                 "--json", "--no-numeric"]) == 0
+                 "--json", "--no-numeric", "--assume-relu-mlp"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "not-identifiable"
     assert main(["check", str(tmp_path / "m.npz")]) == 2
     assert "m.npz: --sample: a model file needs a sample" in capsys.readouterr().err
@@ -295,7 +295,7 @@ def test_load_and_detect_validators(tmp_path, capsys):
         parse_bytes("lots")
     assert main(["import", str(tmp_path / "m.npz"), "--max-bytes", "lots"]) == 2
     capsys.readouterr()
-    assert main(["import", str(tmp_path / "m.npz")]) == 0
+    assert main(["import", str(tmp_path / "m.npz"), "--assume-relu-mlp"]) == 0
     assert '"format": "exactident-case/1"' in capsys.readouterr().out
 
 

@@ -85,7 +85,7 @@ def test_safetensors_every_dtype(tmp_path, fmt):
                        {k: (ST[fmt], v.shape, v.astype(v.dtype.newbyteorder("<")).tobytes())
                         for k, v in arrays.items()})
     X = RNG.standard_normal((6, 3))
-    case = import_model(tmp_path / "m.safetensors", X)
+    case = import_model(tmp_path / "m.safetensors", X, assume_relu_mlp=True)
     assert_network_equals(case.network, [decode_array(arrays["net.0.weight"], fmt),
                                          decode_array(arrays["net.2.weight"], fmt)],
                           [decode_array(arrays["net.0.bias"], fmt)[0], decode_array(arrays["net.2.bias"], fmt)[0]])
@@ -120,7 +120,7 @@ def test_npz_every_dtype(tmp_path, fmt):
     bs = [RNG.standard_normal(4).astype(fmt), RNG.standard_normal(2).astype(fmt)]
     np.savez(tmp_path / "m.npz", W1=Ws[0], b1=bs[0], W2=Ws[1], b2=bs[1])
     X = RNG.standard_normal((5, 3))
-    case = import_model(tmp_path / "m.npz", X)
+    case = import_model(tmp_path / "m.npz", X, assume_relu_mlp=True)
     view = FORMATS_BITS[fmt][2]
     assert_network_equals(case.network, [decode_array(W.view(view), fmt) for W in Ws],
                           [decode_array(b.view(view), fmt)[0] for b in bs])
@@ -154,7 +154,7 @@ def test_npz_errors(tmp_path, capsys):
 def test_format_detected_from_content(tmp_path):
     np.savez(tmp_path / "m.npz", W1=np.ones((1, 2)))
     (tmp_path / "m.weights").write_bytes((tmp_path / "m.npz").read_bytes())
-    assert import_model(tmp_path / "m.weights").provenance["format"] == "npz"
+    assert import_model(tmp_path / "m.weights", assume_relu_mlp=True).provenance["format"] == "npz"
 
 
 # -------------------------------------------------------------------------------------------------- Keras

@@ -59,7 +59,7 @@ def test_state_dict_exact_and_forward(tmp_path, fmt):
     torch.save(net.state_dict(), tmp_path / "m.pt")
     X = np.random.default_rng(1).standard_normal((9, 4))
     np.save(tmp_path / "x.npy", X)
-    case = import_model(tmp_path / "m.pt", tmp_path / "x.npy")
+    case = import_model(tmp_path / "m.pt", tmp_path / "x.npy", assume_relu_mlp=True)
     W, b = _expected(net, fmt)
     assert_network_equals(case.network, W, b)
     assert case.provenance["weight_dtype"] == fmt and case.provenance["format"] == "torch-state-dict"
@@ -149,7 +149,7 @@ def test_safetensors_from_torch_bfloat16(tmp_path):
     sd = {k.replace("1.", "layer1.").replace("3.", "layer3.").replace("5.", "layer10."): v
           for k, v in net.state_dict().items()}  # natural order: layer1 < layer3 < layer10
     st.save_file(sd, tmp_path / "m.safetensors")
-    case = import_model(tmp_path / "m.safetensors", np.zeros((1, 4)))
+    case = import_model(tmp_path / "m.safetensors", np.zeros((1, 4)), assume_relu_mlp=True)
     W, b = _expected(net, "bfloat16")
     assert_network_equals(case.network, W, b)
     assert case.provenance["weight_dtype"] == "bfloat16" and case.provenance["format"] == "safetensors"

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the tes
 nn = torch.nn
 F = torch.nn.functional
 
-from exactident import CaseFormatError, from_torch, import_model  # noqa: E402
+from exactident import CaseFormatError, check, from_torch, import_model  # noqa: E402
 from exactident.cli import main  # noqa: E402
 
 
@@ -62,20 +62,42 @@ def _files(tmp_path, module, seed=0):
     return str(tmp_path / "m.pt"), str(tmp_path / "X.npy"), str(tmp_path / "Y.npy")
 
 
+GUESS = ("architecture: a weights file holds no architecture (a leaky-ReLU or residual network saves the "
+         "same tensors as a plain ReLU MLP), and no verdict is given on a guess: import the model itself (its ONNX "
+         "export; from_torch(module, X) in Python), check it against the model with --reference (an .onnx export "
+         "or its outputs on the sample as .npy; reference=module or outputs in Python), or state that it is a "
+         "plain Linear→ReLU chain with --assume-relu-mlp (assume_relu_mlp=True in Python)")
+
+
 @pytest.mark.parametrize("cls", [_Leaky, _Residual, _Reordered])
 def test_wrong_architecture_said_or_refused(tmp_path, capsys, cls):
     torch.manual_seed(1)
     module = cls()
     pt, X, Y = _files(tmp_path, module)
-    # no reference: imported as the assumed chain, and said so in the case, the report and the table
-    case = import_model(pt, X)
-    assert case.provenance["architecture"] == ("assumed: Linear→ReLU chain in key order; not checked against the "
-                                               "model")
-    assert main(["check", pt, "--sample", X]) == 0
-    assert "architecture assumed: Linear→ReLU chain in key order; not checked against the model" in \
-        capsys.readouterr().out
-    assert main(["check", pt, "--sample", X, "--json", "--no-numeric"]) == 0
-    assert '"architecture": "assumed: Linear' in capsys.readouterr().out
+    # neither a reference nor the user's statement: no verdict on the guessed chain, one line, exit 2,
+    # from every command that reads model files and from the library
+    for argv in (["check", pt, "--sample", X], ["import", pt, "--sample", X], ["explain", pt, "--sample", X],
+                 ["fdim", pt, "--sample", X]):
+        assert _err(capsys, argv).strip() == f"error: {pt}: {GUESS}", argv
+    for argv in (["canonical", pt], ["equiv", pt, pt], ["audit", pt, "--queries", X]):
+        assert _err(capsys, argv).strip() == f"error: {pt}: " + GUESS.replace("check it against the model with --reference (an .onnx export "
+                                                   "or its outputs on the sample as .npy; reference=module or "
+                                                   "outputs in Python), ", ""), argv
+    for call in (lambda: import_model(pt, X), lambda: check(pt, sample=X)):
+        with pytest.raises(CaseFormatError) as info:
+            call()
+        assert str(info.value) == f"{pt}: {GUESS}"
+    # the user's statement: analysed as the plain chain, and recorded as their assumption in the case,
+    # the report and the table
+    stated = "assumed by the user (--assume-relu-mlp, assume_relu_mlp=True): Linear→ReLU chain in key order; " \
+             "not checked against the model"
+    case = import_model(pt, X, assume_relu_mlp=True)
+    assert case.provenance["architecture"] == stated
+    assert check(pt, sample=X, assume_relu_mlp=True, numeric=False).extra["provenance"]["architecture"] == stated
+    assert main(["check", pt, "--sample", X, "--assume-relu-mlp"]) == 0
+    assert f"architecture {stated} (give --reference to check it)" in capsys.readouterr().out
+    assert main(["check", pt, "--sample", X, "--json", "--no-numeric", "--assume-relu-mlp"]) == 0
+    assert __import__("json").loads(capsys.readouterr().out)["provenance"]["architecture"] == stated
     # a reference (its outputs, an ONNX export, the module): a one-line error naming the sample and output
     err = _err(capsys, ["check", pt, "--sample", X, "--reference", Y])
     assert "m.pt: forward check: the imported network differs from the reference outputs Y.npy at sample " in err
@@ -136,7 +158,7 @@ def test_plain_chain_checked_against_each_reference(tmp_path, capsys):
     # --reference with only case files; reference outputs without their sample, or of another shape
     from exactident.io.case import write_case
 
-    write_case(import_model(tmp_path / "m.pt", tmp_path / "X.npy"), tmp_path / "c.json")
+    write_case(import_model(tmp_path / "m.pt", tmp_path / "X.npy", reference=module), tmp_path / "c.json")
     assert "c.json: --reference: case files hold their network already" in _err(
         capsys, ["check", str(tmp_path / "c.json"), "--reference", str(tmp_path / "Y.npy")])
     with pytest.raises(CaseFormatError, match=r"--reference: reference outputs need the sample"):
@@ -146,14 +168,20 @@ def test_plain_chain_checked_against_each_reference(tmp_path, capsys):
         import_model(tmp_path / "m.pt", tmp_path / "X.npy", reference=str(tmp_path / "X.npy"))
 
 
-def test_npz_and_safetensors_are_assumed(tmp_path):
+def test_npz_and_safetensors_need_the_statement(tmp_path):
     np.savez(tmp_path / "m.npz", W1=np.ones((3, 2)), b1=np.zeros(3), W2=np.ones((1, 3)))
-    case = import_model(tmp_path / "m.npz", np.zeros((1, 2)))
-    assert case.provenance["architecture"].startswith("assumed: Linear→ReLU chain W1, b1, W2, b2, ... in index order")
+    with pytest.raises(CaseFormatError, match=r"m.npz: architecture: a weights file holds no architecture"):
+        import_model(tmp_path / "m.npz", np.zeros((1, 2)))
+    case = import_model(tmp_path / "m.npz", np.zeros((1, 2)), assume_relu_mlp=True)
+    assert case.provenance["architecture"].startswith("assumed by the user (--assume-relu-mlp, assume_relu_mlp=True)"
+                                                      ": Linear→ReLU chain W1, b1, W2, b2, ... in index order")
     st = pytest.importorskip("safetensors.numpy")
     st.save_file({"a.weight": np.ones((3, 2), dtype=np.float32)}, tmp_path / "m.safetensors")
-    case = import_model(tmp_path / "m.safetensors", np.zeros((1, 2)))
-    assert case.provenance["architecture"].startswith("assumed: Linear→ReLU chain in natural key order")
+    with pytest.raises(CaseFormatError, match=r"m.safetensors: architecture: a weights file holds no architecture"):
+        import_model(tmp_path / "m.safetensors", np.zeros((1, 2)))
+    case = import_model(tmp_path / "m.safetensors", np.zeros((1, 2)), assume_relu_mlp=True)
+    assert case.provenance["architecture"].startswith("assumed by the user (--assume-relu-mlp, assume_relu_mlp=True)"
+                                                      ": Linear→ReLU chain in natural key order")
 
 
 @pytest.mark.parametrize("layout", ["model_state_dict", "state_dict", "model"])

@@ -71,7 +71,7 @@ def test_equiv_reads_a_model_file(tmp_path, capsys):
     case = Case.from_arrays(W, b, np.zeros((0, 2)), name="m")
     write_case(Case(name="m2", network=shuffled_rescaled(case.network, random.Random(0)), X=[]),
                tmp_path / "m2.json")
-    status, out, err = run(capsys, ["equiv", str(tmp_path / "m.npz"), str(tmp_path / "m2.json")])
+    status, out, err = run(capsys, ["equiv", str(tmp_path / "m.npz"), str(tmp_path / "m2.json"), "--assume-relu-mlp"])
     assert status == 0 and "same orbit" in out, err
 
 
@@ -175,7 +175,7 @@ def test_audit_and_equiv_read_a_torch_state_dict(tmp_path, capsys):
     torch.save(model.state_dict(), tmp_path / "victim.pt")
     np.save(tmp_path / "queries.npy", np.random.default_rng(0).standard_normal((20, 2)))
     status, out, err = run(capsys, ["audit", str(tmp_path / "victim.pt"), "--queries", str(tmp_path / "queries.npy"),
-                                    "--extracted", str(tmp_path / "victim.pt"), "--json"])
+                                    "--extracted", str(tmp_path / "victim.pt"), "--json", "--assume-relu-mlp"])
     assert status == 0, err
     obj = json.loads(out)
     # 20 queries, dim = 2*3 + 3*1 + 1 = 10 <= 20 rows of Gamma; the copy is the victim itself
@@ -232,7 +232,7 @@ def test_audit_reads_a_keras_victim_and_equiv_finds_it_equal_to_its_npz_weights(
              b2=d2.bias.numpy())
     np.save(tmp_path / "q.npy", np.random.default_rng(1).standard_normal((30, 3)).astype(np.float32))
     status, out, err = run(capsys, ["audit", str(tmp_path / "victim.keras"), "--queries", str(tmp_path / "q.npy"),
-                                    "--extracted", str(tmp_path / "same.npz"), "--json"])
+                                    "--extracted", str(tmp_path / "same.npz"), "--json", "--assume-relu-mlp"])
     assert status == 0, err
     obj = json.loads(out)
     assert obj["widths"] == [3, 4, 1] and obj["extracted"]["same_orbit"] is True
