@@ -127,9 +127,15 @@ def test_state_dict_errors(tmp_path, capsys):
     torch.save({"a.weight": torch.zeros(2, 3), "a.running_mean": torch.zeros(2)}, tmp_path / "rm.pt")
     assert "rm.pt: a.running_mean: not a Linear layer's weight or bias" in _err(capsys, ["import",
                                                                                          str(tmp_path / "rm.pt")])
+    # a convolution's state dict: said to be one, and where convolutions are read (not "only Linear/ReLU")
     torch.save({"conv.weight": torch.zeros(2, 1, 3, 3)}, tmp_path / "conv.pt")
-    assert "conv.weight: shape (2, 1, 3, 3) is not a Linear weight" in _err(capsys, ["import",
-                                                                                      str(tmp_path / "conv.pt")])
+    err = _err(capsys, ["import", str(tmp_path / "conv.pt")])
+    assert err.strip().endswith(
+        "conv.pt: conv.weight: shape (2, 1, 3, 3) is a convolution kernel: a weights file is read only as a plain "
+        "Linear→ReLU chain; convolutions, average pooling, skip connections, leaky ReLU and PReLU are read from the "
+        "model itself: its module (exactident.from_torch(module, X) in Python) or its ONNX export (exactident check "
+        "model.onnx --sample DATA)"), err
+    assert "only Linear/ReLU networks are supported" not in err
     # a transposed matrix is spotted and named
     torch.save({"a.weight": torch.zeros(4, 3), "b.weight": torch.zeros(4, 2)}, tmp_path / "t.pt")
     assert "b.weight: shape (4, 2) does not follow a.weight" in _err(capsys, ["import", str(tmp_path / "t.pt")])

@@ -22,6 +22,12 @@ from exactident.io.importers.common import Imported, natural_key
 __all__ = ["layers_from_npz", "layers_from_state_dict"]
 
 
+#: Where networks beyond the plain chain are read (convolutions, pooling, skips, leaky ReLU, PReLU, BatchNorm folded).
+_MODEL_PATHS = ("convolutions, average pooling, skip connections, leaky ReLU and PReLU are read from the model "
+                "itself: its module (exactident.from_torch(module, X) in Python) or its ONNX export (exactident check "
+                "model.onnx --sample DATA)")
+
+
 def layers_from_state_dict(names: Sequence[str], shapes: Sequence[tuple[int, ...]],
                            get: Callable[[str], Tensor], source: str, fmt: str, sort: bool = False) -> Imported:
     """Group ``<prefix>.weight`` / ``<prefix>.bias`` tensors into Linear layers.
@@ -49,14 +55,15 @@ def layers_from_state_dict(names: Sequence[str], shapes: Sequence[tuple[int, ...
             prefix, kind = "", name
         if kind == "weight":
             if len(shape) != 2:
-                raise CaseFormatError(source, name, f"shape {tuple(shape)} is not a Linear weight "
-                                                    "(only Linear/ReLU networks are supported)")
+                what = "a convolution kernel" if len(shape) in (3, 4) else "not a Linear weight"
+                raise CaseFormatError(source, name, f"shape {tuple(shape)} is {what}: a weights file is read only "
+                                                    f"as a plain Linear→ReLU chain; {_MODEL_PATHS}")
             weight[prefix] = name
         elif kind == "bias":
             bias[prefix] = name
         else:
-            raise CaseFormatError(source, name, "not a Linear layer's weight or bias (only Linear/ReLU "
-                                                "networks are supported; remove other tensors)")
+            raise CaseFormatError(source, name, "not a Linear layer's weight or bias: a weights file is read only "
+                                                f"as a plain Linear→ReLU chain; {_MODEL_PATHS}")
         if prefix not in prefixes:
             prefixes.append(prefix)
     for prefix, name in bias.items():

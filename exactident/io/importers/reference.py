@@ -69,6 +69,36 @@ def _same_network(reference: Network, net: Network, ref_name: str, source: str) 
 ASSUME_OPTION = "--assume-relu-mlp"
 
 
+#: Layer-graph ops (:mod:`exactident.io.importers.graph`) that a weights file read as a chain cannot express.
+_BEYOND_CHAIN = {"add": "a residual (skip) connection", "leaky_relu": "a leaky ReLU", "prelu": "a PReLU",
+                 "conv1d": "a convolution", "conv2d": "a convolution", "avgpool1d": "average pooling",
+                 "avgpool2d": "average pooling"}
+
+
+def _reference_is_a_graph(ops: set[str], ref_name: str, source: str, import_it: str) -> CaseFormatError:
+    """The refusal of a reference that is a layer graph beyond the chain a weights file is read as."""
+    kinds = ", ".join(dict.fromkeys(_BEYOND_CHAIN[op] for op in sorted(ops) if op in _BEYOND_CHAIN))
+    return CaseFormatError(source, "--reference", f"{ref_name} is a network with {kinds}, which a weights file "
+                                                  f"(read as a plain Linear→ReLU chain) cannot express: import "
+                                                  f"{import_it} directly instead of this file")
+
+
+def _reference_graph_ops(reference: Any, X: np.ndarray, max_bytes: int) -> set[str] | None:
+    """The ops of ``reference`` read as a layer graph (ONNX file or torch module), None if that fails too."""
+    try:
+        if isinstance(reference, (str, os.PathLike)):
+            from exactident.io.importers.onnx_graph import read_onnx_graph
+
+            graph = read_onnx_graph(str(reference), max_bytes).graph
+        else:
+            from exactident.io.importers.torch_graph import read_torch_graph
+
+            graph = read_torch_graph(reference, X)[0]
+    except CaseFormatError:
+        return None
+    return {layer.op for layer in graph.layers}
+
+
 def assumed_architecture(fmt: str) -> str:
     """``provenance["architecture"]`` of a weight-only file imported on the user's statement, without a reference."""
     return (f"assumed by the user ({ASSUME_OPTION}, assume_relu_mlp=True): {ASSUMED[fmt]}; not checked against "
@@ -258,7 +288,15 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
             from exactident.io.importers.onnx_model import read_onnx
 
             # the graph itself: an op other than an affine layer or ReLU is refused, naming it
-            _same_network(read_onnx(ref, max_bytes).imported.network(ref), net, os.path.basename(ref), source)
+            try:
+                ref_net = read_onnx(ref, max_bytes).imported.network(ref)
+            except CaseFormatError:
+                ops = _reference_graph_ops(ref, X, max_bytes)
+                if ops and ops & set(_BEYOND_CHAIN):
+                    raise _reference_is_a_graph(ops, os.path.basename(ref), source,
+                                                f"the ONNX model (exactident check {ref} --sample DATA)") from None
+                raise
+            _same_network(ref_net, net, os.path.basename(ref), source)
             Y, X, more = _onnx_outputs(ref, X, max_bytes)
             dtypes += more
             what = f"onnx.reference on {os.path.basename(ref)}"
@@ -279,7 +317,14 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
 
         # the module's graph, as from_torch reads it: an op other than Linear/ReLU is refused, naming it
         read = read_torch_module if is_plain_sequential(reference) else read_traced_module
-        traced, where, _ = read(reference)
+        try:
+            traced, where, _ = read(reference)
+        except CaseFormatError:
+            ops = _reference_graph_ops(reference, X, max_bytes)
+            if ops and ops & set(_BEYOND_CHAIN):
+                raise _reference_is_a_graph(ops, type(reference).__name__, source,
+                                            "the module (exactident.from_torch(module, X))") from None
+            raise
         _same_network(traced.network(where), net, type(reference).__name__, source)
         Y, X, dtype = run_module(reference, X, _module_logits(reference))
         dtypes.append(dtype)
