@@ -43,7 +43,8 @@ SUITE_FORMAT = "exactident-suite/1"
 CASE_FORMAT_2 = "exactident-case/2"
 #: Keys of the optional ``provenance`` object (docs/case-format.md), written by the importers.
 PROVENANCE_KEYS = ("source_file", "config_file", "format", "sha256", "weight_dtype", "dropped_output_activation",
-                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "sample_transform", "crosscheck",
+                   "sample_file", "sample_sha256", "sample_dtype", "sample_rows", "sample_transform", "sample_rounding",
+                   "crosscheck",
                    "importer", "architecture", "forward_check", "reference", "reference_sha256", "parameter_names")
 _PARAMETER_KEY = re.compile(r"[Wb]_[1-9][0-9]*")
 _WEIGHT_AXES = {"linear": 2, "conv1d": 3, "conv2d": 4, "prelu": 1}
