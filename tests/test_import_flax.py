@@ -54,10 +54,13 @@ def test_linen_mlp_forward_checked_against_apply(linen):
         "forward_check"]
 
 
-def test_linen_without_reference_is_an_assumed_architecture(linen):
+def test_linen_without_reference_needs_the_users_statement(linen):
     _, _, variables = linen
-    case = from_flax(variables, X)
-    assert case.provenance["forward_check"].startswith("not run: no reference outputs given; architecture assumed")
+    with pytest.raises(CaseFormatError, match=r"<flax params>: architecture: a parameter tree holds no architecture"):
+        from_flax(variables, X)
+    case = from_flax(variables, X, assume_relu_mlp=True)
+    assert case.provenance["forward_check"].startswith("not run: no reference outputs given; architecture assumed "
+                                                       "by the user (assume_relu_mlp=True)")
     assert "architecture assumed" in case.description
 
 
@@ -99,7 +102,7 @@ def test_refusals():
     named = {"params": {"hidden": {"kernel": k}, "out": {"kernel": np.ones((2, 1), np.float32)}}}
     with pytest.raises(CaseFormatError, match=r"cannot tell the layer order from the names .*layers=\[...\]"):
         from_flax(named)
-    assert from_flax(named, layers=["hidden", "out"]).widths == (3, 2, 1)
+    assert from_flax(named, layers=["hidden", "out"], assume_relu_mlp=True).widths == (3, 2, 1)
     with pytest.raises(CaseFormatError, match=r"reference outputs need the sample X"):
         from_flax(named, reference=np.ones((1, 1)), layers=["hidden", "out"])
     with pytest.raises(CaseFormatError, match=r"expected a Flax parameter tree"):
@@ -122,7 +125,7 @@ def test_nested_call_creation_order():
     assert variables["params"]["Dense_0"]["kernel"].shape == (4, 2)  # the outer layer
     with pytest.raises(CaseFormatError, match=r"params/Dense_1/kernel: shape \(3, 4\) does not follow "
                                               r"params/Dense_0/kernel .* creation order"):
-        from_flax(variables, X)
+        from_flax(variables, X, assume_relu_mlp=True)
     case = from_flax(variables, X, reference=lambda x: model.apply(variables, x), layers=["Dense_1", "Dense_0"])
     assert case.widths == (3, 4, 2) and "within" in case.provenance["forward_check"]
 
@@ -136,7 +139,10 @@ def test_parameter_names_round_trip_through_the_case_file(tmp_path):
 
     params = {"Dense_0": {"kernel": np.array([[1.0, 2.0]], np.float32), "bias": np.zeros(2, np.float32)},
               "Dense_1": {"kernel": np.array([[3.0], [4.0]], np.float32)}}
-    case = from_flax(params, [[0.5]])
+    with pytest.raises(CaseFormatError, match=r"<flax params>: architecture: .*give reference= .*, or state that it "
+                                              r"is a plain Dense→ReLU chain with assume_relu_mlp=True$"):
+        from_flax(params, [[0.5]])
+    case = from_flax(params, [[0.5]], assume_relu_mlp=True)
     # kernel (in, out) = (1, 2): W_1 = kernel.T, so W_1[i,j] is kernel[j,i]: W_1[1,0] is kernel[0,1] = 2
     assert case.provenance["parameter_names"] == {"W_1": "Dense_0/kernel[j,i]", "b_1": "Dense_0/bias[i]",
                                                   "W_2": "Dense_1/kernel[j,i]"}

@@ -7,8 +7,10 @@ parameter tree holds no architecture: the layers are taken in the order of the n
 names (``Dense_2`` before ``Dense_10``; linen numbers a module's submodules in creation order,
 which a nested call such as ``nn.Dense(2)(nn.Dense(8)(x))`` reverses) or in the order given by
 ``layers=``, and the network is *assumed* to be the chain
-``Dense -> ReLU -> ... -> Dense`` until a forward check against the framework's own outputs
-(``reference=``) confirms it; without one, the provenance says so.
+``Dense -> ReLU -> ... -> Dense``: a forward check against the framework's own outputs
+(``reference=``) confirms it, or the user states it (``assume_relu_mlp=True``, recorded as their
+assumption); with neither, the tree is refused, as a weights file is
+(:func:`~exactident.io.importers.reference.refuse_guess`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from exactident.model.network import Network
 __all__ = ["ASSUMED", "flax_forward", "read_flax"]
 
 #: What a parameter tree without a reference is taken to be (provenance and summary).
-ASSUMED = ("not run: no reference outputs given; architecture assumed: Dense->ReLU chain in the order of the "
-           "layer names, not checked against the model (pass reference=model.apply(variables, X))")
+ASSUMED = ("not run: no reference outputs given; architecture assumed by the user (assume_relu_mlp=True): "
+           "Dense->ReLU chain in the order of the layer names, not checked against the model (pass "
+           "reference=model.apply(variables, X))")
 
 _SOURCE = "<flax params>"
 

@@ -343,7 +343,7 @@ def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
 
 
 def from_flax(params: Any, X: Any = None, *, reference: Any = None, layers: Any = None,
-              name: str | None = None) -> Case:
+              name: str | None = None, assume_relu_mlp: bool = False) -> Case:
     """An exact case from a Flax MLP's parameters (linen ``variables``/``params``, NNX state or module).
 
     Parameters
@@ -356,8 +356,11 @@ def from_flax(params: Any, X: Any = None, *, reference: Any = None, layers: Any 
     reference : array ``(n, N_L)`` or callable, optional
         The model's own outputs on ``X`` (``model.apply(variables, X)``), or a function
         ``X -> outputs``: the imported network is checked against it
-        (``provenance["forward_check"]``).  Without it the architecture (a Dense->ReLU chain
-        in name order) is assumed, and the provenance and the description say so.
+        (``provenance["forward_check"]``).
+    assume_relu_mlp : bool
+        Without ``reference``: your statement that the tree is a plain Dense->ReLU chain in name order
+        (a parameter tree holds no architecture); the provenance and the description record it as your
+        assumption.  With neither, the tree is refused.
     layers : sequence of str, optional
         The layers' paths in the order the model applies them, when their names hold no numbers.
     name : str, optional
@@ -370,11 +373,19 @@ def from_flax(params: Any, X: Any = None, *, reference: Any = None, layers: Any 
     ------
     CaseFormatError
         Not a Dense-only tree (naming the leaf), an undecidable layer order, shapes that do not
-        chain, reference outputs without the sample, outputs that differ from the reference.
+        chain, reference outputs without the sample, outputs that differ from the reference;
+        neither ``reference`` nor ``assume_relu_mlp``.
     """
     from exactident.io.importers.flax_params import flax_forward, read_flax
 
     imported = read_flax(params, layers)
+    if reference is None and not assume_relu_mlp:  # as a weights file (reference.refuse_guess)
+        raise CaseFormatError("<flax params>", "architecture", "a parameter tree holds no architecture (a leaky-ReLU "
+                                                               "or residual network has the same leaves), and no "
+                                                               "verdict is given on a guess: give reference= "
+                                                               "(model.apply's outputs on X, or a function computing "
+                                                               "them), or state that it is a plain Dense→ReLU chain "
+                                                               "with assume_relu_mlp=True")
     if reference is not None and not callable(reference) and X is None:
         raise CaseFormatError("<flax params>", "reference", "reference outputs need the sample X they were "
                                                             "computed on")
