@@ -158,10 +158,14 @@ def save_keras(path: Path, Ws: list[np.ndarray], bs: list[np.ndarray]) -> str:
     return "h5py (Keras' .keras layout)"
 
 
-def _cli_seconds(path: Path, sample: Path) -> tuple[float, str]:
+#: Weights files hold no architecture: this script wrote them from a plain ReLU MLP, and says so.
+WEIGHTS_ONLY = ("torch", "safetensors", "npz")
+
+
+def _cli_seconds(path: Path, sample: Path, assume: bool) -> tuple[float, str]:
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "exactident", "check", str(path), "--sample", str(sample), "--json"],
-                         capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "exactident", "check", str(path), "--sample", str(sample), "--json"]
+                         + (["--assume-relu-mlp"] if assume else []), capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if out.returncode != 0:
         return seconds, f"exit {out.returncode}: {out.stderr.strip()}"
@@ -202,9 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         lib = cli = float("inf")
         for _ in range(args.repeat):  # the machine is shared: keep the best of a few runs
             start = time.perf_counter()
-            report = check(str(path), sample=str(sample))
+            report = check(str(path), sample=str(sample), assume_relu_mlp=fmt in WEIGHTS_ONLY)
             lib = min(lib, time.perf_counter() - start)
-            seconds, verdict = _cli_seconds(path, sample)
+            seconds, verdict = _cli_seconds(path, sample, fmt in WEIGHTS_ONLY)
             cli = min(cli, seconds)
         prov = report.extra["provenance"]
         assert verdict == report.verdict, (verdict, report.verdict)
