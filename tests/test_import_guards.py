@@ -21,7 +21,6 @@ F = torch.nn.functional
 
 import exactident  # noqa: E402
 from exactident import CaseFormatError, check, from_torch, import_model  # noqa: E402
-from exactident.cli import main  # noqa: E402
 
 X = np.random.default_rng(0).standard_normal((10, 3))
 

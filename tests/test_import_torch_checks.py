@@ -80,9 +80,9 @@ def test_wrong_architecture_said_or_refused(tmp_path, capsys, cls):
                  ["fdim", pt, "--sample", X]):
         assert _err(capsys, argv).strip() == f"error: {pt}: {GUESS}", argv
     for argv in (["canonical", pt], ["equiv", pt, pt], ["audit", pt, "--queries", X]):
-        assert _err(capsys, argv).strip() == f"error: {pt}: " + GUESS.replace("check it against the model with --reference (an .onnx export "
-                                                   "or its outputs on the sample as .npy; reference=module or "
-                                                   "outputs in Python), ", ""), argv
+        without = GUESS.replace("check it against the model with --reference (an .onnx export or its outputs on "
+                                "the sample as .npy; reference=module or outputs in Python), ", "")
+        assert _err(capsys, argv).strip() == f"error: {pt}: {without}", argv
     for call in (lambda: import_model(pt, X), lambda: check(pt, sample=X)):
         with pytest.raises(CaseFormatError) as info:
             call()

@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         from exactident.io.importers.load import as_case
 
         if args.sample is None:  # as check: an analysis of no sample says nothing about the network
-            raise CaseFormatError(args.case, "--sample", "a model file needs a sample: --sample DATA (.npy, .npz, .csv)")
+            raise CaseFormatError(args.case, "--sample", "a model file needs a sample: --sample DATA "
+                                                         "(.npy, .npz, .csv)")
         case = as_case(args.case, args.sample, reference=args.reference, assume_relu_mlp=args.assume_relu_mlp)
     if args.box is not None:
         n0 = case.widths[0]

@@ -45,7 +45,6 @@ __all__ = [
     "from_torch",
     "import_document",
     "import_model",
-    "module_view",
     "torch_document",
 ]
 
@@ -430,50 +429,6 @@ def from_torch(module: Any, X: Any = None, *, name: str | None = None, fold_batc
     return document_case(doc, str(doc["provenance"]["source_file"]))
 
 
-def module_view(module: Any, X: Any) -> tuple[Any, dict[str, str]]:
-    """The sample as a PyTorch module sees it: a float sample wider than the module's dtype rounded to it.
-
-    The module computes ``module(x.to(dtype))``: a float64 sample given to a float32 module is
-    analysed as the float32 values the module sees (each an exact dyadic rational), not as the
-    float64 values it never sees.  The rounding is PyTorch's own conversion.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-    X : array-like, torch.Tensor or None
-
-    Returns
-    -------
-    (X, provenance)
-        The sample to read exactly (rounded: a float32 or float16 array; bfloat16 values as a float32
-        array, exactly), and ``{"sample_rounding": ...}`` saying what was done, or why not (a sample
-        of exact numbers is analysed as given).
-    """
-    import torch
-
-    params = list(module.parameters()) if hasattr(module, "parameters") else []
-    if X is None or not params or not params[0].is_floating_point():
-        return X, {}
-    dtype = params[0].dtype
-    name = str(dtype).removeprefix("torch.")
-    t = X.detach().cpu() if isinstance(X, torch.Tensor) else None
-    arr = None if t is not None else np.asarray(X)
-    if t is None and arr is not None and arr.dtype.kind == "f":
-        t = torch.as_tensor(arr)
-    if t is None or not t.is_floating_point():
-        if arr is not None and arr.dtype.kind == "O" and dtype != torch.float64:
-            return X, {"sample_rounding": f"not rounded: the sample was given as exact numbers and is analysed as "
-                                          f"given (the module computes in {name} and sees them rounded to {name})"}
-        return X, {}
-    found = str(t.dtype).removeprefix("torch.")
-    if t.dtype == dtype or t.element_size() < params[0].element_size():  # widening is exact
-        return X, {}
-    rounded = t.to(dtype)
-    out = (rounded.to(torch.float32) if dtype == torch.bfloat16 else rounded).numpy()
-    return out, {"sample_rounding": f"{found} sample rounded to {name}, the dtype the module computes in: the "
-                                    "analysed sample is the one the module sees"}
-
-
 def _torch_plain(module: Any, X: Any, name: str | None, rounding: dict[str, str]) -> Case | None:
     """Today's ``exactident-case/1`` import of a ReLU MLP, or None (read it as a graph).  A ``Linear`` without
     bias in such a chain is read as before: a zero bias of the format-1 case (a free parameter there)."""
@@ -503,6 +458,7 @@ def torch_document(module: Any, X: Any = None, *, name: str | None = None,
     ReLU MLP, else the ``exactident-case/2`` dict (see :func:`from_torch`)."""
     from exactident.io.importers.graph_case import finish_document, require_sample
     from exactident.io.importers.torch_graph import read_torch_graph, torch_reference
+    from exactident.io.importers.torch_trace import module_view
 
     X, rounding = module_view(module, X)
     plain = _torch_plain(module, X, name, rounding)

@@ -7,11 +7,8 @@ inference), and a final ``Sigmoid``/``Softmax`` over the features, dropped
 (the network analysed ends at the logits).  A single ``Linear`` is an affine
 network (``L = 1``).  Anything else is an error naming the layer.
 
-:func:`refuse_hooks_and_ties` holds for every module import (this one, the ``torch.fx`` trace of
-:mod:`~exactident.io.importers.torch_trace` and :mod:`~exactident.io.importers.torch_graph`, and a module given
-as ``reference=``): a forward hook changes what ``module(x)`` computes but is invisible to the trace, and
-a tensor used by two layers (one ``Linear`` applied twice, two layers sharing a weight) is one parameter,
-not two independent ones; both are refused rather than analysing another network.
+:func:`~exactident.io.importers.torch_trace.refuse_hooks_and_ties` is applied first, as to every module
+import: forward hooks and tied weights are refused.
 """
 
 from __future__ import annotations
@@ -22,8 +19,9 @@ from typing import Any
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
 from exactident.io.importers.common import Imported
+from exactident.io.importers.torch_trace import refuse_hooks_and_ties
 
-__all__ = ["is_plain_sequential", "read_torch_module", "refuse_hooks_and_ties"]
+__all__ = ["is_plain_sequential", "read_torch_module"]
 
 _SKIP = {"Flatten", "Identity", "Dropout"}
 
@@ -35,85 +33,6 @@ def _children(module: Any, prefix: str) -> list[tuple[str, Any]]:
             out.extend(_children(child, f"{prefix}{name}." if prefix or name else ""))
         return out
     return [(prefix.rstrip(".") or type(module).__name__, module)]
-
-
-def _hook_kind(m: Any) -> str | None:
-    if getattr(m, "_forward_pre_hooks", None):
-        return "a forward pre-hook"
-    if getattr(m, "_forward_hooks", None):
-        return "a forward hook"
-    return None
-
-
-def refuse_hooks_and_ties(module: Any, where: str, gm: Any = None) -> None:
-    """Refuse a module whose forward pass is not the layers read from it.
-
-    Forward hooks and pre-hooks (on ``module``, on any submodule, or global ones registered with
-    ``torch.nn.modules.module.register_module_forward_hook`` / ``register_module_forward_pre_hook``)
-    run in ``module(x)`` but not in a ``torch.fx`` trace, so the forward check could pass on the
-    sample while the analysed network differs elsewhere.  Tied weights: a parameter tensor used by
-    more than one layer (one ``Linear`` applied twice; two layers holding the same tensor) is a
-    single free parameter; importing each use as its own ``W_l`` would analyse the untied network,
-    which has more parameters than the trained one.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-    where : str
-        The module's description for messages, e.g. ``<model.Net>``.
-    gm : torch.fx.GraphModule, optional
-        The traced graph: each use of a parameter in it is counted (a module called twice uses its
-        weight twice).  Without it, the names under which each tensor is registered are counted.
-
-    Raises
-    ------
-    CaseFormatError
-        One line naming the hooked module (or the global hook), or the parameter used twice.
-    """
-    import torch.nn.modules.module as torch_module
-
-    if getattr(torch_module, "_global_forward_pre_hooks", None) or getattr(torch_module, "_global_forward_hooks",
-                                                                            None):
-        raise CaseFormatError(where, "forward", "a global forward hook is registered (torch.nn.modules.module."
-                                                "register_module_forward_hook or _pre_hook): it runs inside every "
-                                                "module but torch.fx does not trace it; remove it (handle.remove()) "
-                                                "before importing")
-    for name, m in module.named_modules(remove_duplicate=False):
-        kind = _hook_kind(m)
-        if kind:
-            label = f"{name} ({type(m).__name__})" if name else f"the module ({type(m).__name__})"
-            raise CaseFormatError(where, label, f"has {kind}: it changes what the module computes but torch.fx "
-                                                "does not trace it; remove it (handle.remove()) before importing")
-    uses: dict[int, list[str]] = {}
-
-    def use(tensor: Any, name: str) -> None:
-        if tensor is not None and tensor.numel():
-            uses.setdefault(tensor.untyped_storage().data_ptr(), []).append(name)
-
-    if gm is None:
-        for name, p in module.named_parameters(remove_duplicate=False):
-            use(p, name)
-    else:
-        for node in gm.graph.nodes:
-            if node.op == "call_module":
-                sub = gm.get_submodule(node.target)
-                for pname, p in sub.named_parameters(recurse=False):
-                    use(p, f"{node.target}.{pname}")
-            elif node.op == "get_attr":
-                value: Any = gm
-                for part in str(node.target).split("."):
-                    value = getattr(value, part, None)
-                if hasattr(value, "untyped_storage"):
-                    for _ in range(max(1, len(node.users))):
-                        use(value, str(node.target))
-    for names in uses.values():
-        if len(names) > 1:
-            what = (f"{names[0]} is used {len(names)} times" if len(set(names)) == 1
-                    else f"{' and '.join(dict.fromkeys(names))} are one tensor")
-            raise CaseFormatError(where, names[0], f"tied weights: {what} (one parameter feeding several layers); "
-                                                   "tied networks are not supported (importing each use as its own "
-                                                   "layer would analyse the untied network, which has more "
-                                                   "parameters)")
 
 
 def is_plain_sequential(module: Any) -> bool:

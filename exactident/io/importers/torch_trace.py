@@ -20,6 +20,12 @@ and the op, e.g. ``<model.Net>: act (LeakyReLU): unsupported op``; when a
 helper op (a ``view`` to an image shape, ``getitem``) comes first, the first
 unsupported compute op after it is named instead.  The forward check then runs
 the module itself (up to its logits) against the imported network.
+
+Shared by every module import (this trace, :mod:`~exactident.io.importers.torch_module`,
+:mod:`~exactident.io.importers.torch_graph`, a module given as ``reference=``):
+:func:`refuse_hooks_and_ties` (a forward hook changes what ``module(x)`` computes but is invisible to
+the trace; a tensor used by two layers is one parameter, not two) and :func:`module_view` (the sample
+rounded to the module's dtype, as the module sees it).
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
 from exactident.io.importers.common import Imported, clean_message
 
-__all__ = ["read_traced_module", "trace_in_eval"]
+__all__ = ["module_view", "read_traced_module", "refuse_hooks_and_ties", "trace_in_eval"]
 
 _SUPPORTED = ("Linear, F.linear, ReLU, F.relu, torch.relu, x.relu(), Flatten, torch.flatten, x.view/x.reshape/"
               "x.flatten to (n, k), Identity, Dropout, and a final Softmax or Sigmoid")
@@ -255,6 +263,129 @@ class _Walk:
                                                          "or another value)")
 
 
+def _hook_kind(m: Any) -> str | None:
+    if getattr(m, "_forward_pre_hooks", None):
+        return "a forward pre-hook"
+    if getattr(m, "_forward_hooks", None):
+        return "a forward hook"
+    return None
+
+
+def refuse_hooks_and_ties(module: Any, where: str, gm: Any = None) -> None:
+    """Refuse a module whose forward pass is not the layers read from it.
+
+    Forward hooks and pre-hooks (on ``module``, on any submodule, or global ones registered with
+    ``torch.nn.modules.module.register_module_forward_hook`` / ``register_module_forward_pre_hook``)
+    run in ``module(x)`` but not in a ``torch.fx`` trace, so the forward check could pass on the
+    sample while the analysed network differs elsewhere.  Tied weights: a parameter tensor used by
+    more than one layer (one ``Linear`` applied twice; two layers holding the same tensor) is a
+    single free parameter; importing each use as its own ``W_l`` would analyse the untied network,
+    which has more parameters than the trained one.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    where : str
+        The module's description for messages, e.g. ``<model.Net>``.
+    gm : torch.fx.GraphModule, optional
+        The traced graph: each use of a parameter in it is counted (a module called twice uses its
+        weight twice).  Without it, the names under which each tensor is registered are counted.
+
+    Raises
+    ------
+    CaseFormatError
+        One line naming the hooked module (or the global hook), or the parameter used twice.
+    """
+    import torch.nn.modules.module as torch_module
+
+    if getattr(torch_module, "_global_forward_pre_hooks", None) or getattr(torch_module, "_global_forward_hooks",
+                                                                            None):
+        raise CaseFormatError(where, "forward", "a global forward hook is registered (torch.nn.modules.module."
+                                                "register_module_forward_hook or _pre_hook): it runs inside every "
+                                                "module but torch.fx does not trace it; remove it (handle.remove()) "
+                                                "before importing")
+    for name, m in module.named_modules(remove_duplicate=False):
+        kind = _hook_kind(m)
+        if kind:
+            label = f"{name} ({type(m).__name__})" if name else f"the module ({type(m).__name__})"
+            raise CaseFormatError(where, label, f"has {kind}: it changes what the module computes but torch.fx "
+                                                "does not trace it; remove it (handle.remove()) before importing")
+    uses: dict[int, list[str]] = {}
+
+    def use(tensor: Any, name: str) -> None:
+        if tensor is not None and tensor.numel():
+            uses.setdefault(tensor.untyped_storage().data_ptr(), []).append(name)
+
+    if gm is None:
+        for name, p in module.named_parameters(remove_duplicate=False):
+            use(p, name)
+    else:
+        for node in gm.graph.nodes:
+            if node.op == "call_module":
+                sub = gm.get_submodule(node.target)
+                for pname, p in sub.named_parameters(recurse=False):
+                    use(p, f"{node.target}.{pname}")
+            elif node.op == "get_attr":
+                value: Any = gm
+                for part in str(node.target).split("."):
+                    value = getattr(value, part, None)
+                if hasattr(value, "untyped_storage"):
+                    for _ in range(max(1, len(node.users))):
+                        use(value, str(node.target))
+    for names in uses.values():
+        if len(names) > 1:
+            what = (f"{names[0]} is used {len(names)} times" if len(set(names)) == 1
+                    else f"{' and '.join(dict.fromkeys(names))} are one tensor")
+            raise CaseFormatError(where, names[0], f"tied weights: {what} (one parameter feeding several layers); "
+                                                   "tied networks are not supported (importing each use as its own "
+                                                   "layer would analyse the untied network, which has more "
+                                                   "parameters)")
+
+
+def module_view(module: Any, X: Any) -> tuple[Any, dict[str, str]]:
+    """The sample as a PyTorch module sees it: a float sample wider than the module's dtype rounded to it.
+
+    The module computes ``module(x.to(dtype))``: a float64 sample given to a float32 module is
+    analysed as the float32 values the module sees (each an exact dyadic rational), not as the
+    float64 values it never sees.  The rounding is PyTorch's own conversion.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    X : array-like, torch.Tensor or None
+
+    Returns
+    -------
+    (X, provenance)
+        The sample to read exactly (rounded: a float32 or float16 array; bfloat16 values as a float32
+        array, exactly), and ``{"sample_rounding": ...}`` saying what was done, or why not (a sample
+        of exact numbers is analysed as given).
+    """
+    import torch
+
+    params = list(module.parameters()) if hasattr(module, "parameters") else []
+    if X is None or not params or not params[0].is_floating_point():
+        return X, {}
+    dtype = params[0].dtype
+    name = str(dtype).removeprefix("torch.")
+    t = X.detach().cpu() if isinstance(X, torch.Tensor) else None
+    arr = None if t is not None else np.asarray(X)
+    if t is None and arr is not None and arr.dtype.kind == "f":
+        t = torch.as_tensor(arr)
+    if t is None or not t.is_floating_point():
+        if arr is not None and arr.dtype.kind == "O" and dtype != torch.float64:
+            return X, {"sample_rounding": f"not rounded: the sample was given as exact numbers and is analysed as "
+                                          f"given (the module computes in {name} and sees them rounded to {name})"}
+        return X, {}
+    found = str(t.dtype).removeprefix("torch.")
+    if t.dtype == dtype or t.element_size() < params[0].element_size():  # widening is exact
+        return X, {}
+    rounded = t.to(dtype)
+    out = (rounded.to(torch.float32) if dtype == torch.bfloat16 else rounded).numpy()
+    return out, {"sample_rounding": f"{found} sample rounded to {name}, the dtype the module computes in: the "
+                                    "analysed sample is the one the module sees"}
+
+
 def trace_in_eval(module: Any, where: str, failure: Callable[[BaseException], str],
                   after: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
     """``torch.fx.symbolic_trace(module)`` in eval mode (the mode is restored), warnings silenced.
@@ -271,8 +402,6 @@ def trace_in_eval(module: Any, where: str, failure: Callable[[BaseException], st
         (:func:`~exactident.io.importers.torch_module.refuse_hooks_and_ties`).
     """
     from torch import fx
-
-    from exactident.io.importers.torch_module import refuse_hooks_and_ties
 
     was = module.training
     module.eval()
