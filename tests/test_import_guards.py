@@ -209,3 +209,23 @@ def test_a_float64_sample_is_analysed_as_the_float32_module_sees_it(build):
     case64 = from_torch(module.double(), X)
     assert _exact(case64.X) == [[Fraction(float(v)) for v in row] for row in X]
     assert "sample_rounding" not in case64.provenance
+
+
+@pytest.mark.parametrize("build", [_mlp, lambda: nn.Sequential(nn.Linear(3, 4), nn.LeakyReLU(), nn.Linear(4, 2))],
+                         ids=["mlp", "layer-graph"])
+def test_an_onnx_model_with_a_float32_input_is_analysed_on_the_float32_sample(tmp_path, build):
+    pytest.importorskip("onnx")
+    module = build().eval()
+    torch.onnx.export(module, (torch.zeros(2, 3),), str(tmp_path / "m.onnx"), dynamo=False, input_names=["x"],
+                      dynamic_axes={"x": {0: "n"}})
+    np.save(tmp_path / "X.npy", X)  # float64
+    case = import_model(tmp_path / "m.onnx", tmp_path / "X.npy")
+    assert _exact(case.X) == [[Fraction(float(v)) for v in row] for row in X.astype(np.float32)]
+    assert case.provenance["sample_rounding"] == ("float64 sample rounded to float32, the dtype the model computes "
+                                                  "in: the analysed sample is the one the model sees")
+    # a CSV of decimals is analysed exactly as written, and the provenance says why it was not rounded
+    np.savetxt(tmp_path / "X.csv", X[:3], delimiter=",", fmt="%.3f")
+    case = import_model(tmp_path / "m.onnx", tmp_path / "X.csv")
+    assert _exact(case.X)[0][0] == Fraction(f"{X[0][0]:.3f}")
+    assert case.provenance["sample_rounding"].startswith("not rounded: the sample (decimal) is analysed exactly as "
+                                                         "given; the model computes in float32")

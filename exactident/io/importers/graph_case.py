@@ -82,6 +82,14 @@ def finish_document(graph: LayerGraph, name: str, X: Any, reference: Reference |
         Xc = Xf if len(Xf) else np.random.default_rng(0).standard_normal((8, n_in))
         Y, Xin, dtypes, who = reference(Xc)
         prov["forward_check"] = graph_forward_check(doc, Xin, Y, dtypes, graph.source, who)
+        if len(Xf) and graph.sample_permutation is None and "sample_rounding" not in prov:
+            # the sample the framework saw (rounded to its input dtype) is the one analysed
+            from exactident.io.importers.sample import as_seen
+
+            seen_rows, rounding = as_seen(X_exact, Xf, Xin, prov.get("sample_dtype"), "+".join(dict.fromkeys(dtypes)))
+            if rounding:
+                prov.update(rounding)
+                doc["sample"] = graph.document(name, seen_rows, "", {})["sample"]
     else:
         prov["forward_check"] = "not run: no framework forward pass available"
     prov["importer"] = _importer()

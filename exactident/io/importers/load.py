@@ -176,7 +176,12 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
     provenance.update(sample_prov)
     if graph is not None:
         from exactident.io.importers.onnx_model import crosscheck
+        from exactident.io.importers.sample import as_seen
 
+        Xf = _float_sample(X, net.widths[0])
+        seen = np.dtype(graph.input_dtype)
+        X, rounding = as_seen(X, Xf, Xf.astype(seen).astype(np.float64), sample_prov.get("sample_dtype"), seen.name)
+        provenance.update(rounding)
         Xf = _float_sample(X, net.widths[0])
         if not X:  # no sample: cross-check on a few seeded random inputs instead
             Xf = np.random.default_rng(0).standard_normal((8, net.widths[0]))

@@ -33,7 +33,7 @@ from exactident.io.importers.common import (
 )
 from exactident.io.rationals import parse_number
 
-__all__ = ["Sample", "load_array", "load_sample", "parse_rows"]
+__all__ = ["FLOAT_DTYPES", "Sample", "as_seen", "load_array", "load_sample", "parse_rows", "rounding_note"]
 
 
 @dataclass
@@ -253,3 +253,51 @@ def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None 
                                   "the sample")
     X, found = sample_rows(data, source, name or "sample", n_inputs, images)
     return Sample(X, source, dtype or found, sha256_file(source), rows_text)
+
+
+#: Sample dtypes that are binary floats (a sample of another dtype: exact numbers, CSV decimals, integers).
+FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+def rounding_note(found: str, seen: str, who: str = "model") -> str:
+    """``provenance["sample_rounding"]`` when a sample was rounded to the dtype the model computes in."""
+    return (f"{found} sample rounded to {seen}, the dtype the {who} computes in: the analysed sample is the one "
+            f"the {who} sees")
+
+
+def as_seen(X: list[list[flint.fmpq]], Xf: np.ndarray, Xin: np.ndarray, sample_dtype: str | None,
+            seen: str) -> tuple[list[list[flint.fmpq]], dict[str, str]]:
+    """The exact sample replaced by the values the model sees, when it rounds a float sample.
+
+    A framework computes on its inputs converted to its own dtype: a float64 sample given to a
+    float32 model is seen as its float32 roundings.  Those values (exact dyadic rationals) are the
+    sample the model is evaluated at, so they are the sample analysed.
+
+    Parameters
+    ----------
+    X : list of rows of fmpq, shape ``(n, N_0)``
+        The sample read exactly.
+    Xf : float64 ndarray ``(n, N_0)``
+        ``X`` as float64 (exact for a binary-float sample).
+    Xin : float64 ndarray ``(n, N_0)``
+        The inputs as the framework saw them (rounded to its dtype, widened exactly to float64).
+    sample_dtype : str or None
+        The sample's stored dtype; only a binary-float sample (:data:`FLOAT_DTYPES`) is replaced: exact
+        numbers and CSV decimals are analysed as given (the provenance says so when the model rounds them).
+    seen : str
+        The name of the dtype the model computes in.
+
+    Returns
+    -------
+    (X, provenance)
+        The rows to analyse and ``{"sample_rounding": ...}`` (empty when nothing was rounded).
+    """
+    Xin = np.asarray(Xin, dtype=np.float64).reshape(Xf.shape)
+    if Xf.size == 0 or np.array_equal(Xin, Xf):
+        return X, {}
+    if sample_dtype not in FLOAT_DTYPES:
+        return X, {"sample_rounding": f"not rounded: the sample ({sample_dtype}) is analysed exactly as given; the "
+                                      f"model computes in {seen} and sees it rounded"}
+    from exactident.io.importers.arrays import Tensor
+
+    return Tensor(Xin, "<sample>", "X").rows(), {"sample_rounding": rounding_note(sample_dtype, seen)}

@@ -382,8 +382,9 @@ def module_view(module: Any, X: Any) -> tuple[Any, dict[str, str]]:
         return X, {}
     rounded = t.to(dtype)
     out = (rounded.to(torch.float32) if dtype == torch.bfloat16 else rounded).numpy()
-    return out, {"sample_rounding": f"{found} sample rounded to {name}, the dtype the module computes in: the "
-                                    "analysed sample is the one the module sees"}
+    from exactident.io.importers.sample import rounding_note
+
+    return out, {"sample_rounding": rounding_note(found, name, "module")}
 
 
 def trace_in_eval(module: Any, where: str, failure: Callable[[BaseException], str],
