@@ -400,7 +400,7 @@ def trace_in_eval(module: Any, where: str, failure: Callable[[BaseException], st
         ``where``, field ``forward``, message ``failure(exc)`` for any exception of the tracing or of
         ``after`` (data-dependent control flow, unsupported Python constructs, a sample of the wrong
         shape); a CaseFormatError of ``after`` passes unchanged; a forward hook or tied weights
-        (:func:`~exactident.io.importers.torch_module.refuse_hooks_and_ties`).
+        (:func:`refuse_hooks_and_ties`).
     """
     from torch import fx
 
