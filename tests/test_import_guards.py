@@ -229,3 +229,15 @@ def test_an_onnx_model_with_a_float32_input_is_analysed_on_the_float32_sample(tm
     assert _exact(case.X)[0][0] == Fraction(f"{X[0][0]:.3f}")
     assert case.provenance["sample_rounding"].startswith("not rounded: the sample (decimal) is analysed exactly as "
                                                          "given; the model computes in float32")
+
+
+def test_a_state_dict_checked_against_its_float32_module_is_analysed_on_what_the_module_sees(tmp_path):
+    module = _mlp()
+    torch.save(module.state_dict(), tmp_path / "m.pt")
+    case = import_model(tmp_path / "m.pt", X, reference=module)
+    assert _exact(case.X) == [[Fraction(float(v)) for v in row] for row in X.astype(np.float32)]
+    assert case.provenance["sample_rounding"].startswith("float64 sample rounded to float32")
+    # the user's statement alone says nothing about a compute dtype: the sample is analysed as given
+    case = import_model(tmp_path / "m.pt", X, assume_relu_mlp=True)
+    assert _exact(case.X) == [[Fraction(float(v)) for v in row] for row in X]
+    assert "sample_rounding" not in case.provenance

@@ -163,10 +163,25 @@ def _float_sample(X: list[list[flint.fmpq]], n_inputs: int) -> np.ndarray:
 Checker = Callable[[Network, np.ndarray, "str | None"], dict[str, str]]
 
 
+#: The inputs a model sees: float64 sample ``(n, N_0)`` -> (its roundings to the model's dtype as float64, dtype name).
+View = Callable[[np.ndarray], "tuple[np.ndarray, str]"]
+
+
 def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice | None, max_bytes: int,
-            provenance: dict[str, Any], graph: Any = None, checker: Checker | None = None) -> Case:
+            provenance: dict[str, Any], graph: Any = None, checker: Checker | None = None,
+            view: View | None = None) -> Case:
     net = imported.network(source)
     X, sample_prov = _sample(sample, net.widths[0], rows, max_bytes, source)
+    if graph is not None:  # an ONNX model computes in its input's dtype
+        seen_dtype = np.dtype(graph.input_dtype)
+        view = view or (lambda Xf: (Xf.astype(seen_dtype).astype(np.float64), seen_dtype.name))
+    if view is not None and X:  # the sample analysed is the one the model sees (sample.as_seen)
+        from exactident.io.importers.sample import as_seen
+
+        Xf = _float_sample(X, net.widths[0])
+        Xin, seen = view(Xf)
+        X, rounding = as_seen(X, Xf, Xin, sample_prov.get("sample_dtype"), seen)
+        sample_prov = {**sample_prov, **rounding}
     provenance = {**provenance, "format": imported.fmt, "weight_dtype": imported.weight_dtype}
     if imported.dropped_output_activation:
         provenance["dropped_output_activation"] = imported.dropped_output_activation
@@ -176,12 +191,7 @@ def _finish(imported: Imported, source: str, name: str, sample: Any, rows: slice
     provenance.update(sample_prov)
     if graph is not None:
         from exactident.io.importers.onnx_model import crosscheck
-        from exactident.io.importers.sample import as_seen
 
-        Xf = _float_sample(X, net.widths[0])
-        seen = np.dtype(graph.input_dtype)
-        X, rounding = as_seen(X, Xf, Xf.astype(seen).astype(np.float64), sample_prov.get("sample_dtype"), seen.name)
-        provenance.update(rounding)
         Xf = _float_sample(X, net.widths[0])
         if not X:  # no sample: cross-check on a few seeded random inputs instead
             Xf = np.random.default_rng(0).standard_normal((8, net.widths[0]))
@@ -305,8 +315,17 @@ def _import_plain(source: str, sample: Any, sample_rows: slice | None, fmt: str,
         return check_reference(imported, net, X, sample_dtype, reference, sample_rows, limit, source,
                                assume_relu_mlp)
 
+    view = None
+    params = list(reference.parameters()) if hasattr(reference, "parameters") and callable(reference) else []
+    if params:  # a module as reference: the sample analysed is the one it sees
+        from exactident.io.importers.torch_trace import module_view
+
+        def view(Xf: np.ndarray) -> tuple[np.ndarray, str]:
+            return np.asarray(module_view(reference, Xf)[0], dtype=np.float64), str(params[0].dtype).removeprefix(
+                "torch.")
+
     return _finish(imported, source, name or Path(source).stem, sample, sample_rows, limit, provenance, graph,
-                   checker)
+                   checker, view)
 
 
 def from_sklearn(model: Any, X: Any = None, *, name: str | None = None) -> Case:
