@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import sys
 
 import flint
 
 from exactident.argtypes import non_negative_int, positive_seconds
-from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.errors import CaseFormatError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
@@ -74,8 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the point search and the primes (default 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-design/1 JSON object")
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="wall-time budget: past it, one line 'time budget exhausted at <stage>', nothing "
-                             "written, exit 1")
+                        help="wall-time budget: past it the output says 'time budget exhausted at <stage>', "
+                             "no -o file is written (exit 0)")
     add_limit_arguments(parser)
 
 
@@ -153,18 +152,14 @@ def run(args: argparse.Namespace) -> int:
                     else f"nothing written to {args.output}: no new case\n")
         return (json.dumps(d.to_dict(), indent=2) + "\n" if args.json else render_design(d) + note), new, note
 
-    # On a terminal the work runs in a child process even without --timeout (no deadline then), as
-    # check does: Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
-    timeout = args.timeout if args.timeout is not None or not tty else math.inf
-    if timeout is None:
-        text, new_case_text, note = work()
-    else:  # a child process killed at the deadline, as check --timeout (docs/cli.md)
-        from exactident.budget import run_isolated
+    from exactident.budget import run_command_work, timed_out_output
 
-        outcome = run_isolated(work, timeout)
-        if outcome.timed_out:
-            raise ExactIdentError(f"design: time budget of {args.timeout:g} s exhausted at {outcome.stage}; "
-                                  "nothing written")
+    outcome = run_command_work(work, args.timeout)
+    if outcome.timed_out:  # an answer: the budget ran out (exit 0); no -o file is written
+        text = timed_out_output("exactident-design/1", case.name, args.timeout, outcome, args.json)
+        new_case_text, note = None, (f"nothing written to {args.output}: time budget exhausted\n" if args.output
+                                     else "")
+    else:
         text, new_case_text, note = outcome.value
     outputs = [(args.output, new_case_text.encode("utf-8"))] if args.output and new_case_text is not None else []
     write_outputs(outputs, last_step=lambda: write_stdout(text))

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import sys
 from typing import Any
 
 import flint
 
 from exactident.argtypes import positive_int, positive_seconds
-from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.errors import CaseFormatError
 from exactident.io.atomic import write_stdout
 from exactident.io.case import Case, load_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
@@ -32,7 +30,7 @@ from exactident.io.report import escape_nonprintable
 from exactident.model.network import Network
 
 __all__ = ["add_audit_arguments", "add_canonical_arguments", "add_equiv_arguments", "canonical_json", "load_network",
-           "load_queries", "render_audit", "render_canonical", "render_equiv", "render_graph_audit", "run_audit",
+           "load_queries", "render_audit", "render_canonical", "equiv_status", "render_equiv", "render_graph_audit", "run_audit",
            "run_canonical", "run_equiv"]
 
 
@@ -122,7 +120,7 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"sub-boxes per proof on the box (default {DEFAULT_MAX_BOXES})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random primes (speed only)")
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="wall-time budget: past it, one line 'time budget exhausted at <stage>', exit 1")
+                        help="wall-time budget: past it the output says 'time budget exhausted at <stage>' (exit 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-audit/1 JSON object")
     _common(parser)
 
@@ -246,7 +244,7 @@ def run_equiv(args: argparse.Namespace) -> int:
             X = load_queries(args.sample, a.widths[0], args)
         e = equiv_graph(a.compiled, b.compiled, X)
         write_stdout(json.dumps(e.to_dict(), indent=1) + "\n" if args.json else render_equiv(e, a.name, b.name))
-        return 0
+        return equiv_status(e.same_orbit)
     if args.sample is not None:
         if a.network.widths[0] != b.network.widths[0]:
             raise CaseFormatError(args.b, "widths", f"{b.network.widths[0]} inputs, A has {a.network.widths[0]}: "
@@ -254,7 +252,21 @@ def run_equiv(args: argparse.Namespace) -> int:
         X = load_queries(args.sample, a.network.widths[0], args)
     e = equiv(a.network, b.network, X)
     write_stdout(json.dumps(e.to_dict(), indent=1) + "\n" if args.json else render_equiv(e, a.name, b.name))
-    return 0
+    return equiv_status(e.same_orbit)
+
+
+def equiv_status(same_orbit: bool | None) -> int:
+    """Exit status of ``equiv``, as ``cmp``/``diff``: 0 same orbit, 1 different orbits, 3 undecided.
+
+    Undecided is neither answer, so a script testing for 0 (same) or 1 (different) never takes it
+    for one.
+
+    Examples
+    --------
+    >>> equiv_status(True), equiv_status(False), equiv_status(None)
+    (0, 1, 3)
+    """
+    return {True: 0, False: 1, None: 3}[same_orbit]
 
 
 def render_audit(au: Any) -> str:
@@ -341,24 +353,15 @@ def run_audit(args: argparse.Namespace) -> int:
             au.extracted = equiv_graph(net, other.compiled, X)
         return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_audit(au)
 
-    return _timed_write(work, args)
+    return _timed_write(work, args, victim.name)
 
 
-def _timed_write(work: Any, args: argparse.Namespace) -> int:
-    # On a terminal it runs in a child process even without --timeout (no deadline then), as check does:
-    # Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
-    tty = getattr(sys.stderr, "isatty", lambda: False)()
-    timeout = args.timeout if args.timeout is not None or not tty else math.inf
-    if timeout is None:
-        text = work()
-    else:  # a child process killed at the deadline, as design --timeout
-        from exactident.budget import run_isolated
+def _timed_write(work: Any, args: argparse.Namespace, name: str) -> int:
+    from exactident.budget import run_command_work, timed_out_output
 
-        outcome = run_isolated(work, timeout)
-        if outcome.timed_out:
-            raise ExactIdentError(f"audit: time budget of {timeout:g} s exhausted at {outcome.stage}")
-        text = outcome.value
-    write_stdout(text)
+    outcome = run_command_work(work, args.timeout)
+    write_stdout(timed_out_output("exactident-audit/1", name, args.timeout, outcome, args.json) if outcome.timed_out
+                 else outcome.value)
     return 0
 
 
@@ -380,4 +383,4 @@ def _run_audit_graph(args: argparse.Namespace, victim: Case) -> int:
         au = audit_graph(cn, X, extracted=other, name=victim.name, box=box, seed=args.seed, input_shape=shape)
         return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_graph_audit(au)
 
-    return _timed_write(work, args)
+    return _timed_write(work, args, victim.name)

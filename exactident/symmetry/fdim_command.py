@@ -7,21 +7,19 @@ starting from the case's sample (or, for a model file, ``--sample``'s), with the
 dimension; a layer graph (residual, leaky/PReLU, convolution) goes to
 :mod:`exactident.symmetry.fdim_graph`; ``--json`` prints the ``exactident-fdim/1`` object
 (docs/symmetries.md).  The stages show on a terminal; ``--timeout`` runs the computation in a
-child process killed at the deadline.  Exit 0 when computed (whatever the interval), 1 when the
-time budget ran out, 2 on bad input.  Called by :mod:`exactident.cli`.
+child process killed at the deadline.  Exit 0 when computed (whatever the interval) and when the
+time budget ran out (the output says so: ``timed_out``), 2 on bad input.  Called by :mod:`exactident.cli`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
 
 import flint
 
 from exactident.argtypes import non_negative_int, positive_int, positive_seconds
-from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.errors import CaseFormatError
 from exactident.progress import showing
 
 __all__ = ["add_arguments", "add_region_arguments", "parse_number_arg", "run"]
@@ -61,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="random lines walked for the lower bound (default 256; 0: none)")
     add_region_arguments(parser)
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="stop after this many seconds (exit 1, nothing printed)")
+                        help="wall-time budget: past it the output says 'time budget exhausted at <stage>' (exit 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-fdim/1 JSON object")
     add_limit_arguments(parser)
 
@@ -112,19 +110,11 @@ def run(args: argparse.Namespace) -> int:
                                       region_seconds=args.region_seconds, name=case.name)
         return json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render()
 
-    # On a terminal it runs in a child process even without --timeout (no deadline then), as check does:
-    # Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
-    tty = getattr(sys.stderr, "isatty", lambda: False)()
-    timeout = args.timeout if args.timeout is not None or not tty else math.inf
-    with showing(None, f"fdim {case.name}") as show:
-        if timeout is None:
-            text = work()
-        else:  # a child process killed at the deadline, as audit --timeout
-            from exactident.budget import run_isolated
+    from exactident.budget import run_command_work, timed_out_output
 
-            outcome = run_isolated(work, timeout, on_stage=show)
-            if outcome.timed_out:
-                raise ExactIdentError(f"fdim: time budget of {timeout:g} s exhausted at {outcome.stage}")
-            text = outcome.value
+    with showing(None, f"fdim {case.name}") as show:
+        outcome = run_command_work(work, args.timeout, on_stage=show)
+    text = (timed_out_output("exactident-fdim/1", case.name, args.timeout, outcome, args.json) if outcome.timed_out
+            else outcome.value)
     write_stdout(text)
     return 0
