@@ -3,17 +3,19 @@
 Plain standard library, so the CLI can import it at start-up.  Numbers of
 options are read with ``int()``/``float()``: they are counts, seeds and
 seconds, never parameters of a network (those are read exactly, in
-:mod:`exactident.io.rationals`).
+:mod:`exactident.io.rationals`, which :func:`parse_box` imports when called).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["any_int", "non_negative_int", "parse_widths", "positive_int", "positive_number", "positive_seconds"]
+__all__ = ["BOX_HELP", "add_box_argument", "any_int", "looks_like_number", "non_negative_int", "parse_box",
+           "parse_widths", "positive_int", "positive_number", "positive_seconds"]
 
 T = TypeVar("T")
 
@@ -97,3 +99,62 @@ def positive_seconds(text: str) -> float:
     2.5
     """
     return _checked(text, float, lambda v: v > 0 and math.isfinite(v), "a positive number of seconds")
+
+
+#: A command-line word that is a number or a ``LO:HI`` box (``-3``, ``-1/2:3/2``, ``-.5e3``), not an option.
+_NUMBER_WORD = re.compile(r"-[0-9.][0-9./:eE+-]*")
+
+
+def looks_like_number(word: str) -> bool:
+    """Whether a word starting with ``-`` is a negative number or box (an argument), not an option.
+
+    argparse alone reads ``-3:3`` and ``-1/2`` as unknown options; no option of exactident
+    starts with a digit, so the CLI's parser takes such words as values (``--box -3:3``).
+
+    >>> looks_like_number("-3:3"), looks_like_number("-1/2"), looks_like_number("--json")
+    (True, True, False)
+    """
+    return _NUMBER_WORD.fullmatch(word) is not None
+
+
+def parse_box(text: str) -> tuple[Any, Any]:
+    """``"LO:HI"`` -> exact ``(lo, hi)``, ``lo < hi`` (integers, ``p/q`` or decimals; ``flint.fmpq``).
+
+    One syntax for ``--box`` in every command (``design``, ``audit``, ``fdim``): one word, so a
+    negative ``LO`` needs no ``=`` (``--box -3:3``) and rationals stay unambiguous
+    (``--box -1/2:3/2``).  The old ``--box LO HI`` is refused with a one-line hint.
+
+    >>> parse_box("-3:1/2")
+    (-3, 1/2)
+    >>> parse_box("2:1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected LO:HI with LO < HI, found '2:1'
+    >>> parse_box("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected LO:HI as one word (e.g. --box -1:1), found '-1' (--box LO HI is not accepted)
+    """
+    from exactident.errors import CaseFormatError
+    from exactident.io.rationals import parse_number
+
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected LO:HI as one word (e.g. --box -1:1), found {text!r}"
+                                         + (" (--box LO HI is not accepted)" if len(parts) == 1 else ""))
+    try:
+        lo, hi = (parse_number(p.strip(), "--box", "box") for p in parts)
+    except CaseFormatError:
+        raise argparse.ArgumentTypeError(f"expected LO:HI with exact numbers (3, -1/2, 0.25), found {text!r}") from None
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"expected LO:HI with LO < HI, found {text!r}")
+    return lo, hi
+
+
+#: The help text of ``--box`` (every command says the same).
+BOX_HELP = "every coordinate in [LO, HI]: one word LO:HI, exact numbers (--box -3:3, --box -1/2:3/2)"
+
+
+def add_box_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--box LO:HI`` (:func:`parse_box`), the same in every command; ``what`` says what the box bounds."""
+    parser.add_argument("--box", type=parse_box, default=None, metavar="LO:HI", help=f"{what}: {BOX_HELP}")

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
-from exactident.argtypes import positive_int, positive_number, positive_seconds
+from exactident.argtypes import looks_like_number, positive_int, positive_number, positive_seconds
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
 __all__ = ["build_parser", "main"]
@@ -50,6 +50,12 @@ class _VersionAction(argparse.Action):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse would exit(2) itself, with usage text
         raise _UsageError(f"{self.prog}: {message}")
+
+    def _parse_optional(self, arg_string):
+        # "-3:3" and "-1/2" are values (--box -3:3), not options: no option starts with a digit
+        if looks_like_number(arg_string):
+            return None
+        return super()._parse_optional(arg_string)
 
     def parse_args(self, args=None, namespace=None):
         # argparse reports a subcommand's unknown options from the top parser: name the subcommand

@@ -133,13 +133,13 @@ def test_fdim_cli_on_a_layer_graph_json_and_text(capsys):
     assert d["format"] == "exactident-fdim/1" and d["dim_kind"] == "dim_free"
     assert d["dim"] == d["n_params"] - d["symmetry_dim"] and d["lower"] <= d["upper"] == d["dim"]
     assert d["mechanisms"] == [] and "convolution" in d["features"]
-    assert main(["fdim", path, "--box", "0", "1"]) == 0
+    assert main(["fdim", path, "--box", "0:1"]) == 0
     out = capsys.readouterr().out
     assert "layer graph" in out and "conv1[c=0" in out
 
 
 def test_fdim_cli_bad_box_one_line(capsys):
-    err = bad_input_error(capsys, ["fdim", str(ARCH / "leaky-mlp.json"), "--box", "1", "0"])
+    err = bad_input_error(capsys, ["fdim", str(ARCH / "leaky-mlp.json"), "--box", "1:0"])
     assert "--box" in err
 
 

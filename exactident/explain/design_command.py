@@ -1,4 +1,4 @@
-"""``exactident design CASE [--budget K] [--box lo:hi] [-o NEW_CASE.json] [--seed S] [--json]``.
+"""``exactident design CASE [--budget K] [--box LO:HI] [-o NEW_CASE.json] [--seed S] [--json]``.
 
 Prints which prefix and which subsample of the sample already identify theta,
 or which new points would (:mod:`exactident.explain.design`), or why no finite
@@ -20,9 +20,7 @@ import json
 import os
 import sys
 
-import flint
-
-from exactident.argtypes import non_negative_int, positive_seconds
+from exactident.argtypes import add_box_argument, non_negative_int, positive_seconds
 from exactident.errors import CaseFormatError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
@@ -31,33 +29,7 @@ from exactident.io.case import dump_case, load_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.io.report import escape_nonprintable
 
-__all__ = ["add_arguments", "parse_box", "render_design", "run"]
-
-
-def parse_box(text: str) -> tuple[flint.fmpq, flint.fmpq]:
-    """``"lo:hi"`` -> exact ``(lo, hi)`` with ``lo < hi`` (integers, ``p/q`` or decimals, read exactly).
-
-    Examples
-    --------
-    >>> parse_box("-3:1/2")
-    (-3, 1/2)
-    >>> parse_box("2:1")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: expected lo:hi with lo < hi, found '2:1'
-    """
-    from exactident.io.rationals import parse_number
-
-    parts = text.split(":")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"expected lo:hi (two numbers), found {text!r}")
-    try:
-        lo, hi = (parse_number(p.strip(), "--box", "box") for p in parts)
-    except CaseFormatError:
-        raise argparse.ArgumentTypeError(f"expected lo:hi with exact numbers, found {text!r}") from None
-    if not lo < hi:
-        raise argparse.ArgumentTypeError(f"expected lo:hi with lo < hi, found {text!r}")
-    return lo, hi
+__all__ = ["add_arguments", "render_design", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,9 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON)")
     parser.add_argument("--budget", type=non_negative_int, default=DEFAULT_BUDGET, metavar="K",
                         help=f"add at most K new points (default {DEFAULT_BUDGET})")
-    parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
-                        help="new points have every coordinate in [lo, hi] (default: the sample's bounding box); "
-                             "write --box=-3:3 when lo is negative")
+    add_box_argument(parser, "new points (default: the sample's bounding box)")
     parser.add_argument("-o", "--output", metavar="NEW_CASE.json", default=None,
                         help="write the new case here (atomically)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the point search and the primes (default 0)")

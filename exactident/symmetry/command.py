@@ -29,9 +29,22 @@ from exactident.io.rationals import format_fmpq
 from exactident.io.report import escape_nonprintable
 from exactident.model.network import Network
 
-__all__ = ["add_audit_arguments", "add_canonical_arguments", "add_equiv_arguments", "canonical_json", "load_network",
-           "load_queries", "render_audit", "render_canonical", "equiv_status", "render_equiv", "render_graph_audit", "run_audit",
-           "run_canonical", "run_equiv"]
+__all__ = [
+    "add_audit_arguments",
+    "add_canonical_arguments",
+    "add_equiv_arguments",
+    "canonical_json",
+    "equiv_status",
+    "load_network",
+    "load_queries",
+    "render_audit",
+    "render_canonical",
+    "render_equiv",
+    "render_graph_audit",
+    "run_audit",
+    "run_canonical",
+    "run_equiv",
+]
 
 
 def _is_case_file(path: str) -> bool:
@@ -102,7 +115,7 @@ def add_equiv_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident audit``."""
-    from exactident.explain.design_command import parse_box
+    from exactident.argtypes import add_box_argument
     from exactident.symmetry.audit import DEFAULT_EXPLAIN_MAX_DIM, DEFAULT_MAX_BOXES
 
     parser.add_argument("victim", metavar="VICTIM", help="the victim: a case file or a model file")
@@ -110,9 +123,7 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the attack's query set (.npy, .npz, .csv or a case file)")
     parser.add_argument("--extracted", metavar="MODEL", default=None,
                         help="the extracted model (case or model file): orbit and exact alignment error")
-    parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
-                        help="the input box of the obstructions (default: the queries' bounding box); "
-                             "write --box=-3:3 when lo is negative")
+    add_box_argument(parser, "the input box of the obstructions (default: the queries' bounding box)")
     parser.add_argument("--explain-max-dim", type=positive_int, default=DEFAULT_EXPLAIN_MAX_DIM, metavar="N",
                         help="compute the exact kernel of Gamma up to N parameters "
                              f"(default {DEFAULT_EXPLAIN_MAX_DIM})")

@@ -1,8 +1,8 @@
-"""``exactident fdim CASE [--sample DATA] [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--lines N]
+"""``exactident fdim CASE [--sample DATA] [--box LO:HI] [--seed S] [--no-search] [--max-boxes N] [--lines N]
 [--regions N] [--region-seconds S] [--timeout S] [--json]``.
 
 Prints the certified interval of the functional dimension of the case's theta on
-``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
+``R^n`` (default) or on the box ``[LO, HI]^n`` (``--box LO:HI``) (:mod:`exactident.symmetry.fdim`),
 starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
 dimension; a layer graph (residual, leaky/PReLU, convolution) goes to
 :mod:`exactident.symmetry.fdim_graph`; ``--json`` prints the ``exactident-fdim/1`` object
@@ -16,29 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 
-import flint
-
-from exactident.argtypes import non_negative_int, positive_int, positive_seconds
+from exactident.argtypes import add_box_argument, non_negative_int, positive_int, positive_seconds
 from exactident.errors import CaseFormatError
 from exactident.progress import showing
 
-__all__ = ["add_arguments", "add_region_arguments", "parse_number_arg", "run"]
-
-
-def parse_number_arg(text: str) -> flint.fmpq:
-    """An exact number (integer, ``p/q`` or decimal) for ``--box``.
-
-    Examples
-    --------
-    >>> parse_number_arg("-3/2")
-    -3/2
-    """
-    from exactident.io.rationals import parse_number
-
-    try:
-        return parse_number(text.strip(), "--box", "box")
-    except CaseFormatError:
-        raise argparse.ArgumentTypeError(f"expected an exact number, found {text!r}") from None
+__all__ = ["add_arguments", "add_region_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(as exactident import reads it)")
     parser.add_argument("--sample", metavar="DATA", default=None,
                         help="with a model file: the sample to start from (as exactident import --sample)")
-    parser.add_argument("--box", type=parse_number_arg, nargs=2, default=None, metavar=("LO", "HI"),
-                        help="the domain is the box [LO, HI]^n (default: all of R^n)")
+    add_box_argument(parser, "the domain is the box [LO, HI]^n (default: all of R^n)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the points and primes (default 0)")
     parser.add_argument("--no-search", action="store_true", help="random points only, no design point search")
     parser.add_argument("--max-boxes", type=positive_int, default=2048, metavar="N",
@@ -82,10 +63,6 @@ def run(args: argparse.Namespace) -> int:
     from exactident.symmetry.fdim import functional_dimension
 
     box = None
-    if args.box is not None:
-        lo, hi = args.box
-        if not lo < hi:
-            raise CaseFormatError("--box", "LO HI", f"expected LO < HI, found {lo} {hi}")
     if args.case.lower().endswith((".json", ".json.gz")):
         if args.sample is not None:
             raise CaseFormatError(args.case, "--sample", "a case file already holds its sample")
@@ -96,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         case = as_case(args.case, args.sample)
     if args.box is not None:
         n0 = case.widths[0]
-        box = ([lo] * n0, [hi] * n0)
+        box = ([args.box[0]] * n0, [args.box[1]] * n0)
     X = case.X
 
     def work() -> str:  # text only: picklable, as a child process returns it with --timeout
