@@ -134,9 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain_command.add_check_option(p)  # --explain
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
-    v.add_argument("case", metavar="CASE")
+    v.add_argument("case", metavar="CASE", help="a case file, or a model file with --sample")
     v.add_argument("report", metavar="REPORT.json")
     add_limit_arguments(v)
+    add_check_arguments(v)  # --sample and the model options, as for check
 
     c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
     from exactident.crosscheck.command import add_arguments
@@ -175,10 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
+    from exactident.io.importers.command import is_model_file, load_check_inputs
     from exactident.io.limits import limits_from_args
     from exactident.verify.certificate import run_verify_certificate
 
-    return run_verify_certificate(args.case, args.report, limits_from_args(args))
+    limits = limits_from_args(args)
+    case = None
+    if is_model_file(args.case, args.format):  # imported with --sample, as check does
+        case = load_check_inputs([args.case], args, limits)[0]
+    elif args.sample is not None or args.reference is not None:
+        load_check_inputs([args.case], args, limits)  # a case file holds its sample: the loader's one-line refusal
+    return run_verify_certificate(args.case, args.report, limits, case=case)
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from exactident.errors import CaseFormatError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
-from exactident.io.case import dump_case, load_case
+from exactident.io.case import dump_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.io.report import escape_nonprintable
 
@@ -34,7 +34,9 @@ __all__ = ["add_arguments", "render_design", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident design`` (called by :func:`exactident.cli.build_parser`)."""
-    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON)")
+    from exactident.io.importers.command import add_check_arguments
+
+    parser.add_argument("case", metavar="CASE", help="a case file, or a model file with --sample")
     parser.add_argument("--budget", type=non_negative_int, default=DEFAULT_BUDGET, metavar="K",
                         help=f"add at most K new points (default {DEFAULT_BUDGET})")
     add_box_argument(parser, "new points (default: the sample's bounding box)")
@@ -46,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="wall-time budget: past it the output says 'time budget exhausted at <stage>', "
                              "no -o file is written (exit 0)")
     add_limit_arguments(parser)
+    add_check_arguments(parser)  # --sample and the model options, as for check
 
 
 def _short(values, limit: int = 20) -> str:
@@ -95,9 +98,13 @@ def run(args: argparse.Namespace) -> int:
         problem = check_writable(args.output)
         if problem is not None:
             raise CaseFormatError(args.output, "-o", problem)
-        if os.path.exists(args.case) and os.path.realpath(args.output) == os.path.realpath(args.case):
-            raise CaseFormatError(args.output, "-o", "is also the input case file; refusing to overwrite it")
-    case = load_case(args.case, limits_from_args(args))
+        for option, path in (("CASE", args.case), ("--sample", args.sample), ("--reference", args.reference)):
+            if isinstance(path, str) and os.path.exists(path) and os.path.exists(args.output) \
+                    and os.path.samefile(path, args.output):
+                raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")
+    from exactident.io.importers.command import load_check_inputs
+
+    case = load_check_inputs([args.case], args, limits_from_args(args))[0]
     box = None
     if args.box is not None:
         n0 = case.network.widths[0]

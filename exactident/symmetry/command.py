@@ -1,11 +1,13 @@
 """``exactident canonical``, ``exactident equiv`` and ``exactident audit`` (docs/symmetries.md, docs/cli.md).
 
-Every network argument is a case file (``.json``, its network; its sample where a sample is
-wanted) or a model file of any import path (``.onnx``, ``.pt``, ``.safetensors``, ``.keras``/``.h5``,
-``.npz``: :func:`exactident.io.importers.load.import_model`, without a sample).  Samples
-(``--sample``, ``--queries``) are ``.npy``/``.npz``/``.csv`` files or a case file (its sample).
-Everything is read and validated before any work: bad input is one line naming the file and
-field, exit status 2 (:func:`exactident.cli.main`); otherwise 0 whatever the answer.
+Every network argument is a case file (``.json``) or a model file of any import path (``.onnx``,
+``.pt``, ``.safetensors``, ``.keras``/``.h5``, ``.npz``) imported with ``--sample`` and the model
+options of ``check``, by the loader every command uses
+(:func:`exactident.io.importers.command.load_check_inputs`).  Samples (``--sample``,
+``--queries``) are ``.npy``/``.npz``/``.csv`` files or a case file (its sample).  Everything is
+read and validated before any work: bad input is one line naming the file and field, exit
+status 2 (:func:`exactident.cli.main`); otherwise 0 (``equiv``: 0 same orbit, 1 different
+orbits, 3 undecided; :func:`equiv_status`).
 
 Called by :mod:`exactident.cli`; calls :mod:`exactident.symmetry.canonical`,
 :mod:`exactident.symmetry.equiv` and :mod:`exactident.symmetry.audit`.
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 import flint
@@ -52,20 +53,25 @@ def _is_case_file(path: str) -> bool:
 
 
 def load_network(path: str, args: argparse.Namespace) -> Case:
-    """A case file loaded (within the read limits), or a model file imported without a sample.
+    """A case file, or a model file imported with ``--sample``, by the loader every command uses.
+
+    :func:`exactident.io.importers.command.load_check_inputs` with the command's model options;
+    for a case file ``--sample`` is not the network's (``equiv``: the outputs compared on it;
+    ``audit``: the queries), so it is not handed to the loader then.
 
     Raises
     ------
     CaseFormatError
-        Naming the file and field (a missing file, a pickle, a bad tensor, ...).
+        Naming the file and field (a missing file, a pickle, a model file without ``--sample``, ...).
     """
-    if _is_case_file(path):
-        return load_case(path, limits_from_args(args))
-    if os.path.splitext(path)[1].lower() in (".npy", ".csv"):
-        raise CaseFormatError(path, "", "a sample file, not a network (a case file or a model file is expected)")
-    from exactident.io.importers.load import import_model
+    from exactident.io.importers.command import is_model_file, load_check_inputs
 
-    return import_model(path, None, fmt=getattr(args, "format", None), max_bytes=getattr(args, "max_bytes", None))
+    ns = argparse.Namespace(**vars(args))
+    if not is_model_file(path, getattr(args, "format", None)):
+        ns.sample = ns.sample_rows = None
+    elif getattr(args, "queries", None) is not None and getattr(args, "sample", None) is None:
+        ns.sample = args.queries  # audit: the queries are the sample a model file is imported with
+    return load_check_inputs([path], ns, limits_from_args(args))[0]
 
 
 def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[list[flint.fmpq]]:
@@ -86,31 +92,27 @@ def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[lis
     return load_sample(path, n_inputs, max_bytes=getattr(args, "max_bytes", None)).X
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default=None, choices=["keras", "npz", "onnx", "safetensors", "torch"],
-                        help="model format of the network files (default: from the extension, else the content)")
-    from exactident.io.importers.command import parse_bytes
+def _common(parser: argparse.ArgumentParser, sample_help: str | None = None) -> None:
+    from exactident.io.importers.command import add_check_arguments
 
-    parser.add_argument("--max-bytes", type=parse_bytes, default=None, metavar="SIZE",
-                        help="refuse model and sample files larger than SIZE (default 64M)")
+    add_check_arguments(parser, sample_help)  # --sample and the model options, as for check
     add_limit_arguments(parser)
 
 
 def add_canonical_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident canonical``."""
-    parser.add_argument("network", metavar="CASE_OR_MODEL", help="a case file or a model file")
+    parser.add_argument("network", metavar="CASE", help="a case file, or a model file with --sample")
     parser.add_argument("--json", action="store_true", help="print the exactident-canonical/1 JSON object")
     _common(parser)
 
 
 def add_equiv_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident equiv``."""
-    parser.add_argument("a", metavar="A", help="a case file or a model file")
-    parser.add_argument("b", metavar="B", help="a case file or a model file")
-    parser.add_argument("--sample", metavar="X", default=None,
-                        help="compare the outputs on this sample exactly (.npy, .npz, .csv or a case file)")
+    parser.add_argument("a", metavar="A", help="a case file, or a model file with --sample")
+    parser.add_argument("b", metavar="B", help="a case file, or a model file with --sample")
     parser.add_argument("--json", action="store_true", help="print the exactident-equiv/1 JSON object")
-    _common(parser)
+    _common(parser, "the sample (.npy, .npz, .csv or a case file): model files are imported with it, and the "
+                    "outputs of A and B are compared on it exactly")
 
 
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,9 +120,9 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     from exactident.argtypes import add_box_argument
     from exactident.symmetry.audit import DEFAULT_EXPLAIN_MAX_DIM, DEFAULT_MAX_BOXES
 
-    parser.add_argument("victim", metavar="VICTIM", help="the victim: a case file or a model file")
-    parser.add_argument("--queries", metavar="X", required=True,
-                        help="the attack's query set (.npy, .npz, .csv or a case file)")
+    parser.add_argument("victim", metavar="VICTIM", help="the victim: a case file, or a model file with --sample")
+    parser.add_argument("--queries", metavar="X", default=None,
+                        help="the attack's query set (.npy, .npz, .csv or a case file; default: --sample)")
     parser.add_argument("--extracted", metavar="MODEL", default=None,
                         help="the extracted model (case or model file): orbit and exact alignment error")
     add_box_argument(parser, "the input box of the obstructions (default: the queries' bounding box)")
@@ -133,7 +135,8 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                         help="wall-time budget: past it the output says 'time budget exhausted at <stage>' (exit 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-audit/1 JSON object")
-    _common(parser)
+    _common(parser, "the sample (.npy, .npz, .csv): model files are imported with it; it is the query set "
+                    "unless --queries is given")
 
 
 def canonical_json(name: str, cf: Any) -> dict[str, Any]:
@@ -340,6 +343,11 @@ def run_audit(args: argparse.Namespace) -> int:
     """``exactident audit``."""
     from exactident.symmetry.audit import audit
 
+    if args.queries is None:
+        if args.sample is None:
+            raise CaseFormatError(args.victim, "--queries", "the attack's query set is required: --queries X "
+                                                            "(or --sample X)")
+        args.queries = args.sample
     victim = load_network(args.victim, args)
     if not victim.is_plain:
         return _run_audit_graph(args, victim)

@@ -17,7 +17,6 @@ import argparse
 import json
 
 from exactident.argtypes import add_box_argument, non_negative_int, positive_int, positive_seconds
-from exactident.errors import CaseFormatError
 from exactident.progress import showing
 
 __all__ = ["add_arguments", "add_region_arguments", "run"]
@@ -25,12 +24,12 @@ __all__ = ["add_arguments", "add_region_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident fdim`` (called by :func:`exactident.cli.build_parser`)."""
+    from exactident.io.importers.command import add_check_arguments
     from exactident.io.limits import add_limit_arguments
 
-    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 or /2 JSON) or a model file "
-                        "(as exactident import reads it)")
-    parser.add_argument("--sample", metavar="DATA", default=None,
-                        help="with a model file: the sample to start from (as exactident import --sample)")
+    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 or /2 JSON), or a model file "
+                        "with --sample")
+    add_check_arguments(parser)  # --sample and the model options, as for check
     add_box_argument(parser, "the domain is the box [LO, HI]^n (default: all of R^n)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the points and primes (default 0)")
     parser.add_argument("--no-search", action="store_true", help="random points only, no design point search")
@@ -58,19 +57,13 @@ def add_region_arguments(parser: argparse.ArgumentParser, scope: str = "") -> No
 def run(args: argparse.Namespace) -> int:
     """Run ``exactident fdim``; errors propagate to :func:`exactident.cli.main` (bad input exits 2)."""
     from exactident.io.atomic import write_stdout
-    from exactident.io.case import load_case
     from exactident.io.limits import limits_from_args
     from exactident.symmetry.fdim import functional_dimension
 
     box = None
-    if args.case.lower().endswith((".json", ".json.gz")):
-        if args.sample is not None:
-            raise CaseFormatError(args.case, "--sample", "a case file already holds its sample")
-        case = load_case(args.case, limits_from_args(args))
-    else:
-        from exactident.io.importers.load import as_case
+    from exactident.io.importers.command import load_check_inputs
 
-        case = as_case(args.case, args.sample)
+    case = load_check_inputs([args.case], args, limits_from_args(args))[0]
     if args.box is not None:
         n0 = case.widths[0]
         box = ([args.box[0]] * n0, [args.box[1]] * n0)
