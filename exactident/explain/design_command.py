@@ -133,9 +133,10 @@ def run(args: argparse.Namespace) -> int:
 
     outcome = run_command_work(work, args.timeout)
     if outcome.timed_out:  # an answer: the budget ran out (exit 0); no -o file is written
-        text = timed_out_output("exactident-design/1", case.name, args.timeout, outcome, args.json)
         new_case_text, note = None, (f"nothing written to {args.output}: time budget exhausted\n" if args.output
                                      else "")
+        text = timed_out_output("exactident-design/1", case.name, args.timeout, outcome, args.json) + (
+            "" if args.json else note)
     else:
         text, new_case_text, note = outcome.value
     outputs = [(args.output, new_case_text.encode("utf-8"))] if args.output and new_case_text is not None else []
