@@ -216,7 +216,11 @@ def test_cli_reads_a_model_file(tmp_path, capsys):
 
     np.savez(tmp_path / "m.npz", W1=np.array([[1.0], [-1.0]]), b1=np.array([0.0, -1.0]), W2=np.array([[2.0, 1.0]]),
              b2=np.array([0.0]))
-    assert main(["fdim", str(tmp_path / "m.npz"), "--box", "0:1", "--json"]) == 0
+    np.save(tmp_path / "X.npy", np.array([[0.5], [-3.0]]))
+    assert main(["fdim", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "X.npy"), "--box", "0:1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["lower"], out["upper"], out["dim"]) == (2, 2, 5)
-    assert main(["fdim", str(tmp_path / "nothing.npz")]) == 2
+    assert main(["fdim", str(tmp_path / "nothing.npz"), "--sample", str(tmp_path / "X.npy")]) == 2
+    # a model file is imported with its sample, as check does: without one, one line naming --sample
+    assert main(["fdim", str(tmp_path / "m.npz")]) == 2
+    assert "m.npz: --sample: a model file needs a sample" in capsys.readouterr().err

@@ -353,7 +353,8 @@ def test_canonical_and_equiv_cli_on_layer_graphs(tmp_path, capsys):
     assert main(["canonical", str(ARCH / "conv1d-avgpool.json"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["permutation"] is None and d["layer_graph"]["interchangeable"] == []  # tied and pooled units only
-    assert main(["equiv", path, str(ARCH / "leaky-mlp.json"), "--json"]) == 0
+    # different orbits: exit 1, as cmp/diff (docs/cli.md, "Exit status")
+    assert main(["equiv", path, str(ARCH / "leaky-mlp.json"), "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert d["format"] == "exactident-equiv/1" and d["same_orbit"] is False
     assert main(["equiv", path, path, "--sample", path]) == 0
