@@ -404,7 +404,7 @@ def timed_out_output(fmt: str, name: str, timeout: float, outcome: Outcome, as_j
     Examples
     --------
     >>> timed_out_output("exactident-fdim/1", "net", 2.0, Outcome(timed_out=True, stage="kernel"), False)
-    'net: time budget of 2 s exhausted at kernel: no result (give a larger --timeout)\n'
+    'net: time budget of 2 s exhausted at kernel: no result (give a larger --timeout)\\n'
     """
     if as_json:
         import json

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_DIGITS",
     "MAX_EXPONENT",
     "NonFinite",
+    "approx_text",
     "describe_json_value",
     "format_fmpq",
     "format_int",
@@ -257,18 +258,75 @@ def format_int(n: int | flint.fmpz) -> str:
     return str(flint.fmpz(n))
 
 
-def short_text(text: str, keep: int = 20) -> str:
-    """``text`` for a message: long digit strings become ``first...last (N digits)``.
+def approx_text(p: int | flint.fmpz, q: int | flint.fmpz = 1, digits: int = 4) -> str:
+    """``p/q`` as a readable float, ``3.797e95`` or ``-0.25``, for any size (never cut in the middle).
+
+    ``digits`` significant digits, rounded from the exact value by integer arithmetic (so numbers far
+    beyond the float64 range are shown too); plain notation from 1e-4 to 10^digits.
 
     Examples
     --------
+    >>> approx_text(3797 * 10**92 + 348), approx_text(-1, 4), approx_text(10**5000 + 1, 3)
+    ('3.797e95', '-0.25', '3.333e4999')
+    >>> approx_text(0), approx_text(2, 3 * 10**400)
+    ('0', '6.667e-401')
+    """
+    p, q = flint.fmpz(p), flint.fmpz(q)
+    if q < 0:
+        p, q = -p, -q
+    if p == 0:
+        return "0"
+    sign, a = ("-" if p < 0 else ""), abs(p)
+    e = len(str(a)) - len(str(q))  # 10^(e-1) < a/q < 10^(e+1)
+    shift = digits - e  # m = round(a/q * 10^shift) has `digits` or `digits`+1 digits
+    num, den = (a * flint.fmpz(10) ** shift, q) if shift >= 0 else (a, q * flint.fmpz(10) ** (-shift))
+    m = (2 * num + den) // (2 * den)  # rounded half up
+    while len(str(m)) > digits:  # one digit too many (or a carry 9.9995 -> 10.00): drop it, rounded
+        m, shift = (m + 5) // 10, shift - 1
+    while len(str(m)) < digits:  # the estimate of e was one too high
+        shift += 1
+        num, den = (a * flint.fmpz(10) ** shift, q) if shift >= 0 else (a, q * flint.fmpz(10) ** (-shift))
+        m = (2 * num + den) // (2 * den)
+    exponent = digits - 1 - shift
+    mantissa = str(m)
+    if -4 <= exponent < digits:  # plain notation, trailing zeros dropped
+        value = int(mantissa) * Fraction(10) ** (exponent - digits + 1)
+        text = f"{float(value):.{max(digits - 1 - exponent, 0)}f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        return sign + text
+    head = mantissa[0] + ("." + mantissa[1:].rstrip("0") if mantissa[1:].rstrip("0") else "")
+    return f"{sign}{head}e{exponent}"
+
+
+_RATIONAL_TEXT = re.compile(r"(-?)(\d+)(?:/(\d+))?", re.ASCII)
+
+
+def short_text(text: str, keep: int = 20) -> str:
+    """``text`` for a message: an exact number too long to read becomes its float and its digit count.
+
+    A number (``"p"`` or ``"p/q"``) longer than ``3 * keep`` characters is shown as
+    ``3.797e95 (96 digits)`` (a fraction: ``... (a 70/30-digit fraction)``), never cut in the
+    middle; the whole number stays in ``--json``.  Other long text becomes ``first...last``.
+
+    Examples
+    --------
+    >>> short_text(str(3797 * 10**92 + 348))
+    '3.797e95 (96 digits)'
     >>> short_text("-" + "1" * 70 + "/" + "3" * 30)
-    '-1111111111111111111...33333333333333333333 (100 digits)'
+    '-3.333e39 (a 70/30-digit fraction)'
     >>> short_text("12/7")
     '12/7'
     """
     if len(text) <= 3 * keep:
         return text
+    m = _RATIONAL_TEXT.fullmatch(text.strip())
+    if m is not None:
+        sign, p, q = m.group(1), flint.fmpz(m.group(2)), flint.fmpz(m.group(3) or 1)
+        if q != 0:
+            value = approx_text(-p if sign else p, q)
+            if m.group(3) is None:
+                return f"{value} ({len(m.group(2).lstrip('0') or '0')} digits)"
+            return f"{value} (a {len(m.group(2))}/{len(m.group(3))}-digit fraction)"
     digits = sum(c.isdigit() for c in text)
     return f"{text[:keep]}...{text[-keep:]} ({digits} digits)"
 

@@ -26,7 +26,7 @@ from exactident.errors import CaseFormatError
 from exactident.io.atomic import write_stdout
 from exactident.io.case import Case, load_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
-from exactident.io.rationals import format_fmpq
+from exactident.io.rationals import approx_text, format_fmpq, short_text
 from exactident.io.report import escape_nonprintable
 from exactident.model.network import Network
 
@@ -158,7 +158,7 @@ def _pairs(items: list[tuple[int, int]]) -> str:
 
 def _scale_text(s: flint.fmpq) -> str:
     text = format_fmpq(s)
-    return text if len(text) <= 12 else f"~{int(s.p) / int(s.q):.4g}"
+    return text if len(text) <= 12 else f"~{approx_text(s.p, s.q)}"
 
 
 def render_canonical(name: str, cf: Any) -> str:
@@ -215,17 +215,17 @@ def render_equiv(e: Any, name_a: str = "A", name_b: str = "B") -> str:
                      f"{_short(fd['a'])} vs {_short(fd['b'])}")
     elif fd:
         lines.append(f"  first difference of the canonical forms: {fd['entry']} (layer {fd['layer']}, canonical "
-                     f"neuron {fd['neuron']}; neuron {fd['neuron_a']} of A, {fd['neuron_b']} of B): {fd['a']} vs "
-                     f"{fd['b']}" + (f"; the weight comes from canonical neuron {fd['from']} of layer "
-                                     f"{fd['layer'] - 1} (neuron {fd['from_a']} of A, {fd['from_b']} of B)"
-                                     if "from" in fd else ""))
+                     f"neuron {fd['neuron']}; neuron {fd['neuron_a']} of A, {fd['neuron_b']} of B): "
+                     f"{_short(fd['a'])} vs {_short(fd['b'])}"
+                     + (f"; the weight comes from canonical neuron {fd['from']} of layer {fd['layer'] - 1} (neuron "
+                        f"{fd['from_a']} of A, {fd['from_b']} of B)" if "from" in fd else ""))
     al = e.alignment
     if al is not None and (fd or al.max_abs != 0):
         d = al.to_dict()
-        rel = ("-" if d["max_rel"] is None else f"{_short(d['max_rel'])} (~{d['max_rel_float']:.3g}, at "
-               f"{d['where_rel']}; {d['bits']:.2f} bits)" if d["bits"] is not None else "0")
-        lines.append(f"  alignment ({al.method}): max abs error {_short(d['max_abs'])} (~{d['max_abs_float']:.3g}, at "
-                     f"{d['where_abs']}); max relative error {rel}"
+        rel = ("-" if d["max_rel"] is None else f"{_short(d['max_rel'], d['max_rel_float'])} at {d['where_rel']} "
+               f"({d['bits']:.2f} bits)" if d["bits"] is not None else "0")
+        lines.append(f"  alignment ({al.method}): max abs error {_short(d['max_abs'], d['max_abs_float'])} at "
+                     f"{d['where_abs']}; max relative error {rel}"
                      + (f"; {al.zero_mismatch} entries zero in A only" if al.zero_mismatch else ""))
     s = e.sample
     if s is not None:
@@ -241,8 +241,15 @@ def render_equiv(e: Any, name_a: str = "A", name_b: str = "B") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _short(text: str, keep: int = 40) -> str:
-    return text if len(text) <= keep else text[:keep // 2] + f"...({len(text)} chars)..." + text[-keep // 4:]
+def _short(text: str, approx: float | None = None) -> str:
+    """An exact number for the terminal: whole when short (with ``~approx``), else its float and digit count.
+
+    Never cut in the middle (``3.797e95 (96 digits)``, :func:`exactident.io.rationals.short_text`);
+    ``--json`` has the whole number.
+    """
+    if len(text) > 40:
+        return short_text(text, keep=13)
+    return text if approx is None or text == "0" else f"{text} (~{approx:.3g})"
 
 
 def run_equiv(args: argparse.Namespace) -> int:
