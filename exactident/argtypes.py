@@ -3,7 +3,7 @@
 Plain standard library, so the CLI can import it at start-up.  Numbers of
 options are read with ``int()``/``float()``: they are counts, seeds and
 seconds, never parameters of a network (those are read exactly, in
-:mod:`exactident.io.rationals`, which :func:`parse_box` imports when called).
+:mod:`exactident.io.rationals`, as ``--box`` is: :func:`exactident.io.rationals.parse_box`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import argparse
 import math
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-__all__ = ["BOX_HELP", "add_box_argument", "any_int", "looks_like_number", "non_negative_int", "parse_box",
-           "parse_widths", "positive_int", "positive_number", "positive_seconds"]
+__all__ = ["any_int", "looks_like_number", "non_negative_int", "parse_widths", "positive_int", "positive_number",
+           "positive_seconds"]
 
 T = TypeVar("T")
 
@@ -115,46 +115,3 @@ def looks_like_number(word: str) -> bool:
     (True, True, False)
     """
     return _NUMBER_WORD.fullmatch(word) is not None
-
-
-def parse_box(text: str) -> tuple[Any, Any]:
-    """``"LO:HI"`` -> exact ``(lo, hi)``, ``lo < hi`` (integers, ``p/q`` or decimals; ``flint.fmpq``).
-
-    One syntax for ``--box`` in every command (``design``, ``audit``, ``fdim``): one word, so a
-    negative ``LO`` needs no ``=`` (``--box -3:3``) and rationals stay unambiguous
-    (``--box -1/2:3/2``).  The old ``--box LO HI`` is refused with a one-line hint.
-
-    >>> parse_box("-3:1/2")
-    (-3, 1/2)
-    >>> parse_box("2:1")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: expected LO:HI with LO < HI, found '2:1'
-    >>> parse_box("-1")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: expected LO:HI as one word (e.g. --box -1:1), found '-1' (--box LO HI is not accepted)
-    """
-    from exactident.errors import CaseFormatError
-    from exactident.io.rationals import parse_number
-
-    parts = text.split(":")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"expected LO:HI as one word (e.g. --box -1:1), found {text!r}"
-                                         + (" (--box LO HI is not accepted)" if len(parts) == 1 else ""))
-    try:
-        lo, hi = (parse_number(p.strip(), "--box", "box") for p in parts)
-    except CaseFormatError:
-        raise argparse.ArgumentTypeError(f"expected LO:HI with exact numbers (3, -1/2, 0.25), found {text!r}") from None
-    if not lo < hi:
-        raise argparse.ArgumentTypeError(f"expected LO:HI with LO < HI, found {text!r}")
-    return lo, hi
-
-
-#: The help text of ``--box`` (every command says the same).
-BOX_HELP = "every coordinate in [LO, HI]: one word LO:HI, exact numbers (--box -3:3, --box -1/2:3/2)"
-
-
-def add_box_argument(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--box LO:HI`` (:func:`parse_box`), the same in every command; ``what`` says what the box bounds."""
-    parser.add_argument("--box", type=parse_box, default=None, metavar="LO:HI", help=f"{what}: {BOX_HELP}")

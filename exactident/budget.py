@@ -412,9 +412,8 @@ def timed_out_output(fmt: str, name: str, timeout: float, outcome: Outcome, as_j
         return json.dumps({"format": fmt, "name": name, "timed_out": True, "stage": outcome.stage,
                            "timeout": timeout, "reason": f"time budget exhausted at {outcome.stage}"},
                           indent=1) + "\n"
-    from exactident.io.report import escape_nonprintable
-
-    return (f"{escape_nonprintable(name)}: time budget of {timeout:g} s exhausted at {outcome.stage}: no result "
+    shown = name if name.isprintable() else repr(name)[1:-1]  # no control characters on the terminal
+    return (f"{shown}: time budget of {timeout:g} s exhausted at {outcome.stage}: no result "
             "(give a larger --timeout)\n")
 
 

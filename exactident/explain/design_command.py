@@ -20,13 +20,14 @@ import json
 import os
 import sys
 
-from exactident.argtypes import add_box_argument, non_negative_int, positive_seconds
+from exactident.argtypes import non_negative_int, positive_seconds
 from exactident.errors import CaseFormatError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
 from exactident.io.case import dump_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
+from exactident.io.rationals import add_box_argument
 from exactident.io.report import escape_nonprintable
 
 __all__ = ["add_arguments", "render_design", "run"]

@@ -16,6 +16,7 @@ abbreviates them in messages.
 
 from __future__ import annotations
 
+import argparse
 import re
 from decimal import Decimal
 from fractions import Fraction
@@ -29,13 +30,16 @@ if TYPE_CHECKING:
     from exactident.io.limits import DigitBudget
 
 __all__ = [
+    "BOX_HELP",
     "MAX_DIGITS",
     "MAX_EXPONENT",
     "NonFinite",
+    "add_box_argument",
     "approx_text",
     "describe_json_value",
     "format_fmpq",
     "format_int",
+    "parse_box",
     "parse_number",
     "parse_rational",
     "short_text",
@@ -341,3 +345,50 @@ def format_fmpq(q: flint.fmpq) -> str:
     """
     q = to_fmpq(q)
     return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"  # fmpz to str: no 4300-digit limit
+
+
+def parse_box(text: str) -> tuple[flint.fmpq, flint.fmpq]:
+    """``"LO:HI"`` -> exact ``(lo, hi)``, ``lo < hi`` (integers, ``p/q`` or decimals; ``flint.fmpq``).
+
+    One syntax for ``--box`` in every command (``design``, ``audit``, ``fdim``): one word, so a
+    negative ``LO`` needs no ``=`` (``--box -3:3``) and rationals stay unambiguous
+    (``--box -1/2:3/2``).  The old ``--box LO HI`` is refused with a one-line hint.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        Not two exact numbers separated by ``:``, or ``LO >= HI`` (a usage error, exit status 2).
+
+    Examples
+    --------
+    >>> parse_box("-3:1/2")
+    (-3, 1/2)
+    >>> parse_box("2:1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected LO:HI with LO < HI, found '2:1'
+    >>> parse_box("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected LO:HI as one word (e.g. --box -1:1), found '-1' (--box LO HI is not accepted)
+    """
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected LO:HI as one word (e.g. --box -1:1), found {text!r}"
+                                         + (" (--box LO HI is not accepted)" if len(parts) == 1 else ""))
+    try:
+        lo, hi = (parse_number(p.strip(), "--box", "box") for p in parts)
+    except CaseFormatError:
+        raise argparse.ArgumentTypeError(f"expected LO:HI with exact numbers (3, -1/2, 0.25), found {text!r}") from None
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"expected LO:HI with LO < HI, found {text!r}")
+    return lo, hi
+
+
+#: The help text of ``--box`` (every command says the same).
+BOX_HELP = "every coordinate in [LO, HI]: one word LO:HI, exact numbers (--box -3:3, --box -1/2:3/2)"
+
+
+def add_box_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--box LO:HI`` (:func:`parse_box`), the same in every command; ``what`` says what the box bounds."""
+    parser.add_argument("--box", type=parse_box, default=None, metavar="LO:HI", help=f"{what}: {BOX_HELP}")

@@ -117,7 +117,7 @@ def add_equiv_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident audit``."""
-    from exactident.argtypes import add_box_argument
+    from exactident.io.rationals import add_box_argument
     from exactident.symmetry.audit import DEFAULT_EXPLAIN_MAX_DIM, DEFAULT_MAX_BOXES
 
     parser.add_argument("victim", metavar="VICTIM", help="the victim: a case file, or a model file with --sample")

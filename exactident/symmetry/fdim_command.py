@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from exactident.argtypes import add_box_argument, non_negative_int, positive_int, positive_seconds
+from exactident.argtypes import non_negative_int, positive_int, positive_seconds
+from exactident.io.rationals import add_box_argument
 from exactident.progress import showing
 
 __all__ = ["add_arguments", "add_region_arguments", "run"]
