@@ -281,16 +281,20 @@ def approx_text(p: int | flint.fmpz, q: int | flint.fmpz = 1, digits: int = 4) -
     if p == 0:
         return "0"
     sign, a = ("-" if p < 0 else ""), abs(p)
-    e = len(str(a)) - len(str(q))  # 10^(e-1) < a/q < 10^(e+1)
-    shift = digits - e  # m = round(a/q * 10^shift) has `digits` or `digits`+1 digits
-    num, den = (a * flint.fmpz(10) ** shift, q) if shift >= 0 else (a, q * flint.fmpz(10) ** (-shift))
-    m = (2 * num + den) // (2 * den)  # rounded half up
-    while len(str(m)) > digits:  # one digit too many (or a carry 9.9995 -> 10.00): drop it, rounded
-        m, shift = (m + 5) // 10, shift - 1
-    while len(str(m)) < digits:  # the estimate of e was one too high
-        shift += 1
-        num, den = (a * flint.fmpz(10) ** shift, q) if shift >= 0 else (a, q * flint.fmpz(10) ** (-shift))
-        m = (2 * num + den) // (2 * den)
+    ten = flint.fmpz(10)
+
+    def scaled(k: int) -> tuple[flint.fmpz, flint.fmpz]:  # a/q * 10^k as num/den, integers
+        return (a * ten ** k, q) if k >= 0 else (a, q * ten ** (-k))
+
+    E = len(str(a)) - len(str(q))  # 10^(E-1) < a/q < 10^(E+1): find 10^E <= a/q < 10^(E+1) exactly
+    num, den = scaled(-E)
+    if num < den:
+        E -= 1
+    shift = digits - 1 - E
+    num, den = scaled(shift)
+    m = (2 * num + den) // (2 * den)  # rounded once, half up
+    if m >= ten ** digits:  # 9.9996e3 -> 10.00e3: the carry is exact, 1.000e4
+        m, shift = m // 10, shift - 1
     exponent = digits - 1 - shift
     mantissa = str(m)
     if -4 <= exponent < digits:  # plain notation, trailing zeros dropped

@@ -350,12 +350,12 @@ def run_audit(args: argparse.Namespace) -> int:
     """``exactident audit``."""
     from exactident.symmetry.audit import audit
 
+    victim = load_network(args.victim, args)  # a model file without --sample or --queries: named first
     if args.queries is None:
         if args.sample is None:
             raise CaseFormatError(args.victim, "--queries", "the attack's query set is required: --queries X "
                                                             "(or --sample X)")
         args.queries = args.sample
-    victim = load_network(args.victim, args)
     if not victim.is_plain:
         return _run_audit_graph(args, victim)
     net: Network = victim.network
