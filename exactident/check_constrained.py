@@ -259,7 +259,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     start = time.perf_counter()
     X = [[flint.fmpq(v) for v in row] for row in X]
     rng = random.Random(seed)
-    stage("forward pass", samples=len(X), widths="-".join(map(str, cn.widths)))
+    stage("forward pass", samples=len(X), widths="-".join(map(str, cn.layer_widths)))
     state = free_state(cn, X)
     stage("rescaling symmetries", params=cn.n_params)
     sym = rescaling_symmetry(cn)

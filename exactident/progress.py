@@ -79,7 +79,8 @@ class _NotebookLine:
     def __init__(self, title: str) -> None:
         from IPython.display import display
 
-        self.title, self.start, self.stages = title, time.monotonic(), []
+        self.title, self.start = title, time.monotonic()
+        self.stages: list[str] = []
         self.handle = display({"text/plain": f"{title}: start [00:00]"}, raw=True, display_id=True)
 
     def set(self, text: str, stage: str | None = None) -> None:
