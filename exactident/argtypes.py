@@ -3,17 +3,19 @@
 Plain standard library, so the CLI can import it at start-up.  Numbers of
 options are read with ``int()``/``float()``: they are counts, seeds and
 seconds, never parameters of a network (those are read exactly, in
-:mod:`exactident.io.rationals`).
+:mod:`exactident.io.rationals`, as ``--box`` is: :func:`exactident.io.rationals.parse_box`).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["any_int", "non_negative_int", "parse_widths", "positive_int", "positive_number", "positive_seconds"]
+__all__ = ["any_int", "looks_like_number", "non_negative_int", "parse_widths", "positive_int", "positive_number",
+           "positive_seconds"]
 
 T = TypeVar("T")
 
@@ -97,3 +99,19 @@ def positive_seconds(text: str) -> float:
     2.5
     """
     return _checked(text, float, lambda v: v > 0 and math.isfinite(v), "a positive number of seconds")
+
+
+#: A command-line word that is a number or a ``LO:HI`` box (``-3``, ``-1/2:3/2``, ``-.5e3``), not an option.
+_NUMBER_WORD = re.compile(r"-[0-9.][0-9./:eE+-]*")
+
+
+def looks_like_number(word: str) -> bool:
+    """Whether a word starting with ``-`` is a negative number or box (an argument), not an option.
+
+    argparse alone reads ``-3:3`` and ``-1/2`` as unknown options; no option of exactident
+    starts with a digit, so the CLI's parser takes such words as values (``--box -3:3``).
+
+    >>> looks_like_number("-3:3"), looks_like_number("-1/2"), looks_like_number("--json")
+    (True, True, False)
+    """
+    return _NUMBER_WORD.fullmatch(word) is not None

@@ -19,8 +19,8 @@ the one that forked it, for a parent that died in between), and everywhere a thr
 of the child watches a pipe from the parent and kills the child's process group when
 the pipe closes (the parent died, however).  While the child runs, the parent turns
 SIGTERM and SIGHUP into killing the child's whole group and then terminating as the
-signal asks (status ``128 + signal``); SIGINT kills the group and raises
-``KeyboardInterrupt``.
+signal asks (the CLI turns SIGTERM into ``KeyboardInterrupt``: exit 130); SIGINT kills the
+group and raises ``KeyboardInterrupt``.
 
 Without ``fork`` (not POSIX) :func:`run_isolated` runs the function in-process and
 the budget is checked between stages only (:class:`BudgetExhausted` is raised by
@@ -42,7 +42,7 @@ from typing import Any
 from exactident.errors import ExactIdentError
 
 __all__ = ["PR_SET_PDEATHSIG", "BudgetExhausted", "Outcome", "TerminalProgress", "deliver", "die_with_parent",
-           "listening", "run_isolated", "stage"]
+           "listening", "run_command_work", "run_isolated", "stage", "timed_out_output"]
 
 Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
@@ -209,7 +209,8 @@ def _forwarding(pid: int) -> Iterator[None]:
     """While the block runs (main thread only): a SIGTERM/SIGHUP/SIGINT kills the child's group first.
 
     Then SIGINT raises ``KeyboardInterrupt``; SIGTERM and SIGHUP go to the handler that was there
-    before (by default: terminate, status ``128 + signal``).
+    before: a Python one is called (the CLI's raises ``KeyboardInterrupt`` for SIGTERM: exit 130),
+    the default terminates (status ``128 + signal``).
     """
     import threading
 
@@ -220,11 +221,14 @@ def _forwarding(pid: int) -> Iterator[None]:
 
     def handler(signum: int, frame: Any) -> None:
         _kill_group(pid)
+        before = previous.get(signum)
         for sig, old in previous.items():
             signal.signal(sig, old)
         previous.clear()
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
+        if callable(before):  # a Python handler (the CLI's: SIGTERM -> KeyboardInterrupt, exit 130)
+            before(signum, frame)
         os.kill(os.getpid(), signum)  # the previous handler (default: terminate) takes it from here
         raise SystemExit(128 + signum)  # a Python handler that returned
 
@@ -389,3 +393,43 @@ class TerminalProgress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def timed_out_output(fmt: str, name: str, timeout: float, outcome: Outcome, as_json: bool) -> str:
+    """What a command prints when its ``--timeout`` ran out: an answer saying so (exit status 0).
+
+    ``fmt`` is the command's JSON format (``"exactident-fdim/1"``, ...); the JSON object has
+    ``timed_out: true``, the ``stage`` the budget ran out at and the ``timeout`` in seconds.
+
+    Examples
+    --------
+    >>> timed_out_output("exactident-fdim/1", "net", 2.0, Outcome(timed_out=True, stage="kernel"), False)
+    'net: time budget of 2 s exhausted at kernel: no result (give a larger --timeout)\\n'
+    """
+    if as_json:
+        import json
+
+        return json.dumps({"format": fmt, "name": name, "timed_out": True, "stage": outcome.stage,
+                           "timeout": timeout, "reason": f"time budget exhausted at {outcome.stage}"},
+                          indent=1) + "\n"
+    shown = name if name.isprintable() else repr(name)[1:-1]  # no control characters on the terminal
+    return (f"{shown}: time budget of {timeout:g} s exhausted at {outcome.stage}: no result "
+            "(give a larger --timeout)\n")
+
+
+def run_command_work(work: Callable[[], Any], timeout: float | None,
+                     on_stage: Listener | None = None) -> Outcome:
+    """Run a command's ``work()`` as ``design``, ``fdim``, ``audit`` and ``explain`` do.
+
+    With ``timeout``, in a child process killed at the deadline (:func:`run_isolated`). On a
+    terminal, in a child process even without ``timeout`` (no deadline then), as ``check`` does:
+    Ctrl-C (or SIGTERM) kills it at once instead of waiting for a long FLINT call to return.
+    Otherwise in this process. The caller prints :func:`timed_out_output` when ``timed_out``.
+    """
+    import math
+
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    budget = timeout if timeout is not None or not tty else math.inf
+    if budget is None:
+        return Outcome(value=work())
+    return run_isolated(work, budget, on_stage=on_stage)

@@ -442,10 +442,10 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     ('inconclusive', 'time budget exhausted at ranks mod p', None, True)
     """
     cn = constrained_of(case)
-    if cn is not None:  # a constrained network: its compiled widths and dim_free, no degenerate set
+    if cn is not None:  # a constrained network: its layers' widths (no carriers) and dim_free, no degenerate set
         from exactident.model.symmetry import rescaling_symmetry
 
-        widths, dim, degenerate = list(cn.widths), rescaling_symmetry(cn).dim_free, False
+        widths, dim, degenerate = cn.layer_widths, rescaling_symmetry(cn).dim_free, False
     else:
         widths, dim, degenerate = list(case.network.widths), case.network.dim, bool(degenerate_neurons(case.network))
     report = Report(name=case.name, widths=widths, n_samples=len(case.X), dim=dim,

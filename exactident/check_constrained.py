@@ -259,7 +259,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     start = time.perf_counter()
     X = [[flint.fmpq(v) for v in row] for row in X]
     rng = random.Random(seed)
-    stage("forward pass", samples=len(X), widths="-".join(map(str, cn.widths)))
+    stage("forward pass", samples=len(X), widths="-".join(map(str, cn.layer_widths)))
     state = free_state(cn, X)
     stage("rescaling symmetries", params=cn.n_params)
     sym = rescaling_symmetry(cn)
@@ -379,7 +379,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             certificate = {**(certificate or {}), found["kind"].replace("-", "_"): part}
         else:
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
-    report = Report(name=name, widths=list(cn.widths), n_samples=len(X), dim=sym.dim_free,
+    report = Report(name=name, widths=cn.layer_widths, n_samples=len(X), dim=sym.dim_free,
                     rank_gamma=rank_gamma,  # type: ignore[arg-type]  # null past the cap
                     rank_a=None, cs=cs,  # type: ignore[arg-type]  # null when the interval leaves it open
                     cn=None,  # type: ignore[arg-type]  # Theorem 8 is not used here

@@ -3,23 +3,28 @@ plus ``verify-certificate``, ``crosscheck``, ``generate``, ``suite run|score``, 
 ``design``, ``canonical``, ``equiv`` and ``audit`` (each in its own module).
 
 A thin layer over :func:`exactident.check.check`.  This is the only place
-that catches exceptions: bad input or usage -> exit 2 with one line on
-stderr naming the file and field; a write error (``error: cannot write
-FILE: ...``, ``<stdout>`` for standard output) or an internal error
-(including a broken invariant) -> exit 1; otherwise 0 whatever the verdicts
-(docs/cli.md), or 3 when ``check --expect`` / ``suite run`` find a difference.
+that catches exceptions, with one table of exit statuses for every command
+(docs/cli.md): 0 answered (whatever the verdicts; a budget that ran out is
+reported in the output); 1 ``equiv``: different orbits; 2 bad input or usage,
+or an output that cannot be written, with one line on stderr naming the file
+and field; 3 ``verify-certificate``: not valid (``check --expect`` / ``suite
+run``: a difference; ``equiv``: undecided); 70 internal error (a bug, a broken
+invariant); 130 interrupted (Ctrl-C or SIGTERM; temporary outputs removed).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
-from exactident.argtypes import positive_int, positive_number, positive_seconds
+from exactident.argtypes import looks_like_number, positive_int, positive_number, positive_seconds
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
 __all__ = ["build_parser", "main"]
@@ -45,6 +50,12 @@ class _VersionAction(argparse.Action):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse would exit(2) itself, with usage text
         raise _UsageError(f"{self.prog}: {message}")
+
+    def _parse_optional(self, arg_string):
+        # "-3:3" and "-1/2" are values (--box -3:3), not options: no option starts with a digit
+        if looks_like_number(arg_string):
+            return None
+        return super()._parse_optional(arg_string)
 
     def parse_args(self, args=None, namespace=None):
         # argparse reports a subcommand's unknown options from the top parser: name the subcommand
@@ -123,9 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain_command.add_check_option(p)  # --explain
 
     v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
-    v.add_argument("case", metavar="CASE")
+    v.add_argument("case", metavar="CASE", help="a case file, or a model file with --sample")
     v.add_argument("report", metavar="REPORT.json")
     add_limit_arguments(v)
+    add_check_arguments(v)  # --sample and the model options, as for check
 
     c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
     from exactident.crosscheck.command import add_arguments
@@ -164,10 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
+    from exactident.io.importers.command import is_model_file, load_check_inputs
     from exactident.io.limits import limits_from_args
     from exactident.verify.certificate import run_verify_certificate
 
-    return run_verify_certificate(args.case, args.report, limits_from_args(args))
+    limits = limits_from_args(args)
+    case = None
+    if is_model_file(args.case, args.format):  # imported with --sample, as check does
+        case = load_check_inputs([args.case], args, limits)[0]
+    elif args.sample is not None or args.reference is not None:
+        load_check_inputs([args.case], args, limits)  # a case file holds its sample: the loader's one-line refusal
+    return run_verify_certificate(args.case, args.report, limits, case=case)
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:
@@ -271,8 +290,47 @@ def _silence_stdout() -> None:
         pass
 
 
+#: Exit statuses, one table for every command (docs/cli.md, "Exit status").
+EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_INVALID, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises ``KeyboardInterrupt`` while the block runs (main thread only): exit 130, as Ctrl-C.
+
+    The unwinding removes temporary output files (:mod:`exactident.io.atomic`) and kills a child
+    analysis process (:func:`exactident.budget.run_isolated`), so nothing is left half-written.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 analysed, 2 bad input/usage, 1 internal error)."""
+    """Run the CLI; returns the exit status (docs/cli.md, "Exit status").
+
+    0 answered; 1 ``equiv``: different orbits; 2 bad input, usage, or an output that cannot be
+    written; 3 ``verify-certificate``: not valid (``check --expect``, ``suite run``: a difference;
+    ``equiv``: undecided); 70 internal error (a bug); 130 interrupted (Ctrl-C or SIGTERM).
+    """
+    with _sigterm_interrupts():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = None
     try:
         parser = build_parser()
@@ -287,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "design": _cmd_explain, "canonical": _cmd_symmetry, "equiv": _cmd_symmetry,
                   "audit": _cmd_symmetry, "fdim": _cmd_fdim, "hidden-symmetries": _cmd_fdim}[args.command](args)
         try:
-            sys.stdout.flush()  # here, not at interpreter exit, so a full disk is exit 1
+            sys.stdout.flush()  # here, not at interpreter exit, so a full disk is named
         except OSError as exc:
             raise OutputError("<stdout>", exc) from None
         return status
@@ -295,29 +353,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         from exactident import __version__
 
         print(f"exactident {__version__}")
-        return 0
+        return EXIT_OK
     except _UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except (CaseFormatError, UnsupportedCaseError) as exc:
         # "this command" (a plain-MLP-only step reached with a layer graph) is named here, where it is known
         command = f"{args.command}: " if args is not None and "this command works on" in str(exc) else ""
         print(f"error: {command}{exc}", file=sys.stderr)
-        return 2
-    except OutputError as exc:
+        return EXIT_USAGE
+    except OutputError as exc:  # nothing was written (atomic outputs): the file named cannot be written
         if exc.target == "<stdout>":
             _silence_stdout()
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_USAGE
     except InvariantViolation as exc:
         print(f"internal error: invariant violated: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_INTERNAL
     except ExactIdentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        print(f"internal error: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 1
+        return EXIT_INTERRUPTED
     except Exception as exc:
         print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_INTERNAL

@@ -3,9 +3,10 @@
 The analysis announces its stages with :func:`exactident.budget.stage` (``"forward pass"``,
 ``"ranks mod p"``, ``"structural certificates"``, ...: the names the terminal progress line
 shows).  :func:`showing` listens to them and shows the current stage, its sizes and the
-elapsed time with ``tqdm.auto``: a widget in Jupyter when ipywidgets is installed, a text line on
-stderr otherwise.  ``progress=None`` (the default) means on in a Jupyter kernel or when
-stderr is a terminal, off otherwise (scripts, pipes, tests); ``True``/``False`` force it.
+elapsed time: in a Jupyter kernel one display output updated in place (so a saved notebook and
+its HTML export keep one line), elsewhere a ``tqdm`` line on stderr.  ``progress=None`` (the
+default) means on in a Jupyter kernel or when stderr is a terminal, off otherwise (scripts,
+pipes, tests); ``True``/``False`` force it.
 
 Standard library only at import; tqdm is imported when a display is shown.
 """
@@ -60,35 +61,90 @@ def _nothing(name: str, sizes: dict[str, Any]) -> None:
     return None
 
 
+def _clock(seconds: float) -> str:
+    """``mm:ss`` (``h:mm:ss`` past an hour), as tqdm's elapsed time."""
+    m, sec = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
+
+
+class _NotebookLine:
+    """One display output in a Jupyter cell, updated in place (an IPython display id).
+
+    A text progress bar on stderr redraws with carriage returns, which a saved notebook keeps
+    one per redraw (a static HTML export shows them all); an updated display keeps one line:
+    the last one, which names the stages passed and the time taken.
+    """
+
+    def __init__(self, title: str) -> None:
+        from IPython.display import display
+
+        self.title, self.start = title, time.monotonic()
+        self.stages: list[str] = []
+        self.handle = display({"text/plain": f"{title}: start [00:00]"}, raw=True, display_id=True)
+
+    def set(self, text: str, stage: str | None = None) -> None:
+        if stage is not None and (not self.stages or self.stages[-1] != stage):
+            self.stages.append(stage)
+        if self.handle is not None:
+            self.handle.update({"text/plain": f"{text} [{_clock(time.monotonic() - self.start)}]"}, raw=True)
+
+    def close(self) -> None:
+        passed = list(dict.fromkeys(self.stages))  # each stage once, in order
+        shown = ", ".join(passed[:12]) + (f", ... ({len(passed)} stages)" if len(passed) > 12 else "")
+        self.set(f"{self.title}: done" + (f" ({shown})" if shown else ""))
+
+
+class _TextLine:
+    """The tqdm.auto display (a widget, or a text line on stderr) of :func:`showing`."""
+
+    def __init__(self, title: str) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tqdm.auto warns when ipywidgets is missing, then falls back to text
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=None, file=sys.stderr, bar_format="{desc} [{elapsed}]", dynamic_ncols=True,
+                            mininterval=0.2, desc=f"{title}: start")
+        self.title = title
+
+    def set(self, text: str, stage: str | None = None, refresh: bool = True) -> None:
+        self.bar.set_description_str(text, refresh=refresh)
+
+    def close(self) -> None:
+        self.bar.set_description_str(f"{self.title}: done", refresh=False)  # close() draws the last line
+        self.bar.close()
+
+
 @contextlib.contextmanager
 def showing(progress: bool | None, title: str) -> Iterator[Listener]:
     """Show the stages announced inside the block (nothing when :func:`enabled` is False).
 
     The line reads ``TITLE: STAGE (sizes) [elapsed]``; it is left on screen when the block
-    ends, so a notebook cell keeps the last stage and the time taken.  The block receives
-    the display's listener, to be handed to a child process's ``on_stage``
-    (:func:`exactident.budget.run_isolated`), whose stages are not announced here.
+    ends, so a notebook cell keeps the last stage and the time taken.  In a Jupyter kernel it
+    is one display output updated in place, so a saved notebook (or its static HTML export)
+    keeps one line, ``TITLE: done (stages passed) [elapsed]``, not one per redraw; elsewhere
+    a tqdm line on stderr.  The block receives the display's listener, to be handed to a child
+    process's ``on_stage`` (:func:`exactident.budget.run_isolated`), whose stages are not
+    announced here.
     """
     if not enabled(progress):
         yield _nothing
         return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tqdm.auto warns when ipywidgets is missing, then falls back to text
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=None, file=sys.stderr, bar_format="{desc} [{elapsed}]", dynamic_ncols=True,
-                   mininterval=0.2, desc=f"{title}: start")
-
+    line: _NotebookLine | _TextLine = _NotebookLine(title) if _in_kernel() else _TextLine(title)
     last = ["start"]
     drawn = [time.monotonic()]
 
     def show(name: str, sizes: dict[str, Any]) -> None:
         size = " ".join(f"{k}={v}" for k, v in sizes.items())
-        # redrawn when the stage changes (a notebook keeps every redraw of a text line), and within a
-        # stage every REDRAW_SECONDS at most (design's points: minutes in one stage)
+        # redrawn when the stage changes, and within a stage every REDRAW_SECONDS at most (design's
+        # points: minutes in one stage)
         now = time.monotonic()
         redraw = name != last[0] or now - drawn[0] >= REDRAW_SECONDS
-        bar.set_description_str(f"{title}: {name}" + (f" ({size})" if size else ""), refresh=redraw)
+        text = f"{title}: {name}" + (f" ({size})" if size else "")
+        if isinstance(line, _TextLine):
+            line.set(text, name, refresh=redraw)
+        elif redraw:
+            line.set(text, name)
         last[0] = name
         if redraw:
             drawn[0] = now
@@ -97,7 +153,6 @@ def showing(progress: bool | None, title: str) -> Iterator[Listener]:
     try:
         with listening(show):
             yield show
-        bar.set_description_str(f"{title}: done", refresh=False)  # close() draws the last line
     finally:
         _active[0] -= 1
-        bar.close()
+        line.close()

@@ -177,9 +177,9 @@ def test_lifting_too_large_for_verify_propositions_exit_2(capsys, tmp_path):
     assert code == 0 and json.loads(out)["n_ties"] == 0
 
 
-# --------------------------------------------------------------------------- exit 1
+# --------------------------------------------------------------------------- exit 70: internal error (a bug)
 
-def test_broken_proposition_1_exits_1(capsys, monkeypatch, good):
+def test_broken_proposition_1_exits_70(capsys, monkeypatch, good):
     real_phi = lifting.phi
 
     def wrong_phi(net):
@@ -189,13 +189,13 @@ def test_broken_proposition_1_exits_1(capsys, monkeypatch, good):
 
     monkeypatch.setattr(lifting, "phi", wrong_phi)
     code, out, err = run(capsys, ["check", "--verify-propositions", good[1]])
-    assert code == 1 and out == ""
+    assert code == 70 and out == ""
     assert_one_line_error(err, "invariant violated", "Proposition 1")
     # without --verify-propositions the broken phi is never consulted
     assert run(capsys, ["check", good[1]])[0] == 0
 
 
-def test_broken_proposition_10_exits_1(capsys, monkeypatch, good):
+def test_broken_proposition_10_exits_70(capsys, monkeypatch, good):
     real = lifting.dpsi
 
     def wrong(net, fixed):
@@ -205,11 +205,11 @@ def test_broken_proposition_10_exits_1(capsys, monkeypatch, good):
 
     monkeypatch.setattr(lifting, "dpsi", wrong)
     code, _, err = run(capsys, ["check", "--verify-propositions", good[0]])
-    assert code == 1
+    assert code == 70
     assert_one_line_error(err, "Proposition 10")
 
 
-def test_unexpected_exception_exits_1(capsys, monkeypatch, good):
+def test_unexpected_exception_exits_70(capsys, monkeypatch, good):
     check_mod = sys.modules["exactident.check"]  # the package re-exports the function as .check
 
     def crash(*a, **k):
@@ -217,7 +217,7 @@ def test_unexpected_exception_exits_1(capsys, monkeypatch, good):
 
     monkeypatch.setattr(check_mod, "certify_ranks", crash)
     code, _, err = run(capsys, ["check", good[0]])
-    assert code == 1
+    assert code == 70
     assert_one_line_error(err, "internal error: RuntimeError: boom")
 
 

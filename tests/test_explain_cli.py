@@ -132,10 +132,10 @@ def test_design_json_and_new_points(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["design", "--box", "2:1", "CASE"], "lo < hi"),
+    (["design", "--box", "2:1", "CASE"], "LO < HI"),
     (["design", "--box", "a:b", "CASE"], "exact numbers"),
     (["design", "--budget", "-1", "CASE"], "non-negative integer"),
-    (["design", "CASE", "-o", "CASE"], "is also the input case file"),
+    (["design", "CASE", "-o", "CASE"], "is also the input CASE"),
     (["design", "CASE", "-o", "/nonexistent-dir/x.json"], "no such directory"),
     (["explain", "/nonexistent.json"], "/nonexistent.json"),
 ])

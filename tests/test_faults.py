@@ -176,7 +176,7 @@ def test_crosscheck_plot_failing_to_write_leaves_the_csv(tmp_path, capsys, monke
         return real_mkstemp(prefix=prefix, suffix=suffix, dir=dir)
 
     monkeypatch.setattr(atomic.tempfile, "mkstemp", mkstemp)
-    assert main(["crosscheck", str(case), "--csv", str(csv), "--plot", str(tmp_path / "p.png")]) == 1
+    assert main(["crosscheck", str(case), "--csv", str(csv), "--plot", str(tmp_path / "p.png")]) == 2
     assert capsys.readouterr().err.endswith("p.png: No space left on device\n")
     assert csv.read_bytes() == b"GOOD" and not (tmp_path / "p.png").exists() and _leftovers(tmp_path) == []
 
@@ -194,7 +194,7 @@ def test_crosscheck_stdout_failing_leaves_the_csv(tmp_path, capsys, monkeypatch)
             pass
 
     monkeypatch.setattr(sys, "stdout", Full())
-    assert main(["crosscheck", str(case), "--csv", str(csv)]) == 1
+    assert main(["crosscheck", str(case), "--csv", str(csv)]) == 2
     monkeypatch.undo()
     assert capsys.readouterr().err == "error: cannot write <stdout>: No space left on device\n"
     assert csv.read_bytes() == b"GOOD" and _leftovers(tmp_path) == []

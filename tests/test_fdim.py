@@ -179,11 +179,11 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert out["format"] == "exactident-fdim/1" and out["lower"] == out["upper"] == out["dim"] == 5
     assert main(["fdim", str(case), "--lines", "0", "--no-search", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["lower_random_points"] is None  # no walk ran
-    assert main(["fdim", str(case), "--box", "0", "1"]) == 0
+    assert main(["fdim", str(case), "--box", "0:1"]) == 0
     assert "[2, 2]" in capsys.readouterr().out
-    assert main(["fdim", str(case), "--box", "1", "0"]) == 2
+    assert main(["fdim", str(case), "--box", "1:0"]) == 2
     assert main(["fdim", str(tmp_path / "missing.json")]) == 2
-    assert main(["fdim", str(case), "--box", "x", "1"]) == 2
+    assert main(["fdim", str(case), "--box", "x:1"]) == 2
     assert main(["fdim", str(case), "--lines", "-1"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -216,13 +216,14 @@ def test_cli_reads_a_model_file(tmp_path, capsys):
 
     np.savez(tmp_path / "m.npz", W1=np.array([[1.0], [-1.0]]), b1=np.array([0.0, -1.0]), W2=np.array([[2.0, 1.0]]),
              b2=np.array([0.0]))
-    np.save(tmp_path / "x.npy", np.array([[0.25], [0.5]]))
-    assert main(["fdim", str(tmp_path / "m.npz"), "--box", "0", "1"]) == 2  # a model file needs its sample
-    assert "m.npz: --sample: a model file needs a sample" in capsys.readouterr().err
-    assert main(["fdim", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "x.npy"), "--box", "0", "1"]) == 2
+    np.save(tmp_path / "X.npy", np.array([[0.5], [-3.0]]))
+    assert main(["fdim", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "X.npy"), "--box", "0:1"]) == 2
     assert "m.npz: architecture: a weights file holds no architecture" in capsys.readouterr().err
-    assert main(["fdim", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "x.npy"), "--assume-relu-mlp",
-                 "--box", "0", "1", "--json"]) == 0
+    assert main(["fdim", str(tmp_path / "m.npz"), "--sample", str(tmp_path / "X.npy"), "--assume-relu-mlp",
+                 "--box", "0:1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["lower"], out["upper"], out["dim"]) == (2, 2, 5)
-    assert main(["fdim", str(tmp_path / "nothing.npz")]) == 2
+    assert main(["fdim", str(tmp_path / "nothing.npz"), "--sample", str(tmp_path / "X.npy")]) == 2
+    # a model file is imported with its sample, as check does: without one, one line naming --sample
+    assert main(["fdim", str(tmp_path / "m.npz")]) == 2
+    assert "m.npz: --sample: a model file needs a sample" in capsys.readouterr().err

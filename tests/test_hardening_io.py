@@ -439,10 +439,11 @@ def test_second_suite_run_on_a_locked_output_is_refused(small_suite, tmp_path, c
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_disk_full_during_suite_run(small_suite, capsys):
     """A write that fails mid-run (ENOSPC) is "cannot write PATH: reason", one line, exit 1, never an
-    internal error (the buffered line must not fail again when the file is closed)."""
+    internal error (the buffered line must not fail again when the file is closed).  Exit 2: the output
+    named cannot be written (docs/cli.md, "Exit status"); 70 is for bugs only."""
     from exactident.cli import main
 
-    assert main(["suite", "run", str(small_suite), "--jobs", "1", "--out", "/dev/full"]) == 1
+    assert main(["suite", "run", str(small_suite), "--jobs", "1", "--out", "/dev/full"]) == 2
     err = capsys.readouterr().err
     assert err == "error: cannot write /dev/full: No space left on device\n"
 
@@ -463,14 +464,14 @@ def test_import_checks_its_destination_first(tmp_path, capsys, monkeypatch):
             assert "-o: cannot write (no permission to create files in" in err
         finally:
             ro.chmod(0o755)
-    # a failure while writing (a full disk): one line naming the file, nothing left behind, exit 1
+    # a failure while writing (a full disk): one line naming the file, nothing left behind, exit 2
     from exactident.io import atomic
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(atomic, "_new_temp", full)
-    assert main(["import", model, "-o", str(tmp_path / "c.json"), "--assume-relu-mlp"]) == 1
+    assert main(["import", model, "-o", str(tmp_path / "c.json"), "--assume-relu-mlp"]) == 2
     err = capsys.readouterr().err
     assert err == f"error: cannot write {tmp_path / 'c.json'}: No space left on device\n"
     assert not (tmp_path / "c.json").exists()

@@ -1,9 +1,10 @@
 """examples/notebook.ipynb executed as ``jupyter nbconvert --execute`` does (nbclient), when installed.
 
 The optional extra ``notebook`` (nbconvert, nbclient, ipykernel) and torch are needed; the test is
-skipped without them.  Checked: every cell runs; ``check``'s progress reaches the cell's stderr with
-the terminal's stage names; the report, explanation, design and crosscheck are shown as HTML (not
-only ``text/plain``) with the verdict; the crosscheck says which verdict it compares with.
+skipped without them.  Checked: every cell runs; ``check``'s progress is one display output updated
+in place (one line in the saved notebook and in its static HTML export, naming the terminal's stage
+names), never a stream of redraws on stderr; the report, explanation, design and crosscheck are shown
+as HTML (not only ``text/plain``) with the verdict; the crosscheck says which verdict it compares with.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def _outputs(cell, kind):
     return "".join(out)
 
 
-def test_notebook_runs_with_progress_and_html():
+def test_notebook_runs_with_progress_and_html(monkeypatch):
+    import os
+
+    # the kernel imports the tree under test, not an installed copy
+    monkeypatch.setenv("PYTHONPATH", str(NOTEBOOK.parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(NOTEBOOK.parent)}})
@@ -38,7 +43,20 @@ def test_notebook_runs_with_progress_and_html():
     code = [c for c in nb.cells if c.cell_type == "code"]
     by_source = {c.source.splitlines()[0]: c for c in code}
     checked = by_source["report = exactident.check(case, progress=True)"]
-    assert "forward pass" in _outputs(checked, "stderr") and "ranks mod p" in _outputs(checked, "stderr")
+    # the progress: one display output, its last state "NAME: done (stages...) [mm:ss]", nothing on stderr
+    lines = [o["data"]["text/plain"] for o in checked["outputs"] if o.get("output_type") == "display_data"
+             and "text/plain" in o.get("data", {}) and ": done" in o["data"]["text/plain"]]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert "forward pass" in lines[0] and "ranks mod p" in lines[0]
+    assert _outputs(checked, "stderr") == ""
+    for source in ("ex = exactident.explain(case, report=report, progress=True)",
+                   "exactident.design(case, report=report, progress=True)"):
+        done = [o for o in by_source[source]["outputs"] if ": done" in o.get("data", {}).get("text/plain", "")]
+        assert len(done) == 1 and _outputs(by_source[source], "stderr") == "", source
+    # exported to static HTML, as nbconvert does: the progress is one line, not one per redraw
+    nbconvert = pytest.importorskip("nbconvert")
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    assert html.count(lines[0].split(" [")[0]) == 1
     html = _outputs(checked, "text/html")
     assert "<table>" in html and "verdict" in html and "rank Gamma" in html
     assert "Explanation" in _outputs(by_source["ex = exactident.explain(case, report=report, progress=True)"],

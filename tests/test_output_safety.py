@@ -212,11 +212,12 @@ def test_failing_plot_leaves_existing_csv(tmp_path, capsys, monkeypatch):
         raise RuntimeError("renderer broke")
 
     monkeypatch.setattr(plot, "render_case", broken)
-    assert main(["crosscheck", str(case), "--csv", str(good), "--plot", str(tmp_path / "p.png")]) == 1
+    # an unexpected exception is a bug: internal error, exit 70, nothing replaced
+    assert main(["crosscheck", str(case), "--csv", str(good), "--plot", str(tmp_path / "p.png")]) == 70
     assert good.read_text(encoding="utf-8") == "GOOD" and not (tmp_path / "p.png").exists()
 
 
-def test_write_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
+def test_write_error_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     case = _write_case(tmp_path / "x.json", "x")
     out = tmp_path / "o.csv"
     out.write_text("GOOD", encoding="utf-8")
@@ -225,7 +226,7 @@ def test_write_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", full)
-    assert main(["crosscheck", str(case), "--csv", str(out)]) == 1
+    assert main(["crosscheck", str(case), "--csv", str(out)]) == 2
     assert capsys.readouterr().err == f"error: cannot write {out}: No space left on device\n"
     assert out.read_text(encoding="utf-8") == "GOOD" and _hidden(tmp_path) == []
 
@@ -239,10 +240,10 @@ class _FullStdout:
 
 
 @pytest.mark.parametrize("command", [["check", "--no-numeric"], ["crosscheck"]])
-def test_stdout_write_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch, command):
+def test_stdout_write_error_is_one_line_exit_2(tmp_path, capsys, monkeypatch, command):
     case = _write_case(tmp_path / "x.json", "x")
     monkeypatch.setattr(sys, "stdout", _FullStdout())
-    assert main([command[0], str(case), *command[1:]]) == 1
+    assert main([command[0], str(case), *command[1:]]) == 2
     monkeypatch.undo()
     assert capsys.readouterr().err == "error: cannot write <stdout>: No space left on device\n"
 

@@ -227,6 +227,6 @@ def test_cover_without_an_lp_solver_is_one_line_exit_2(capsys, monkeypatch):
     # cover is reached
     iris = os.path.join(os.path.dirname(__file__), "..", "cases", "iris-mlp-4-8-8-3.json")
     capsys.readouterr()
-    assert main(["fdim", iris, "--box", "-3", "3", "--regions", "10", "--lines", "0", "--no-search"]) == 2
+    assert main(["fdim", iris, "--box", "-3:3", "--regions", "10", "--lines", "0", "--no-search"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "exactident[lp]" in err

@@ -133,13 +133,13 @@ def test_fdim_cli_on_a_layer_graph_json_and_text(capsys):
     assert d["format"] == "exactident-fdim/1" and d["dim_kind"] == "dim_free"
     assert d["dim"] == d["n_params"] - d["symmetry_dim"] and d["lower"] <= d["upper"] == d["dim"]
     assert d["mechanisms"] == [] and "convolution" in d["features"]
-    assert main(["fdim", path, "--box", "0", "1"]) == 0
+    assert main(["fdim", path, "--box", "0:1"]) == 0
     out = capsys.readouterr().out
     assert "layer graph" in out and "conv1[c=0" in out
 
 
 def test_fdim_cli_bad_box_one_line(capsys):
-    err = bad_input_error(capsys, ["fdim", str(ARCH / "leaky-mlp.json"), "--box", "1", "0"])
+    err = bad_input_error(capsys, ["fdim", str(ARCH / "leaky-mlp.json"), "--box", "1:0"])
     assert "--box" in err
 
 
@@ -353,7 +353,8 @@ def test_canonical_and_equiv_cli_on_layer_graphs(tmp_path, capsys):
     assert main(["canonical", str(ARCH / "conv1d-avgpool.json"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["permutation"] is None and d["layer_graph"]["interchangeable"] == []  # tied and pooled units only
-    assert main(["equiv", path, str(ARCH / "leaky-mlp.json"), "--json"]) == 0
+    # different orbits: exit 1, as cmp/diff (docs/cli.md, "Exit status")
+    assert main(["equiv", path, str(ARCH / "leaky-mlp.json"), "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert d["format"] == "exactident-equiv/1" and d["same_orbit"] is False
     assert main(["equiv", path, path, "--sample", path]) == 0

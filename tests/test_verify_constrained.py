@@ -76,7 +76,10 @@ def genuine(cn, X, features=("random",)):
                                   for (i, l, v), a in zip(ties, sides)],
                          "rank_gamma": r, "rank_a": None, "cs": r == dim_free, "cn": None})
         worst = r if worst is None else min(worst, r)
-    report = {"format": "exactident-report/1", "name": "c", "widths": list(cn.widths), "n_samples": len(X),
+    # the report's widths are the user's layers: the compiler's skip carriers ("skip(...)") are not counted
+    users = [cn.widths[0]] + [sum(not n.startswith("skip(") for n in names) for names in cn.unit_names] \
+        if cn.unit_names else list(cn.widths)
+    report = {"format": "exactident-report/1", "name": "c", "widths": users, "n_samples": len(X),
               "dim": dim_free, "rank_gamma": worst, "rank_a": None, "cs": worst == dim_free, "cn": None,
               "degenerate": False, "on_boundary": bool(ties), "n_ties": len(ties),
               "architecture": {"features": list(features), "n_params": k, "rank_t": k, "symmetry_dim": sd,

@@ -1,7 +1,8 @@
 """``exactident crosscheck PATH...``: float tolerances against exact ranks, per case and per suite.
 
-PATHs are case files or folders (their ``*.json`` files, not recursive, in
-name order).  Every case is loaded and validated before any work, so bad
+PATHs are case files, folders (their ``*.json`` files, not recursive, in
+name order) or model files with ``--sample`` (the model options of ``check``).
+Every case is loaded and validated before any work, so bad
 input exits 2 naming the file and field with nothing written.  Per case the
 exact ranks and verdict are set beside each tolerance policy's
 (:mod:`exactident.crosscheck.core`); for a suite, a confusion table per policy,
@@ -34,7 +35,7 @@ from exactident.crosscheck.core import CaseCrosscheck, crosscheck_case, summariz
 from exactident.crosscheck.render import render_text, to_csv
 from exactident.errors import CaseFormatError
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
-from exactident.io.case import Case, load_case, require_case_files
+from exactident.io.case import Case, require_case_files
 from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.numeric.pipelines import parse_pipeline
 from exactident.numeric.tolerance import default_policies
@@ -54,7 +55,8 @@ def _positive(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``crosscheck`` subcommand's options (called by :func:`exactident.cli.build_parser`)."""
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="case files or folders of *.json cases")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="case files, folders of *.json cases, or model files with --sample")
     parser.add_argument("--json", action="store_true", help="print the per-case results and summary as JSON")
     parser.add_argument("--csv", metavar="FILE", help="write one row per (case, policy) to FILE")
     parser.add_argument("--plot", metavar="FILE", help="draw singular values / bands to FILE (needs matplotlib)")
@@ -70,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="emulate a pipeline: numpy, torch-float32, torch-float64, jax, "
                              "functional-dimension[:BATCH] (repeatable)")
     add_limit_arguments(parser)  # --max-file-size, --max-digits, --max-number-digits
+    from exactident.io.importers.command import add_check_arguments
+
+    add_check_arguments(parser)  # --sample and the model options, as for check
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
@@ -140,6 +145,10 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
     (:func:`exactident.io.atomic.check_writable`).
     """
     seen: dict[str, str] = {os.path.realpath(p): f"input case file {p}" for p in inputs}
+    for option in ("--sample", "--reference"):
+        given = getattr(args, option[2:], None)
+        if isinstance(given, str):
+            seen[os.path.realpath(given)] = f"input {option} {given}"
     for option in ("--csv", "--plot"):
         path = getattr(args, option[2:])
         if not path:
@@ -172,7 +181,9 @@ def run(args: argparse.Namespace) -> int:
     paths = expand_paths(args.paths)
     _check_outputs(args, paths)
     limits = limits_from_args(args)
-    cases = [load_case(p, limits) for p in paths]
+    from exactident.io.importers.command import load_check_inputs
+
+    cases = load_check_inputs([str(p) for p in paths], args, limits)  # model files imported with --sample
     first: dict[str, str] = {}
     for c in cases:
         if c.name in first:

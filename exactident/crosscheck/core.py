@@ -303,7 +303,7 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
         rep = check(case, numeric=False, exact_ranks=True)  # floats are compared with the exact rank
         spectra_c, rows, p_rank, p_verdict = crosscheck_constrained(case, cn, policies, rep)
         expected_c = (case.expected or {}).get("verdict")
-        return CaseCrosscheck(case.name, case.source, list(cn.widths), len(case.X), rep.dim, rep.verdict,
+        return CaseCrosscheck(case.name, case.source, cn.layer_widths, len(case.X), rep.dim, rep.verdict,
                               rep.rank_gamma, None, rep.on_boundary, rep.n_ties, p_rank, None, p_verdict,
                               expected_c if isinstance(expected_c, str) else None, spectra_c,
                               [PolicyOutcome(*row) for row in rows], time.perf_counter() - start,

@@ -13,11 +13,10 @@ Called by :mod:`exactident.cli`; calls :mod:`exactident.explain.core`.
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 from collections.abc import Sequence
 
 from exactident.argtypes import any_int, positive_seconds
+from exactident.budget import run_command_work
 from exactident.explain.core import add_explanation, explain
 from exactident.explain.render import render_explanation
 from exactident.io.atomic import write_stdout
@@ -69,28 +68,21 @@ def run(args: argparse.Namespace) -> int:
 
     cases = load_check_inputs(args.cases, args, limits)  # model files imported with --sample, as check does
     texts, reports = [], []
-    # On a terminal each case runs in a child process even without --timeout (no deadline then), as
-    # check does: Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
-    tty = getattr(sys.stderr, "isatty", lambda: False)()
-    timeout = args.timeout if args.timeout is not None or not tty else math.inf
     for case in cases:
         def work(case: Case = case) -> tuple[Report, str]:
             report, ex = explain(case, seed=args.seed)
             report.extra.update(ex.fields())
             return report, render_explanation(report, ex, max_directions=max(args.max_directions, 0))
 
-        if timeout is None:
-            report, text = work()
-        else:  # a child process killed at the deadline (exactident.budget.run_isolated), as check --timeout
-            from exactident.budget import run_isolated
+        # with --timeout (or on a terminal) a child process, as check --timeout (exactident.budget)
+        outcome = run_command_work(work, args.timeout)
+        if outcome.timed_out:
             from exactident.check import timed_out_report
 
-            outcome = run_isolated(work, timeout)
-            if outcome.timed_out:
-                report = timed_out_report(case, outcome.stage, outcome.seconds)
-                text = render_table([report])
-            else:
-                report, text = outcome.value
+            report = timed_out_report(case, outcome.stage, outcome.seconds)
+            text = render_table([report])
+        else:
+            report, text = outcome.value
         reports.append(report)
         texts.append(text)
     write_stdout(reports_to_json(reports, as_list=len(reports) > 1) if args.json else "\n".join(texts))

@@ -1,4 +1,4 @@
-"""``exactident design CASE [--budget K] [--box lo:hi] [-o NEW_CASE.json] [--seed S] [--json]``.
+"""``exactident design CASE [--budget K] [--box LO:HI] [-o NEW_CASE.json] [--seed S] [--json]``.
 
 Prints which prefix and which subsample of the sample already identify theta,
 or which new points would (:mod:`exactident.explain.design`), or why no finite
@@ -17,66 +17,39 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import sys
 
-import flint
-
 from exactident.argtypes import non_negative_int, positive_seconds
-from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.errors import CaseFormatError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
-from exactident.io.case import dump_case, load_case
+from exactident.io.case import dump_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
+from exactident.io.rationals import add_box_argument
 from exactident.io.report import escape_nonprintable
 
-__all__ = ["add_arguments", "parse_box", "render_design", "run"]
-
-
-def parse_box(text: str) -> tuple[flint.fmpq, flint.fmpq]:
-    """``"lo:hi"`` -> exact ``(lo, hi)`` with ``lo < hi`` (integers, ``p/q`` or decimals, read exactly).
-
-    Examples
-    --------
-    >>> parse_box("-3:1/2")
-    (-3, 1/2)
-    >>> parse_box("2:1")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: expected lo:hi with lo < hi, found '2:1'
-    """
-    from exactident.io.rationals import parse_number
-
-    parts = text.split(":")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"expected lo:hi (two numbers), found {text!r}")
-    try:
-        lo, hi = (parse_number(p.strip(), "--box", "box") for p in parts)
-    except CaseFormatError:
-        raise argparse.ArgumentTypeError(f"expected lo:hi with exact numbers, found {text!r}") from None
-    if not lo < hi:
-        raise argparse.ArgumentTypeError(f"expected lo:hi with lo < hi, found {text!r}")
-    return lo, hi
+__all__ = ["add_arguments", "render_design", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident design`` (called by :func:`exactident.cli.build_parser`)."""
-    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 JSON)")
+    from exactident.io.importers.command import add_check_arguments
+
+    parser.add_argument("case", metavar="CASE", help="a case file, or a model file with --sample")
     parser.add_argument("--budget", type=non_negative_int, default=DEFAULT_BUDGET, metavar="K",
                         help=f"add at most K new points (default {DEFAULT_BUDGET})")
-    parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
-                        help="new points have every coordinate in [lo, hi] (default: the sample's bounding box); "
-                             "write --box=-3:3 when lo is negative")
+    add_box_argument(parser, "new points (default: the sample's bounding box)")
     parser.add_argument("-o", "--output", metavar="NEW_CASE.json", default=None,
                         help="write the new case here (atomically)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the point search and the primes (default 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-design/1 JSON object")
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="wall-time budget: past it, one line 'time budget exhausted at <stage>', nothing "
-                             "written, exit 1")
+                        help="wall-time budget: past it the output says 'time budget exhausted at <stage>', "
+                             "no -o file is written (exit 0)")
     add_limit_arguments(parser)
+    add_check_arguments(parser)  # --sample and the model options, as for check
 
 
 def _short(values, limit: int = 20) -> str:
@@ -126,9 +99,13 @@ def run(args: argparse.Namespace) -> int:
         problem = check_writable(args.output)
         if problem is not None:
             raise CaseFormatError(args.output, "-o", problem)
-        if os.path.exists(args.case) and os.path.realpath(args.output) == os.path.realpath(args.case):
-            raise CaseFormatError(args.output, "-o", "is also the input case file; refusing to overwrite it")
-    case = load_case(args.case, limits_from_args(args))
+        for option, path in (("CASE", args.case), ("--sample", args.sample), ("--reference", args.reference)):
+            if isinstance(path, str) and os.path.exists(path) and os.path.exists(args.output) \
+                    and os.path.samefile(path, args.output):
+                raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")
+    from exactident.io.importers.command import load_check_inputs
+
+    case = load_check_inputs([args.case], args, limits_from_args(args))[0]
     box = None
     if args.box is not None:
         n0 = case.network.widths[0]
@@ -153,18 +130,15 @@ def run(args: argparse.Namespace) -> int:
                     else f"nothing written to {args.output}: no new case\n")
         return (json.dumps(d.to_dict(), indent=2) + "\n" if args.json else render_design(d) + note), new, note
 
-    # On a terminal the work runs in a child process even without --timeout (no deadline then), as
-    # check does: Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
-    timeout = args.timeout if args.timeout is not None or not tty else math.inf
-    if timeout is None:
-        text, new_case_text, note = work()
-    else:  # a child process killed at the deadline, as check --timeout (docs/cli.md)
-        from exactident.budget import run_isolated
+    from exactident.budget import run_command_work, timed_out_output
 
-        outcome = run_isolated(work, timeout)
-        if outcome.timed_out:
-            raise ExactIdentError(f"design: time budget of {args.timeout:g} s exhausted at {outcome.stage}; "
-                                  "nothing written")
+    outcome = run_command_work(work, args.timeout)
+    if outcome.timed_out:  # an answer: the budget ran out (exit 0); no -o file is written
+        new_case_text, note = None, (f"nothing written to {args.output}: time budget exhausted\n" if args.output
+                                     else "")
+        text = timed_out_output("exactident-design/1", case.name, args.timeout, outcome, args.json) + (
+            "" if args.json else note)
+    else:
         text, new_case_text, note = outcome.value
     outputs = [(args.output, new_case_text.encode("utf-8"))] if args.output and new_case_text is not None else []
     write_outputs(outputs, last_step=lambda: write_stdout(text))

@@ -97,11 +97,14 @@ def _signals_clean_up() -> Iterator[None]:
     except _Interrupted as exc:
         for path in list(_LIVE):  # the finally blocks below already ran; be thorough
             _discard(path)
+        before = previous.get(exc.signum)
         for sig, old in previous.items():
             signal.signal(sig, old)
         previous = {}
         if exc.signum == getattr(signal, "SIGINT", None):
             raise KeyboardInterrupt from None
+        if callable(before):  # a Python handler (the CLI's: SIGTERM -> KeyboardInterrupt, exit 130)
+            before(exc.signum, None)
         os.kill(os.getpid(), exc.signum)  # the previous handler (default: terminate) takes it from here
         raise SystemExit(128 + exc.signum) from None  # a Python handler that returned
     finally:

@@ -251,7 +251,8 @@ class Case:
         """One short line (a case's numbers can run to megabytes)."""
         name = self.name if len(self.name) <= 60 else self.name[:60] + "..."
         key, size = self._size()
-        return (f"Case(name={name!r}, widths={list(self.widths)}, n_samples={len(self.X)}, "
+        widths = self.plain_network.widths if self.plain_network is not None else self.compiled.layer_widths
+        return (f"Case(name={name!r}, widths={list(widths)}, n_samples={len(self.X)}, "
                 f"{key}={size}, source={self.source!r})")
 
     @property

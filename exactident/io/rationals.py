@@ -16,6 +16,7 @@ abbreviates them in messages.
 
 from __future__ import annotations
 
+import argparse
 import re
 from decimal import Decimal
 from fractions import Fraction
@@ -29,12 +30,16 @@ if TYPE_CHECKING:
     from exactident.io.limits import DigitBudget
 
 __all__ = [
+    "BOX_HELP",
     "MAX_DIGITS",
     "MAX_EXPONENT",
     "NonFinite",
+    "add_box_argument",
+    "approx_text",
     "describe_json_value",
     "format_fmpq",
     "format_int",
+    "parse_box",
     "parse_number",
     "parse_rational",
     "short_text",
@@ -257,18 +262,79 @@ def format_int(n: int | flint.fmpz) -> str:
     return str(flint.fmpz(n))
 
 
-def short_text(text: str, keep: int = 20) -> str:
-    """``text`` for a message: long digit strings become ``first...last (N digits)``.
+def approx_text(p: int | flint.fmpz, q: int | flint.fmpz = 1, digits: int = 4) -> str:
+    """``p/q`` as a readable float, ``3.797e95`` or ``-0.25``, for any size (never cut in the middle).
+
+    ``digits`` significant digits, rounded from the exact value by integer arithmetic (so numbers far
+    beyond the float64 range are shown too); plain notation from 1e-4 to 10^digits.
 
     Examples
     --------
+    >>> approx_text(3797 * 10**92 + 348), approx_text(-1, 4), approx_text(10**5000 + 1, 3)
+    ('3.797e95', '-0.25', '3.333e4999')
+    >>> approx_text(0), approx_text(2, 3 * 10**400)
+    ('0', '6.667e-401')
+    """
+    p, q = flint.fmpz(p), flint.fmpz(q)
+    if q < 0:
+        p, q = -p, -q
+    if p == 0:
+        return "0"
+    sign, a = ("-" if p < 0 else ""), abs(p)
+    ten = flint.fmpz(10)
+
+    def scaled(k: int) -> tuple[flint.fmpz, flint.fmpz]:  # a/q * 10^k as num/den, integers
+        return (a * ten ** k, q) if k >= 0 else (a, q * ten ** (-k))
+
+    E = len(str(a)) - len(str(q))  # 10^(E-1) < a/q < 10^(E+1): find 10^E <= a/q < 10^(E+1) exactly
+    num, den = scaled(-E)
+    if num < den:
+        E -= 1
+    shift = digits - 1 - E
+    num, den = scaled(shift)
+    m = (2 * num + den) // (2 * den)  # rounded once, half up
+    if m >= ten ** digits:  # 9.9996e3 -> 10.00e3: the carry is exact, 1.000e4
+        m, shift = m // 10, shift - 1
+    exponent = digits - 1 - shift
+    mantissa = str(m)
+    if -4 <= exponent < digits:  # plain notation, trailing zeros dropped
+        value = int(mantissa) * Fraction(10) ** (exponent - digits + 1)
+        text = f"{float(value):.{max(digits - 1 - exponent, 0)}f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        return sign + text
+    head = mantissa[0] + ("." + mantissa[1:].rstrip("0") if mantissa[1:].rstrip("0") else "")
+    return f"{sign}{head}e{exponent}"
+
+
+_RATIONAL_TEXT = re.compile(r"(-?)(\d+)(?:/(\d+))?", re.ASCII)
+
+
+def short_text(text: str, keep: int = 20) -> str:
+    """``text`` for a message: an exact number too long to read becomes its float and its digit count.
+
+    A number (``"p"`` or ``"p/q"``) longer than ``3 * keep`` characters is shown as
+    ``3.797e95 (96 digits)`` (a fraction: ``... (a 70/30-digit fraction)``), never cut in the
+    middle; the whole number stays in ``--json``.  Other long text becomes ``first...last``.
+
+    Examples
+    --------
+    >>> short_text(str(3797 * 10**92 + 348))
+    '3.797e95 (96 digits)'
     >>> short_text("-" + "1" * 70 + "/" + "3" * 30)
-    '-1111111111111111111...33333333333333333333 (100 digits)'
+    '-3.333e39 (a 70/30-digit fraction)'
     >>> short_text("12/7")
     '12/7'
     """
     if len(text) <= 3 * keep:
         return text
+    m = _RATIONAL_TEXT.fullmatch(text.strip())
+    if m is not None:
+        sign, p, q = m.group(1), flint.fmpz(m.group(2)), flint.fmpz(m.group(3) or 1)
+        if q != 0:
+            value = approx_text(-p if sign else p, q)
+            if m.group(3) is None:
+                return f"{value} ({len(m.group(2).lstrip('0') or '0')} digits)"
+            return f"{value} (a {len(m.group(2))}/{len(m.group(3))}-digit fraction)"
     digits = sum(c.isdigit() for c in text)
     return f"{text[:keep]}...{text[-keep:]} ({digits} digits)"
 
@@ -283,3 +349,50 @@ def format_fmpq(q: flint.fmpq) -> str:
     """
     q = to_fmpq(q)
     return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"  # fmpz to str: no 4300-digit limit
+
+
+def parse_box(text: str) -> tuple[flint.fmpq, flint.fmpq]:
+    """``"LO:HI"`` -> exact ``(lo, hi)``, ``lo < hi`` (integers, ``p/q`` or decimals; ``flint.fmpq``).
+
+    One syntax for ``--box`` in every command (``design``, ``audit``, ``fdim``): one word, so a
+    negative ``LO`` needs no ``=`` (``--box -3:3``) and rationals stay unambiguous
+    (``--box -1/2:3/2``).  The old ``--box LO HI`` is refused with a one-line hint.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        Not two exact numbers separated by ``:``, or ``LO >= HI`` (a usage error, exit status 2).
+
+    Examples
+    --------
+    >>> parse_box("-3:1/2")
+    (-3, 1/2)
+    >>> parse_box("2:1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected LO:HI with LO < HI, found '2:1'
+    >>> parse_box("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected LO:HI as one word (e.g. --box -1:1), found '-1' (--box LO HI is not accepted)
+    """
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected LO:HI as one word (e.g. --box -1:1), found {text!r}"
+                                         + (" (--box LO HI is not accepted)" if len(parts) == 1 else ""))
+    try:
+        lo, hi = (parse_number(p.strip(), "--box", "box") for p in parts)
+    except CaseFormatError:
+        raise argparse.ArgumentTypeError(f"expected LO:HI with exact numbers (3, -1/2, 0.25), found {text!r}") from None
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"expected LO:HI with LO < HI, found {text!r}")
+    return lo, hi
+
+
+#: The help text of ``--box`` (every command says the same).
+BOX_HELP = "every coordinate in [LO, HI]: one word LO:HI, exact numbers (--box -3:3, --box -1/2:3/2)"
+
+
+def add_box_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--box LO:HI`` (:func:`parse_box`), the same in every command; ``what`` says what the box bounds."""
+    parser.add_argument("--box", type=parse_box, default=None, metavar="LO:HI", help=f"{what}: {BOX_HELP}")

@@ -38,7 +38,7 @@ import numpy as np
 
 from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.model.architecture import Architecture, Layer
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.constrained import CARRIER_PREFIX, ConstrainedNetwork
 from exactident.model.network import Network
 
 __all__ = [
@@ -235,7 +235,7 @@ class _Compiler:
             below = self.carrier(u, depth - 1)
             self.features.add("skip connection")
             self.carriers[(u, depth)] = self.new_unit(
-                _Unit(depth, f"skip({self.units[u].name})", {below: (-1, _ONE)}, _FIXED0, (-1, _ONE)))
+                _Unit(depth, f"{CARRIER_PREFIX}{self.units[u].name})", {below: (-1, _ONE)}, _FIXED0, (-1, _ONE)))
         return self.carriers[(u, depth)]
 
     def build(self) -> ConstrainedNetwork:

@@ -42,6 +42,9 @@ __all__ = [
     "from_network",
 ]
 
+#: Name prefix of the carrier units that carry a skip connection up (model.compile).
+CARRIER_PREFIX = "skip("
+
 _WHERE = "<ConstrainedNetwork>"
 
 
@@ -210,6 +213,27 @@ class ConstrainedNetwork:
     def L(self) -> int:
         """Number of weight layers ``L``."""
         return len(self.widths) - 1
+
+    def is_carrier(self, l: int, v: int) -> bool:
+        """Whether unit ``v`` of layer ``l`` is a skip carrier the compiler added (``skip(...)``), not the user's."""
+        return 0 < l <= len(self.unit_names) and self.unit_names[l - 1][v].startswith(CARRIER_PREFIX)
+
+    @property
+    def layer_widths(self) -> list[int]:
+        """``widths`` without the skip carriers: the sizes of the user's layers that reports show.
+
+        The compiled widths carry a skip connection up layer by layer with carrier units
+        (:mod:`exactident.model.compile`); those are internal and never shown as widths.
+
+        Examples
+        --------
+        >>> from exactident.model.network import Network
+        >>> cn = from_network(Network((1, 2, 1), [[[1], [1]], [[1, 1]]], [[0, 0], [0]]))
+        >>> cn.layer_widths
+        [1, 2, 1]
+        """
+        return [self.widths[0]] + [sum(not self.is_carrier(l, v) for v in range(self.widths[l]))
+                                   for l in range(1, len(self.widths))]
 
     def param_name(self, j: int) -> str:
         """The name of ``theta_j`` in the framework's terms (``param_names``), else ``theta_j``."""

@@ -93,7 +93,7 @@ def build_manifest(folder: str | os.PathLike[str], out_text: str | None = None,
         family = str(gen.get("family", "(hand-written)"))
         verdict = (case.expected or {}).get("verdict")
         rows.append({"file": path.relative_to(root).as_posix(), "family": family,
-                     "widths": list(case.compiled.widths if not case.is_plain else case.network.widths),
+                     "widths": list(case.compiled.layer_widths if not case.is_plain else case.network.widths),
                      "verdict": verdict})
         if gen.get("family") is not None:
             gens.append(gen)

@@ -132,7 +132,7 @@ def audit_graph(cn: ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]],
     t = time.perf_counter()
     report = check_constrained(cn, X, name=name, seed=seed, input_shape=input_shape)
     seconds["check"] = time.perf_counter() - t
-    stage("audit: per-unit facts", units=sum(cn.widths[1:-1]), queries=len(X))
+    stage("audit: per-unit facts", units=sum(cn.layer_widths[1:-1]), queries=len(X))
     t = time.perf_counter()
     ex = explain_constrained(cn, X, report, seed=seed)
     classes = [p["class"] for p in ex.parameters]
@@ -148,7 +148,7 @@ def audit_graph(cn: ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]],
                                         else "not computed")
     seconds["units"] = time.perf_counter() - t
     the_box = None if box is None else (list(box[0]), list(box[1]))
-    out = GraphAudit(name, list(cn.widths), len(X), int(report.dim), report, units, ex.channels, counted, kernel,
+    out = GraphAudit(name, cn.layer_widths, len(X), int(report.dim), report, units, ex.channels, counted, kernel,
                      the_box, seconds=seconds)
     if extracted is not None:
         from exactident.symmetry.equiv_graph import equiv_graph

@@ -1,11 +1,13 @@
 """``exactident canonical``, ``exactident equiv`` and ``exactident audit`` (docs/symmetries.md, docs/cli.md).
 
-Every network argument is a case file (``.json``, its network; its sample where a sample is
-wanted) or a model file of any import path (``.onnx``, ``.pt``, ``.safetensors``, ``.keras``/``.h5``,
-``.npz``: :func:`exactident.io.importers.load.import_model`, without a sample).  Samples
-(``--sample``, ``--queries``) are ``.npy``/``.npz``/``.csv`` files or a case file (its sample).
-Everything is read and validated before any work: bad input is one line naming the file and
-field, exit status 2 (:func:`exactident.cli.main`); otherwise 0 whatever the answer.
+Every network argument is a case file (``.json``) or a model file of any import path (``.onnx``,
+``.pt``, ``.safetensors``, ``.keras``/``.h5``, ``.npz``) imported with ``--sample`` and the model
+options of ``check``, by the loader every command uses
+(:func:`exactident.io.importers.command.load_check_inputs`).  Samples (``--sample``,
+``--queries``) are ``.npy``/``.npz``/``.csv`` files or a case file (its sample).  Everything is
+read and validated before any work: bad input is one line naming the file and field, exit
+status 2 (:func:`exactident.cli.main`); otherwise 0 (``equiv``: 0 same orbit, 1 different
+orbits, 3 undecided; :func:`equiv_status`).
 
 Called by :mod:`exactident.cli`; calls :mod:`exactident.symmetry.canonical`,
 :mod:`exactident.symmetry.equiv` and :mod:`exactident.symmetry.audit`.
@@ -15,25 +17,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
-import sys
 from typing import Any
 
 import flint
 
 from exactident.argtypes import positive_int, positive_seconds
-from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.errors import CaseFormatError
 from exactident.io.atomic import write_stdout
 from exactident.io.case import Case, load_case
 from exactident.io.limits import add_limit_arguments, limits_from_args
-from exactident.io.rationals import format_fmpq
+from exactident.io.rationals import approx_text, format_fmpq, short_text
 from exactident.io.report import escape_nonprintable
 from exactident.model.network import Network
 
-__all__ = ["add_audit_arguments", "add_canonical_arguments", "add_equiv_arguments", "canonical_json", "load_network",
-           "load_queries", "render_audit", "render_canonical", "render_equiv", "render_graph_audit", "run_audit",
-           "run_canonical", "run_equiv"]
+__all__ = [
+    "add_audit_arguments",
+    "add_canonical_arguments",
+    "add_equiv_arguments",
+    "canonical_json",
+    "equiv_status",
+    "load_network",
+    "load_queries",
+    "render_audit",
+    "render_canonical",
+    "render_equiv",
+    "render_graph_audit",
+    "run_audit",
+    "run_canonical",
+    "run_equiv",
+]
 
 
 def _is_case_file(path: str) -> bool:
@@ -41,25 +53,25 @@ def _is_case_file(path: str) -> bool:
 
 
 def load_network(path: str, args: argparse.Namespace) -> Case:
-    """A case file loaded (within the read limits), or a model file imported without a sample.
+    """A case file, or a model file imported with ``--sample``, by the loader every command uses.
+
+    :func:`exactident.io.importers.command.load_check_inputs` with the command's model options;
+    for a case file ``--sample`` is not the network's (``equiv``: the outputs compared on it;
+    ``audit``: the queries), so it is not handed to the loader then.
 
     Raises
     ------
     CaseFormatError
-        Naming the file and field (a missing file, a pickle, a bad tensor, ...).
+        Naming the file and field (a missing file, a pickle, a model file without ``--sample``, ...).
     """
-    if _is_case_file(path):
-        return load_case(path, limits_from_args(args))
-    if os.path.splitext(path)[1].lower() in (".npy", ".csv"):
-        raise CaseFormatError(path, "", "a sample file, not a network (a case file or a model file is expected)")
-    from exactident.io.importers.load import import_model
-    from exactident.io.importers.reference import without_reference_option
+    from exactident.io.importers.command import is_model_file, load_check_inputs
 
-    try:
-        return import_model(path, None, fmt=getattr(args, "format", None), max_bytes=getattr(args, "max_bytes", None),
-                            assume_relu_mlp=getattr(args, "assume_relu_mlp", False))
-    except CaseFormatError as exc:
-        raise without_reference_option(exc) from None
+    ns = argparse.Namespace(**vars(args))
+    if not is_model_file(path, getattr(args, "format", None)):
+        ns.sample = ns.sample_rows = None
+    elif getattr(args, "queries", None) is not None and getattr(args, "sample", None) is None:
+        ns.sample = args.queries  # audit: the queries are the sample a model file is imported with
+    return load_check_inputs([path], ns, limits_from_args(args))[0]
 
 
 def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[list[flint.fmpq]]:
@@ -80,47 +92,40 @@ def load_queries(path: str, n_inputs: int, args: argparse.Namespace) -> list[lis
     return load_sample(path, n_inputs, max_bytes=getattr(args, "max_bytes", None)).X
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default=None, choices=["keras", "npz", "onnx", "safetensors", "torch"],
-                        help="model format of the network files (default: from the extension, else the content)")
-    from exactident.io.importers.command import add_assume_argument, parse_bytes
+def _common(parser: argparse.ArgumentParser, sample_help: str | None = None) -> None:
+    from exactident.io.importers.command import add_check_arguments
 
-    parser.add_argument("--max-bytes", type=parse_bytes, default=None, metavar="SIZE",
-                        help="refuse model and sample files larger than SIZE (default 64M)")
-    add_assume_argument(parser)
+    add_check_arguments(parser, sample_help)  # --sample and the model options, as for check
     add_limit_arguments(parser)
 
 
 def add_canonical_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident canonical``."""
-    parser.add_argument("network", metavar="CASE_OR_MODEL", help="a case file or a model file")
+    parser.add_argument("network", metavar="CASE", help="a case file, or a model file with --sample")
     parser.add_argument("--json", action="store_true", help="print the exactident-canonical/1 JSON object")
     _common(parser)
 
 
 def add_equiv_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident equiv``."""
-    parser.add_argument("a", metavar="A", help="a case file or a model file")
-    parser.add_argument("b", metavar="B", help="a case file or a model file")
-    parser.add_argument("--sample", metavar="X", default=None,
-                        help="compare the outputs on this sample exactly (.npy, .npz, .csv or a case file)")
+    parser.add_argument("a", metavar="A", help="a case file, or a model file with --sample")
+    parser.add_argument("b", metavar="B", help="a case file, or a model file with --sample")
     parser.add_argument("--json", action="store_true", help="print the exactident-equiv/1 JSON object")
-    _common(parser)
+    _common(parser, "the sample (.npy, .npz, .csv or a case file): model files are imported with it, and the "
+                    "outputs of A and B are compared on it exactly")
 
 
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident audit``."""
-    from exactident.explain.design_command import parse_box
+    from exactident.io.rationals import add_box_argument
     from exactident.symmetry.audit import DEFAULT_EXPLAIN_MAX_DIM, DEFAULT_MAX_BOXES
 
-    parser.add_argument("victim", metavar="VICTIM", help="the victim: a case file or a model file")
-    parser.add_argument("--queries", metavar="X", required=True,
-                        help="the attack's query set (.npy, .npz, .csv or a case file)")
+    parser.add_argument("victim", metavar="VICTIM", help="the victim: a case file, or a model file with --sample")
+    parser.add_argument("--queries", metavar="X", default=None,
+                        help="the attack's query set (.npy, .npz, .csv or a case file; default: --sample)")
     parser.add_argument("--extracted", metavar="MODEL", default=None,
                         help="the extracted model (case or model file): orbit and exact alignment error")
-    parser.add_argument("--box", type=parse_box, default=None, metavar="lo:hi",
-                        help="the input box of the obstructions (default: the queries' bounding box); "
-                             "write --box=-3:3 when lo is negative")
+    add_box_argument(parser, "the input box of the obstructions (default: the queries' bounding box)")
     parser.add_argument("--explain-max-dim", type=positive_int, default=DEFAULT_EXPLAIN_MAX_DIM, metavar="N",
                         help="compute the exact kernel of Gamma up to N parameters "
                              f"(default {DEFAULT_EXPLAIN_MAX_DIM})")
@@ -128,9 +133,10 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"sub-boxes per proof on the box (default {DEFAULT_MAX_BOXES})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random primes (speed only)")
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="wall-time budget: past it, one line 'time budget exhausted at <stage>', exit 1")
+                        help="wall-time budget: past it the output says 'time budget exhausted at <stage>' (exit 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-audit/1 JSON object")
-    _common(parser)
+    _common(parser, "the sample (.npy, .npz, .csv): model files are imported with it; it is the query set "
+                    "unless --queries is given")
 
 
 def canonical_json(name: str, cf: Any) -> dict[str, Any]:
@@ -152,7 +158,7 @@ def _pairs(items: list[tuple[int, int]]) -> str:
 
 def _scale_text(s: flint.fmpq) -> str:
     text = format_fmpq(s)
-    return text if len(text) <= 12 else f"~{int(s.p) / int(s.q):.4g}"
+    return text if len(text) <= 12 else f"~{approx_text(s.p, s.q)}"
 
 
 def render_canonical(name: str, cf: Any) -> str:
@@ -209,17 +215,17 @@ def render_equiv(e: Any, name_a: str = "A", name_b: str = "B") -> str:
                      f"{_short(fd['a'])} vs {_short(fd['b'])}")
     elif fd:
         lines.append(f"  first difference of the canonical forms: {fd['entry']} (layer {fd['layer']}, canonical "
-                     f"neuron {fd['neuron']}; neuron {fd['neuron_a']} of A, {fd['neuron_b']} of B): {fd['a']} vs "
-                     f"{fd['b']}" + (f"; the weight comes from canonical neuron {fd['from']} of layer "
-                                     f"{fd['layer'] - 1} (neuron {fd['from_a']} of A, {fd['from_b']} of B)"
-                                     if "from" in fd else ""))
+                     f"neuron {fd['neuron']}; neuron {fd['neuron_a']} of A, {fd['neuron_b']} of B): "
+                     f"{_short(fd['a'])} vs {_short(fd['b'])}"
+                     + (f"; the weight comes from canonical neuron {fd['from']} of layer {fd['layer'] - 1} (neuron "
+                        f"{fd['from_a']} of A, {fd['from_b']} of B)" if "from" in fd else ""))
     al = e.alignment
     if al is not None and (fd or al.max_abs != 0):
         d = al.to_dict()
-        rel = ("-" if d["max_rel"] is None else f"{_short(d['max_rel'])} (~{d['max_rel_float']:.3g}, at "
-               f"{d['where_rel']}; {d['bits']:.2f} bits)" if d["bits"] is not None else "0")
-        lines.append(f"  alignment ({al.method}): max abs error {_short(d['max_abs'])} (~{d['max_abs_float']:.3g}, at "
-                     f"{d['where_abs']}); max relative error {rel}"
+        rel = ("-" if d["max_rel"] is None else f"{_short(d['max_rel'], d['max_rel_float'])} at {d['where_rel']} "
+               f"({d['bits']:.2f} bits)" if d["bits"] is not None else "0")
+        lines.append(f"  alignment ({al.method}): max abs error {_short(d['max_abs'], d['max_abs_float'])} at "
+                     f"{d['where_abs']}; max relative error {rel}"
                      + (f"; {al.zero_mismatch} entries zero in A only" if al.zero_mismatch else ""))
     s = e.sample
     if s is not None:
@@ -235,8 +241,15 @@ def render_equiv(e: Any, name_a: str = "A", name_b: str = "B") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _short(text: str, keep: int = 40) -> str:
-    return text if len(text) <= keep else text[:keep // 2] + f"...({len(text)} chars)..." + text[-keep // 4:]
+def _short(text: str, approx: float | None = None) -> str:
+    """An exact number for the terminal: whole when short (with ``~approx``), else its float and digit count.
+
+    Never cut in the middle (``3.797e95 (96 digits)``, :func:`exactident.io.rationals.short_text`);
+    ``--json`` has the whole number.
+    """
+    if len(text) > 40:
+        return short_text(text, keep=13)
+    return text if approx is None or text == "0" else f"{text} (~{approx:.3g})"
 
 
 def run_equiv(args: argparse.Namespace) -> int:
@@ -252,7 +265,7 @@ def run_equiv(args: argparse.Namespace) -> int:
             X = load_queries(args.sample, a.widths[0], args)
         e = equiv_graph(a.compiled, b.compiled, X)
         write_stdout(json.dumps(e.to_dict(), indent=1) + "\n" if args.json else render_equiv(e, a.name, b.name))
-        return 0
+        return equiv_status(e.same_orbit)
     if args.sample is not None:
         if a.network.widths[0] != b.network.widths[0]:
             raise CaseFormatError(args.b, "widths", f"{b.network.widths[0]} inputs, A has {a.network.widths[0]}: "
@@ -260,7 +273,21 @@ def run_equiv(args: argparse.Namespace) -> int:
         X = load_queries(args.sample, a.network.widths[0], args)
     e = equiv(a.network, b.network, X)
     write_stdout(json.dumps(e.to_dict(), indent=1) + "\n" if args.json else render_equiv(e, a.name, b.name))
-    return 0
+    return equiv_status(e.same_orbit)
+
+
+def equiv_status(same_orbit: bool | None) -> int:
+    """Exit status of ``equiv``, as ``cmp``/``diff``: 0 same orbit, 1 different orbits, 3 undecided.
+
+    Undecided is neither answer, so a script testing for 0 (same) or 1 (different) never takes it
+    for one.
+
+    Examples
+    --------
+    >>> equiv_status(True), equiv_status(False), equiv_status(None)
+    (0, 1, 3)
+    """
+    return {True: 0, False: 1, None: 3}[same_orbit]
 
 
 def render_audit(au: Any) -> str:
@@ -323,7 +350,12 @@ def run_audit(args: argparse.Namespace) -> int:
     """``exactident audit``."""
     from exactident.symmetry.audit import audit
 
-    victim = load_network(args.victim, args)
+    victim = load_network(args.victim, args)  # a model file without --sample or --queries: named first
+    if args.queries is None:
+        if args.sample is None:
+            raise CaseFormatError(args.victim, "--queries", "the attack's query set is required: --queries X "
+                                                            "(or --sample X)")
+        args.queries = args.sample
     if not victim.is_plain:
         return _run_audit_graph(args, victim)
     net: Network = victim.network
@@ -347,24 +379,15 @@ def run_audit(args: argparse.Namespace) -> int:
             au.extracted = equiv_graph(net, other.compiled, X)
         return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_audit(au)
 
-    return _timed_write(work, args)
+    return _timed_write(work, args, victim.name)
 
 
-def _timed_write(work: Any, args: argparse.Namespace) -> int:
-    # On a terminal it runs in a child process even without --timeout (no deadline then), as check does:
-    # Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
-    tty = getattr(sys.stderr, "isatty", lambda: False)()
-    timeout = args.timeout if args.timeout is not None or not tty else math.inf
-    if timeout is None:
-        text = work()
-    else:  # a child process killed at the deadline, as design --timeout
-        from exactident.budget import run_isolated
+def _timed_write(work: Any, args: argparse.Namespace, name: str) -> int:
+    from exactident.budget import run_command_work, timed_out_output
 
-        outcome = run_isolated(work, timeout)
-        if outcome.timed_out:
-            raise ExactIdentError(f"audit: time budget of {timeout:g} s exhausted at {outcome.stage}")
-        text = outcome.value
-    write_stdout(text)
+    outcome = run_command_work(work, args.timeout)
+    write_stdout(timed_out_output("exactident-audit/1", name, args.timeout, outcome, args.json) if outcome.timed_out
+                 else outcome.value)
     return 0
 
 
@@ -386,4 +409,4 @@ def _run_audit_graph(args: argparse.Namespace, victim: Case) -> int:
         au = audit_graph(cn, X, extracted=other, name=victim.name, box=box, seed=args.seed, input_shape=shape)
         return json.dumps(au.to_dict(), indent=1) + "\n" if args.json else render_graph_audit(au)
 
-    return _timed_write(work, args)
+    return _timed_write(work, args, victim.name)

@@ -1,64 +1,37 @@
-"""``exactident fdim CASE [--sample DATA] [--box LO HI] [--seed S] [--no-search] [--max-boxes N] [--lines N]
+"""``exactident fdim CASE [--sample DATA] [--box LO:HI] [--seed S] [--no-search] [--max-boxes N] [--lines N]
 [--regions N] [--region-seconds S] [--timeout S] [--json]``.
 
 Prints the certified interval of the functional dimension of the case's theta on
-``R^n`` (default) or on the box ``[LO, HI]^n`` (:mod:`exactident.symmetry.fdim`),
+``R^n`` (default) or on the box ``[LO, HI]^n`` (``--box LO:HI``) (:mod:`exactident.symmetry.fdim`),
 starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
 dimension; a layer graph (residual, leaky/PReLU, convolution) goes to
 :mod:`exactident.symmetry.fdim_graph`; ``--json`` prints the ``exactident-fdim/1`` object
 (docs/symmetries.md).  The stages show on a terminal; ``--timeout`` runs the computation in a
-child process killed at the deadline.  Exit 0 when computed (whatever the interval), 1 when the
-time budget ran out, 2 on bad input.  Called by :mod:`exactident.cli`.
+child process killed at the deadline.  Exit 0 when computed (whatever the interval) and when the
+time budget ran out (the output says so: ``timed_out``), 2 on bad input.  Called by :mod:`exactident.cli`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
-
-import flint
 
 from exactident.argtypes import non_negative_int, positive_int, positive_seconds
-from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.io.rationals import add_box_argument
 from exactident.progress import showing
 
-__all__ = ["add_arguments", "add_region_arguments", "parse_number_arg", "run"]
-
-
-def parse_number_arg(text: str) -> flint.fmpq:
-    """An exact number (integer, ``p/q`` or decimal) for ``--box``.
-
-    Examples
-    --------
-    >>> parse_number_arg("-3/2")
-    -3/2
-    """
-    from exactident.io.rationals import parse_number
-
-    try:
-        return parse_number(text.strip(), "--box", "box")
-    except CaseFormatError:
-        raise argparse.ArgumentTypeError(f"expected an exact number, found {text!r}") from None
+__all__ = ["add_arguments", "add_region_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``exactident fdim`` (called by :func:`exactident.cli.build_parser`)."""
+    from exactident.io.importers.command import add_check_arguments
     from exactident.io.limits import add_limit_arguments
 
-    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 or /2 JSON) or a model file "
-                        "(as exactident import reads it)")
-    parser.add_argument("--sample", metavar="DATA", default=None,
-                        help="with a model file: the sample to start from (as exactident import --sample)")
-    from exactident.io.importers.command import add_assume_argument
-
-    parser.add_argument("--reference", metavar="REF", default=None,
-                        help="with a weight-only model file: the model (.onnx) or its outputs on the sample (.npy), "
-                             "as exactident import --reference")
-    add_assume_argument(parser)
-    parser.add_argument("--box", type=parse_number_arg, nargs=2, default=None, metavar=("LO", "HI"),
-                        help="the domain is the box [LO, HI]^n (default: all of R^n)")
+    parser.add_argument("case", metavar="CASE", help="a case file (exactident-case/1 or /2 JSON), or a model file "
+                        "with --sample")
+    add_check_arguments(parser)  # --sample and the model options, as for check
+    add_box_argument(parser, "the domain is the box [LO, HI]^n (default: all of R^n)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the points and primes (default 0)")
     parser.add_argument("--no-search", action="store_true", help="random points only, no design point search")
     parser.add_argument("--max-boxes", type=positive_int, default=2048, metavar="N",
@@ -67,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="random lines walked for the lower bound (default 256; 0: none)")
     add_region_arguments(parser)
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="stop after this many seconds (exit 1, nothing printed)")
+                        help="wall-time budget: past it the output says 'time budget exhausted at <stage>' (exit 0)")
     parser.add_argument("--json", action="store_true", help="print the exactident-fdim/1 JSON object")
     add_limit_arguments(parser)
 
@@ -85,29 +58,16 @@ def add_region_arguments(parser: argparse.ArgumentParser, scope: str = "") -> No
 def run(args: argparse.Namespace) -> int:
     """Run ``exactident fdim``; errors propagate to :func:`exactident.cli.main` (bad input exits 2)."""
     from exactident.io.atomic import write_stdout
-    from exactident.io.case import load_case
     from exactident.io.limits import limits_from_args
     from exactident.symmetry.fdim import functional_dimension
 
     box = None
-    if args.box is not None:
-        lo, hi = args.box
-        if not lo < hi:
-            raise CaseFormatError("--box", "LO HI", f"expected LO < HI, found {lo} {hi}")
-    if args.case.lower().endswith((".json", ".json.gz")):
-        if args.sample is not None:
-            raise CaseFormatError(args.case, "--sample", "a case file already holds its sample")
-        case = load_case(args.case, limits_from_args(args))
-    else:
-        from exactident.io.importers.load import as_case
+    from exactident.io.importers.command import load_check_inputs
 
-        if args.sample is None:  # as check: an analysis of no sample says nothing about the network
-            raise CaseFormatError(args.case, "--sample", "a model file needs a sample: --sample DATA "
-                                                         "(.npy, .npz, .csv)")
-        case = as_case(args.case, args.sample, reference=args.reference, assume_relu_mlp=args.assume_relu_mlp)
+    case = load_check_inputs([args.case], args, limits_from_args(args))[0]
     if args.box is not None:
         n0 = case.widths[0]
-        box = ([lo] * n0, [hi] * n0)
+        box = ([args.box[0]] * n0, [args.box[1]] * n0)
     X = case.X
 
     def work() -> str:  # text only: picklable, as a child process returns it with --timeout
@@ -121,19 +81,11 @@ def run(args: argparse.Namespace) -> int:
                                       region_seconds=args.region_seconds, name=case.name)
         return json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render()
 
-    # On a terminal it runs in a child process even without --timeout (no deadline then), as check does:
-    # Ctrl-C kills it at once instead of waiting for a long FLINT call to return.
-    tty = getattr(sys.stderr, "isatty", lambda: False)()
-    timeout = args.timeout if args.timeout is not None or not tty else math.inf
-    with showing(None, f"fdim {case.name}") as show:
-        if timeout is None:
-            text = work()
-        else:  # a child process killed at the deadline, as audit --timeout
-            from exactident.budget import run_isolated
+    from exactident.budget import run_command_work, timed_out_output
 
-            outcome = run_isolated(work, timeout, on_stage=show)
-            if outcome.timed_out:
-                raise ExactIdentError(f"fdim: time budget of {timeout:g} s exhausted at {outcome.stage}")
-            text = outcome.value
+    with showing(None, f"fdim {case.name}") as show:
+        outcome = run_command_work(work, args.timeout, on_stage=show)
+    text = (timed_out_output("exactident-fdim/1", case.name, args.timeout, outcome, args.json) if outcome.timed_out
+            else outcome.value)
     write_stdout(text)
     return 0

@@ -66,7 +66,7 @@ class GraphFdimResult:
     dim : int
         ``dim_free = n_params - symmetry_dim``.
     n_hidden : int
-        Hidden units of the compiled network (carriers and pooling units included).
+        Hidden units of the user's layers (pooling units included; the compiler's skip carriers not).
     points : list of list of fmpq
         The tie-free sample at which ``rank J_free mod prime = lower`` (a witness).
     scale_classes : str
@@ -265,8 +265,8 @@ def functional_dimension_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flin
                                       seed=seed, rounds=rounds)
     if lower > sym.dim_free:
         raise InvariantViolation(f"rank J_free mod p = {lower} above dim_free = {sym.dim_free}")
-    out = GraphFdimResult(name, list(cn.widths), cn.n_params, sym.symmetry_dim, sym.dim_free,
-                          sum(cn.widths[1:-1]), lower, sym.dim_free, box, p, list(cn.features), pts,
+    out = GraphFdimResult(name, cn.layer_widths, cn.n_params, sym.symmetry_dim, sym.dim_free,
+                          sum(cn.layer_widths[1:-1]), lower, sym.dim_free, box, p, list(cn.features), pts,
                           scale_classes_text(cn))
     out.seconds = time.perf_counter() - start
     return out

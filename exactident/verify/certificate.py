@@ -302,10 +302,12 @@ def _load_case_or_explain(case_path: str, limits: ReadLimits | None):
         raise
 
 
-def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits | None = None) -> int:
+def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits | None = None,
+                           case: Any = None) -> int:
     """CLI body of ``exactident verify-certificate CASE REPORT.json``.
 
     ``limits`` bounds both files (size, digits; default :data:`exactident.io.limits.DEFAULT_LIMITS`).
+    ``case``: the case already read from ``case_path`` (a model file imported with ``--sample``).
 
     Returns
     -------
@@ -314,7 +316,8 @@ def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits 
         2 bad input (the case, or a report file that is not readable JSON: one line naming file and field).
     """
     try:
-        case = _load_case_or_explain(case_path, limits)
+        if case is None:
+            case = _load_case_or_explain(case_path, limits)
         report = read_report_json(report_path, limits=limits)
         if looks_like_case(report):
             raise CaseFormatError(report_path, "", "this file is a case (exactident-case/1), not a report: "

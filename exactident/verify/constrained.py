@@ -180,7 +180,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             fails.append(f"{field}: the case gives {found!r}, the report claims {claimed!r}")
 
     arch = report["architecture"]
-    for key, found in (("name", name), ("widths", list(cn.widths)), ("n_samples", len(facts.X)),
+    for key, found in (("name", name), ("widths", cn.layer_widths), ("n_samples", len(facts.X)),
                        ("dim", sym.dim_free), ("on_boundary", bool(facts.ties)), ("n_ties", len(facts.ties)),
                        ("provenance", provenance)):
         if key in report and (found is not None or key not in ("name", "provenance")):

@@ -27,7 +27,8 @@ from exactident.io.importers.reference import ASSUME_OPTION
 from exactident.io.importers.sample import parse_rows
 from exactident.io.limits import ReadLimits
 
-__all__ = ["add_arguments", "add_assume_argument", "add_check_arguments", "load_check_inputs", "parse_bytes", "run"]
+__all__ = ["add_arguments", "add_assume_argument", "add_check_arguments", "is_model_file", "load_check_inputs",
+           "parse_bytes", "run"]
 
 
 def parse_bytes(text: str) -> int:
@@ -87,15 +88,31 @@ def _fold_option(parser: argparse.ArgumentParser) -> None:
                              "is irrational); the analysed network then differs from the framework's by that rounding")
 
 
-def add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    """Model options of ``exactident check`` (its CASE arguments may then be model files)."""
+def add_check_arguments(parser: argparse.ArgumentParser, sample_help: str | None = None) -> None:
+    """Model options of every command that analyses a network (its CASE arguments may then be model files).
+
+    The one place these options are added: ``check``, ``explain``, ``design``, ``crosscheck``,
+    ``fdim``, ``canonical``, ``equiv``, ``audit`` and ``verify-certificate``; read by
+    :func:`load_check_inputs`.  ``sample_help`` replaces the help of ``--sample`` for a command
+    that uses the sample for more (``equiv``: the outputs compared on it).
+    """
     parser.add_argument("--sample", metavar="DATA", default=None,
-                        help="sample file (.npy, .npz, .csv) for the model files among the arguments")
+                        help=sample_help or "sample file (.npy, .npz, .csv) for the model files among the arguments")
     _common(parser)
 
 
 #: Sample formats that are not also model formats (``.npz`` is both): given as CASE, a hint.
 SAMPLE_ONLY_EXTENSIONS = (".npy", ".csv")
+
+
+def is_model_file(path: str, fmt: str | None = None) -> bool:
+    """Whether :func:`load_check_inputs` imports ``path`` as a model file rather than reading a case file.
+
+    A model file by its extension (pickles included, to refuse them by name) or by ``--format``;
+    anything else is read as a case file, within the case limits (so /dev/zero is refused there).
+    """
+    known = {e for exts in FORMATS.values() for e in exts} | set(PICKLE_EXTENSIONS)
+    return fmt is not None or os.path.splitext(path)[1].lower() in known
 
 
 def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
@@ -112,11 +129,8 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
     """
     sample = getattr(args, "sample", None)
     rows = parse_rows(getattr(args, "sample_rows", None))
-    # A model file by its extension (pickles included, to refuse them by name) or by --format;
-    # anything else is read as a case file, within the case limits (so /dev/zero is refused there).
-    known = {e for exts in FORMATS.values() for e in exts} | set(PICKLE_EXTENSIONS)
     fmt = getattr(args, "format", None)
-    models = [p for p in paths if fmt is not None or os.path.splitext(p)[1].lower() in known]
+    models = [p for p in paths if is_model_file(p, fmt)]
     if (sample is not None or rows is not None) and not models:
         taken = next((p for p in paths if os.path.splitext(p)[1].lower() in SAMPLE_ONLY_EXTENSIONS), None)
         if taken is not None:  # e.g. check X.npy --sample X.npy: the sample given where the model goes
