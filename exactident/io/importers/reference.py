@@ -38,7 +38,7 @@ from exactident.io.importers.forward_check import forward_check
 from exactident.model.network import Network
 
 __all__ = ["ASSUMED", "ASSUME_OPTION", "assumed_architecture", "check_reference", "refuse_guess", "run_module",
-           "torch_forward_check", "without_reference_option"]
+           "torch_forward_check"]
 
 #: The architecture a weight-only format is read as (format name -> words).
 ASSUMED = {
@@ -105,13 +105,10 @@ def assumed_architecture(fmt: str) -> str:
             "the model")
 
 
-def refuse_guess(source: str, with_reference: bool = True) -> CaseFormatError:
-    """The one-line refusal of a weight-only file given with neither a reference nor the user's statement.
-
-    ``with_reference``: whether the command takes ``--reference`` (the message offers only what works).
-    """
+def refuse_guess(source: str) -> CaseFormatError:
+    """The one-line refusal of a weight-only file given with neither a reference nor the user's statement."""
     ways = ("check it against the model with --reference (an .onnx export or its outputs on the sample as .npy; "
-            "reference=module or outputs in Python), " if with_reference else "")
+            "reference=module or outputs in Python), ")
     return CaseFormatError(source, "architecture", "a weights file holds no architecture (a leaky-ReLU or "
                                                    "residual network saves the same tensors as a plain ReLU MLP), "
                                                    "and no verdict is given on a guess: import the model itself "
@@ -228,13 +225,6 @@ def _npy_outputs(path: str, rows: slice | None, max_bytes: int) -> tuple[np.ndar
     if Y.dtype.kind not in "fiu":
         raise CaseFormatError(path, "", f"reference outputs of dtype {Y.dtype} (expected floats)")
     return Y.astype(np.float64), str(Y.dtype.name)
-
-
-def without_reference_option(exc: CaseFormatError) -> CaseFormatError:
-    """``exc`` as a command that takes no ``--reference`` should say it (:func:`refuse_guess`)."""
-    if exc.field == "architecture" and exc.message == refuse_guess(exc.source).message:
-        return refuse_guess(exc.source, with_reference=False)
-    return exc
 
 
 def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtype: str | None, reference: Any,
