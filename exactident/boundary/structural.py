@@ -52,7 +52,7 @@ import flint
 
 from exactident.boundary.canonical import Canonical, canonical_form, canonical_nullspace
 from exactident.boundary.entering import primitive_integer
-from exactident.boundary.line import find_line, is_constant_line, line_outputs, line_summary
+from exactident.boundary.line import find_line, line_along, line_summary
 from exactident.errors import InvariantViolation
 from exactident.io.rationals import format_fmpq, short_text
 from exactident.model.activation import ActivationState
@@ -347,13 +347,14 @@ def find_structural(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Acti
     Returns
     -------
     (certificate, clause) or None
-        ``{"line": {"delta", "nonequivalence"}, "structural": {"mechanism", "neurons", ..., "t0"}}``
-        and a reason clause.
+        ``{"line": {"delta", "t0", "nonequivalence"}, "structural": {"mechanism", "neurons", ..., "t0"}}``
+        and a reason clause; both ``t0`` are the segment ``[0, t0]`` proved (``None``: every ``t >= 0``).
 
     Raises
     ------
     InvariantViolation
-        If a mechanism's line moves an output on ``X`` or its path product is constant (a bug).
+        If a mechanism's line moves an output on ``X``, meets a kink on ``X`` elsewhere than at the
+        mechanism's ``t0``, or its path product is constant (a bug).
 
     Examples
     --------
@@ -374,10 +375,15 @@ def find_structural(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Acti
             continue
         delta, part, witness, clause = found
         dW, db = _dense(net, delta)
-        if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in canon.points):
+        lp = line_along(net, dW, db, canon.points)  # the distinct points of X
+        if not lp.is_constant():
             raise InvariantViolation(f"{mechanism} line moves an output on X (neurons {part.get('neurons')})")
+        t0 = lp.segment_end()
+        if (None if t0 is None else format_fmpq(t0)) != part["t0"]:
+            raise InvariantViolation(f"{mechanism} line: its first kink on X is at t = {t0}, the mechanism says "
+                                     f"t0 = {part['t0']} (neurons {part.get('neurons')})")
         line = {"delta": {_name(k): format_fmpq(d) for k, d in sorted(delta.items(), key=_sort_key)},
-                "nonequivalence": witness}
+                "t0": part["t0"], "nonequivalence": witness}
         return {"line": line, "structural": part}, clause
     return None
 
