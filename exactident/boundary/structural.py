@@ -54,7 +54,7 @@ from exactident.boundary.canonical import Canonical, canonical_form, canonical_n
 from exactident.boundary.entering import primitive_integer
 from exactident.boundary.line import find_line, line_along, line_summary
 from exactident.errors import InvariantViolation
-from exactident.io.rationals import format_fmpq, short_text
+from exactident.io.rationals import format_fmpq
 from exactident.model.activation import ActivationState
 from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE
 from exactident.model.diagnostics import hyperplane_rows, neuron_activity, proportional_twins, untouched_inputs
@@ -430,8 +430,7 @@ def settle(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationSta
     if found is not None:
         cert, clause = found
         mechanism = cert["structural"]["mechanism"]
-        summary = [f"{mechanism} certificate: " + line_summary({"line": cert["line"]})
-                   + _t0_text(cert["structural"])]
+        summary = [f"{mechanism} certificate: " + line_summary({"line": cert["line"]})]
         return Settlement(cert, mechanism, f"{clause}, and changes a path product, so theta is not locally "
                           f"identifiable ({mechanism} certificate)", summary)
     tried = "no structural certificate applies (no dead neuron, untouched input, proportional pair, " \
@@ -447,7 +446,3 @@ def settle(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationSta
         tried += f"; {why}"
     return Settlement(None, None, tried, [f"searched: {tried}"])
 
-
-def _t0_text(part: dict[str, Any]) -> str:
-    t0 = part.get("t0")
-    return "; for every t > 0" if t0 is None else f"; for 0 < t < t0 = {short_text(t0)}"
