@@ -52,7 +52,7 @@ import flint
 
 from exactident.boundary.canonical import Canonical, canonical_form, canonical_nullspace
 from exactident.boundary.entering import primitive_integer
-from exactident.boundary.line import find_line, line_along, line_summary
+from exactident.boundary.line import find_line, line_along, line_summary, segment_text
 from exactident.errors import InvariantViolation
 from exactident.io.rationals import format_fmpq
 from exactident.model.activation import ActivationState
@@ -440,8 +440,9 @@ def settle(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationSta
         if line is not None:
             shows = ("changes f at a probe point" if "probe" in line["line"] else
                      "changes an invariant of the equivalence")
-            return Settlement(line, "line", "the segment theta + eps delta (a kernel direction of Gamma) keeps every "
-                              f"output on X exactly and {shows} (straight-line certificate)",
+            return Settlement(line, "line", "the segment theta + t delta (a kernel direction of Gamma) keeps every "
+                              f"output on X exactly for {segment_text(line['line']['t0'])}, and {shows} "
+                              "(straight-line certificate)",
                               [f"{tried}; " + line_summary(line)])
         tried += f"; {why}"
     return Settlement(None, None, tried, [f"searched: {tried}"])
