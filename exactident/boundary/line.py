@@ -46,7 +46,8 @@ from exactident.io.rationals import format_fmpq, short_text
 from exactident.model.line_forward import LinePass, line_pass
 from exactident.model.network import Network
 
-__all__ = ["MAX_LINE_CANDIDATES", "find_line", "find_probe", "line_along", "line_summary", "segment_text"]
+__all__ = ["MAX_LINE_CANDIDATES", "PROBE_BATCH", "find_line", "find_probe", "line_along", "line_summary",
+           "segment_text"]
 
 #: Kernel directions tried per resolution.
 MAX_LINE_CANDIDATES = 24

@@ -48,7 +48,7 @@ from typing import Any
 import flint
 import numpy as np
 
-__all__ = ["LinePass", "line_outputs", "line_pass", "rational_matrix"]
+__all__ = ["ROOT_BITS", "LinePass", "line_outputs", "line_pass", "rational_matrix"]
 
 #: Relative precision of an irrational first root (:meth:`LinePass.segment_end`).
 ROOT_BITS = 30
@@ -171,9 +171,9 @@ class LinePass:
             if best is not None and (_surely_no_root(q, best) or _count_roots(_deflate(q, best), flint.fmpq(0),
                                                                                 best) == 0):
                 continue
-            r = _first_root_below(q)
-            if r is not None and (best is None or r < best):
-                best = r
+            first = _first_root_below(q)
+            if first is not None and (best is None or first < best):
+                best = first
         return best
 
 
