@@ -268,7 +268,7 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
     W, dW : per layer an ``fmpq_mat`` ``N_l x N_{l-1}`` or rows of Fraction / fmpq (Q)
         ``W_l`` and the direction ``delta W_l``.
     b, db : per layer a sequence of Fraction / fmpq (Q)
-    X : n rows of ``N_0`` Fraction / fmpq (Q), ``n >= 1``
+    X : n rows of ``N_0`` Fraction / fmpq (Q)
 
     Returns
     -------
@@ -292,7 +292,8 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
     ([(0, 0, 1, Fraction(-3, 1))], 1, [], [(0, 1, 0)])
     """
     n = len(X)
-    widths = [len(X[0])] + [len(bl) for bl in b]
+    n_in = W[0].ncols() if isinstance(W[0], flint.fmpq_mat) else len(W[0][0])
+    widths = [n_in] + [len(bl) for bl in b]
     Hm, S_f = rational_matrix(X, n, widths[0]).numer_denom()
     H, S = [Hm], int(S_f)
     L = len(W)
