@@ -295,6 +295,19 @@ def _block(net, X, state, canon):
     return delta, part, _row_witness(net, delta, l, i), clause
 
 
+#: A fixed prime (checked by :func:`exactident.linalg.modular.require_prime`) for the pinned-hyperplane pre-test.
+_PINNED_PRIME = 2_147_483_647
+
+
+def _full_column_rank_mod_p(rows: list[list[flint.fmpq]]) -> bool:
+    """Full column rank of the rows mod :data:`_PINNED_PRIME` (then over Q too: a nonzero minor of the
+    integer matrix ``d M`` mod p is nonzero); False says nothing (speed only: the exact kernel decides)."""
+    from exactident.linalg.modular import require_prime
+
+    Mz, _den = flint.fmpq_mat(rows).numer_denom()
+    return flint.nmod_mat(Mz, require_prime(_PINNED_PRIME)).rank() == Mz.ncols()
+
+
 def _unpinned(net, X, state, canon):
     hidden = sorted(((l, v) for l in net.hidden_layers() for v in range(net.widths[l])),
                     key=lambda lv: _canonical_key(canon, *lv))
@@ -306,6 +319,8 @@ def _unpinned(net, X, state, canon):
         # Canonical columns: layer l-1 in canonical order, scaled to the normalised network.
         cols = list(range(n_in)) if l == 1 else sorted(range(n_in), key=lambda u: canon.rank[(l - 1, u)])
         scale = [_ONE if l == 1 else canon.scale[(l - 1, u)] for u in cols]
+        if len(rows) > n_in and _full_column_rank_mod_p(rows):
+            continue  # pinned (a rank mod p is a lower bound on the rank over Q): no exact kernel needed
         M = flint.fmpq_mat([[r[u] * a for u, a in zip(cols, scale)] + [r[-1]] for r in rows])
         K = canonical_nullspace(M)
         if not K:
