@@ -170,3 +170,24 @@ def test_polynomials_are_the_network_on_the_segment(seed):
         bt = [[c + t * d for c, d in zip(bl, dl)] for bl, dl in zip(b, db)]
         for x, per_output in zip(X, polys):
             assert _f(Wt, bt, x) == [sum((c * t ** k for k, c in enumerate(p)), F(0)) for p in per_output]
+
+
+def test_a_structural_line_cannot_claim_more_than_its_mechanism():
+    # A shipped unpinned-hyperplane case: the structural part's t0 is the exact supremum -z/s of the moved
+    # neuron's first crossing (docs/theory.md, recomputed by verify.structural); the line part states the same
+    # segment, and a line part claiming twice as far is refused by the generic segment check.
+    import json
+    from pathlib import Path
+
+    from exactident.io.case import load_case
+
+    path = Path(__file__).resolve().parent.parent / "cases" / "suite-v1" / "gap" / "gap-2x2x2x1-s1-000.json"
+    case, rep = load_case(str(path)), check(load_case(str(path)), numeric=False).to_dict()
+    assert json.loads(path.read_text())["expected"]["decided_by"] == rep["decided_by"] == "unpinned-hyperplane"
+    t0 = F(rep["certificate"]["structural"]["t0"])
+    assert F(rep["certificate"]["line"]["t0"]) == t0
+    assert verify_certificate(case, rep, require_claims=True)[0]
+    forged = copy.deepcopy(rep)
+    forged["certificate"]["line"]["t0"] = str(2 * t0)
+    valid, msgs = verify_certificate(case, forged, require_claims=True)
+    assert not valid and any(m.startswith("certificate.line.t0: ") and "changes sign" in m for m in msgs), msgs
