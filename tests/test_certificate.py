@@ -129,7 +129,7 @@ def test_line_certificate_for_a_tie_never_entered_at_first_order(tmp_path, line_
     assert line_report["verdict"] == "not-identifiable" and "entering" not in cert
     assert main(["verify-certificate", SECOND_ORDER, _write(tmp_path, line_report)]) == 0
     hand = {"name": "boundary-second-order-tie", "verdict": "not-identifiable",
-            "certificate": {"line": {"delta": {"b_1[1]": "1", "b_2[0]": "-1"}, "probe": ["-3"]}}}
+            "certificate": {"line": {"delta": {"b_1[1]": "1", "b_2[0]": "-1"}, "t0": None, "probe": ["-3"]}}}
     assert verify_certificate(load_case(SECOND_ORDER), hand)[0]
 
 
@@ -140,7 +140,7 @@ def test_line_certificate_for_a_tie_never_entered_at_first_order(tmp_path, line_
     ({"delta": {"b_3[0]": "1"}}, "not a weight or bias"),
 ])
 def test_tampered_line_certificate_is_rejected(change, why):
-    line = {"delta": {"b_1[1]": "1", "b_2[0]": "-1"}, "probe": ["-3"]}
+    line = {"delta": {"b_1[1]": "1", "b_2[0]": "-1"}, "t0": None, "probe": ["-3"]}
     line.update(change)
     report = {"name": "boundary-second-order-tie", "verdict": "not-identifiable", "certificate": {"line": line}}
     valid, msgs = verify_certificate(load_case(SECOND_ORDER), report)

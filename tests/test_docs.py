@@ -262,8 +262,8 @@ def test_architecture_import_rules_hold():
         if a == "verify" and b in ("boundary", "check", "numeric", "crosscheck"):
             verify.append(f"{src} -> {dst}")
         if src in ("exactident.verify.arith", "exactident.verify.entering", "exactident.verify.line") \
-                and b not in ("verify", "errors"):
-            verify.append(f"{src} -> {dst}")
+                and b not in ("verify", "errors") and not dst.startswith("exactident.model.line_forward"):
+            verify.append(f"{src} -> {dst}")  # the line primitive is shared, like blas_modp (architecture.md)
     assert not up, "imports that do not go down the layers of docs/architecture.md:\n" + "\n".join(up)
     assert not linalg, "linalg must know nothing of networks:\n" + "\n".join(linalg)
     assert not verify, "verify shares more with the engine than docs/architecture.md says:\n" + "\n".join(verify)

@@ -196,13 +196,14 @@ def test_function_preserving_tie_is_not_identifiable():
     assert report["verdict"] == "not-identifiable" and set(report["certificate"]) == {"boundary", "line"}
     line = report["certificate"]["line"]
     assert "probe" not in line and line["nonequivalence"]["invariant"] == "path-products"
+    assert line["t0"] is None  # the derivation above holds for every t >= 0: no unit changes side
     assert verify_certificate(case, report, require_claims=True)[0]
     # the hand certificate verifies; a probe cannot show anything since f is unchanged everywhere
-    hand = {"delta": {"W_1[0,0]": "3", "W_1[1,0]": "1"},
+    hand = {"delta": {"W_1[0,0]": "3", "W_1[1,0]": "1"}, "t0": None,
             "nonequivalence": {"invariant": "path-products", "path": {"start": 0, "neurons": [0, 0, 0], "output": 0},
                                "coefficients": ["1/2", "3"]}}
     assert verify_certificate(case, {"certificate": {"line": hand}})[0]
-    probe_only = {"delta": hand["delta"], "probe": ["2"]}
+    probe_only = {"delta": hand["delta"], "t0": None, "probe": ["2"]}
     valid, msgs = verify_certificate(case, {"certificate": {"line": probe_only}})
     assert not valid and msgs == ["certificate.line.probe: f is constant along the line at the probe point (2); "
                                   "the certificate claims it changes"]

@@ -68,7 +68,7 @@ def test_the_issues_dead_neuron_case(tmp_path, capsys):
     assert (rep["rank_gamma"], rep["rank_a"], rep["dim"]) == (7, 8, 11)
     assert "hidden neuron (1,0) is strictly inactive on all 5 samples" in rep["reason"]
     assert rep["certificate"]["structural"] == {"mechanism": "dead-neuron", "neurons": [[1, 0]], "t0": None}
-    assert rep["certificate"]["line"] == {"delta": {"b_1[0]": "-1"}, "nonequivalence": {
+    assert rep["certificate"]["line"] == {"delta": {"b_1[0]": "-1"}, "t0": None, "nonequivalence": {
         "invariant": "path-products", "path": {"start": 1, "neurons": [0], "output": 0},
         "coefficients": ["-300", "-3"]}}
     (tmp_path / "r.json").write_text(json.dumps(rep))
@@ -96,7 +96,7 @@ def test_unpinned_t0_is_the_exact_first_sign_change():
 def _forged_dead(rep, witness_coefficients):
     bad = copy.deepcopy(rep)
     bad["verdict"], bad["decided_by"] = "not-identifiable", "dead-neuron"
-    bad["certificate"]["line"] = {"delta": {"b_1[0]": "-1"}, "nonequivalence": {
+    bad["certificate"]["line"] = {"delta": {"b_1[0]": "-1"}, "t0": None, "nonequivalence": {
         "invariant": "path-products", "path": {"start": 1, "neurons": [0], "output": 0},
         "coefficients": witness_coefficients}}
     bad["certificate"]["structural"] = {"mechanism": "dead-neuron", "neurons": [[1, 0]], "t0": None}
@@ -142,7 +142,7 @@ def test_twins_whose_ratio_differs_on_one_sample_get_no_certificate():
     forged = copy.deepcopy(rep)
     forged["verdict"], forged["decided_by"] = "not-identifiable", "proportional-neurons"
     # h_0 = h_2 would need W_2[0,0] += t, W_2[0,2] -= t; at x = -4 output 0 moves by t (2 - 3) = -t.
-    forged["certificate"]["line"] = {"delta": {"W_2[0,0]": "1", "W_2[0,2]": "-1"}, "probe": ["-4"]}
+    forged["certificate"]["line"] = {"delta": {"W_2[0,0]": "1", "W_2[0,2]": "-1"}, "t0": None, "probe": ["-4"]}
     forged["certificate"]["structural"] = {"mechanism": "proportional-neurons", "neurons": [[1, 0], [1, 2]],
                                            "ratio": "1", "t0": None}
     valid, msgs = _valid(case, forged)

@@ -81,9 +81,9 @@ def test_scaled_reduction_mod_p_by_limbs_agrees_with_python_ints(seed):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_line_outputs_agree_with_the_fraction_polynomial_pass(seed):
-    # line_outputs (integers, all samples at once) against line_forward (Fraction polynomials, one sample)
+    # the shared line_outputs (integers, all samples at once) against line_forward (Fraction polynomials, one sample)
+    from exactident.model.line_forward import line_outputs
     from exactident.verify.arith import line_forward
-    from exactident.verify.forward import line_outputs
 
     rng = random.Random(500 + seed)
     widths, W, b, X = _random_net(rng)

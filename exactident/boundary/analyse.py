@@ -75,7 +75,7 @@ from exactident.boundary.canonical import (
     to_slice,
 )
 from exactident.boundary.entering import TieGradients, find_strict_direction, primitive_integer
-from exactident.boundary.line import find_line, line_summary
+from exactident.boundary.line import find_line, line_summary, segment_text
 from exactident.errors import InvariantViolation
 from exactident.io.rationals import short_text
 from exactident.model.activation import ActivationState, Tie, resolve_ties
@@ -247,9 +247,10 @@ def _progress(iterable: Iterable, total: int) -> Iterable:
 
 
 def _line_shows(line: dict[str, Any]) -> str:
-    """How a line certificate shows non-equivalence, for the reason."""
-    return ("changes f at a probe point" if "probe" in line["line"] else
-            "changes an invariant of the equivalence (so the parameters are not equivalent)")
+    """The segment a line certificate proved and how it shows non-equivalence, for the reason."""
+    return (f"for {segment_text(line['line']['t0'])}, and "
+            + ("changes f at a probe point" if "probe" in line["line"] else
+               "changes an invariant of the equivalence (so the parameters are not equivalent)"))
 
 
 def _to_case(net: Network, canon: Canonical, fixed: FixedEdges, c: Sequence[flint.fmpq]) -> list[flint.fmpq]:
@@ -363,8 +364,8 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         if line is None:
             reason += f"; nothing was enumerated, so no exact verdict was reached ({raise_hint})"
             return BoundaryOutcome(INCONCLUSIVE, reason, certificate=part, extra={"summary": summary})
-        reason += (" (none enumerated), but the segment theta + eps delta (a kernel direction of Gamma at the "
-                   f">= 0 pattern) keeps every output on X exactly and {_line_shows(line)} "
+        reason += (" (none enumerated), but the segment theta + t delta (a kernel direction of Gamma at the "
+                   f">= 0 pattern) keeps every output on X exactly {_line_shows(line)} "
                    "(straight-line certificate)")
         summary.append(line_summary(line))
         return BoundaryOutcome(NOT_IDENTIFIABLE, reason, certificate={**part, **line}, extra={"summary": summary})
@@ -465,8 +466,8 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         certificate = line
         verdict = NOT_IDENTIFIABLE
         reason = (f"C_S fails for {n_cs_fail} of {n_res} tie resolutions and no kernel direction enters "
-                  "strictly to first order, but the segment theta + eps delta keeps every output on X "
-                  f"exactly and {_line_shows(line)} (straight-line certificate)")
+                  "strictly to first order, but the segment theta + t delta keeps every output on X "
+                  f"exactly {_line_shows(line)} (straight-line certificate)")
         summary.append(line_summary(line))
     elif n_cs_fail == 0:
         verdict = IDENTIFIABLE

@@ -146,15 +146,22 @@ def _normalised(net: Network) -> tuple[dict[tuple[int, int], flint.fmpq], list[l
 
 
 def _compress(signatures: dict[tuple[int, int], tuple]) -> dict[tuple[int, int], int]:
-    """Colours: the rank of each neuron's signature among the distinct signatures of its layer."""
+    """Colours: the rank of each neuron's signature among the distinct signatures of its layer.
+
+    By sorting and comparing neighbours, never by hashing: a hash of an ``fmpq`` goes through
+    ``fractions.Fraction`` and dominated the canonical form on many samples.
+    """
     out: dict[tuple[int, int], int] = {}
-    layers = sorted({l for l, _ in signatures})
-    for l in layers:
-        distinct = sorted({sig for (m, _), sig in signatures.items() if m == l})
-        index = {sig: k for k, sig in enumerate(distinct)}
-        for (m, v), sig in signatures.items():
-            if m == l:
-                out[(m, v)] = index[sig]
+    by_layer: dict[int, list[tuple[tuple, int]]] = {}
+    for (l, v), sig in signatures.items():
+        by_layer.setdefault(l, []).append((sig, v))
+    for l, items in by_layer.items():
+        items.sort(key=lambda item: item[0])
+        colour = -1
+        for k, (sig, v) in enumerate(items):
+            if k == 0 or sig != items[k - 1][0]:
+                colour += 1
+            out[(l, v)] = colour
     return out
 
 
@@ -216,13 +223,17 @@ def canonical_form(net: Network, X: Sequence[Sequence[flint.fmpq]], Z: Sequence[
     >>> ca.sample_class, [[str(v) for v in p] for p in ca.points]
     ([1, 0, 2, 1], [['-1/2'], ['0'], ['1']])
     """
-    keys = [tuple(x) for x in X]
-    distinct = sorted(set(keys))
-    index = {k: c for c, k in enumerate(distinct)}
-    sample_class = [index[k] for k in keys]
+    # Classes by sorting the points and comparing neighbours (no fmpq hash, see _compress).
+    rows = [list(x) for x in X]
+    by_point = sorted(range(len(rows)), key=lambda i: rows[i])
+    sample_class = [0] * len(rows)
+    distinct: list[list[flint.fmpq]] = []
     first: dict[int, int] = {}
-    for i, c in enumerate(sample_class):
-        first.setdefault(c, i)
+    for k, i in enumerate(by_point):
+        if k == 0 or rows[i] != rows[by_point[k - 1]]:
+            first[len(distinct)] = i
+            distinct.append(rows[i])
+        sample_class[i] = len(distinct) - 1
     scale, Wn, bn = _normalised(net)
     z_sig = {}
     for l in net.hidden_layers():
@@ -254,7 +265,7 @@ def canonical_form(net: Network, X: Sequence[Sequence[flint.fmpq]], Z: Sequence[
 
     col_scale = [a(p.l, p.i) / a(p.l - 1, p.j) if p.j is not None else a(p.l, p.i) for p in params]
     order = sorted(range(len(params)), key=lambda j: key(params[j]))
-    return Canonical(sample_class, [list(k) for k in distinct], rank, scale, fixed, params, order, col_scale)
+    return Canonical(sample_class, distinct, rank, scale, fixed, params, order, col_scale)
 
 
 def canonical_nullspace(M: flint.fmpq_mat) -> list[list[flint.fmpq]]:

@@ -14,9 +14,16 @@ equivalent to ``theta``; with ``eps -> 0`` theta is not locally identifiable.
 No rank condition is needed.
 
 Both items are decided exactly by running the network on polynomials in
-``eps``: every pre-activation is a polynomial ``p(eps)`` with rational
+``eps``, every sample at once (:mod:`exactident.model.line_forward`, the primitive the
+verifier uses too): every pre-activation is a polynomial ``p(eps)`` with rational
 coefficients, and for small ``eps > 0`` ``relu(p) = p`` when the lowest nonzero
 coefficient is positive, ``0`` otherwise (``p = 0`` gives ``0`` either way).
+
+The certificate states the segment it proved, ``t0``: no hidden pre-activation on ``X``
+has a root in ``(0, t0)``, so every unit keeps the side it takes just after 0 there and
+``f_{theta + t delta}(X) = f_theta(X)`` for every ``t`` in ``[0, t0]`` (``t0 = None``:
+every ``t >= 0``).  ``t0`` is the first kink the line meets on ``X`` when that is rational,
+else a rational just below it.
 
 Candidates ``delta`` come from the kernels of ``Gamma(s)`` (:func:`find_line`, called by
 :mod:`exactident.boundary.analyse`); the check here does not trust them.  Instead of (or
@@ -36,84 +43,46 @@ from exactident.boundary.canonical import Canonical, combine, kernel_rows
 from exactident.boundary.entering import primitive_integer, relaxed_directions
 from exactident.boundary.nonequivalence import find_witness
 from exactident.io.rationals import format_fmpq, short_text
+from exactident.model.line_forward import LinePass, line_pass
 from exactident.model.network import Network
 
-__all__ = ["MAX_LINE_CANDIDATES", "Poly", "find_line", "find_probe", "is_constant_line", "line_outputs",
-           "line_summary"]
+__all__ = ["MAX_LINE_CANDIDATES", "PROBE_BATCH", "find_line", "find_probe", "line_along", "line_summary",
+           "segment_text"]
 
 #: Kernel directions tried per resolution.
 MAX_LINE_CANDIDATES = 24
 
-Poly = list  # coefficients [c_0, c_1, ...] in Q (fmpq), lowest degree first
-
-_ZERO = flint.fmpq(0)
-
-
-def _add(p: Poly, q: Poly) -> Poly:
-    n = max(len(p), len(q))
-    return [(p[k] if k < len(p) else _ZERO) + (q[k] if k < len(q) else _ZERO) for k in range(n)]
+#: Probe points run along the line in one batch (the first batch with a moving output decides).
+PROBE_BATCH = 64
 
 
-def _mul(p: Poly, q: Poly) -> Poly:
-    if not p or not q:
-        return []
-    out = [_ZERO] * (len(p) + len(q) - 1)
-    for a, pa in enumerate(p):
-        if pa != _ZERO:
-            for c, qc in enumerate(q):
-                out[a + c] += pa * qc
-    return out
-
-
-def _relu_small_eps(p: Poly) -> Poly:
-    for c in p:
-        if c != _ZERO:
-            return p if c > _ZERO else []
-    return []
-
-
-def line_outputs(net: Network, dW: Sequence[flint.fmpq_mat], db: Sequence[Sequence[flint.fmpq]],
-                 x: Sequence[flint.fmpq]) -> list[Poly]:
-    """Outputs of ``theta + eps delta`` at ``x`` as polynomials in ``eps`` (valid for small ``eps > 0``).
+def line_along(net: Network, dW: Sequence[Any], db: Sequence[Sequence[flint.fmpq]],
+               points: Sequence[Sequence[flint.fmpq]]) -> LinePass:
+    """``net`` run along ``theta + t delta`` on every point at once (:func:`exactident.model.line_forward.line_pass`).
 
     Parameters
     ----------
     net : Network
-    dW, db : like ``net.W``, ``net.b``
+    dW, db : like ``net.W``, ``net.b`` (``fmpq_mat`` or rows of fmpq)
         The direction ``delta`` over all weights and biases (Q).
-    x : N_0 fmpq
+    points : n >= 1 rows of N_0 fmpq
 
     Returns
     -------
-    list of Poly, length ``N_L``
+    LinePass
 
     Examples
     --------
     ``f = 3 relu(2x + 1)`` moved along ``(dw, db_1, db_2) = (0, 1, -3)`` at the kink
-    ``x = -1/2``: ``3 relu(eps) - 3 eps = 0``.
+    ``x = -1/2``: ``3 relu(t) - 3 t = 0`` for every ``t > 0``.
 
     >>> q = flint.fmpq
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]])
-    >>> out = line_outputs(net, [flint.fmpq_mat([[0]]), flint.fmpq_mat([[0]])], [[q(1)], [q(-3)]], [q(-1, 2)])
-    >>> [c for c in out[0] if c != 0]
-    []
+    >>> lp = line_along(net, [flint.fmpq_mat([[0]]), flint.fmpq_mat([[0]])], [[q(1)], [q(-3)]], [[q(-1, 2)]])
+    >>> lp.is_constant(), lp.segment_end()
+    (True, None)
     """
-    h: list[Poly] = [[v] for v in x]
-    for l in range(1, net.L + 1):
-        W, dWl = net.W[l - 1].table(), dW[l - 1].table()
-        z = []
-        for r in range(net.widths[l]):
-            acc: Poly = [net.b[l - 1][r], db[l - 1][r]]
-            for c in range(net.widths[l - 1]):
-                acc = _add(acc, _mul([W[r][c], dWl[r][c]], h[c]))
-            z.append(acc)
-        h = z if l == net.L else [_relu_small_eps(p) for p in z]
-    return h
-
-
-def is_constant_line(outs: Sequence[Poly]) -> bool:
-    """Every polynomial has zero coefficients of degree >= 1."""
-    return all(c == _ZERO for p in outs for c in p[1:])
+    return line_pass(net.W, net.b, dW, db, points)
 
 
 def _probe_points(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
@@ -130,10 +99,14 @@ def _probe_points(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[
 
 
 def find_probe(net: Network, dW, db, X) -> list[flint.fmpq] | None:
-    """A point where the outputs along the line are not constant (``None`` if none tried works)."""
-    for x in _probe_points(net, X):
-        if not is_constant_line(line_outputs(net, dW, db, x)):
-            return x
+    """The first point (in a fixed order) where the outputs along the line are not constant for small
+    ``t > 0`` (``None`` if none tried works); points run in batches of :data:`PROBE_BATCH`."""
+    pts = _probe_points(net, X)
+    for start in range(0, len(pts), PROBE_BATCH):
+        batch = pts[start:start + PROBE_BATCH]
+        moving = line_along(net, dW, db, batch).moving()
+        if moving:
+            return batch[moving[0][0]]
     return None
 
 
@@ -162,10 +135,13 @@ def find_line(net: Network, canon: Canonical, pool: Sequence[tuple[list, list]])
     Returns
     -------
     dict or None
-        ``{"line": {"delta", "probe"?, "nonequivalence"?}}``: ``delta`` over the free
+        ``{"line": {"delta", "t0", "probe"?, "nonequivalence"?}}``: ``delta`` over the free
         parameters of ``canon.fixed`` in the case's own names and scale (a positive
-        rescaling maps straight lines to straight lines), at least one of a probe point
-        (from the canonical sample points and a fixed grid) and an invariant witness.
+        rescaling maps straight lines to straight lines); ``t0`` the segment proved
+        (:meth:`exactident.model.line_forward.LinePass.segment_end`: the outputs on ``X`` are
+        ``f_theta(X)`` for every ``t`` in ``[0, t0]``, ``None``: every ``t >= 0``); at least one
+        of a probe point (from the canonical sample points and a fixed grid) and an
+        invariant witness.
     """
     params = canon.params
     seen: set[tuple] = set()
@@ -184,12 +160,15 @@ def find_line(net: Network, canon: Canonical, pool: Sequence[tuple[list, list]])
                     dW[p.l - 1][p.i, p.j] = d
                 else:
                     db[p.l - 1][p.i] = d
-            if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in canon.points):  # = on all of X
+            lp = line_along(net, dW, db, canon.points)  # the distinct points of X: f on X
+            if not lp.is_constant():
                 continue
             probe = find_probe(net, dW, db, canon.points)
             witness = find_witness(net, dW, db, first_order=False)
             if probe is not None or witness is not None:  # either shows non-equivalence (docs/boundary.md)
-                line: dict[str, Any] = {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)}}
+                t0 = lp.segment_end()
+                line: dict[str, Any] = {"delta": {p.name: format_fmpq(d) for p, d in zip(params, delta)},
+                                        "t0": None if t0 is None else format_fmpq(t0)}
                 if probe is not None:
                     line["probe"] = [format_fmpq(v) for v in probe]
                 if witness is not None:
@@ -198,11 +177,17 @@ def find_line(net: Network, canon: Canonical, pool: Sequence[tuple[list, list]])
     return None
 
 
+def segment_text(t0: str | None) -> str:
+    """The segment ``[0, t0]`` of a line, for the readable lines."""
+    return "every t >= 0" if t0 is None else f"0 <= t <= t0 = {short_text(t0)}"
+
+
 def line_summary(line: dict[str, Any]) -> str:
     """The readable line for a straight-line certificate (long numbers abbreviated)."""
     part = line["line"]
     text = "line certificate delta: " + ", ".join(f"{k} = {short_text(v)}" for k, v in part["delta"].items()
                                                   if v != "0")
+    text += f"; f(X) constant for {segment_text(part.get('t0'))}"
     if "probe" in part:
         text += f"; probe x* = ({', '.join(short_text(v) for v in part['probe'])})"
     if "nonequivalence" in part:

@@ -52,9 +52,9 @@ import flint
 
 from exactident.boundary.canonical import Canonical, canonical_form, canonical_nullspace
 from exactident.boundary.entering import primitive_integer
-from exactident.boundary.line import find_line, is_constant_line, line_outputs, line_summary
+from exactident.boundary.line import find_line, line_along, line_summary, segment_text
 from exactident.errors import InvariantViolation
-from exactident.io.rationals import format_fmpq, short_text
+from exactident.io.rationals import format_fmpq
 from exactident.model.activation import ActivationState
 from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE
 from exactident.model.diagnostics import hyperplane_rows, neuron_activity, proportional_twins, untouched_inputs
@@ -295,6 +295,19 @@ def _block(net, X, state, canon):
     return delta, part, _row_witness(net, delta, l, i), clause
 
 
+#: A fixed prime (checked by :func:`exactident.linalg.modular.require_prime`) for the pinned-hyperplane pre-test.
+_PINNED_PRIME = 2_147_483_647
+
+
+def _full_column_rank_mod_p(rows: list[list[flint.fmpq]]) -> bool:
+    """Full column rank of the rows mod :data:`_PINNED_PRIME` (then over Q too: a nonzero minor of the
+    integer matrix ``d M`` mod p is nonzero); False says nothing (speed only: the exact kernel decides)."""
+    from exactident.linalg.modular import require_prime
+
+    Mz, _den = flint.fmpq_mat(rows).numer_denom()
+    return flint.nmod_mat(Mz, require_prime(_PINNED_PRIME)).rank() == Mz.ncols()
+
+
 def _unpinned(net, X, state, canon):
     hidden = sorted(((l, v) for l in net.hidden_layers() for v in range(net.widths[l])),
                     key=lambda lv: _canonical_key(canon, *lv))
@@ -306,6 +319,8 @@ def _unpinned(net, X, state, canon):
         # Canonical columns: layer l-1 in canonical order, scaled to the normalised network.
         cols = list(range(n_in)) if l == 1 else sorted(range(n_in), key=lambda u: canon.rank[(l - 1, u)])
         scale = [_ONE if l == 1 else canon.scale[(l - 1, u)] for u in cols]
+        if len(rows) > n_in and _full_column_rank_mod_p(rows):
+            continue  # pinned (a rank mod p is a lower bound on the rank over Q): no exact kernel needed
         M = flint.fmpq_mat([[r[u] * a for u, a in zip(cols, scale)] + [r[-1]] for r in rows])
         K = canonical_nullspace(M)
         if not K:
@@ -347,13 +362,14 @@ def find_structural(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Acti
     Returns
     -------
     (certificate, clause) or None
-        ``{"line": {"delta", "nonequivalence"}, "structural": {"mechanism", "neurons", ..., "t0"}}``
-        and a reason clause.
+        ``{"line": {"delta", "t0", "nonequivalence"}, "structural": {"mechanism", "neurons", ..., "t0"}}``
+        and a reason clause; both ``t0`` are the segment ``[0, t0]`` proved (``None``: every ``t >= 0``).
 
     Raises
     ------
     InvariantViolation
-        If a mechanism's line moves an output on ``X`` or its path product is constant (a bug).
+        If a mechanism's line moves an output on ``X``, meets a kink on ``X`` elsewhere than at the
+        mechanism's ``t0``, or its path product is constant (a bug).
 
     Examples
     --------
@@ -374,10 +390,15 @@ def find_structural(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Acti
             continue
         delta, part, witness, clause = found
         dW, db = _dense(net, delta)
-        if not all(is_constant_line(line_outputs(net, dW, db, x)) for x in canon.points):
+        lp = line_along(net, dW, db, canon.points)  # the distinct points of X
+        if not lp.is_constant():
             raise InvariantViolation(f"{mechanism} line moves an output on X (neurons {part.get('neurons')})")
+        t0 = lp.segment_end()
+        if (None if t0 is None else format_fmpq(t0)) != part["t0"]:
+            raise InvariantViolation(f"{mechanism} line: its first kink on X is at t = {t0}, the mechanism says "
+                                     f"t0 = {part['t0']} (neurons {part.get('neurons')})")
         line = {"delta": {_name(k): format_fmpq(d) for k, d in sorted(delta.items(), key=_sort_key)},
-                "nonequivalence": witness}
+                "t0": part["t0"], "nonequivalence": witness}
         return {"line": line, "structural": part}, clause
     return None
 
@@ -424,8 +445,7 @@ def settle(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationSta
     if found is not None:
         cert, clause = found
         mechanism = cert["structural"]["mechanism"]
-        summary = [f"{mechanism} certificate: " + line_summary({"line": cert["line"]})
-                   + _t0_text(cert["structural"])]
+        summary = [f"{mechanism} certificate: " + line_summary({"line": cert["line"]})]
         return Settlement(cert, mechanism, f"{clause}, and changes a path product, so theta is not locally "
                           f"identifiable ({mechanism} certificate)", summary)
     tried = "no structural certificate applies (no dead neuron, untouched input, proportional pair, " \
@@ -435,13 +455,10 @@ def settle(net: Network, X: Sequence[Sequence[flint.fmpq]], state: ActivationSta
         if line is not None:
             shows = ("changes f at a probe point" if "probe" in line["line"] else
                      "changes an invariant of the equivalence")
-            return Settlement(line, "line", "the segment theta + eps delta (a kernel direction of Gamma) keeps every "
-                              f"output on X exactly and {shows} (straight-line certificate)",
+            return Settlement(line, "line", "the segment theta + t delta (a kernel direction of Gamma) keeps every "
+                              f"output on X exactly for {segment_text(line['line']['t0'])}, and {shows} "
+                              "(straight-line certificate)",
                               [f"{tried}; " + line_summary(line)])
         tried += f"; {why}"
     return Settlement(None, None, tried, [f"searched: {tried}"])
 
-
-def _t0_text(part: dict[str, Any]) -> str:
-    t0 = part.get("t0")
-    return "; for every t > 0" if t0 is None else f"; for 0 < t < t0 = {short_text(t0)}"

@@ -80,7 +80,7 @@ def constant_line(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     Off the boundary a direction moving one layer's parameters only is such a line
     (docs/explain.md, "Straight lines": with the pattern fixed, the outputs are affine in
     that layer's parameters, so constant to first order means constant).  Otherwise the
-    network is run on polynomials in ``t`` (:func:`exactident.boundary.line.line_outputs`),
+    network is run on polynomials in ``t``, every sample at once (:func:`exactident.model.line_forward.line_pass`),
     when ``n * dim <= max_work``; False when not tested.
 
     Examples
@@ -99,10 +99,12 @@ def constant_line(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     if len(X) * len(params) > max_work:
         return False
     from exactident.boundary.certificate import direction_of
-    from exactident.boundary.line import is_constant_line, line_outputs
+    from exactident.model.line_forward import line_pass
 
+    if not X:
+        return True
     dW, db = direction_of(net, fixed, [flint.fmpq(v) for v in vec])
-    return all(is_constant_line(line_outputs(net, dW, db, x)) for x in X)
+    return line_pass(net.W, net.b, dW, db, X).is_constant()
 
 
 def _first(blocks: Sequence[KernelBlock], j: int, *, lines_only: bool = False,

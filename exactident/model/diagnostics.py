@@ -148,8 +148,12 @@ def proportional_twins(state: ActivationState) -> list[tuple[int, int, int, flin
     out = []
     for l, Z in enumerate(state.Z[:-1], start=1):
         cols = [_column(Z, v) for v in range(Z.ncols())]
+        # Only neurons with the same strict signs on every sample can pair: compare those (speed only).
+        signs = [tuple((z > _ZERO) - (z < _ZERO) for z in col) for col in cols]
         for u in range(len(cols)):
             for v in range(u + 1, len(cols)):
+                if signs[u] != signs[v]:
+                    continue
                 c = _ratio(cols[u], cols[v])
                 if c is not None:
                     out.append((l, u, v, c))

@@ -10,7 +10,7 @@ Nothing is trusted.  From the case alone:
   full column rank; the block is *complete* when it has ``dim - R_Gamma(s)``
   directions with ``R_Gamma(s)`` certified by the certificate.  A ``line: true``
   claim is re-checked with the verifier's own polynomial forward pass
-  (:func:`exactident.verify.forward.line_outputs`), or, for a direction moving one
+  (:func:`exactident.model.line_forward.line_pass`), or, for a direction moving one
   layer only on a case without ties, by the one-layer lemma of docs/explain.md;
 - each ``parameters`` entry's class against its witness: ``identifiable`` needs
   the verified ranks to prove ``C_S``; ``not-identifiable`` needs a verified line,
@@ -35,10 +35,10 @@ from exactident.linalg.modular import random_primes
 from exactident.model.fixed_edges import fixed_edges, free_parameters
 from exactident.model.gamma_modular import gamma_entry_bound, gamma_mod_p
 from exactident.model.integer_forward import data_denominator
+from exactident.model.line_forward import line_pass
 from exactident.verify.arith import BadField, direction, need, parse_fraction, unknown_fields
 from exactident.verify.claims import Proofs
 from exactident.verify.facts import CaseFacts
-from exactident.verify.forward import line_outputs
 
 __all__ = ["EXPLAIN_FIELDS", "verify_explained"]
 
@@ -165,7 +165,7 @@ def _is_line(facts: CaseFacts, vec: dict[int, Fraction], names: list[str], layer
 
     keyed = {parse_parameter(names[j], facts.widths, "delta"): v for j, v in vec.items()}
     dW, db = direction(facts.widths, keyed)
-    return all(all(c == 0 for c in p[1:]) for out in line_outputs(facts.W, facts.b, dW, db, facts.X) for p in out)
+    return not facts.X or line_pass(facts.W, facts.b, dW, db, facts.X).is_constant()
 
 
 def _identifiable_proved(facts: CaseFacts, proofs: Proofs) -> bool:

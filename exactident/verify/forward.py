@@ -5,10 +5,10 @@ case's rationals are brought to integer matrices over one denominator per layer
 (FLINT ``fmpq_mat.numer_denom``) and each layer is one FLINT ``fmpz_mat`` product, so
 no ``Fraction`` is built except for the values a check reads
 (:class:`LazyRows`).  :func:`scaled_forward` gives the pre-activations (the facts of
-:mod:`exactident.verify.facts`: ties, patterns), :func:`line_outputs` the outputs along
-``theta + eps delta`` as polynomials in ``eps`` (the ``line`` part).  The
+:mod:`exactident.verify.facts`: ties, patterns).  The ``line`` part's polynomials in ``t``
+come from the primitive the engine shares, :mod:`exactident.model.line_forward`.  The
 ``Fraction`` versions in :mod:`exactident.verify.arith` (:func:`~exactident.verify.arith.forward_tangent`,
-:func:`~exactident.verify.arith.line_forward`) are the references they are tested against.
+:func:`~exactident.verify.arith.line_forward`) are the references both are tested against.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import flint
 
-__all__ = ["LazyRows", "line_outputs", "pre_activations", "scaled_forward"]
+__all__ = ["LazyRows", "pre_activations", "scaled_forward"]
 
 
 def _lcm_den(values) -> int:
@@ -118,67 +118,3 @@ class LazyRows(Sequence):
         if i not in self._rows:
             self._rows[i] = self._make(i)
         return self._rows[i]
-
-
-def line_outputs(W, b, dW, db, X) -> list[list[list[Fraction]]]:
-    """:func:`exactident.verify.arith.line_forward` for every sample at once, in integers on scaled data.
-
-    ``h_{l-1}(eps) = sum_k eps^k H_k / S`` (``H_k`` integer ``n x N_{l-1}`` matrices, one
-    scale ``S``); with ``W_l = W'/d_W``, ``delta W_l = D'/d_D``, ``b_l = b'/d_b``,
-    ``delta b_l = e'/d_e`` and ``S' = lcm(d_W S, d_D S, d_b, d_e)``::
-
-        Z_k = (S'/(d_W S)) H_k W'^T + (S'/(d_D S)) H_{k-1} D'^T + [k = 0] (S'/d_b) 1 b'^T + [k = 1] (S'/d_e) 1 e'^T
-
-    (FLINT ``fmpz_mat`` products); the ReLU of a hidden neuron at a sample, for small
-    ``eps > 0``, keeps its coefficients when the lowest nonzero one is positive, else
-    zeroes them.
-
-    Returns
-    -------
-    list (per sample) of lists (per output) of Fraction coefficients of ``eps^0, eps^1, ...``
-
-    Examples
-    --------
-    ``f = 3 relu(2x + 1)`` moved along ``delta b_1 = 1``: ``f = 3 (2x + 1) + 3 eps`` where active
-    (coefficients up to ``eps^L``).
-
-    >>> F = Fraction
-    >>> line_outputs([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[[F(0)]], [[F(0)]]], [[F(1)], [F(0)]],
-    ...              [[F(1)], [F(-1)]])
-    [[[Fraction(9, 1), Fraction(3, 1), Fraction(0, 1)]], [[Fraction(0, 1), Fraction(0, 1), Fraction(0, 1)]]]
-    """
-    n = len(X)
-    if n == 0:
-        return []
-    widths = [len(X[0])] + [len(bl) for bl in b]
-    Hm, S_f = _fmpq_mat(X, n, widths[0]).numer_denom()
-    H, S = [Hm], int(S_f)
-    L = len(W)
-    for l in range(1, L + 1):
-        N, M = widths[l], widths[l - 1]
-        Wn, dW_ = _fmpq_mat(W[l - 1], N, M).numer_denom()
-        Dn, dD_ = _fmpq_mat(dW[l - 1], N, M).numer_denom()
-        bn, db_ = _fmpq_mat([b[l - 1]], 1, N).numer_denom()
-        en, de_ = _fmpq_mat([db[l - 1]], 1, N).numer_denom()
-        dWi, dDi, dbi, dei = int(dW_), int(dD_), int(db_), int(de_)
-        S_new = lcm(dWi * S, dDi * S, dbi, dei)
-        WT, DT = Wn.transpose() * (S_new // (dWi * S)), Dn.transpose() * (S_new // (dDi * S))
-        Z = []
-        for k in range(len(H) + 1):
-            acc = flint.fmpz_mat(n, N)
-            if k < len(H):
-                acc = acc + H[k] * WT
-            if k >= 1:
-                acc = acc + H[k - 1] * DT
-            if k <= 1:
-                row = [v * (S_new // (dbi if k == 0 else dei)) for v in (bn if k == 0 else en).entries()]
-                acc = acc + flint.fmpz_mat(n, N, row * n)
-            Z.append(acc.tolist())
-        S = S_new
-        if l < L:  # relu for small eps > 0: the sign of the lowest nonzero coefficient
-            keep = [[next((Zk[i][v] for Zk in Z if Zk[i][v] != 0), 0) > 0 for v in range(N)] for i in range(n)]
-            H = [flint.fmpz_mat([[z if keep[i][v] else 0 for v, z in enumerate(Zk[i])] for i in range(n)])
-                 for Zk in Z]
-        else:
-            return [[[Fraction(int(Zk[i][v]), S) for Zk in Z] for v in range(N)] for i in range(n)]
-    return []

@@ -271,7 +271,7 @@ CERTIFICATE = Obj({}, {
                      "delta": ParamMap(), "derivatives": List(Obj({"sample": NAT, "layer": LAYER, "neuron": NAT,
                                                                    "value": RAT}, {"active": BOOL})),
                      "rank_gamma": NAT, "rank_a": NAT, "dim": NAT}, {"nonequivalence": NONEQUIVALENCE}),
-    "line": Obj({"delta": ParamMap()}, {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE}),
+    "line": Obj({"delta": ParamMap(), "t0": Null(RAT)}, {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE}),
     "structural": Obj({"mechanism": Enum("dead-neuron", "untouched-input", "proportional-neurons",
                                          "always-active-block", "unpinned-hyperplane"),
                        "neurons": List(Tuple(LAYER, NAT)), "t0": Null(RAT)},
