@@ -230,8 +230,8 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
             else:
                 interval = getattr(ranks, "rank_gamma_interval", None)
                 proofs.rank_gamma_interval = interval
-                # an interval's upper end stands for R_Gamma in the rules that only need an upper bound
-                proofs.rank_part = (interval[1] if interval else ranks.rank_gamma, ranks.rank_a)
+                # an interval is never a rank: R_Gamma stays unknown (None), only the bounds are kept
+                proofs.rank_part = (ranks.rank_gamma, ranks.rank_a)
                 proofs.rank_a_lower = getattr(ranks, "rank_a_lower", None)
                 proofs.closed_by = closed_by(cert["rank"])
                 lower = proofs.rank_a_lower if ranks.rank_a is None and proofs.rank_a_lower is not None else None
