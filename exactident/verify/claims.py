@@ -383,14 +383,14 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
     res = proofs.boundary.resolutions if proofs.boundary else None
     # C_S needs the certified lower bound to reach dim (an interval's upper end is never evidence for it)
     identifiable = proves_identifiable(bounds, dim) and (not facts.visible or bool(res))
+    ra = _top_level_rank_a(facts, proofs)
     if not facts.visible:
-        shown = (f"certified R_Gamma {'= ' + bounds.text if bounds.exact is not None else 'in ' + bounds.text}"
-                 if bounds is not None else "no certified rank")
+        shown = (f"certified R_Gamma {'= ' + bounds.text if bounds.exact is not None else 'in ' + bounds.text}, "
+                 f"R_A = {ra}" if bounds is not None else "no certified rank")
     else:
         fails_cs = sum(r.rank_gamma != dim for r in res) if res else None
         shown = (f"C_S fails on {fails_cs} of {len(res)} tie resolutions" if res
                  else "the tie resolutions are not certified")
-    ra = _top_level_rank_a(facts, proofs)
     by_ranks = (not facts.visible and bounds is not None and bounds.exact is not None and ra is not None
                 and bounds.exact == ra < dim)  # Theorem 8: C_N fails, from exact ranks only
     not_identifiable = proofs.nonequivalence is not None or by_ranks
