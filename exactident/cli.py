@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("case", metavar="CASE")
     v.add_argument("report", metavar="REPORT.json")
     add_limit_arguments(v)
+    from exactident.io.limits import add_work_limit_arguments
+
+    add_work_limit_arguments(v)  # --max-exact-entries, --max-resolutions: caps on the verifier's own work
 
     c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
     from exactident.crosscheck.command import add_arguments
@@ -164,10 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
-    from exactident.io.limits import limits_from_args
+    from exactident.io.limits import limits_from_args, work_limits_from_args
     from exactident.verify.certificate import run_verify_certificate
 
-    return run_verify_certificate(args.case, args.report, limits_from_args(args))
+    return run_verify_certificate(args.case, args.report, limits_from_args(args), work_limits_from_args(args))
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:

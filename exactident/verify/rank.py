@@ -32,8 +32,8 @@ import flint
 import numpy as np
 
 from exactident.errors import ExactIdentError, InvariantViolation
+from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.io.rationals import format_int, short_text
-from exactident.linalg import exact
 from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
 from exactident.linalg.certified import (
     MAX_CHECK_PRIMES,
@@ -58,7 +58,7 @@ from exactident.model.gamma_modular import (
 from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
-from exactident.verify.arith import BadField, need, unknown_fields
+from exactident.verify.arith import BadField, capped_exact_rank, need, unknown_fields
 from exactident.verify.rank_blocks import active_blocks_bound
 from exactident.verify.rank_kernel import _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
 from exactident.verify.rank_left import left_kernel_bound
@@ -105,7 +105,7 @@ class _Matrix:
     image: Callable[[int], np.ndarray]      # M mod q
     entry_bound: Callable[[], int]          # bound on the entries of D M (D clears M's denominators)
     structural: Mapping[str, int | Callable[[], int]]  # a callable is recomputed only when named
-    exact_rank: Callable[[], int]
+    max_words: int                          # cap on an exact elimination (WorkLimits.max_exact_entries)
     exact_matrix: Callable[[], Any]         # M over Q (fmpq_mat or fmpz_mat): M K = 0 past the prime cap
     kernels: Mapping[str, Callable[[], list]] = field(default_factory=dict)  # constructions, by source
     lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
@@ -176,7 +176,9 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         if "lower" in c or set(up) != {"kind"}:
             raise _Reject(f"{what}: an exact-elimination certificate has no other field, found "
                           f"{sorted(set(c) - {'rank', 'shape', 'upper'}) + sorted(set(up) - {'kind'})}")
-        true = m.exact_rank()
+        true, past = capped_exact_rank(m.shape, m.exact_matrix, m.max_words, f"{what}.upper")
+        if true is None:
+            raise _Reject(past)
         if true != r:
             raise _Reject(f"{what}.rank: certificate says {r}, exact elimination gives {true}")
         return r
@@ -351,7 +353,7 @@ def _rowspace(where: str, pattern, X, widths) -> int:
     return value
 
 
-def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, int]:
+def _check_rank_a(where: str, c: Any, pattern, X, widths, max_words: int) -> tuple[int | None, int]:
     """The ``rank_a`` part: (certified ``R_A`` or None, certified lower bound on ``R_A``)."""
     if not isinstance(c, dict):
         raise BadField(where, f"expected dict, found {type(c).__name__}")
@@ -378,13 +380,13 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
         m = _Matrix((n, P), avoid_x, alpha_image, lambda: max(x_bound, Xs.den),
                     {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X),
                      "pattern-rowspace": lambda: _rowspace(where, pattern, X, widths)},
-                    lambda: exact.rank(alpha_exact(pattern, X)), lambda: alpha_exact(pattern, X),
+                    max_words, lambda: alpha_exact(pattern, X),
                     {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
                     ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))
     else:
         m = _Matrix((n, n), avoid_x, lambda q: gram_mod_p(pattern, X, q, avoid_x), lambda: gram_entry_bound(X, widths),
                     {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X)},
-                    lambda: exact.rank(alpha_gram(pattern, X)) if n else 0, lambda: alpha_gram(pattern, X))
+                    max_words, lambda: alpha_gram(pattern, X))
     if "rank_a_lower" in c:
         _shape(where, c, m.shape)
         r = _lower(where, c, m)[0]
@@ -399,7 +401,8 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
 
 
 def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.ndarray],
-                           where: str = "certificate.rank") -> tuple[list[str], CertifiedRanks]:
+                           where: str = "certificate.rank",
+                           limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[list[str], CertifiedRanks]:
     """Re-check a rank certificate at ``pattern``; problems (empty = valid) and the certified ranks.
 
     Parameters
@@ -413,6 +416,9 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         The activation pattern the ranks are about, derived by the caller from the case.
     where : str
         JSON path of the certificate, for messages.
+    limits : WorkLimits
+        Caps on the verifier's own work: an ``exact-elimination`` bound past ``max_exact_entries`` is a
+        problem saying "not verified" (never a hang).
 
     Returns
     -------
@@ -442,7 +448,8 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
     rank_a = rank_a_lower = None
     if "rank_a" in certificate:
         try:
-            rank_a, rank_a_lower = _check_rank_a(f"{where}.rank_a", certificate["rank_a"], pattern, X, net.widths)
+            rank_a, rank_a_lower = _check_rank_a(f"{where}.rank_a", certificate["rank_a"], pattern, X, net.widths,
+                                                 limits.max_exact_entries)
         except _Reject as exc:
             problems.append(str(exc))
     c = need(certificate, "rank_gamma", dict, where)
@@ -465,7 +472,7 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         return gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed)
 
     m = _Matrix((n * N_L, dim), avoid, image, lambda: gamma_entry_bound(net, X), structural,
-                lambda: exact.rank(gamma()), gamma,
+                limits.max_exact_entries, gamma,
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed)},
                 sketch=sketch)
