@@ -13,7 +13,7 @@ for the other (docs/boundary.md, "What VALID means"):
   :func:`exactident.model.conditions.cs_from_bounds`): ``cs: true``, ``identifiable`` and Theorem 9 need the
   certified *lower* bound to reach ``dim``; an interval whose upper end reaches ``dim`` with its lower end
   below is "rank not settled": ``cs`` must be null, and so must ``rank_gamma`` (its Monte Carlo value is
-  labelled in ``montecarlo``); a claimed ``rank_gamma_interval`` must contain the certified bounds;
+  labelled in ``montecarlo``); a claimed ``rank_gamma_interval`` must be the certified bounds;
 - **no weaker verdict** (:func:`verdict_strength_problems`): a report whose own certificate proves
   identifiable or not-identifiable cannot say ``inconclusive``, nor the opposite verdict.
 
@@ -125,8 +125,8 @@ def rank_claim_problems(report: Mapping[str, Any], bounds: RankBounds | None, di
     - ``rank_gamma`` (an int) must be the exact rank; with an interval it is null (its Monte Carlo value
       goes in ``montecarlo``); reports written before that rule carry the Monte Carlo value in both, which
       is accepted only labelled so and inside the interval;
-    - ``rank_gamma_interval`` ``[lo, hi]``: ``lo < hi`` and it contains the certified bounds (lower end at
-      most the certified lower end, upper end at least the certified upper end);
+    - ``rank_gamma_interval`` ``[lo, hi]``: ``lo < hi``, and exactly the certified bounds (a tighter one is
+      not proved; a looser one, or an interval beside a certified exact rank, hides what was proved);
     - ``cs`` (non-null) must be what the certified bounds settle
       (:func:`exactident.model.conditions.cs_from_bounds`): true only when the lower bound is ``dim``; when
       the rank is not settled, ``cs`` must be null.
@@ -151,9 +151,9 @@ must be null']
         if not lo < hi:
             fails.append(f"rank_gamma_interval: report says {claimed}: an interval needs lower < upper "
                          "(equal bounds are the exact rank_gamma)")
-        elif lo > bounds.lo or hi < bounds.hi:
-            fails.append(f"rank_gamma_interval: report says {claimed}, but the certificate proves only {shown} "
-                         f"(a claimed interval must contain it)")
+        elif [lo, hi] != [bounds.lo, bounds.hi]:
+            fails.append(f"rank_gamma_interval: report says {claimed}, but the certificate proves {shown} "
+                         "(the interval reported is the one certified)")
     if mc is not None:
         value = mc.get("rank_gamma") if isinstance(mc, Mapping) else None
         if claimed is None:
