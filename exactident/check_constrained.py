@@ -2,7 +2,8 @@
 
 Order of work: exact forward pass and ties (kinked units only) -> the rescaling
 symmetries the family keeps, ``S_H``, and ``dim_free = rank T - dim S_H``
-(:mod:`exactident.model.symmetry`) -> for every tie resolution ``s`` (up to a cap),
+(:mod:`exactident.model.symmetry`) -> for every tie resolution ``s`` (up to a cap; all of them, since
+``rank_gamma`` is the smallest rank over them: :func:`exactident.model.gamma_free.tie_resolutions`),
 the certified rank of ``Gamma_free(s) = d f(X) / d theta`` (:mod:`exactident.model.gamma_free`,
 ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the proven bound
 ``rank <= dim_free``) -> verdict:

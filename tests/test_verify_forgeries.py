@@ -422,6 +422,8 @@ def _mutants(rep: dict, layer_graph: bool):
         mut("interval invented", lambda r: r.update(rank_gamma=None, rank_gamma_interval=[rg, rg + 1],
                                                     montecarlo={"rank_gamma": rg, "error_probability": 0.0}))
         mut("cs flipped", lambda r: r.update(cs=not r["cs"]) if r.get("cs") is not None else False)
+    # a true, weaker claim: rank_gamma and cs dropped (null claims nothing); must be accepted
+    mut("claim dropped", lambda r: r.update(rank_gamma=None, cs=None))
     # the verdict flipped, with its rule
     rules = ({"identifiable": "free-rank", "not-identifiable": "dead-units", "inconclusive": "none"} if layer_graph
              else {"identifiable": "theorem-9", "not-identifiable": "theorem-8", "inconclusive": "none"})
@@ -544,6 +546,7 @@ def test_mutation_campaign_small():
         assert kind in counts and counts[kind][0] > 0, (kind, counts)
         assert counts[kind][1] == counts[kind][0], (kind, counts)  # all refused
     assert all(n > 0 for n in result["sources"].values()), result
+    assert counts["claim dropped"][2] == counts["claim dropped"][0] > 0, counts  # accepted, and true
 
 
 @pytest.mark.skipif(not os.environ.get("EXACTIDENT_MUTATION_CAMPAIGN"), reason="the big run: set "

@@ -11,22 +11,22 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
 - ``rank_a`` and ``cn`` must be null (also in ``patterns``): Theorem 8 of the paper (``C_N``)
   is proved for the plain layered ReLU MLP only, so a ``C_N`` value, or ``decided_by:
   theorem-8``, for another architecture is refused; so is ``degenerate``;
-- ``rank_gamma`` is the smallest rank over the tie resolutions the ``free_rank`` part
-  certifies (:mod:`exactident.verify.constrained_parts`: each lower bound recomputed mod its
-  prime, each upper bound the proven ``dim_free``, exact kernel vectors or an exact rank);
-  without that part only ``rank_gamma = dim_free`` is accepted, when the verifier's own ranks
-  mod p reach it on every tie resolution; ``cs`` is ``rank_gamma == dim``; each of ``patterns``
-  is a certified resolution with its rank;
-- ``rank_gamma_interval`` (verdict first: the rank certified only in ``[lo, hi]``): within the bounds the
-  ``free_rank`` part proves (a resolution certified in the interval form, no ``rank``), ``rank_gamma`` then
-  the Monte Carlo value of ``montecarlo`` inside it, ``cs`` null unless the interval decides it;
+- the tie resolutions: the verifier enumerates them itself (the engine's rule,
+  :func:`exactident.model.gamma_free.tie_resolutions` on the persistent ties it recomputed, up to
+  ``--max-resolutions``), and a ``free_rank`` part must list every one
+  (:func:`exactident.verify.rank_rules.cover_problems`, the rule of the plain MLP's boundary part);
+- ``rank_gamma``, ``cs``, ``rank_gamma_interval``, ``montecarlo`` against the smallest rank over every
+  resolution (:func:`exactident.verify.rank_rules.rank_claim_problems`): bounds from the ``free_rank``
+  part (:mod:`exactident.verify.constrained_parts`: each lower bound recomputed mod its prime, each upper
+  bound the proven ``dim_free``, exact kernel vectors or an exact rank), or without one the verifier's own
+  ranks mod p and ``min(rows, dim_free)``; an interval is never evidence for ``cs: true``; each of
+  ``patterns`` is a certified resolution with its rank;
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
-  (certified, or the verifier's own ranks mod p: a rank mod p never exceeds the rank over Q,
-  and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
-  needs a verified ``dead_units`` or ``constant_units`` part (a line of constant outputs on X
-  leaving the rescaling orbit); ``inconclusive`` is refused when the verifier proves
-  identifiability; ``decided_by`` must name a rule giving the verdict
-  (:data:`RULES`), backed by its part;
+  (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
+  rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
+  needs a verified ``dead_units``, ``constant_units``, ``submersion`` or ``entering_submersion`` part;
+  no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
+  plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
 - the explain fields ``parameters``, ``units``, ``channels`` and ``kernel_basis``
   (:mod:`exactident.verify.constrained_explained`); ``explanation`` is prose, printed as not verified.
 """
