@@ -177,7 +177,7 @@ def verify_degenerate(part: Any, facts: CaseFacts) -> tuple[list[str], list[str]
     return [], [f"degenerate part valid: hidden neuron ({l},{v}) has all {why} weights zero (theta in S)"]
 
 
-def _common_ranks(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None] | None:
+def _common_ranks(facts: CaseFacts, proofs: Proofs) -> tuple[int | None, int | None] | None:
     """Certified ranks of the one ``alpha`` near theta, when no visible tie exists."""
     if facts.visible:
         return None
