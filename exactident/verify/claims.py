@@ -53,7 +53,7 @@ REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
                 "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose",
-                "montecarlo": "a labelled estimate inside the certified interval; its value must be rank_gamma"}
+                "montecarlo": "a labelled Monte Carlo estimate, checked to lie in the reported interval, not certified"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 #: ``decided_by`` values and the verdict each rule gives (docs/cli.md).
