@@ -441,6 +441,18 @@ def _mutants(rep: dict, layer_graph: bool):
             if r.get("patterns") and len(r["patterns"]) > j:
                 r["patterns"].pop(j)
         mut("resolution dropped", drop)
+
+        def drop_and_reclaim(r, j=j):  # the forgery: the claims recomputed over the resolutions kept
+            drop(r, j)
+            kept = [p.get("rank_gamma") for p in r.get("patterns") or []]
+            if not kept or None in kept:
+                return False
+            low = min(kept)
+            r.update(rank_gamma=low, cs=low == r["dim"], rank_gamma_interval=None, montecarlo=None)
+            if low == r["dim"]:
+                r.update(verdict="identifiable", decided_by=rules["identifiable"] if layer_graph else "boundary-cs")
+            return None
+        mut("resolution dropped, claims recomputed", drop_and_reclaim)
     return out
 
 
@@ -542,7 +554,7 @@ def test_mutation_campaign_small():
     counts = result["counts"]
     assert sum(c[3] for c in counts.values()) == 0, counts
     for kind in ("too tight", "lower above truth", "upper below truth", "resolution dropped", "weaker verdict",
-                 "verdict flipped", "cs flipped"):
+                 "verdict flipped", "cs flipped", "resolution dropped, claims recomputed"):
         assert kind in counts and counts[kind][0] > 0, (kind, counts)
         assert counts[kind][1] == counts[kind][0], (kind, counts)  # all refused
     assert all(n > 0 for n in result["sources"].values()), result

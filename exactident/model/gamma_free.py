@@ -157,7 +157,7 @@ def tie_resolutions(n_ties: int, persistent: Collection[int]) -> Iterator[tuple[
     """Every tie resolution to analyse, as sides in tie order: each non-persistent tie active or inactive,
     every persistent one active (its side changes nothing: :func:`persistent_ties`).
 
-    The order is the engine's and the verifier's: all active first, then :func:`itertools.product` order
+    The order is the engine's and the verifier's: all active first, then ``itertools.product`` order
     over the non-persistent ties.  ``2 ** (n_ties - len(persistent))`` resolutions; the caller caps.
 
     Examples

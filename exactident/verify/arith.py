@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product
+from math import lcm
 from typing import Any
 
 import flint
@@ -382,10 +383,12 @@ def capped_exact_rank(shape: tuple[int, int], build: Any, max_words: int, where:
     if rows == 0 or cols == 0:
         return 0, ""
     M = build()
-    if not isinstance(M, flint.fmpz_mat):
-        from exactident.linalg.exact import to_integer_rows
-
-        M = to_integer_rows(M)
+    if not isinstance(M, flint.fmpz_mat):  # each row times the lcm of its denominators: same rank
+        ints: list[int] = []
+        for row in M.table():
+            d = lcm(*(int(v.q) for v in row))
+            ints.extend(int(v.p) * (d // int(v.q)) for v in row)
+        M = flint.fmpz_mat(rows, cols, ints)
     words = sum(max(1, (int(v).bit_length() + 63) // 64) for v in M.entries())
     if words > max_words:
         return None, (f"{where}: exact elimination of a {rows} x {cols} matrix of {words} 64-bit words is past "

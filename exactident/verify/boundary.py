@@ -44,7 +44,7 @@ from exactident.verify.arith import (
     unknown_fields,
 )
 from exactident.verify.facts import CaseFacts, Tie
-from exactident.verify.rank_rules import cover_problems
+from exactident.verify.rank_rules import RankBounds, cover_problems
 
 __all__ = ["BoundaryResult", "Resolution", "verify_boundary"]
 
@@ -61,6 +61,13 @@ class Resolution:
     rank_a: int | None
     reachable: bool
     interval: tuple[int, int] | None = None  # certified (lo, hi) when the rank_gamma part is the interval form
+
+    @property
+    def bounds(self) -> RankBounds | None:
+        """Certified bounds on ``R_Gamma`` at this resolution (None: not certified)."""
+        if self.rank_gamma is not None:
+            return RankBounds(self.rank_gamma, self.rank_gamma)
+        return RankBounds(*self.interval) if self.interval is not None else None
 
 
 @dataclass

@@ -187,12 +187,6 @@ def _common_ranks(facts: CaseFacts, proofs: Proofs) -> tuple[int | None, int | N
     return proofs.rank_part
 
 
-def _resolution_bounds(r: Resolution) -> RankBounds | None:
-    if r.rank_gamma is not None:
-        return RankBounds(r.rank_gamma, r.rank_gamma)
-    return RankBounds(*r.interval) if r.interval is not None else None
-
-
 def gamma_bounds(facts: CaseFacts, proofs: Proofs) -> RankBounds | None:
     """Certified bounds on the ``R_Gamma`` the report's top-level claims are about (None: nothing certified).
 
@@ -202,9 +196,9 @@ def gamma_bounds(facts: CaseFacts, proofs: Proofs) -> RankBounds | None:
     """
     res = proofs.boundary.resolutions if proofs.boundary else None
     if facts.visible and not facts.degenerate:
-        return smallest(_resolution_bounds(r) for r in res) if res else None
-    if not facts.degenerate and res and len(res) == 1 and _resolution_bounds(res[0]) is not None:
-        return _resolution_bounds(res[0])
+        return smallest(r.bounds for r in res) if res else None
+    if not facts.degenerate and res and len(res) == 1 and res[0].bounds is not None:
+        return res[0].bounds
     if proofs.rank_part is not None and proofs.rank_part[0] is not None:
         return RankBounds(proofs.rank_part[0], proofs.rank_part[0])
     if proofs.rank_gamma_interval is not None:
@@ -333,7 +327,7 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
         if not _same(need(p, "ties", list, at), want):  # an entry's claims are about the resolution it names
             fails.append(f"{at}.ties: report says {p['ties']}, the certificate's resolution {j} is {want}")
         rg = r.rank_gamma
-        bounds = _resolution_bounds(r)
+        bounds = r.bounds
         got_rg = _typed(p, "rank_gamma", int)
         if got_rg is not None and got_rg != rg:
             shown = "only the interval " + bounds.text if bounds is not None and rg is None else str(rg)

@@ -31,7 +31,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.errors import ExactIdentError, InvariantViolation
+from exactident.errors import InvariantViolation
 from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.io.rationals import format_int, short_text
 from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
@@ -43,7 +43,6 @@ from exactident.linalg.certified import (
 )
 from exactident.linalg.modular import random_primes, rank_mod_p, require_prime
 from exactident.model.activation import alpha_exact, alpha_gram, n_paths
-from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.gamma_modular import (
     ModularData,
@@ -60,7 +59,7 @@ from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.verify.arith import BadField, capped_exact_rank, need, unknown_fields
 from exactident.verify.rank_blocks import active_blocks_bound
-from exactident.verify.rank_kernel import _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
+from exactident.verify.rank_kernel import _fixed, _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
 
@@ -177,10 +176,8 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
             raise _Reject(f"{what}: an exact-elimination certificate has no other field, found "
                           f"{sorted(set(c) - {'rank', 'shape', 'upper'}) + sorted(set(up) - {'kind'})}")
         true, past = capped_exact_rank(m.shape, m.exact_matrix, m.max_words, f"{what}.upper")
-        if true is None:
-            raise _Reject(past)
         if true != r:
-            raise _Reject(f"{what}.rank: certificate says {r}, exact elimination gives {true}")
+            raise _Reject(past or f"{what}.rank: certificate says {r}, exact elimination gives {true}")
         return r
     rp, p = _lower(what, c, m)
     if r != rp:
@@ -193,11 +190,7 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         return r
     if kind != "kernel":
         raise _Reject(f"{what}.upper.kind: unknown upper bound kind {kind!r}")
-    K = _kernel_of(what, up, m)
-    if m.shape[1] - len(K) != r:
-        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
-                      f"{m.shape[1] - len(K)}; the certificate says {r}")
-    _kernel_is_zero(what, up, m, K)
+    _kernel_bound(what, up, m, r)
     return r
 
 
@@ -233,14 +226,20 @@ def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
     if kind != "kernel":
         _structural(what, kind, up, m, hi)
         return lo, hi
-    K = _kernel_of(what, up, m)
-    if not K:
+    if not _kernel_bound(what, up, m, hi):
         raise _Reject(f"{what}.upper: an interval part needs at least one kernel vector")
-    if m.shape[1] - len(K) != hi:
-        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
-                      f"{m.shape[1] - len(K)}; the certificate says {hi}")
-    _kernel_is_zero(what, up, m, K)
     return lo, hi
+
+
+def _kernel_bound(what: str, up: dict, m: _Matrix, bound: int) -> int:
+    """The kernel named by ``up`` proves ``rank <= bound`` (its size ``cols - bound``, ``M K = 0``); its size."""
+    K = _kernel_of(what, up, m)
+    if m.shape[1] - len(K) != bound:
+        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
+                      f"{m.shape[1] - len(K)}; the certificate says {bound}")
+    if K:
+        _kernel_is_zero(what, up, m, K)
+    return len(K)
 
 
 def _kernel_of(what: str, up: dict, m: _Matrix) -> list:
@@ -296,24 +295,6 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:
         raise _Reject(f"{what}.upper.kernel: M K is not 0 (the certificate claims it is)")
-
-
-def _fixed(net, entries: Any):
-    if not isinstance(entries, list):
-        raise BadField("fixed_edges", f"expected list, found {type(entries).__name__}")
-    choice: dict[tuple[int, int], int] = {}
-    for k, e in enumerate(entries):
-        if not (isinstance(e, list) and len(e) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
-                                                            for x in e)):
-            raise BadField(f"fixed_edges[{k}]", f"expected [layer, neuron, k] of ints, found {e!r}"[:120])
-        if (e[0], e[1]) in choice:
-            raise _Reject(f"fixed_edges[{k}]: neuron ({e[0]},{e[1]}) is listed twice")
-        choice[(e[0], e[1])] = e[2]
-    try:
-        default = fixed_edges(net).s_max
-        return fixed_edges(net, {key: k for key, k in choice.items() if default.get(key) != k})
-    except ExactIdentError as exc:  # a zero weight or a neuron that does not exist
-        raise _Reject(f"fixed_edges: {exc}") from None
 
 
 def _alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[dict, int, str], np.ndarray]:
