@@ -447,10 +447,8 @@ def _mutants(rep: dict, layer_graph: bool):
             kept = [p.get("rank_gamma") for p in r.get("patterns") or []]
             if not kept or None in kept:
                 return False
-            low = min(kept)
+            low = min(kept)  # the verdict kept, as in the PReLU forgery
             r.update(rank_gamma=low, cs=low == r["dim"], rank_gamma_interval=None, montecarlo=None)
-            if low == r["dim"]:
-                r.update(verdict="identifiable", decided_by=rules["identifiable"] if layer_graph else "boundary-cs")
             return None
         mut("resolution dropped, claims recomputed", drop_and_reclaim)
     return out
@@ -531,13 +529,15 @@ def _campaign(n_mlp: int, n_graph: int, seed: int = 0) -> dict:
         X = random_sample(s, random.Random(s).randint(2, 6), cn.widths[0])
         rep = check_constrained(cn, X, max_resolutions=16).to_dict()
         part = (rep.get("certificate") or {}).get("free_rank")
-        if not part or not (part["ties"] or rep.get("rank_gamma_interval")) or len(part["resolutions"]) > 8:
+        if not part or not (part["ties"] or rep.get("rank_gamma_interval")) or len(part["ties"]) > 3:
             continue
         found += 1
         sources["layer graph"] += 1
         assert verify_constrained(cn, X, rep)[0], s
         ties = [(t["sample"], t["layer"], t["neuron"]) for t in part["ties"]]
-        per = {tuple(r["active"]): oracle_rank(cn, X, dict(zip(ties, r["active"]))) for r in part["resolutions"]}
+        # every side of every tie, enumerated here (not the resolutions the report lists)
+        per = {sides: oracle_rank(cn, X, dict(zip(ties, sides)))
+               for sides in itertools.product((True, False), repeat=len(ties))}
         dim = oracle_dim_free(cn)
         for kind, bad in _mutants(rep, layer_graph=True):
             bad = {k: v for k, v in bad.items() if v is not None or k in ("rank_gamma", "rank_a", "cs", "cn")}
