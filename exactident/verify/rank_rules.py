@@ -173,8 +173,8 @@ must be null']
     if cs is not None:
         truth = cs_from_bounds(bounds.lo, bounds.hi, dim)
         if truth is None:
-            fails.append(f"cs: report says {cs}, but {shown} with dim = {dim}: the rank is not settled, "
-                         "cs must be null")
+            fails.append(f"cs: report says {cs}, but {what} is certified only in {bounds.text} with dim = {dim}: "
+                         "the rank is not settled, cs must be null")
         elif cs != truth:
             fails.append(f"cs: report says {cs}, the certified ranks give {truth} ({shown}, dim = {dim})")
     return fails
