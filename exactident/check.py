@@ -31,7 +31,7 @@ import numpy as np
 from exactident.boundary.analyse import analyse_boundary
 from exactident.boundary.structural import decided_by, settle
 from exactident.budget import deliver, run_isolated, stage
-from exactident.errors import UnsupportedCaseError
+from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.linalg import exact
@@ -40,6 +40,7 @@ from exactident.model.conditions import (
     DEGENERATE,
     INCONCLUSIVE,
     NOT_IDENTIFIABLE,
+    cs_from_bounds,
     holds_cn,
     holds_cs,
     reason_from_ranks,
@@ -321,10 +322,17 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
                                                            attach=extra.get("certified") is not False)
     if verify_propositions:
         _verify(net, X, state, fixed, gamma)
+    cs: bool | None = None if rank_gamma is None else holds_cs(rank_gamma, dim)
+    if interval is not None and not state.ties:
+        # one rule with the verifier (model.conditions.cs_from_bounds): C_S from the certified bounds, never
+        # from the Monte Carlo value; verdict first reports an interval only when it settles C_S false
+        cs = cs_from_bounds(interval[0], interval[1], dim)
+        if cs is not False:
+            raise InvariantViolation(f"a verdict-first interval {list(interval)} must lie below dim = {dim}")
     report = Report(
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
         rank_gamma=rank_gamma, rank_a=rank_a,
-        cs=None if rank_gamma is None else holds_cs(rank_gamma, dim),
+        cs=cs,  # type: ignore[arg-type]  # null: no rank (past the cap, timed out)
         cn=(None if rank_gamma is None
             else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,

@@ -2,7 +2,8 @@
 
 Order of work: exact forward pass and ties (kinked units only) -> the rescaling
 symmetries the family keeps, ``S_H``, and ``dim_free = rank T - dim S_H``
-(:mod:`exactident.model.symmetry`) -> for every tie resolution ``s`` (up to a cap),
+(:mod:`exactident.model.symmetry`) -> for every tie resolution ``s`` (up to a cap; all of them, since
+``rank_gamma`` is the smallest rank over them: :func:`exactident.model.gamma_free.tie_resolutions`),
 the certified rank of ``Gamma_free(s) = d f(X) / d theta`` (:mod:`exactident.model.gamma_free`,
 ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the proven bound
 ``rank <= dim_free``) -> verdict:
@@ -26,7 +27,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from itertools import product
 from typing import Any
 
 import flint
@@ -37,6 +37,7 @@ from exactident.errors import InvariantViolation
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.linalg.certified import certified_rank
+from exactident.model.conditions import cs_from_bounds
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import (
     FreeModularData,
@@ -48,6 +49,7 @@ from exactident.model.gamma_free import (
     gamma_free_mod_p,
     persistent_ties,
     resolve_ties,
+    tie_resolutions,
 )
 from exactident.model.symmetry import Symmetry, rescaling_symmetry
 
@@ -273,10 +275,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     patterns: list[dict[str, Any]] = []
     ranks: list[FreeRank] = []
     if enumerable:
-        for sides in product([True, False], repeat=len(free_ties)):
-            active = [True] * n_ties
-            for t, side in zip(free_ties, sides):
-                active[t] = side
+        # every resolution, also after one short of dim_free: rank_gamma is the smallest rank over all of them
+        for active in map(list, tie_resolutions(n_ties, persistent)):
             stage("ranks mod p", resolution=len(ranks), rows=len(X) * cn.widths[-1], cols=cn.n_params)
             fr = free_rank(cn, X, resolve_ties(state, active), sym, rng, data, avoid, exact_ranks=exact_ranks)
             ranks.append(fr)
@@ -284,17 +284,16 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             patterns.append({"ties": [{**t, "active": a} for t, a in zip(_tie_dicts(state), active)],
                              "rank_gamma": fr.rank, "rank_a": None,
                              "cs": fr.rank == sym.dim_free if fr.rank is not None else None, "cn": None})
-            if fr.rank != sym.dim_free:
-                break  # the verdict can no longer be identifiable (an interval's lower end is short of dim_free)
     full = enumerable and all(r.rank == sym.dim_free for r in ranks)
     interval = None
     zero_params: list[int] = []  # parameters of the kernel vectors from the structure, for the reason
     if ranks and any(r.rank is None for r in ranks):
         interval = (min(r.interval[0] for r in ranks), min(r.interval[1] for r in ranks))
-    if interval is not None and interval[0] < interval[1]:  # lines of constant outputs may lower the upper end
-        found_k = line_kernel(cn, state, sym, rng)
-        short = ranks[-1]  # the resolution enumeration stopped at
-        if found_k is not None and short.rank is None and found_k[0] < short.interval[1]:
+    if interval is not None and interval[0] < interval[1]:  # lines of constant outputs may lower the upper ends
+        found_k = line_kernel(cn, state, sym, rng)  # in ker Gamma_free(s) for every resolution s
+        for j, short in enumerate(ranks):
+            if found_k is None or short.rank is not None or found_k[0] >= short.interval[1]:
+                continue
             from exactident.linalg.certified import _fmt
 
             bound, K = found_k
@@ -310,8 +309,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             if short.interval[0] == short.interval[1]:  # the lines close the gap: the rank is exact
                 short.rank = short.interval[0]
                 short.certificate["rank"] = short.rank
-                patterns[-1].update(rank_gamma=short.rank, cs=short.rank == sym.dim_free)
-            interval = (min(r.interval[0] for r in ranks), min(r.interval[1] for r in ranks))
+                patterns[j].update(rank_gamma=short.rank, cs=short.rank == sym.dim_free)
+        interval = (min(r.interval[0] for r in ranks), min(r.interval[1] for r in ranks))
     worst = min(ranks, key=lambda r: r.value) if ranks else None
     rank_gamma = worst.value if worst is not None else None
     extra: dict[str, Any] = {"architecture": {
@@ -328,7 +327,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         extra["montecarlo"] = {"rank_gamma": rank_gamma,
                                "error_probability": (worst.montecarlo or {}).get("error_probability", 0.0)
                                if worst.rank is None else 0.0}
-        cs = False if interval[1] < sym.dim_free else None
+        cs = cs_from_bounds(interval[0], interval[1], sym.dim_free)  # None: the rank is not settled
     certificate: dict[str, Any] | None = None
     if ranks and all(r.certificate is not None for r in ranks):
         certificate = {"free_rank": {"kind": "free-rank", "ties": _tie_dicts(state), "persistent": persistent,

@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("report", metavar="REPORT.json")
     add_limit_arguments(v)
     add_check_arguments(v)  # --sample and the model options, as for check
+    from exactident.io.limits import add_work_limit_arguments
+
+    add_work_limit_arguments(v)  # --max-exact-entries, --max-resolutions: caps on the verifier's own work
 
     c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
     from exactident.crosscheck.command import add_arguments
@@ -177,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
     from exactident.io.importers.command import is_model_file, load_check_inputs
-    from exactident.io.limits import limits_from_args
+    from exactident.io.limits import limits_from_args, work_limits_from_args
     from exactident.verify.certificate import run_verify_certificate
 
     limits = limits_from_args(args)
@@ -186,7 +189,7 @@ def _cmd_verify_certificate(args: argparse.Namespace) -> int:
         case = load_check_inputs([args.case], args, limits)[0]
     elif args.sample is not None or args.reference is not None:
         load_check_inputs([args.case], args, limits)  # a case file holds its sample: the loader's one-line refusal
-    return run_verify_certificate(args.case, args.report, limits, case=case)
+    return run_verify_certificate(args.case, args.report, limits, work_limits_from_args(args), case=case)
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:

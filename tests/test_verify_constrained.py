@@ -320,21 +320,23 @@ def test_timed_out_report_is_not_valid():
 
 
 def test_rank_interval_lower_end_is_checked():
-    # the engine writes rank_gamma null and [lower bound, dim_free] when no kernel closes the gap; it stops
-    # at the first tie resolution (all ties active first) short of dim_free: here the first one, of rank 4
+    # without a free_rank part the verifier bounds the smallest rank over *every* tie resolution by its own
+    # ranks mod p (below) and min(rows, dim_free) (above); a claimed interval must contain that.  The first
+    # resolution (all ties active) has rank 4, another one less: the oracle's minimum over all of them is what
+    # rank_gamma means (issue 29: [4, 5], the first resolution's, was accepted before)
     cn = conv1d_net(1, -1, 1, 2, 3, 0)
     X = [[q(v) for v in row] for row in [[1, 0, 2], [2, 1, 3], [3, 3, 5], [1, 2, 4], [0, 1, 2]]]
     report = genuine(cn, X, ("convolution",))
-    r, dim = report["patterns"][0]["rank_gamma"], report["dim"]
-    assert (r, dim) == (4, 5)
+    first, low, dim = report["patterns"][0]["rank_gamma"], report["rank_gamma"], report["dim"]
+    assert (first, dim) == (4, 5) and low < first  # low: the sympy minimum over every resolution
     for key in ("certificate", "_nonzero_column"):
         report.pop(key, None)
     # the resolution enumerated is listed without a rank (only the interval is certified)
     report["patterns"] = [dict(report["patterns"][0], rank_gamma=None, cs=None)]
-    report.update(rank_gamma=None, cs=None, rank_gamma_interval=[r, dim])
+    report.update(rank_gamma=None, cs=None, rank_gamma_interval=[low, dim])
     valid, msgs = _ok(cn, X, report)
     assert valid, msgs
-    for bad in ([r + 1, dim], [r, dim + 1], [r, dim - 1]):
+    for bad in ([first, dim], [low + 1, dim], [low, dim + 1], [low, dim - 1]):
         assert not _ok(cn, X, dict(report, rank_gamma_interval=bad))[0], bad
     wrong_ties = [dict(report["patterns"][0], ties=report["patterns"][0]["ties"][1:])]
     assert not _ok(cn, X, dict(report, patterns=wrong_ties))[0]

@@ -32,16 +32,20 @@ from exactident.errors import CaseFormatError, ExactIdentError
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "DEFAULT_WORK_LIMITS",
     "GZIP_MAGIC",
     "DigitBudget",
     "ReadLimits",
+    "WorkLimits",
     "add_limit_arguments",
+    "add_work_limit_arguments",
     "check_regular",
     "gunzip_bounded",
     "limits_from_args",
     "parse_size",
     "read_bounded",
     "read_text",
+    "work_limits_from_args",
 ]
 
 #: The first two bytes of a gzip stream.
@@ -87,6 +91,43 @@ class ReadLimits:
 
 #: The limits used when none are given (the CLI's defaults).
 DEFAULT_LIMITS = ReadLimits()
+
+
+@dataclass(frozen=True)
+class WorkLimits:
+    """Caps on what ``verify-certificate`` recomputes (docs/boundary.md, "Limits of the verifier").
+
+    A report names the kind of each bound and the verifier redoes that work from the case; these caps
+    keep a report from asking for unbounded work.  Past a cap the part is *not verified*: one line
+    naming the field and the cap, exit status 3 (never a hang).
+
+    Attributes
+    ----------
+    max_exact_entries : int
+        Largest matrix the verifier eliminates exactly over Q (an ``exact-elimination`` bound), in
+        64-bit words: each entry of the matrix scaled to integers counts one word per 64 bits (at
+        least one).  Default 200,000 (a 450 x 450 matrix of one-word entries: seconds).
+    max_resolutions : int
+        Most tie resolutions the verifier enumerates (``2^ties``), default 4096.
+
+    Examples
+    --------
+    >>> WorkLimits(max_exact_entries=1000).max_exact_entries, DEFAULT_WORK_LIMITS.max_resolutions
+    (1000, 4096)
+    """
+
+    max_exact_entries: int = 200_000
+    max_resolutions: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in ("max_exact_entries", "max_resolutions"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ExactIdentError(f"WorkLimits.{name} must be a positive integer, found {value!r}")
+
+
+#: The verifier's caps when none are given (the CLI's defaults).
+DEFAULT_WORK_LIMITS = WorkLimits()
 
 
 def _size_text(n: int) -> str:
@@ -299,6 +340,22 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-number-digits", type=_count, default=d.max_number_digits, metavar="N",
                         help="refuse a number with more than N digits, or a decimal exponent beyond N "
                              f"(default {d.max_number_digits})")
+
+
+def add_work_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-exact-entries``, ``--max-resolutions``: the caps of :class:`WorkLimits` (docs/cli.md)."""
+    d = DEFAULT_WORK_LIMITS
+    parser.add_argument("--max-exact-entries", type=_count, default=d.max_exact_entries, metavar="N",
+                        help="do not redo an exact elimination over Q of a matrix larger than N 64-bit words "
+                             f"(the part is then not verified; default {d.max_exact_entries})")
+    parser.add_argument("--max-resolutions", type=_count, default=d.max_resolutions, metavar="N",
+                        help="do not enumerate more than N tie resolutions (a claim needing more is not verified; "
+                             f"default {d.max_resolutions})")
+
+
+def work_limits_from_args(args: argparse.Namespace) -> WorkLimits:
+    """The :class:`WorkLimits` of parsed :func:`add_work_limit_arguments` options."""
+    return WorkLimits(args.max_exact_entries, args.max_resolutions)
 
 
 def limits_from_args(args: argparse.Namespace) -> ReadLimits:

@@ -21,6 +21,7 @@ __all__ = [
     "INCONCLUSIVE",
     "NOT_IDENTIFIABLE",
     "VERDICTS",
+    "cs_from_bounds",
     "holds_cn",
     "holds_cs",
     "reason_from_ranks",
@@ -42,6 +43,29 @@ VERDICTS = (IDENTIFIABLE, NOT_IDENTIFIABLE, INCONCLUSIVE, DEGENERATE)
 def holds_cs(rank_gamma: int, dim: int) -> bool:
     """``C_S``: ``rank Gamma(X, theta) = |F_theta| + |B| = dim`` (Theorem 9)."""
     return rank_gamma == dim
+
+
+def cs_from_bounds(lower: int, upper: int, dim: int) -> bool | None:
+    """``C_S`` from certified bounds ``lower <= R_Gamma <= upper``: True, False, or None (rank not settled).
+
+    One rule for every report and architecture (``dim`` is ``dim_free`` beyond the layered ReLU MLP):
+    ``C_S`` holds only when the certified *lower* bound reaches ``dim`` (an exact rank, or an interval whose
+    lower end is ``dim``); it fails when the upper bound is below ``dim``.  An interval whose upper end
+    reaches ``dim`` while its lower end is below proves neither: the rank is not settled, so neither
+    ``identifiable`` (Theorem 9) nor ``cs: true`` nor ``cs: false`` may be claimed from it.  An upper bound
+    is never evidence for ``C_S``: a structural count such as ``active-blocks`` can equal ``dim`` while the
+    rank is far below.
+
+    Examples
+    --------
+    >>> cs_from_bounds(5, 5, 5), cs_from_bounds(2, 4, 5), cs_from_bounds(2, 5, 5)
+    (True, False, None)
+    """
+    if lower >= dim:
+        return True
+    if upper < dim:
+        return False
+    return None
 
 
 def holds_cn(rank_gamma: int, rank_a: int | None, dim: int) -> bool:

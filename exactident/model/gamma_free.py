@@ -21,7 +21,8 @@ Called by :mod:`exactident.check_constrained`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from math import ceil, lcm
 from typing import Any
@@ -42,8 +43,10 @@ __all__ = [
     "gamma_free_entry_bound",
     "gamma_free_exact",
     "gamma_free_mod_p",
+    "persistent_tie_indices",
     "persistent_ties",
     "resolve_ties",
+    "tie_resolutions",
 ]
 
 #: Entries of the per-block temporaries (rows are taken in blocks of about this size).
@@ -117,6 +120,7 @@ def persistent_ties(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     0 near theta, ``F_X`` does not depend on the tie's side, and neither does ``Gamma_free`` (its free weights'
     columns are ``D_1[:, v] x_k = 0``, no bias column, a slope column ``G min(z, 0) = 0``, nothing earlier to
     backpropagate to).  Enumerating one side of each is enough (docs/theory.md, "Beyond the layered ReLU MLP").
+    :func:`persistent_tie_indices` on ``state.ties``.
 
     Examples
     --------
@@ -130,14 +134,46 @@ def persistent_ties(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     >>> persistent_ties(cn, X, free_state(cn, X))
     [0]
     """
-    zero = flint.fmpq(0)
+    return persistent_tie_indices(cn, X, state.ties)
+
+
+def persistent_tie_indices(cn: ConstrainedNetwork, X: Sequence[Sequence[Any]],
+                           ties: Sequence[tuple[int, int, int]]) -> list[int]:
+    """The rule of :func:`persistent_ties` on ties ``(sample, layer, unit)`` computed by the caller.
+
+    A pure function of the compiled network, the sample and the ties, so that the verifier applies the
+    engine's rule to the ties it recomputed itself (:mod:`exactident.verify.constrained`).
+    """
     out = []
-    for t, (i, l, v) in enumerate(state.ties):
+    for t, (i, l, v) in enumerate(ties):
         if l != 1 or int(cn.b_index[0][v]) >= 0:
             continue
-        if all(X[i][int(k)] == zero for k in np.flatnonzero(cn.W_index[0][v] >= 0)):
+        if all(X[i][int(k)] == 0 for k in np.flatnonzero(cn.W_index[0][v] >= 0)):
             out.append(t)
     return out
+
+
+def tie_resolutions(n_ties: int, persistent: Collection[int]) -> Iterator[tuple[bool, ...]]:
+    """Every tie resolution to analyse, as sides in tie order: each non-persistent tie active or inactive,
+    every persistent one active (its side changes nothing: :func:`persistent_ties`).
+
+    The order is the engine's and the verifier's: all active first, then ``itertools.product`` order
+    over the non-persistent ties.  ``2 ** (n_ties - len(persistent))`` resolutions; the caller caps.
+
+    Examples
+    --------
+    >>> list(tie_resolutions(3, [1]))
+    [(True, True, True), (True, True, False), (False, True, True), (False, True, False)]
+    >>> list(tie_resolutions(0, []))
+    [()]
+    """
+    fixed = set(persistent)
+    free = [t for t in range(n_ties) if t not in fixed]
+    for sides in itertools.product((True, False), repeat=len(free)):
+        active = [True] * n_ties
+        for t, side in zip(free, sides):
+            active[t] = side
+        yield tuple(active)
 
 
 def resolve_ties(state: FreeState, active: Sequence[bool]) -> list[np.ndarray]:

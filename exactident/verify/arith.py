@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product
+from math import lcm
 from typing import Any
 
 import flint
@@ -26,6 +27,7 @@ __all__ = [
     "ParamKey",
     "alpha_rows",
     "as_fractions",
+    "capped_exact_rank",
     "direction",
     "forward_tangent",
     "line_forward",
@@ -354,3 +356,41 @@ def as_fractions(case) -> tuple[list, list, list]:
     b = [[fr(q) for q in bl] for bl in case.network.b]
     X = [[fr(q) for q in row] for row in case.X]
     return W, b, X
+
+
+def capped_exact_rank(shape: tuple[int, int], build: Any, max_words: int, where: str) -> tuple[int | None, str]:
+    """Exact rank over Q of the matrix ``build()`` (fmpq_mat or fmpz_mat), if it fits the verifier's cap.
+
+    ``max_words`` (``--max-exact-entries``) counts 64-bit words of the matrix scaled to integers by rows:
+    one word per started 64 bits of each entry, at least one per entry.  The shape is checked before the
+    matrix is built, its words after; past the cap nothing is eliminated.
+
+    Returns
+    -------
+    (rank, "") or (None, one line saying what is not verified and why)
+
+    Examples
+    --------
+    >>> capped_exact_rank((2, 2), lambda: flint.fmpq_mat([[1, 2], [2, 4]]), 10, "r")
+    (1, '')
+    >>> capped_exact_rank((100, 100), None, 1000, "r")[1]  # doctest: +ELLIPSIS
+    "r: exact elimination of a 100 x 100 matrix (10000 entries) is past the verifier's limit of 1000 words ..."
+    """
+    rows, cols = shape
+    if rows * cols > max_words:
+        return None, (f"{where}: exact elimination of a {rows} x {cols} matrix ({rows * cols} entries) is past the "
+                      f"verifier's limit of {max_words} words (--max-exact-entries): not verified")
+    if rows == 0 or cols == 0:
+        return 0, ""
+    M = build()
+    if not isinstance(M, flint.fmpz_mat):  # each row times the lcm of its denominators: same rank
+        ints: list[int] = []
+        for row in M.table():
+            d = lcm(*(int(v.q) for v in row))
+            ints.extend(int(v.p) * (d // int(v.q)) for v in row)
+        M = flint.fmpz_mat(rows, cols, ints)
+    words = sum(max(1, (int(v).bit_length() + 63) // 64) for v in M.entries())
+    if words > max_words:
+        return None, (f"{where}: exact elimination of a {rows} x {cols} matrix of {words} 64-bit words is past "
+                      f"the verifier's limit of {max_words} words (--max-exact-entries): not verified")
+    return int(M.rank()), ""

@@ -27,6 +27,7 @@ of every tie resolution, on which Theorems 8 and 9 apply directly.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -43,6 +44,7 @@ from exactident.verify.arith import (
     unknown_fields,
 )
 from exactident.verify.facts import CaseFacts, Tie
+from exactident.verify.rank_rules import RankBounds, cover_problems
 
 __all__ = ["BoundaryResult", "Resolution", "verify_boundary"]
 
@@ -58,6 +60,14 @@ class Resolution:
     rank_gamma: int | None
     rank_a: int | None
     reachable: bool
+    interval: tuple[int, int] | None = None  # certified (lo, hi) when the rank_gamma part is the interval form
+
+    @property
+    def bounds(self) -> RankBounds | None:
+        """Certified bounds on ``R_Gamma`` at this resolution (None: not certified)."""
+        if self.rank_gamma is not None:
+            return RankBounds(self.rank_gamma, self.rank_gamma)
+        return RankBounds(*self.interval) if self.interval is not None else None
 
 
 @dataclass
@@ -195,7 +205,7 @@ def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any) -> 
         out.fails.append(f"{where}.resolutions: the certificate lists {len(resolutions)} resolution(s), the "
                          f"{len(ties)} visible tie(s){pairs} have {2 ** n_cls if n_cls <= 64 else f'2^{n_cls}'}")
         return out
-    seen: set[tuple[bool, ...]] = set()
+    listed: list[tuple[bool, ...]] = []
     verified: list[Resolution] = []
     rates = _TieRates(facts, sum(isinstance(r, dict) and "reachable" in r for r in resolutions))
     for j, res in enumerate(resolutions):
@@ -206,9 +216,7 @@ def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any) -> 
         active = need(res, "active", list, at)
         if len(active) != len(ties) or not all(isinstance(a, bool) for a in active):
             raise BadField(f"{at}.active", f"expected {len(ties)} booleans, found {active!r}"[:200])
-        if tuple(active) in seen:
-            out.fails.append(f"{at}.active: resolution {active} is listed twice")
-        seen.add(tuple(active))
+        listed.append(tuple(active))
         sides = dict(zip(ties, active))
         split = [c for c in facts.classes if len({sides[t] for t in c}) > 1]
         if split:
@@ -223,7 +231,14 @@ def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any) -> 
             wit = _witness_problems(rates, sides, res["reachable"], f"{at}.reachable")
             out.fails += wit
             reachable = not wit
-        verified.append(Resolution(tuple(active), ranks.rank_gamma, ranks.rank_a, reachable))
+        verified.append(Resolution(tuple(active), ranks.rank_gamma, ranks.rank_a, reachable,
+                                   getattr(ranks, "rank_gamma_interval", None)))
+    # the verifier's own enumeration (each class of equal sample points on one side; the count was checked
+    # above, so it is as long as the list), against which the listed ones are compared by the rule shared
+    # with layer graphs: every resolution once, no other
+    class_of = {t: k for k, members in enumerate(facts.classes) for t in members}
+    everyone = [tuple(side[class_of[t]] for t in ties) for side in itertools.product((True, False), repeat=n_cls)]
+    out.fails += cover_problems(listed, everyone, f"{where}.resolutions", show=list)
     if not out.fails:
         out.resolutions = verified
         n_cs = sum(r.rank_gamma == facts.dim for r in verified)

@@ -44,11 +44,12 @@ case's own compilation.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
 from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
-from exactident.io.limits import ReadLimits
+from exactident.io.limits import DEFAULT_WORK_LIMITS, ReadLimits, WorkLimits
 from exactident.io.report_file import looks_like_case, looks_like_report, read_report_json
 from exactident.verify.arith import BadField, need
 from exactident.verify.boundary import verify_boundary
@@ -71,14 +72,18 @@ from exactident.verify.rank_kernel import closed_by
 from exactident.verify.schema import validate_report
 from exactident.verify.structural import verify_structural
 
-__all__ = ["PARTS", "run_verify_certificate", "verify_certificate"]
+__all__ = ["NOT_VERIFIED_MARK", "PARTS", "run_verify_certificate", "verify_certificate"]
+
+#: What a failure line past one of the verifier's caps (``--max-exact-entries``, ``--max-resolutions``) says.
+NOT_VERIFIED_MARK = "past the verifier's limit"
 
 #: Certificate parts the verifier understands.
 PARTS = ("rank", "boundary", "entering", "line", "degenerate", "structural")
 
 
 def verify_certificate(case, report: Any, source: str = "<report>", *,
-                       require_claims: bool = False) -> tuple[bool, list[str]]:
+                       require_claims: bool = False,
+                       limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[bool, list[str]]:
     """Re-check a report's certificate and claims from the case alone.
 
     Valid only if every part present is verified and every claim of the report
@@ -125,16 +130,17 @@ def verify_certificate(case, report: Any, source: str = "<report>", *,
     False
     """
     if not getattr(case, "is_plain", True):  # a layer graph beyond the plain ReLU MLP (case format 2)
-        return _verify_constrained_case(case, report, require_claims)
+        return _verify_constrained_case(case, report, require_claims, limits)
     try:
-        return _verify(case, report, require_claims)
+        return _verify(case, report, require_claims, limits)
     except BadField as exc:  # a value the schema admits but its checker cannot read (e.g. W_9[0,0] in [2, 1])
         return False, [f"{exc.where or '<report>'}: {exc}"]
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # a crash proves nothing
         return False, [f"<report>: could not be checked (the verifier raised {type(exc).__name__}: {exc})"]
 
 
-def _verify_constrained_case(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
+def _verify_constrained_case(case, report: Any, require_claims: bool,
+                             limits: WorkLimits) -> tuple[bool, list[str]]:
     """A constrained network's report (:mod:`exactident.verify.constrained`), from the case's own compilation."""
     from exactident.verify.constrained import verify_constrained
 
@@ -149,18 +155,18 @@ def _verify_constrained_case(case, report: Any, require_claims: bool) -> tuple[b
     shape = getattr(case.architecture, "input_shape", None)
     try:
         return verify_constrained(case.compiled, case.X, report, name=case.name, input_shape=shape,
-                                  provenance=case.provenance)
+                                  provenance=case.provenance, limits=limits)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # a crash proves nothing
         return False, [f"<report>: could not be checked (the verifier raised {type(exc).__name__}: {exc})"]
 
 
-def _rank_checker() -> tuple[Any, str | None]:
-    """:func:`exactident.verify.rank.check_rank_certificate`, or why it cannot be used."""
+def _rank_checker(limits: WorkLimits) -> tuple[Any, str | None]:
+    """:func:`exactident.verify.rank.check_rank_certificate` within ``limits``, or why it cannot be used."""
     try:
         from exactident.verify.rank import check_rank_certificate
     except ImportError as exc:
         return None, f"exactident.verify.rank is not available ({exc})"
-    return check_rank_certificate, None
+    return functools.partial(check_rank_certificate, limits=limits), None
 
 
 def _guarded(check_rank):
@@ -189,7 +195,7 @@ def _none_ranks():
     return SimpleNamespace(rank_gamma=None, rank_a=None)
 
 
-def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
+def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tuple[bool, list[str]]:
     if not isinstance(report, dict):
         raise BadField("", f"expected a JSON object (exactident-report/1), found {type(report).__name__}")
     _name, verdict = (need(report, k, str, "") if require_claims or k in report else None
@@ -218,7 +224,7 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
     msgs: list[str] = []
     fails += structural_claims(report, facts)
     proofs = Proofs()
-    check_rank, missing = _rank_checker()
+    check_rank, missing = _rank_checker(limits)
     rank_check = _guarded(check_rank) if check_rank else None
     if "rank" in cert:
         if rank_check is None:
@@ -230,8 +236,8 @@ def _verify(case, report: Any, require_claims: bool) -> tuple[bool, list[str]]:
             else:
                 interval = getattr(ranks, "rank_gamma_interval", None)
                 proofs.rank_gamma_interval = interval
-                # an interval's upper end stands for R_Gamma in the rules that only need an upper bound
-                proofs.rank_part = (interval[1] if interval else ranks.rank_gamma, ranks.rank_a)
+                # an interval is never a rank: R_Gamma stays unknown (None), only the bounds are kept
+                proofs.rank_part = (ranks.rank_gamma, ranks.rank_a)
                 proofs.rank_a_lower = getattr(ranks, "rank_a_lower", None)
                 proofs.closed_by = closed_by(cert["rank"])
                 lower = proofs.rank_a_lower if ranks.rank_a is None and proofs.rank_a_lower is not None else None
@@ -303,16 +309,18 @@ def _load_case_or_explain(case_path: str, limits: ReadLimits | None):
 
 
 def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits | None = None,
-                           case: Any = None) -> int:
+                           work: WorkLimits = DEFAULT_WORK_LIMITS, case: Any = None) -> int:
     """CLI body of ``exactident verify-certificate CASE REPORT.json``.
 
-    ``limits`` bounds both files (size, digits; default :data:`exactident.io.limits.DEFAULT_LIMITS`).
+    ``limits`` bounds both files (size, digits; default :data:`exactident.io.limits.DEFAULT_LIMITS`);
+    ``work`` the verifier's own work (:class:`exactident.io.limits.WorkLimits`): past it, "not verified".
     ``case``: the case already read from ``case_path`` (a model file imported with ``--sample``).
 
     Returns
     -------
     int
-        0 valid, 3 invalid (each failure printed; a malformed report too, naming the field's path),
+        0 valid, 3 invalid or not verified (each failure printed; a malformed report too, naming the field's
+        path; past a cap of ``work`` the last line is ``certificate NOT VERIFIED``),
         2 bad input (the case, or a report file that is not readable JSON: one line naming file and field).
     """
     try:
@@ -327,11 +335,13 @@ def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits 
             if len(named) != 1:
                 raise CaseFormatError(report_path, "", f"expected one report named {case.name!r}, found {len(named)}")
             report = named[0]
-        valid, msgs = verify_certificate(case, report, source=report_path, require_claims=True)
+        valid, msgs = verify_certificate(case, report, source=report_path, require_claims=True, limits=work)
     except (CaseFormatError, UnsupportedCaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for m in msgs:
         print(m)
-    print("certificate VALID" if valid else "certificate INVALID")
+    capped = not valid and any(NOT_VERIFIED_MARK in m for m in msgs)
+    print("certificate VALID" if valid else "certificate NOT VERIFIED (past a --max-* limit of the verifier)"
+          if capped else "certificate INVALID")
     return 0 if valid else 3

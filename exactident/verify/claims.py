@@ -28,9 +28,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from exactident.model.conditions import cs_from_bounds
 from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.facts import CaseFacts
+from exactident.verify.rank_rules import (
+    RankBounds,
+    proves_identifiable,
+    rank_claim_problems,
+    smallest,
+    verdict_strength_problems,
+)
 
 __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
            "identity_claims", "rank_and_pattern_claims",
@@ -45,7 +53,7 @@ REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
                 "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose",
-                "montecarlo": "a labelled estimate inside the certified interval; its value must be rank_gamma"}
+                "montecarlo": "a labelled Monte Carlo estimate, checked to lie in the reported interval, not certified"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 #: ``decided_by`` values and the verdict each rule gives (docs/cli.md).
@@ -66,11 +74,11 @@ class Proofs:
     entering: bool = False                   # a valid entering part
     line: bool = False                       # a valid line part
     mechanism: str | None = None             # a valid structural part (with a valid line part)
-    rank_part: tuple[int, int | None] | None = None   # certified (R_Gamma, R_A) at the >= 0 pattern
+    rank_part: tuple[int | None, int | None] | None = None  # certified (R_Gamma, R_A) at the >= 0 pattern
     boundary: BoundaryResult | None = None
     rank_a_lower: int | None = None          # certified lower bound on R_A by the rank part (R_A when certified)
     closed_by: dict[str, str] | None = None  # upper-bound kind per matrix of the verified rank part
-    #: certified (lo, hi) for R_Gamma when the rank part's rank_gamma is the interval form; rank_part[0] is hi
+    #: certified (lo, hi) for R_Gamma when the rank part's rank_gamma is the interval form; rank_part[0] is then None
     rank_gamma_interval: tuple[int, int] | None = None
 
 
@@ -169,7 +177,7 @@ def verify_degenerate(part: Any, facts: CaseFacts) -> tuple[list[str], list[str]
     return [], [f"degenerate part valid: hidden neuron ({l},{v}) has all {why} weights zero (theta in S)"]
 
 
-def _common_ranks(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None] | None:
+def _common_ranks(facts: CaseFacts, proofs: Proofs) -> tuple[int | None, int | None] | None:
     """Certified ranks of the one ``alpha`` near theta, when no visible tie exists."""
     if facts.visible:
         return None
@@ -179,25 +187,40 @@ def _common_ranks(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None] | 
     return proofs.rank_part
 
 
-def _top_level_source(facts: CaseFacts, proofs: Proofs) -> tuple[int, int | None] | None:
-    """(certified rank_gamma, certified rank_a or None) the report's top-level ranks must match.
+def gamma_bounds(facts: CaseFacts, proofs: Proofs) -> RankBounds | None:
+    """Certified bounds on the ``R_Gamma`` the report's top-level claims are about (None: nothing certified).
 
-    On the boundary (resolutions certified) the rule is docs/cli.md's: the smallest
-    ``rank_gamma`` over the resolutions, then the smallest ``rank_a`` among the
-    resolutions that have it; that ``rank_a`` is certified only if every one of them
-    has a certified ``R_A`` (``None`` otherwise: a claimed value cannot be checked).
+    On the boundary (visible ties): the smallest ``R_Gamma`` over every tie resolution, which the boundary
+    part lists in full (:func:`exactident.verify.rank_rules.smallest`).  Off it: the one ``alpha`` near theta,
+    certified by the boundary part's single resolution or the rank part (exact, or its interval).
     """
     res = proofs.boundary.resolutions if proofs.boundary else None
     if facts.visible and not facts.degenerate:
-        if res:
-            if any(r.rank_gamma is None for r in res):
-                return None
-            low = min(r.rank_gamma for r in res if r.rank_gamma is not None)
-            ras = [r.rank_a for r in res if r.rank_gamma == low]
-            return low, (min(ra for ra in ras if ra is not None) if None not in ras else None)
-        return None  # nothing enumerated: the smallest R_Gamma is unknown (the rank part is the >= 0 pattern's)
+        return smallest(r.bounds for r in res) if res else None
+    if not facts.degenerate and res and len(res) == 1 and res[0].bounds is not None:
+        return res[0].bounds
+    if proofs.rank_part is not None and proofs.rank_part[0] is not None:
+        return RankBounds(proofs.rank_part[0], proofs.rank_part[0])
+    if proofs.rank_gamma_interval is not None:
+        return RankBounds(*proofs.rank_gamma_interval)
+    return None
+
+
+def _top_level_rank_a(facts: CaseFacts, proofs: Proofs) -> int | None:
+    """The certified ``rank_a`` the report's top-level ``rank_a`` must match (None: not certified).
+
+    On the boundary the rule is docs/cli.md's: the smallest ``rank_a`` among the resolutions of smallest
+    ``rank_gamma``, certified only if every resolution has an exact ``R_Gamma`` and each of those an ``R_A``.
+    """
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    if facts.visible and not facts.degenerate:
+        if not res or any(r.rank_gamma is None for r in res):
+            return None
+        low = min(r.rank_gamma for r in res if r.rank_gamma is not None)
+        ras = [r.rank_a for r in res if r.rank_gamma == low]
+        return min(ra for ra in ras if ra is not None) if None not in ras else None
     common = _common_ranks(facts, proofs) if not facts.degenerate else proofs.rank_part
-    return common
+    return common[1] if common is not None else None
 
 
 def _common_lower(facts: CaseFacts, proofs: Proofs) -> int | None:
@@ -227,70 +250,57 @@ def _cn_problem(where: str, claimed_cn: Any, rg: int, ra: int | None, dim: int,
 
 
 def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]:
-    """``rank_gamma``, ``rank_a``, ``cs``, ``cn`` and ``patterns`` against the certified ranks."""
+    """``rank_gamma``, ``rank_a``, ``cs``, ``cn``, ``rank_gamma_interval`` and ``patterns`` against the certified ranks.
+
+    ``rank_gamma``, ``cs`` and the interval follow :func:`exactident.verify.rank_rules.rank_claim_problems`
+    (the rule shared with layer graphs: an interval is never evidence for ``C_S``).
+    """
     fails = []
     # null claims nothing (a boundary report that enumerates no resolution must say null)
     claims = {"rank_gamma": _typed(report, "rank_gamma", int, True), "rank_a": _typed(report, "rank_a", int, True),
               "cs": _typed(report, "cs", bool, True), "cn": _typed(report, "cn", bool, True)}
-    source = _top_level_source(facts, proofs)
+    bounds = gamma_bounds(facts, proofs)
     unenumerated = (bool(facts.visible) and not facts.degenerate and proofs.boundary is not None
                     and not proofs.boundary.resolutions)
-    if source is None and unenumerated:
+    if bounds is None and unenumerated:
         fails += [f"{k}: report says {v}, but no tie resolution is enumerated in the certificate, so the smallest "
                   f"R_Gamma over the {len(facts.visible)} visible tie(s)' resolutions is unknown: it must be null"
                   for k, v in claims.items() if v is not None]
-    elif source is None:
+    elif bounds is None:
         fails += [f"{k}: report says {v}, but the certificate certifies no rank to check it against"
                   for k, v in claims.items() if v is not None]
-    else:
-        rg, certified_ra = source
-        dim = facts.dim
-        interval = _interval(facts, proofs)
-        if interval is not None:
-            fails += _interval_claims(claims, interval, certified_ra, _common_lower(facts, proofs), dim)
-            claims = {"rank_a": claims["rank_a"]}
-        if claims.get("rank_gamma") is not None and claims["rank_gamma"] != rg:
-            fails.append(f"rank_gamma: report says {claims['rank_gamma']}, the certificate certifies {rg}")
-        ra = claims["rank_a"]
-        if ra is not None and ra != certified_ra:
-            rule = (" (the smallest R_A among the resolutions of smallest R_Gamma)"
-                    if facts.visible and proofs.boundary and proofs.boundary.resolutions else "")
-            fails.append(f"rank_a: report says {ra}, the certificate certifies "
-                         f"{'no R_A' if certified_ra is None else certified_ra}{rule}")
-        if claims.get("cs") is not None and claims["cs"] != (rg == dim):
-            fails.append(f"cs: report says {claims['cs']}, the certified ranks give {rg == dim} "
-                         f"(R_Gamma = {rg}, dim = {dim})")
-        if claims.get("cn") is not None:
-            problem = _cn_problem("", claims["cn"], rg, ra if ra is not None else certified_ra, dim,
-                                  _common_lower(facts, proofs))
+    if bounds is None:
+        for key in ("rank_gamma_interval", "montecarlo"):
+            if report.get(key) is not None:
+                fails.append(f"{key}: report says {report[key]}, but the certificate certifies no R_Gamma")
+        return fails + _pattern_claims(report, facts, proofs)
+    dim = facts.dim
+    fails += rank_claim_problems(report, bounds, dim)
+    certified_ra = _top_level_rank_a(facts, proofs)
+    ra = claims["rank_a"]
+    if ra is not None and ra != certified_ra:
+        rule = (" (the smallest R_A among the resolutions of smallest R_Gamma)"
+                if facts.visible and proofs.boundary and proofs.boundary.resolutions else "")
+        fails.append(f"rank_a: report says {ra}, the certificate certifies "
+                     f"{'no R_A' if certified_ra is None else certified_ra}{rule}")
+    cn = claims["cn"]
+    if cn is not None:
+        ra_lower = _common_lower(facts, proofs)
+        if bounds.exact is not None:
+            problem = _cn_problem("", cn, bounds.exact, ra if ra is not None else certified_ra, dim, ra_lower)
             if problem:
                 fails.append(problem)
+        elif not (cn is True and _cn_by_interval(bounds, certified_ra, ra_lower)):
+            fails.append(f"cn: report says {cn}, but the certified interval {bounds.text} and R_A "
+                         f"({certified_ra if certified_ra is not None else f'>= {ra_lower}'}) prove C_N only when "
+                         f"R_Gamma <= {bounds.hi} < R_A")
     fails += _pattern_claims(report, facts, proofs)
     return fails
 
 
-def _interval(facts: CaseFacts, proofs: Proofs) -> tuple[int, int] | None:
-    """The certified interval of ``R_Gamma`` off the boundary (its rank part's interval form), if any."""
-    return None if facts.visible or facts.degenerate else proofs.rank_gamma_interval
-
-
-def _interval_claims(claims: dict, interval: tuple[int, int], ra: int | None, ra_lower: int | None,
-                     dim: int) -> list[str]:
-    """``rank_gamma`` (a Monte Carlo value inside the interval), ``cs`` and ``cn`` against ``lo <= R_Gamma <= hi``."""
-    lo, hi = interval
-    fails = []
-    rg = claims["rank_gamma"]
-    if rg is not None and not lo <= rg <= hi:
-        fails.append(f"rank_gamma: report says {rg}, outside the certified interval [{lo}, {hi}]")
-    if claims["cs"] is not None and claims["cs"] != (hi == dim and lo == dim):
-        fails.append(f"cs: report says {claims['cs']}, the certified interval [{lo}, {hi}] gives {hi == dim}")
-    cn = claims["cn"]
-    if cn is not None:
-        proved = (ra is not None and hi < ra) or (ra_lower is not None and hi < ra_lower)
-        if not (cn is True and proved):
-            fails.append(f"cn: report says {cn}, but the certified interval [{lo}, {hi}] and R_A "
-                         f"({ra if ra is not None else f'>= {ra_lower}'}) prove C_N only when R_Gamma <= {hi} < R_A")
-    return fails
+def _cn_by_interval(bounds: RankBounds, ra: int | None, ra_lower: int | None) -> bool:
+    """``C_N`` holds when even the upper end is below ``R_A`` (or below a certified lower bound on it)."""
+    return (ra is not None and bounds.hi < ra) or (ra_lower is not None and bounds.hi < ra_lower)
 
 
 def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]:
@@ -317,18 +327,26 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
         if not _same(need(p, "ties", list, at), want):  # an entry's claims are about the resolution it names
             fails.append(f"{at}.ties: report says {p['ties']}, the certificate's resolution {j} is {want}")
         rg = r.rank_gamma
+        bounds = r.bounds
         got_rg = _typed(p, "rank_gamma", int)
         if got_rg is not None and got_rg != rg:
-            fails.append(f"{at}.rank_gamma: report says {got_rg}, the certificate certifies {rg}")
+            shown = "only the interval " + bounds.text if bounds is not None and rg is None else str(rg)
+            fails.append(f"{at}.rank_gamma: report says {got_rg}, the certificate certifies {shown}")
         got_ra = _typed(p, "rank_a", int, True)
         if got_ra is not None and got_ra != r.rank_a:
             fails.append(f"{at}.rank_a: report says {got_ra}, the certificate certifies "
                          f"{'no R_A' if r.rank_a is None else r.rank_a}")
         got_cs = _typed(p, "cs", bool)
-        if got_cs is not None and rg is not None and got_cs != (rg == dim):
-            fails.append(f"{at}.cs: report says {got_cs}, the certified ranks give {rg == dim}")
+        if got_cs is not None and bounds is not None:
+            truth = cs_from_bounds(bounds.lo, bounds.hi, dim)
+            if got_cs is not truth:
+                fails.append(f"{at}.cs: report says {got_cs}, the certified ranks give "
+                             f"{'nothing (the rank is not settled)' if truth is None else truth} "
+                             f"(R_Gamma {bounds.text}, dim = {dim})")
         got_cn = _typed(p, "cn", bool)
-        if got_cn is not None and rg is not None:
+        if got_cn is not None and rg is None:
+            fails.append(f"{at}.cn: report says {got_cn}, but R_Gamma is not certified exactly at this resolution")
+        elif got_cn is not None and rg is not None:
             problem = _cn_problem(f"{at}.", got_cn, rg, r.rank_a, dim)
             if problem:
                 fails.append(problem)
@@ -355,23 +373,20 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
     if verdict == "degenerate":
         return ["verdict: report says degenerate, but no hidden neuron of the case puts theta in S"]
     dim = facts.dim
-    common = _common_ranks(facts, proofs)
+    bounds = gamma_bounds(facts, proofs)
     res = proofs.boundary.resolutions if proofs.boundary else None
+    # C_S needs the certified lower bound to reach dim (an interval's upper end is never evidence for it)
+    identifiable = proves_identifiable(bounds, dim) and (not facts.visible or bool(res))
+    ra = _top_level_rank_a(facts, proofs)
     if not facts.visible:
-        identifiable = common is not None and common[0] == dim
-        shown = f"certified R_Gamma = {common[0]}, R_A = {common[1]}" if common else "no certified rank"
+        shown = (f"certified R_Gamma {'= ' + bounds.text if bounds.exact is not None else 'in ' + bounds.text}, "
+                 f"R_A = {ra}" if bounds is not None else "no certified rank")
     else:
-        identifiable = res is not None and all(r.rank_gamma == dim for r in res)
         fails_cs = sum(r.rank_gamma != dim for r in res) if res else None
         shown = (f"C_S fails on {fails_cs} of {len(res)} tie resolutions" if res
                  else "the tie resolutions are not certified")
-    interval = _interval(facts, proofs)
-    by_ranks = (not facts.visible and common is not None and common[1] is not None and common[0] == common[1] < dim
-                and interval is None)
-    lower = _common_lower(facts, proofs)
-    cn_by_bound = common is not None and lower is not None and common[0] < lower  # R_Gamma < R_A: C_N holds
-    if interval is not None:  # common[0] is the interval's upper end: C_N holds only if it is below R_A
-        cn_by_bound = cn_by_bound or (common is not None and common[1] is not None and common[0] < common[1])
+    by_ranks = (not facts.visible and bounds is not None and bounds.exact is not None and ra is not None
+                and bounds.exact == ra < dim)  # Theorem 8: C_N fails, from exact ranks only
     not_identifiable = proofs.nonequivalence is not None or by_ranks
     if verdict == "identifiable" and not identifiable:
         return [f"verdict: report says identifiable, but the certificate does not prove C_S on every tie resolution "
@@ -379,11 +394,18 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
     if verdict == "not-identifiable" and not not_identifiable:
         return [f"verdict: report says not-identifiable, but no valid entering or line part proves it and the "
                 f"ranks do not ({shown}, dim = {dim})"]
-    if verdict == "inconclusive":
-        if identifiable or not_identifiable:
-            proved = "identifiable" if identifiable else "not-identifiable"
-            return [f"verdict: report says inconclusive, but the certificate proves {proved}"]
-        if not facts.visible and (common is None or common[1] is None or interval is not None) and not cn_by_bound:
+    strength = verdict_strength_problems(
+        verdict, identifiable, not_identifiable, "C_S certified on every tie resolution",
+        "a valid entering or line part" if proofs.nonequivalence else "certified R_Gamma = R_A < dim (Theorem 8)")
+    if strength:
+        return strength
+    if verdict == "inconclusive" and not facts.visible:
+        # off the boundary, inconclusive says C_S fails and C_N holds: both certified (an interval whose upper
+        # end reaches dim leaves the rank not settled, and proves neither)
+        cs_fails = bounds is not None and bounds.hi < dim
+        cn_holds = bounds is not None and (_cn_by_interval(bounds, ra, _common_lower(facts, proofs))
+                                           or (bounds.exact is not None and ra is not None and bounds.exact != ra))
+        if not (cs_fails and cn_holds):
             return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
                     f"show C_S failing and C_N holding ({shown})"]
     return []
@@ -422,16 +444,6 @@ def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any
                          "on R_A for the report's ranks")
         elif lower != certified:
             fails.append(f"rank_a_lower_bound: report says {lower}, the certificate certifies R_A >= {certified}")
-    interval = _interval(facts, proofs)
-    claimed = report.get("rank_gamma_interval")
-    if claimed is not None or interval is not None:
-        if not _same(claimed, list(interval) if interval is not None else None):
-            fails.append(f"rank_gamma_interval: report says {claimed}, the certificate certifies "
-                         f"{list(interval) if interval is not None else 'the exact R_Gamma'}")
-        mc = report.get("montecarlo")
-        if not (isinstance(mc, dict) and _same(mc.get("rank_gamma"), report.get("rank_gamma"))):
-            fails.append("montecarlo: a rank_gamma inside a certified interval must be labelled by a montecarlo "
-                         "block holding that value")
     if "certified_by" in report:
         claim = need(report, "certified_by", dict, "")
         if proofs.closed_by is None:
@@ -461,14 +473,15 @@ def decided_by_claim(report: dict, verdict: str | None, facts: CaseFacts, proofs
         return [f"decided_by: report says {rule!r}, not one of {list(RULES)}"]
     if verdict is not None and RULES[rule] != verdict:
         return [f"decided_by: report says {rule}, which gives {RULES[rule]}, but the verdict is {verdict}"]
-    common = _common_ranks(facts, proofs)
+    bounds = gamma_bounds(facts, proofs)
     res = proofs.boundary.resolutions if proofs.boundary else None
     dim = facts.dim
-    proved = {
-        "theorem-9": not facts.visible and common is not None and common[0] == dim,
-        "boundary-cs": bool(facts.visible) and res is not None and all(r.rank_gamma == dim for r in res),
-        "theorem-8": (not facts.visible and common is not None and common[1] is not None
-                      and common[0] == common[1] < dim and _interval(facts, proofs) is None),
+    ra = _top_level_rank_a(facts, proofs)
+    proved = {  # C_S from the certified lower bound only: an interval's upper end never proves Theorem 9
+        "theorem-9": not facts.visible and proves_identifiable(bounds, dim),
+        "boundary-cs": bool(facts.visible) and bool(res) and proves_identifiable(bounds, dim),
+        "theorem-8": (not facts.visible and bounds is not None and bounds.exact is not None and ra is not None
+                      and bounds.exact == ra < dim),
         "boundary-entering": proofs.entering,
         "line": proofs.line,
         "degenerate": proofs.degenerate,

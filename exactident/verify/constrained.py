@@ -11,38 +11,48 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
 - ``rank_a`` and ``cn`` must be null (also in ``patterns``): Theorem 8 of the paper (``C_N``)
   is proved for the plain layered ReLU MLP only, so a ``C_N`` value, or ``decided_by:
   theorem-8``, for another architecture is refused; so is ``degenerate``;
-- ``rank_gamma`` is the smallest rank over the tie resolutions the ``free_rank`` part
-  certifies (:mod:`exactident.verify.constrained_parts`: each lower bound recomputed mod its
-  prime, each upper bound the proven ``dim_free``, exact kernel vectors or an exact rank);
-  without that part only ``rank_gamma = dim_free`` is accepted, when the verifier's own ranks
-  mod p reach it on every tie resolution; ``cs`` is ``rank_gamma == dim``; each of ``patterns``
-  is a certified resolution with its rank;
-- ``rank_gamma_interval`` (verdict first: the rank certified only in ``[lo, hi]``): within the bounds the
-  ``free_rank`` part proves (a resolution certified in the interval form, no ``rank``), ``rank_gamma`` then
-  the Monte Carlo value of ``montecarlo`` inside it, ``cs`` null unless the interval decides it;
+- the tie resolutions: the verifier enumerates them itself (the engine's rule,
+  :func:`exactident.model.gamma_free.tie_resolutions` on the persistent ties it recomputed, up to
+  ``--max-resolutions``), and a ``free_rank`` part must list every one
+  (:func:`exactident.verify.rank_rules.cover_problems`, the rule of the plain MLP's boundary part);
+- ``rank_gamma``, ``cs``, ``rank_gamma_interval``, ``montecarlo`` against the smallest rank over every
+  resolution (:func:`exactident.verify.rank_rules.rank_claim_problems`): bounds from the ``free_rank``
+  part (:mod:`exactident.verify.constrained_parts`: each lower bound recomputed mod its prime, each upper
+  bound the proven ``dim_free``, exact kernel vectors or an exact rank), or without one the verifier's own
+  ranks mod p and ``min(rows, dim_free)``; an interval is never evidence for ``cs: true``; each of
+  ``patterns`` is a certified resolution with its rank;
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
-  (certified, or the verifier's own ranks mod p: a rank mod p never exceeds the rank over Q,
-  and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
-  needs a verified ``dead_units`` or ``constant_units`` part (a line of constant outputs on X
-  leaving the rescaling orbit); ``inconclusive`` is refused when the verifier proves
-  identifiability; ``decided_by`` must name a rule giving the verdict
-  (:data:`RULES`), backed by its part;
+  (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
+  rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
+  needs a verified ``dead_units``, ``constant_units``, ``submersion`` or ``entering_submersion`` part;
+  no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
+  plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
 - the explain fields ``parameters``, ``units``, ``channels`` and ``kernel_basis``
   (:mod:`exactident.verify.constrained_explained`); ``explanation`` is prose, printed as not verified.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from math import prod
 from typing import Any
 
+from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
+from exactident.model.conditions import cs_from_bounds
 from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.gamma_free import tie_resolutions
 from exactident.verify.claims import uncertified_claims
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_line_part
 from exactident.verify.constrained_submersion import check_entering_submersion, check_submersion, persistent_ties
+from exactident.verify.rank_rules import (
+    RankBounds,
+    cover_problems,
+    proves_identifiable,
+    rank_claim_problems,
+    smallest,
+    verdict_strength_problems,
+)
 from exactident.verify.schema import (
     AnyOf,
     Anything,
@@ -63,8 +73,9 @@ __all__ = ["CONSTRAINED_REPORT", "EXPLAIN_NOT_VERIFIED", "MAX_RESOLUTIONS", "RUL
 #: The explain field of a constrained network's report that is prose (the others are verified).
 EXPLAIN_NOT_VERIFIED = ("explanation",)
 
-#: Tie resolutions the verifier enumerates at most (``2^ties``); beyond, an identifiable claim is refused.
-MAX_RESOLUTIONS = 4096
+#: Tie resolutions the verifier enumerates by default (``2^ties``; ``--max-resolutions``); beyond, a claim that
+#: needs them is not verified.
+MAX_RESOLUTIONS = DEFAULT_WORK_LIMITS.max_resolutions
 #: Primes tried per resolution before a rank mod p below the claim counts as a failure.
 N_PRIMES = 3
 
@@ -146,7 +157,7 @@ class _Ranks:
 
 def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], report: Any, *,
                        name: str | None = None, input_shape: Sequence[int] | None = None,
-                       provenance: Any = None) -> tuple[bool, list[str]]:
+                       provenance: Any = None, limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[bool, list[str]]:
     """Re-check a constrained network's report from the network and the sample alone.
 
     Parameters
@@ -158,6 +169,9 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         The report (``exactident-report/1`` with ``architecture``).
     name, input_shape, provenance : optional
         The case's, compared with the report's when given.
+    limits : WorkLimits
+        Caps on the verifier's own work (tie resolutions enumerated, exact eliminations); past one, the
+        claim that needs it is not verified (a failure saying so), never a hang.
 
     Returns
     -------
@@ -172,6 +186,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     if uncertified:  # timed out or Monte Carlo: the report itself says nothing is proved
         return False, uncertified
     facts = ConstrainedFacts.from_network(cn, X)
+    max_resolutions = limits.max_resolutions
     sym, fails, msgs = facts.symmetry, [], []
     features = ", ".join(cn.features) or "this architecture"
 
@@ -206,46 +221,48 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
                 f"dim_free = {sym.dim_free}, {len(facts.ties)} tie(s)")
     persistent = persistent_ties(facts)  # a side that changes nothing: enumerated active only
     free_ties = [t for t in facts.ties if t not in persistent]
-    enumerable = 2 ** len(free_ties) <= MAX_RESOLUTIONS
-    everyone = sorted({tuple(True if t in persistent else next(it) for t in facts.ties)
-                       for it in map(iter, itertools.product((True, False), repeat=len(free_ties)))},
-                      reverse=True) if enumerable else []
+    enumerable = 2 ** len(free_ties) <= max_resolutions
+    # the engine's enumeration rule (shared pure function) on the ties the verifier recomputed
+    everyone = list(tie_resolutions(len(facts.ties), [k for k, t in enumerate(facts.ties) if t in persistent])) \
+        if enumerable else []
     cert = report.get("certificate") or {}
     ranks = _Ranks(facts)
     proved: dict[tuple[bool, ...], tuple[int, int]] = {}
     if "free_rank" in cert:
-        bad, proved = check_free_rank(facts, cert["free_rank"])
+        bad, proved = check_free_rank(facts, cert["free_rank"], limits)
+        if not bad and enumerable:  # the rule shared with the MLP: every resolution the verifier enumerates
+            bad = cover_problems(proved, everyone, "certificate.free_rank.resolutions", show=list)
+        elif not bad:
+            bad = [f"certificate.free_rank.resolutions: 2^{len(free_ties)} tie resolutions are past the verifier's "
+                   f"limit of {max_resolutions} (--max-resolutions): not verified"]
         fails += bad
         if not bad:
             open_ = sorted({(lo, hi) for lo, hi in proved.values() if lo < hi})
-            msgs.append(f"free_rank part valid: {len(proved)} tie resolution(s), ranks "
+            msgs.append(f"free_rank part valid: all {len(proved)} tie resolution(s), ranks "
                         f"{sorted({lo for lo, hi in proved.values() if lo == hi})} certified"
                         + (f", intervals {[list(b) for b in open_]}" if open_ else ""))
+        else:
+            proved = {}
 
     def all_full() -> bool:  # the verifier's own check: rank Gamma_free(s) = dim_free mod p for every s
         return enumerable and all(ranks.at(s, sym.dim_free) >= sym.dim_free for s in everyone)
 
-    exact = {s: lo for s, (lo, hi) in proved.items() if lo == hi}
-    r = report.get("rank_gamma")
-    if "rank_gamma_interval" in report:
-        fails += _interval_claims(report, facts, proved, everyone, ranks)
-    elif r is not None:
-        if exact and len(exact) < len(proved):
-            lo, hi = min(proved.values())
-            fails.append(f"rank_gamma: the report claims {r}, but a tie resolution is certified only in [{lo}, {hi}] "
-                         "(a rank_gamma_interval is needed)")
-        elif exact:
-            claim("rank_gamma", min(exact.values()), r)
-        elif r == sym.dim_free and all_full():
-            msgs.append(f"rank valid: R_Gamma = dim_free = {r} mod p on every tie resolution")
-        else:
-            fails.append(f"rank_gamma: the report claims {r} with no rank certificate that proves it")
-        if "cs" in report:
-            claim("cs", r == sym.dim_free, report["cs"])
-    elif report.get("cs") is not None:
-        fails.append("cs: a value without rank_gamma")
-    if "montecarlo" in report and "rank_gamma_interval" not in report:
-        fails.append("montecarlo: a Monte Carlo value is only reported inside a rank_gamma_interval")
+    top = min(len(facts.X) * cn.widths[-1], sym.dim_free)
+
+    def own(s: tuple[bool, ...]) -> RankBounds:  # no certificate: the verifier's ranks mod p, and the proven top
+        lo = min(ranks.at(s, sym.dim_free), top)
+        return RankBounds(lo, top)
+
+    claims_rank = any(report.get(k) is not None for k in ("rank_gamma", "cs", "rank_gamma_interval", "montecarlo"))
+    bounds: RankBounds | None = None
+    if proved:
+        bounds = smallest(RankBounds(*proved[s]) for s in everyone)
+    elif "free_rank" not in cert and enumerable and claims_rank:
+        bounds = smallest(own(s) for s in everyone)
+    fails += rank_claim_problems(report, bounds, sym.dim_free, "rank Gamma_free (smallest over the tie resolutions)")
+    if bounds is not None and not fails:
+        msgs.append(f"rank valid: the smallest rank Gamma_free over the {len(everyone)} tie resolution(s) is "
+                    f"{'certified ' + bounds.text if bounds.exact is None else bounds.text}, dim_free = {sym.dim_free}")
     for m, pat in enumerate(report.get("patterns", [])):
         side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
         sides = tuple(True if t in persistent else side.get(t, True) for t in facts.ties)
@@ -255,8 +272,10 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             fails.append(f"patterns[{m}].ties: not a tie resolution certified by the free_rank part")
             continue
         lo, hi = proved[sides]
-        claim(f"patterns[{m}].rank_gamma", lo if lo == hi else None, pat["rank_gamma"])
-        claim(f"patterns[{m}].cs", (lo == sym.dim_free) if lo == hi else None, pat["cs"])
+        if pat["rank_gamma"] is not None:
+            claim(f"patterns[{m}].rank_gamma", lo if lo == hi else None, pat["rank_gamma"])
+        if pat["cs"] is not None:
+            claim(f"patterns[{m}].cs", cs_from_bounds(lo, hi, sym.dim_free), pat["cs"])
         if pat["cn"] is not None or pat["rank_a"] is not None:
             fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
     line_ok = {}
@@ -281,23 +300,31 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         fails.append(f"decided_by: {rule!r}: {why}")
     if rule in ("dead-units", "constant-units") and not line_ok.get(rule.replace("-", "_")):
         fails.append(f"decided_by: {rule} without a verified {rule.replace('-', '_')} part")
+    # identifiable: the certified lower bound at dim_free on every resolution, or the verifier's own ranks mod p
+    # there (a rank mod p never exceeds the rank over Q; S_H in the kernel bounds it by dim_free)
+    if proves_identifiable(bounds, sym.dim_free):
+        identifiable = True
+    elif bounds is not None and bounds.hi < sym.dim_free:
+        identifiable = False  # certified below dim_free on some resolution
+    else:
+        identifiable = all_full()
+    not_identifiable = any(line_ok.values())
     if verdict == "identifiable":
-        full = enumerable and len(exact) == len(everyone) and all(v == sym.dim_free for v in exact.values())
-        if not full and not all_full():
+        if not identifiable:
             fails.append(f"verdict: identifiable needs rank Gamma_free = dim_free = {sym.dim_free} on every tie "
                          "resolution; the verifier finds less")
         else:
             msgs.append("verdict identifiable verified: rank Gamma_free = dim_free on every tie resolution")
     elif verdict == "not-identifiable":
-        if not any(line_ok.values()):
+        if not not_identifiable:
             fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units, "
                          "constant_units, submersion or entering_submersion), verified")
-    elif verdict == "inconclusive":
-        if all_full():
-            fails.append("verdict: inconclusive, but the verifier proves identifiable (rank Gamma_free = dim_free "
-                         "on every tie resolution)")
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
+    # the rule shared with the MLP: no verdict weaker than (or opposite to) what the certificate proves
+    fails += verdict_strength_problems(
+        verdict, identifiable, not_identifiable, "rank Gamma_free = dim_free on every tie resolution",
+        "a valid " + " / ".join(k for k, ok in line_ok.items() if ok) + " part")
     from exactident.verify.constrained_explained import verify_constrained_explained
 
     bad, more = verify_constrained_explained(
@@ -308,46 +335,3 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     if "explanation" in report:
         msgs.append("not verified: explanation (prose)")
     return not fails, msgs + fails
-
-
-def _interval_claims(report: dict, facts: ConstrainedFacts, proved: dict[tuple[bool, ...], tuple[int, int]],
-                     everyone: list[tuple[bool, ...]], ranks: _Ranks) -> list[str]:
-    """``rank_gamma_interval`` ``[lo, hi]``, ``montecarlo``, ``rank_gamma`` and ``cs`` of a report that certifies
-    ``rank Gamma_free`` only in an interval (verdict first).
-
-    ``rank_gamma`` is the smallest rank over the tie resolutions enumerated.  With a ``free_rank`` part its
-    resolutions' bounds, each proved by :func:`~exactident.verify.constrained_parts.check_free_rank` (the lower
-    end recomputed mod its prime, the upper end ``dim_free``, ``min(rows, ...)`` or exact kernel vectors), bound
-    that smallest rank by ``[min lo_s, min hi_s]``: the claim must lie within (``lo <= min lo_s`` and
-    ``hi >= min hi_s``).  Without one, the lower end is checked with the verifier's own ranks mod p at the
-    first resolution short of ``dim_free`` and the upper end must be ``min(rows, dim_free)``.
-    """
-    sym, fails = facts.symmetry, []
-    lo, hi = report["rank_gamma_interval"]
-    top = min(len(facts.X) * facts.cn.widths[-1], sym.dim_free)
-    if proved:
-        p_lo, p_hi = min(b[0] for b in proved.values()), min(b[1] for b in proved.values())
-        if lo > hi or lo > p_lo or hi < p_hi:
-            fails.append(f"rank_gamma_interval: [{lo}, {hi}] is not proved: the free_rank part certifies "
-                         f"[{p_lo}, {p_hi}]")
-    else:
-        # the interval is the rank at the first tie resolution (active-first order) short of dim_free
-        # (earlier ones reach it): its lower end is checked there with the verifier's own ranks mod p
-        short = next((s for s in everyone if ranks.at(s, sym.dim_free) < sym.dim_free), None)
-        if hi != top or lo > hi or short is None or ranks.at(short, lo) < lo:
-            fails.append(f"rank_gamma_interval: [{lo}, {hi}] is not proved (dim_free = {sym.dim_free})")
-    r, mc = report.get("rank_gamma"), report.get("montecarlo")
-    if r is not None:
-        if not lo <= r <= hi:
-            fails.append(f"rank_gamma: the report claims {r}, outside its certified interval [{lo}, {hi}]")
-        if mc is None or mc["rank_gamma"] != r:
-            fails.append("montecarlo: a rank_gamma inside a certified interval must be labelled by a montecarlo "
-                         "block holding that value")
-    elif mc is not None:
-        fails.append("montecarlo: a Monte Carlo value beside a null rank_gamma")
-    cs = report.get("cs")
-    decided = True if lo >= sym.dim_free else False if hi < sym.dim_free else None
-    if cs is not None and cs is not decided:
-        fails.append(f"cs: the report claims {cs}, but the certified interval [{lo}, {hi}] with dim_free = "
-                     f"{sym.dim_free} does not decide C_S that way")
-    return fails

@@ -11,7 +11,7 @@ Helpers of :mod:`exactident.verify.constrained`; every fact comes from
     below; ``upper`` is ``shape`` (``min(rows, columns)``), ``symmetry`` (the proven bound
     ``dim_free``), ``kernel`` (each column checked over Q by forward-mode derivatives; with ``S_H``
     they bound the rank by ``n_params - rank [K | S_H]``) or ``exact-elimination`` (the verifier's
-    own exact rank, small matrices only).  A claimed ``rank`` must sit between the two bounds.
+    own exact rank, up to ``--max-exact-entries``).  A claimed ``rank`` must sit between the two bounds.
 ``dead_units`` ``{parameter, name, units, direction: "-1", eps, x, f_0, f_eps}`` and ``constant_units``
     ``{units, value, delta, names, eps, x, f_0, f_eps}``
     A line ``theta + t delta`` (``delta = -e_parameter`` for ``dead_units``): the units listed output
@@ -29,6 +29,8 @@ from typing import Any
 
 import flint
 
+from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
+from exactident.verify.arith import capped_exact_rank
 from exactident.verify.constrained_facts import (
     ConstrainedFacts,
     directional_derivative,
@@ -37,10 +39,7 @@ from exactident.verify.constrained_facts import (
     rank_mod_p,
 )
 
-__all__ = ["MAX_EXACT_ENTRIES", "check_free_rank", "check_line_part", "rational"]
-
-#: ``Gamma_free`` is built exactly (forward mode, one pass per parameter) for ``exact-elimination`` up to this size.
-MAX_EXACT_ENTRIES = 200_000
+__all__ = ["check_free_rank", "check_line_part", "rational"]
 
 
 def rational(text: str) -> flint.fmpq:
@@ -74,19 +73,21 @@ def _kernel_bound(facts: ConstrainedFacts, cols: list, pattern, where: str) -> t
     return k - (K.rref()[1] if K.ncols() else 0), ""
 
 
-def _exact_rank(facts: ConstrainedFacts, pattern) -> int | None:
+def _exact_rank(facts: ConstrainedFacts, pattern, max_words: int, where: str) -> tuple[int | None, str]:
+    """The verifier's own exact rank of ``Gamma_free(s)`` (forward mode, one pass per parameter), within the cap."""
     cn, k = facts.cn, facts.cn.n_params
     rows = len(facts.X) * cn.widths[-1]
-    if rows * k > MAX_EXACT_ENTRIES:
-        return None
-    cols = [directional_derivative(cn, facts.X, [flint.fmpq(int(i == j)) for i in range(k)], pattern)
-            for j in range(k)]
-    if not rows or not k:
-        return 0
-    return int(flint.fmpq_mat(rows, k, [cols[j][r] for r in range(rows) for j in range(k)]).rank())
+
+    def build() -> flint.fmpq_mat:
+        cols = [directional_derivative(cn, facts.X, [flint.fmpq(int(i == j)) for i in range(k)], pattern)
+                for j in range(k)]
+        return flint.fmpq_mat(rows, k, [cols[j][r] for r in range(rows) for j in range(k)])
+
+    return capped_exact_rank((rows, k), build, max_words, where)
 
 
-def check_rank_one(facts: ConstrainedFacts, cert: dict, pattern, where: str) -> tuple[list[str], tuple[int, int]]:
+def check_rank_one(facts: ConstrainedFacts, cert: dict, pattern, where: str,
+                   limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[list[str], tuple[int, int]]:
     """Failures and the proved bounds ``(lo, hi)`` of one ``Gamma_free(s)`` rank certificate."""
     cn, fails = facts.cn, []
     shape = [len(facts.X) * cn.widths[-1], cn.n_params]
@@ -128,9 +129,9 @@ def check_rank_one(facts: ConstrainedFacts, cert: dict, pattern, where: str) -> 
             else:
                 hi = min(hi, bound)
         elif kind == "exact-elimination":
-            r = _exact_rank(facts, pattern)
+            r, past = _exact_rank(facts, pattern, limits.max_exact_entries, f"{where}.upper")
             if r is None:
-                fails.append(f"{where}.upper: exact elimination of a Gamma_free this large is not redone")
+                fails.append(past)
             else:
                 lo, hi = max(lo, r), min(hi, r)
         else:
@@ -146,7 +147,8 @@ def check_rank_one(facts: ConstrainedFacts, cert: dict, pattern, where: str) -> 
     return fails, (lo, hi)
 
 
-def check_free_rank(facts: ConstrainedFacts, part: dict) -> tuple[list[str], dict[tuple[bool, ...], tuple[int, int]]]:
+def check_free_rank(facts: ConstrainedFacts, part: dict, limits: WorkLimits = DEFAULT_WORK_LIMITS
+                    ) -> tuple[list[str], dict[tuple[bool, ...], tuple[int, int]]]:
     """Failures of a ``free_rank`` part and, per resolution listed (sides in the verifier's tie order), ``(lo, hi)``."""
     where = "certificate.free_rank"
     listed = [(t["sample"], t["layer"], t["neuron"]) for t in part["ties"]]
@@ -173,7 +175,7 @@ def check_free_rank(facts: ConstrainedFacts, part: dict) -> tuple[list[str], dic
             fails.append(f"{at}.active: this resolution is listed twice")
             continue
         bad, bounds = check_rank_one(facts, res["rank_gamma"], facts.resolution(sides) if sides else None,
-                                     f"{at}.rank_gamma")
+                                     f"{at}.rank_gamma", limits)
         fails += bad
         proved[sides] = bounds
     return fails, proved

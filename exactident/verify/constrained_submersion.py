@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import flint
 
+from exactident.model.gamma_free import persistent_tie_indices
 from exactident.verify.constrained_facts import ConstrainedFacts, directional_derivative, rank_mod_p
 
 __all__ = ["check_entering_submersion", "check_submersion", "persistent_ties"]
@@ -41,14 +42,9 @@ def _q(text: str) -> flint.fmpq:
 
 
 def persistent_ties(facts: ConstrainedFacts) -> set[tuple[int, int, int]]:
-    """The ties ``(sample, layer, unit)`` of ``facts`` that are persistent (module docstring)."""
-    cn, out = facts.cn, set()
-    for i, l, v in facts.ties:
-        if l != 1 or int(cn.b_index[0][v]) >= 0:
-            continue
-        if all(facts.X[i][j] == 0 for j in range(cn.widths[0]) if int(cn.W_index[0][v, j]) >= 0):
-            out.add((i, l, v))
-    return out
+    """The ties ``(sample, layer, unit)`` of ``facts`` that are persistent (module docstring): the engine's rule
+    (:func:`exactident.model.gamma_free.persistent_tie_indices`, a pure function) on the verifier's own ties."""
+    return {facts.ties[k] for k in persistent_tie_indices(facts.cn, facts.X, facts.ties)}
 
 
 def _usable(facts: ConstrainedFacts, p: int) -> bool:

@@ -31,9 +31,9 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.errors import ExactIdentError, InvariantViolation
+from exactident.errors import InvariantViolation
+from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.io.rationals import format_int, short_text
-from exactident.linalg import exact
 from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
 from exactident.linalg.certified import (
     MAX_CHECK_PRIMES,
@@ -43,7 +43,6 @@ from exactident.linalg.certified import (
 )
 from exactident.linalg.modular import random_primes, rank_mod_p, require_prime
 from exactident.model.activation import alpha_exact, alpha_gram, n_paths
-from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.gamma_modular import (
     ModularData,
@@ -58,9 +57,9 @@ from exactident.model.gamma_modular import (
 from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
-from exactident.verify.arith import BadField, need, unknown_fields
+from exactident.verify.arith import BadField, capped_exact_rank, need, unknown_fields
 from exactident.verify.rank_blocks import active_blocks_bound
-from exactident.verify.rank_kernel import _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
+from exactident.verify.rank_kernel import _fixed, _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
 
@@ -105,7 +104,7 @@ class _Matrix:
     image: Callable[[int], np.ndarray]      # M mod q
     entry_bound: Callable[[], int]          # bound on the entries of D M (D clears M's denominators)
     structural: Mapping[str, int | Callable[[], int]]  # a callable is recomputed only when named
-    exact_rank: Callable[[], int]
+    max_words: int                          # cap on an exact elimination (WorkLimits.max_exact_entries)
     exact_matrix: Callable[[], Any]         # M over Q (fmpq_mat or fmpz_mat): M K = 0 past the prime cap
     kernels: Mapping[str, Callable[[], list]] = field(default_factory=dict)  # constructions, by source
     lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
@@ -176,9 +175,9 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         if "lower" in c or set(up) != {"kind"}:
             raise _Reject(f"{what}: an exact-elimination certificate has no other field, found "
                           f"{sorted(set(c) - {'rank', 'shape', 'upper'}) + sorted(set(up) - {'kind'})}")
-        true = m.exact_rank()
+        true, past = capped_exact_rank(m.shape, m.exact_matrix, m.max_words, f"{what}.upper")
         if true != r:
-            raise _Reject(f"{what}.rank: certificate says {r}, exact elimination gives {true}")
+            raise _Reject(past or f"{what}.rank: certificate says {r}, exact elimination gives {true}")
         return r
     rp, p = _lower(what, c, m)
     if r != rp:
@@ -191,11 +190,7 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         return r
     if kind != "kernel":
         raise _Reject(f"{what}.upper.kind: unknown upper bound kind {kind!r}")
-    K = _kernel_of(what, up, m)
-    if m.shape[1] - len(K) != r:
-        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
-                      f"{m.shape[1] - len(K)}; the certificate says {r}")
-    _kernel_is_zero(what, up, m, K)
+    _kernel_bound(what, up, m, r)
     return r
 
 
@@ -231,14 +226,20 @@ def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
     if kind != "kernel":
         _structural(what, kind, up, m, hi)
         return lo, hi
-    K = _kernel_of(what, up, m)
-    if not K:
+    if not _kernel_bound(what, up, m, hi):
         raise _Reject(f"{what}.upper: an interval part needs at least one kernel vector")
-    if m.shape[1] - len(K) != hi:
-        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
-                      f"{m.shape[1] - len(K)}; the certificate says {hi}")
-    _kernel_is_zero(what, up, m, K)
     return lo, hi
+
+
+def _kernel_bound(what: str, up: dict, m: _Matrix, bound: int) -> int:
+    """The kernel named by ``up`` proves ``rank <= bound`` (its size ``cols - bound``, ``M K = 0``); its size."""
+    K = _kernel_of(what, up, m)
+    if m.shape[1] - len(K) != bound:
+        raise _Reject(f"{what}.upper: the kernel has {len(K)} columns, so it bounds the rank by "
+                      f"{m.shape[1] - len(K)}; the certificate says {bound}")
+    if K:
+        _kernel_is_zero(what, up, m, K)
+    return len(K)
 
 
 def _kernel_of(what: str, up: dict, m: _Matrix) -> list:
@@ -296,24 +297,6 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
         raise _Reject(f"{what}.upper.kernel: M K is not 0 (the certificate claims it is)")
 
 
-def _fixed(net, entries: Any):
-    if not isinstance(entries, list):
-        raise BadField("fixed_edges", f"expected list, found {type(entries).__name__}")
-    choice: dict[tuple[int, int], int] = {}
-    for k, e in enumerate(entries):
-        if not (isinstance(e, list) and len(e) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
-                                                            for x in e)):
-            raise BadField(f"fixed_edges[{k}]", f"expected [layer, neuron, k] of ints, found {e!r}"[:120])
-        if (e[0], e[1]) in choice:
-            raise _Reject(f"fixed_edges[{k}]: neuron ({e[0]},{e[1]}) is listed twice")
-        choice[(e[0], e[1])] = e[2]
-    try:
-        default = fixed_edges(net).s_max
-        return fixed_edges(net, {key: k for key, k in choice.items() if default.get(key) != k})
-    except ExactIdentError as exc:  # a zero weight or a neuron that does not exist
-        raise _Reject(f"fixed_edges: {exc}") from None
-
-
 def _alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[dict, int, str], np.ndarray]:
     """``lower`` of the alpha-rows form: ``alpha`` (or its Gram matrix) mod p on the rows ``lower.rows``."""
     n = len(X)
@@ -351,7 +334,7 @@ def _rowspace(where: str, pattern, X, widths) -> int:
     return value
 
 
-def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, int]:
+def _check_rank_a(where: str, c: Any, pattern, X, widths, max_words: int) -> tuple[int | None, int]:
     """The ``rank_a`` part: (certified ``R_A`` or None, certified lower bound on ``R_A``)."""
     if not isinstance(c, dict):
         raise BadField(where, f"expected dict, found {type(c).__name__}")
@@ -378,13 +361,13 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
         m = _Matrix((n, P), avoid_x, alpha_image, lambda: max(x_bound, Xs.den),
                     {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X),
                      "pattern-rowspace": lambda: _rowspace(where, pattern, X, widths)},
-                    lambda: exact.rank(alpha_exact(pattern, X)), lambda: alpha_exact(pattern, X),
+                    max_words, lambda: alpha_exact(pattern, X),
                     {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
                     ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))
     else:
         m = _Matrix((n, n), avoid_x, lambda q: gram_mod_p(pattern, X, q, avoid_x), lambda: gram_entry_bound(X, widths),
                     {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X)},
-                    lambda: exact.rank(alpha_gram(pattern, X)) if n else 0, lambda: alpha_gram(pattern, X))
+                    max_words, lambda: alpha_gram(pattern, X))
     if "rank_a_lower" in c:
         _shape(where, c, m.shape)
         r = _lower(where, c, m)[0]
@@ -399,7 +382,8 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths) -> tuple[int | None, i
 
 
 def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.ndarray],
-                           where: str = "certificate.rank") -> tuple[list[str], CertifiedRanks]:
+                           where: str = "certificate.rank",
+                           limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[list[str], CertifiedRanks]:
     """Re-check a rank certificate at ``pattern``; problems (empty = valid) and the certified ranks.
 
     Parameters
@@ -413,6 +397,9 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         The activation pattern the ranks are about, derived by the caller from the case.
     where : str
         JSON path of the certificate, for messages.
+    limits : WorkLimits
+        Caps on the verifier's own work: an ``exact-elimination`` bound past ``max_exact_entries`` is a
+        problem saying "not verified" (never a hang).
 
     Returns
     -------
@@ -442,7 +429,8 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
     rank_a = rank_a_lower = None
     if "rank_a" in certificate:
         try:
-            rank_a, rank_a_lower = _check_rank_a(f"{where}.rank_a", certificate["rank_a"], pattern, X, net.widths)
+            rank_a, rank_a_lower = _check_rank_a(f"{where}.rank_a", certificate["rank_a"], pattern, X, net.widths,
+                                                 limits.max_exact_entries)
         except _Reject as exc:
             problems.append(str(exc))
     c = need(certificate, "rank_gamma", dict, where)
@@ -465,7 +453,7 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         return gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed)
 
     m = _Matrix((n * N_L, dim), avoid, image, lambda: gamma_entry_bound(net, X), structural,
-                lambda: exact.rank(gamma()), gamma,
+                limits.max_exact_entries, gamma,
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed)},
                 sketch=sketch)

@@ -1,7 +1,7 @@
 """Reading a rank certificate's parts: its kernel columns (strictly), ``M K = 0`` mod primes or over Q,
 and which bound closed each rank (:func:`closed_by`).
 
-Helpers of :mod:`exactident.verify.rank` (kept apart for size).
+Helpers of :mod:`exactident.verify.rank` (kept apart for size), with the reading of ``fixed_edges``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.errors import CaseFormatError
+from exactident.errors import CaseFormatError, ExactIdentError
+from exactident.model.fixed_edges import fixed_edges
 from exactident.verify.arith import BadField
 
 __all__ = ["closed_by"]
@@ -92,3 +93,22 @@ def closed_by(rank_part: dict) -> dict[str, str]:
         elif "upper" not in part:
             out[key] = "lower-bound"
     return out
+
+
+def _fixed(net, entries: Any):
+    """The fixed edges a certificate names (``[[l, v, k], ...]``, the default choice elsewhere), checked."""
+    if not isinstance(entries, list):
+        raise BadField("fixed_edges", f"expected list, found {type(entries).__name__}")
+    choice: dict[tuple[int, int], int] = {}
+    for k, e in enumerate(entries):
+        if not (isinstance(e, list) and len(e) == 3 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                            for x in e)):
+            raise BadField(f"fixed_edges[{k}]", f"expected [layer, neuron, k] of ints, found {e!r}"[:120])
+        if (e[0], e[1]) in choice:
+            raise _Reject(f"fixed_edges[{k}]: neuron ({e[0]},{e[1]}) is listed twice")
+        choice[(e[0], e[1])] = e[2]
+    try:
+        default = fixed_edges(net).s_max
+        return fixed_edges(net, {key: k for key, k in choice.items() if default.get(key) != k})
+    except ExactIdentError as exc:  # a zero weight or a neuron that does not exist
+        raise _Reject(f"fixed_edges: {exc}") from None

@@ -1,0 +1,204 @@
+"""The rules that turn certified rank bounds into accepted claims and verdicts, for every architecture.
+
+One mechanism for the plain ReLU MLP (:mod:`exactident.verify.claims`, :mod:`exactident.verify.boundary`)
+and for layer graphs (:mod:`exactident.verify.constrained`), so that a forgery refused for one is refused
+for the other (docs/boundary.md, "What VALID means"):
+
+- **every tie resolution, enumerated by the verifier**: a certificate's resolutions are compared with the
+  verifier's own enumeration of the case's resolutions (:func:`cover_problems`): one missing, one listed twice
+  or one that is not a resolution of the case is not valid;
+- **the smallest rank over the resolutions** (:func:`smallest`): ``rank_gamma`` means ``min_s R_Gamma(s)``,
+  bounded by ``[min_s lo_s, min_s hi_s]`` from the certified bounds ``lo_s <= R_Gamma(s) <= hi_s``;
+- **an interval is never evidence for C_S** (:func:`rank_claim_problems`,
+  :func:`exactident.model.conditions.cs_from_bounds`): ``cs: true``, ``identifiable`` and Theorem 9 need the
+  certified *lower* bound to reach ``dim``; an interval whose upper end reaches ``dim`` with its lower end
+  below is "rank not settled": ``cs`` must be null, and so must ``rank_gamma`` (its Monte Carlo value is
+  labelled in ``montecarlo``); a claimed ``rank_gamma_interval`` must be the certified bounds;
+- **no weaker verdict** (:func:`verdict_strength_problems`): a report whose own certificate proves
+  identifiable or not-identifiable cannot say ``inconclusive``, nor the opposite verdict.
+
+Pure functions of numbers the verifier has already certified; nothing here reads the report's certificate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from exactident.model.conditions import cs_from_bounds
+
+__all__ = ["RankBounds", "cover_problems", "proves_identifiable", "rank_claim_problems", "smallest",
+           "verdict_strength_problems"]
+
+
+@dataclass(frozen=True)
+class RankBounds:
+    """Certified ``lo <= R_Gamma <= hi`` (``lo == hi``: the exact rank).
+
+    Examples
+    --------
+    >>> RankBounds(3, 3).exact, RankBounds(2, 5).exact, RankBounds(2, 5).text
+    (3, None, '[2, 5]')
+    """
+
+    lo: int
+    hi: int
+
+    @property
+    def exact(self) -> int | None:
+        """The rank when the bounds meet, else None."""
+        return self.lo if self.lo == self.hi else None
+
+    @property
+    def text(self) -> str:
+        return str(self.lo) if self.lo == self.hi else f"[{self.lo}, {self.hi}]"
+
+
+def smallest(bounds: Iterable[RankBounds | None]) -> RankBounds | None:
+    """Bounds on ``min_s R_Gamma(s)`` from bounds on each ``R_Gamma(s)``; None if one is unknown or none given.
+
+    ``min_s lo_s <= min_s R(s) <= min_s hi_s`` (each ``R(s) >= lo_s``; the smallest ``R(s)`` is at most any
+    ``hi_s``).
+
+    Examples
+    --------
+    >>> smallest([RankBounds(4, 4), RankBounds(3, 3)]), smallest([RankBounds(8, 9), RankBounds(7, 10)])
+    (RankBounds(lo=3, hi=3), RankBounds(lo=7, hi=9))
+    >>> smallest([RankBounds(4, 4), None]) is None, smallest([]) is None
+    (True, True)
+    """
+    got = list(bounds)
+    if not got or any(b is None for b in got):
+        return None
+    return RankBounds(min(b.lo for b in got if b is not None), min(b.hi for b in got if b is not None))
+
+
+def cover_problems(listed: Iterable[Hashable], everyone: Iterable[Hashable], where: str,
+                   show: Any = repr) -> list[str]:
+    """The certificate's resolutions against the verifier's own enumeration: each exactly once, no other.
+
+    Parameters
+    ----------
+    listed : the resolutions the certificate lists, in its order (keys in the verifier's tie order)
+    everyone : every tie resolution of the case, enumerated by the verifier
+    where : JSON path of the list, for messages
+    show : how a key is printed
+
+    Examples
+    --------
+    >>> cover_problems([(True,)], [(True,), (False,)], "r")
+    ['r: the certificate lists 1 of the 2 tie resolutions; missing: (False,) (a claim about the smallest rank \
+over the resolutions needs every one)']
+    """
+    listed, everyone = list(listed), list(everyone)
+    fails = []
+    seen: set = set()
+    twice = [s for s in listed if s in seen or seen.add(s)]  # type: ignore[func-returns-value]
+    if twice:
+        fails.append(f"{where}: resolution {show(twice[0])} is listed twice")
+    known = set(everyone)
+    other = [s for s in seen if s not in known]
+    if other:
+        fails.append(f"{where}: {show(other[0])} is not a tie resolution of the case")
+    missing = [s for s in everyone if s not in seen]
+    if missing:
+        fails.append(f"{where}: the certificate lists {len(seen & known)} of the {len(everyone)} tie resolutions; "
+                     f"missing: {show(missing[0])}{f' and {len(missing) - 1} more' if len(missing) > 1 else ''} "
+                     "(a claim about the smallest rank over the resolutions needs every one)")
+    return fails
+
+
+def proves_identifiable(bounds: RankBounds | None, dim: int) -> bool:
+    """``C_S`` certified: the certified lower bound reaches ``dim`` (never an upper bound)."""
+    return bounds is not None and cs_from_bounds(bounds.lo, bounds.hi, dim) is True
+
+
+def rank_claim_problems(report: Mapping[str, Any], bounds: RankBounds | None, dim: int,
+                        what: str = "R_Gamma") -> list[str]:
+    """``rank_gamma``, ``cs``, ``rank_gamma_interval``, ``montecarlo`` of ``report`` against certified ``bounds``.
+
+    ``bounds`` bound the smallest rank over every tie resolution (the one pattern off the boundary), None
+    when nothing is certified.  Rules (one for every architecture):
+
+    - nothing certified: the four fields must be null or absent;
+    - ``rank_gamma`` (an int) must be the exact rank; with an interval it is null (its Monte Carlo value
+      goes in ``montecarlo``); reports written before that rule carry the Monte Carlo value in both, which
+      is accepted only labelled so and inside the interval;
+    - ``rank_gamma_interval`` ``[lo, hi]``: ``lo < hi``, and exactly the certified bounds (a tighter one is
+      not proved; a looser one, or an interval beside a certified exact rank, hides what was proved);
+    - ``cs`` (non-null) must be what the certified bounds settle
+      (:func:`exactident.model.conditions.cs_from_bounds`): true only when the lower bound is ``dim``; when
+      the rank is not settled, ``cs`` must be null.
+
+    Examples
+    --------
+    The issue-29 forgery: an interval ``[2, 5]`` (upper end an ``active-blocks`` count) with ``dim = 5``:
+
+    >>> rank_claim_problems({"rank_gamma": None, "cs": True, "rank_gamma_interval": [2, 5]}, RankBounds(2, 5), 5)
+    ['cs: report says True, but R_Gamma is certified only in [2, 5] with dim = 5: the rank is not settled, cs \
+must be null']
+    """
+    fails: list[str] = []
+    rg, cs = report.get("rank_gamma"), report.get("cs")
+    claimed, mc = report.get("rank_gamma_interval"), report.get("montecarlo")
+    if bounds is None:
+        return [f"{key}: report says {report[key]}, but the certificate certifies no {what} to check it against"
+                for key in ("rank_gamma", "cs", "rank_gamma_interval", "montecarlo") if report.get(key) is not None]
+    shown = f"{what} {'= ' + bounds.text if bounds.exact is not None else 'in ' + bounds.text}"
+    if claimed is not None:
+        lo, hi = claimed
+        if not lo < hi:
+            fails.append(f"rank_gamma_interval: report says {claimed}: an interval needs lower < upper "
+                         "(equal bounds are the exact rank_gamma)")
+        elif [lo, hi] != [bounds.lo, bounds.hi]:
+            fails.append(f"rank_gamma_interval: report says {claimed}, but the certificate proves {shown} "
+                         "(the interval reported is the one certified)")
+    if mc is not None:
+        value = mc.get("rank_gamma") if isinstance(mc, Mapping) else None
+        if claimed is None:
+            fails.append("montecarlo: a Monte Carlo value is reported only beside a rank_gamma_interval")
+        elif not (isinstance(value, int) and claimed[0] <= value <= claimed[1]):
+            fails.append(f"montecarlo: its rank_gamma {value!r} is outside the reported interval {claimed}")
+    if rg is not None:
+        if claimed is not None:  # an older report: the Monte Carlo value shown as rank_gamma, labelled
+            if not (isinstance(mc, Mapping) and mc.get("rank_gamma") == rg):
+                fails.append("montecarlo: a rank_gamma beside a certified interval must be its Monte Carlo value, "
+                             "labelled by a montecarlo block holding it (null is the certified form)")
+        elif bounds.exact is None:
+            fails.append(f"rank_gamma: report says {rg}, but the certificate proves only {shown}: it must be null "
+                         "with a rank_gamma_interval")
+        elif rg != bounds.exact:
+            fails.append(f"rank_gamma: report says {rg}, the certificate certifies {bounds.exact}")
+    if cs is not None:
+        truth = cs_from_bounds(bounds.lo, bounds.hi, dim)
+        if truth is None:
+            fails.append(f"cs: report says {cs}, but {what} is certified only in {bounds.text} with dim = {dim}: "
+                         "the rank is not settled, cs must be null")
+        elif cs != truth:
+            fails.append(f"cs: report says {cs}, the certified ranks give {truth} ({shown}, dim = {dim})")
+    return fails
+
+
+def verdict_strength_problems(verdict: str | None, identifiable: bool, not_identifiable: bool,
+                              why_identifiable: str = "", why_not: str = "") -> list[str]:
+    """A verdict weaker than, or opposite to, what the report's own verified certificate proves.
+
+    ``identifiable`` / ``not_identifiable``: what the verifier proved from the report's certificate (and the
+    case).  ``inconclusive`` beside a proof is a downgrade; the opposite verdict beside a proof is false.
+    (Whether the claimed verdict itself is proved is checked by the caller.)
+
+    Examples
+    --------
+    >>> verdict_strength_problems("inconclusive", False, True, why_not="a valid dead_units part")
+    ['verdict: report says inconclusive, but the certificate proves not-identifiable (a valid dead_units part)']
+    """
+    proved = [(name, why) for name, ok, why in (("identifiable", identifiable, why_identifiable),
+                                                ("not-identifiable", not_identifiable, why_not)) if ok]
+    if len(proved) == 2:
+        return [f"verdict: the certificate proves both identifiable ({why_identifiable}) and not-identifiable "
+                f"({why_not}): a contradiction, nothing is valid"]
+    if not proved or verdict is None or verdict == proved[0][0]:
+        return []
+    name, why = proved[0]
+    return [f"verdict: report says {verdict}, but the certificate proves {name}" + (f" ({why})" if why else "")]
