@@ -143,8 +143,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         Certify ``rank_gamma`` exactly even when the verdict does not need it.  By default
         (``False``, and ``all_ranks`` off) a rank-deficient ``Gamma`` whose cheap certified kernel
         vectors already prove ``C_S`` false and ``C_N`` true is reported as a certified interval
-        (``rank_gamma_interval``) and ``rank_gamma`` is then its Monte Carlo value, labelled by
-        ``montecarlo`` with a proven error bound (docs/modular.md, "Verdict first").  The same for a
+        (``Report.rank_gamma_interval``), ``rank_gamma`` is then None and the Monte Carlo value is
+        ``Report.montecarlo``, labelled, with a proven error bound (docs/modular.md, "Verdict first").  The same for a
         constrained network: ``rank Gamma_free`` is certified exactly only with ``exact_ranks`` (or
         ``all_ranks``); otherwise a lower bound mod p short of ``dim_free`` is reported as the interval.
     progress : bool or None
@@ -264,9 +264,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         rank_certificate = None
     elif rank_certificate and not state.ties:
         extra["certified_by"] = certified_by(rank_certificate)
-    if interval is not None:  # the verdict did not need the exact R_Gamma (Monte Carlo value, labelled)
-        extra["rank_gamma_interval"] = list(interval)
-        extra["montecarlo"] = dict(ranks.montecarlo or {})
+    montecarlo = None
+    if interval is not None:  # the verdict did not need the exact R_Gamma: no certified number to show
+        montecarlo = dict(ranks.montecarlo or {})
+        rank_gamma = None  # type: ignore[assignment]  # the Monte Carlo value is montecarlo's, labelled
     # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
     certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None
     verdict_reached = True
@@ -295,16 +296,19 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     elif rank_a is None and rank_a_lower is not None:
         # R_Gamma < N_L rank_p(alpha) <= R_A and R_Gamma < dim: C_S fails and C_N holds
         verdict = "inconclusive"
-        reason = (f"R_Gamma = {_rank_text(rank_gamma, interval)} < dim = {dim} and R_A >= {rank_a_lower} > "
+        reason = (f"R_Gamma {_rank_text(rank_gamma, interval)} < dim = {dim} and R_A >= {rank_a_lower} > "
                   "R_Gamma (C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
         # the rank part certifies R_Gamma and the lower bound (its rank_a part has no upper bound)
         extra["rank_a_lower_bound"] = rank_a_lower
     else:
         stage("verdict", rank_gamma=rank_gamma, dim=dim)
-        verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
-        reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
-        if interval is not None:
-            reason += f"; R_Gamma certified in [{interval[0]}, {interval[1]}] (exact value: --exact-ranks)"
+        if interval is not None:  # hi < dim and hi < R_A: every rank in the interval gives this verdict
+            verdict = verdict_from_ranks(interval[1], rank_a, dim, False)
+            reason = (f"neither theorem applies: R_Gamma {_rank_text(rank_gamma, interval)} < rank A = {rank_a} "
+                      f"and < dim = {dim}")
+        else:
+            verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
+            reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
         if extra.get("certified") is False:
             reason += f" (Monte Carlo ranks, not certified: error probability <= {extra['error_probability']:.3g})"
     rank_verdict = verdict  # what the rank rules give: the float pipeline is compared with this
@@ -317,13 +321,15 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     report = Report(
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
         rank_gamma=rank_gamma, rank_a=rank_a,
-        cs=None if rank_gamma is None else holds_cs(rank_gamma, dim),
-        cn=(None if rank_gamma is None
+        # an interval's upper end is below dim and below R_A (or its lower bound): C_S fails, C_N holds
+        cs=False if interval is not None else None if rank_gamma is None else holds_cs(rank_gamma, dim),
+        cn=(True if interval is not None else None if rank_gamma is None
             else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
         patterns=patterns, certificate=certificate, extra=extra,
-        decided_by=settled_by or decided_by(verdict, certificate))
+        decided_by=settled_by or decided_by(verdict, certificate),
+        rank_gamma_interval=interval, montecarlo=montecarlo)
     if case.provenance:
         report.extra["provenance"] = dict(case.provenance)
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
@@ -374,11 +380,11 @@ def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural
                              provenance=getattr(case, "provenance", None), exact_ranks=exact_ranks)
 
 
-def _rank_text(rank_gamma: int, interval: tuple[int, int] | None) -> str:
-    """``R_Gamma`` for a reason: the exact value, or the certified interval."""
+def _rank_text(rank_gamma: int | None, interval: tuple[int, int] | None) -> str:
+    """``R_Gamma`` for a reason: ``= r`` for the exact value, else the certified interval (never the Monte Carlo value)."""
     if interval is None:
-        return str(rank_gamma)
-    return f"{rank_gamma} (Monte Carlo; certified in [{interval[0]}, {interval[1]}], exact value: --exact-ranks)"
+        return f"= {rank_gamma}"
+    return f"certified in [{interval[0]}, {interval[1]}] (exact value: --exact-ranks)"
 
 
 def _settle(net, X, state, certificate, reason, extra, attach: bool) -> tuple[str, str, dict | None, str | None]:
