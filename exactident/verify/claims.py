@@ -45,7 +45,7 @@ REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
                 "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose",
-                "montecarlo": "a labelled estimate inside the certified interval; its value must be rank_gamma"}
+                "montecarlo": "a labelled estimate inside the certified interval; rank_gamma is null or its value"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 #: ``decided_by`` values and the verdict each rule gives (docs/cli.md).
@@ -429,9 +429,16 @@ def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any
             fails.append(f"rank_gamma_interval: report says {claimed}, the certificate certifies "
                          f"{list(interval) if interval is not None else 'the exact R_Gamma'}")
         mc = report.get("montecarlo")
-        if not (isinstance(mc, dict) and _same(mc.get("rank_gamma"), report.get("rank_gamma"))):
+        # rank_gamma is null beside an interval (the Monte Carlo value is montecarlo's); reports written
+        # before that repeated the Monte Carlo value there, which is accepted when it is montecarlo's
+        rg = report.get("rank_gamma")
+        if not (isinstance(mc, dict) and (rg is None or _same(mc.get("rank_gamma"), rg))):
             fails.append("montecarlo: a rank_gamma inside a certified interval must be labelled by a montecarlo "
                          "block holding that value")
+        elif interval is not None and not (isinstance(mc.get("rank_gamma"), int)
+                                           and interval[0] <= mc["rank_gamma"] <= interval[1]):
+            fails.append(f"montecarlo: the Monte Carlo value {mc.get('rank_gamma')} is outside the certified "
+                         f"interval {list(interval)}")
     if "certified_by" in report:
         claim = need(report, "certified_by", dict, "")
         if proofs.closed_by is None:

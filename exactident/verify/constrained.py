@@ -343,8 +343,9 @@ def _interval_claims(report: dict, facts: ConstrainedFacts, proved: dict[tuple[b
         if mc is None or mc["rank_gamma"] != r:
             fails.append("montecarlo: a rank_gamma inside a certified interval must be labelled by a montecarlo "
                          "block holding that value")
-    elif mc is not None:
-        fails.append("montecarlo: a Monte Carlo value beside a null rank_gamma")
+    elif mc is not None and not lo <= mc["rank_gamma"] <= hi:  # null beside an interval: montecarlo holds the value
+        fails.append(f"montecarlo: the Monte Carlo value {mc['rank_gamma']} is outside the certified interval "
+                     f"[{lo}, {hi}]")
     cs = report.get("cs")
     decided = True if lo >= sym.dim_free else False if hi < sym.dim_free else None
     if cs is not None and cs is not decided:
