@@ -44,6 +44,7 @@ from exactident.model.conditions import (
     holds_cs,
     reason_from_ranks,
     verdict_from_ranks,
+    with_sample_size,
 )
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
@@ -326,7 +327,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         cn=(True if interval is not None else None if rank_gamma is None
             else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,
-        on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
+        on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict,
+        reason=with_sample_size(reason, len(X), net.widths[-1], dim),
         patterns=patterns, certificate=certificate, extra=extra,
         decided_by=settled_by or decided_by(verdict, certificate),
         rank_gamma_interval=interval, montecarlo=montecarlo)
@@ -381,7 +383,7 @@ def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural
 
 
 def _rank_text(rank_gamma: int | None, interval: tuple[int, int] | None) -> str:
-    """``R_Gamma`` for a reason: ``= r`` for the exact value, else the certified interval (never the Monte Carlo value)."""
+    """``R_Gamma`` for a reason: ``= r`` when exact, else the certified interval (never the Monte Carlo value)."""
     if interval is None:
         return f"= {rank_gamma}"
     return f"certified in [{interval[0]}, {interval[1]}] (exact value: --exact-ranks)"
@@ -437,7 +439,7 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
     ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1]]})
     >>> r = timed_out_report(case, "ranks mod p", 2.0)
-    >>> r.verdict, r.reason, r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
+    >>> r.verdict, r.reason.split("; ")[-1], r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
     ('inconclusive', 'time budget exhausted at ranks mod p', None, True)
     """
     cn = constrained_of(case)
@@ -451,7 +453,8 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
                     rank_gamma=None, rank_a=None, cs=None, cn=None,  # type: ignore[arg-type]  # no claim
                     degenerate=degenerate, on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
-                    verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",
+                    verdict="inconclusive", reason=with_sample_size(f"time budget exhausted at {at_stage}",
+                                                                    len(case.X), widths[-1], dim, free=cn is not None),
                     extra={"timed_out": True, "stage": at_stage}, decided_by="none")
     report.seconds = seconds
     return report

@@ -37,6 +37,7 @@ from exactident.errors import InvariantViolation
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.linalg.certified import certified_rank
+from exactident.model.conditions import with_sample_size
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import (
     FreeModularData,
@@ -384,7 +385,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                     rank_gamma=None if interval is not None else rank_gamma,
                     rank_a=None, cs=cs,  # type: ignore[arg-type]  # null when the interval leaves it open
                     cn=None,  # type: ignore[arg-type]  # Theorem 8 is not used here
-                    degenerate=False, on_boundary=bool(n_ties), n_ties=n_ties, verdict=verdict, reason=reason,
+                    degenerate=False, on_boundary=bool(n_ties), n_ties=n_ties, verdict=verdict,
+                    reason=with_sample_size(reason, len(X), cn.widths[-1], sym.dim_free, free=True),
                     patterns=patterns if n_ties else None, certificate=certificate, extra=extra,
                     decided_by=decided, rank_gamma_interval=interval, montecarlo=montecarlo)
     if provenance:
