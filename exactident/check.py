@@ -268,7 +268,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     montecarlo = None
     if interval is not None:  # the verdict did not need the exact R_Gamma: no certified number to show
         montecarlo = dict(ranks.montecarlo or {})
-        rank_gamma = None  # type: ignore[assignment]  # the Monte Carlo value is montecarlo's, labelled
+        rank_gamma = rank_gamma_pattern = None  # type: ignore[assignment]  # the Monte Carlo value is montecarlo's
     # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
     certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None
     verdict_reached = True
@@ -345,7 +345,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         report.numeric = numeric_block(net, X, fixed, state, degenerate, rank_verdict,
                                        (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
                                        verdict_reached=verdict_reached, pipelines=pipelines or (),
-                                       stored_dtype=_numeric_dtype(case.provenance))
+                                       stored_dtype=_numeric_dtype(case.provenance), interval=interval)
         report.seconds = time.perf_counter() - start
     return report
 

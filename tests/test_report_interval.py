@@ -101,3 +101,14 @@ def test_exact_ranks_give_the_rank_and_no_interval():
     assert r.rank_gamma_text == str(true_rank)
     d = r.to_dict()
     assert "rank_gamma_interval" not in d and "montecarlo" not in d
+
+
+def test_float_cross_check_is_held_against_the_interval():
+    """The numeric block compares the float rank with the certified interval, never with the Monte Carlo value."""
+    case, true_rank = _case()
+    r = check(case, structural=False)
+    lo, hi = r.rank_gamma_interval
+    num = r.numeric
+    assert num["compared_with"]["rank_gamma"] is None and num["compared_with"]["rank_gamma_interval"] == [lo, hi]
+    assert num["agrees"] == (lo <= num["rank_gamma"] <= hi and num["verdict"] == num["compared_with"]["verdict"])
+    assert "full_jacobian" not in num

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from exactident.errors import UnsupportedCaseError
 from exactident.model.conditions import IDENTIFIABLE
 from exactident.numeric.constrained import (
     constrained_float_rank,
@@ -93,6 +94,9 @@ def crosscheck_constrained(case: Any, cn: Any, policies: Sequence[Policy], repor
     exact_pattern = [np.array([[z >= 0 for z in row] for row in M.table()], dtype=bool).reshape(M.nrows(), M.ncols())
                      for M in Z[:-1]]
     p_rank = report.pattern_ranks[0] if report.pattern_ranks else report.rank_gamma
+    if p_rank is None:  # floats are marked against a certified rank, never a Monte Carlo value
+        raise UnsupportedCaseError(f"{case.name}: rank Gamma_free at the >= 0 pattern is certified only in an "
+                                   "interval (no exact kernel within the limits): crosscheck needs the exact rank")
     exact_identifiable = report.verdict == IDENTIFIABLE
     # the rank rule at the >= 0 pattern: same answer as check's (fixable) unless that pattern decides otherwise
     p_full = p_rank is not None and p_rank >= dim_free

@@ -211,8 +211,8 @@ def _directions(title: str, texts: list[str], max_directions: int) -> list[str]:
 def render_constrained(report: Report, ex: Explanation, *, max_directions: int = 20) -> str:
     """The terminal view of ``exactident explain`` on a constrained network (a ``ConstrainedExplanation``)."""
     esc = escape_nonprintable
-    lines = [f"{esc(report.name)}: {report.verdict} ({_rank_clause(report, 'rank Gamma_free')}, dim_free = {report.dim}, "
-             f"n*N_L = {report.n_samples * report.widths[-1]})", f"  {esc(report.reason)}"]
+    lines = [f"{esc(report.name)}: {report.verdict} ({_rank_clause(report, 'rank Gamma_free')}, "
+             f"dim_free = {report.dim}, n*N_L = {report.n_samples * report.widths[-1]})", f"  {esc(report.reason)}"]
     lines += [f"  {esc(line)}" for line in ex.lines]
     by_class: dict[str, list[str]] = {}
     for e in ex.parameters:

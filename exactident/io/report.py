@@ -50,7 +50,7 @@ class Report:
     decided_by: str | None = None
     #: Exact ranks at the ``>= 0`` activation pattern (what a float tool rounds); equal to
     #: ``rank_gamma``/``rank_a`` off the boundary.  Not part of the JSON report.
-    pattern_ranks: tuple[int, int | None] | None = None
+    pattern_ranks: tuple[int | None, int | None] | None = None
     #: ``(lo, hi)`` with ``lo <= R_Gamma <= hi`` certified and ``lo < hi``, when the verdict did not need the
     #: exact rank (``rank_gamma`` is then None); ``lo`` is a rank mod p, ``hi`` a proven upper bound.
     rank_gamma_interval: tuple[int, int] | None = None

@@ -260,8 +260,9 @@ def run_equiv(args: argparse.Namespace) -> int:
 def render_audit(au: Any) -> str:
     """Terminal view of an :class:`~exactident.symmetry.audit.Audit`."""
     r, c = au.report, au.counts()
-    lines = [f"{escape_nonprintable(au.name)}: {r.verdict} from {au.n_queries} queries (rank Gamma = {r.rank_gamma_text}, "
-             f"dim = {au.dim}, widths {au.widths})", f"  {escape_nonprintable(r.reason)}"]
+    lines = [f"{escape_nonprintable(au.name)}: {r.verdict} from {au.n_queries} queries "
+             f"(rank Gamma = {r.rank_gamma_text}, dim = {au.dim}, widths {au.widths})",
+             f"  {escape_nonprintable(r.reason)}"]
     lines.append(f"  hidden neurons: {c['hidden']}; dead on the queries {c['dead']}, always active "
                  f"{c['always_active']}, hyperplane not pinned {c['unpinned']}, under-determined "
                  f"{c['under_determined']} (kernel: {au.kernel})")
