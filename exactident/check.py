@@ -190,6 +190,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         from exactident.numeric.block import parse_pipelines
 
         pipelines = parse_pipelines(pipelines)  # an unknown name is refused before any work
+        # the full-Jacobian pipelines are compared with the exact rank: certify it, never an interval
+        exact_ranks = exact_ranks or bool({"full-jacobian", "float32", "torch"} & set(pipelines))
     if progress or (progress is None and on_stage is None):
         from exactident.progress import enabled, showing
 
