@@ -330,7 +330,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
             else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,
         on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict,
-        reason=with_sample_size(reason, len(X), net.widths[-1], dim),
+        reason=with_sample_size(reason, X, net.widths[-1], dim),
         patterns=patterns, certificate=certificate, extra=extra,
         decided_by=settled_by or decided_by(verdict, certificate),
         rank_gamma_interval=interval, montecarlo=montecarlo)
@@ -456,7 +456,7 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
                     degenerate=degenerate, on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
                     verdict="inconclusive", reason=with_sample_size(f"time budget exhausted at {at_stage}",
-                                                                    len(case.X), widths[-1], dim, free=cn is not None),
+                                                                    case.X, widths[-1], dim, free=cn is not None),
                     extra={"timed_out": True, "stage": at_stage}, decided_by="none")
     report.seconds = seconds
     return report

@@ -386,7 +386,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                     rank_a=None, cs=cs,  # type: ignore[arg-type]  # null when the interval leaves it open
                     cn=None,  # type: ignore[arg-type]  # Theorem 8 is not used here
                     degenerate=False, on_boundary=bool(n_ties), n_ties=n_ties, verdict=verdict,
-                    reason=with_sample_size(reason, len(X), cn.widths[-1], sym.dim_free, free=True),
+                    reason=with_sample_size(reason, X, cn.widths[-1], sym.dim_free, free=True),
                     patterns=patterns if n_ties else None, certificate=certificate, extra=extra,
                     decided_by=decided, rank_gamma_interval=interval, montecarlo=montecarlo)
     if provenance:
