@@ -108,6 +108,7 @@ def test_float_cross_check_is_held_against_the_interval():
     case, true_rank = _case()
     r = check(case, structural=False)
     lo, hi = r.rank_gamma_interval
+    assert lo <= true_rank <= hi
     num = r.numeric
     assert num["compared_with"]["rank_gamma"] is None and num["compared_with"]["rank_gamma_interval"] == [lo, hi]
     assert num["agrees"] == (lo <= num["rank_gamma"] <= hi and num["verdict"] == num["compared_with"]["verdict"])

@@ -120,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
     timeout = args.timeout if args.timeout is not None or not tty else math.inf
     for case in cases:
         def work(case: Case = case) -> tuple[Report, str]:
-            report, ex = explain(case, seed=args.seed, report=_checked(case, args.seed))
+            # with a deadline, check's verdict first (kept past it); without one, explain's own check only
+            first = _checked(case, args.seed) if args.timeout is not None else None
+            report, ex = explain(case, seed=args.seed, report=first)
             report.extra.update(ex.fields())
             return report, render_explanation(report, ex, max_directions=max(args.max_directions, 0))
 
