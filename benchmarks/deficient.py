@@ -60,7 +60,8 @@ def measure(method: str, path: str) -> None:
         c0, t0 = _cpu(), time.perf_counter()
         r = check(case, numeric=False, structural=False, exact_ranks=method == "exact-ranks")
         out.update(verdict=r.verdict, rank_gamma=r.rank_gamma, rank_a=r.rank_a,
-                   interval=r.extra.get("rank_gamma_interval"), montecarlo=r.extra.get("montecarlo"),
+                   interval=None if r.rank_gamma_interval is None else list(r.rank_gamma_interval),
+                   montecarlo=r.montecarlo,
                    rank_a_lower_bound=r.extra.get("rank_a_lower_bound"), certified_by=r.extra.get("certified_by"))
         if method == "exact":  # the report the verify cell checks (written after the clock is read below)
             from exactident.io.report import reports_to_json
@@ -156,7 +157,8 @@ def main(argv=None) -> int:
         ratio = f"{ex['cpu'] / fl['cpu']:.2f}x" if "cpu" in ex and "cpu" in fl and fl["cpu"] > 0 else "-"
         if "cpu" in ex:
             iv = ex.get("interval")
-            rg = f"[{iv[0]}, {iv[1]}] ({ex['rank_gamma']}" if iv else f"{ex['rank_gamma']} (exact"
+            rg = f"[{iv[0]}, {iv[1]}] ({(ex.get('montecarlo') or {}).get('rank_gamma')}" if iv \
+                else f"{ex['rank_gamma']} (exact"
             rg += f"; {fl.get('rank_gamma', '-')})"
             verdict = ex["verdict"]
         else:

@@ -45,6 +45,7 @@ from exactident.model.conditions import (
     holds_cs,
     reason_from_ranks,
     verdict_from_ranks,
+    with_sample_size,
 )
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
@@ -151,8 +152,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         Certify ``rank_gamma`` exactly even when the verdict does not need it.  By default
         (``False``, and ``all_ranks`` off) a rank-deficient ``Gamma`` whose cheap certified kernel
         vectors already prove ``C_S`` false and ``C_N`` true is reported as a certified interval
-        (``rank_gamma_interval``) and ``rank_gamma`` is then its Monte Carlo value, labelled by
-        ``montecarlo`` with a proven error bound (docs/modular.md, "Verdict first").  The same for a
+        (``Report.rank_gamma_interval``), ``rank_gamma`` is then None and the Monte Carlo value is
+        ``Report.montecarlo``, labelled, with a proven error bound (docs/modular.md, "Verdict first").  The same for a
         constrained network: ``rank Gamma_free`` is certified exactly only with ``exact_ranks`` (or
         ``all_ranks``); otherwise a lower bound mod p short of ``dim_free`` is reported as the interval.
     progress : bool or None
@@ -197,6 +198,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         from exactident.numeric.block import parse_pipelines
 
         pipelines = parse_pipelines(pipelines)  # an unknown name is refused before any work
+        # the full-Jacobian pipelines are compared with the exact rank: certify it, never an interval
+        exact_ranks = exact_ranks or bool({"full-jacobian", "float32", "torch"} & set(pipelines))
     if progress or (progress is None and on_stage is None):
         from exactident.progress import enabled, showing
 
@@ -272,9 +275,10 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         rank_certificate = None
     elif rank_certificate and not state.ties:
         extra["certified_by"] = certified_by(rank_certificate)
-    if interval is not None:  # the verdict did not need the exact R_Gamma (Monte Carlo value, labelled)
-        extra["rank_gamma_interval"] = list(interval)
-        extra["montecarlo"] = dict(ranks.montecarlo or {})
+    montecarlo = None
+    if interval is not None:  # the verdict did not need the exact R_Gamma: no certified number to show
+        montecarlo = dict(ranks.montecarlo or {})
+        rank_gamma = rank_gamma_pattern = None  # type: ignore[assignment]  # the Monte Carlo value is montecarlo's
     # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
     certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None
     verdict_reached = True
@@ -303,16 +307,19 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     elif rank_a is None and rank_a_lower is not None:
         # R_Gamma < N_L rank_p(alpha) <= R_A and R_Gamma < dim: C_S fails and C_N holds
         verdict = "inconclusive"
-        reason = (f"R_Gamma = {_rank_text(rank_gamma, interval)} < dim = {dim} and R_A >= {rank_a_lower} > "
+        reason = (f"R_Gamma {_rank_text(rank_gamma, interval)} < dim = {dim} and R_A >= {rank_a_lower} > "
                   "R_Gamma (C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
         # the rank part certifies R_Gamma and the lower bound (its rank_a part has no upper bound)
         extra["rank_a_lower_bound"] = rank_a_lower
     else:
         stage("verdict", rank_gamma=rank_gamma, dim=dim)
-        verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
-        reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
-        if interval is not None:
-            reason += f"; R_Gamma certified in [{interval[0]}, {interval[1]}] (exact value: --exact-ranks)"
+        if interval is not None:  # hi < dim and hi < R_A: every rank in the interval gives this verdict
+            verdict = verdict_from_ranks(interval[1], rank_a, dim, False)
+            reason = (f"neither theorem applies: R_Gamma {_rank_text(rank_gamma, interval)} < rank A = {rank_a} "
+                      f"and < dim = {dim}")
+        else:
+            verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
+            reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
         if extra.get("certified") is False:
             reason += f" (Monte Carlo ranks, not certified: error probability <= {extra['error_probability']:.3g})"
     rank_verdict = verdict  # what the rank rules give: the float pipeline is compared with this
@@ -333,12 +340,15 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
         rank_gamma=rank_gamma, rank_a=rank_a,
         cs=cs,  # type: ignore[arg-type]  # null: no rank (past the cap, timed out)
-        cn=(None if rank_gamma is None
+        cn=(_cn_from_interval(interval, rank_a, rank_a_lower) if interval is not None and not state.ties  # type: ignore[arg-type]
+            else None if rank_gamma is None
             else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,
-        on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict, reason=reason,
+        on_boundary=bool(state.ties), n_ties=len(state.ties), verdict=verdict,
+        reason=with_sample_size(reason, X, net.widths[-1], dim),
         patterns=patterns, certificate=certificate, extra=extra,
-        decided_by=settled_by or decided_by(verdict, certificate))
+        decided_by=settled_by or decided_by(verdict, certificate),
+        rank_gamma_interval=interval, montecarlo=montecarlo)
     if case.provenance:
         report.extra["provenance"] = dict(case.provenance)
     report.pattern_ranks = (rank_gamma_pattern, rank_a_pattern)
@@ -352,7 +362,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         report.numeric = numeric_block(net, X, fixed, state, degenerate, rank_verdict,
                                        (rank_gamma_pattern, rank_a_pattern), tol=tol, rtol=rtol,
                                        verdict_reached=verdict_reached, pipelines=pipelines or (),
-                                       stored_dtype=_numeric_dtype(case.provenance))
+                                       stored_dtype=_numeric_dtype(case.provenance), interval=interval)
         report.seconds = time.perf_counter() - start
     return report
 
@@ -389,11 +399,18 @@ def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural
                              provenance=getattr(case, "provenance", None), exact_ranks=exact_ranks)
 
 
-def _rank_text(rank_gamma: int, interval: tuple[int, int] | None) -> str:
-    """``R_Gamma`` for a reason: the exact value, or the certified interval."""
+def _cn_from_interval(interval: tuple[int, int], rank_a: int | None, rank_a_lower: int | None) -> bool | None:
+    """``C_N`` beside a certified interval of ``R_Gamma``: it holds when the upper end is below ``R_A`` (or a
+    certified lower bound on it), since then ``R_Gamma < R_A``; otherwise the interval leaves it open (None)."""
+    below = rank_a if rank_a is not None else rank_a_lower
+    return True if below is not None and interval[1] < below else None
+
+
+def _rank_text(rank_gamma: int | None, interval: tuple[int, int] | None) -> str:
+    """``R_Gamma`` for a reason: ``= r`` when exact, else the certified interval (never the Monte Carlo value)."""
     if interval is None:
-        return str(rank_gamma)
-    return f"{rank_gamma} (Monte Carlo; certified in [{interval[0]}, {interval[1]}], exact value: --exact-ranks)"
+        return f"= {rank_gamma}"
+    return f"certified in [{interval[0]}, {interval[1]}] (exact value: --exact-ranks)"
 
 
 def _settle(net, X, state, certificate, reason, extra, attach: bool) -> tuple[str, str, dict | None, str | None]:
@@ -446,7 +463,7 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
     >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
     ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1]]})
     >>> r = timed_out_report(case, "ranks mod p", 2.0)
-    >>> r.verdict, r.reason, r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
+    >>> r.verdict, r.reason.split("; ")[-1], r.to_dict()["rank_gamma"], r.to_dict()["timed_out"]
     ('inconclusive', 'time budget exhausted at ranks mod p', None, True)
     """
     cn = constrained_of(case)
@@ -460,7 +477,8 @@ def timed_out_report(case: Case, at_stage: str, seconds: float) -> Report:
                     rank_gamma=None, rank_a=None, cs=None, cn=None,  # type: ignore[arg-type]  # no claim
                     degenerate=degenerate, on_boundary=None,  # type: ignore[arg-type]
                     n_ties=None,  # type: ignore[arg-type]
-                    verdict="inconclusive", reason=f"time budget exhausted at {at_stage}",
+                    verdict="inconclusive", reason=with_sample_size(f"time budget exhausted at {at_stage}",
+                                                                    case.X, widths[-1], dim, free=cn is not None),
                     extra={"timed_out": True, "stage": at_stage}, decided_by="none")
     report.seconds = seconds
     return report

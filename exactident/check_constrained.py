@@ -37,7 +37,7 @@ from exactident.errors import InvariantViolation
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.linalg.certified import certified_rank
-from exactident.model.conditions import cs_from_bounds
+from exactident.model.conditions import cs_from_bounds, with_sample_size
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import (
     FreeModularData,
@@ -234,8 +234,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         exact nullspaces: minutes on a thousand parameters).  By default a rank whose lower bound
         mod p falls short of ``dim_free`` is reported as the certified interval
         ``rank_gamma_interval`` (upper end ``dim_free``, or lower where exact kernel vectors from
-        lines of constant outputs prove it) and ``rank_gamma`` is its Monte Carlo value, labelled
-        by ``montecarlo`` (docs/modular.md, "Verdict first").
+        lines of constant outputs prove it), ``rank_gamma`` is None and the Monte Carlo value is
+        ``Report.montecarlo``, labelled (docs/modular.md, "Verdict first").
 
     Returns
     -------
@@ -321,10 +321,10 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     cs: bool | None = None if rank_gamma is None else rank_gamma == sym.dim_free
     if interval is not None and interval[0] == interval[1]:
         interval = None  # every resolution exact after all
+    montecarlo = None
     if interval is not None:  # the verdict did not need the exact rank (Monte Carlo value, labelled)
         assert worst is not None
-        extra["rank_gamma_interval"] = list(interval)
-        extra["montecarlo"] = {"rank_gamma": rank_gamma,
+        montecarlo = {"rank_gamma": rank_gamma,
                                "error_probability": (worst.montecarlo or {}).get("error_probability", 0.0)
                                if worst.rank is None else 0.0}
         cs = cs_from_bounds(interval[0], interval[1], sym.dim_free)  # None: the rank is not settled
@@ -379,14 +379,16 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         else:
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
     report = Report(name=name, widths=cn.layer_widths, n_samples=len(X), dim=sym.dim_free,
-                    rank_gamma=rank_gamma,  # type: ignore[arg-type]  # null past the cap
+                    # null past the cap, and beside an interval (its Monte Carlo value is montecarlo's)
+                    rank_gamma=None if interval is not None else rank_gamma,
                     rank_a=None, cs=cs,  # type: ignore[arg-type]  # null when the interval leaves it open
                     cn=None,  # type: ignore[arg-type]  # Theorem 8 is not used here
-                    degenerate=False, on_boundary=bool(n_ties), n_ties=n_ties, verdict=verdict, reason=reason,
+                    degenerate=False, on_boundary=bool(n_ties), n_ties=n_ties, verdict=verdict,
+                    reason=with_sample_size(reason, X, cn.widths[-1], sym.dim_free, free=True),
                     patterns=patterns if n_ties else None, certificate=certificate, extra=extra,
-                    decided_by=decided)
+                    decided_by=decided, rank_gamma_interval=interval, montecarlo=montecarlo)
     if provenance:
         report.extra["provenance"] = dict(provenance)
-    report.pattern_ranks = (ranks[0].value, None) if ranks else None
+    report.pattern_ranks = (ranks[0].rank, None) if ranks else None  # certified only: None for an interval
     report.seconds = time.perf_counter() - start
     return report

@@ -91,7 +91,7 @@ def test_wide_verdict_from_the_count_alone_verifies():
     net, X = case.network, case.X
     st = activation_state(net, X)
     exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed_edges(net)))
-    lo, hi = report.extra["rank_gamma_interval"]
+    lo, hi = report.rank_gamma_interval
     assert report.extra["certified_by"]["rank_gamma"] == "active-blocks"
     assert lo <= exact_rank <= hi == active_blocks_bound(net, X, st.pattern, fixed_edges(net))
     assert hi < len(X) * net.widths[-1]

@@ -143,7 +143,7 @@ def test_residual_keeps_one_rescaling():
     r = check_constrained(cn, _X([[1], [2]]))
     assert (r.verdict, r.rank_gamma, r.dim, r.decided_by) == ("identifiable", 2, 2, "free-rank")
     # one active sample: rows (2, 2, 1) only: rank 1 < 2, no dead unit: inconclusive, C_N never borrowed
-    r1 = check_constrained(cn, _X([[1], [-3]]))
+    r1 = check_constrained(cn, _X([[1], [-3]]), exact_ranks=True)  # by default only an interval: [1, 2]
     assert (r1.verdict, r1.rank_gamma) == ("inconclusive", 1)
     assert "C_N is not proved for skip connection" in r1.reason
 
@@ -192,7 +192,7 @@ def test_convolution_on_three_pixels():
     sym = rescaling_symmetry(cn)
     assert (sym.symmetry_dim, sym.dim_free) == (1, 5)
     X = _X([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1], [2, 1, 3]])
-    r = check_constrained(cn, X)
+    r = check_constrained(cn, X, exact_ranks=True)  # by default only the certified interval [4, 5]
     assert (r.verdict, r.rank_gamma, r.dim) == ("inconclusive", 4, 5)
     assert "C_N is not proved for convolution" in r.reason
     # one column of Gamma_free = the sum of its dense columns: d f / d k0 at x = (1, 1, 1) is v0 x0 + v1 x1 = 3
@@ -293,7 +293,7 @@ def test_plain_mlp_matches_the_plain_engine(seed):
     if plain.degenerate or plain.on_boundary:
         pytest.skip("degenerate or on the boundary")
     cn = from_network(case.network)
-    mine = check_constrained(cn, case.X, structural=False)
+    mine = check_constrained(cn, case.X, structural=False, exact_ranks=True)  # plain: all_ranks, exact
     assert (mine.rank_gamma, mine.dim) == (plain.rank_gamma, plain.dim)
     assert (mine.verdict == "identifiable") == (plain.verdict == "identifiable")
 

@@ -337,3 +337,31 @@ def test_cli_plot_unwritable_is_bad_input(folder, tmp_path, capsys):
     target = tmp_path / "nodir" / "p.png"
     assert main(["crosscheck", str(folder / "a.json"), "--plot", str(target)]) == 2
     assert "--plot" in capsys.readouterr().err and not target.exists()
+
+
+def test_layer_graph_float_rank_above_dim_free_reads_full_rank(tmp_path):
+    """Regression: on a layer graph a float rank above dim_free was read as not-identifiable (compared with
+    ``==``), and marked right when the exact answer was a rank deficit.
+
+    f(x) = c + v leaky_{1/10}(w x + b) with w = 2, b = -1, v = 3, c = 0 on x = 1..4: every sample is on the
+    active side, so by hand the rows of Gamma_free over (w, b, v, c) are (v x, v, w x + b, 1) = (3x, 3, 2x - 1, 1),
+    all in the span of (x, 1): rank 2.  One positive rescaling: dim_free = 4 - 1 = 3, so the exact answer to
+    "does rank Gamma_free reach dim_free?" is no.  An absolute tolerance of -1 counts every singular value of
+    the 4 x 4 float matrix: rank 4 >= dim_free, which a float tool reads as identifiable, wrongly.  With
+    rtol = 1e-8 the float matrix (exact in binary: small integers) has rank 2: not-identifiable, right."""
+    obj = {"format": "exactident-case/2", "name": "leaky-affine", "input_shape": [1],
+           "layers": [{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["2"]], "bias": ["-1"]},
+                      {"name": "act", "op": "leaky_relu", "inputs": ["fc1"], "negative_slope": "1/10"},
+                      {"name": "fc2", "op": "linear", "inputs": ["act"], "weight": [["3"]], "bias": ["0"]}],
+           "output": "fc2", "sample": [[str(x)] for x in range(1, 5)]}
+    path = tmp_path / "leaky.json"
+    path.write_text(json.dumps(obj))
+    every, cut = Policy("float64", "atol", -1.0), Policy("float64", "rtol", 1e-8)
+    c = crosscheck_case(load_case(path), [every, cut])
+    assert (c.dim, c.pattern_rank_gamma) == (3, 2) and c.verdict != "identifiable"
+    above = c.outcome(every.name)
+    assert (above.rank_gamma, above.verdict, above.right_verdict, above.right_ranks) == (4, "identifiable", False,
+                                                                                       False)
+    below = c.outcome(cut.name)
+    assert (below.rank_gamma, below.verdict, below.right_verdict, below.right_ranks) == (2, "not-identifiable", True,
+                                                                                       True)

@@ -419,6 +419,8 @@ def test_header_shows_an_uncertified_rank_as_its_interval():
 
     report, ex = explain(ROOT / "cases" / "architectures" / "leaky-mlp.json")
     assert "rank Gamma_free = 9," in render_constrained(report, ex).splitlines()[0]  # 9 rows: full row rank
-    report.extra["rank_gamma_interval"] = [9, 10]
+    report.rank_gamma, report.rank_gamma_interval = None, (9, 10)
+    report.montecarlo = {"rank_gamma": 9, "error_probability": 0.0}
     head = render_constrained(report, ex).splitlines()[0]
-    assert "rank Gamma_free in [9, 10], Monte Carlo 9, dim_free = 10" in head and "rank Gamma_free =" not in head
+    assert "rank Gamma_free certified in [9, 10], Monte Carlo value 9, dim_free = 10" in head
+    assert "rank Gamma_free =" not in head

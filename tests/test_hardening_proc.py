@@ -19,7 +19,7 @@ import pytest
 
 from exactident.check import check
 from exactident.cli import main
-from exactident.io.case import parse_case
+from exactident.io.case import load_case, parse_case
 from exactident.verify.certificate import verify_certificate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -314,10 +314,32 @@ def _slow_stage(*args, **kwargs):
 
 
 @needs_proc
-def test_explain_timeout_gives_the_timed_out_report(capsys, monkeypatch):
+def test_explain_timeout_keeps_checks_certified_verdict(capsys, monkeypatch):
+    # Regression: explain --timeout turned a verdict check proves into inconclusive.  tiny-111-kink is the
+    # hand-checked example of docs/theory.md: f = 3 relu(2x + 1) on 0, 1, -1/2, the last on the kink, is
+    # not-identifiable (delta = (0, 1, -3) enters the active side).  The explanation never ends (a stage that
+    # sleeps): the report keeps check's verdict and certificate, and says what is missing.
     import exactident.explain.command as explain_command
 
     monkeypatch.setattr(explain_command, "explain", _slow_stage)
+    case = str(ROOT / "cases" / "tiny-111-kink.json")
+    assert main(["explain", "--json", "--timeout", "1", case]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["verdict"], report["decided_by"]) == ("not-identifiable", "boundary-entering")
+    assert "timed_out" not in report and not any(k in report for k in ("parameters", "neurons", "kernel_basis"))
+    assert "explanation not finished: time budget exhausted at kernel" in report["reason"]
+    assert "missing: per-parameter classes, neuron diagnoses and kernel bases" in report["explanation"][0]
+    assert verify_certificate(load_case(case), report, require_claims=True)[0]
+    assert main(["explain", "--timeout", "1", case]) == 0
+    out = capsys.readouterr().out
+    assert "not-identifiable" in out and "missing: per-parameter classes" in out
+
+
+@needs_proc
+def test_explain_timeout_before_the_verdict_is_inconclusive(capsys, monkeypatch):
+    import exactident.explain.command as explain_command
+
+    monkeypatch.setattr(explain_command, "_checked", _slow_stage)  # check's own stages never end
     case = str(ROOT / "cases" / "tiny-111-kink.json")
     assert main(["explain", "--json", "--timeout", "1", case]) == 0  # as check --timeout: exit 0, inconclusive
     report = json.loads(capsys.readouterr().out)

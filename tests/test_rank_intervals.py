@@ -240,7 +240,7 @@ def test_verdict_same_in_fast_and_exhaustive_order(path):
     fast = check(case, numeric=False, structural=False)
     slow = check(case, numeric=False, structural=False, exact_ranks=True)
     assert fast.verdict == slow.verdict
-    interval = fast.extra.get("rank_gamma_interval")
+    interval = fast.rank_gamma_interval
     if interval is not None:
         assert interval[0] <= slow.rank_gamma <= interval[1]
     else:

@@ -5,7 +5,9 @@ numpy backpropagation in float64 and float32, ``torch.func.jacrev`` for the torc
 each tolerance policy; the exact side is ``check``'s: ``rank Gamma_free`` at the ``>= 0`` pattern and
 ``dim_free``.  There is no ``alpha`` (Theorem 8 is not used beyond the plain MLP), so ``rank_a`` is
 ``null`` and a policy's verdict is ``identifiable`` iff its rank reaches ``dim_free`` (else
-``not-identifiable``, what a float rank tool reads); it is marked right when it agrees with the
+``not-identifiable``, what a float rank tool reads; a float rank above ``dim_free``, which rounding
+can give since the float matrix has a column per free parameter, reads full rank too:
+:func:`~exactident.numeric.constrained.float_verdict_free`); it is marked right when it agrees with the
 exact answer to "is ``rank Gamma_free = dim_free`` on every tie resolution?".  The full-Jacobian
 policies (every dense weight differentiated) are not run: the free parameters are what the
 architecture has.
@@ -20,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from exactident.errors import UnsupportedCaseError
 from exactident.model.conditions import IDENTIFIABLE
 from exactident.numeric.constrained import (
     constrained_float_rank,
     float_forward,
+    float_verdict_free,
     gamma_free_torch,
     to_float_constrained,
 )
@@ -85,15 +89,18 @@ def crosscheck_constrained(case: Any, cn: Any, policies: Sequence[Policy], repor
     from exactident.model.constrained import constrained_pre_activations
 
     X = case.X
-    dim = report.dim
+    dim_free = report.dim  # a constrained report's dim is dim_free (rank T - dim S_H), not the parameter count
     Z = constrained_pre_activations(cn, X)
     exact_pattern = [np.array([[z >= 0 for z in row] for row in M.table()], dtype=bool).reshape(M.nrows(), M.ncols())
                      for M in Z[:-1]]
     p_rank = report.pattern_ranks[0] if report.pattern_ranks else report.rank_gamma
+    if p_rank is None:  # floats are marked against a certified rank, never a Monte Carlo value
+        raise UnsupportedCaseError(f"{case.name}: rank Gamma_free at the >= 0 pattern is certified only in an "
+                                   "interval (no exact kernel within the limits): crosscheck needs the exact rank")
     exact_identifiable = report.verdict == IDENTIFIABLE
     # the rank rule at the >= 0 pattern: same answer as check's (fixable) unless that pattern decides otherwise
-    p_verdict = report.verdict if (p_rank == dim) == exact_identifiable else \
-        (IDENTIFIABLE if p_rank == dim else "inconclusive")
+    p_full = p_rank is not None and p_rank >= dim_free
+    p_verdict = report.verdict if p_full == exact_identifiable else (IDENTIFIABLE if p_full else "inconclusive")
     kept = [p for p in policies if not is_full_jacobian(p.backend)]
     spectra = {b: _spectra(cn, X, b, exact_pattern) for b in dict.fromkeys(p.backend for p in kept)}
     outcomes: list[tuple] = []
@@ -104,6 +111,6 @@ def crosscheck_constrained(case: Any, cn: Any, policies: Sequence[Policy], repor
             continue
         tg = pol.tolerance(sp.gamma_sv, sp.gamma_shape, sp.eps, "gamma")
         rg = int((sp.gamma_sv > tg).sum())
-        v = IDENTIFIABLE if rg == dim else "not-identifiable"
+        v = float_verdict_free(rg, dim_free)
         outcomes.append((pol.name, tg, rg, None, v, (v == IDENTIFIABLE) == exact_identifiable, rg == p_rank))
     return spectra, outcomes, p_rank, p_verdict

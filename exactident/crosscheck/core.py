@@ -100,7 +100,7 @@ class CaseCrosscheck:
     n_samples: int
     dim: int
     verdict: str
-    rank_gamma: int
+    rank_gamma: int | None  # None past the resolution cap
     rank_a: int | None
     on_boundary: bool
     n_ties: int
@@ -314,9 +314,9 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
     state = activation_state(net, X)
     fixed = fixed_edges(net)
     N_L = net.widths[-1]
-    if report.pattern_ranks is None or report.pattern_ranks[1] is None:
+    p_rank_gamma, p_rank_a = report.pattern_ranks or (None, None)  # certified, all_ranks=True
+    if p_rank_gamma is None or p_rank_a is None:
         raise InvariantViolation("check(all_ranks=True) returned no ranks at the >= 0 pattern")
-    p_rank_gamma, p_rank_a = report.pattern_ranks[0], report.pattern_ranks[1]  # certified, all_ranks=True
     p_verdict = verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, report.degenerate)
     spectra: dict[str, Spectra] = {}
     for backend in dict.fromkeys(p.backend for p in policies):

@@ -24,7 +24,10 @@ from exactident.io.case import Case
 from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.io.report import Report, render_table, reports_to_json
 
-__all__ = ["add_arguments", "add_check_option", "explain_reports", "run"]
+__all__ = ["MISSING", "add_arguments", "add_check_option", "explain_reports", "run", "unexplained_report"]
+
+#: The explain fields a report lacks when the budget runs out after check's verdict.
+MISSING = ("parameters", "neurons", "kernel_basis")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +64,48 @@ def explain_reports(cases: Sequence[Case], reports: Sequence[Report]) -> str:
     return "\n" + "\n".join(out)
 
 
+def _checked(case: Case, seed: int) -> Report | None:
+    """``check``'s report first (the verdict, certified), handed to the budget before the explanation starts.
+
+    Past the budget the certified verdict is then kept (:func:`unexplained_report`), never turned into
+    ``inconclusive``.  Explain's kernel bases need the exact ``R_Gamma``: a report with only a certified
+    interval is recomputed with exact ranks inside :func:`~exactident.explain.core.explain`.
+    """
+    import copy
+
+    from exactident.budget import deliver
+    from exactident.check import check
+
+    report = check(case, numeric=False, seed=seed)
+    deliver(copy.deepcopy(report))
+    return report if report.rank_gamma_interval is None else None
+
+
+def unexplained_report(report: Report, at_stage: str, seconds: float) -> Report:
+    """``check``'s report of a case whose explanation ran out of budget: its verdict kept, the gap said.
+
+    The verdict, ranks and certificate are check's (complete, certified, verified by
+    ``verify-certificate``); the explain fields :data:`MISSING` are absent and the reason and
+    ``explanation`` say which and where the budget ran out.
+
+    Examples
+    --------
+    >>> from exactident.io.case import parse_case
+    >>> from exactident.check import check
+    >>> case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[0], [1], [2]]})
+    >>> r = unexplained_report(check(case, numeric=False), "kernel", 2.0)
+    >>> r.verdict, r.extra["explanation"][0][:57]
+    ('not-identifiable', 'explanation not finished: time budget exhausted at kernel')
+    """
+    note = (f"explanation not finished: time budget exhausted at {at_stage}; the verdict is check's, certified; "
+            f"missing: per-parameter classes, neuron diagnoses and kernel bases ({', '.join(MISSING)})")
+    report.reason = f"{report.reason}; {note}"
+    report.extra["explanation"] = [note]
+    report.seconds = seconds
+    return report
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``exactident explain``; exit status as in docs/cli.md (errors propagate to :func:`exactident.cli.main`)."""
     limits = limits_from_args(args)
@@ -70,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
     texts, reports = [], []
     for case in cases:
         def work(case: Case = case) -> tuple[Report, str]:
-            report, ex = explain(case, seed=args.seed)
+            # with a deadline, check's verdict first (kept past it); without one, explain's own check only
+            first = _checked(case, args.seed) if args.timeout is not None else None
+            report, ex = explain(case, seed=args.seed, report=first)
             report.extra.update(ex.fields())
             return report, render_explanation(report, ex, max_directions=max(args.max_directions, 0))
 
@@ -79,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
         if outcome.timed_out:
             from exactident.check import timed_out_report
 
-            report = timed_out_report(case, outcome.stage, outcome.seconds)
+            if outcome.partial is not None:  # check's verdict was reached: keep it
+                report = unexplained_report(outcome.partial, outcome.stage, outcome.seconds)
+            else:
+                report = timed_out_report(case, outcome.stage, outcome.seconds)
             text = render_table([report])
         else:
             report, text = outcome.value

@@ -128,7 +128,7 @@ class ConstrainedExplanation:
     def __repr__(self) -> str:
         """One short line: the verdict and the count of each parameter class."""
         r = self.report
-        head = "" if r is None else f"verdict={r.verdict!r}, rank_gamma={r.rank_gamma}, dim={r.dim}, "
+        head = "" if r is None else f"verdict={r.verdict!r}, rank_gamma={r.rank_gamma_text}, dim={r.dim}, "
         classes = ("not-identifiable", "undetermined", "first-order-determined", "unknown", "identifiable", "gauge")
         counts = {c: n for c in classes if (n := self.count(c))}
         n_dir = sum(len(b.basis) for b in self.blocks)
@@ -140,7 +140,7 @@ class ConstrainedExplanation:
 
         r = self.report
         fields: list[tuple[str, Any]] = [] if r is None else [
-            ("verdict", r.verdict), ("decided by", r.decided_by), ("rank Gamma_free", r.rank_gamma),
+            ("verdict", r.verdict), ("decided by", r.decided_by), ("rank Gamma_free", r.rank_gamma_text),
             ("dim_free", r.dim)]
         rows = [[e["index"], e["name"], e["class"], e.get("by", ""), e.get("why", "")] for e in self.parameters]
         return html_block("Explanation" + ("" if r is None else f" {r.name}"), fields,
@@ -380,9 +380,9 @@ def explain_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]
     covers_all, why_none = True, ""
     if report.verdict != "identifiable":
         if entries > MAX_CONSTRAINED_KERNEL_ENTRIES:
-            interval = report.extra.get("rank_gamma_interval")
+            interval = report.rank_gamma_interval
             known = f"rank Gamma_free = {report.rank_gamma}" if report.rank_gamma is not None else \
-                f"rank Gamma_free in {interval}" if interval else "rank Gamma_free not certified"
+                f"rank Gamma_free in {list(interval)}" if interval else "rank Gamma_free not certified"
             why_none = (f"Gamma_free has {entries} entries, more than {MAX_CONSTRAINED_KERNEL_ENTRIES}: no exact "
                         f"kernel computed ({known}, dim_free = {sym.dim_free})")
         elif 2 ** len(free_ties) > MAX_CONSTRAINED_RESOLUTIONS:

@@ -76,7 +76,7 @@ class Explanation:
     def __repr__(self) -> str:
         """One short line: the verdict, ranks, ``decided_by`` and the count of each parameter class."""
         r = self.report
-        head = "" if r is None else (f"verdict={r.verdict!r}, rank_gamma={r.rank_gamma}, rank_a={r.rank_a}, "
+        head = "" if r is None else (f"verdict={r.verdict!r}, rank_gamma={r.rank_gamma_text}, rank_a={r.rank_a}, "
                                      f"dim={r.dim}, decided_by={r.decided_by!r}, ")
         counts = {c: n for c in ("not-identifiable", "first-order-determined", "unknown", "identifiable", "fixed")
                   if (n := self.count(c))}
@@ -88,7 +88,7 @@ class Explanation:
 
         r = self.report
         fields: list[tuple[str, Any]] = [] if r is None else [
-            ("verdict", r.verdict), ("decided by", r.decided_by), ("rank Gamma", r.rank_gamma),
+            ("verdict", r.verdict), ("decided by", r.decided_by), ("rank Gamma", r.rank_gamma_text),
             ("rank A", r.rank_a), ("dim", r.dim)]
         rows = parameter_rows([] if r is None else r.widths, None if r is None else r.extra.get("provenance"),
                               self.parameters)
@@ -187,10 +187,14 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         case = as_case(case, sample)
     if not case.is_plain:  # the constrained engine's report and kernels, never the plain engine's
         from exactident.check import check
-        from exactident.explain.constrained import explain_constrained
+        from exactident.explain.constrained import MAX_CONSTRAINED_KERNEL_ENTRIES, explain_constrained
 
-        report = report if report is not None else check(case, numeric=False, seed=seed)
-        return report, explain_constrained(case.compiled, case.X, report, seed=seed)
+        # exact ranks where explain computes exact kernels (as for the plain MLP): the header then
+        # states the rank its kernel bases complete; past the cap the certified interval is kept
+        cn = case.compiled
+        small = len(case.X) * cn.widths[-1] * cn.n_params <= MAX_CONSTRAINED_KERNEL_ENTRIES
+        report = report if report is not None else check(case, numeric=False, seed=seed, exact_ranks=small)
+        return report, explain_constrained(cn, case.X, report, seed=seed)
     if report is None:
         from exactident.check import check
 

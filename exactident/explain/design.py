@@ -331,7 +331,13 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
             report = check(case, numeric=False, seed=seed)
     elif report is None:
         report = check(case, numeric=False, seed=seed)
-    rank = report.rank_gamma if report is not None else kernel0.rank if kernel0 is not None else 0
+    if kernel0 is not None:
+        rank = kernel0.rank
+    elif report is not None and report.rank_gamma is not None:
+        rank = report.rank_gamma
+    else:  # no certified rank in the report (an interval, or past the resolution cap): the design needs one
+        kernel0 = gamma_kernel(net, X, state.pattern, fixed, rng=rng)
+        rank = kernel0.rank
     verdict = report.verdict if report is not None else "degenerate" if degenerate_neurons(net) else None
     out = Design(case.name, list(net.widths), len(X), dim, rank, verdict, ceil(dim / N_L))
     box = box or data_box(X, net.widths[0])

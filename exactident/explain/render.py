@@ -168,7 +168,7 @@ def render_explanation(report: Report, ex: Explanation, *, max_directions: int =
     if hasattr(ex, "units"):
         return render_constrained(report, ex, max_directions=max_directions)
     esc = escape_nonprintable
-    lines = [f"{esc(report.name)}: {report.verdict} (rank Gamma = {report.rank_gamma}, "
+    lines = [f"{esc(report.name)}: {report.verdict} ({_rank_clause(report, 'rank Gamma')}, "
              f"rank A = {'-' if report.rank_a is None else report.rank_a}, dim = {report.dim}, "
              f"n*N_L = {report.n_samples * report.widths[-1]})",
              f"  {esc(report.reason)}"]
@@ -188,6 +188,14 @@ def render_explanation(report: Report, ex: Explanation, *, max_directions: int =
     return "\n".join(lines) + "\n"
 
 
+def _rank_clause(report: Report, symbol: str) -> str:
+    """The header's rank: ``= r``, or the certified interval with the Monte Carlo value labelled beside it."""
+    if report.rank_gamma_interval is None:
+        return f"{symbol} = {report.rank_gamma_text}"
+    mc = (report.montecarlo or {}).get("rank_gamma")
+    return f"{symbol} certified in {report.rank_gamma_text}" + ("" if mc is None else f", Monte Carlo value {mc}")
+
+
 def _directions(title: str, texts: list[str], max_directions: int) -> list[str]:
     """The kernel directions block of a text explanation: at most ``max_directions`` lines, then how many more."""
     if not texts:
@@ -203,11 +211,8 @@ def _directions(title: str, texts: list[str], max_directions: int) -> list[str]:
 def render_constrained(report: Report, ex: Explanation, *, max_directions: int = 20) -> str:
     """The terminal view of ``exactident explain`` on a constrained network (a ``ConstrainedExplanation``)."""
     esc = escape_nonprintable
-    interval = report.extra.get("rank_gamma_interval")  # a Monte Carlo value is not shown as the rank
-    rank = (f"rank Gamma_free in [{interval[0]}, {interval[1]}], Monte Carlo {report.rank_gamma}" if interval
-            else f"rank Gamma_free = {report.rank_gamma}")
-    lines = [f"{esc(report.name)}: {report.verdict} ({rank}, dim_free = {report.dim}, "
-             f"n*N_L = {report.n_samples * report.widths[-1]})", f"  {esc(report.reason)}"]
+    lines = [f"{esc(report.name)}: {report.verdict} ({_rank_clause(report, 'rank Gamma_free')}, "
+             f"dim_free = {report.dim}, n*N_L = {report.n_samples * report.widths[-1]})", f"  {esc(report.reason)}"]
     lines += [f"  {esc(line)}" for line in ex.lines]
     by_class: dict[str, list[str]] = {}
     for e in ex.parameters:

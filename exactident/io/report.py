@@ -20,13 +20,19 @@ class Report:
     Field names are those of docs/cli.md, verbatim.  ``rank_a`` is ``N_L rank alpha``
     (Prop. 11).  ``patterns``, ``numeric`` and ``certificate`` are present only
     when they apply.
+
+    ``rank_gamma`` is a certified rank or None: when the verdict did not need the exact
+    ``R_Gamma``, the certified bounds are ``rank_gamma_interval`` and the Monte Carlo value
+    inside them, which nothing certifies, is ``montecarlo["rank_gamma"]`` with its proven
+    error bound (docs/modular.md, "Verdict first").  :attr:`rank_gamma_text` is what every
+    view shows.
     """
 
     name: str
     widths: list[int]
     n_samples: int
     dim: int
-    rank_gamma: int
+    rank_gamma: int | None
     rank_a: int | None
     cs: bool
     cn: bool
@@ -44,12 +50,45 @@ class Report:
     decided_by: str | None = None
     #: Exact ranks at the ``>= 0`` activation pattern (what a float tool rounds); equal to
     #: ``rank_gamma``/``rank_a`` off the boundary.  Not part of the JSON report.
-    pattern_ranks: tuple[int, int | None] | None = None
+    pattern_ranks: tuple[int | None, int | None] | None = None
+    #: ``(lo, hi)`` with ``lo <= R_Gamma <= hi`` certified and ``lo < hi``, when the verdict did not need the
+    #: exact rank (``rank_gamma`` is then None); ``lo`` is a rank mod p, ``hi`` a proven upper bound.
+    rank_gamma_interval: tuple[int, int] | None = None
+    #: Beside ``rank_gamma_interval``: ``{"rank_gamma": value, "error_probability": e}``, the largest rank
+    #: mod uniformly drawn primes (inside the interval, not certified) and a proven bound on the
+    #: probability that it is below the exact ``R_Gamma``.
+    montecarlo: dict[str, Any] | None = None
+
+    @property
+    def rank_gamma_text(self) -> str:
+        """``rank_gamma`` as the views show it: the exact rank, ``[lo, hi]`` for a certified interval, or ``-``.
+
+        Examples
+        --------
+        >>> r = Report("t", [1, 2, 1], 4, 5, None, None, False, True, False, False, 0, "inconclusive", "",
+        ...            rank_gamma_interval=(2, 4), montecarlo={"rank_gamma": 3, "error_probability": 1e-9})
+        >>> r.rank_gamma_text, r.montecarlo_text
+        ('[2, 4]', 'Monte Carlo value 3, not certified (error probability <= 1e-09)')
+        """
+        if self.rank_gamma_interval is not None:
+            lo, hi = self.rank_gamma_interval
+            return f"[{lo}, {hi}]"
+        return "-" if self.rank_gamma is None else str(self.rank_gamma)
+
+    @property
+    def montecarlo_text(self) -> str | None:
+        """The Monte Carlo value beside a certified interval, labelled, with its error bound; None without one."""
+        if not self.montecarlo:
+            return None
+        return (f"Monte Carlo value {self.montecarlo.get('rank_gamma')}, not certified (error probability "
+                f"<= {float(self.montecarlo.get('error_probability', 1.0)):.3g})")
 
     def __repr__(self) -> str:
         """One short line: verdict, ranks, ``decided_by`` (the full report is :meth:`to_dict`; the table is
         ``str(report)``)."""
-        return (f"Report(name={_short(self.name)}, verdict={self.verdict!r}, rank_gamma={self.rank_gamma}, "
+        interval = "" if self.rank_gamma_interval is None else \
+            f"rank_gamma_interval={list(self.rank_gamma_interval)}, "
+        return (f"Report(name={_short(self.name)}, verdict={self.verdict!r}, rank_gamma={self.rank_gamma}, {interval}"
                 f"rank_a={self.rank_a}, dim={self.dim}, n_samples={self.n_samples}, n_ties={self.n_ties}, "
                 f"decided_by={self.decided_by!r}, float={_float_cell(self.numeric)!r})")
 
@@ -63,7 +102,8 @@ class Report:
         """The notebook view: verdict, ranks, ``decided_by``, the reason and the notes (HTML, escaped)."""
         from exactident.io.display import html_block
 
-        fields = [("verdict", self.verdict), ("decided by", self.decided_by), ("rank Gamma", self.rank_gamma),
+        rank = self.rank_gamma_text + (" (certified interval)" if self.rank_gamma_interval is not None else "")
+        fields = [("verdict", self.verdict), ("decided by", self.decided_by), ("rank Gamma", rank),
                   ("rank A", self.rank_a), ("dim", self.dim),
                   ("n N_L", self.n_samples * self.widths[-1]), ("widths", self.widths),
                   ("samples", self.n_samples), ("ties", self.n_ties), ("float", _float_cell(self.numeric)),
@@ -111,6 +151,9 @@ class Report:
             out[key] = getattr(self, key)
         if self.decided_by is not None:
             out["decided_by"] = self.decided_by
+        if self.rank_gamma_interval is not None:
+            out["rank_gamma_interval"] = list(self.rank_gamma_interval)
+            out["montecarlo"] = dict(self.montecarlo or {})
         for key in ("patterns", "numeric", "certificate"):
             value = getattr(self, key)
             if value is not None:
@@ -204,6 +247,8 @@ def _summary_lines(r: Report) -> list[str]:
     dropped = prov.get("dropped_output_activation")
     if dropped:
         lines.append(f"analysed before the output activation {dropped} (dropped: the network ends at the logits)")
+    if r.rank_gamma_interval is not None and r.montecarlo_text:  # labelled, never in the rank's place
+        lines.append(f"R_Gamma certified in {r.rank_gamma_text}; {r.montecarlo_text}")
     if isinstance(r.extra.get("summary"), list):
         lines += [str(line) for line in r.extra["summary"]]
     return lines + _float_notes(r.numeric)
@@ -224,9 +269,7 @@ def render_table(reports: Sequence[Report], width: int | None = None) -> str:
     rows = []
     for r in reports:
         flt = _float_cell(r.numeric)
-        interval = r.extra.get("rank_gamma_interval")  # certified interval: shown instead of the Monte Carlo value
-        rg = "-" if r.rank_gamma is None else (f"[{interval[0]}, {interval[1]}]" if interval else str(r.rank_gamma))
-        rows.append([esc(r.name), r.verdict, rg,  # None: timed out
+        rows.append([esc(r.name), r.verdict, r.rank_gamma_text,  # a certified interval, or -: timed out
                      "-" if r.rank_a is None else str(r.rank_a),
                      str(r.dim), str(r.n_samples * r.widths[-1]), "-" if r.n_ties is None else str(r.n_ties), flt,
                      f"{r.seconds:.2f}s"])

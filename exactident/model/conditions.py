@@ -13,6 +13,9 @@ theorems do not apply.  Boundary cases (ties) are decided in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from exactident.errors import InvariantViolation
 
 __all__ = [
@@ -25,7 +28,9 @@ __all__ = [
     "holds_cn",
     "holds_cs",
     "reason_from_ranks",
+    "too_few_samples",
     "verdict_from_ranks",
+    "with_sample_size",
 ]
 
 #: Verdict: ``C_S`` holds (``rank_gamma == dim``, Theorem 9): theta is locally identifiable from X.
@@ -111,3 +116,36 @@ def reason_from_ranks(rank_gamma: int, rank_a: int | None, dim: int, verdict: st
         return (f"neither theorem applies: rank Gamma = {rank_gamma} < rank A = {rank_a} "
                 f"and rank Gamma < dim = {dim}")
     raise InvariantViolation(f"no off-boundary reason for verdict {verdict!r}")
+
+
+def too_few_samples(n_points: int, n_outputs: int, dim: int, *, free: bool = False) -> str | None:
+    """The first clause of a reason when ``n N_L < dim``: no sample of this size can prove identifiability.
+
+    ``n_points`` counts the distinct points of the sample (a repeated point repeats rows of ``Gamma``).
+    ``Gamma`` has ``n N_L`` distinct rows at most, so ``rank Gamma <= n N_L < dim`` for every sample of
+    ``n`` distinct points: ``C_S`` (Theorem 9) fails whatever the points; at least ``ceil(dim / N_L)``
+    are needed.  With ``free`` the matrix is ``Gamma_free`` and ``dim`` is ``dim_free`` (a layer graph,
+    where ``identifiable`` likewise needs ``rank Gamma_free = dim_free``).  None when ``n N_L >= dim``.
+
+    Examples
+    --------
+    >>> print(too_few_samples(2, 1, 3))  # doctest: +ELLIPSIS
+    2 distinct points x N_L = 2 < dim = 3: no sample of this size can prove identifiability (rank Gamma <= 2; ...
+    >>> too_few_samples(3, 1, 3) is None
+    True
+    """
+    rows = n_points * n_outputs
+    if rows >= dim:
+        return None
+    g, d = ("Gamma_free", "dim_free") if free else ("Gamma", "dim")
+    need = -(-dim // n_outputs)
+    return (f"{n_points} distinct points x N_L = {rows} < {d} = {dim}: no sample of this size can prove "
+            f"identifiability (rank {g} <= {rows}; at least {need} distinct points are needed)")
+
+
+def with_sample_size(reason: str, X: Sequence[Sequence[Any]], n_outputs: int, dim: int, *,
+                     free: bool = False) -> str:
+    """``reason`` led by :func:`too_few_samples`'s clause when (distinct points of ``X``) ``* N_L < dim``
+    (said first: it holds for any points), else ``reason`` unchanged.  ``X``: rows of exact numbers (Q)."""
+    clause = too_few_samples(len({tuple(str(v) for v in row) for row in X}), n_outputs, dim, free=free)
+    return reason if clause is None else f"{clause}; {reason}"

@@ -161,7 +161,7 @@ class NumericResult:
     pattern_differs: bool
     gamma_rank: floating.FloatRank
 
-    def as_dict(self, exact_rank_gamma: int, exact_rank_a: int | None, exact_verdict: str,
+    def as_dict(self, exact_rank_gamma: int | None, exact_rank_a: int | None, exact_verdict: str,
                 band_rank: int | None = None) -> dict:
         """The report's ``numeric`` block (docs/cli.md), plus ``pattern_differs`` and ``band``.
 
@@ -243,10 +243,10 @@ def numeric_check(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
 
 def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedEdges,
                   state: ActivationState, degenerate: bool, exact_verdict: str,
-                  pattern_ranks: tuple[int, int | None], *, tol: float | None = None,
+                  pattern_ranks: tuple[int | None, int | None], *, tol: float | None = None,
                   rtol: float | None = None, verdict_reached: bool = True,
                   dtype: object = "float64", pipelines: Collection[str] = frozenset(),
-                  stored_dtype: object = "float64") -> dict[str, Any]:
+                  stored_dtype: object = "float64", interval: tuple[int, int] | None = None) -> dict[str, Any]:
     """The ``numeric`` block of a report (fields in docs/cli.md).
 
     Parameters
@@ -257,9 +257,10 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         Exact pre-activations, ``>= 0`` pattern and ties.
     degenerate : bool
     exact_verdict : str
-    pattern_ranks : (int, int or None)
+    pattern_ranks : (int or None, int or None)
         Exact ``rank_gamma``, ``rank_a`` at the ``>= 0`` pattern (the matrices
-        the float ones round).
+        the float ones round); ``rank_gamma`` None when only a certified interval is known
+        (``interval``), and the full-Jacobian pipelines, which need the exact rank, are then left out.
     tol, rtol : float, optional
         The user's tolerance for ``Gamma`` (see :func:`numeric_check`).
     verdict_reached : bool
@@ -271,6 +272,10 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         Empty (the default): the main pipeline only, with the float ``alpha`` only when
         the float verdict needs ``R_A`` or the exact ``rank_a`` is known.
     stored_dtype : float format the weights were stored in (the ``stored-dtype`` pipeline)
+    interval : (int, int), optional
+        The certified ``lo <= rank Gamma <= hi`` when ``pattern_ranks[0]`` is None: ``agrees`` then
+        means the float verdict is the exact one and the float rank lies in ``[lo, hi]``
+        (``compared_with.rank_gamma_interval``); without either, ``agrees`` is null.
 
     Returns
     -------
@@ -287,6 +292,7 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     rg_p, ra_p = pattern_ranks
     log = WarningLog()
     block: dict[str, Any] = {"status": "ok", "dtype": np.dtype(numpy_dtype(dtype)).name}
+    underflow = None
     try:
         ops = float_operators(net, X, fixed, state.pattern, dtype, log=log, with_alpha=False)
         res = _result(ops, net, degenerate, tol, rtol, alpha=True if ra_p is not None else None)
@@ -296,6 +302,7 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
                       "compared_with": {"rank_gamma": rg_p, "rank_a": ra_p},
                       "singular_values_near_cut": [], "pattern_differs": None})
     else:
+        underflow = ops.underflow
         other_matrix = ops.pattern_differs or ops.underflow is not None
         block.update(res.as_dict(rg_p, ra_p, exact_verdict, band_rank=None if other_matrix else rg_p))
         if ops.pattern_differs:
@@ -311,7 +318,14 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         if "kinks" in chosen:
             block["near_kinks"] = near_kinks(ops, state)
     block["compared_with"]["verdict"] = exact_verdict if verdict_reached else None
-    if not verdict_reached:
+    if rg_p is None and interval is not None:  # the float rank is held against the certified interval
+        lo, hi = interval
+        block["compared_with"]["rank_gamma_interval"] = [lo, hi]
+        frg, ra = block.get("rank_gamma"), block.get("rank_a")
+        block["agrees"] = (block.get("status", "ok") == "ok" and underflow is None and frg is not None
+                           and lo <= frg <= hi and block["verdict"] == exact_verdict
+                           and (ra_p is None or ra == ra_p))
+    if not verdict_reached or (rg_p is None and interval is None):  # no verdict, or no exact rank, to agree with
         block["agrees"] = None
     block["warnings"] = log.entries
     block["pipelines"] = [block["dtype"], *sorted(chosen)]
@@ -319,11 +333,11 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     if "stored-dtype" in chosen and stored != block["dtype"]:
         block["stored_dtype"] = numeric_block(net, X, fixed, state, degenerate, exact_verdict, pattern_ranks,
                                               tol=tol, rtol=rtol, verdict_reached=verdict_reached,
-                                              dtype=stored)
+                                              dtype=stored, interval=interval)
         del block["stored_dtype"]["pipelines"]
     backends = [b for b, name in (("float64", "full-jacobian"), ("float32", "float32"),
                                   ("torch-float64", "torch"), ("torch-float32", "torch")) if name in chosen]
-    if backends:
+    if backends and rg_p is not None:
         from exactident.numeric.full_jacobian import full_jacobian_block
 
         block["full_jacobian"] = full_jacobian_block(net, X, state.pattern, rg_p, backends=backends)

@@ -17,8 +17,11 @@ leaky ReLU, PReLU, layers without bias), independent of the exact engine:
 - the rank by SVD with numpy's default tolerance ``sigma_1 max(m, n) eps``
   (:mod:`exactident.linalg.floating`), or the user's ``tol``/``rtol``.
 
-The float verdict follows the exact rule for these networks: ``identifiable`` iff the
-rank equals ``dim_free``; below it a float tool reads ``not-identifiable``.
+The float verdict follows the exact rule for these networks (:func:`float_verdict_free`):
+``identifiable`` iff the rank reaches ``dim_free``; below it a float tool reads ``not-identifiable``.
+The float ``Gamma_free`` has one column per free parameter, more than ``dim_free`` (the
+rescalings are in its exact kernel), so rounding can count a rank above ``dim_free``: a float
+tool still reads full rank there.
 :func:`gamma_free_torch` is a second float pipeline (``torch.func.jacrev`` of the
 outputs with respect to ``theta``), loaded only when PyTorch is installed.
 """
@@ -43,6 +46,7 @@ __all__ = [
     "constrained_float_rank",
     "constrained_numeric_block",
     "float_forward",
+    "float_verdict_free",
     "gamma_free_float",
     "gamma_free_torch",
     "report_numeric_block",
@@ -51,6 +55,20 @@ __all__ = [
 
 #: Samples per batch of the per-sample products ``D_i M_i`` (bounds the memory of ``M``).
 _BATCH_ENTRIES = 20_000_000
+
+
+def float_verdict_free(rank: int, dim_free: int) -> str:
+    """What a float rank tool reads from a rank of ``Gamma_free``: ``identifiable`` iff it reaches ``dim_free``.
+
+    The float matrix has ``n_params >= dim_free`` columns, so its rank may exceed ``dim_free``
+    (singular values of the rescaling directions above the tolerance); that is still full rank.
+
+    Examples
+    --------
+    >>> [float_verdict_free(r, 161) for r in (155, 161, 163)]
+    ['not-identifiable', 'identifiable', 'identifiable']
+    """
+    return "identifiable" if rank >= dim_free else "not-identifiable"
 
 
 def _dtype(dtype: object) -> type:
@@ -320,7 +338,7 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
     -------
     dict
         ``status``, ``dtype``, ``rank_gamma``, ``rank_a`` (always null), ``verdict``
-        (``identifiable`` iff ``rank_gamma == dim_free``, else ``not-identifiable``), ``tol``,
+        (``identifiable`` iff ``rank_gamma >= dim_free``, :func:`float_verdict_free`), ``tol``,
         ``agrees`` (same rank as the exact one and the same answer to "identifiable?"),
         ``compared_with``, ``singular_values_near_cut``, ``pattern_differs``, ``band``,
         ``warnings``, ``pipelines``.
@@ -335,7 +353,7 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
         block.update({"rank_gamma": None, "rank_a": None, "verdict": None, "tol": None, "agrees": False,
                       "compared_with": compared, "singular_values_near_cut": [], "pattern_differs": None})
     else:
-        verdict = "identifiable" if g.rank == dim_free else "not-identifiable"
+        verdict = float_verdict_free(g.rank, dim_free)
         Xf: np.ndarray = np.array(round_values([v for row in X for v in row], float_format(dtype)).values,
                       dtype=np.float64).reshape(len(X), cn.widths[0]).astype(_dtype(dtype))
         _H, Z, _d = float_forward(fcn, Xf)
@@ -366,7 +384,7 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
             Gt = gamma_free_torch(cn, X, "float64")
             r = floating.rank(Gt, tol=tol, rtol=rtol)
             block["torch"] = {"rank_gamma": r.rank, "tol": r.tol,
-                              "verdict": "identifiable" if r.rank == dim_free else "not-identifiable"}
+                              "verdict": float_verdict_free(r.rank, dim_free)}
         except UnsupportedCaseError as exc:
             block["torch"] = {"status": "skipped", "message": str(exc)}
     block["warnings"] = log.entries

@@ -165,6 +165,10 @@ def survey(widths: list[int], trials: int, n_samples: int | None = None, seed: i
             case = parse_case(draft_to_case_obj(draw_network(widths, n, seed, t, kind), f"survey-{t}"))
             report = check(case, numeric=False, max_resolutions=1, exact_ranks=True)
             rank = report.pattern_ranks[0] if report.pattern_ranks else report.rank_gamma
+            if rank is None:  # exact_ranks=True certifies every rank of a plain MLP
+                from exactident.errors import InvariantViolation
+
+                raise InvariantViolation(f"survey trial {t}: check(exact_ranks=True) returned no rank")
             result.ranks.append(int(rank))
             result.ties += report.on_boundary
             if bar is not None:

@@ -120,7 +120,9 @@ def audit_fields(au: Any, neurons: list[dict[str, Any]], obstructions: list[dict
             "box": None if au.box is None else [[format_fmpq(a) for a in au.box[0]],
                                                 [format_fmpq(b) for b in au.box[1]]],
             "extracted": None if au.extracted is None else au.extracted.to_dict(),
-            "seconds": {k: round(v, 3) for k, v in au.seconds.items()}}
+            "seconds": {k: round(v, 3) for k, v in au.seconds.items()}} | ({} if r.rank_gamma_interval is None else {
+                # rank_gamma is null beside a certified interval; the Monte Carlo value keeps its label
+                "rank_gamma_interval": list(r.rank_gamma_interval), "montecarlo": r.montecarlo})
 
 
 def _layer_residues(rows: list[list[flint.fmpq]], rng: random.Random) -> tuple[Any, int]:

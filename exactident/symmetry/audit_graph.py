@@ -71,7 +71,8 @@ class GraphAudit:
         return audit_fields(self, self.units, []) | {
             "layer_graph": {**r.extra.get("architecture", {}), "channels": self.channels,
                             "parameter_classes": self.classes,
-                            "rank_gamma_interval": r.extra.get("rank_gamma_interval")},
+                            "rank_gamma_interval": None if r.rank_gamma_interval is None
+                            else list(r.rank_gamma_interval)},
             "omitted": [{"what": "obstructions", "why": OBSTRUCTIONS_OMITTED}]}
 
 

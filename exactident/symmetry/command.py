@@ -293,8 +293,9 @@ def equiv_status(same_orbit: bool | None) -> int:
 def render_audit(au: Any) -> str:
     """Terminal view of an :class:`~exactident.symmetry.audit.Audit`."""
     r, c = au.report, au.counts()
-    lines = [f"{escape_nonprintable(au.name)}: {r.verdict} from {au.n_queries} queries (rank Gamma = {r.rank_gamma}, "
-             f"dim = {au.dim}, widths {au.widths})", f"  {escape_nonprintable(r.reason)}"]
+    lines = [f"{escape_nonprintable(au.name)}: {r.verdict} from {au.n_queries} queries "
+             f"(rank Gamma = {r.rank_gamma_text}, dim = {au.dim}, widths {au.widths})",
+             f"  {escape_nonprintable(r.reason)}"]
     lines.append(f"  hidden neurons: {c['hidden']}; dead on the queries {c['dead']}, always active "
                  f"{c['always_active']}, hyperplane not pinned {c['unpinned']}, under-determined "
                  f"{c['under_determined']} (kernel: {au.kernel})")
@@ -321,7 +322,7 @@ def render_graph_audit(au: Any) -> str:
     r, c = au.report, au.counts()
     arch = r.extra.get("architecture", {})
     lines = [f"{escape_nonprintable(au.name)}: {r.verdict} from {au.n_queries} queries (layer graph: "
-             f"{', '.join(arch.get('features', [])) or 'constrained'}; rank Gamma_free = {r.rank_gamma}, "
+             f"{', '.join(arch.get('features', [])) or 'constrained'}; rank Gamma_free = {r.rank_gamma_text}, "
              f"dim_free = {au.dim}, widths {au.widths})", f"  {escape_nonprintable(r.reason)}"]
     lines.append(f"  hidden units: {c['hidden']}; dead on the queries {c['dead']}, silent {c['silent']}, not pinned "
                  f"{c['unpinned']}, under-determined {c['under_determined']} (kernel: {au.kernel})")

@@ -152,7 +152,7 @@ def _builder(name: str):
             if report.verdict in DECIDED and (target is None or report.verdict == target):
                 d.params.update({"target": target or "decided", "attempts": k + 1, "n_samples": n})
                 d.description = (f"random {_SPECS[name][0]}: {report.verdict} ({report.decided_by}), "
-                                 f"rank Gamma_free {report.rank_gamma}, dim_free {report.dim}")
+                                 f"rank Gamma_free {report.rank_gamma_text}, dim_free {report.dim}")
                 d.aux["report"] = report.to_dict()
                 return d
         raise Unmet(f"no {name} network with a decided {target or ''} verdict in {ATTEMPTS} draws".replace("  ", " "))
