@@ -106,7 +106,7 @@ def _cnn():
 
 
 def test_torch_residual_leaky_mlp_exact_and_forward_checked():
-    from exactident.io.importers.load import torch_document
+    from exactident.io.importers.objects import torch_document
 
     torch.manual_seed(0)
     m = _ResMlp()
@@ -131,7 +131,7 @@ def test_torch_residual_leaky_mlp_exact_and_forward_checked():
 
 
 def test_torch_cnn_conv_prelu_avgpool_bias_free_linear():
-    from exactident.io.importers.load import torch_document
+    from exactident.io.importers.objects import torch_document
 
     torch.manual_seed(1)
     m = _cnn()
@@ -152,7 +152,7 @@ def test_torch_cnn_conv_prelu_avgpool_bias_free_linear():
 
 
 def test_torch_conv1d_adaptive_pool_and_view_of_the_input():
-    from exactident.io.importers.load import torch_document
+    from exactident.io.importers.objects import torch_document
 
     class Net(nn.Module):
         def __init__(self):
@@ -187,7 +187,7 @@ def test_torch_refusals_one_line(layer, why):
 
 
 def test_torch_fold_batchnorm_says_so():
-    from exactident.io.importers.load import torch_document
+    from exactident.io.importers.objects import torch_document
 
     torch.manual_seed(3)
     m = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.LeakyReLU(), nn.Linear(4, 1)).eval()
@@ -339,7 +339,7 @@ def test_from_torch_returns_a_case_that_compiles_to_the_module():
 
 
 def test_torch_functional_pooling():
-    from exactident.io.importers.load import torch_document
+    from exactident.io.importers.objects import torch_document
 
     class Net(nn.Module):
         def __init__(self):

@@ -252,7 +252,7 @@ def test_custom_blocks_double_relu_and_sigmoid():
     (_TwoLinear, (5, 4), ["linear", "linear"]),
 ])
 def test_formerly_refused_modules_read_as_layer_graphs(cls, shape, ops):
-    from exactident.io.importers.load import torch_document
+    from exactident.io.importers.objects import torch_document
 
     torch.manual_seed(0)
     doc = torch_document(cls(), np.random.default_rng(0).standard_normal(shape).astype(np.float32))

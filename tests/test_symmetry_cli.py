@@ -137,7 +137,7 @@ def test_audit_facts_without_the_kernel_agree_with_explain():
 @pytest.mark.filterwarnings("ignore:Stochastic Optimizer")
 def test_audit_of_a_trained_victim_and_a_perturbed_extracted_copy(tmp_path, capsys):
     sklearn = pytest.importorskip("sklearn.neural_network")
-    from exactident.io.importers.load import from_sklearn
+    from exactident.io.importers.objects import from_sklearn
 
     rng = np.random.default_rng(0)
     Xf = rng.standard_normal((200, 3))

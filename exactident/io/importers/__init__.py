@@ -16,15 +16,8 @@ size limit are refused before anything is allocated.  The optional packages
 """
 
 from exactident.io.importers.common import DEFAULT_MAX_BYTES
-from exactident.io.importers.load import (
-    FORMATS,
-    as_case,
-    detect_format,
-    from_flax,
-    from_sklearn,
-    from_torch,
-    import_model,
-)
+from exactident.io.importers.load import FORMATS, as_case, detect_format, import_model
+from exactident.io.importers.objects import from_flax, from_sklearn, from_torch
 from exactident.io.importers.sample import load_sample, parse_rows
 
 __all__ = [

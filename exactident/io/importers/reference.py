@@ -20,7 +20,7 @@ file's weights: outputs alone cannot tell a ReLU from a leaky ReLU of tiny
 slope.
 
 :func:`run_module` runs a PyTorch module (or a function of it) in its own dtype,
-in eval mode and without gradients; :func:`~exactident.io.importers.load.from_torch` uses it for its own
+in eval mode and without gradients; :func:`~exactident.io.importers.objects.from_torch` uses it for its own
 forward check.
 """
 
@@ -157,7 +157,7 @@ def _dtypes(*names: str | None) -> list[str]:
 
 def torch_forward_check(module: Any, fn: Callable[[Any], Any] | None, imported: Imported, net: Network,
                         X: np.ndarray, source: str) -> dict[str, str]:
-    """:func:`~exactident.io.importers.load.from_torch`'s forward check: the module run by PyTorch on the
+    """:func:`~exactident.io.importers.objects.from_torch`'s forward check: the module run by PyTorch on the
     sample (8 seeded random inputs when it is empty) against the imported network.
 
     Returns
