@@ -245,7 +245,7 @@ def test_dead_unit_lines_by_hand():
     assert (facts.symmetry.symmetry_dim, facts.symmetry.dim_free) == (1, 3)
     # lowering b1 keeps unit 0 dead on X; at x* = 11/2 it is active: f = 3 (11 - 10) + 11/2 + 1 = 19/2, and
     # with b1 = -10 - 1/8: 3 (7/8) + 11/2 + 1 = 73/8
-    bias = {"kind": "dead-units", "parameter": 1, "name": "b1", "units": [[1, 0]], "direction": "-1",
+    bias = {"kind": "dead-units", "parameter": 1, "name": "b1", "units": [[1, 0]], "direction": "-1", "t0": None,
             "eps": "1/8", "x": ["11/2"], "f_0": ["19/2"], "f_eps": ["73/8"]}
     valid, msgs = verify_constrained(cn, DEAD_X, _dead_report(bias))
     assert valid, msgs
@@ -280,7 +280,7 @@ def test_constant_unit_line_by_hand():
     cn = from_network(net)  # parameters W_1 row-major (0..3), b_1 (4, 5), W_2 (6, 7), b_2 (8)
     X = [[q(v), q(0)] for v in (1, 2, -1, 3)]
     part = {"kind": "constant-units", "units": [[1, 1]], "value": "2", "delta": [[7, "1"], [8, "-2"]],
-            "names": ["W_2[0,1]", "b_2[0]"], "eps": "1", "x": ["0", "1"], "f_0": ["3"], "f_eps": ["4"]}
+            "names": ["W_2[0,1]", "b_2[0]"], "t0": None, "eps": "1", "x": ["0", "1"], "f_0": ["3"], "f_eps": ["4"]}
     report = {"format": "exactident-report/1", "name": "k", "verdict": "not-identifiable", "widths": [2, 2, 1],
               "n_samples": 4, "dim": 7, "rank_a": None, "cn": None, "decided_by": "constant-units",
               "architecture": {"features": [], "n_params": 9, "rank_t": 9, "symmetry_dim": 2, "dim_free": 7},

@@ -349,13 +349,13 @@ def _certificate(cn, kind, delta, units, extra, t0, eps, x, f0, f1) -> dict[str,
         inputs = any(int(l) == 0 for l, _v in units)  # blank inputs: 0 on every sample, not dead
         what, verb = ("input(s)", "are 0") if inputs else ("unit(s)", "are dead")
         return {"kind": kind, "parameter": j, "name": name(j), "units": [list(u) for u in units], "direction": "-1",
-                **common, "why": (f"{what} {unit_names} {verb} on every sample: lowering {name(j)} by t keeps the "
+                **common, "why": (f"{what} {unit_names} {verb} on every sample: lowering {name(j)} keeps the "
                                   f"outputs on X for {_segment_text(t0)} while f(x*) changes (dead-unit "
                                   "certificate)")}
     (j, _one), (jb, mh) = sorted(delta.items(), key=lambda kv: kv[1] != 1)
     return {"kind": kind, "units": [list(u) for u in units], "value": extra["value"],
             "delta": [[j, "1"], [jb, str(mh)]], "names": [name(j), name(jb)], **common,
-            "why": (f"unit {unit_names} outputs {extra['value']} on every sample: raising {name(j)} by t and "
+            "why": (f"unit {unit_names} outputs {extra['value']} on every sample: raising {name(j)} and "
                     f"lowering {name(jb)} by {extra['value']} times as much keeps the outputs on X for "
                     f"{_segment_text(t0)} while f(x*) changes (constant-unit certificate)")}
 
