@@ -343,7 +343,8 @@ def line_segment(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delt
 def _certificate(cn, kind, delta, units, extra, t0, eps, x, f0, f1) -> dict[str, Any]:
     name = cn.param_name
     unit_names = cn.describe_units(units)
-    common = {"t0": None if t0 is None else str(t0), "eps": str(eps), "x": [str(v) for v in x], "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
+    common = {"t0": None if t0 is None else str(t0), "eps": str(eps), "x": [str(v) for v in x],
+              "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
     if kind == "dead-units":
         j = extra["parameter"]
         inputs = any(int(l) == 0 for l, _v in units)  # blank inputs: 0 on every sample, not dead

@@ -1,8 +1,9 @@
 """The network along a straight line ``theta(t) = theta + t delta``, every sample at once, exactly.
 
 Shared by the engine (:mod:`exactident.boundary.line`, :mod:`exactident.boundary.structural`,
-:mod:`exactident.explain.parameters`) and the verifier (:mod:`exactident.verify.line`,
-:mod:`exactident.verify.explained`), like :mod:`exactident.linalg.blas_modp`: each caller
+:mod:`exactident.explain.parameters`, and for layer graphs :mod:`exactident.boundary.dead_units`)
+and the verifier (:mod:`exactident.verify.line`, :mod:`exactident.verify.explained`,
+:mod:`exactident.verify.constrained_facts`), like :mod:`exactident.linalg.blas_modp`: each caller
 builds ``theta``, ``delta`` and ``X`` from its own reading of the case.
 
 Along the line every pre-activation ``z_l(x^i; t)`` is, on a segment ``(0, t0)``, a
@@ -18,8 +19,9 @@ polynomial in ``t`` with rational coefficients.  The network is run on those pol
 side its pre-activation has *just after* ``t = 0``: the sign of its lowest nonzero coefficient
 (a unit identically 0 outputs 0 on either side).  The layer-graph form (leaky ReLU, PReLU,
 linear skip carriers: a negative-side slope ``a_v``, moving as ``a_v + t da_v`` for a PReLU
-slope) is the same pass with ``(a_v + t da_v) z`` on the negative side, again a polynomial.  Those polynomials are the true values for
-every ``t`` in ``(0, t0)`` as long as no hidden pre-activation polynomial has a root in
+slope) is the same pass with ``(a_v + t da_v) z`` on the negative side, again a polynomial.
+Those polynomials are the true values for every ``t`` in ``(0, t0)`` as long as no hidden
+pre-activation polynomial (of a kinked unit: a linear unit has none) has a root in
 ``(0, t0)`` (by induction over the layers); then every hidden unit keeps one sign on the open
 segment, and the outputs on ``X`` are the output polynomials on the closed segment
 ``[0, t0]`` (continuity).
