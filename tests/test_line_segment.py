@@ -191,3 +191,60 @@ def test_a_structural_line_cannot_claim_more_than_its_mechanism():
     forged["certificate"]["line"]["t0"] = str(2 * t0)
     valid, msgs = verify_certificate(case, forged, require_claims=True)
     assert not valid and any(m.startswith("certificate.line.t0: ") and "changes sign" in m for m in msgs), msgs
+
+
+def _f_graph(W, b, slopes, x):
+    """Fraction forward pass of the layer-graph form: hidden unit v outputs z (z >= 0) or slopes[l][v] * z."""
+    h = list(x)
+    for l, (Wl, bl) in enumerate(zip(W, b)):
+        z = [sum((w * v for w, v in zip(row, h)), F(0)) + c for row, c in zip(Wl, bl)]
+        h = z if l == len(W) - 1 else [v if v >= 0 else a * v for v, a in zip(z, slopes[l])]
+    return h
+
+
+def test_prelu_slope_moving_ends_the_segment_at_the_hand_derived_kink():
+    # x = -1: u = w x + b = -1 with PReLU slope a = 1/4 moving as 1/4 + t: h_u = -(1/4 + t);
+    # z_2 = -4 h_u - 2 = -1 + 4 t reaches its kink at t = 1/4; f = relu(z_2) = 0 on [0, 1/4] (constant)
+    lp = line_pass([[[F(1)]], [[F(-4)]], [[F(1)]]], [[F(0)], [F(-2)], [F(0)]],
+                   [[[F(0)]], [[F(0)]], [[F(0)]]], [[F(0)], [F(0)], [F(0)]], [[F(-1)]],
+                   slopes=[[F(1, 4)], [F(0)]], dslopes=[[F(1)], [F(0)]])
+    assert lp.segment_end() == flint.fmpq(1, 4) and lp.is_constant()
+    assert lp.failures_below(flint.fmpq(1, 4)) == [] and lp.failures_below(flint.fmpq(1, 3)) == [(0, 2, 0)]
+    # the second layer's pre-activation as a polynomial: -1 + 4 t (its scale den[1])
+    assert [int(Zk[0, 0]) / lp.den[1] for Zk in lp.Z[1]] == [-1, 4]
+
+
+def test_a_linear_unit_changing_sign_ends_no_segment():
+    # z = -1 + t at x = 1 (db = 1): through a linear unit (slope 1, no kink) f = -1 + t for every t, no segment
+    # end; the same unit as a ReLU reaches its kink at t = 1
+    args = ([[[F(1)]], [[F(1)]]], [[F(-2)], [F(0)]], [[[F(0)]], [[F(0)]]], [[F(1)], [F(0)]], [[F(1)]])
+    linear = line_pass(*args, slopes=[[F(1)]])
+    assert linear.segment_end() is None and linear.failures_below(None) == []
+    assert linear.output_polys() == [[[F(-1), F(1)]]]
+    assert line_pass(*args).segment_end() == 1
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_layer_graph_polynomials_are_the_network_on_the_segment(seed):
+    # leaky, PReLU (moving slope), linear and ReLU units mixed; the polynomials against _f_graph at rational t
+    rng = random.Random(7300 + seed)
+    widths = [rng.randint(1, 3) for _ in range(rng.randint(3, 4))]
+    L = len(widths) - 1
+    W = [[[_rand(rng) for _ in range(widths[l - 1])] for _ in range(widths[l])] for l in range(1, L + 1)]
+    b = [[_rand(rng) for _ in range(widths[l])] for l in range(1, L + 1)]
+    slopes = [[rng.choice([F(0), F(1, 10), F(1), F(rng.randint(-3, 3), 4)]) for _ in range(widths[l])]
+              for l in range(1, L)]
+    dslopes = [[_rand(rng) if rng.random() < 0.4 else F(0) for _ in sl] for sl in slopes]
+    X = [[F(rng.randint(-4, 4)) for _ in range(widths[0])] for _ in range(6)]
+    dW = [[[_rand(rng) if rng.random() < 0.4 else F(0) for _ in row] for row in Wl] for Wl in W]
+    db = [[_rand(rng) if rng.random() < 0.4 else F(0) for _ in bl] for bl in b]
+    lp = line_pass(W, b, dW, db, X, slopes=slopes, dslopes=dslopes)
+    t0 = lp.segment_end()
+    end = F(1) if t0 is None else F(int(t0.p), int(t0.q))
+    polys = lp.output_polys()
+    for t in (end / 3, end / 2, end):
+        Wt = [[[w + t * d for w, d in zip(r, dr)] for r, dr in zip(Wl, dl)] for Wl, dl in zip(W, dW)]
+        bt = [[c + t * d for c, d in zip(bl, dl)] for bl, dl in zip(b, db)]
+        st = [[a + t * d for a, d in zip(sl, dl)] for sl, dl in zip(slopes, dslopes)]
+        for x, per_output in zip(X, polys):
+            assert _f_graph(Wt, bt, st, x) == [sum((c * t ** k for k, c in enumerate(p)), F(0)) for p in per_output]

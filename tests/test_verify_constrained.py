@@ -245,7 +245,7 @@ def test_dead_unit_lines_by_hand():
     assert (facts.symmetry.symmetry_dim, facts.symmetry.dim_free) == (1, 3)
     # lowering b1 keeps unit 0 dead on X; at x* = 11/2 it is active: f = 3 (11 - 10) + 11/2 + 1 = 19/2, and
     # with b1 = -10 - 1/8: 3 (7/8) + 11/2 + 1 = 73/8
-    bias = {"kind": "dead-units", "parameter": 1, "name": "b1", "units": [[1, 0]], "direction": "-1",
+    bias = {"kind": "dead-units", "parameter": 1, "name": "b1", "units": [[1, 0]], "direction": "-1", "t0": None,
             "eps": "1/8", "x": ["11/2"], "f_0": ["19/2"], "f_eps": ["73/8"]}
     valid, msgs = verify_constrained(cn, DEAD_X, _dead_report(bias))
     assert valid, msgs
@@ -280,7 +280,7 @@ def test_constant_unit_line_by_hand():
     cn = from_network(net)  # parameters W_1 row-major (0..3), b_1 (4, 5), W_2 (6, 7), b_2 (8)
     X = [[q(v), q(0)] for v in (1, 2, -1, 3)]
     part = {"kind": "constant-units", "units": [[1, 1]], "value": "2", "delta": [[7, "1"], [8, "-2"]],
-            "names": ["W_2[0,1]", "b_2[0]"], "eps": "1", "x": ["0", "1"], "f_0": ["3"], "f_eps": ["4"]}
+            "names": ["W_2[0,1]", "b_2[0]"], "t0": None, "eps": "1", "x": ["0", "1"], "f_0": ["3"], "f_eps": ["4"]}
     report = {"format": "exactident-report/1", "name": "k", "verdict": "not-identifiable", "widths": [2, 2, 1],
               "n_samples": 4, "dim": 7, "rank_a": None, "cn": None, "decided_by": "constant-units",
               "architecture": {"features": [], "n_params": 9, "rank_t": 9, "symmetry_dim": 2, "dim_free": 7},
@@ -451,3 +451,81 @@ def test_persistent_tie():
     bad = copy.deepcopy(one)
     bad["certificate"]["free_rank"]["persistent"] = [1]
     assert not verify_constrained(cn, X, bad)[0]
+
+
+def _kink_net():
+    # widths (2, 2, 2, 1), x = (x1, x2).  Layer 1: A = relu(x2 + 2) (theta_0 = 1 its weight, theta_1 = 2 its
+    # bias), B = leaky_{1/10}(x1) (theta_2 = 1; bias fixed 0).  Layer 2: C = relu(A - 3) (theta_3 = 1,
+    # theta_4 = -3), D = B, a linear carrier (fixed weight 1, slope 1).  f = 2 C + D + 1 (theta_5, 6, 7).
+    # S_H: A and C keep a rescaling each; the fixed weight 1 from B to D forces s_B = s_D, one more rescaling
+    # (theta_2 up, theta_6 down; B's bias is a fixed 0): dim S_H = 3, dim_free = 8 - 3 = 5.
+    W = [flint.fmpq_mat([[0, 1], [1, 0]]), flint.fmpq_mat([[1, 0], [0, 1]]), flint.fmpq_mat([[2, 1]])]
+    b = [[q(2), q(0)], [q(-3), q(0)], [q(1)]]
+    W_index = [np.array([[-1, 0], [2, -1]]), np.array([[3, -1], [-1, -1]]), np.array([[5, 6]])]
+    b_index = [np.array([1, -1]), np.array([4, -1]), np.array([7])]
+    return ConstrainedNetwork((2, 2, 2, 1), W, b, W_index, b_index, [[q(0), q(1, 10)], [q(0), q(1)]],
+                              [np.array([-1, -1]), np.array([-1, -1])], 8, ("leaky ReLU", "fixed weights"),
+                              [f"theta_{j}" for j in range(8)])
+
+
+# x2 = 0 on X: A = 2 and C = relu(-1) = 0 (dead) on every sample; B = leaky(x1) != 0, no tie.
+KINK_X = [[q(v), q(0)] for v in (-2, -1, 1, 3)]
+
+
+def _kink_report(part):
+    return {"format": "exactident-report/1", "name": "kink", "verdict": "not-identifiable", "widths": [2, 2, 2, 1],
+            "n_samples": 4, "dim": 5, "rank_gamma": None, "rank_a": None, "cn": None, "decided_by": part["kind"],
+            "architecture": {"features": ["leaky ReLU", "fixed weights"], "n_params": 8, "rank_t": 8,
+                             "symmetry_dim": 3, "dim_free": 5},
+            "certificate": {part["kind"].replace("-", "_"): part}}
+
+
+def test_layer_graph_line_parts_state_their_segment():
+    # Along theta_3 += t, theta_4 -= c t the pre-activation of C on X is 2 (1 + t) - 3 - c t = -1 + (2 - c) t.
+    # c = 2 (A's constant output, the constant-unit line): C never moves, t0 = null.  c = 1: C reaches its kink
+    # at t = 1 and f = 2 relu(-1 + t) + ... moves past it, so the outputs on X are proved on [0, 1] only.
+    # Witness x* = (1, 2): A = 4, C = relu(4 - 3) = 1, f = 2 + 1 + 1 = 4; at t = 1 with c = 2, C = relu(8 - 5) = 3,
+    # f = 8; with c = 1, C = relu(8 - 4) = 4, f = 10.
+    cn, X = _kink_net(), KINK_X
+    line = {"kind": "constant-units", "units": [[1, 0]], "value": "2", "delta": [[3, "1"], [4, "-2"]],
+            "names": ["theta_3", "theta_4"], "t0": None, "eps": "1", "x": ["1", "2"], "f_0": ["4"], "f_eps": ["8"]}
+    valid, msgs = verify_constrained(cn, X, _kink_report(line))
+    assert valid, msgs
+    assert any("for every t >= 0" in m for m in msgs)
+    kink = dict(line, delta=[[3, "1"], [4, "-1"]], f_eps=["10"])
+    for t0 in ("1", "1/2"):  # the segment up to the kink, or a part of it
+        valid, msgs = verify_constrained(cn, X, _kink_report(dict(kink, t0=t0)))
+        assert valid, (t0, msgs)
+    for t0 in ("2", "101/100", None):  # beyond the kink at t = 1: refused, naming the unit (2, 0) that turns
+        valid, msgs = verify_constrained(cn, X, _kink_report(dict(kink, t0=t0)))
+        assert not valid and any("certificate.constant_units.t0: unit (2, 0) changes side" in m for m in msgs), t0
+    for t0 in ("0", "-1"):
+        assert not verify_constrained(cn, X, _kink_report(dict(kink, t0=t0)))[0], t0
+    missing = {k: v for k, v in line.items() if k != "t0"}
+    valid, msgs = verify_constrained(cn, X, _kink_report(missing))
+    assert not valid and msgs == ["certificate.constant_units.t0: missing"]
+    # the dead unit C: lowering theta_4 (its bias) keeps it dead on X for every t; at x* = (1, 2), eps = 1/2:
+    # C = relu(4 - 7/2) = 1/2, f = 1 + 1 + 1 = 3
+    dead = {"kind": "dead-units", "parameter": 4, "name": "theta_4", "units": [[2, 0]], "direction": "-1",
+            "t0": None, "eps": "1/2", "x": ["1", "2"], "f_0": ["4"], "f_eps": ["3"]}
+    valid, msgs = verify_constrained(cn, X, _kink_report(dead))
+    assert valid, msgs
+    dead_missing = {k: v for k, v in dead.items() if k != "t0"}
+    assert verify_constrained(cn, X, _kink_report(dead_missing))[1] == ["certificate.dead_units.t0: missing"]
+
+
+def test_layer_graph_engine_states_t0_and_it_verifies():
+    # the engine on the same leaky graph: C is dead on X (and A constant), so its certificate's line keeps every
+    # pre-activation on X fixed: t0 = null (derivation above), and the verifier accepts it
+    from exactident.check_constrained import check_constrained
+
+    cn, X = _kink_net(), KINK_X
+    r = check_constrained(cn, X)
+    assert r.verdict == "not-identifiable" and r.decided_by in ("dead-units", "constant-units")
+    part = r.certificate[r.decided_by.replace("-", "_")]
+    assert part["t0"] is None
+    report = json.loads(json.dumps(r.to_dict()))
+    valid, msgs = verify_constrained(cn, X, report)
+    assert valid, msgs
+    report["certificate"][r.decided_by.replace("-", "_")]["t0"] = "1"  # a finite t0 is also proved (a sub-segment)
+    assert verify_constrained(cn, X, report)[0]

@@ -12,7 +12,8 @@ units only get more negative and stay at 0, moved weights multiply outputs that 
 *Constant units*: a unit with the same pre-activation ``z`` (output ``h``) on every sample whose
 outgoing weight ``W_{l+1}[i, v]`` is the only use of ``theta_j`` and the next bias ``b_{l+1}[i]``
 the only use of ``theta_jb``: the line ``theta_j += t``, ``theta_jb -= h t`` keeps ``z_{l+1}[i]`` on
-``X``.
+``X``.  Each certificate states the segment ``[0, t0]`` on which the outputs on ``X`` are proved
+constant (:func:`line_segment`: the shared polynomial pass, null for every ``t >= 0``).
 
 Non-equivalence: an input ``x*`` and an ``eps > 0`` with the same activation pattern at ``x*``
 at ``t = 0`` and ``t = eps``, every kinked pre-activation nonzero at both.  With that pattern
@@ -41,9 +42,10 @@ import numpy as np
 
 from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations
 from exactident.model.gamma_free import FreeState
+from exactident.model.line_forward import line_pass
 
 __all__ = ["candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units",
-           "zero_columns"]
+           "line_segment", "zero_columns"]
 
 #: Step sizes ``eps`` tried at a candidate point, largest first.
 _EPS = [flint.fmpq(1), flint.fmpq(1, 8), flint.fmpq(1, 64), flint.fmpq(1, 1024)]
@@ -267,9 +269,11 @@ def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     Returns
     -------
     dict or None
-        ``{"kind": "dead-units", "parameter", "name", "units", "direction": "-1", "eps", "x", "f_0",
+        ``{"kind": "dead-units", "parameter", "name", "units", "direction": "-1", "t0", "eps", "x", "f_0",
         "f_eps", "why"}``, or ``{"kind": "constant-units", "units", "value", "delta": [[j, q], ...],
-        "names", "eps", "x", "f_0", "f_eps", "why"}`` (rationals as strings; ``why`` is for the reason).
+        "names", "t0", "eps", "x", "f_0", "f_eps", "why"}`` (rationals as strings; ``t0``: the outputs on
+        ``X`` are constant for every ``t`` in ``[0, t0]``, null for every ``t >= 0``, :func:`line_segment`;
+        ``why`` is for the reason).
     """
     W, b, a = _floats(cn)
     gen = np.random.default_rng(rng.randrange(1 << 30))
@@ -289,27 +293,76 @@ def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
                 if got is None:
                     continue
                 f0, f1 = got
-                return _certificate(cn, kind, delta, units, extra, eps, x, f0, f1)
+                constant, t0 = line_segment(cn, X, delta)
+                if not constant:  # cannot happen for these lines (theory above); never certify it
+                    break
+                return _certificate(cn, kind, delta, units, extra, t0, eps, x, f0, f1)
+            else:
+                continue
+            break
     return None
 
 
-def _certificate(cn, kind, delta, units, extra, eps, x, f0, f1) -> dict[str, Any]:
+def line_segment(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delta: dict[int, flint.fmpq]
+                 ) -> tuple[bool, flint.fmpq | None]:
+    """Whether the outputs on ``X`` are constant along ``theta + t delta``, and the segment ``[0, t0]`` proved.
+
+    The network is run on polynomials in ``t`` with each unit's negative-side slope
+    (:func:`exactident.model.line_forward.line_pass`, exact over Q); ``t0`` is the first positive
+    root of a kinked unit's pre-activation on ``X`` (a rational just below it when irrational),
+    ``None`` when no unit ever changes side: every ``t >= 0``.  For a dead-unit line (a dead unit's
+    bias lowered, or weights leaving units that are 0 on ``X``) and a constant-unit line the
+    pre-activations on ``X`` never move, so ``t0`` is ``None``; it is computed, not assumed.
+
+    Parameters
+    ----------
+    cn : ConstrainedNetwork
+    X : n rows of ``N_0`` fmpq (Q), ``n >= 0``
+    delta : dict ``j -> fmpq``
+        The direction in ``theta`` (absent parameters 0).
+
+    Returns
+    -------
+    (bool, fmpq or None)
+        ``(True, None)`` for no sample.
+    """
+    if not len(X):
+        return True, None
+    zero = flint.fmpq(0)
+
+    def pick(index: np.ndarray) -> list[flint.fmpq]:
+        return [delta.get(int(j), zero) if j >= 0 else zero for j in index.reshape(-1)]
+
+    dW = [flint.fmpq_mat(cn.widths[l], cn.widths[l - 1], pick(cn.W_index[l - 1])) for l in range(1, cn.L + 1)]
+    db = [pick(cn.b_index[l - 1]) for l in range(1, cn.L + 1)]
+    da = [pick(cn.slope_index[l - 1]) for l in range(1, cn.L)]
+    along = line_pass(cn.W, cn.b, dW, db, [list(row) for row in X], slopes=cn.negative_slope, dslopes=da)
+    return along.is_constant(), along.segment_end()
+
+
+def _certificate(cn, kind, delta, units, extra, t0, eps, x, f0, f1) -> dict[str, Any]:
     name = cn.param_name
     unit_names = cn.describe_units(units)
-    common = {"eps": str(eps), "x": [str(v) for v in x], "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
+    common = {"t0": None if t0 is None else str(t0), "eps": str(eps), "x": [str(v) for v in x],
+              "f_0": [str(v) for v in f0], "f_eps": [str(v) for v in f1]}
     if kind == "dead-units":
         j = extra["parameter"]
         inputs = any(int(l) == 0 for l, _v in units)  # blank inputs: 0 on every sample, not dead
         what, verb = ("input(s)", "are 0") if inputs else ("unit(s)", "are dead")
         return {"kind": kind, "parameter": j, "name": name(j), "units": [list(u) for u in units], "direction": "-1",
                 **common, "why": (f"{what} {unit_names} {verb} on every sample: lowering {name(j)} keeps the "
-                                  f"outputs on X while f(x*) changes (dead-unit certificate)")}
+                                  f"outputs on X for {_segment_text(t0)} while f(x*) changes (dead-unit "
+                                  "certificate)")}
     (j, _one), (jb, mh) = sorted(delta.items(), key=lambda kv: kv[1] != 1)
     return {"kind": kind, "units": [list(u) for u in units], "value": extra["value"],
             "delta": [[j, "1"], [jb, str(mh)]], "names": [name(j), name(jb)], **common,
-            "why": (f"unit {unit_names} outputs {extra['value']} on every sample: raising {name(j)} and lowering "
-                    f"{name(jb)} by {extra['value']} times as much keeps the outputs on X while f(x*) changes "
-                    "(constant-unit certificate)")}
+            "why": (f"unit {unit_names} outputs {extra['value']} on every sample: raising {name(j)} and "
+                    f"lowering {name(jb)} by {extra['value']} times as much keeps the outputs on X for "
+                    f"{_segment_text(t0)} while f(x*) changes (constant-unit certificate)")}
+
+
+def _segment_text(t0: flint.fmpq | None) -> str:
+    return "every t >= 0" if t0 is None else f"0 <= t <= {t0}"
 
 
 def check_constant_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], j: int, jb: int,

@@ -1,8 +1,9 @@
 """The network along a straight line ``theta(t) = theta + t delta``, every sample at once, exactly.
 
 Shared by the engine (:mod:`exactident.boundary.line`, :mod:`exactident.boundary.structural`,
-:mod:`exactident.explain.parameters`) and the verifier (:mod:`exactident.verify.line`,
-:mod:`exactident.verify.explained`), like :mod:`exactident.linalg.blas_modp`: each caller
+:mod:`exactident.explain.parameters`, and for layer graphs :mod:`exactident.boundary.dead_units`)
+and the verifier (:mod:`exactident.verify.line`, :mod:`exactident.verify.explained`,
+:mod:`exactident.verify.constrained_facts`), like :mod:`exactident.linalg.blas_modp`: each caller
 builds ``theta``, ``delta`` and ``X`` from its own reading of the case.
 
 Along the line every pre-activation ``z_l(x^i; t)`` is, on a segment ``(0, t0)``, a
@@ -16,8 +17,11 @@ polynomial in ``t`` with rational coefficients.  The network is run on those pol
 
 (one FLINT ``fmpz_mat`` product per layer and degree).  A hidden unit's ReLU is taken on the
 side its pre-activation has *just after* ``t = 0``: the sign of its lowest nonzero coefficient
-(a unit identically 0 outputs 0 on either side).  Those polynomials are the true values for
-every ``t`` in ``(0, t0)`` as long as no hidden pre-activation polynomial has a root in
+(a unit identically 0 outputs 0 on either side).  The layer-graph form (leaky ReLU, PReLU,
+linear skip carriers: a negative-side slope ``a_v``, moving as ``a_v + t da_v`` for a PReLU
+slope) is the same pass with ``(a_v + t da_v) z`` on the negative side, again a polynomial.
+Those polynomials are the true values for every ``t`` in ``(0, t0)`` as long as no hidden
+pre-activation polynomial (of a kinked unit: a linear unit has none) has a root in
 ``(0, t0)`` (by induction over the layers); then every hidden unit keeps one sign on the open
 segment, and the outputs on ``X`` are the output polynomials on the closed segment
 ``[0, t0]`` (continuity).
@@ -88,10 +92,15 @@ class LinePass:
         degrees are dropped (at least degree 0 is kept).
     den : list of int
         ``den[l-1] > 0``, one per layer.
+    kinked : list of bool ndarray, optional
+        ``kinked[l-1]``, shape ``(N_l,)`` (hidden layers): units with a kink at ``z = 0``; a
+        unit whose negative-side slope is fixed at 1 (a linear unit, e.g. a skip carrier) has
+        none, so its sign changes nothing.  ``None``: every hidden unit is kinked (ReLU).
     """
 
     Z: list[list[flint.fmpz_mat]]
     den: list[int]
+    kinked: list[np.ndarray] | None = None
 
     @property
     def n(self) -> int:
@@ -132,6 +141,8 @@ class LinePass:
             n, N = Zl[0].nrows(), Zl[0].ncols()
             A = np.stack([_objects(Zk, n, N) for Zk in Zl])
             both = (A > 0).any(axis=0) & (A < 0).any(axis=0)
+            if self.kinked is not None:
+                both &= self.kinked[l - 1][None, :]
             for i, v in zip(*np.nonzero(both)):
                 out.append((int(i), l, int(v), [int(c) for c in A[:, i, v]]))
         return out
@@ -260,7 +271,8 @@ def _first_root_below(q: flint.fmpq_poly) -> flint.fmpq | None:
 
 
 def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequence[Any],
-              X: Sequence[Sequence[Any]]) -> LinePass:
+              X: Sequence[Sequence[Any]], slopes: Sequence[Sequence[Any]] | None = None,
+              dslopes: Sequence[Sequence[Any]] | None = None) -> LinePass:
     """Run the network along ``theta + t delta`` on every sample at once (module docstring).
 
     Parameters
@@ -269,6 +281,14 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
         ``W_l`` and the direction ``delta W_l``.
     b, db : per layer a sequence of Fraction / fmpq (Q)
     X : n rows of ``N_0`` Fraction / fmpq (Q)
+    slopes, dslopes : per hidden layer ``l = 1..L-1`` a sequence of ``N_l`` Fraction / fmpq (Q), optional
+        The layer-graph form (:class:`exactident.model.constrained.ConstrainedNetwork`): hidden
+        unit ``v`` outputs ``z`` for ``z >= 0`` and ``(a_v + t da_v) z`` below, ``a_v`` its
+        negative-side slope (0 ReLU, leaky ReLU, PReLU, 1 a linear unit) and ``da_v`` the
+        direction of a PReLU slope.  On a segment where ``z`` keeps its sign this is again a
+        polynomial in ``t``, so everything above holds unchanged; a unit with ``a_v = 1`` and
+        ``da_v = 0`` has no kink and its roots never end a segment.  ``None``: every slope 0
+        and fixed (ReLU, the plain MLP).
 
     Returns
     -------
@@ -290,6 +310,14 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
     >>> lp = line_pass([[[F(2)]], [[F(3)]]], [[F(1)], [F(0)]], [[[F(0)]], [[F(0)]]], [[F(-1)], [F(0)]], [[F(0)]])
     >>> lp.moving(), lp.segment_end(), lp.failures_below(flint.fmpq(1)), lp.failures_below(flint.fmpq(2))
     ([(0, 0, 1, Fraction(-3, 1))], 1, [], [(0, 1, 0)])
+
+    A leaky unit (slope ``1/10``) at ``x = -1``: ``z = -1 + t`` along ``db_1 = 1``, so the
+    output is ``(-1 + t)/10`` until the kink at ``t = 1``:
+
+    >>> lp = line_pass([[[F(1)]], [[F(1)]]], [[F(0)], [F(0)]], [[[F(0)]], [[F(0)]]], [[F(1)], [F(0)]],
+    ...                [[F(-1)]], slopes=[[F(1, 10)]])
+    >>> lp.output_polys(), lp.segment_end()
+    ([[[Fraction(-1, 10), Fraction(1, 10)]]], 1)
     """
     n = len(X)
     n_in = W[0].ncols() if isinstance(W[0], flint.fmpq_mat) else len(W[0][0])
@@ -299,6 +327,7 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
     L = len(W)
     Z_all: list[list[flint.fmpz_mat]] = []
     dens: list[int] = []
+    kinked: list[np.ndarray] | None = [] if slopes is not None or dslopes is not None else None
     for l in range(1, L + 1):
         N, M = widths[l], widths[l - 1]
         Wn, dW_ = rational_matrix(W[l - 1], N, M).numer_denom()
@@ -324,21 +353,43 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
         S = S_new
         Z_all.append(Z)
         dens.append(S)
-        if l < L:  # relu just after t = 0: the sign of the lowest nonzero coefficient
-            if len(Z) == 1:
-                keep = _objects(Z[0], n, N) > 0
-            else:
-                A = [_objects(Zk, n, N) for Zk in Z]
-                lead = A[-1]
-                for Ak in reversed(A[:-1]):
-                    lead = np.where(Ak != 0, Ak, lead)
-                keep = lead > 0
-            if keep.all():
-                H = Z
-            else:
-                H = [flint.fmpz_mat(np.where(keep, _objects(Zk, n, N), 0).tolist()) if n and N
-                     else flint.fmpz_mat(n, N) for Zk in Z]
-    return LinePass(Z_all, dens)
+        if l < L:  # the side just after t = 0: the sign of the lowest nonzero coefficient
+            A = [_objects(Zk, n, N) for Zk in Z]
+            lead = A[-1]
+            for Ak in reversed(A[:-1]):
+                lead = np.where(Ak != 0, Ak, lead)
+            keep = lead > 0
+            a, da = _slopes(slopes, l, N), _slopes(dslopes, l, N)
+            if kinked is not None:
+                kinked.append(np.array([not (av == 1 and dav == 0) for av, dav in zip(a, da)], dtype=bool))
+            if not any(a) and not any(da):  # ReLU: the negative side outputs 0
+                H = Z if keep.all() else [flint.fmpz_mat(np.where(keep, Ak, 0).tolist()) if n and N
+                                          else flint.fmpz_mat(n, N) for Ak in A]
+            else:  # (a + t da) z below 0, on the scale S q (q clears the slopes' denominators)
+                q = lcm(1, *(int(v.denominator) for v in [*a, *da]))
+                up = np.array([int(v * q) for v in a], dtype=object)[None, :]
+                dup = np.array([int(v * q) for v in da], dtype=object)[None, :]
+                zero = np.zeros((n, N), dtype=object)
+                H = []
+                for k in range(len(A) + (1 if any(da) else 0)):
+                    Ak = A[k] if k < len(A) else zero
+                    Hk = np.where(keep, Ak * q, Ak * up)
+                    if k >= 1:
+                        Hk = Hk + np.where(keep, 0, A[k - 1] * dup)
+                    H.append(flint.fmpz_mat(Hk.tolist()) if n and N else flint.fmpz_mat(n, N))
+                while len(H) > 1 and H[-1].is_zero():
+                    H.pop()
+                S *= q
+    return LinePass(Z_all, dens, kinked)
+
+
+def _slopes(values: Sequence[Sequence[Any]] | None, l: int, N: int) -> list[Fraction]:
+    """Layer ``l``'s slopes (or their direction) as Fractions; ``None``: ``N`` zeros."""
+    if values is None:
+        return [Fraction(0)] * N
+    if any(isinstance(v, float) for v in values[l - 1]):
+        raise TypeError(f"slopes of layer {l}: a float (the exact path takes rationals only)")
+    return [Fraction(int(v.p), int(v.q)) if isinstance(v, flint.fmpq) else Fraction(v) for v in values[l - 1]]
 
 
 def line_outputs(W, b, dW, db, X) -> list[list[list[Fraction]]]:

@@ -24,7 +24,8 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
-  needs a verified ``dead_units``, ``constant_units``, ``submersion`` or ``entering_submersion`` part;
+  needs a verified ``dead_units``, ``constant_units``, ``submersion`` or ``entering_submersion`` part
+  (a ``dead_units`` or ``constant_units`` line states its segment ``t0``, checked exactly);
   no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
   plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
 - the explain fields ``parameters``, ``units``, ``channels`` and ``kernel_basis``
@@ -125,9 +126,10 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
                                     "delta": List(Tuple(NAT, Rational())), "y": List(Rational()), "prime": NAT,
                                     "rank_x": NAT}),
         "dead_units": Obj({"kind": Enum("dead-units"), "parameter": NAT, "name": STR, "units": UNITS,
-                           "direction": Enum("-1"), **WITNESS}),
+                           "direction": Enum("-1"), "t0": Null(Rational()), **WITNESS}),
         "constant_units": Obj({"kind": Enum("constant-units"), "units": UNITS, "value": Rational(),
-                               "delta": List(Tuple(NAT, Rational())), "names": List(STR), **WITNESS})}))})
+                               "delta": List(Tuple(NAT, Rational())), "names": List(STR), "t0": Null(Rational()),
+                               **WITNESS})}))})
 #: ``decided_by`` values a constrained report may carry, with the verdict each gives.
 RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-units": "not-identifiable",
          "constant-units": "not-identifiable", "submersion": "not-identifiable",
@@ -284,8 +286,10 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             continue
         if key in ("dead_units", "constant_units"):
             bad = check_line_part(facts, key, cert[key])
-            why = "the outputs on X are constant along theta + t delta for small t > 0, delta is not in S_H, " \
-                  "and f(x) changes"
+            t0 = cert[key]["t0"]
+            why = (f"the outputs on X are constant along theta + t delta for "
+                   f"{'every t >= 0' if t0 is None else f'0 <= t <= t0 = {t0}'}, delta is not in S_H, "
+                   "and f(x) changes")
         else:
             bad = (check_submersion if key == "submersion" else check_entering_submersion)(facts, cert[key])
             why = "Gamma_free has full row rank and a direction of its fiber moves f(y)"

@@ -1,7 +1,8 @@
 """The verifier's own facts on a constrained network: forward pass, ``Gamma_free`` mod p, ``S_H``, ``dim_free``.
 
 Independent of the engine's code paths (nothing of :mod:`exactident.model` but the
-:class:`~exactident.model.constrained.ConstrainedNetwork` container is used): every fact
+:class:`~exactident.model.constrained.ConstrainedNetwork` container and the exact polynomial
+primitive :mod:`exactident.model.line_forward`, shared like a BLAS, is used): every fact
 a constrained report is checked against is recomputed here from the compiled network
 and the sample.
 
@@ -20,8 +21,10 @@ and the sample.
 - :func:`directional_derivative`: ``Gamma_free(s) delta`` exactly over Q (forward mode),
   to check kernel vectors;
 - :func:`softmax_rank_bound`: ``k - dim(S_H + shifts)`` (shifts of every logit by one amount);
-- :func:`line_is_constant`: are the outputs on X constant along ``theta + t delta`` for small
-  ``t > 0`` (polynomials in ``t``, exact); :func:`outputs_at`: ``f_theta(x)`` at one input.
+- :func:`line_along`: the pre-activations on X along ``theta + t delta`` as polynomials in ``t``
+  (the shared primitive :func:`exactident.model.line_forward.line_pass`, which also decides the
+  segment ``[0, t0]`` on which they hold); :func:`line_is_constant`: are the outputs on X constant
+  for small ``t > 0``; :func:`outputs_at`: ``f_theta(x)`` at one input.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ import flint
 import numpy as np
 
 from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.line_forward import LinePass, line_pass
 
 __all__ = ["ConstrainedFacts", "Symmetry", "directional_derivative", "gamma_free_mod_p", "integer_forward",
-           "line_is_constant", "outputs_at", "rank_mod_p", "rescaling_symmetry", "softmax_rank_bound",
+           "line_along", "line_is_constant", "outputs_at", "rank_mod_p", "rescaling_symmetry", "softmax_rank_bound",
            "verifier_primes"]
 
 
@@ -428,62 +432,51 @@ def softmax_rank_bound(cn: ConstrainedNetwork, sym: Symmetry) -> int:
     return k - (M.rref()[1] if M.ncols() else 0)
 
 
+def line_along(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delta: Sequence[flint.fmpq]) -> LinePass:
+    """The pre-activations on ``X`` along ``theta + t delta`` as polynomials in ``t`` (exact).
+
+    The dense direction (weights, biases, PReLU slopes) is read here from ``cn``'s index arrays
+    and ``delta`` (length ``n_params``, Q); the polynomial pass is the shared primitive
+    :func:`exactident.model.line_forward.line_pass` with each unit's negative-side slope.
+
+    Raises
+    ------
+    ValueError
+        For no sample (``X`` empty).
+    """
+    if not len(X):
+        raise ValueError("line_along: no sample")
+    zero = flint.fmpq(0)
+
+    def pick(index) -> list[flint.fmpq]:
+        return [delta[int(j)] if j >= 0 else zero for j in np.asarray(index).reshape(-1)]
+
+    dW = [flint.fmpq_mat(cn.widths[l], cn.widths[l - 1], pick(cn.W_index[l - 1])) for l in range(1, cn.L + 1)]
+    db = [pick(cn.b_index[l - 1]) for l in range(1, cn.L + 1)]
+    da = [pick(cn.slope_index[l - 1]) for l in range(1, cn.L)]
+    return line_pass(cn.W, cn.b, dW, db, [list(row) for row in X], slopes=cn.negative_slope, dslopes=da)
+
+
 def line_is_constant(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                      delta: Sequence[flint.fmpq]) -> tuple[bool, str]:
     """Are the outputs on ``X`` the same at ``theta + t delta`` for every small enough ``t > 0``? (exact)
 
-    Every value along the line is a polynomial in ``t`` near ``0+``: layer by layer its coefficient
-    matrices ``Z_0, Z_1, ...`` (FLINT ``fmpq_mat`` products); a unit's side for small ``t > 0`` is the
-    sign of its first nonzero coefficient (a unit identically 0 outputs 0 on either side), and a
-    PReLU slope moves too (``a + t delta_a``).  Constant means every output coefficient of degree
-    ``>= 1`` is 0.
+    Every value along the line is a polynomial in ``t`` near ``0+`` (:func:`line_along`); a unit's
+    side for small ``t > 0`` is the sign of its first nonzero coefficient (a unit identically 0
+    outputs 0 on either side), and a PReLU slope moves too (``a + t delta_a``).  Constant means
+    every output coefficient of degree ``>= 1`` is 0.
 
     Returns
     -------
     (bool, str)
         The answer and, when False, where the first output moves (``sample i, output o``).
     """
-    n, zero = len(X), flint.fmpq(0)
-
-    def pick(index) -> list[flint.fmpq]:
-        return [delta[int(j)] if j >= 0 else zero for j in np.asarray(index).reshape(-1)]
-
-    H = [flint.fmpq_mat(n, cn.widths[0], [v for row in X for v in row])]
-    for l in range(1, cn.L + 1):
-        N, Nin = cn.widths[l], cn.widths[l - 1]
-        dW = flint.fmpq_mat(N, Nin, pick(cn.W_index[l - 1])).transpose()
-        Wt = cn.W[l - 1].transpose()
-        b, db = list(cn.b[l - 1]), pick(cn.b_index[l - 1])
-        Z = []
-        for d in range(len(H) + 1):
-            M = H[d] * Wt if d < len(H) else flint.fmpq_mat(n, N)
-            if d >= 1:
-                M += H[d - 1] * dW
-            if d == 0:
-                M += flint.fmpq_mat(n, N, b * n)
-            if d == 1:
-                M += flint.fmpq_mat(n, N, db * n)
-            Z.append(M)
-        if l == cn.L:
-            for d in range(1, len(Z)):
-                for i in range(n):
-                    for o in range(N):
-                        if Z[d][i, o] != 0:
-                            return False, f"sample {i}, output {o} moves (degree {d} in t)"
-            return True, ""
-        a, da = cn.negative_slope[l - 1], pick(cn.slope_index[l - 1])
-        Hn = [flint.fmpq_mat(n, N) for _ in range(len(Z) + 1)]
-        for i in range(n):
-            for v in range(N):
-                lead = next((Z[d][i, v] for d in range(len(Z)) if Z[d][i, v] != 0), zero)
-                if lead >= 0:
-                    for d in range(len(Z)):
-                        Hn[d][i, v] = Z[d][i, v]
-                else:  # (a + t da) z(t)
-                    for d in range(len(Z)):
-                        Hn[d][i, v] += a[v] * Z[d][i, v]
-                        Hn[d + 1][i, v] += da[v] * Z[d][i, v]
-        H = Hn
+    if not len(X):
+        return True, ""
+    moving = line_along(cn, X, delta).moving()
+    if moving:
+        i, o, d, _c = moving[0]
+        return False, f"sample {i}, output {o} moves (degree {d} in t)"
     return True, ""
 
 

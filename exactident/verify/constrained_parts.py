@@ -12,11 +12,15 @@ Helpers of :mod:`exactident.verify.constrained`; every fact comes from
     ``dim_free``), ``kernel`` (each column checked over Q by forward-mode derivatives; with ``S_H``
     they bound the rank by ``n_params - rank [K | S_H]``) or ``exact-elimination`` (the verifier's
     own exact rank, up to ``--max-exact-entries``).  A claimed ``rank`` must sit between the two bounds.
-``dead_units`` ``{parameter, name, units, direction: "-1", eps, x, f_0, f_eps}`` and ``constant_units``
-    ``{units, value, delta, names, eps, x, f_0, f_eps}``
+``dead_units`` ``{parameter, name, units, direction: "-1", t0, eps, x, f_0, f_eps}`` and ``constant_units``
+    ``{units, value, delta, names, t0, eps, x, f_0, f_eps}``
     A line ``theta + t delta`` (``delta = -e_parameter`` for ``dead_units``): the units listed output
-    0 (``value``) on every sample; the outputs on X are the same for every small ``t > 0``
-    (polynomials in ``t``, exact); ``delta`` is not in ``S_H``, so for small ``t`` the point is not
+    0 (``value``) on every sample; the outputs on X are the same for every ``t`` in the segment
+    ``[0, t0]`` the part states (``t0`` null: every ``t >= 0``): re-run as polynomials in ``t``
+    with each unit's negative-side slope (:func:`~exactident.verify.constrained_facts.line_along`,
+    the shared primitive), every output polynomial constant and no kinked unit's pre-activation on
+    X with a root in ``(0, t0)`` (Descartes, a coefficient bound, else Sturm; exact), so every
+    unit keeps its side on the open segment; ``delta`` is not in ``S_H``, so for small ``t`` the point is not
     a rescaling of ``theta`` (the rescaling orbit is an embedded manifold whose tangent is ``S_H``):
     theta is not locally identifiable.  The witness ``f(x)`` at ``t = 0`` and ``t = eps`` is
     recomputed and must be what the report says, and differ.
@@ -34,7 +38,7 @@ from exactident.verify.arith import capped_exact_rank
 from exactident.verify.constrained_facts import (
     ConstrainedFacts,
     directional_derivative,
-    line_is_constant,
+    line_along,
     outputs_at,
     rank_mod_p,
 )
@@ -240,9 +244,22 @@ def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> 
         return fails
     if not any(d != 0 for d in delta):
         return [f"{where}: the direction is 0"]
-    constant, moved = line_is_constant(cn, facts.X, delta)
-    if not constant:
-        return [f"{where}: the outputs on X change along the line: {moved}"]
+    if facts.X:  # the outputs on X are the same for every t in [0, t0] (t0 null: every t >= 0)
+        t0 = None if part["t0"] is None else rational(part["t0"])
+        if t0 is not None and t0 <= 0:
+            return [f"{where}.t0: {t0} is not positive"]
+        along = line_along(cn, facts.X, delta)
+        moving = along.moving()
+        if moving:
+            i, o, d, _c = moving[0]
+            return [f"{where}: the outputs on X change along the line: sample {i}, output {o} moves "
+                    f"(degree {d} in t)"]
+        crossing = along.failures_below(t0)
+        if crossing:
+            i, l, v = crossing[0]
+            return [f"{where}.t0: unit ({l}, {v}) changes side on sample {i} for some t in "
+                    f"(0, {'oo' if t0 is None else t0}): the segment the certificate states is not proved"
+                    + (f" ({len(crossing)} such pre-activations)" if len(crossing) > 1 else "")]
     sym = facts.symmetry
     M = flint.fmpq_mat(k, sym.symmetry_dim + 1)
     for i in range(k):
