@@ -13,6 +13,8 @@ theorems do not apply.  Boundary cases (ties) are decided in
 
 from __future__ import annotations
 
+from typing import Any
+
 from exactident.errors import InvariantViolation
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "INCONCLUSIVE",
     "NOT_IDENTIFIABLE",
     "VERDICTS",
+    "decided_by",
     "holds_cn",
     "holds_cs",
     "reason_from_ranks",
@@ -87,3 +90,30 @@ def reason_from_ranks(rank_gamma: int, rank_a: int | None, dim: int, verdict: st
         return (f"neither theorem applies: rank Gamma = {rank_gamma} < rank A = {rank_a} "
                 f"and rank Gamma < dim = {dim}")
     raise InvariantViolation(f"no off-boundary reason for verdict {verdict!r}")
+
+
+def decided_by(verdict: str, certificate: dict[str, Any] | None) -> str:
+    """The rule that decided a verdict, read off its certificate (one of :data:`exactident.boundary.structural.RULES`).
+
+    Examples
+    --------
+    >>> decided_by("identifiable", {"rank": {}}), decided_by("not-identifiable", {"rank": {}})
+    ('theorem-9', 'theorem-8')
+    >>> decided_by("not-identifiable", {"line": {}, "structural": {"mechanism": "dead-neuron"}})
+    'dead-neuron'
+    """
+    cert = certificate or {}
+    if verdict == DEGENERATE:
+        return "degenerate"
+    if verdict == INCONCLUSIVE:
+        return "none"
+    if "structural" in cert:
+        return str(cert["structural"]["mechanism"])
+    if "entering" in cert:
+        return "boundary-entering"
+    if "line" in cert:
+        return "line"
+    visible = bool((cert.get("boundary") or {}).get("ties"))
+    if verdict == IDENTIFIABLE:
+        return "boundary-cs" if visible else "theorem-9"
+    return "theorem-8"
