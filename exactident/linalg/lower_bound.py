@@ -110,8 +110,10 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             # and then A's row space, so its reduced echelon kernel is A's too.  R needs only the
             # rank the sample misses: a product n / (n - r1) times smaller than a full sketch.
             rows, r1 = first
-            rest = np.setdiff1d(np.arange(m), rows)
-            image = np.vstack([image[rows], sketch_rows(image[rest], n - r1 + 16, p, rng)])
+            rest = np.ones(m, dtype=bool)
+            rest[rows] = False
+            # the rest is read in row blocks (no copy of A[rest]: a tall image is the rank stage's largest array)
+            image = np.vstack([image[rows], sketch_rows(image, n - r1 + 16, p, rng, rows=np.flatnonzero(rest))])
         elif blas and m > 2 * n + 64:
             # Very tall: the rank of R A for a random k x m matrix R (k = n + 16) is a lower bound
             # for the rank of A (and equal to it unless R is unlucky, chance about rank / p); one
