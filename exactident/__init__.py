@@ -10,7 +10,7 @@ files, reports), ``linalg`` (exact, modular and float linear algebra),
 (float backends), and on top :func:`check`, ``run_cases``, ``crosscheck``,
 ``explain``, ``suites`` and the CLI.
 Importing the package loads only :mod:`exactident.errors`: every public name
-(:func:`check`, :func:`load_case`, :func:`from_sklearn`, ...) is imported on first
+(``check``, ``load_case``, ``from_sklearn``, ...) is imported on first
 use (PEP 562), so a command loads only what it uses, and never networkx, sympy,
 scipy, matplotlib, pandas, tqdm, torch or the model importers unless it uses them.
 

@@ -76,11 +76,11 @@ class _LazySubParsers(argparse._SubParsersAction):
         self.fillers: dict[str, tuple[argparse.ArgumentParser, str]] = {}
 
     def __call__(self, parser, namespace, values, option_string=None):
-        fill_subparser(self, values[0])
+        _fill_subparser(self, values[0])
         super().__call__(parser, namespace, values, option_string)
 
 
-def fill_subparser(sub: argparse._SubParsersAction, name: str) -> None:
+def _fill_subparser(sub: argparse._SubParsersAction, name: str) -> None:
     """Add the options of subcommand ``name`` to its parser (once), importing the module that defines them."""
     fillers = getattr(sub, "fillers", {})
     if name not in fillers:  # an unknown name: argparse reports it
@@ -127,8 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     argparse.ArgumentParser
         Its ``error`` raises an internal usage error that :func:`main` turns
         into exit status 2 with one line on stderr.  A subcommand's options are
-        added when that subcommand is parsed (:func:`fill_subparser` adds them
-        beforehand, e.g. to list them).
+        added when that subcommand is parsed.
     """
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")

@@ -357,7 +357,7 @@ def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random, rows: np.ndar
         Seeds ``R``.
     rows : int array, optional
         The rows of ``A`` sketched (default: all).  ``A[rows]`` is never copied: ``A`` is read in
-        blocks of :data:`_SKETCH_ROWS` rows, each turned into float64 symmetric residues and
+        blocks of ``_SKETCH_ROWS`` (1024) rows, each turned into float64 symmetric residues and
         multiplied by its block of ``R``, so the memory beside ``A`` is ``k x n`` plus one block
         (a tall ``Gamma mod p`` is the largest array of the rank stage; no second copy of it).
 
