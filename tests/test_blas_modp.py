@@ -169,3 +169,19 @@ def test_sketch_rows_makes_no_copy_of_the_rows_it_reads():
     finally:
         tracemalloc.stop()
     assert peak < A.nbytes / 2
+
+
+def test_lower_bound_of_a_very_tall_deficient_matrix_by_sample_and_sketch():
+    # m > 2 n + 64 and the row sample misses rank: the sample and the sketch of the other rows are
+    # eliminated as one float64 stack; the rank (FLINT over Z, independently) and the int64 image contract hold
+    from exactident.linalg.lower_bound import modular_lower_bound
+
+    gen = np.random.default_rng(5)
+    L = gen.integers(-9, 10, (700, 25))
+    L[:650, 20:] = 0  # most rows miss 5 directions: a random sample of n + 16 rows is likely deficient
+    A = L @ gen.integers(-9, 10, (25, 40))
+    expected = flint.fmpz_mat(A.tolist()).rank()
+    r, p, image = modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(3), stop_at=40, blas=True)
+    assert r == expected == 25
+    assert image.dtype == np.int64 and image.min() >= 0 and image.max() < p
+    assert _flint_rank(image, p) == expected

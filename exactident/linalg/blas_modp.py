@@ -49,6 +49,7 @@ __all__ = [
     "rref_kernel_blas",
     "sketch_columns_sparse",
     "sketch_rows",
+    "symmetric_rows",
     "to_symmetric",
 ]
 
@@ -110,6 +111,24 @@ def to_symmetric(A: np.ndarray, p: int) -> np.ndarray:
     B = np.asarray(A, dtype=np.int64) % p
     out = B.astype(np.float64)
     out[p // 2 < B] -= p
+    return out
+
+
+def symmetric_rows(A: np.ndarray, rows: Sequence[int] | np.ndarray, p: int, out: np.ndarray) -> np.ndarray:
+    """``A[rows]`` as float64 symmetric residues mod p, written into ``out`` (shape ``(len(rows), n)``).
+
+    Copied in blocks of rows, so no full int64 copy of ``A[rows]`` is made beside ``out``; ``A``
+    (integer residues below ``2**52`` in magnitude, or float64 symmetric residues) is left unchanged.
+
+    Examples
+    --------
+    >>> out = np.empty((2, 2)); symmetric_rows(np.array([[6, 1], [0, 0], [8, 3]]), [0, 2], 7, out).tolist()
+    [[-1.0, 1.0], [1.0, 3.0]]
+    """
+    index = np.asarray(rows, dtype=np.int64)
+    for s in range(0, len(index), _SKETCH_ROWS):
+        out[s:s + _SKETCH_ROWS] = A[index[s:s + _SKETCH_ROWS]]
+        _reduce(out[s:s + _SKETCH_ROWS], p)
     return out
 
 
