@@ -84,9 +84,7 @@ _CALLABLE_PACKAGES = ("explain", "crosscheck")
 
 def __getattr__(name: str) -> Any:
     if name in _CALLABLE_PACKAGES:
-        module = _importlib.import_module(f"exactident.{name}")  # the subpackage makes itself callable
-        globals()[name] = module
-        return module
+        return _importlib.import_module(f"exactident.{name}")  # bound (and made callable) by _Package
     if name in _LAZY:
         value = getattr(_importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
@@ -99,11 +97,16 @@ def __dir__() -> list[str]:
 
 
 class _Package(type(_sys)):  # type: ignore[misc]
-    # The import system binds a submodule on its package once loaded; ``exactident.check`` is the
-    # function (as when it was imported eagerly), whoever loads the module ``exactident.check`` first.
+    # The import system binds a submodule on its package once loaded, whoever imports it first:
+    # ``exactident.check`` stays the function (as when it was imported eagerly), and
+    # ``exactident.explain`` / ``exactident.crosscheck`` become callable packages.
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "check" and isinstance(value, type(_sys)):
             value = value.check
+        elif name in _CALLABLE_PACKAGES and isinstance(value, type(_sys)):
+            from exactident.api import CallablePackage
+
+            value.__class__ = CallablePackage
         super().__setattr__(name, value)
 
 

@@ -101,6 +101,7 @@ def test_import_exactident_loads_only_the_errors():
 
 def test_public_names_load_on_first_use():
     code = ("import exactident.run_cases\n"  # loads the module exactident.check first: the name stays the function
+            "import exactident.explain.render\n"  # the subpackage imported first: still callable
             "import exactident, inspect\n"
             "from exactident import Case, Network, Report, check, design, explain, crosscheck, from_sklearn, "
             "load_case\n"

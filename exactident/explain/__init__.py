@@ -8,9 +8,3 @@ docs/explain.md states what each classification proves.
 
 The subpackage is also callable: ``exactident.explain(case)`` is :func:`exactident.api.explain`.
 """
-
-import sys as _sys
-
-from exactident.api import CallablePackage as _CallablePackage
-
-_sys.modules[__name__].__class__ = _CallablePackage  # however the subpackage is first imported
