@@ -6,7 +6,8 @@ Usage (from the repository root; writes nothing unless told where)::
 
 The networks are trained by ``benchmarks/train_deficient.py`` (seeded) into ``--cases``
 (made when missing): scikit-learn digits 64-32-10, 64-64-10 (lbfgs), 64-32-32-10 (adam) on
-all 1797 rows, a PyTorch 30-12-6-2 MLP trained with Adam in float32 on breast cancer, and
+all 1797 rows, PyTorch MLPs trained with Adam in float32 (30-12-6-2 on breast cancer, a fresh
+64-40-20-10 on digits), and
 randomly initialised 16-16x k-1 nets with dead neurons.
 
 Each cell is a fresh subprocess with ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1`` reporting its
