@@ -6,7 +6,8 @@ Usage (from the repository root; writes nothing unless told where)::
 
 The networks are trained by ``benchmarks/train_deficient.py`` (seeded) into ``--cases``
 (made when missing): scikit-learn digits 64-32-10, 64-64-10 (lbfgs), 64-32-32-10 (adam) on
-all 1797 rows, a PyTorch 30-12-6-2 MLP trained with Adam in float32 on breast cancer, and
+all 1797 rows, PyTorch MLPs trained with Adam in float32 (30-12-6-2 on breast cancer, a fresh
+64-40-20-10 on digits), and
 randomly initialised 16-16x k-1 nets with dead neurons.
 
 Each cell is a fresh subprocess with ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1`` reporting its
@@ -21,7 +22,13 @@ the case is loaded before the clock starts.  Methods:
 - ``verify``: ``verify_certificate`` on the report the ``exact`` cell wrote beside the case
   (``CASE.exact.report.json``), claims required, as ``exactident verify-certificate`` does;
 - ``float1``: float64 ``Gamma`` by backpropagation + ``numpy.linalg.matrix_rank``, plus the rank
-  of ``alpha`` (or its Gram matrix) when ``rank Gamma < dim``.
+  of ``alpha`` (or its Gram matrix) when ``rank Gamma < dim``;
+- ``torch``: what a PyTorch user runs: the per-sample Jacobian of the outputs in the parameters by
+  ``torch.vmap(torch.func.jacrev(f))`` in float64 (``torch.set_num_threads(1)``), its free columns
+  (the fixed edges dropped, as in ``Gamma``), ``torch.linalg.matrix_rank``, plus the rank of the same
+  ``alpha`` when ``rank Gamma < dim`` (skipped with ``--no-torch``).
+
+CPU time and peak RSS of a cell come from the same child process (one run).
 """
 
 from __future__ import annotations
@@ -38,13 +45,60 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-NAMES = ["digits-64-32-10", "digits-64-64-10", "digits-64-32-32-10", "torch-bc-30-12-6-2", "random-16x4-1",
-         "random-16x3-1"]
+NAMES = ["digits-64-32-10", "digits-64-64-10", "digits-64-32-32-10", "torch-bc-30-12-6-2",
+         "torch-digits-64-40-20-10", "random-16x4-1", "random-16x3-1"]
 
 
 def _cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
+
+
+def torch_ranks(case) -> dict:
+    """``rank_gamma`` (and ``rank_a`` when below ``dim``) by ``torch.func.jacrev`` + ``torch.linalg.matrix_rank``."""
+    import numpy as np
+    import torch
+
+    from exactident.model.activation import n_paths
+    from exactident.model.fixed_edges import fixed_edges
+    from exactident.model.gamma import free_columns
+    from exactident.numeric.numpy_backend import (
+        alpha_float,
+        alpha_float_gram,
+        float_pattern,
+        to_float_network,
+        to_float_sample,
+    )
+
+    torch.set_num_threads(1)
+    net = case.network
+    fnet = to_float_network(net)
+    Xf = to_float_sample(case.X, net.widths[0])
+    shapes = [(net.widths[l], net.widths[l - 1]) for l in range(1, net.L + 1)]
+    # the parameter vector of free_columns: every W_l row-major then b_l, layer by layer
+    theta = torch.cat([torch.cat([torch.from_numpy(np.asarray(W, dtype=np.float64)).reshape(-1),
+                                  torch.from_numpy(np.asarray(b, dtype=np.float64)).reshape(-1)])
+                       for W, b in zip(fnet.W, fnet.b)])
+
+    def f(t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        h, at = x, 0
+        for l, (o, i) in enumerate(shapes):
+            W, b = t[at:at + o * i].reshape(o, i), t[at + o * i:at + o * i + o]
+            at += o * i + o
+            h = W @ h + b
+            if l < len(shapes) - 1:
+                h = torch.relu(h)
+        return h
+
+    J = torch.vmap(torch.func.jacrev(f), in_dims=(None, 0))(theta, torch.from_numpy(Xf))  # (n, N_L, P)
+    J = J.reshape(-1, theta.numel())[:, free_columns(net, fixed_edges(net))]
+    out = {"rank_gamma": int(torch.linalg.matrix_rank(J))}
+    del J
+    if out["rank_gamma"] < net.dim:
+        pat = float_pattern(fnet, Xf)
+        A = alpha_float(pat, Xf) if len(Xf) * n_paths(net.widths) <= 20_000_000 else alpha_float_gram(pat, Xf)
+        out["rank_a"] = net.widths[-1] * int(torch.linalg.matrix_rank(torch.from_numpy(A)))
+    return out
 
 
 def measure(method: str, path: str) -> None:
@@ -75,6 +129,11 @@ def measure(method: str, path: str) -> None:
         c0, t0 = _cpu(), time.perf_counter()
         valid, messages = verify_certificate(case, report, os.path.basename(path), require_claims=True)
         out.update(valid=valid, problems=[] if valid else messages[-3:])
+    elif method == "torch":
+        import torch  # noqa: F401  # loaded before the clock, like the case
+
+        c0, t0 = _cpu(), time.perf_counter()
+        out.update(torch_ranks(case))
     else:
         from run import float_ranks  # benchmarks/run.py: the same float64 pipeline in both tables
 
@@ -115,6 +174,13 @@ def _cell(r: dict | None) -> str:
     return f"{r['cpu']:.3g} s cpu, {r['peak_mb']:.0f} MB"
 
 
+def _ratio(a: dict, b: dict) -> str:
+    """``CPU ratio; peak RSS ratio`` of two cells (``-`` when one is missing)."""
+    if "cpu" not in a or "cpu" not in b or b["cpu"] <= 0:
+        return "-"
+    return f"{a['cpu'] / b['cpu']:.2f}x; {a['peak_mb'] / b['peak_mb']:.2f}x"
+
+
 def verify_cell(r: dict | None) -> str:
     """``valid/INVALID, CPU, peak MB`` of a ``verify`` cell."""
     if not r or "cpu" not in r:
@@ -130,6 +196,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--with-exact-ranks", action="store_true")
+    ap.add_argument("--no-torch", action="store_true", help="skip the torch column")
     ap.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.measure:
@@ -144,27 +211,28 @@ def main(argv=None) -> int:
     if missing:
         subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "train_deficient.py"), "--out", args.cases,
                         *missing], check=True)
-    methods = ["exact", "verify", "float1"] + (["exact-ranks"] if args.with_exact_ranks else [])
+    methods = ["exact", "verify", "float1"] + ([] if args.no_torch else ["torch"]) + \
+        (["exact-ranks"] if args.with_exact_ranks else [])
     results: dict = {}
     for name in names:
         path = os.path.join(args.cases, name + ".json")
         results[name] = {m: run_one(m, path, args.timeout) for m in methods}
         print(name, results[name], flush=True)
-    lines = ["| network | exact certified (verdict) | float64, 1 thread | ratio (CPU) | rank_gamma certified "
-             "(Monte Carlo; float) | exact ranks | verify-certificate |", "|---|---|---|---|---|---|---|"]
+    lines = ["| network | exact certified (verdict) | float64 numpy, 1 thread | torch jacrev, 1 thread | exact / "
+             "numpy (CPU; peak RSS) | exact / torch (CPU; peak RSS) | rank_gamma certified (Monte Carlo; numpy; torch) "
+             "| exact ranks | verify-certificate |", "|---|---|---|---|---|---|---|---|---|"]
     for name, res in results.items():
-        ex, fl = res.get("exact") or {}, res.get("float1") or {}
-        ratio = f"{ex['cpu'] / fl['cpu']:.2f}x" if "cpu" in ex and "cpu" in fl and fl["cpu"] > 0 else "-"
+        ex, fl, th = res.get("exact") or {}, res.get("float1") or {}, res.get("torch") or {}
         if "cpu" in ex:
             iv = ex.get("interval")
             rg = f"[{iv[0]}, {iv[1]}] ({(ex.get('montecarlo') or {}).get('rank_gamma')}" if iv \
                 else f"{ex['rank_gamma']} (exact"
-            rg += f"; {fl.get('rank_gamma', '-')})"
+            rg += f"; {fl.get('rank_gamma', '-')}; {th.get('rank_gamma', '-')})"
             verdict = ex["verdict"]
         else:
             rg, verdict = "-", "-"
-        lines.append(f"| {name} | {_cell(ex)} ({verdict}) | {_cell(fl)} | {ratio} | {rg} | "
-                     f"{_cell(res.get('exact-ranks'))} | {verify_cell(res.get('verify'))} |")
+        lines.append(f"| {name} | {_cell(ex)} ({verdict}) | {_cell(fl)} | {_cell(th)} | {_ratio(ex, fl)} | "
+                     f"{_ratio(ex, th)} | {rg} | {_cell(res.get('exact-ranks'))} | {verify_cell(res.get('verify'))} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

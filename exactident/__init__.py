@@ -9,8 +9,10 @@ files, reports), ``linalg`` (exact, modular and float linear algebra),
 ``boundary`` (ties), ``verify`` (independent certificate checks), ``numeric``
 (float backends), and on top :func:`check`, ``run_cases``, ``crosscheck``,
 ``explain``, ``suites`` and the CLI.
-Importing the package loads numpy and python-flint, never networkx, scipy,
-matplotlib, pandas, tqdm or torch (those load where they are used).
+Importing the package loads only :mod:`exactident.errors`: every public name
+(``check``, ``load_case``, ``from_sklearn``, ...) is imported on first
+use (PEP 562), so a command loads only what it uses, and never networkx, sympy,
+scipy, matplotlib, pandas, tqdm, torch or the model importers unless it uses them.
 
 :func:`~exactident.api.explain`, :func:`~exactident.api.design` and
 :func:`~exactident.api.crosscheck` are the other library calls; in a notebook every
@@ -22,19 +24,22 @@ result displays as HTML and every call shows its stages (``progress=``; docs/not
 'not-identifiable'
 """
 
-import sys as _sys
+from __future__ import annotations
 
-# the subpackages, made callable below
-import exactident.crosscheck
-import exactident.explain  # noqa: F401
-from exactident.api import CallablePackage as _CallablePackage
-from exactident.api import design
-from exactident.check import check
+import importlib as _importlib
+import sys as _sys
+from typing import TYPE_CHECKING, Any
+
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, UnsupportedCaseError
-from exactident.io.case import Case, load_case, parse_case, write_case
-from exactident.io.importers import from_flax, from_sklearn, from_torch, import_model
-from exactident.io.report import Report
-from exactident.model.network import Network
+
+if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``): ``import exactident`` stays light
+    from exactident import crosscheck, explain
+    from exactident.api import design
+    from exactident.check import check
+    from exactident.io.case import Case, load_case, parse_case, write_case
+    from exactident.io.importers import from_flax, from_sklearn, from_torch, import_model
+    from exactident.io.report import Report
+    from exactident.model.network import Network
 
 __all__ = [
            "Case",
@@ -57,9 +62,56 @@ __all__ = [
            "parse_case",
            "write_case",
 ]
+
+# public name -> the module that defines it; imported on first access, so a command loads only what it uses
+_LAZY = {
+    "check": "exactident.check",
+    "design": "exactident.api",
+    "Case": "exactident.io.case",
+    "load_case": "exactident.io.case",
+    "parse_case": "exactident.io.case",
+    "write_case": "exactident.io.case",
+    "from_flax": "exactident.io.importers",
+    "from_sklearn": "exactident.io.importers",
+    "from_torch": "exactident.io.importers",
+    "import_model": "exactident.io.importers",
+    "Report": "exactident.io.report",
+    "Network": "exactident.model.network",
+}
 # exactident.explain and exactident.crosscheck are the subpackages *and* the library calls of the same name
-for _name in ("exactident.explain", "exactident.crosscheck"):
-    _sys.modules[_name].__class__ = _CallablePackage
+_CALLABLE_PACKAGES = ("explain", "crosscheck")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CALLABLE_PACKAGES:
+        return _importlib.import_module(f"exactident.{name}")  # bound (and made callable) by _Package
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(type(_sys)):  # type: ignore[misc]
+    # The import system binds a submodule on its package once loaded, whoever imports it first:
+    # ``exactident.check`` stays the function (as when it was imported eagerly), and
+    # ``exactident.explain`` / ``exactident.crosscheck`` become callable packages.
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "check" and isinstance(value, type(_sys)):
+            value = value.check
+        elif name in _CALLABLE_PACKAGES and isinstance(value, type(_sys)):
+            from exactident.api import CallablePackage
+
+            value.__class__ = CallablePackage
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
 
 #: The package version (PEP 440).
 __version__ = "0.1.0"

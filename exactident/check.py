@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from exactident.boundary.analyse import analyse_boundary
-from exactident.boundary.structural import decided_by, settle
 from exactident.budget import deliver, run_isolated, stage
 from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.io.case import Case
@@ -41,6 +39,7 @@ from exactident.model.conditions import (
     INCONCLUSIVE,
     NOT_IDENTIFIABLE,
     cs_from_bounds,
+    decided_by,
     holds_cn,
     holds_cs,
     reason_from_ranks,
@@ -292,6 +291,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
 
         certificate = {**(certificate or {}), "degenerate": build_degenerate_part(net) or {}}
     elif state.ties:
+        from exactident.boundary.analyse import analyse_boundary  # only with ties: keeps start-up light
+
         outcome = analyse_boundary(net, X, state, fixed, max_resolutions=max_resolutions,
                                    all_ranks=all_ranks)
         verdict, reason = outcome.verdict, outcome.reason
@@ -419,6 +420,8 @@ def _settle(net, X, state, certificate, reason, extra, attach: bool) -> tuple[st
     ``attach=False`` (Monte Carlo ranks): the verdict is settled the same way, but the report carries
     no certificate, like every uncertified report.
     """
+    from exactident.boundary.structural import settle
+
     visible = bool(((certificate or {}).get("boundary") or {}).get("ties"))
     stage("structural certificates", samples=len(X), neurons=sum(net.widths[1:-1]))
     found = settle(net, X, state, kernel_line=not visible)  # on the boundary analyse_boundary searched lines

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import os
 import signal
@@ -67,7 +68,6 @@ class _Parser(argparse.ArgumentParser):
         return ns
 
 
-
 def _known_expected_fields(path: str, expected: dict) -> None:
     """A misspelt key of an ``expected`` block would be compared with nothing: bad input (exit 2)."""
     from exactident.verify.claims import REPORT_FIELDS
@@ -77,6 +77,59 @@ def _known_expected_fields(path: str, expected: dict) -> None:
         if key not in known:
             raise CaseFormatError(path, f"expected.{key}", f"not a report field (known: {', '.join(known)})")
 
+
+class _LazySubParsers(argparse._SubParsersAction):
+    # A subcommand's options (and the modules defining them) are added only when that subcommand is
+    # parsed: ``exactident check`` imports nothing of ``explain``, ``suite`` or ``symmetry``, and
+    # ``exactident -h`` lists every subcommand from its help line alone.
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fillers: dict[str, tuple[argparse.ArgumentParser, str]] = {}
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _fill_subparser(self, values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _fill_subparser(sub: argparse._SubParsersAction, name: str) -> None:
+    """Add the options of subcommand ``name`` to its parser (once), importing the module that defines them."""
+    fillers = getattr(sub, "fillers", {})
+    if name not in fillers:  # an unknown name: argparse reports it
+        return
+    subparser, where = fillers.pop(name)
+    module, _, function = where.partition(":")
+    getattr(importlib.import_module(module), function)(subparser)
+
+
+# name, help line, "module:function" adding the subcommand's options (imported when that subcommand runs)
+_SUBCOMMANDS = (
+    ("check", "decide identifiability of each case", "exactident.cli:_add_check_arguments"),
+    ("verify-certificate", "re-check a report's certificate independently",
+     "exactident.cli:_add_verify_arguments"),
+    ("crosscheck", "float tolerances against exact ranks, per case and per suite",
+     "exactident.crosscheck.command:add_arguments"),
+    ("import", "convert a model file (and a sample) exactly into a case file",
+     "exactident.io.importers.command:add_arguments"),
+    ("generate", "write generated cases with their expected blocks", "exactident.suites.cli_generate:add_arguments"),
+    ("suite", "run a suite against its expected blocks, or score a tool", "exactident.suites.cli_suite:add_arguments"),
+    ("survey", "distribution of R_Gamma over random parameters", "exactident.suites.cli_survey:add_arguments"),
+    ("explain", "per parameter and per neuron, what the sample determines; the kernel of Gamma, readable",
+     "exactident.explain.command:add_arguments"),
+    ("design", "which samples identify theta, which new points would, or why none can",
+     "exactident.explain.design_command:add_arguments"),
+    ("canonical", "the exact canonical form under positive rescaling and permutation of hidden neurons",
+     "exactident.symmetry.command:add_canonical_arguments"),
+    ("equiv", "are two networks in the same orbit; where they differ; exact alignment error",
+     "exactident.symmetry.command:add_equiv_arguments"),
+    ("audit", "extraction audit: identifiability from the queries, per neuron; the extracted model's error",
+     "exactident.symmetry.command:add_audit_arguments"),
+    ("fdim", "the functional dimension of theta, certified both ways",
+     "exactident.symmetry.fdim_command:add_arguments"),
+    ("hidden-symmetries", "how often random parameters have hidden symmetries (Grigsby, Lindsey, Rolnick), exactly",
+     "exactident.symmetry.glr_command:add_arguments"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``exactident`` argument parser with its subcommands (usage errors raise, never exit).
 
@@ -84,15 +137,24 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
         Its ``error`` raises an internal usage error that :func:`main` turns
-        into exit status 2 with one line on stderr.
+        into exit status 2 with one line on stderr.  A subcommand's options are
+        added when that subcommand is parsed.
     """
-    from exactident.io.limits import add_limit_arguments
-
     parser = _Parser(prog="exactident", description="Exact local identifiability of ReLU networks "
                      "(Bona-Pellissier, Malgouyres, Bachoc, NeurIPS 2022).")
+    parser.register("action", "parsers", _LazySubParsers)
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    p = sub.add_parser("check", help="decide identifiability of each case")
+    assert isinstance(sub, _LazySubParsers)
+    for name, help_line, where in _SUBCOMMANDS:
+        sub.fillers[name] = (sub.add_parser(name, help=help_line), where)
+    return parser
+
+
+def _add_check_arguments(p: argparse.ArgumentParser) -> None:
+    from exactident.io.importers.command import add_check_arguments
+    from exactident.io.limits import add_limit_arguments
+
     p.add_argument("cases", nargs="+", metavar="CASE",
                    help="case files (exactident-case/1 JSON), folders of them (their *.json files), "
                         "or model files with --sample")
@@ -113,8 +175,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=positive_number, default=None,
                    help="relative SVD tolerance (times sigma_max) for the float Gamma")
-    from exactident.io.importers.command import add_check_arguments
-
     add_check_arguments(p)  # CASE may also be a model file (.onnx, .pt, .keras, ...) with --sample DATA
     p.add_argument("--expect", action="store_true",
                    help="compare each report with the case's expected block (exit 3 when a field differs)")
@@ -129,53 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--certify", choices=["full", "none"], default="full",
                    help="full (default): certified ranks; none: Monte Carlo ranks, labelled with "
                         "their error probability")
-    from exactident.explain import command as explain_command
+    p.add_argument("--explain", action="store_true",  # exactident.explain.command.explain_reports
+                   help="also classify every parameter, diagnose every hidden neuron and print the kernel of "
+                        "Gamma (report fields parameters, neurons, kernel_basis, explanation)")
 
-    explain_command.add_check_option(p)  # --explain
 
-    v = sub.add_parser("verify-certificate", help="re-check a report's certificate independently")
+def _add_verify_arguments(v: argparse.ArgumentParser) -> None:
+    from exactident.io.importers.command import add_check_arguments
+    from exactident.io.limits import add_limit_arguments, add_work_limit_arguments
+
     v.add_argument("case", metavar="CASE", help="a case file, or a model file with --sample")
     v.add_argument("report", metavar="REPORT.json")
     add_limit_arguments(v)
     add_check_arguments(v)  # --sample and the model options, as for check
-    from exactident.io.limits import add_work_limit_arguments
-
     add_work_limit_arguments(v)  # --max-exact-entries, --max-resolutions: caps on the verifier's own work
-
-    c = sub.add_parser("crosscheck", help="float tolerances against exact ranks, per case and per suite")
-    from exactident.crosscheck.command import add_arguments
-
-    add_arguments(c)
-
-    i = sub.add_parser("import", help="convert a model file (and a sample) exactly into a case file")
-    from exactident.io.importers.command import add_arguments as add_import_arguments
-
-    add_import_arguments(i)
-
-    from exactident.suites import cli_generate, cli_suite, cli_survey
-
-    cli_generate.add_arguments(sub.add_parser("generate", help="write generated cases with their expected blocks"))
-    cli_suite.add_arguments(sub.add_parser("suite", help="run a suite against its expected blocks, or score a tool"))
-    cli_survey.add_arguments(sub.add_parser("survey", help="distribution of R_Gamma over random parameters"))
-    from exactident.explain import design_command
-
-    explain_command.add_arguments(sub.add_parser("explain", help="per parameter and per neuron, what the sample "
-                                                 "determines; the kernel of Gamma, readable"))
-    design_command.add_arguments(sub.add_parser("design", help="which samples identify theta, which new points "
-                                                "would, or why none can"))
-    from exactident.symmetry import command as symmetry_command
-    from exactident.symmetry import fdim_command, glr_command
-
-    symmetry_command.add_canonical_arguments(sub.add_parser(
-        "canonical", help="the exact canonical form under positive rescaling and permutation of hidden neurons"))
-    symmetry_command.add_equiv_arguments(sub.add_parser(
-        "equiv", help="are two networks in the same orbit; where they differ; exact alignment error"))
-    symmetry_command.add_audit_arguments(sub.add_parser(
-        "audit", help="extraction audit: identifiability from the queries, per neuron; the extracted model's error"))
-    fdim_command.add_arguments(sub.add_parser("fdim", help="the functional dimension of theta, certified both ways"))
-    glr_command.add_arguments(sub.add_parser("hidden-symmetries", help="how often random parameters have hidden "
-                                             "symmetries (Grigsby, Lindsey, Rolnick), exactly"))
-    return parser
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
@@ -230,7 +257,6 @@ def _cmd_fdim(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from exactident.crosscheck.command import expand_paths
     from exactident.io.atomic import write_stdout
     from exactident.io.importers.command import load_check_inputs
     from exactident.io.limits import limits_from_args
@@ -244,6 +270,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
         parse_pipelines(args.pipelines)  # an unknown name is bad usage, before any file is read
     # a folder: its *.json files, as crosscheck; anything else as given (a case or a model file)
+    if any(os.path.isdir(p) for p in args.cases):
+        from exactident.crosscheck.command import expand_paths
     paths = [str(q) for p in args.cases for q in (expand_paths([p]) if os.path.isdir(p) else [p])]
     cases = load_check_inputs(paths, args, limits)  # validate (and import) everything before any work
     if args.expect:

@@ -26,6 +26,7 @@ from exactident.linalg.blas_modp import (
     pivots_blas,
     rank_blas,
     rref_kernel_blas,
+    sketch_rows,
     to_symmetric,
 )
 from exactident.linalg.certified import certified_rank
@@ -126,3 +127,61 @@ def test_inverse_and_guards():
         pivots_blas(np.array([[1]]), 2147483647)
     ps = blas_primes(20, rng=random.Random(0))
     assert len(set(ps)) == 20 and all(BLAS_PRIME_LO <= q < BLAS_PRIME_HI for q in ps)
+
+
+def _flint_rank(A: np.ndarray, p: int) -> int:
+    return flint.nmod_mat(A.shape[0], A.shape[1], [int(v) % p for v in A.ravel()], p).rank()
+
+
+@pytest.mark.parametrize("r", [0, 7, 40])
+def test_sketch_rows_of_a_row_subset_keeps_its_rank_and_row_space(r, monkeypatch):
+    # A[rows] of known rank r (FLINT, independently), rows spanning several blocks of the sketch: the
+    # sketch by k >= r + 16 random rows has rank r mod p and lies in the row space of A[rows]
+    import exactident.linalg.blas_modp as blas_modp
+
+    monkeypatch.setattr(blas_modp, "_SKETCH_ROWS", 64)  # block seams on a small matrix
+    p = 1048573
+    gen = np.random.default_rng(r)
+    A = prescribed(gen, 400, 50, r, p)
+    A[::2] = (A[::2] + p * gen.integers(-3, 4, A[::2].shape)) % (7 * p) - 3 * p  # any representatives
+    rows = np.flatnonzero(gen.random(400) < 0.8)
+    expected = _flint_rank(A[rows], p)
+    A.setflags(write=False)  # read only: sketch_rows never writes into A
+    S = sketch_rows(A, expected + 16, p, random.Random(r), rows=rows)
+    assert S.dtype == np.int64 and S.min() >= 0 and S.max() < p
+    assert _flint_rank(S, p) == expected
+    assert _flint_rank(np.vstack([A[rows], S]), p) == expected
+
+
+def test_sketch_rows_makes_no_copy_of_the_rows_it_reads():
+    # the rank stage's memory: sketching all but a few rows of a tall matrix allocates k x n plus one
+    # row block, never another copy of A (tracemalloc counts numpy's buffers)
+    import tracemalloc
+
+    p = 1048573
+    A = np.random.default_rng(0).integers(0, p, (20000, 100))
+    rows = np.arange(16, 20000)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        sketch_rows(A, 40, p, random.Random(0), rows=rows)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < A.nbytes / 2
+
+
+def test_lower_bound_of_a_very_tall_deficient_matrix_by_sample_and_sketch():
+    # m > 2 n + 64 and the row sample misses rank: the sample and the sketch of the other rows are
+    # eliminated as one float64 stack; the rank (FLINT over Z, independently) and the int64 image contract hold
+    from exactident.linalg.lower_bound import modular_lower_bound
+
+    gen = np.random.default_rng(5)
+    L = gen.integers(-9, 10, (700, 25))
+    L[:650, 20:] = 0  # most rows miss 5 directions: a random sample of n + 16 rows is likely deficient
+    A = L @ gen.integers(-9, 10, (25, 40))
+    expected = flint.fmpz_mat(A.tolist()).rank()
+    r, p, image = modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(3), stop_at=40, blas=True)
+    assert r == expected == 25
+    assert image.dtype == np.int64 and image.min() >= 0 and image.max() < p
+    assert _flint_rank(image, p) == expected

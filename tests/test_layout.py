@@ -77,3 +77,58 @@ def test_help_does_not_load_heavy_libraries():
             " file=sys.stderr)")
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
     assert err.strip().splitlines()[-1] == "[]"
+
+
+def _loaded_after(code: str) -> set[str]:
+    # a fresh interpreter, so what earlier tests imported does not count
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout
+    return set(out.split())
+
+
+# what `import exactident` and `exactident check` on a tie-free case must not load (docs/architecture.md)
+_NEVER_AT_IMPORT = ("sympy", "networkx", "torch", "scipy", "pandas", "sklearn", "onnx", "matplotlib",
+                    "exactident.io.importers", "exactident.explain", "exactident.symmetry", "exactident.suites",
+                    "exactident.crosscheck", "exactident.boundary", "exactident.check", "flint", "numpy")
+
+
+def test_import_exactident_loads_only_the_errors():
+    # every public name is loaded on first use (PEP 562 __getattr__ in exactident/__init__.py)
+    loaded = _loaded_after("import exactident")
+    assert sorted(m for m in loaded if m.startswith("exactident")) == ["exactident", "exactident.errors"]
+    assert sorted(m for m in loaded if m.split(".")[0] in _NEVER_AT_IMPORT or m in _NEVER_AT_IMPORT) == []
+
+
+def test_public_names_load_on_first_use():
+    code = ("import exactident.run_cases\n"  # loads the module exactident.check first: the name stays the function
+            "import exactident.explain.render\n"  # the subpackage imported first: still callable
+            "import exactident, inspect\n"
+            "from exactident import Case, Network, Report, check, design, explain, crosscheck, from_sklearn, "
+            "load_case\n"
+            "assert inspect.isfunction(exactident.check) and exactident.check is check\n"
+            "assert callable(explain) and callable(crosscheck) and inspect.ismodule(explain)\n"
+            "assert sorted(set(exactident.__all__) - set(dir(exactident))) == []\n"
+            "try:\n    exactident.no_such_name\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit(1)")
+    loaded = _loaded_after(code)
+    assert "exactident.io.importers" in loaded and "sklearn" not in loaded  # from_sklearn: the importer, lazily
+
+
+def test_check_loads_only_what_it_uses():
+    # a tie-free case: no boundary analysis, no explain/suites/symmetry/crosscheck, no optional library
+    code = ("import contextlib, io\nfrom exactident.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['check', '--no-numeric', 'cases/diabetes-mlp-10-8-1.json']) == 0")
+    loaded = _loaded_after(code)
+    unused = ("sympy", "networkx", "torch", "scipy", "pandas", "sklearn", "onnx", "matplotlib", "exactident.explain",
+              "exactident.symmetry", "exactident.suites", "exactident.crosscheck", "exactident.boundary",
+              "exactident.model.compile", "exactident.model.constrained")  # the layer-graph compiler: not for an MLP
+    assert sorted(m for m in loaded if any(m == u or m.startswith(u + ".") for u in unused)) == []
+
+
+def test_help_lists_subcommands_without_importing_them():
+    code = ("import contextlib, io\nfrom exactident.cli import main\nout = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n    main(['--help'])\n"
+            "assert 'hidden-symmetries' in out.getvalue() and 'canonical' in out.getvalue()")
+    loaded = _loaded_after(code)
+    assert sorted(m for m in loaded if m.startswith(("exactident.explain", "exactident.symmetry", "exactident.suites",
+                                                     "exactident.crosscheck", "exactident.io.importers"))) == []

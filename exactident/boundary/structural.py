@@ -56,7 +56,7 @@ from exactident.boundary.line import find_line, line_along, line_summary, segmen
 from exactident.errors import InvariantViolation
 from exactident.io.rationals import format_fmpq
 from exactident.model.activation import ActivationState
-from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE
+from exactident.model.conditions import DEGENERATE, IDENTIFIABLE, INCONCLUSIVE, NOT_IDENTIFIABLE, decided_by
 from exactident.model.diagnostics import hyperplane_rows, neuron_activity, proportional_twins, untouched_inputs
 from exactident.model.gamma import gamma_exact
 from exactident.model.network import Network
@@ -102,33 +102,6 @@ class Settlement:
     decided_by: str | None
     clause: str
     summary: list[str] = field(default_factory=list)
-
-
-def decided_by(verdict: str, certificate: dict[str, Any] | None) -> str:
-    """The rule that decided a verdict, read off its certificate (one of :data:`RULES`).
-
-    Examples
-    --------
-    >>> decided_by("identifiable", {"rank": {}}), decided_by("not-identifiable", {"rank": {}})
-    ('theorem-9', 'theorem-8')
-    >>> decided_by("not-identifiable", {"line": {}, "structural": {"mechanism": "dead-neuron"}})
-    'dead-neuron'
-    """
-    cert = certificate or {}
-    if verdict == DEGENERATE:
-        return "degenerate"
-    if verdict == INCONCLUSIVE:
-        return "none"
-    if "structural" in cert:
-        return str(cert["structural"]["mechanism"])
-    if "entering" in cert:
-        return "boundary-entering"
-    if "line" in cert:
-        return "line"
-    visible = bool((cert.get("boundary") or {}).get("ties"))
-    if verdict == IDENTIFIABLE:
-        return "boundary-cs" if visible else "theorem-9"
-    return "theorem-8"
 
 
 # --- paths with nonzero factors (theta not in S) -------------------------------------------------

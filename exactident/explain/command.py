@@ -24,7 +24,7 @@ from exactident.io.case import Case
 from exactident.io.limits import add_limit_arguments, limits_from_args
 from exactident.io.report import Report, render_table, reports_to_json
 
-__all__ = ["MISSING", "add_arguments", "add_check_option", "explain_reports", "run", "unexplained_report"]
+__all__ = ["MISSING", "add_arguments", "explain_reports", "run", "unexplained_report"]
 
 #: The explain fields a report lacks when the budget runs out after check's verdict.
 MISSING = ("parameters", "neurons", "kernel_basis")
@@ -46,13 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "('time budget exhausted at <stage>'), without the explain fields")
     add_limit_arguments(parser)
     add_check_arguments(parser)  # --sample and the model options, as for check
-
-
-def add_check_option(parser: argparse.ArgumentParser) -> None:
-    """``check --explain`` (called by :func:`exactident.cli.build_parser`)."""
-    parser.add_argument("--explain", action="store_true",
-                        help="also classify every parameter, diagnose every hidden neuron and print the kernel of "
-                             "Gamma (report fields parameters, neurons, kernel_basis, explanation)")
 
 
 def explain_reports(cases: Sequence[Case], reports: Sequence[Report]) -> str:

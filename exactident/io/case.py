@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flint
 
@@ -36,9 +36,10 @@ from exactident.io.case_parts import (
 from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits
 from exactident.io.rationals import describe_json_value, format_fmpq, parse_number
 from exactident.model.architecture import Architecture
-from exactident.model.compile import compile_architecture, plain_network, plain_parameter_names
-from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network
+
+if TYPE_CHECKING:  # the layer-graph compiler loads with the first layer graph (start-up of a plain case)
+    from exactident.model.constrained import ConstrainedNetwork
 
 __all__ = [
     "CASE_FORMAT",
@@ -125,6 +126,8 @@ class Case:
             raise CaseFormatError(source, "", "a case needs a network or an architecture")
         self._compiled: ConstrainedNetwork | None = None
         if network is None and architecture is not None:
+            from exactident.model.compile import compile_architecture, plain_network
+
             self._compiled = compile_architecture(architecture)
             network = plain_network(self._compiled)
         self.name, self.plain_network, self.X = name, network, X if X is not None else []
@@ -145,6 +148,9 @@ class Case:
     def compiled(self) -> ConstrainedNetwork:
         """The network in the one compiled form (:mod:`exactident.model.constrained`), for every case."""
         if self._compiled is None:
+            from exactident.model.compile import compile_architecture
+            from exactident.model.constrained import from_network
+
             self._compiled = (compile_architecture(self.architecture) if self.architecture is not None
                               else from_network(self.network))
         return self._compiled
@@ -164,6 +170,8 @@ class Case:
         """
         prov = dict(self.provenance or {})
         if self.architecture is not None:
+            from exactident.model.compile import plain_parameter_names
+
             prov.setdefault("parameter_names", plain_parameter_names(self.architecture))
         return Case(self.name, self.network, self.X, self.description, self.expected, self.source,
                     self.generator, prov or None)

@@ -49,6 +49,7 @@ __all__ = [
     "rref_kernel_blas",
     "sketch_columns_sparse",
     "sketch_rows",
+    "symmetric_rows",
     "to_symmetric",
 ]
 
@@ -110,6 +111,24 @@ def to_symmetric(A: np.ndarray, p: int) -> np.ndarray:
     B = np.asarray(A, dtype=np.int64) % p
     out = B.astype(np.float64)
     out[p // 2 < B] -= p
+    return out
+
+
+def symmetric_rows(A: np.ndarray, rows: Sequence[int] | np.ndarray, p: int, out: np.ndarray) -> np.ndarray:
+    """``A[rows]`` as float64 symmetric residues mod p, written into ``out`` (shape ``(len(rows), n)``).
+
+    Copied in blocks of rows, so no full int64 copy of ``A[rows]`` is made beside ``out``; ``A``
+    (integer residues below ``2**52`` in magnitude, or float64 symmetric residues) is left unchanged.
+
+    Examples
+    --------
+    >>> out = np.empty((2, 2)); symmetric_rows(np.array([[6, 1], [0, 0], [8, 3]]), [0, 2], 7, out).tolist()
+    [[-1.0, 1.0], [1.0, 3.0]]
+    """
+    index = np.asarray(rows, dtype=np.int64)
+    for s in range(0, len(index), _SKETCH_ROWS):
+        out[s:s + _SKETCH_ROWS] = A[index[s:s + _SKETCH_ROWS]]
+        _reduce(out[s:s + _SKETCH_ROWS], p)
     return out
 
 
@@ -339,23 +358,52 @@ def rref_kernel_blas(A: np.ndarray, p: int) -> tuple[list[int], list[int], np.nd
     return C, free, N.astype(np.int64) % p
 
 
-def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random) -> np.ndarray:
-    """``R A mod p`` for a random ``k x m`` matrix ``R`` (int64 residues in ``[0, p)``).
+def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random, rows: np.ndarray | None = None) -> np.ndarray:
+    """``R A[rows] mod p`` for a random ``k x len(rows)`` matrix ``R`` (int64 residues in ``[0, p)``).
 
     ``rank_p(R A) <= rank_p(A)`` always (a lower bound stays a lower bound); equality
     holds unless ``R`` is unlucky, with probability at most about ``rank / p``.
+
+    Parameters
+    ----------
+    A : numpy.ndarray, shape (m, n)
+        Integer residues (int64, any representative) or float64 symmetric residues; left unchanged.
+    k : int
+        Rows of the sketch.
+    p : int
+        A prime in ``[3, 2**21)``.
+    rng : random.Random
+        Seeds ``R``.
+    rows : int array, optional
+        The rows of ``A`` sketched (default: all).  ``A[rows]`` is never copied: ``A`` is read in
+        blocks of ``_SKETCH_ROWS`` (1024) rows, each turned into float64 symmetric residues and
+        multiplied by its block of ``R``, so the memory beside ``A`` is ``k x n`` plus one block
+        (a tall ``Gamma mod p`` is the largest array of the rank stage; no second copy of it).
 
     Examples
     --------
     >>> A = np.array([[1, 2], [2, 4], [3, 6], [1, 0]] * 3)
     >>> rank_blas(sketch_rows(A, 3, 1048583, random.Random(0)), 1048583)
     2
+    >>> rank_blas(sketch_rows(A, 3, 1048583, random.Random(0), rows=np.arange(3)), 1048583)
+    1
     """
     _check_prime(p)
     gen = np.random.default_rng(rng.getrandbits(64))
-    R = gen.integers(-(p // 2), p // 2 + 1, (k, A.shape[0])).astype(np.float64)  # symmetric residues
-    F = to_symmetric(A, p) if A.dtype.kind != "f" else A
-    return matmul_blas(R, F, p).astype(np.int64) % p
+    index = np.arange(A.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = np.zeros((k, A.shape[1]))
+    # each block product has at most _SKETCH_ROWS <= CHUNK terms below 2**40: exact in float64
+    for s in range(0, len(index), _SKETCH_ROWS):
+        block = index[s:s + _SKETCH_ROWS]
+        R = gen.integers(-(p // 2), p // 2 + 1, (k, len(block))).astype(np.float64)  # symmetric residues
+        F = to_symmetric(A[block], p)
+        out += _reduce(R @ F, p)
+        _reduce(out, p)
+    return out.astype(np.int64) % p
+
+
+#: Rows of ``A`` per block of :func:`sketch_rows` (at most :data:`CHUNK`, so each product is exact).
+_SKETCH_ROWS = 1024
 
 
 def sketch_columns_sparse(A: np.ndarray, k: int, p: int, seed: int, hashes: int = 2) -> np.ndarray:

@@ -21,6 +21,7 @@ from exactident.linalg.blas_modp import (
     rank_blas,
     sketch_columns_sparse,
     sketch_rows,
+    symmetric_rows,
 )
 from exactident.linalg.modular import PRIME_HI, PRIME_LO, random_primes, rank_mod_p
 
@@ -89,7 +90,15 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             # Tall: a random set of n + 16 rows usually has full column rank already, and the
             # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.
             rows = sorted(rng.sample(range(m), n + 16))
-            r_rows = rank_fn(image[rows], p)
+            if blas and m > 2 * n + 64:
+                # Very tall (sketched below when deficient): the sample, then the sketch of the other
+                # rows, are written as float64 symmetric residues into one stack, whose pages are
+                # touched only as they are filled: beside A, memory for the stack alone (no int64
+                # copy of the sample, no copy by vstack; A is the rank stage's largest array)
+                stack = np.empty((2 * (n + 16), n))
+                r_rows = rank_fn(symmetric_rows(image, rows, p, stack[:n + 16]), p)
+            else:
+                r_rows = rank_fn(image[rows], p)
             if r_rows == n:
                 return n, p, image
             first = (rows, r_rows)
@@ -110,8 +119,14 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             # and then A's row space, so its reduced echelon kernel is A's too.  R needs only the
             # rank the sample misses: a product n / (n - r1) times smaller than a full sketch.
             rows, r1 = first
-            rest = np.setdiff1d(np.arange(m), rows)
-            image = np.vstack([image[rows], sketch_rows(image[rest], n - r1 + 16, p, rng)])
+            rest = np.ones(m, dtype=bool)
+            rest[rows] = False
+            k = n - r1 + 16
+            # the rest is read in row blocks (no copy of A[rest]), the sketch written under the sample
+            symmetric_rows(sketch_rows(image, k, p, rng, rows=np.flatnonzero(rest)), range(k), p,
+                           stack[n + 16:n + 16 + k])
+            image = stack[:n + 16 + k]  # A is freed here
+            del stack
         elif blas and m > 2 * n + 64:
             # Very tall: the rank of R A for a random k x m matrix R (k = n + 16) is a lower bound
             # for the rank of A (and equal to it unless R is unlucky, chance about rank / p); one
@@ -120,7 +135,7 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             image = sketch_rows(image, n + 16, p, rng)
         r = rank_fn(image, p)
         if best is None or r > best[0]:
-            best = (r, p, image)
+            best = (r, p, image if image.dtype.kind != "f" else image.astype(np.int64) % p)  # int64 in [0, p)
         if stop_at is not None and r >= stop_at:
             break
     assert best is not None

@@ -135,6 +135,7 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
         q = uniform_prime(rng, lo, hi, avoid, used)
         used.add(q)
         k += 1
+        image = None  # the previous prime's image is freed before the next one is built
         image = image_mod_p(q)
         if sketch:
             # n + 16 random rows, stacked with a sketch of the others by n - r1 + 16 random rows: at
@@ -143,7 +144,7 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
             rows = sorted(rng.sample(range(m), n + 16))
             r1 = rank_fn(image[rows], q)
             rest = np.setdiff1d(np.arange(m), rows)
-            extra = (sketch_rows(image[rest], n - r1 + 16, q, rng) if lo == BLAS_PRIME_LO
+            extra = (sketch_rows(image, n - r1 + 16, q, rng, rows=rest) if lo == BLAS_PRIME_LO  # no copy of the rest
                      else _sketch_word(image[rest], n - r1 + 16, q, rng))
             image = image[rows] if r1 >= top else np.vstack([image[rows], extra])
         best = max(best, rank_fn(image, q))

@@ -25,6 +25,7 @@ __all__ = [
     "NOT_IDENTIFIABLE",
     "VERDICTS",
     "cs_from_bounds",
+    "decided_by",
     "holds_cn",
     "holds_cs",
     "reason_from_ranks",
@@ -149,3 +150,28 @@ def with_sample_size(reason: str, X: Sequence[Sequence[Any]], n_outputs: int, di
     (said first: it holds for any points), else ``reason`` unchanged.  ``X``: rows of exact numbers (Q)."""
     clause = too_few_samples(len({tuple(str(v) for v in row) for row in X}), n_outputs, dim, free=free)
     return reason if clause is None else f"{clause}; {reason}"
+def decided_by(verdict: str, certificate: dict[str, Any] | None) -> str:
+    """The rule that decided a verdict, read off its certificate (one of :data:`exactident.boundary.structural.RULES`).
+
+    Examples
+    --------
+    >>> decided_by("identifiable", {"rank": {}}), decided_by("not-identifiable", {"rank": {}})
+    ('theorem-9', 'theorem-8')
+    >>> decided_by("not-identifiable", {"line": {}, "structural": {"mechanism": "dead-neuron"}})
+    'dead-neuron'
+    """
+    cert = certificate or {}
+    if verdict == DEGENERATE:
+        return "degenerate"
+    if verdict == INCONCLUSIVE:
+        return "none"
+    if "structural" in cert:
+        return str(cert["structural"]["mechanism"])
+    if "entering" in cert:
+        return "boundary-entering"
+    if "line" in cert:
+        return "line"
+    visible = bool((cert.get("boundary") or {}).get("ties"))
+    if verdict == IDENTIFIABLE:
+        return "boundary-cs" if visible else "theorem-9"
+    return "theorem-8"
