@@ -179,6 +179,7 @@ def test_a_loose_pattern_rowspace_claim_is_rejected():
     # 1-2-1, one sample in each pattern (no group full): [x, x, 1, 1, 1] at pattern (1, 1) is the sum of
     # [x, 0, 1, 0, 1] at (1, 0) and [0, x, 0, 1, 1] at (0, 1) minus [0, 0, 0, 0, 1] at (0, 0): rank 3,
     # while the bound adds 1 per group: 4.  A claim "pattern-rowspace bounds it by 3" is false.
+    from exactident.io.limits import DEFAULT_WORK_LIMITS
     from exactident.verify.rank import _check_rank_a, _Reject
 
     pattern = [np.array([[True, True], [True, False], [False, True], [False, False]])]
@@ -189,7 +190,7 @@ def test_a_loose_pattern_rowspace_claim_is_rejected():
     assert res.rank == 3
     forged = dict(copy.deepcopy(res.certificate), upper={"kind": "pattern-rowspace", "bound": 3}, rank_a=3)
     with pytest.raises(_Reject, match="pattern-rowspace bounds the rank by 3, recomputed bound is 4"):
-        _check_rank_a("rank_a", forged, pattern, X, (1, 2, 1))
+        _check_rank_a("rank_a", forged, pattern, X, (1, 2, 1), DEFAULT_WORK_LIMITS.max_exact_entries)
 
 
 @pytest.mark.parametrize("seed", [21, 29, 111])

@@ -123,7 +123,7 @@ def verify_certificate(case, report: Any, source: str = "<report>", *,
     ...                    "sample": [["0"], ["1"], ["-1/2"]]})
     >>> verify_certificate(case, {"name": "k", "verdict": "not-identifiable"})
     (False, ["no certificate to verify (the report has no 'certificate'): the verdict not-identifiable is not backed"])
-    >>> line = {"delta": {"b_1[0]": "1", "b_2[0]": "-3"}, "probe": ["-1"]}
+    >>> line = {"delta": {"b_1[0]": "1", "b_2[0]": "-3"}, "probe": ["-1"], "t0": None}  # every t >= 0
     >>> verify_certificate(case, {"name": "k", "verdict": "not-identifiable", "certificate": {"line": line}})[0]
     True
     >>> verify_certificate(case, {"name": "k", "verdict": "identifiable", "certificate": {"line": line}})[0]
