@@ -225,7 +225,8 @@ def known_cases(families: tuple[str, ...] | list[str] = DEFAULT_FAMILIES, *, max
 
             reject()
         seed, index = data(st.integers(0, max_seed)), data(st.integers(0, 11))
-        n = data(st.none() | st.integers(1, max_samples)) if family in FREE_SAMPLE_SIZE else None
+        n = data(st.none() | st.integers(1, max_samples))  # drawn for every family: shrinking may switch family
+        n = n if family in FREE_SAMPLE_SIZE else None
         try:
             return _generate(Request(family, widths, seed, index, n))
         except Unmet:
