@@ -41,8 +41,8 @@ def acceptable_ranks(case: KnownCase | Case, matrix: str = "gamma", tie_conventi
 
     Parameters
     ----------
-    case : KnownCase or Case
-        A :class:`Case` without exact ranks in ``expected`` is analysed by :func:`exactident.check` first.
+    case : KnownCase or exactident.io.case.Case
+        A :class:`~exactident.io.case.Case` without exact ranks in ``expected`` is analysed by :func:`exactident.check` first.
     matrix : {"gamma", "a"}
         ``Gamma`` (the Jacobian of the outputs on the sample in the parameters, rescalings removed)
         or ``A`` (the activation-pattern matrix of Theorem 9).
@@ -137,8 +137,8 @@ def assert_rank_agrees(tool_rank: int, case: KnownCase | Case, tolerance: float 
         The rank the tool under test computed (e.g. ``torch.linalg.matrix_rank`` of its Jacobian).
         A Jacobian in every weight and bias has the rank of ``Gamma`` (rescaling directions are in
         its kernel).
-    case : KnownCase or Case
-        What the tool was run on (a :class:`Case` without exact ranks is analysed first).
+    case : KnownCase or exactident.io.case.Case
+        What the tool was run on (a :class:`~exactident.io.case.Case` without exact ranks is analysed first).
     tolerance, rtol : float, optional
         The absolute and relative singular-value thresholds the tool used: only quoted in the
         explanation, against the certified band.
