@@ -9,6 +9,7 @@ recorded; the docs examples are executed from docs/testing.md.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -111,7 +112,7 @@ def test_a_failing_property_shrinks_to_a_small_case():
 def test_a_failing_given_test_reports_its_shrunk_example():
     seen = []
 
-    @settings(max_examples=60, database=None, deadline=None, derandomize=True,
+    @settings(max_examples=30, database=None, deadline=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(known_cases())
     def prop(known):
@@ -180,3 +181,47 @@ def test_docs_example_float_backend():
 def test_docs_example_torch():
     pytest.importorskip("torch")
     _doc_example("torch")
+
+
+_PLUGIN_TEST = '''
+import json, pathlib
+SHIPPED = pathlib.Path({shipped!r})
+
+def test_case(exactident_suite_case):
+    known = exactident_suite_case
+    shipped = json.loads((SHIPPED / known.family / (known.case.name + ".json")).read_text())
+    assert known.expected == shipped["expected"]
+    assert known.family == "dead-neuron" and known.rank_gamma == shipped["expected"]["rank_gamma"]
+'''
+
+
+def test_plugin_offers_the_shipped_suite(tmp_path):
+    # pytest's root is tmp_path, which has no cases/suite-v1: suite-v1's requests, built on use, must equal
+    # the shipped files (one test per file of the family, counted here by glob).
+    shipped = ROOT / "cases" / "suite-v1"
+    (tmp_path / "test_plugged.py").write_text(_PLUGIN_TEST.format(shipped=str(shipped)), encoding="utf-8")
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "exactident.testing.plugin",
+            "--rootdir", str(tmp_path), "--exactident-families", "dead-neuron", str(tmp_path / "test_plugged.py")]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stdout + out.stderr
+    n_files = len(list((shipped / "dead-neuron").glob("*.json")))
+    assert n_files > 0 and f"{n_files} passed" in out.stdout
+
+
+def test_plugin_reads_a_suite_folder():
+    from exactident.testing.plugin import _params
+
+    class Config:  # the two options and the root directory, as pytest gives them
+        rootpath = ROOT
+
+        def __init__(self, opts):
+            self.opts = opts
+
+        def getoption(self, name):
+            return self.opts.get(name)
+
+    shipped = ROOT / "cases" / "suite-v1"
+    params = _params(Config({"--exactident-suite": str(shipped), "--exactident-families": "twins,gap"}))
+    want = sorted(p for f in ("twins", "gap") for p in (shipped / f).glob("*.json"))
+    assert sorted(p.values[0] for p in params) == want
+    assert len(_params(Config({}))) == len(list(shipped.glob("*/*.json")))  # the root's cases/suite-v1

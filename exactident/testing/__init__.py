@@ -30,11 +30,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from exactident.testing.agree import acceptable_ranks, assert_rank_agrees
-    from exactident.testing.strategies import (DEFAULT_FAMILIES, FLOAT_TRAP_FAMILIES, KnownCase, TieResolution,
-                                              known_case, known_cases)
+    from exactident.testing.strategies import (
+        DEFAULT_FAMILIES,
+        FLOAT_TRAP_FAMILIES,
+        KnownCase,
+        TieResolution,
+        known_case,
+        known_cases,
+    )
 
-__all__ = ["DEFAULT_FAMILIES", "FLOAT_TRAP_FAMILIES", "KnownCase", "TieResolution", "acceptable_ranks", "assert_rank_agrees", "known_case",
-           "known_cases"]
+__all__ = ["DEFAULT_FAMILIES", "FLOAT_TRAP_FAMILIES", "KnownCase", "TieResolution", "acceptable_ranks",
+           "assert_rank_agrees", "known_case", "known_cases"]
 
 _LAZY = {"assert_rank_agrees": "exactident.testing.agree", "acceptable_ranks": "exactident.testing.agree",
          "DEFAULT_FAMILIES": "exactident.testing.strategies",

@@ -10,8 +10,6 @@ float64/float32 rounding of the parameters moves ``Gamma``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from exactident.io.case import Case
 from exactident.testing.strategies import KnownCase, _from_case
 
@@ -42,7 +40,8 @@ def acceptable_ranks(case: KnownCase | Case, matrix: str = "gamma", tie_conventi
     Parameters
     ----------
     case : KnownCase or exactident.io.case.Case
-        A :class:`~exactident.io.case.Case` without exact ranks in ``expected`` is analysed by :func:`exactident.check` first.
+        A :class:`~exactident.io.case.Case` without exact ranks in ``expected`` is analysed by
+        :func:`exactident.check` first.
     matrix : {"gamma", "a"}
         ``Gamma`` (the Jacobian of the outputs on the sample in the parameters, rescalings removed)
         or ``A`` (the activation-pattern matrix of Theorem 9).
@@ -120,7 +119,8 @@ def _explain(k: KnownCase, matrix: str, tolerance: float | None, rtol: float | N
         for dt, r in (cc.get("rounding") or {}).items():
             if "delta" in r:
                 band = r.get("float_band_abs")
-                out.append(f"{dt} rounding of the parameters and sample moves exactident's float Gamma by ||dGamma||_2 <= {_g(r['delta'])}"
+                out.append(f"{dt} rounding of the parameters and sample moves exactident's float Gamma by "
+                           f"||dGamma||_2 <= {_g(r['delta'])}"
                            + ("; the activation pattern changes" if r.get("pattern_differs") else "")
                            + (f"; absolute tolerances in [{_g(band[0])}, {_g(band[1])}) give rank r on that "
                               "float Gamma" if band else "; no tolerance is certified to resolve its rank"))

@@ -41,8 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _params(config: pytest.Config) -> list[Any]:
-    from exactident.suites.generate import SUITES, Request
     from exactident.suites.families import get_family
+    from exactident.suites.generate import SUITES, Request
     from exactident.suites.manifest import suite_files
 
     keep = config.getoption("--exactident-families")

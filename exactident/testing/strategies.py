@@ -26,7 +26,8 @@ from exactident.suites.generate import Request, generate_case
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["DEFAULT_FAMILIES", "FLOAT_TRAP_FAMILIES", "FREE_SAMPLE_SIZE", "KnownCase", "TieResolution", "known_case", "known_cases"]
+__all__ = ["DEFAULT_FAMILIES", "FLOAT_TRAP_FAMILIES", "FREE_SAMPLE_SIZE", "KnownCase", "TieResolution", "known_case",
+           "known_cases"]
 
 #: Families :func:`known_cases` draws from by default, simplest first (shrinking goes toward the first).
 #: Left out: ``trained`` (needs scikit-learn, about a second per case), the layer-graph families, and
