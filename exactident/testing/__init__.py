@@ -28,23 +28,17 @@ from __future__ import annotations
 import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+from exactident.testing.families import DEFAULT_FAMILIES, FLOAT_TRAP_FAMILIES
+
+if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``): hypothesis only when drawn
     from exactident.testing.agree import acceptable_ranks, assert_rank_agrees
-    from exactident.testing.strategies import (
-        DEFAULT_FAMILIES,
-        FLOAT_TRAP_FAMILIES,
-        KnownCase,
-        TieResolution,
-        known_case,
-        known_cases,
-    )
+    from exactident.testing.strategies import KnownCase, TieResolution, known_case, known_cases
 
 __all__ = ["DEFAULT_FAMILIES", "FLOAT_TRAP_FAMILIES", "KnownCase", "TieResolution", "acceptable_ranks",
            "assert_rank_agrees", "known_case", "known_cases"]
 
 _LAZY = {"assert_rank_agrees": "exactident.testing.agree", "acceptable_ranks": "exactident.testing.agree",
-         "DEFAULT_FAMILIES": "exactident.testing.strategies",
-         "FLOAT_TRAP_FAMILIES": "exactident.testing.strategies", "KnownCase": "exactident.testing.strategies",
+         "KnownCase": "exactident.testing.strategies",
          "TieResolution": "exactident.testing.strategies", "known_case": "exactident.testing.strategies",
          "known_cases": "exactident.testing.strategies"}
 
