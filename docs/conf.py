@@ -82,7 +82,8 @@ def setup(app):
 nitpicky = True
 nitpick_ignore_regex = [
     ("py:class", r"(collections|collections\.abc|argparse|fractions|os|pathlib|random|types|typing|zipfile)\.\w+"),
-    ("py:class", r"(flint|numpy|nx|networkx)\..*"),
+    ("py:class", r"(flint|numpy|nx|networkx|hypothesis|_pytest|pytest)\..*"),
+    ("py:class", r"SearchStrategy"),  # hypothesis's, named in exactident.testing.strategies under TYPE_CHECKING
     # TypeVars of generic helpers (``progress_iter(items: Iterable[T]) -> Iterator[T]``)
     ("py:class", r"exactident\.[\w.]+\.T"),
 ]
