@@ -41,7 +41,7 @@ from exactident.verify.rank_rules import (
 )
 
 __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
-           "identity_claims", "rank_and_pattern_claims",
+           "identity_claims", "rank_and_pattern_claims", "reachable_claim",
            "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
 
 #: Fields of ``exactident-report/1`` (docs/cli.md).
@@ -350,13 +350,39 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
             problem = _cn_problem(f"{at}.", got_cn, rg, r.rank_a, dim)
             if problem:
                 fails.append(problem)
-        reach = p.get("reachable", "unknown")
-        if reach is True and not r.reachable:
-            fails.append(f"{at}.reachable: report says true, but the certificate has no reachability witness "
-                         "for this resolution")
-        elif reach is not True and reach != "unknown":
-            fails.append(f"{at}.reachable: report says {reach!r}, expected true (with a witness) or 'unknown'")
+        fails += reachable_claim(p, at, bool(r.reachable))
     return fails
+
+
+def reachable_claim(pattern: dict, at: str, witnessed: bool) -> list[str]:
+    """A ``patterns`` entry's ``reachable``: ``true`` only beside a verified witness for its resolution.
+
+    One rule for the plain MLP (witnesses in ``certificate.boundary.resolutions[j].reachable``) and the layer
+    graph (which has no reachability witness part: ``witnessed`` is False, so only ``"unknown"`` or no field).
+    A resolution can be unreachable (a tie on a unit fed only by ``relu`` outputs through fixed weights,
+    ``z = relu(z')``, is never negative), so ``true`` is a claim that needs its proof.
+
+    Parameters
+    ----------
+    pattern : dict
+        The report's ``patterns[j]`` (JSON).
+    at : str
+        Its path, for messages.
+    witnessed : bool
+        A witness for this resolution was verified.
+
+    Returns
+    -------
+    list of str
+        The failure, or nothing.
+    """
+    reach = pattern.get("reachable", "unknown")
+    if reach is True and not witnessed:
+        return [f"{at}.reachable: report says true, but the certificate has no reachability witness for this "
+                "resolution"]
+    if reach is not True and reach != "unknown":
+        return [f"{at}.reachable: report says {reach!r}, expected true (with a witness) or 'unknown'"]
+    return []
 
 
 def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:

@@ -20,7 +20,9 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
   part (:mod:`exactident.verify.constrained_parts`: each lower bound recomputed mod its prime, each upper
   bound the proven ``dim_free``, exact kernel vectors or an exact rank), or without one the verifier's own
   ranks mod p and ``min(rows, dim_free)``; an interval is never evidence for ``cs: true``; each of
-  ``patterns`` is a certified resolution with its rank;
+  ``patterns`` is a certified resolution with its rank, each tie listed once; ``reachable: true`` needs a
+  witness (:func:`exactident.verify.claims.reachable_claim`, the plain MLP's rule), and a layer graph has
+  none, so only ``"unknown"``;
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
@@ -41,7 +43,7 @@ from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.model.conditions import cs_from_bounds
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import tie_resolutions
-from exactident.verify.claims import uncertified_claims
+from exactident.verify.claims import reachable_claim, uncertified_claims
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_line_part
 from exactident.verify.constrained_submersion import check_entering_submersion, check_submersion, persistent_ties
@@ -266,6 +268,13 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     for m, pat in enumerate(report.get("patterns", [])):
         side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
         sides = tuple(True if t in persistent else side.get(t, True) for t in facts.ties)
+        # checked before anything else: a pattern without a rank still claims these (no witness part exists)
+        if pat["cn"] is not None or pat["rank_a"] is not None:
+            fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
+        fails += reachable_claim(pat, f"patterns[{m}]", witnessed=False)
+        if len(pat["ties"]) != len(side):  # one tie twice, maybe on both sides: names no resolution
+            fails.append(f"patterns[{m}].ties: a tie listed more than once")
+            continue
         if set(side) == set(facts.ties) and pat["rank_gamma"] is None and pat["cs"] is None:
             continue  # a resolution enumerated without a certified rank: it claims nothing more
         if set(side) != set(facts.ties) or sides not in proved:
@@ -276,8 +285,6 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             claim(f"patterns[{m}].rank_gamma", lo if lo == hi else None, pat["rank_gamma"])
         if pat["cs"] is not None:
             claim(f"patterns[{m}].cs", cs_from_bounds(lo, hi, sym.dim_free), pat["cs"])
-        if pat["cn"] is not None or pat["rank_a"] is not None:
-            fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
     line_ok = {}
     for key in ("dead_units", "constant_units", "submersion", "entering_submersion"):
         if key not in cert:

@@ -1,0 +1,97 @@
+"""Adversarial review of ``verify-certificate`` (issue 29): forgeries the verifier used to accept, each with the
+independent reason its claim is false (hand derivations in the docstrings, Fraction arithmetic written here).
+
+Every test builds its own tiny case, takes the engine's genuine report (which must verify), changes one claim,
+and requires INVALID (exit 3 through the CLI).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from fractions import Fraction
+
+from exactident.check import check
+from exactident.io.case import parse_case
+from exactident.verify.certificate import run_verify_certificate, verify_certificate
+
+# fc1 (1 -> 1) -> relu -> leaky_relu(1/4) -> fc2: the leaky unit's pre-activation is relu(w x + b), fixed weight 1
+RELU_LEAKY = {"format": "exactident-case/2", "name": "relu-leaky", "input_shape": [1],
+              "layers": [{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["1"]], "bias": ["0"]},
+                         {"name": "a1", "op": "relu", "inputs": ["fc1"]},
+                         {"name": "a2", "op": "leaky_relu", "inputs": ["a1"], "negative_slope": "1/4"},
+                         {"name": "fc2", "op": "linear", "inputs": ["a2"], "weight": [["2"]], "bias": ["1"]}],
+              "output": "fc2", "sample": [["-1"], ["1"], ["2"], ["3"]]}
+
+# f(x) = -3/2 prelu_{1/4}(x) + 1 on a sample with x = 0 on the kink (the issue's case)
+PRELU = {"format": "exactident-case/2", "name": "prelu-111", "input_shape": [1],
+         "layers": [{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["1"]], "bias": ["0"]},
+                    {"name": "act", "op": "prelu", "inputs": ["fc1"], "weight": ["1/4"]},
+                    {"name": "fc2", "op": "linear", "inputs": ["act"], "weight": [["-3/2"]], "bias": ["1"]}],
+         "output": "fc2", "sample": [["0"], ["-3/2"], ["-4/5"], ["-2"], ["3/2"], ["-3"]]}
+
+
+def _genuine(obj: dict, **kw):
+    case = parse_case(obj)
+    rep = check(case, numeric=False, **kw).to_dict()
+    assert verify_certificate(case, rep, require_claims=True)[0]
+    return case, rep
+
+
+def _leaky_preactivation(w: Fraction, b: Fraction, x: Fraction) -> Fraction:
+    """The second hidden layer's pre-activation at x for parameters (w, b) of fc1: relu(w x + b), weight 1 fixed."""
+    return max(w * x + b, Fraction(0))
+
+
+def test_unreachable_resolution_claimed_reachable_on_a_layer_graph(tmp_path, capsys):
+    """The tie is at the leaky unit on x = -1: its pre-activation is relu(w x + b) >= 0 for *every* (w, b) (the
+    weight into it is the fixed 1 of an activation on an activation), so the resolution with that tie inactive
+    (z < 0) is reached by no parameter.  A layer-graph report has no reachability witness part; ``reachable:
+    true`` used to be accepted unchecked on any pattern."""
+    rng = random.Random(29)
+    assert all(_leaky_preactivation(Fraction(rng.randint(-99, 99), 7), Fraction(rng.randint(-99, 99), 5),
+                                    Fraction(-1)) >= 0 for _ in range(200))
+    case, rep = _genuine(RELU_LEAKY)
+    ties = [p["ties"] for p in rep["patterns"]]
+    assert ties == [[{"sample": 0, "layer": 2, "neuron": 0, "active": True}],
+                    [{"sample": 0, "layer": 2, "neuron": 0, "active": False}]]
+    bad = copy.deepcopy(rep)
+    bad["patterns"][1]["reachable"] = True
+    valid, msgs = verify_certificate(case, bad, require_claims=True)
+    assert not valid and any(m.startswith("patterns[1].reachable: report says true") for m in msgs), msgs
+    unknown = copy.deepcopy(rep)
+    unknown["patterns"][1]["reachable"] = "unknown"  # claims nothing: accepted
+    assert verify_certificate(case, unknown, require_claims=True)[0]
+    cp, rp = tmp_path / "c.json", tmp_path / "r.json"
+    cp.write_text(json.dumps(RELU_LEAKY))
+    rp.write_text(json.dumps(bad))
+    assert run_verify_certificate(str(cp), str(rp)) == 3
+    assert capsys.readouterr().out.rstrip().endswith("certificate INVALID")
+
+
+def test_rank_a_and_cn_on_a_pattern_without_a_rank(tmp_path):
+    """Without --exact-ranks the PReLU net's inactive resolution has only an interval, so its pattern carries
+    ``rank_gamma: null``; ``rank_a`` and ``cn`` (Theorem 8, proved for the plain ReLU MLP only) on that pattern
+    used to skip every check.  R_A is not defined for a PReLU unit (slope a parameter), and ``rank_a: 7`` exceeds
+    even the number of parameters (5)."""
+    case, rep = _genuine(PRELU)
+    blank = [j for j, p in enumerate(rep["patterns"]) if p["rank_gamma"] is None and p["cs"] is None]
+    assert blank, rep["patterns"]
+    for field, value in (("rank_a", 7), ("rank_a", 0), ("cn", True), ("cn", False)):
+        bad = copy.deepcopy(rep)
+        bad["patterns"][blank[0]][field] = value
+        valid, msgs = verify_certificate(case, bad, require_claims=True)
+        assert not valid and any("cn and rank_a must be null" in m for m in msgs), (field, value, msgs)
+
+
+def test_a_pattern_naming_a_tie_on_both_sides():
+    """One tie listed active and inactive names no resolution (the verifier used to keep the last side)."""
+    case, rep = _genuine(PRELU, exact_ranks=True)
+    for j in range(len(rep["patterns"])):
+        bad = copy.deepcopy(rep)
+        tie = bad["patterns"][j]["ties"][0]
+        bad["patterns"][j]["ties"].append(dict(tie, active=not tie["active"]))
+        bad["patterns"][j].update(rank_gamma=None, cs=None)
+        valid, msgs = verify_certificate(case, bad, require_claims=True)
+        assert not valid and any("listed more than once" in m for m in msgs), msgs
