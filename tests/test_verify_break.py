@@ -95,3 +95,25 @@ def test_a_pattern_naming_a_tie_on_both_sides():
         bad["patterns"][j].update(rank_gamma=None, cs=None)
         valid, msgs = verify_certificate(case, bad, require_claims=True)
         assert not valid and any("listed more than once" in m for m in msgs), msgs
+
+
+# unit 1 (z = x - 10) is dead on x <= 3: the engine proves not-identifiable with a dead_units part only
+DEAD_SKIP = {"format": "exactident-case/2", "name": "dead-skip", "input_shape": [1],
+             "layers": [{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["1"], ["1"]],
+                         "bias": ["0", "-10"]},
+                        {"name": "act", "op": "relu", "inputs": ["fc1"]},
+                        {"name": "fc2", "op": "linear", "inputs": ["act"], "weight": [["1", "1"]], "bias": ["0"]},
+                        {"name": "res", "op": "add", "inputs": ["fc2", "input"]}],
+             "output": "res", "sample": [["-2"], ["-1"], ["1"], ["2"], ["3"]]}
+
+
+def test_decided_by_names_a_part_the_certificate_has():
+    """decided_by says which argument proved the verdict; 'submersion' / 'entering-submersion' beside a
+    certificate with no such part (only dead_units) used to be accepted for a layer graph, while the plain MLP
+    refuses 'line' without a line part.  Every not-identifiable rule now needs its own verified part."""
+    case, rep = _genuine(DEAD_SKIP)
+    assert (rep["verdict"], rep["decided_by"]) == ("not-identifiable", "dead-units")
+    assert not {"submersion", "entering_submersion"} & set(rep["certificate"])
+    for rule in ("submersion", "entering-submersion", "constant-units"):
+        valid, msgs = verify_certificate(case, dict(rep, decided_by=rule), require_claims=True)
+        assert not valid and any(m.startswith(f"decided_by: {rule} without a verified") for m in msgs), msgs

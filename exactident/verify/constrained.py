@@ -305,7 +305,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         why = "Theorem 8 (C_N) is not proved for " + features if rule == "theorem-8" else \
             f"not a rule giving {verdict} for a constrained network"
         fails.append(f"decided_by: {rule!r}: {why}")
-    if rule in ("dead-units", "constant-units") and not line_ok.get(rule.replace("-", "_")):
+    # every not-identifiable rule names its part (as the plain MLP's line / entering / structural rules do)
+    if rule in RULES and RULES[rule] == "not-identifiable" and not line_ok.get(rule.replace("-", "_")):
         fails.append(f"decided_by: {rule} without a verified {rule.replace('-', '_')} part")
     # identifiable: the certified lower bound at dim_free on every resolution, or the verifier's own ranks mod p
     # there (a rank mod p never exceeds the rank over Q; S_H in the kernel bounds it by dim_free)
