@@ -117,3 +117,28 @@ def test_decided_by_names_a_part_the_certificate_has():
     for rule in ("submersion", "entering-submersion", "constant-units"):
         valid, msgs = verify_certificate(case, dict(rep, decided_by=rule), require_claims=True)
         assert not valid and any(m.startswith(f"decided_by: {rule} without a verified") for m in msgs), msgs
+
+
+# f(x) = 3 relu(2 x_0 + x_1) + 1: samples (1, -2) and (0, 0) are both on the kink, at different points
+TWO_TIES = {"format": "exactident-case/1", "name": "two-ties", "widths": [2, 1, 1],
+            "weights": [[["2", "1"]], [["3"]]], "biases": [["0"], ["1"]],
+            "sample": [["1", "-2"], ["0", "0"], ["1", "1"], ["-1", "3"]]}
+
+
+def test_max_resolutions_caps_the_mlp_boundary_part_too(tmp_path, capsys):
+    """--max-resolutions used to bind only a layer graph's verifier: a plain MLP's boundary part was enumerated
+    whatever the cap (bounded only by the report's size).  Hand count: z(1, -2) = 0 and z(0, 0) = 0 at two
+    different points, so 2^2 = 4 resolutions; with a cap of 2 the claim is not verified (exit 3), with 4 it is."""
+    assert [2 * int(x[0]) + int(x[1]) for x in TWO_TIES["sample"]] == [0, 0, 3, 1]
+    case, rep = _genuine(TWO_TIES)
+    assert len(rep["certificate"]["boundary"]["resolutions"]) == 4
+    cp, rp = tmp_path / "c.json", tmp_path / "r.json"
+    cp.write_text(json.dumps(TWO_TIES))
+    rp.write_text(json.dumps(rep))
+    from exactident.io.limits import WorkLimits
+    assert run_verify_certificate(str(cp), str(rp), work=WorkLimits(max_resolutions=2)) == 3
+    out = capsys.readouterr().out
+    assert "past the verifier's limit of 2 (--max-resolutions): not verified" in out
+    assert out.rstrip().endswith("certificate NOT VERIFIED (past a --max-* limit of the verifier)")
+    assert run_verify_certificate(str(cp), str(rp), work=WorkLimits(max_resolutions=4)) == 0
+    capsys.readouterr()

@@ -249,7 +249,7 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
         if rank_check is None:
             fails.append(f"certificate.boundary: could not be checked ({missing}): not verified")
         else:
-            result = verify_boundary(case, cert["boundary"], facts, rank_check)
+            result = verify_boundary(case, cert["boundary"], facts, rank_check, limits.max_resolutions)
             fails += result.fails
             msgs += result.messages
             if not result.fails:
