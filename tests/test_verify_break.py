@@ -130,7 +130,7 @@ def test_max_resolutions_caps_the_mlp_boundary_part_too(tmp_path, capsys):
     whatever the cap (bounded only by the report's size).  Hand count: z(1, -2) = 0 and z(0, 0) = 0 at two
     different points, so 2^2 = 4 resolutions; with a cap of 2 the claim is not verified (exit 3), with 4 it is."""
     assert [2 * int(x[0]) + int(x[1]) for x in TWO_TIES["sample"]] == [0, 0, 3, 1]
-    case, rep = _genuine(TWO_TIES)
+    _case, rep = _genuine(TWO_TIES)
     assert len(rep["certificate"]["boundary"]["resolutions"]) == 4
     cp, rp = tmp_path / "c.json", tmp_path / "r.json"
     cp.write_text(json.dumps(TWO_TIES))
@@ -142,3 +142,80 @@ def test_max_resolutions_caps_the_mlp_boundary_part_too(tmp_path, capsys):
     assert out.rstrip().endswith("certificate NOT VERIFIED (past a --max-* limit of the verifier)")
     assert run_verify_certificate(str(cp), str(rp), work=WorkLimits(max_resolutions=4)) == 0
     capsys.readouterr()
+
+
+# widths 5-4-2, first-layer biases very negative: few active units, so the engine certifies only an interval
+def _interval_case() -> dict:
+    rng = random.Random(2)
+    widths = [5, 4, 2]
+    W = [[[f"{rng.randint(-8, 8)}/4" for _ in range(widths[l - 1])] for _ in range(widths[l])] for l in (1, 2)]
+    b = [[f"{rng.randint(-40, -20) if l == 1 else rng.randint(-4, 4)}/4" for _ in range(widths[l])] for l in (1, 2)]
+    X = [[f"{rng.randint(0, 8)}/2" for _ in range(5)] for _ in range(10)]
+    return {"format": "exactident-case/1", "name": "iv", "widths": widths, "weights": W, "biases": b, "sample": X}
+
+
+def _mlp_rank(obj: dict) -> int:
+    """rank of the Jacobian of f(x^i) over every weight and bias (forward mode, Fractions; no tie on this
+    sample), eliminated by sympy: the rank of Gamma (the fixed edges' columns are combinations of the others)."""
+    from sympy import Matrix, Rational
+
+    widths = obj["widths"]
+    W = [[[Fraction(v) for v in row] for row in M] for M in obj["weights"]]
+    b = [[Fraction(v) for v in bb] for bb in obj["biases"]]
+    params = [("W", l, r, c) for l in range(len(widths) - 1) for r in range(widths[l + 1]) for c in range(widths[l])]
+    params += [("b", l, r, None) for l in range(len(widths) - 1) for r in range(widths[l + 1])]
+    rows = []
+    for x in obj["sample"]:
+        cols = []
+        for p in params:
+            h, dh = [Fraction(v) for v in x], [Fraction(0)] * len(x)
+            for l in range(len(widths) - 1):
+                z = [sum((W[l][r][c] * h[c] for c in range(widths[l])), b[l][r]) for r in range(widths[l + 1])]
+                dz = [sum((W[l][r][c] * dh[c] for c in range(widths[l])), Fraction(0)) for r in range(widths[l + 1])]
+                if p[1] == l:
+                    dz[p[2]] += h[p[3]] if p[0] == "W" else Fraction(1)
+                if l == len(widths) - 2:
+                    cols.append(dz)
+                else:
+                    assert all(v != 0 for v in z)  # no tie: the pattern is the sign of z
+                    h = [max(v, Fraction(0)) for v in z]
+                    dh = [d if v > 0 else Fraction(0) for v, d in zip(z, dz)]
+        rows += [[Rational(col[k].numerator, col[k].denominator) for col in cols] for k in range(widths[-1])]
+    return Matrix(rows).rank()
+
+
+def test_monte_carlo_value_above_the_rank_is_refused(tmp_path):
+    """The Monte Carlo value is a rank mod primes, never above R_Gamma.  On this case R_Gamma = 8 (sympy,
+    above) and the certified interval is [8, 9]; a report whose montecarlo value is 9 (error 0: 'the rank is 9')
+    -- or the older form with rank_gamma 9 beside it -- used to be VALID since the value was only checked to lie
+    in the interval.  Now a value above the certified lower end needs the verifier's own ranks mod p to reach
+    it, which they cannot (every rank mod p is <= 8)."""
+    obj = _interval_case()
+    case, rep = _genuine(obj)
+    assert rep["rank_gamma"] is None and rep["rank_gamma_interval"] == [8, 9] and _mlp_rank(obj) == 8
+    forged = dict(rep, montecarlo={"rank_gamma": 9, "error_probability": 0.0})
+    for bad in (forged, dict(forged, rank_gamma=9)):
+        valid, msgs = verify_certificate(case, bad, require_claims=True)
+        assert not valid and any(m.startswith("montecarlo: its rank_gamma 9 is above the certified lower end 8")
+                                 for m in msgs), msgs
+    # the true value (the lower end) stays accepted, in both forms
+    honest = dict(rep, montecarlo={"rank_gamma": 8, "error_probability": 0.01})
+    assert verify_certificate(case, honest, require_claims=True)[0]
+    assert verify_certificate(case, dict(honest, rank_gamma=8), require_claims=True)[0]
+
+
+def test_monte_carlo_value_above_the_lower_end_on_a_layer_graph():
+    """The same rule for a layer graph (one rule): the PReLU net's smallest rank over its resolutions is 3
+    (tests/test_verify_forgeries.py derives it by hand), the interval [3, 4]; a Monte Carlo value of 4 is
+    refused.  And the shared rule accepts a value above the lower end when the verifier's own ranks reach it."""
+    from exactident.verify.rank_rules import RankBounds, rank_claim_problems
+
+    case, rep = _genuine(PRELU)
+    assert rep["rank_gamma_interval"] == [3, 4]
+    bad = dict(rep, montecarlo={"rank_gamma": 4, "error_probability": 0.0})
+    valid, msgs = verify_certificate(case, bad, require_claims=True)
+    assert not valid and any("above the certified lower end 3" in m for m in msgs), msgs
+    claim = {"rank_gamma": None, "rank_gamma_interval": [3, 4], "montecarlo": {"rank_gamma": 4,
+                                                                               "error_probability": 0.0}}
+    assert rank_claim_problems(claim, RankBounds(3, 4), 5, reaches=lambda v: v <= 4) == []
+    assert rank_claim_problems(claim, RankBounds(3, 4), 5, reaches=lambda v: v <= 3)

@@ -77,6 +77,7 @@ class Proofs:
     rank_part: tuple[int | None, int | None] | None = None  # certified (R_Gamma, R_A) at the >= 0 pattern
     boundary: BoundaryResult | None = None
     rank_a_lower: int | None = None          # certified lower bound on R_A by the rank part (R_A when certified)
+    rank_reaches: Any = None                 # with the rank part's interval: do the verifier's own ranks reach v
     closed_by: dict[str, str] | None = None  # upper-bound kind per matrix of the verified rank part
     #: certified (lo, hi) for R_Gamma when the rank part's rank_gamma is the interval form; rank_part[0] is then None
     rank_gamma_interval: tuple[int, int] | None = None
@@ -275,7 +276,8 @@ def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> l
                 fails.append(f"{key}: report says {report[key]}, but the certificate certifies no R_Gamma")
         return fails + _pattern_claims(report, facts, proofs)
     dim = facts.dim
-    fails += rank_claim_problems(report, bounds, dim)
+    from_rank_part = proofs.rank_gamma_interval is not None and bounds == RankBounds(*proofs.rank_gamma_interval)
+    fails += rank_claim_problems(report, bounds, dim, reaches=proofs.rank_reaches if from_rank_part else None)
     certified_ra = _top_level_rank_a(facts, proofs)
     ra = claims["rank_a"]
     if ra is not None and ra != certified_ra:

@@ -261,7 +261,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         bounds = smallest(RankBounds(*proved[s]) for s in everyone)
     elif "free_rank" not in cert and enumerable and claims_rank:
         bounds = smallest(own(s) for s in everyone)
-    fails += rank_claim_problems(report, bounds, sym.dim_free, "rank Gamma_free (smallest over the tie resolutions)")
+    fails += rank_claim_problems(report, bounds, sym.dim_free, "rank Gamma_free (smallest over the tie resolutions)",
+                                 reaches=lambda v: enumerable and all(ranks.at(s, v) >= v for s in everyone))
     if bounds is not None and not fails:
         msgs.append(f"rank valid: the smallest rank Gamma_free over the {len(everyone)} tie resolution(s) is "
                     f"{'certified ' + bounds.text if bounds.exact is None else bounds.text}, dim_free = {sym.dim_free}")

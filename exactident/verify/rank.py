@@ -93,6 +93,9 @@ class CertifiedRanks:
     rank_a_lower: int | None = None
     #: ``(lo, hi)`` when the ``rank_gamma`` part is the interval form (``rank_gamma`` is then None).
     rank_gamma_interval: tuple[int, int] | None = None
+    #: With an interval: ``reaches(v)`` is True when the verifier's own ranks mod its primes reach ``v``
+    #: (so ``R_Gamma >= v``); used for a Monte Carlo value above the lower end.
+    reaches: Callable[[int], bool] | None = None
 
 
 @dataclass
@@ -467,7 +470,19 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         problems.append(str(exc))
     if problems:
         return problems, CertifiedRanks(None, None)
-    return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval)
+    return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval,
+                                    _own_ranks_reach(m) if interval is not None else None)
+
+
+#: Primes the verifier draws itself to test a Monte Carlo value above a certificate's lower end.
+OWN_PRIMES = 3
+
+
+def _own_ranks_reach(m: _Matrix) -> Callable[[int], bool]:
+    """``reaches(v)``: some rank of ``M`` mod one of the verifier's own primes is ``>= v`` (then ``rank M >= v``)."""
+    def reaches(v: int) -> bool:
+        return any(rank_mod_p(m.image(q), q) >= v for q in random_primes(OWN_PRIMES, m.avoid, random.Random(1)))
+    return reaches
 
 
 def verify_rank_certificate(case: Any, rank_certificate: Any,
