@@ -198,6 +198,14 @@ def test_monte_carlo_value_above_the_rank_is_refused(tmp_path):
         valid, msgs = verify_certificate(case, bad, require_claims=True)
         assert not valid and any(m.startswith("montecarlo: its rank_gamma 9 is above the certified lower end 8")
                                  for m in msgs), msgs
+    # the verifier's own ranks mod p reach the rank (8) and never 9
+    from exactident.verify.facts import CaseFacts
+    from exactident.verify.rank import check_rank_certificate
+
+    problems, ranks = check_rank_certificate(case, rep["certificate"]["rank"], CaseFacts.from_case(case).pattern({}),
+                                             "certificate.rank")
+    assert not problems and ranks.rank_gamma_interval == (8, 9)
+    assert ranks.reaches(8) and not ranks.reaches(9)
     # the true value (the lower end) stays accepted, in both forms
     honest = dict(rep, montecarlo={"rank_gamma": 8, "error_probability": 0.01})
     assert verify_certificate(case, honest, require_claims=True)[0]

@@ -34,7 +34,7 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.io.rationals import format_int, short_text
-from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
+from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas
 from exactident.linalg.certified import (
     MAX_CHECK_PRIMES,
     MAX_EXACT_CHECK_ENTRIES,
@@ -479,9 +479,23 @@ OWN_PRIMES = 3
 
 
 def _own_ranks_reach(m: _Matrix) -> Callable[[int], bool]:
-    """``reaches(v)``: some rank of ``M`` mod one of the verifier's own primes is ``>= v`` (then ``rank M >= v``)."""
+    """``reaches(v)``: some rank of ``M`` mod one of the verifier's own primes is ``>= v`` (then ``rank M >= v``).
+
+    Primes drawn uniformly from the BLAS range with the verifier's own seed; a wide ``M`` is sketched by
+    ``v + 16`` columns (``rank_p(M S) <= rank_p(M)``, so reaching ``v`` still proves it) as for a lower bound.
+    """
     def reaches(v: int) -> bool:
-        return any(rank_mod_p(m.image(q), q) >= v for q in random_primes(OWN_PRIMES, m.avoid, random.Random(1)))
+        from exactident.linalg.montecarlo import uniform_prime
+
+        rng, used = random.Random(1), set()
+        k = v + 16
+        for _ in range(OWN_PRIMES):
+            q = uniform_prime(rng, BLAS_PRIME_LO, BLAS_PRIME_HI, m.avoid, used)
+            used.add(q)
+            wide = m.sketch is not None and m.shape[1] > k + k // 8
+            if rank_blas(m.sketch(q, k, _SKETCH_SEED) if wide else m.image(q), q) >= v:
+                return True
+        return False
     return reaches
 
 
