@@ -487,13 +487,13 @@ def _own_ranks_reach(m: _Matrix) -> Callable[[int], bool]:
     def reaches(v: int) -> bool:
         from exactident.linalg.montecarlo import uniform_prime
 
-        rng, used = random.Random(1), set()
+        rng, used = random.Random(1), set[int]()
         k = v + 16
         for _ in range(OWN_PRIMES):
             q = uniform_prime(rng, BLAS_PRIME_LO, BLAS_PRIME_HI, m.avoid, used)
             used.add(q)
-            wide = m.sketch is not None and m.shape[1] > k + k // 8
-            if rank_blas(m.sketch(q, k, _SKETCH_SEED) if wide else m.image(q), q) >= v:
+            image = m.sketch(q, k, _SKETCH_SEED) if m.sketch is not None and m.shape[1] > k + k // 8 else m.image(q)
+            if rank_blas(image, q) >= v:
                 return True
         return False
     return reaches
