@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from exactident.io.limits import DEFAULT_WORK_LIMITS
 from exactident.verify.arith import (
     BadField,
     direction,
@@ -141,11 +142,14 @@ def _witness_problems(rates: _TieRates, sides: dict[Tie, bool], part: Any, where
     return fails
 
 
-def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any) -> BoundaryResult:
+def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any,
+                    max_resolutions: int = DEFAULT_WORK_LIMITS.max_resolutions) -> BoundaryResult:
     """Check a ``boundary`` part against the case (see the module docstring).
 
     ``check_rank`` is :func:`exactident.verify.rank.check_rank_certificate` (passed in so
     that the caller decides what an unavailable or crashing rank checker means).
+    ``max_resolutions`` is the verifier's cap (``--max-resolutions``, the layer graph's too): past
+    ``2^k`` resolutions the part is not verified (one line), whatever the report lists.
 
     Returns
     -------
@@ -201,6 +205,10 @@ def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any) -> 
         return out
     n_cls = len(facts.classes)
     pairs = "" if n_cls == len(ties) else f" at {n_cls} distinct (sample point, neuron) pairs"
+    if 2 ** n_cls > max_resolutions:  # the cap of the layer graph's verifier, same message
+        out.fails.append(f"{where}.resolutions: 2^{n_cls} tie resolutions are past the verifier's limit of "
+                         f"{max_resolutions} (--max-resolutions): not verified")
+        return out
     if len(resolutions) != 2 ** n_cls:
         out.fails.append(f"{where}.resolutions: the certificate lists {len(resolutions)} resolution(s), the "
                          f"{len(ties)} visible tie(s){pairs} have {2 ** n_cls if n_cls <= 64 else f'2^{n_cls}'}")

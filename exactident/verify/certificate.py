@@ -236,6 +236,7 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
             else:
                 interval = getattr(ranks, "rank_gamma_interval", None)
                 proofs.rank_gamma_interval = interval
+                proofs.rank_reaches = getattr(ranks, "reaches", None)
                 # an interval is never a rank: R_Gamma stays unknown (None), only the bounds are kept
                 proofs.rank_part = (ranks.rank_gamma, ranks.rank_a)
                 proofs.rank_a_lower = getattr(ranks, "rank_a_lower", None)
@@ -249,7 +250,7 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
         if rank_check is None:
             fails.append(f"certificate.boundary: could not be checked ({missing}): not verified")
         else:
-            result = verify_boundary(case, cert["boundary"], facts, rank_check)
+            result = verify_boundary(case, cert["boundary"], facts, rank_check, limits.max_resolutions)
             fails += result.fails
             msgs += result.messages
             if not result.fails:

@@ -41,7 +41,7 @@ from exactident.verify.rank_rules import (
 )
 
 __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
-           "identity_claims", "rank_and_pattern_claims",
+           "identity_claims", "rank_and_pattern_claims", "reachable_claim",
            "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
 
 #: Fields of ``exactident-report/1`` (docs/cli.md).
@@ -77,6 +77,7 @@ class Proofs:
     rank_part: tuple[int | None, int | None] | None = None  # certified (R_Gamma, R_A) at the >= 0 pattern
     boundary: BoundaryResult | None = None
     rank_a_lower: int | None = None          # certified lower bound on R_A by the rank part (R_A when certified)
+    rank_reaches: Any = None                 # with the rank part's interval: do the verifier's own ranks reach v
     closed_by: dict[str, str] | None = None  # upper-bound kind per matrix of the verified rank part
     #: certified (lo, hi) for R_Gamma when the rank part's rank_gamma is the interval form; rank_part[0] is then None
     rank_gamma_interval: tuple[int, int] | None = None
@@ -275,7 +276,8 @@ def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> l
                 fails.append(f"{key}: report says {report[key]}, but the certificate certifies no R_Gamma")
         return fails + _pattern_claims(report, facts, proofs)
     dim = facts.dim
-    fails += rank_claim_problems(report, bounds, dim)
+    from_rank_part = proofs.rank_gamma_interval is not None and bounds == RankBounds(*proofs.rank_gamma_interval)
+    fails += rank_claim_problems(report, bounds, dim, reaches=proofs.rank_reaches if from_rank_part else None)
     certified_ra = _top_level_rank_a(facts, proofs)
     ra = claims["rank_a"]
     if ra is not None and ra != certified_ra:
@@ -350,13 +352,39 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
             problem = _cn_problem(f"{at}.", got_cn, rg, r.rank_a, dim)
             if problem:
                 fails.append(problem)
-        reach = p.get("reachable", "unknown")
-        if reach is True and not r.reachable:
-            fails.append(f"{at}.reachable: report says true, but the certificate has no reachability witness "
-                         "for this resolution")
-        elif reach is not True and reach != "unknown":
-            fails.append(f"{at}.reachable: report says {reach!r}, expected true (with a witness) or 'unknown'")
+        fails += reachable_claim(p, at, bool(r.reachable))
     return fails
+
+
+def reachable_claim(pattern: dict, at: str, witnessed: bool) -> list[str]:
+    """A ``patterns`` entry's ``reachable``: ``true`` only beside a verified witness for its resolution.
+
+    One rule for the plain MLP (witnesses in ``certificate.boundary.resolutions[j].reachable``) and the layer
+    graph (which has no reachability witness part: ``witnessed`` is False, so only ``"unknown"`` or no field).
+    A resolution can be unreachable (a tie on a unit fed only by ``relu`` outputs through fixed weights,
+    ``z = relu(z')``, is never negative), so ``true`` is a claim that needs its proof.
+
+    Parameters
+    ----------
+    pattern : dict
+        The report's ``patterns[j]`` (JSON).
+    at : str
+        Its path, for messages.
+    witnessed : bool
+        A witness for this resolution was verified.
+
+    Returns
+    -------
+    list of str
+        The failure, or nothing.
+    """
+    reach = pattern.get("reachable", "unknown")
+    if reach is True and not witnessed:
+        return [f"{at}.reachable: report says true, but the certificate has no reachability witness for this "
+                "resolution"]
+    if reach is not True and reach != "unknown":
+        return [f"{at}.reachable: report says {reach!r}, expected true (with a witness) or 'unknown'"]
+    return []
 
 
 def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:

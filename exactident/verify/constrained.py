@@ -20,7 +20,9 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
   part (:mod:`exactident.verify.constrained_parts`: each lower bound recomputed mod its prime, each upper
   bound the proven ``dim_free``, exact kernel vectors or an exact rank), or without one the verifier's own
   ranks mod p and ``min(rows, dim_free)``; an interval is never evidence for ``cs: true``; each of
-  ``patterns`` is a certified resolution with its rank;
+  ``patterns`` is a certified resolution with its rank, each tie listed once; ``reachable: true`` needs a
+  witness (:func:`exactident.verify.claims.reachable_claim`, the plain MLP's rule), and a layer graph has
+  none, so only ``"unknown"``;
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
@@ -42,7 +44,7 @@ from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.model.conditions import cs_from_bounds
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import tie_resolutions
-from exactident.verify.claims import uncertified_claims
+from exactident.verify.claims import reachable_claim, uncertified_claims
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_line_part
 from exactident.verify.constrained_submersion import check_entering_submersion, check_submersion, persistent_ties
@@ -261,13 +263,21 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         bounds = smallest(RankBounds(*proved[s]) for s in everyone)
     elif "free_rank" not in cert and enumerable and claims_rank:
         bounds = smallest(own(s) for s in everyone)
-    fails += rank_claim_problems(report, bounds, sym.dim_free, "rank Gamma_free (smallest over the tie resolutions)")
+    fails += rank_claim_problems(report, bounds, sym.dim_free, "rank Gamma_free (smallest over the tie resolutions)",
+                                 reaches=lambda v: enumerable and all(ranks.at(s, v) >= v for s in everyone))
     if bounds is not None and not fails:
         msgs.append(f"rank valid: the smallest rank Gamma_free over the {len(everyone)} tie resolution(s) is "
                     f"{'certified ' + bounds.text if bounds.exact is None else bounds.text}, dim_free = {sym.dim_free}")
     for m, pat in enumerate(report.get("patterns", [])):
         side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
         sides = tuple(True if t in persistent else side.get(t, True) for t in facts.ties)
+        # checked before anything else: a pattern without a rank still claims these (no witness part exists)
+        if pat["cn"] is not None or pat["rank_a"] is not None:
+            fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
+        fails += reachable_claim(pat, f"patterns[{m}]", witnessed=False)
+        if len(pat["ties"]) != len(side):  # one tie twice, maybe on both sides: names no resolution
+            fails.append(f"patterns[{m}].ties: a tie listed more than once")
+            continue
         if set(side) == set(facts.ties) and pat["rank_gamma"] is None and pat["cs"] is None:
             continue  # a resolution enumerated without a certified rank: it claims nothing more
         if set(side) != set(facts.ties) or sides not in proved:
@@ -278,8 +288,6 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             claim(f"patterns[{m}].rank_gamma", lo if lo == hi else None, pat["rank_gamma"])
         if pat["cs"] is not None:
             claim(f"patterns[{m}].cs", cs_from_bounds(lo, hi, sym.dim_free), pat["cs"])
-        if pat["cn"] is not None or pat["rank_a"] is not None:
-            fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
     line_ok = {}
     for key in ("dead_units", "constant_units", "submersion", "entering_submersion"):
         if key not in cert:
@@ -302,7 +310,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         why = "Theorem 8 (C_N) is not proved for " + features if rule == "theorem-8" else \
             f"not a rule giving {verdict} for a constrained network"
         fails.append(f"decided_by: {rule!r}: {why}")
-    if rule in ("dead-units", "constant-units") and not line_ok.get(rule.replace("-", "_")):
+    # every not-identifiable rule names its part (as the plain MLP's line / entering / structural rules do)
+    if rule in RULES and RULES[rule] == "not-identifiable" and not line_ok.get(rule.replace("-", "_")):
         fails.append(f"decided_by: {rule} without a verified {rule.replace('-', '_')} part")
     # identifiable: the certified lower bound at dim_free on every resolution, or the verifier's own ranks mod p
     # there (a rank mod p never exceeds the rank over Q; S_H in the kernel bounds it by dim_free)

@@ -34,7 +34,7 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.io.rationals import format_int, short_text
-from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
+from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas
 from exactident.linalg.certified import (
     MAX_CHECK_PRIMES,
     MAX_EXACT_CHECK_ENTRIES,
@@ -93,6 +93,9 @@ class CertifiedRanks:
     rank_a_lower: int | None = None
     #: ``(lo, hi)`` when the ``rank_gamma`` part is the interval form (``rank_gamma`` is then None).
     rank_gamma_interval: tuple[int, int] | None = None
+    #: With an interval: ``reaches(v)`` is True when the verifier's own ranks mod its primes reach ``v``
+    #: (so ``R_Gamma >= v``); used for a Monte Carlo value above the lower end.
+    reaches: Callable[[int], bool] | None = None
 
 
 @dataclass
@@ -467,7 +470,33 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         problems.append(str(exc))
     if problems:
         return problems, CertifiedRanks(None, None)
-    return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval)
+    return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval,
+                                    _own_ranks_reach(m) if interval is not None else None)
+
+
+#: Primes the verifier draws itself to test a Monte Carlo value above a certificate's lower end.
+OWN_PRIMES = 3
+
+
+def _own_ranks_reach(m: _Matrix) -> Callable[[int], bool]:
+    """``reaches(v)``: some rank of ``M`` mod one of the verifier's own primes is ``>= v`` (then ``rank M >= v``).
+
+    Primes drawn uniformly from the BLAS range with the verifier's own seed; a wide ``M`` is sketched by
+    ``v + 16`` columns (``rank_p(M S) <= rank_p(M)``, so reaching ``v`` still proves it) as for a lower bound.
+    """
+    def reaches(v: int) -> bool:
+        from exactident.linalg.montecarlo import uniform_prime
+
+        rng, used = random.Random(1), set[int]()
+        k = v + 16
+        for _ in range(OWN_PRIMES):
+            q = uniform_prime(rng, BLAS_PRIME_LO, BLAS_PRIME_HI, m.avoid, used)
+            used.add(q)
+            image = m.sketch(q, k, _SKETCH_SEED) if m.sketch is not None and m.shape[1] > k + k // 8 else m.image(q)
+            if rank_blas(image, q) >= v:
+                return True
+        return False
+    return reaches
 
 
 def verify_rank_certificate(case: Any, rank_certificate: Any,

@@ -22,7 +22,7 @@ Pure functions of numbers the verifier has already certified; nothing here reads
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,7 @@ def proves_identifiable(bounds: RankBounds | None, dim: int) -> bool:
 
 
 def rank_claim_problems(report: Mapping[str, Any], bounds: RankBounds | None, dim: int,
-                        what: str = "R_Gamma") -> list[str]:
+                        what: str = "R_Gamma", reaches: Callable[[int], bool] | None = None) -> list[str]:
     """``rank_gamma``, ``cs``, ``rank_gamma_interval``, ``montecarlo`` of ``report`` against certified ``bounds``.
 
     ``bounds`` bound the smallest rank over every tie resolution (the one pattern off the boundary), None
@@ -127,6 +127,10 @@ def rank_claim_problems(report: Mapping[str, Any], bounds: RankBounds | None, di
       is accepted only labelled so and inside the interval;
     - ``rank_gamma_interval`` ``[lo, hi]``: ``lo < hi``, and exactly the certified bounds (a tighter one is
       not proved; a looser one, or an interval beside a certified exact rank, hides what was proved);
+    - ``montecarlo``'s value is a rank mod primes, never above the rank: one above the certified lower end
+      is accepted only if ``reaches(value)`` (the verifier's own ranks mod its primes reach it, so
+      ``R_Gamma >= value``); else nothing shows the value is not above the rank (a forged Monte Carlo value
+      at the interval's upper end would say the rank is settled there);
     - ``cs`` (non-null) must be what the certified bounds settle
       (:func:`exactident.model.conditions.cs_from_bounds`): true only when the lower bound is ``dim``; when
       the rank is not settled, ``cs`` must be null.
@@ -160,6 +164,10 @@ must be null']
             fails.append("montecarlo: a Monte Carlo value is reported only beside a rank_gamma_interval")
         elif not (isinstance(value, int) and claimed[0] <= value <= claimed[1]):
             fails.append(f"montecarlo: its rank_gamma {value!r} is outside the reported interval {claimed}")
+        elif value > bounds.lo and not (reaches is not None and reaches(value)):
+            fails.append(f"montecarlo: its rank_gamma {value} is above the certified lower end {bounds.lo}, and the "
+                         f"verifier's own ranks mod p do not reach it: a rank mod a prime never exceeds {what}, "
+                         "so nothing shows the value is not above the rank")
     if rg is not None:
         if claimed is not None:  # an older report: the Monte Carlo value shown as rank_gamma, labelled
             if not (isinstance(mc, Mapping) and mc.get("rank_gamma") == rg):
