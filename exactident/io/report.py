@@ -124,7 +124,8 @@ class Report:
 
         entries = self.extra.get("parameters")
         return parameter_rows(self.widths, self.extra.get("provenance"),
-                              entries if isinstance(entries, list) else None)
+                              entries if isinstance(entries, list) else None,
+                              layer_graph="architecture" in self.extra)
 
     def parameters_frame(self) -> Any:
         """:meth:`parameters_rows` as a pandas ``DataFrame`` (one row per parameter).
@@ -132,7 +133,8 @@ class Report:
         Raises
         ------
         UnsupportedCaseError
-            When pandas is not installed (it is optional).
+            When pandas is not installed (it is optional), or for a layer graph's report that was
+            not explained (its parameters are listed by ``exactident.explain``).
         """
         from exactident.io.display import to_frame
 
