@@ -92,6 +92,26 @@ def test_score_without_failures_has_no_failed_column(suite):
 
 # 2. verify-certificate with a report of another case --------------------------------------------
 
+def test_verify_layer_graph_report_of_another_case_is_invalid_before_its_certificate(tmp_path, capsys):
+    # Regression: the layer-graph verifier checked a report of another case part by part, printing
+    # "verdict identifiable verified" among a dozen shape mismatches; the plain-MLP rule (identity first,
+    # certificate unread) now serves both. By hand: residual-mlp (h = relu(fc2(relu(fc1 x)) + x), fc1 3x2,
+    # fc2 2x3, head 1x2, with biases) has 9 + 8 + 3 = 20 parameters and 3 rescalings (the relu1 units;
+    # relu2's are tied to the input by the skip): dim_free 17, layer widths [2, 3, 2, 1], 12 samples;
+    # leaky-mlp 2-3-1 has 13 parameters, 3 rescalings: dim_free 10, widths [2, 3, 1], 9 samples.
+    arch = CASES / "architectures"
+    assert main(["check", str(arch / "residual-mlp.json"), "--json", "--no-numeric"]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    assert main(["verify-certificate", str(arch / "leaky-mlp.json"), str(tmp_path / "r.json")]) == 3
+    assert capsys.readouterr().out.splitlines() == [
+        "name: the report is for case 'residual-mlp' but the case file is named 'leaky-mlp'",
+        "widths: report says [2, 3, 2, 1], the case has [2, 3, 1]",
+        "n_samples: report says 12, the case gives 9",
+        "dim: report says 17, the case gives 10",
+        "the report is not about this case: its certificate was not checked",
+        "certificate INVALID"]
+
+
 def test_identity_claims_by_hand():
     assert identity_claims({"name": "k", "widths": [1, 1, 1], "n_samples": 3, "dim": 3}, "k", [1, 1, 1], 3) == []
     assert identity_claims({"name": "d", "widths": [1, 2, 1], "n_samples": 4, "dim": 5}, "k", [1, 1, 1], 3) == [

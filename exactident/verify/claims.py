@@ -99,13 +99,16 @@ def _typed(report: dict, key: str, kind, allow_none: bool = False) -> Any:
     return need(report, key, kind, "")
 
 
-def identity_claims(report: dict, name: str, widths: list[int], n: int) -> list[str]:
+def identity_claims(report: dict, name: str | None, widths: list[int], n: int,
+                    dim: int | None = None) -> list[str]:
     """Is the report about this case at all?  ``name``, ``widths``, ``n_samples``, ``dim`` compared first.
 
     A report of another case fails here, with one line per differing field,
     before any certificate part is read (its parts would fail for shape
     reasons that hide the real mistake).  Fields of the wrong type are left to
-    :func:`structural_claims`.
+    :func:`structural_claims`. The same rule serves the plain MLP and the layer graph:
+    ``dim`` defaults to the MLP's ``N_0 N_1 + ... + N_{L-1} N_L + N_L``; a layer graph passes
+    its ``dim_free`` (its widths are its layers' widths). ``name`` None: not compared.
 
     Examples
     --------
@@ -117,13 +120,14 @@ def identity_claims(report: dict, name: str, widths: list[int], n: int) -> list[
     """
     fails = []
     got_name = report.get("name")
-    if isinstance(got_name, str) and got_name != name:
+    if isinstance(got_name, str) and name is not None and got_name != name:
         fails.append(f"name: the report is for case {got_name!r} but the case file is named {name!r}")
     got_widths = report.get("widths")
     typed = isinstance(got_widths, list) and all(type(w) is int for w in got_widths)  # else: the schema's
     if typed and not _same(got_widths, list(widths)):
         fails.append(f"widths: report says {got_widths}, the case has {list(widths)}")
-    dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
+    if dim is None:
+        dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
     for key, value in (("n_samples", n), ("dim", dim)):
         got = report.get(key)
         if isinstance(got, int) and not isinstance(got, bool) and got != value:
