@@ -349,7 +349,7 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
     """
     log = WarningLog()
     block: dict[str, Any] = {"status": "ok", "dtype": np.dtype(_dtype(dtype)).name, "dim_free": dim_free}
-    compared = {"rank_gamma": exact_rank_gamma, "rank_a": None, "verdict": exact_verdict}
+    compared: dict[str, Any] = {"rank_gamma": exact_rank_gamma, "rank_a": None, "verdict": exact_verdict}
     try:
         g, _G, fcn = constrained_float_rank(cn, X, tol=tol, rtol=rtol, dtype=dtype, log=log)
     except FloatPipelineError as exc:
