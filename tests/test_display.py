@@ -170,7 +170,8 @@ def test_layer_graph_rows_are_its_parameters_not_a_chain_of_widths():
     pd = pytest.importorskip("pandas")
     frame = ex.parameters_frame()  # the same columns as a plain MLP's explanation
     assert isinstance(frame, pd.DataFrame)
-    assert list(frame.columns) == ["parameter", "framework_name", "layer", "kind", "class", "by", "why"]
+    assert list(frame.columns)[:7] == ["parameter", "framework_name", "layer", "kind", "class", "by", "why"]
+    assert list(frame.columns)[7:] == ["witness", "line"]  # the layer graph's explanation says more
     assert list(frame["framework_name"]) == [r["framework_name"] for r in rows]
 
 

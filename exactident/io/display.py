@@ -96,7 +96,8 @@ def parameter_rows(widths: Sequence[int], provenance: Mapping[str, Any] | None,
 
     A layer graph (``layer_graph=True``, a format-2 case beyond the plain MLP) has no ``W_l``/``b_l``:
     its free parameters are ``theta_j`` (``parameter``, ``j`` = the entry's ``index``), named by the case
-    (``framework_name``; None when the case gives only ``theta_j``), ``layer`` and ``kind`` None. Its
+    (``framework_name``; None when the case gives only ``theta_j``), ``layer`` and ``kind`` None, and two
+    more columns from its explanation: ``witness`` (the kernel vector that moves it) and ``line``. Its
     widths do not list its parameters, so it needs ``entries``.
 
     Raises
@@ -117,7 +118,8 @@ def parameter_rows(widths: Sequence[int], provenance: Mapping[str, Any] | None,
                 "them by the case's names (explain(case).parameters_frame())")
         return [{"parameter": f"theta_{e.get('index')}",
                  "framework_name": None if e.get("name") == f"theta_{e.get('index')}" else e.get("name"),
-                 "layer": None, "kind": None, "class": e.get("class"), "by": e.get("by"), "why": e.get("why")}
+                 "layer": None, "kind": None, "class": e.get("class"), "by": e.get("by"), "why": e.get("why"),
+                 "witness": e.get("witness"), "line": bool(e.get("line"))}
                 for e in sorted(entries, key=lambda e: int(e.get("index") or 0))]
     names = (provenance or {}).get("parameter_names") or {}
     order = {n: k for k, n in enumerate(_all_parameters(widths))}
