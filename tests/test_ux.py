@@ -203,6 +203,21 @@ def test_empty_sample_rows_refused(tmp_path, capsys, rows, msg):
     assert not (tmp_path / "c.json").exists()
 
 
+@pytest.mark.parametrize(("name", "content"), [("e.npy", None), ("e.csv", "x\n")])
+def test_empty_sample_file_refused_as_a_missing_sample(tmp_path, capsys, name, content):
+    # Regression: a sample file with no row was analysed (rank Gamma = R_A = 0 < dim: "not-identifiable" by
+    # Theorem 8, which says nothing about the network), while --sample-rows selecting no row and a missing
+    # --sample are refused. 1-1-1 network; the file holds a header line only, or a (0, 1) array.
+    np.savez(tmp_path / "m.npz", W1=np.array([[2.0]]), b1=np.array([1.0]), W2=np.array([[3.0]]), b2=np.zeros(1))
+    if content is None:
+        np.save(tmp_path / name, np.zeros((0, 1)))
+    else:
+        (tmp_path / name).write_text(content)
+    assert main(["check", str(tmp_path / "m.npz"), "--assume-relu-mlp", "--sample", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{name}: sample: holds no row (0 samples)" in err
+
+
 # 5. a report, a sample file, a model file given as CASE ----------------------------------------------
 
 def test_check_recognises_reports_and_sample_files(tmp_path, capsys):
