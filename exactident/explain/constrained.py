@@ -148,8 +148,9 @@ class ConstrainedExplanation:
                           (["theta", "parameter", "class", "by", "why"], rows))
 
     def parameters_frame(self) -> Any:
-        """One row per free parameter as a pandas DataFrame, with the columns of
-        :meth:`Explanation.parameters_frame` (``parameter`` is ``theta_j``, ``framework_name`` the case's name).
+        """One row per free parameter as a pandas DataFrame, with the columns of a plain MLP's
+        ``Explanation.parameters_frame()`` (``parameter`` is ``theta_j``, ``framework_name`` the case's
+        name), then ``witness`` and ``line`` (docs/notebook.md).
 
         Raises
         ------
