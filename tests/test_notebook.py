@@ -2,9 +2,10 @@
 
 The optional extra ``notebook`` (nbconvert, nbclient, ipykernel), torch and matplotlib (the notebook's
 eighth cell plots the crosscheck) are needed; the test is skipped without them.  Checked: every cell
-runs; ``check``'s progress is one display output updated in place (one line in the saved notebook and in its static HTML export, naming the terminal's stage
-names), never a stream of redraws on stderr; the report, explanation, design and crosscheck are shown
-as HTML (not only ``text/plain``) with the verdict; the crosscheck says which verdict it compares with.
+runs; ``check``'s progress is one display output updated in place (one line in the saved notebook and
+in its static HTML export, naming the terminal's stage names), never a stream of redraws on stderr;
+the report, explanation, design and crosscheck are shown as HTML (not only ``text/plain``) with the
+verdict; the crosscheck says which verdict it compares with.
 """
 
 from __future__ import annotations
