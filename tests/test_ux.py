@@ -233,6 +233,12 @@ def test_check_recognises_reports_and_sample_files(tmp_path, capsys):
     np.save(tmp_path / "X.npy", np.zeros((3, 1)))
     assert main(["check", str(tmp_path / "X.npy")]) == 2
     assert "X.npy: a sample file, not a case: a sample file goes with --sample" in capsys.readouterr().err
+    # the hint names the command that was run (regression: canonical and equiv were told "exactident check")
+    x = tmp_path / "X.npy"
+    assert main(["canonical", str(x)]) == 2
+    assert capsys.readouterr().err.endswith(f"(exactident canonical MODEL --sample {x})\n")
+    assert main(["equiv", str(x), str(x)]) == 2
+    assert capsys.readouterr().err.endswith(f"(exactident equiv A B --sample {x})\n")
     (tmp_path / "m.onnx").write_bytes(b"\x08\x07")
     assert main(["check", str(tmp_path / "m.onnx")]) == 2
     assert "m.onnx: --sample: a model file needs a sample: --sample DATA" in capsys.readouterr().err
