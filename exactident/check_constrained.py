@@ -390,5 +390,6 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     if provenance:
         report.extra["provenance"] = dict(provenance)
     report.pattern_ranks = (ranks[0].rank, None) if ranks else None  # certified only: None for an interval
+    report.pattern_interval = ranks[0].interval if ranks and ranks[0].rank is None else None  # for the float check
     report.seconds = time.perf_counter() - start
     return report

@@ -135,8 +135,44 @@ def test_parameters_frame_with_pandas():
     ex = exactident.explain(_tiny_case({"W_1": "fc1.weight[i,j]"}), progress=False)
     frame = ex.report.parameters_frame()
     assert isinstance(frame, pd.DataFrame) and len(frame) == 4
-    assert list(frame["parameter"]) == ["W_2[0,0]", "W_1[0,0]", "b_1[0]", "b_2[0]"]
+    # the network's order (W_1, b_1, W_2, b_2), as the unexplained table lists it
+    assert list(frame["parameter"]) == ["W_1[0,0]", "b_1[0]", "W_2[0,0]", "b_2[0]"]
     assert frame.loc[frame["parameter"] == "W_1[0,0]", "framework_name"].item() == "fc1.weight[0,0]"
+
+
+def test_explained_rows_follow_the_network_order():
+    # Regression: after explain the rows came in the report field's order (fixed edges first), so the
+    # explained and unexplained tables of one network did not line up. [1, 2, 1] by hand: W_1 (2x1),
+    # b_1 (2), W_2 (1x2), b_2 (1); each hidden neuron's single outgoing edge W_2[0,i] is its fixed edge.
+    obj = {"format": "exactident-case/1", "name": "t", "widths": [1, 2, 1], "weights": [[["1"], ["-1"]], [["2", "3"]]],
+           "biases": [["0", "1"], ["0"]], "sample": [["-2"], ["-1"], ["1"], ["2"], ["3"]]}
+    case = parse_case(obj)
+    order = ["W_1[0,0]", "W_1[1,0]", "b_1[0]", "b_1[1]", "W_2[0,0]", "W_2[0,1]", "b_2[0]"]
+    plain = exactident.check(case, numeric=False, progress=False).parameters_rows()
+    ex = exactident.explain(case, progress=False)
+    explained = ex.report.parameters_rows()
+    assert [r["parameter"] for r in plain] == order == [r["parameter"] for r in explained]
+    assert [r["class"] for r in explained if r["parameter"].startswith("W_2")] == ["fixed", "fixed"]
+
+
+def test_layer_graph_rows_are_its_parameters_not_a_chain_of_widths():
+    # Regression: check(layer graph).parameters_rows() listed W_l/b_l of a chain of its widths
+    # (parameters the network does not have), and after explain put the case's names in `parameter`.
+    # leaky-mlp 2-3-1 has fc1.weight (3x2), fc1.bias (3), fc2.weight (1x3), fc2.bias (1): 13 parameters.
+    path = ROOT / "cases" / "architectures" / "leaky-mlp.json"
+    with pytest.raises(UnsupportedCaseError, match="explain"):
+        exactident.check(path, numeric=False, progress=False).parameters_rows()
+    ex = exactident.explain(path, progress=False)
+    rows = ex.report.parameters_rows()
+    assert [r["parameter"] for r in rows] == [f"theta_{j}" for j in range(13)]
+    assert rows[0]["framework_name"] == "fc1.weight[0,0]" and rows[12]["framework_name"] == "fc2.bias[0]"
+    assert rows[8]["framework_name"] == "fc1.bias[2]" and all(r["class"] for r in rows)
+    pd = pytest.importorskip("pandas")
+    frame = ex.parameters_frame()  # the same columns as a plain MLP's explanation
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns)[:7] == ["parameter", "framework_name", "layer", "kind", "class", "by", "why"]
+    assert list(frame.columns)[7:] == ["witness", "line"]  # the layer graph's explanation says more
+    assert list(frame["framework_name"]) == [r["framework_name"] for r in rows]
 
 
 def test_parameters_frame_without_pandas_says_so(monkeypatch):

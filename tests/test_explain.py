@@ -231,5 +231,7 @@ def test_neuron_diagnostics_twins_are_named():
 def test_readable_basis_and_names():
     assert readable_basis([[5, 0, 7], [12, 1, 17]]) == [[1, -2, 1], [2, 1, 3]]
     assert readable_basis([[0, -2, 4]]) == [[0, 1, -2]]
-    assert compress_names(["W_1[0,0]", "W_1[0,1]", "W_1[0,3]", "b_1[0]"]) == "W_1[0,0..1,3], b_1[0]"
+    # several runs of columns are braced, apart from the row index (regression: "W_1[0,0..1,3]" read as 3 indices)
+    assert compress_names(["W_1[0,0]", "W_1[0,1]", "W_1[0,3]", "b_1[0]"]) == "W_1[0,{0..1,3}], b_1[0]"
+    assert compress_names(["W_1[0,2]", "W_1[0,3]", "b_1[0]", "b_1[2]"]) == "W_1[0,2..3], b_1[0,2]"
     assert combination_text([10**30, 0, -(10**30)], ["a", "b", "c"]) == "~ a - c"

@@ -186,6 +186,10 @@ def test_a_sample_file_given_as_the_model_says_what_it_was_taken_as(tmp_path, ca
                            "(.json) or a model file (.onnx, .pt, .safetensors, .keras, .npz) is expected: "
                            "exactident check MODEL --sample DATA")
     assert "case files hold their own sample" not in err
+    # the usage hint is the command's own
+    assert _err(capsys, ["explain", x, "--sample", x]).strip().endswith("exactident explain MODEL --sample DATA")
+    assert _err(capsys, ["verify-certificate", x, x, "--sample", x]).strip().endswith(
+        "exactident verify-certificate MODEL REPORT.json --sample DATA")
 
 
 # ------------------------------------------------------------------------------------------------ float32 view

@@ -1,10 +1,11 @@
 """examples/notebook.ipynb executed as ``jupyter nbconvert --execute`` does (nbclient), when installed.
 
-The optional extra ``notebook`` (nbconvert, nbclient, ipykernel) and torch are needed; the test is
-skipped without them.  Checked: every cell runs; ``check``'s progress is one display output updated
-in place (one line in the saved notebook and in its static HTML export, naming the terminal's stage
-names), never a stream of redraws on stderr; the report, explanation, design and crosscheck are shown
-as HTML (not only ``text/plain``) with the verdict; the crosscheck says which verdict it compares with.
+The optional extra ``notebook`` (nbconvert, nbclient, ipykernel), torch and matplotlib (the notebook's
+eighth cell plots the crosscheck) are needed; the test is skipped without them.  Checked: every cell
+runs; ``check``'s progress is one display output updated in place (one line in the saved notebook and
+in its static HTML export, naming the terminal's stage names), never a stream of redraws on stderr;
+the report, explanation, design and crosscheck are shown as HTML (not only ``text/plain``) with the
+verdict; the crosscheck says which verdict it compares with.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 pytest.importorskip("torch")
+pytest.importorskip("matplotlib")  # the plot cell; without it the run stops there (docs/notebook.md)
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "notebook.ipynb"
 

@@ -196,3 +196,46 @@ def test_float32_default_tolerance_loses_rank_on_a_tall_gamma():
     assert constrained_float_rank(cn, X, dtype="float64")[0].rank == 2
     r32 = constrained_float_rank(cn, X, dtype="float32")[0]
     assert r32.rank == 1 and r32.singular_values[1] < r32.tol
+
+
+def _residual_dead_case():
+    """Residual ReLU net res = relu1 + relu2(fc2 relu1), fc1 unit 2 dead (bias -10, |fc1 row 2 . x| <= 4 on the
+    sample), head 1x3. By hand: 6 + 3 + 9 + 3 + 3 + 1 = 25 parameters, 3 rescalings (each relu1 unit with its
+    stream coordinate and relu2 unit), dim_free = 22; 16 samples x 1 output bound the rank by 16."""
+    import itertools
+
+    from exactident import parse_case
+
+    sample = [[a, b] for a, b in itertools.product([-2, -1, 0, 1, 2], [-2, -1, 1, 2])][:16]
+    return parse_case({
+        "format": "exactident-case/2", "name": "res-dead", "input_shape": [2], "output": "head", "sample": sample,
+        "layers": [
+            {"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [[1, 2], [-1, "1/2"], [1, 1]],
+             "bias": ["1/3", "1/4", -10]},
+            {"name": "relu1", "op": "relu", "inputs": ["fc1"]},
+            {"name": "fc2", "op": "linear", "inputs": ["relu1"],
+             "weight": [[1, -1, 2], ["1/2", 1, -1], [-1, "1/3", 1]], "bias": ["1/5", "-1/7", "1/2"]},
+            {"name": "relu2", "op": "relu", "inputs": ["fc2"]},
+            {"name": "res", "op": "add", "inputs": ["relu1", "relu2"]},
+            {"name": "head", "op": "linear", "inputs": ["res"], "weight": [[1, -2, "1/2"]], "bias": [0]}]})
+
+
+def test_float_rank_is_held_against_a_certified_interval_as_for_the_plain_mlp():
+    # Regression: beside a certified interval of rank Gamma_free (a dead unit decides the verdict, the exact
+    # rank is not needed) the layer graph's float block said agrees = null, shown as
+    # "not-identifiable (exact not reached)" (the resolution cap's wording), where the plain MLP's block
+    # holds the float rank against the interval. The exact rank (exact_ranks=True) is the independent value.
+    import exactident
+    from exactident.io.report import _float_cell
+
+    case = _residual_dead_case()
+    exact = exactident.check(case, numeric=False, exact_ranks=True, progress=False)
+    assert exact.dim == 22 and exact.verdict == "not-identifiable"
+    r = exactident.check(case, progress=False)
+    assert r.rank_gamma is None and r.verdict == "not-identifiable"
+    lo, hi = r.rank_gamma_interval
+    assert lo <= exact.rank_gamma <= hi <= 16
+    num = r.numeric
+    assert num["compared_with"]["rank_gamma_interval"] == [lo, hi]
+    assert num["rank_gamma"] == exact.rank_gamma  # a small well-conditioned Gamma_free: float64 finds it
+    assert num["agrees"] is True and _float_cell(num) == "agrees"

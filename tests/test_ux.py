@@ -92,6 +92,26 @@ def test_score_without_failures_has_no_failed_column(suite):
 
 # 2. verify-certificate with a report of another case --------------------------------------------
 
+def test_verify_layer_graph_report_of_another_case_is_invalid_before_its_certificate(tmp_path, capsys):
+    # Regression: the layer-graph verifier checked a report of another case part by part, printing
+    # "verdict identifiable verified" among a dozen shape mismatches; the plain-MLP rule (identity first,
+    # certificate unread) now serves both. By hand: residual-mlp (h = relu(fc2(relu(fc1 x)) + x), fc1 3x2,
+    # fc2 2x3, head 1x2, with biases) has 9 + 8 + 3 = 20 parameters and 3 rescalings (the relu1 units;
+    # relu2's are tied to the input by the skip): dim_free 17, layer widths [2, 3, 2, 1], 12 samples;
+    # leaky-mlp 2-3-1 has 13 parameters, 3 rescalings: dim_free 10, widths [2, 3, 1], 9 samples.
+    arch = CASES / "architectures"
+    assert main(["check", str(arch / "residual-mlp.json"), "--json", "--no-numeric"]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    assert main(["verify-certificate", str(arch / "leaky-mlp.json"), str(tmp_path / "r.json")]) == 3
+    assert capsys.readouterr().out.splitlines() == [
+        "name: the report is for case 'residual-mlp' but the case file is named 'leaky-mlp'",
+        "widths: report says [2, 3, 2, 1], the case has [2, 3, 1]",
+        "n_samples: report says 12, the case gives 9",
+        "dim: report says 17, the case gives 10",
+        "the report is not about this case: its certificate was not checked",
+        "certificate INVALID"]
+
+
 def test_identity_claims_by_hand():
     assert identity_claims({"name": "k", "widths": [1, 1, 1], "n_samples": 3, "dim": 3}, "k", [1, 1, 1], 3) == []
     assert identity_claims({"name": "d", "widths": [1, 2, 1], "n_samples": 4, "dim": 5}, "k", [1, 1, 1], 3) == [
@@ -183,6 +203,21 @@ def test_empty_sample_rows_refused(tmp_path, capsys, rows, msg):
     assert not (tmp_path / "c.json").exists()
 
 
+@pytest.mark.parametrize(("name", "content"), [("e.npy", None), ("e.csv", "x\n")])
+def test_empty_sample_file_refused_as_a_missing_sample(tmp_path, capsys, name, content):
+    # Regression: a sample file with no row was analysed (rank Gamma = R_A = 0 < dim: "not-identifiable" by
+    # Theorem 8, which says nothing about the network), while --sample-rows selecting no row and a missing
+    # --sample are refused. 1-1-1 network; the file holds a header line only, or a (0, 1) array.
+    np.savez(tmp_path / "m.npz", W1=np.array([[2.0]]), b1=np.array([1.0]), W2=np.array([[3.0]]), b2=np.zeros(1))
+    if content is None:
+        np.save(tmp_path / name, np.zeros((0, 1)))
+    else:
+        (tmp_path / name).write_text(content)
+    assert main(["check", str(tmp_path / "m.npz"), "--assume-relu-mlp", "--sample", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{name}: sample: holds no row (0 samples)" in err
+
+
 # 5. a report, a sample file, a model file given as CASE ----------------------------------------------
 
 def test_check_recognises_reports_and_sample_files(tmp_path, capsys):
@@ -198,6 +233,12 @@ def test_check_recognises_reports_and_sample_files(tmp_path, capsys):
     np.save(tmp_path / "X.npy", np.zeros((3, 1)))
     assert main(["check", str(tmp_path / "X.npy")]) == 2
     assert "X.npy: a sample file, not a case: a sample file goes with --sample" in capsys.readouterr().err
+    # the hint names the command that was run (regression: canonical and equiv were told "exactident check")
+    x = tmp_path / "X.npy"
+    assert main(["canonical", str(x)]) == 2
+    assert capsys.readouterr().err.endswith(f"(exactident canonical MODEL --sample {x})\n")
+    assert main(["equiv", str(x), str(x)]) == 2
+    assert capsys.readouterr().err.endswith(f"(exactident equiv A B --sample {x})\n")
     (tmp_path / "m.onnx").write_bytes(b"\x08\x07")
     assert main(["check", str(tmp_path / "m.onnx")]) == 2
     assert "m.onnx: --sample: a model file needs a sample: --sample DATA" in capsys.readouterr().err

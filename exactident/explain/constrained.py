@@ -148,16 +148,18 @@ class ConstrainedExplanation:
                           (["theta", "parameter", "class", "by", "why"], rows))
 
     def parameters_frame(self) -> Any:
-        """The field ``parameters`` as a pandas DataFrame.
+        """One row per free parameter as a pandas DataFrame, with the columns of a plain MLP's
+        ``Explanation.parameters_frame()`` (``parameter`` is ``theta_j``, ``framework_name`` the case's
+        name), then ``witness`` and ``line`` (docs/notebook.md).
 
         Raises
         ------
         UnsupportedCaseError
             When pandas is not installed.
         """
-        from exactident.io.display import to_frame
+        from exactident.io.display import parameter_rows, to_frame
 
-        return to_frame(self.parameters)
+        return to_frame(parameter_rows([], None, self.parameters, layer_graph=True))
 
     def count(self, cls: str) -> int:
         """Number of parameters of class ``cls``."""

@@ -38,10 +38,13 @@ def _runs(values: Sequence[int]) -> str:
 def compress_names(names: Sequence[str], limit: int | None = None) -> str:
     """Parameter names grouped per neuron: ``W_2[2,0..7], b_2[2]``; at most ``limit`` groups, then ``...``.
 
+    Columns of one row that form several runs are braced (``W_2[2,{0..2,5}]``), so the row index
+    stays apart from the list of columns (``W_2[2,0..2,5]`` would read as three indices).
+
     Examples
     --------
-    >>> compress_names(["W_2[2,0]", "W_2[2,1]", "W_2[2,2]", "W_2[2,5]", "b_2[2]", "b_3[0]"])
-    'W_2[2,0..2,5], b_2[2], b_3[0]'
+    >>> compress_names(["W_2[2,0]", "W_2[2,1]", "W_2[2,2]", "W_2[2,5]", "b_2[2]", "b_2[4]", "b_3[0]"])
+    'W_2[2,{0..2,5}], b_2[2,4], b_3[0]'
     """
     groups: dict[tuple[str, int, int], list[int]] = {}
     other: list[str] = []
@@ -54,7 +57,8 @@ def compress_names(names: Sequence[str], limit: int | None = None) -> str:
         groups.setdefault(key, []).append(int(m[4]) if m[1] == "W" else int(m[3]))
     parts = []
     for (kind, l, i), idx in groups.items():
-        parts.append(f"W_{l}[{i},{_runs(sorted(idx))}]" if kind == "W" else f"b_{l}[{_runs(sorted(idx))}]")
+        runs = _runs(sorted(idx))
+        parts.append(f"W_{l}[{i},{'{' + runs + '}' if ',' in runs else runs}]" if kind == "W" else f"b_{l}[{runs}]")
     parts += other
     if limit is not None and len(parts) > limit:
         return ", ".join(parts[:limit]) + f", ... ({len(names)} in all)"
@@ -77,6 +81,8 @@ def framework_text(text: str, names: Mapping[str, str]) -> str:
     'fc2.weight[2,0..7], fc2.bias[2], b_3[0]'
     >>> framework_text("W_1[2,0..7]", {"W_1": "layers/dense/kernel[j,i]"})
     'layers/dense/kernel[0..7,2]'
+    >>> framework_text("W_1[2,{0,3..4}]", {"W_1": "layers/dense/kernel[j,i]"})
+    'layers/dense/kernel[{0,3..4},2]'
     """
     def sub(m: re.Match[str]) -> str:
         t = names.get(f"{m[1]}_{m[2]}")

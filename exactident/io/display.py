@@ -84,12 +84,26 @@ def _all_parameters(widths: Sequence[int]) -> list[str]:
 
 
 def parameter_rows(widths: Sequence[int], provenance: Mapping[str, Any] | None,
-                   entries: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+                   entries: Sequence[Mapping[str, Any]] | None = None, *,
+                   layer_graph: bool = False) -> list[dict[str, Any]]:
     """One dict per parameter: ``parameter`` (the paper's name), ``framework_name``, ``layer``, ``kind``,
     and, when ``entries`` (explain's report field ``parameters``) is given, ``class``, ``by`` and ``why``.
 
-    Without ``entries`` every parameter of the network is listed (fixed edges included: which
-    edges are fixed is explain's fact, not the report's).
+    Rows follow the network's parameter order (``W_1`` row by row, ``b_1``, ``W_2``, ...), whatever
+    the order of ``entries`` (explain lists the fixed edges first), so an explained and an
+    unexplained table of one network line up row by row. Without ``entries`` every parameter of the
+    network is listed (fixed edges included: which edges are fixed is explain's fact, not the report's).
+
+    A layer graph (``layer_graph=True``, a format-2 case beyond the plain MLP) has no ``W_l``/``b_l``:
+    its free parameters are ``theta_j`` (``parameter``, ``j`` = the entry's ``index``), named by the case
+    (``framework_name``; None when the case gives only ``theta_j``), ``layer`` and ``kind`` None, and two
+    more columns from its explanation: ``witness`` (the kernel vector that moves it) and ``line``. Its
+    widths do not list its parameters, so it needs ``entries``.
+
+    Raises
+    ------
+    UnsupportedCaseError
+        ``layer_graph`` without ``entries``: the parameters of a layer graph are listed by ``explain``.
 
     Examples
     --------
@@ -97,8 +111,20 @@ def parameter_rows(widths: Sequence[int], provenance: Mapping[str, Any] | None,
     >>> [(r["parameter"], r["framework_name"], r["kind"]) for r in rows][:2]
     [('W_1[0,0]', 'fc1.weight[0,0]', 'weight'), ('b_1[0]', None, 'bias')]
     """
+    if layer_graph:
+        if entries is None:
+            raise UnsupportedCaseError(
+                "a layer graph's parameters are not W_l/b_l of its widths: exactident.explain(case) lists "
+                "them by the case's names (explain(case).parameters_frame())")
+        return [{"parameter": f"theta_{e.get('index')}",
+                 "framework_name": None if e.get("name") == f"theta_{e.get('index')}" else e.get("name"),
+                 "layer": None, "kind": None, "class": e.get("class"), "by": e.get("by"), "why": e.get("why"),
+                 "witness": e.get("witness"), "line": bool(e.get("line"))}
+                for e in sorted(entries, key=lambda e: int(e.get("index") or 0))]
     names = (provenance or {}).get("parameter_names") or {}
-    listed = [dict(e) for e in entries] if entries is not None else [{"name": n} for n in _all_parameters(widths)]
+    order = {n: k for k, n in enumerate(_all_parameters(widths))}
+    listed = ([dict(e) for e in sorted(entries, key=lambda e: order.get(str(e.get("name")), len(order)))]
+              if entries is not None else [{"name": n} for n in order])
     rows = []
     for e in listed:
         paper = str(e.get("name"))

@@ -51,6 +51,9 @@ class Report:
     #: Exact ranks at the ``>= 0`` activation pattern (what a float tool rounds); equal to
     #: ``rank_gamma``/``rank_a`` off the boundary.  Not part of the JSON report.
     pattern_ranks: tuple[int | None, int | None] | None = None
+    #: The certified ``(lo, hi)`` of ``R_Gamma`` at that pattern when ``pattern_ranks[0]`` is None (a layer
+    #: graph's float cross-check holds its float rank against it).  Not part of the JSON report.
+    pattern_interval: tuple[int, int] | None = None
     #: ``(lo, hi)`` with ``lo <= R_Gamma <= hi`` certified and ``lo < hi``, when the verdict did not need the
     #: exact rank (``rank_gamma`` is then None); ``lo`` is a rank mod p, ``hi`` a proven upper bound.
     rank_gamma_interval: tuple[int, int] | None = None
@@ -124,7 +127,8 @@ class Report:
 
         entries = self.extra.get("parameters")
         return parameter_rows(self.widths, self.extra.get("provenance"),
-                              entries if isinstance(entries, list) else None)
+                              entries if isinstance(entries, list) else None,
+                              layer_graph="architecture" in self.extra)
 
     def parameters_frame(self) -> Any:
         """:meth:`parameters_rows` as a pandas ``DataFrame`` (one row per parameter).
@@ -132,7 +136,8 @@ class Report:
         Raises
         ------
         UnsupportedCaseError
-            When pandas is not installed (it is optional).
+            When pandas is not installed (it is optional), or for a layer graph's report that was
+            not explained (its parameters are listed by ``exactident.explain``).
         """
         from exactident.io.display import to_frame
 

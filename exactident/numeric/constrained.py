@@ -313,7 +313,7 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
                               exact_pattern: Sequence[np.ndarray], exact_rank_gamma: int | None,
                               exact_verdict: str | None, *, tol: float | None = None,
                               rtol: float | None = None, dtype: object = "float64",
-                              torch: bool = False) -> dict[str, Any]:
+                              torch: bool = False, interval: tuple[int, int] | None = None) -> dict[str, Any]:
     """The report's ``numeric`` block for a constrained case (fields as for the plain one, docs/cli.md).
 
     Parameters
@@ -326,13 +326,17 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
         The exact ``>= 0`` pattern of the hidden layers: ``pattern_differs`` says whether the
         float side of a (sample, kinked unit) pair differs from it.
     exact_rank_gamma : int or None
-        Exact rank of ``Gamma_free`` at that pattern (``compared_with``); None if unknown (only a
-        certified interval): ``agrees`` is then null.
+        Exact rank of ``Gamma_free`` at that pattern (``compared_with``); None if unknown: ``agrees``
+        is then held against ``interval``, or null without one.
     exact_verdict : str or None
         None when the exact analysis reached no verdict (``agrees`` is then null).
     torch : bool
         Add ``torch``: the rank of the ``torch.func.jacrev`` matrix by the same rule
         (skipped with a note when PyTorch is missing).
+    interval : (int, int), optional
+        The certified ``lo <= rank Gamma_free <= hi`` at that pattern when ``exact_rank_gamma`` is None:
+        ``agrees`` then means the float rank lies in ``[lo, hi]`` and gives the exact answer to
+        "identifiable?" (``compared_with.rank_gamma_interval``), the rule of the plain MLP's block.
 
     Returns
     -------
@@ -345,7 +349,7 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
     """
     log = WarningLog()
     block: dict[str, Any] = {"status": "ok", "dtype": np.dtype(_dtype(dtype)).name, "dim_free": dim_free}
-    compared = {"rank_gamma": exact_rank_gamma, "rank_a": None, "verdict": exact_verdict}
+    compared: dict[str, Any] = {"rank_gamma": exact_rank_gamma, "rank_a": None, "verdict": exact_verdict}
     try:
         g, _G, fcn = constrained_float_rank(cn, X, tol=tol, rtol=rtol, dtype=dtype, log=log)
     except FloatPipelineError as exc:
@@ -375,7 +379,14 @@ def constrained_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint
             block["band"] = {"rank": exact_rank_gamma, "abs": [lo, None if hi == float("inf") else hi],
                              "rel": [lo / smax, None if hi == float("inf") else hi / smax],
                              "tol_inside": lo <= g.tol < hi}
-    if exact_verdict is None or exact_rank_gamma is None:  # nothing exact to agree with
+    if exact_rank_gamma is None and interval is not None:  # the float rank is held against the certified interval
+        lo, hi = interval
+        compared["rank_gamma_interval"] = [lo, hi]
+        frg = block.get("rank_gamma")
+        block["agrees"] = (block.get("status", "ok") == "ok" and "underflow" not in block and frg is not None
+                           and lo <= frg <= hi
+                           and (block["verdict"] == "identifiable") == (exact_verdict == "identifiable"))
+    if exact_verdict is None or (exact_rank_gamma is None and interval is None):  # nothing exact to agree with
         block["agrees"] = None
     pipelines = [block["dtype"]]
     if torch:
@@ -398,7 +409,8 @@ def report_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq
 
     The exact side is read from ``report``: ``dim`` (``dim_free``), ``pattern_ranks[0]`` (the
     certified rank of ``Gamma_free`` at the ``>= 0`` pattern, the matrix the float one rounds;
-    None past the tie cap) and ``verdict``; the exact ``>= 0`` pattern is recomputed
+    None past the tie cap or for an interval), ``pattern_interval`` (that certified interval) and
+    ``verdict``; the exact ``>= 0`` pattern is recomputed
     (:func:`exactident.model.constrained.constrained_pre_activations`).
     """
     from exactident.model.constrained import constrained_pre_activations
@@ -407,4 +419,5 @@ def report_numeric_block(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq
     pattern = [np.array([z >= 0 for z in M.entries()], dtype=bool).reshape(M.nrows(), M.ncols()) for M in Z[:-1]]
     ranks = getattr(report, "pattern_ranks", None)
     return constrained_numeric_block(cn, X, report.dim, pattern, ranks[0] if ranks else None, report.verdict,
-                                     tol=tol, rtol=rtol, torch=torch)
+                                     tol=tol, rtol=rtol, torch=torch,
+                                     interval=getattr(report, "pattern_interval", None))

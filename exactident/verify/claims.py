@@ -31,6 +31,9 @@ from typing import Any
 from exactident.model.conditions import cs_from_bounds
 from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
+from exactident.verify.common_claims import identity_claims, reachable_claim, uncertified_claims
+from exactident.verify.common_claims import same_json as _same
+from exactident.verify.common_claims import typed_field as _typed
 from exactident.verify.facts import CaseFacts
 from exactident.verify.rank_rules import (
     RankBounds,
@@ -81,55 +84,6 @@ class Proofs:
     closed_by: dict[str, str] | None = None  # upper-bound kind per matrix of the verified rank part
     #: certified (lo, hi) for R_Gamma when the rank part's rank_gamma is the interval form; rank_part[0] is then None
     rank_gamma_interval: tuple[int, int] | None = None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality that tells ``true`` from ``1`` (Python's ``==`` does not)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
-def _typed(report: dict, key: str, kind, allow_none: bool = False) -> Any:
-    if key not in report or (allow_none and report[key] is None):
-        return None
-    return need(report, key, kind, "")
-
-
-def identity_claims(report: dict, name: str, widths: list[int], n: int) -> list[str]:
-    """Is the report about this case at all?  ``name``, ``widths``, ``n_samples``, ``dim`` compared first.
-
-    A report of another case fails here, with one line per differing field,
-    before any certificate part is read (its parts would fail for shape
-    reasons that hide the real mistake).  Fields of the wrong type are left to
-    :func:`structural_claims`.
-
-    Examples
-    --------
-    ``dim`` of widths 13,8,3 is 13*8 + 8*3 + 3 = 131:
-
-    >>> identity_claims({"name": "iris", "widths": [4, 8, 3], "dim": 67}, "wine", [13, 8, 3], 20)
-    ["name: the report is for case 'iris' but the case file is named 'wine'", \
-'widths: report says [4, 8, 3], the case has [13, 8, 3]', 'dim: report says 67, the case gives 131']
-    """
-    fails = []
-    got_name = report.get("name")
-    if isinstance(got_name, str) and got_name != name:
-        fails.append(f"name: the report is for case {got_name!r} but the case file is named {name!r}")
-    got_widths = report.get("widths")
-    typed = isinstance(got_widths, list) and all(type(w) is int for w in got_widths)  # else: the schema's
-    if typed and not _same(got_widths, list(widths)):
-        fails.append(f"widths: report says {got_widths}, the case has {list(widths)}")
-    dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
-    for key, value in (("n_samples", n), ("dim", dim)):
-        got = report.get(key)
-        if isinstance(got, int) and not isinstance(got, bool) and got != value:
-            fails.append(f"{key}: report says {got}, the case gives {value}")
-    return fails
 
 
 def structural_claims(report: dict, facts: CaseFacts) -> list[str]:
@@ -356,37 +310,6 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
     return fails
 
 
-def reachable_claim(pattern: dict, at: str, witnessed: bool) -> list[str]:
-    """A ``patterns`` entry's ``reachable``: ``true`` only beside a verified witness for its resolution.
-
-    One rule for the plain MLP (witnesses in ``certificate.boundary.resolutions[j].reachable``) and the layer
-    graph (which has no reachability witness part: ``witnessed`` is False, so only ``"unknown"`` or no field).
-    A resolution can be unreachable (a tie on a unit fed only by ``relu`` outputs through fixed weights,
-    ``z = relu(z')``, is never negative), so ``true`` is a claim that needs its proof.
-
-    Parameters
-    ----------
-    pattern : dict
-        The report's ``patterns[j]`` (JSON).
-    at : str
-        Its path, for messages.
-    witnessed : bool
-        A witness for this resolution was verified.
-
-    Returns
-    -------
-    list of str
-        The failure, or nothing.
-    """
-    reach = pattern.get("reachable", "unknown")
-    if reach is True and not witnessed:
-        return [f"{at}.reachable: report says true, but the certificate has no reachability witness for this "
-                "resolution"]
-    if reach is not True and reach != "unknown":
-        return [f"{at}.reachable: report says {reach!r}, expected true (with a witness) or 'unknown'"]
-    return []
-
-
 def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
     """The verdict must be what the verified parts prove, by the rules of docs/boundary.md."""
     if verdict not in VERDICTS:
@@ -437,28 +360,6 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
             return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
                     f"show C_S failing and C_N holding ({shown})"]
     return []
-
-
-def uncertified_claims(report: dict) -> list[str]:
-    """Failures for a report that says it is not certified: Monte Carlo ranks, or a timed-out analysis.
-
-    Such a report is never valid, whatever else it holds: its ranks and verdict
-    are not backed by a proof (docs/cli.md, ``--certify none`` and ``--timeout``).
-    """
-    fails = []
-    timed_out = _typed(report, "timed_out", bool)
-    if timed_out:
-        at = report.get("stage")
-        fails.append("timed_out: the report says its analysis ran out of time"
-                     + (f" (at {at})" if isinstance(at, str) else "")
-                     + ": it decides nothing and certifies nothing")
-    certified = _typed(report, "certified", bool)
-    if certified is False or "error_probability" in report:
-        prob = report.get("error_probability")
-        shown = f", error probability <= {prob}" if isinstance(prob, (int, float)) else ""
-        fails.append(f"certified: the report says its ranks are Monte Carlo ranks, not certified{shown}: "
-                     "nothing backs its ranks or verdict")
-    return fails
 
 
 def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any) -> list[str]:

@@ -44,7 +44,7 @@ from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.model.conditions import cs_from_bounds
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import tie_resolutions
-from exactident.verify.claims import reachable_claim, uncertified_claims
+from exactident.verify.claims import identity_claims, reachable_claim, uncertified_claims
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_line_part
 from exactident.verify.constrained_submersion import check_entering_submersion, check_submersion, persistent_ties
@@ -183,13 +183,17 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         What was checked, then what failed (each failure names the field, found and claimed).
         A malformed report is a failure naming its field's JSON path, never an exception.
     """
+    facts = ConstrainedFacts.from_network(cn, X)
+    if isinstance(report, dict):  # a report of another case: say so before its parts fail for shape reasons
+        identity = identity_claims(report, name, list(cn.layer_widths), len(facts.X), dim=facts.symmetry.dim_free)
+        if identity:
+            return False, identity + ["the report is not about this case: its certificate was not checked"]
     problem = validate(report, CONSTRAINED_REPORT)
     if problem is not None:
         return False, [problem]
     uncertified = uncertified_claims(report)
     if uncertified:  # timed out or Monte Carlo: the report itself says nothing is proved
         return False, uncertified
-    facts = ConstrainedFacts.from_network(cn, X)
     max_resolutions = limits.max_resolutions
     sym, fails, msgs = facts.symmetry, [], []
     features = ", ".join(cn.features) or "this architecture"

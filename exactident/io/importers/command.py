@@ -129,6 +129,8 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
     """
     sample = getattr(args, "sample", None)
     rows = parse_rows(getattr(args, "sample_rows", None))
+    command = getattr(args, "command", None) or "check"  # the hints below name the command that was run
+    usage = f"exactident {command} " + {"verify-certificate": "MODEL REPORT.json", "equiv": "A B"}.get(command, "MODEL")
     fmt = getattr(args, "format", None)
     models = [p for p in paths if is_model_file(p, fmt)]
     if (sample is not None or rows is not None) and not models:
@@ -136,7 +138,7 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
         if taken is not None:  # e.g. check X.npy --sample X.npy: the sample given where the model goes
             raise CaseFormatError(taken, "CASE", f"taken as a sample file ({os.path.splitext(taken)[1]} holds an "
                                   "array), given where a case file (.json) or a model file (.onnx, .pt, .safetensors, "
-                                  ".keras, .npz) is expected: exactident check MODEL --sample DATA")
+                                  f".keras, .npz) is expected: {usage} --sample DATA")
         raise CaseFormatError(paths[0], "--sample", "case files hold their own sample; --sample is for model files")
     if getattr(args, "reference", None) is not None and not models:
         raise CaseFormatError(paths[0], "--reference", "case files hold their network already; --reference is for "
@@ -155,7 +157,7 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
                                     assume_relu_mlp=getattr(args, "assume_relu_mlp", False)))
         elif os.path.splitext(path)[1].lower() in SAMPLE_ONLY_EXTENSIONS:
             raise CaseFormatError(path, "", "a sample file, not a case: a sample file goes with --sample "
-                                  f"(exactident check MODEL --sample {path})")
+                                  f"({usage} --sample {path})")
         else:
             out.append(load_case(path, limits))
     return out

@@ -215,7 +215,8 @@ def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None 
     ------
     CaseFormatError
         Naming the file (and array, row, column): unknown extension, a pickle, a corrupted file,
-        NaN/inf, rows of the wrong length, a file over the limit.
+        NaN/inf, rows of the wrong length, a file over the limit, a sample with no row (or ``rows``
+        selecting none).
     """
     from exactident.io.importers.common import DEFAULT_MAX_BYTES
 
@@ -251,6 +252,10 @@ def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None 
         if not len(data):  # type: ignore[arg-type]
             raise CaseFormatError(source, "--sample-rows", f"rows {rows_text} select no row of the {total} in "
                                   "the sample")
+    elif not len(data):  # type: ignore[arg-type]
+        # as a missing --sample: rank Gamma = 0 and a "not-identifiable" that says nothing about the network
+        raise CaseFormatError(source, name or "sample", "holds no row (0 samples): a verdict on an empty sample "
+                              "says nothing about the network; give the rows to analyse")
     X, found = sample_rows(data, source, name or "sample", n_inputs, images)
     return Sample(X, source, dtype or found, sha256_file(source), rows_text)
 

@@ -1,0 +1,126 @@
+"""Claims every report makes, checked by one rule for the plain MLP and the layer graph.
+
+:mod:`exactident.verify.claims` (the plain MLP) and :mod:`exactident.verify.constrained` (the layer
+graph) both call these: is the report about this case (:func:`identity_claims`), does it say it is not
+certified (:func:`uncertified_claims`), and is a tie resolution's ``reachable: true`` backed by a
+verified witness (:func:`reachable_claim`).  Nothing here trusts the report: each function compares
+it with facts its caller recomputed from the case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exactident.verify.arith import need
+
+__all__ = ["identity_claims", "reachable_claim", "same_json", "typed_field", "uncertified_claims"]
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """JSON equality that tells ``true`` from ``1`` (Python's ``==`` does not)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def typed_field(report: dict, key: str, kind, allow_none: bool = False) -> Any:
+    """``report[key]`` checked to be of ``kind`` (:class:`~exactident.verify.arith.BadField` otherwise).
+
+    None when the key is absent (or null, with ``allow_none``).
+    """
+    if key not in report or (allow_none and report[key] is None):
+        return None
+    return need(report, key, kind, "")
+
+
+def identity_claims(report: dict, name: str | None, widths: list[int], n: int,
+                    dim: int | None = None) -> list[str]:
+    """Is the report about this case at all?  ``name``, ``widths``, ``n_samples``, ``dim`` compared first.
+
+    A report of another case fails here, with one line per differing field,
+    before any certificate part is read (its parts would fail for shape
+    reasons that hide the real mistake).  Fields of the wrong type are left to
+    :func:`exactident.verify.claims.structural_claims`. The same rule serves the plain MLP and the layer graph:
+    ``dim`` defaults to the MLP's ``N_0 N_1 + ... + N_{L-1} N_L + N_L``; a layer graph passes
+    its ``dim_free`` (its widths are its layers' widths). ``name`` None: not compared.
+
+    Examples
+    --------
+    ``dim`` of widths 13,8,3 is 13*8 + 8*3 + 3 = 131:
+
+    >>> identity_claims({"name": "iris", "widths": [4, 8, 3], "dim": 67}, "wine", [13, 8, 3], 20)
+    ["name: the report is for case 'iris' but the case file is named 'wine'", \
+'widths: report says [4, 8, 3], the case has [13, 8, 3]', 'dim: report says 67, the case gives 131']
+    """
+    fails = []
+    got_name = report.get("name")
+    if isinstance(got_name, str) and name is not None and got_name != name:
+        fails.append(f"name: the report is for case {got_name!r} but the case file is named {name!r}")
+    got_widths = report.get("widths")
+    typed = isinstance(got_widths, list) and all(type(w) is int for w in got_widths)  # else: the schema's
+    if typed and not same_json(got_widths, list(widths)):
+        fails.append(f"widths: report says {got_widths}, the case has {list(widths)}")
+    if dim is None:
+        dim = sum(widths[l] * widths[l + 1] for l in range(len(widths) - 1)) + widths[-1]
+    for key, value in (("n_samples", n), ("dim", dim)):
+        got = report.get(key)
+        if isinstance(got, int) and not isinstance(got, bool) and got != value:
+            fails.append(f"{key}: report says {got}, the case gives {value}")
+    return fails
+
+
+def reachable_claim(pattern: dict, at: str, witnessed: bool) -> list[str]:
+    """A ``patterns`` entry's ``reachable``: ``true`` only beside a verified witness for its resolution.
+
+    One rule for the plain MLP (witnesses in ``certificate.boundary.resolutions[j].reachable``) and the layer
+    graph (which has no reachability witness part: ``witnessed`` is False, so only ``"unknown"`` or no field).
+    A resolution can be unreachable (a tie on a unit fed only by ``relu`` outputs through fixed weights,
+    ``z = relu(z')``, is never negative), so ``true`` is a claim that needs its proof.
+
+    Parameters
+    ----------
+    pattern : dict
+        The report's ``patterns[j]`` (JSON).
+    at : str
+        Its path, for messages.
+    witnessed : bool
+        A witness for this resolution was verified.
+
+    Returns
+    -------
+    list of str
+        The failure, or nothing.
+    """
+    reach = pattern.get("reachable", "unknown")
+    if reach is True and not witnessed:
+        return [f"{at}.reachable: report says true, but the certificate has no reachability witness for this "
+                "resolution"]
+    if reach is not True and reach != "unknown":
+        return [f"{at}.reachable: report says {reach!r}, expected true (with a witness) or 'unknown'"]
+    return []
+
+
+def uncertified_claims(report: dict) -> list[str]:
+    """Failures for a report that says it is not certified: Monte Carlo ranks, or a timed-out analysis.
+
+    Such a report is never valid, whatever else it holds: its ranks and verdict
+    are not backed by a proof (docs/cli.md, ``--certify none`` and ``--timeout``).
+    """
+    fails = []
+    timed_out = typed_field(report, "timed_out", bool)
+    if timed_out:
+        at = report.get("stage")
+        fails.append("timed_out: the report says its analysis ran out of time"
+                     + (f" (at {at})" if isinstance(at, str) else "")
+                     + ": it decides nothing and certifies nothing")
+    certified = typed_field(report, "certified", bool)
+    if certified is False or "error_probability" in report:
+        prob = report.get("error_probability")
+        shown = f", error probability <= {prob}" if isinstance(prob, (int, float)) else ""
+        fails.append(f"certified: the report says its ranks are Monte Carlo ranks, not certified{shown}: "
+                     "nothing backs its ranks or verdict")
+    return fails
