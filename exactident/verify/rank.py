@@ -34,7 +34,7 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
 from exactident.io.rationals import format_int, short_text
-from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas
+from exactident.linalg.blas_modp import BLAS_PRIME_HI, rank_blas
 from exactident.linalg.certified import (
     MAX_CHECK_PRIMES,
     MAX_EXACT_CHECK_ENTRIES,
@@ -62,6 +62,7 @@ from exactident.verify.rank_blocks import active_blocks_bound
 from exactident.verify.rank_kernel import _fixed, _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
+from exactident.verify.rank_rules import own_ranks_reach
 
 __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
            "verify_rank_certificate"]
@@ -471,32 +472,8 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
     if problems:
         return problems, CertifiedRanks(None, None)
     return problems, CertifiedRanks(rank_gamma, rank_a, rank_a_lower, interval,
-                                    _own_ranks_reach(m) if interval is not None else None)
-
-
-#: Primes the verifier draws itself to test a Monte Carlo value above a certificate's lower end.
-OWN_PRIMES = 3
-
-
-def _own_ranks_reach(m: _Matrix) -> Callable[[int], bool]:
-    """``reaches(v)``: some rank of ``M`` mod one of the verifier's own primes is ``>= v`` (then ``rank M >= v``).
-
-    Primes drawn uniformly from the BLAS range with the verifier's own seed; a wide ``M`` is sketched by
-    ``v + 16`` columns (``rank_p(M S) <= rank_p(M)``, so reaching ``v`` still proves it) as for a lower bound.
-    """
-    def reaches(v: int) -> bool:
-        from exactident.linalg.montecarlo import uniform_prime
-
-        rng, used = random.Random(1), set[int]()
-        k = v + 16
-        for _ in range(OWN_PRIMES):
-            q = uniform_prime(rng, BLAS_PRIME_LO, BLAS_PRIME_HI, m.avoid, used)
-            used.add(q)
-            image = m.sketch(q, k, _SKETCH_SEED) if m.sketch is not None and m.shape[1] > k + k // 8 else m.image(q)
-            if rank_blas(image, q) >= v:
-                return True
-        return False
-    return reaches
+                                    own_ranks_reach(m.shape, m.avoid, m.image, m.sketch, _SKETCH_SEED)
+                                    if interval is not None else None)
 
 
 def verify_rank_certificate(case: Any, rank_certificate: Any,

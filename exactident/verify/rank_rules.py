@@ -28,8 +28,8 @@ from typing import Any
 
 from exactident.model.conditions import cs_from_bounds
 
-__all__ = ["RankBounds", "cover_problems", "proves_identifiable", "rank_claim_problems", "smallest",
-           "verdict_strength_problems"]
+__all__ = ["OWN_PRIMES", "RankBounds", "cover_problems", "own_ranks_reach", "proves_identifiable",
+           "rank_claim_problems", "smallest", "verdict_strength_problems"]
 
 
 @dataclass(frozen=True)
@@ -210,3 +210,51 @@ def verdict_strength_problems(verdict: str | None, identifiable: bool, not_ident
         return []
     name, why = proved[0]
     return [f"verdict: report says {verdict}, but the certificate proves {name}" + (f" ({why})" if why else "")]
+
+
+#: Primes the verifier draws itself to test a Monte Carlo value above a certificate's lower end.
+OWN_PRIMES = 3
+
+
+def own_ranks_reach(shape: tuple[int, int], avoid: int, image: Callable[[int], Any],
+                    sketch: Callable[[int, int, int], Any] | None, seed: int) -> Callable[[int], bool]:
+    """``reaches(v)``: some rank of ``M`` mod one of the verifier's own primes is ``>= v`` (then ``rank M >= v``).
+
+    A rank mod p never exceeds the rank over Q, so reaching ``v`` proves ``rank M >= v``; failing to reach
+    it proves nothing (the value is then refused as unproved, never as false).
+
+    Parameters
+    ----------
+    shape : (int, int)
+        The shape of ``M`` (rows, columns).
+    avoid : int
+        Primes dividing it are never drawn (a denominator of the data).
+    image : callable
+        ``image(q)``: ``M mod q`` as an int64 array in ``[0, q)``.
+    sketch : callable or None
+        ``sketch(q, k, seed)``: ``M S mod q`` for a random ``k``-column ``S`` (``rank_q(M S) <= rank_q(M)``):
+        used for a wide ``M`` instead of building it whole.
+    seed : int
+        The verifier's own seed of the sketch (never taken from a report).
+
+    Returns
+    -------
+    callable
+        ``reaches(v) -> bool``.  The primes are drawn uniformly from the BLAS range with a fixed seed.
+    """
+    def reaches(v: int) -> bool:
+        import random
+
+        from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas
+        from exactident.linalg.montecarlo import uniform_prime
+
+        rng, used = random.Random(1), set[int]()
+        k = v + 16
+        for _ in range(OWN_PRIMES):
+            q = uniform_prime(rng, BLAS_PRIME_LO, BLAS_PRIME_HI, avoid, used)
+            used.add(q)
+            wide = sketch is not None and shape[1] > k + k // 8
+            if rank_blas(sketch(q, k, seed) if wide and sketch is not None else image(q), q) >= v:
+                return True
+        return False
+    return reaches
