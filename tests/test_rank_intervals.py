@@ -118,7 +118,7 @@ def test_exact_ranks_gives_exact_value_and_fast_order_an_interval(seed, monkeypa
     # the kernel path is what this test is about: the pattern-count bound (which can close these) is off
     monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)
     fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
-                                     exact_ranks=False)
+                                     exact_ranks=False, verdict_first=True)
     slow = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
                                      exact_ranks=True)
     assert slow.rank_gamma == exact_rank and slow.rank_gamma_interval is None
@@ -205,7 +205,7 @@ def test_interval_by_dixon_when_no_structural_vector(monkeypatch):
     monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)  # the kernel path only
     monkeypatch.setattr(intervals, "DIXON_FIRST_ENTRIES", 0)  # small here; the real threshold is for speed only
     fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
-                                     exact_ranks=False)
+                                     exact_ranks=False, verdict_first=True)
     part = fast.certificate["rank_gamma"]
     assert part["upper"]["source"] == "dixon"
     lo, hi = fast.rank_gamma_interval or (fast.rank_gamma, fast.rank_gamma)
@@ -237,7 +237,7 @@ def test_verdict_same_in_fast_and_exhaustive_order(path):
     from exactident.io.case import load_case
 
     case = load_case(path)
-    fast = check(case, numeric=False, structural=False)
+    fast = check(case, numeric=False, structural=False, verdict_first=True)
     slow = check(case, numeric=False, structural=False, exact_ranks=True)
     assert fast.verdict == slow.verdict
     interval = fast.rank_gamma_interval
@@ -298,7 +298,7 @@ def test_monte_carlo_label_is_the_uniform_lower_sample(seed, monkeypatch):
 
     monkeypatch.setattr(mc_mod, "monte_carlo_rank", no_more_primes)
     fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
-                                     exact_ranks=False)
+                                     exact_ranks=False, verdict_first=True)
     exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
     if fast.rank_gamma_interval is None:
         assert fast.rank_gamma == exact_rank

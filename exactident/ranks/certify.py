@@ -240,12 +240,17 @@ class RankResult:
     rank_gamma_interval: tuple[int, int] | None = None
     #: ``{"rank_gamma": value, "error_probability": e}`` beside an interval.
     montecarlo: dict[str, Any] | None = None
+    #: Beside an interval by default (not ``verdict_first``): why the exact rank was not computed,
+    #: ``{"seconds": estimated exact rank, "verdict_seconds": estimated rank stage}``
+    #: (:func:`exactident.estimate.exact_rank_is_cheap`).
+    exact_estimate: dict[str, float] | None = None
 
 
 def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                   fixed: FixedEdges, *, need_rank_a: bool = False,
                   rng: random.Random | None = None, certify: str = "full",
-                  allow_rank_a_lower: bool = False, exact_ranks: bool = True) -> RankResult:
+                  allow_rank_a_lower: bool = False, exact_ranks: bool = True,
+                  verdict_first: bool = False) -> RankResult:
     """Certified ``R_Gamma`` and, when needed, ``R_A = N_L rank alpha`` (Prop. 11).
 
     Only what the verdict needs: one prime whose rank mod p is ``dim`` proves
@@ -270,7 +275,11 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     certified lower bound on ``R_A``, ``C_S`` fails and ``C_N`` holds; ``R_Gamma`` is then the
     certified interval ``rank_gamma_interval`` and ``rank_gamma`` its Monte Carlo value
     (``montecarlo``, with a proven error bound), and the certificate's ``rank_gamma`` part is the
-    *interval* form (``shape``, ``lower``, ``upper``; no ``rank``).
+    *interval* form (``shape``, ``lower``, ``upper``; no ``rank``).  Unless ``verdict_first``, the
+    interval is kept only when the exact rank would cost much more than the verdict
+    (:func:`exactident.estimate.exact_rank_is_cheap`, a model of the sizes: ``dim - rank_p`` kernel
+    vectors over Q against the rank mod p); a cheap exact rank is certified as with ``exact_ranks``,
+    and an interval carries the estimate (``exact_estimate``).
 
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
@@ -326,6 +335,15 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     if blocks < min(rows, dim):
         bounds["active-blocks"] = blocks
     closed = lower[0] in bounds.values()  # the exact rank already: no interval work
+    estimate: dict[str, float] | None = None
+    if not exact_ranks and not verdict_first and not closed and lower[0] < dim:
+        from exactident.estimate import exact_rank_is_cheap
+
+        cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
+        # cheap: certified exactly as with exact_ranks (the interval would save little); else the interval,
+        # which says what the exact rank would have cost
+        exact_ranks = cheap
+        estimate = {"seconds": t_exact, "verdict_seconds": t_verdict}
     semi_cache: list[list[dict[int, flint.fmpq]]] = []
 
     def semi() -> list[dict[int, flint.fmpq]]:  # built at most once, by whichever stage needs it first
@@ -355,7 +373,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
                     cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                     cert["rank_gamma"] = fast.certificate
                     return RankResult(fast.rank_gamma, None, cert, rank_a_lower=N_L * ra.rank,
-                                      rank_gamma_interval=fast.rank_gamma_interval, montecarlo=fast.montecarlo)
+                                      rank_gamma_interval=fast.rank_gamma_interval, montecarlo=fast.montecarlo,
+                                      exact_estimate=estimate if fast.rank_gamma_interval else None)
             g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data, semi_local=semi,
                                    upper_bounds=bounds)
             if g.rank < N_L * ra.rank:
@@ -373,7 +392,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             if fast is not None:
                 cert["rank_gamma"] = fast.certificate
                 return RankResult(fast.rank_gamma, rank_a, cert, rank_gamma_interval=fast.rank_gamma_interval,
-                                  montecarlo=fast.montecarlo)
+                                  montecarlo=fast.montecarlo,
+                                  exact_estimate=estimate if fast.rank_gamma_interval else None)
     stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
     g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, upper_bounds=bounds, lower=lower, data=data,
                            semi_local=semi)
