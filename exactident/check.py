@@ -286,7 +286,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         extra["certified_by"] = certified_by(rank_certificate)
     montecarlo = None
     if interval is not None:  # the verdict did not need the exact R_Gamma: no certified number to show
-        montecarlo = dict(ranks.montecarlo or {})
+        montecarlo = dict(ranks.montecarlo) if ranks.montecarlo else None  # None: no value worth its label
         rank_gamma = rank_gamma_pattern = None  # type: ignore[assignment]  # the Monte Carlo value is montecarlo's
     # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
     certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None

@@ -435,7 +435,8 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi,
         return RankResult(r, None, {"rank": r, **part, "upper": up})
     mc = monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
                            entry_bound=entry_bound, lower_uniform=True)
-    return RankResult(mc["rank_gamma"], None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
+    # mc None: reaching the Monte Carlo target would cost more than the verdict, so no value is given
+    return RankResult(mc["rank_gamma"] if mc else r, None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
                       montecarlo=mc)
 
 
