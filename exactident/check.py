@@ -316,16 +316,16 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     elif rank_a is None and rank_a_lower is not None:
         # R_Gamma < N_L rank_p(alpha) <= R_A and R_Gamma < dim: C_S fails and C_N holds
         verdict = "inconclusive"
-        reason = (f"R_Gamma {_rank_text(rank_gamma, interval, exact_estimate)} < dim = {dim} and R_A >= {rank_a_lower} > "
-                  "R_Gamma (C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
+        reason = (f"R_Gamma {_rank_text(rank_gamma, interval, exact_estimate)} < dim = {dim} and "
+                  f"R_A >= {rank_a_lower} > R_Gamma (C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
         # the rank part certifies R_Gamma and the lower bound (its rank_a part has no upper bound)
         extra["rank_a_lower_bound"] = rank_a_lower
     else:
         stage("verdict", rank_gamma=rank_gamma, dim=dim)
         if interval is not None:  # hi < dim and hi < R_A: every rank in the interval gives this verdict
             verdict = verdict_from_ranks(interval[1], rank_a, dim, False)
-            reason = (f"neither theorem applies: R_Gamma {_rank_text(rank_gamma, interval, exact_estimate)} < rank A = {rank_a} "
-                      f"and < dim = {dim}")
+            reason = (f"neither theorem applies: R_Gamma {_rank_text(rank_gamma, interval, exact_estimate)} "
+                      f"< rank A = {rank_a} and < dim = {dim}")
         else:
             verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
             reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)

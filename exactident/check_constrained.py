@@ -329,7 +329,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                                if worst.rank is None else 0.0}
         from exactident.ranks.intervals import MONTE_CARLO_TARGET
 
-        if montecarlo["error_probability"] > MONTE_CARLO_TARGET:
+        if float(montecarlo["error_probability"] or 0.0) > MONTE_CARLO_TARGET:
             montecarlo = None  # a Monte Carlo value whose error bound is not small is not worth its label
         cs = cs_from_bounds(interval[0], interval[1], sym.dim_free)  # None: the rank is not settled
     certificate: dict[str, Any] | None = None

@@ -15,7 +15,7 @@ import random
 
 import numpy as np
 import pytest
-from sympy import QQ, GF, primerange
+from sympy import GF, QQ, primerange
 from sympy.polys.matrices import DomainMatrix
 
 from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO
