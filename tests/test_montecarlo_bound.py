@@ -106,3 +106,12 @@ def test_interval_monte_carlo_value_is_worth_its_label():
     r = check(load_case("cases/iris-mlp-4-8-8-3.json"), numeric=False, verdict_first=True)
     assert r.rank_gamma_interval == (109, 111) or list(r.rank_gamma_interval) == [109, 111]
     assert r.montecarlo["rank_gamma"] == 109 and 0 < r.montecarlo["error_probability"] <= 1e-6
+
+
+def test_failure_bound_never_underflows_to_certainty():
+    """Regression: 49 word-size primes at 2.4e-7 each multiply to 1e-325, which underflowed to 0.0, a claim
+    of certainty; the bound is positive whenever d > 0, and 0 only when no prime of the range can divide a minor."""
+    b = failure_bound((40, 86), 4, 1, PRIME_LO, PRIME_HI, 49)
+    assert b > 0.0
+    assert primes_for(0.0, (40, 86), 4, 1, PRIME_LO, PRIME_HI) is None
+    assert bad_primes_bound(1, 3, BLAS_PRIME_LO) == 0 and failure_bound((1, 1), 3, 1, BLAS_PRIME_LO, BLAS_PRIME_HI, 1) == 0

@@ -160,3 +160,22 @@ def test_cli_verdict_first_and_exact_ranks_refuse_each_other(tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     # iris: 14 missing kernel vectors of a 450 x 123 Gamma, cheap: exact by default (109 = dim - nullity)
     assert rep["rank_gamma"] == 109 and "rank_gamma_interval" not in rep
+
+
+def test_no_monte_carlo_value_when_its_target_is_out_of_reach(monkeypatch):
+    """Issue 31, item 4: a Monte Carlo value is given only with a proven error <= the target; when no number of
+    primes reaches it (a target of 0 here, unreachable while the rank is below the upper end), the report has
+    the interval alone (no montecarlo field), the views say nothing of a Monte Carlo value, and it verifies."""
+    import exactident.ranks.intervals as iv
+
+    monkeypatch.setattr(iv, "MONTE_CARLO_TARGET", 0.0)
+    case, true_rank = _case()
+    r = check(case, numeric=False, structural=False, verdict_first=True)
+    lo, hi = r.rank_gamma_interval
+    assert lo <= true_rank <= hi and (r.rank_gamma, r.montecarlo) == (None, None)
+    rep = json.loads(reports_to_json([r], as_list=False))
+    assert rep["rank_gamma_interval"] == [lo, hi] and "montecarlo" not in rep
+    from exactident.io.report import render_table
+
+    assert "Monte Carlo" not in render_table([r]) and f"[{lo}, {hi}]" in render_table([r])
+    assert verify_certificate(case, rep, require_claims=True)[0]

@@ -66,8 +66,12 @@ def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int,
     n_usable = PRIMES_IN_RANGE[(lo, hi)] - math.floor(math.log2(max(int(avoid), 1)) / math.log2(lo))
     bound = 1.0
     for i in range(k):
-        bound *= min(1.0, d / max(n_usable - i, 1) + (r / min(lo, SKETCH_SET) if sketch else 0.0))
-    return bound
+        factor = min(1.0, d / max(n_usable - i, 1) + (r / min(lo, SKETCH_SET) if sketch else 0.0))
+        if factor == 0.0:
+            return 0.0  # no prime of the range can lower the rank: exact with certainty
+        bound *= factor
+    # a product of positive factors that underflows is still positive: never claim 0 (certainty) for it
+    return max(bound, math.ulp(0.0))
 
 
 def bad_primes_bound(r: int, entry_bound: int, lo: int) -> int:
