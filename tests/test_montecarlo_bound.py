@@ -114,4 +114,5 @@ def test_failure_bound_never_underflows_to_certainty():
     b = failure_bound((40, 86), 4, 1, PRIME_LO, PRIME_HI, 49)
     assert b > 0.0
     assert primes_for(0.0, (40, 86), 4, 1, PRIME_LO, PRIME_HI) is None
-    assert bad_primes_bound(1, 3, BLAS_PRIME_LO) == 0 and failure_bound((1, 1), 3, 1, BLAS_PRIME_LO, BLAS_PRIME_HI, 1) == 0
+    assert bad_primes_bound(1, 3, BLAS_PRIME_LO) == 0
+    assert failure_bound((1, 1), 3, 1, BLAS_PRIME_LO, BLAS_PRIME_HI, 1) == 0
