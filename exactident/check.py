@@ -38,6 +38,7 @@ from exactident.model.conditions import (
     DEGENERATE,
     INCONCLUSIVE,
     NOT_IDENTIFIABLE,
+    cn_from_bounds,
     cs_from_bounds,
     decided_by,
     holds_cn,
@@ -82,7 +83,8 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
           timeout: float | None = None,
           on_stage: Callable[[str, dict[str, Any]], None] | None = None,
           on_tick: Callable[[], None] | None = None, structural: bool = True,
-          exact_ranks: bool = False, pipelines: str | Collection[str] | None = None,
+          exact_ranks: bool = False, verdict_first: bool = False,
+          pipelines: str | Collection[str] | None = None,
           progress: bool | None = None, reference: Any = None, assume_relu_mlp: bool = False) -> Report:
     """Decide local identifiability of ``case.network`` from ``case.X``.
 
@@ -148,13 +150,19 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         straight line (:func:`exactident.boundary.structural.settle`; docs/theory.md,
         "Structural certificates").  ``False`` keeps the verdict of the rank rules.
     exact_ranks : bool
-        Certify ``rank_gamma`` exactly even when the verdict does not need it.  By default
-        (``False``, and ``all_ranks`` off) a rank-deficient ``Gamma`` whose cheap certified kernel
-        vectors already prove ``C_S`` false and ``C_N`` true is reported as a certified interval
-        (``Report.rank_gamma_interval``), ``rank_gamma`` is then None and the Monte Carlo value is
-        ``Report.montecarlo``, labelled, with a proven error bound (docs/modular.md, "Verdict first").  The same for a
-        constrained network: ``rank Gamma_free`` is certified exactly only with ``exact_ranks`` (or
-        ``all_ranks``); otherwise a lower bound mod p short of ``dim_free`` is reported as the interval.
+        Certify ``rank_gamma`` exactly even when the verdict does not need it and it is expensive.
+        By default (``False``, and ``all_ranks``, ``verdict_first`` off) ``rank_gamma`` is exact whenever
+        its estimated cost is small (:func:`exactident.estimate.exact_rank_is_cheap`: at most 2 s, or at
+        most the verdict's rank stage); a rank-deficient ``Gamma`` whose exact rank would cost more, and
+        whose cheap certified kernel vectors already prove ``C_S`` false and ``C_N`` true, is reported as
+        a certified interval (``Report.rank_gamma_interval``; the reason gives the estimate),
+        ``rank_gamma`` is then None and the Monte Carlo value is ``Report.montecarlo``, labelled, with a
+        proven error bound (docs/modular.md, "Verdict first").  For a constrained network
+        ``rank Gamma_free`` is certified exactly only with ``exact_ranks`` (or ``all_ranks``); otherwise
+        a lower bound mod p short of ``dim_free`` is reported as the interval.
+    verdict_first : bool
+        The interval whenever it settles the verdict, however cheap the exact rank (ignored with
+        ``exact_ranks`` or ``all_ranks``).
     progress : bool or None
         Show the stages as they run (``tqdm.auto``: a notebook widget or a line on stderr;
         :mod:`exactident.progress`).  None (default): on in a Jupyter kernel or a terminal,
@@ -213,14 +221,14 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
                              max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
                              modular=modular, seed=seed, certify=certify, timeout=timeout,
                              on_stage=on_stage if timeout is None else both, on_tick=on_tick,
-                             structural=structural, exact_ranks=exact_ranks, pipelines=pipelines,
-                             progress=False)
+                             structural=structural, exact_ranks=exact_ranks, verdict_first=verdict_first,
+                             pipelines=pipelines, progress=False)
     if timeout is not None or on_stage is not None:
         def work() -> Report:
             return check(case, numeric=numeric, tol=tol, rtol=rtol, verify_propositions=verify_propositions,
                          max_resolutions=max_resolutions, all_ranks=all_ranks, fixed_choice=fixed_choice,
                          modular=modular, seed=seed, certify=certify, structural=structural,
-                         exact_ranks=exact_ranks, pipelines=pipelines)
+                         exact_ranks=exact_ranks, verdict_first=verdict_first, pipelines=pipelines)
 
         isolated = run_isolated(work, timeout, on_stage, on_tick)
         if isolated.timed_out:
@@ -250,16 +258,18 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     rank_a = None
     rank_a_lower = None
     interval = None
+    exact_estimate = None
     gamma = None
     rank_certificate = None
     if modular:
         ranks = certify_ranks(net, X, state.pattern, fixed, need_rank_a=all_ranks or bool(state.ties),
                               rng=random.Random(seed), certify="none" if certify == "none" and not state.ties
                               else "full", allow_rank_a_lower=not state.ties and not degenerate,
-                              exact_ranks=exact_ranks or all_ranks)
+                              exact_ranks=exact_ranks or all_ranks, verdict_first=verdict_first)
         rank_gamma, rank_a, rank_certificate = ranks.rank_gamma, ranks.rank_a, ranks.certificate
         rank_a_lower = ranks.rank_a_lower
         interval = ranks.rank_gamma_interval
+        exact_estimate = ranks.exact_estimate
     else:
         gamma = gamma_exact(net, X, state.Z, state.pattern, fixed)
         rank_gamma = exact.rank(gamma)
@@ -276,7 +286,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         extra["certified_by"] = certified_by(rank_certificate)
     montecarlo = None
     if interval is not None:  # the verdict did not need the exact R_Gamma: no certified number to show
-        montecarlo = dict(ranks.montecarlo or {})
+        montecarlo = dict(ranks.montecarlo) if ranks.montecarlo else None  # None: no value worth its label
         rank_gamma = rank_gamma_pattern = None  # type: ignore[assignment]  # the Monte Carlo value is montecarlo's
     # The rank part certifies the ranks at the >= 0 pattern: the report's ranks unless tie resolutions are enumerated.
     certificate = {"rank": rank_certificate} if rank_certificate and (not state.ties or degenerate) else None
@@ -308,16 +318,16 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     elif rank_a is None and rank_a_lower is not None:
         # R_Gamma < N_L rank_p(alpha) <= R_A and R_Gamma < dim: C_S fails and C_N holds
         verdict = "inconclusive"
-        reason = (f"R_Gamma {_rank_text(rank_gamma, interval)} < dim = {dim} and R_A >= {rank_a_lower} > "
-                  "R_Gamma (C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
+        reason = (f"R_Gamma {_rank_text(rank_gamma, interval, exact_estimate)} < dim = {dim} and "
+                  f"R_A >= {rank_a_lower} > R_Gamma (C_S fails, C_N holds); R_A itself not computed (use --all-ranks)")
         # the rank part certifies R_Gamma and the lower bound (its rank_a part has no upper bound)
         extra["rank_a_lower_bound"] = rank_a_lower
     else:
         stage("verdict", rank_gamma=rank_gamma, dim=dim)
         if interval is not None:  # hi < dim and hi < R_A: every rank in the interval gives this verdict
             verdict = verdict_from_ranks(interval[1], rank_a, dim, False)
-            reason = (f"neither theorem applies: R_Gamma {_rank_text(rank_gamma, interval)} < rank A = {rank_a} "
-                      f"and < dim = {dim}")
+            reason = (f"neither theorem applies: R_Gamma {_rank_text(rank_gamma, interval, exact_estimate)} "
+                      f"< rank A = {rank_a} and < dim = {dim}")
         else:
             verdict = verdict_from_ranks(rank_gamma, rank_a, dim, False)
             reason = reason_from_ranks(rank_gamma, rank_a, dim, verdict)
@@ -341,7 +351,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
         name=case.name, widths=list(net.widths), n_samples=len(X), dim=dim,
         rank_gamma=rank_gamma, rank_a=rank_a,
         cs=cs,  # type: ignore[arg-type]  # null: no rank (past the cap, timed out)
-        cn=(_cn_from_interval(interval, rank_a, rank_a_lower) if interval is not None and not state.ties  # type: ignore[arg-type]
+        cn=(cn_from_bounds(interval[1], rank_a, rank_a_lower) if interval is not None and not state.ties  # type: ignore[arg-type]
             else None if rank_gamma is None
             else True if rank_a_lower is not None and rank_a is None else holds_cn(rank_gamma, rank_a, dim)),
         degenerate=degenerate,
@@ -400,17 +410,18 @@ def _check_carried(case: Any, max_resolutions: int, seed: int | None, structural
                              provenance=getattr(case, "provenance", None), exact_ranks=exact_ranks)
 
 
-def _cn_from_interval(interval: tuple[int, int], rank_a: int | None, rank_a_lower: int | None) -> bool | None:
-    """``C_N`` beside a certified interval of ``R_Gamma``: it holds when the upper end is below ``R_A`` (or a
-    certified lower bound on it), since then ``R_Gamma < R_A``; otherwise the interval leaves it open (None)."""
-    below = rank_a if rank_a is not None else rank_a_lower
-    return True if below is not None and interval[1] < below else None
-
-
-def _rank_text(rank_gamma: int | None, interval: tuple[int, int] | None) -> str:
-    """``R_Gamma`` for a reason: ``= r`` when exact, else the certified interval (never the Monte Carlo value)."""
+def _rank_text(rank_gamma: int | None, interval: tuple[int, int] | None,
+               exact_estimate: Mapping[str, float] | None = None) -> str:
+    """``R_Gamma`` for a reason: ``= r`` when exact, else the certified interval (never the Monte Carlo value),
+    with the estimated cost of the exact value when that is why it was not computed."""
     if interval is None:
         return f"= {rank_gamma}"
+    if exact_estimate:
+        from exactident.estimate import duration_text
+
+        cost, verdict_cost = duration_text(exact_estimate["seconds"]), duration_text(exact_estimate["verdict_seconds"])
+        return (f"certified in [{interval[0]}, {interval[1]}] (exact value not computed: estimated ~{cost} against "
+                f"~{verdict_cost} for the ranks of the verdict; --exact-ranks computes it)")
     return f"certified in [{interval[0]}, {interval[1]}] (exact value: --exact-ranks)"
 
 

@@ -327,6 +327,10 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         montecarlo = {"rank_gamma": rank_gamma,
                                "error_probability": (worst.montecarlo or {}).get("error_probability", 0.0)
                                if worst.rank is None else 0.0}
+        from exactident.ranks.intervals import MONTE_CARLO_TARGET
+
+        if float(montecarlo["error_probability"] or 0.0) > MONTE_CARLO_TARGET:
+            montecarlo = None  # a Monte Carlo value whose error bound is not small is not worth its label
         cs = cs_from_bounds(interval[0], interval[1], sym.dim_free)  # None: the rank is not settled
     certificate: dict[str, Any] | None = None
     if ranks and all(r.certificate is not None for r in ranks):

@@ -170,7 +170,11 @@ def _add_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-ranks", action="store_true",
                    help="compute rank_a even when C_S already decides the verdict")
     p.add_argument("--exact-ranks", action="store_true",
-                   help="certify rank_gamma exactly even when a certified interval decides the verdict")
+                   help="certify rank_gamma exactly even when a certified interval decides the verdict "
+                        "(default: exact whenever its estimated cost is small)")
+    p.add_argument("--verdict-first", action="store_true",
+                   help="report a certified interval for rank_gamma whenever it decides the verdict, "
+                        "even when the exact rank would be cheap")
     p.add_argument("--max-resolutions", type=positive_int, default=4096, metavar="N",
                    help="stop enumerating tie resolutions beyond N (verdict inconclusive)")
     p.add_argument("--rtol", type=positive_number, default=None,
@@ -263,6 +267,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from exactident.io.report import render_table, reports_to_json
 
     limits = limits_from_args(args)
+    if getattr(args, "verdict_first", False) and (args.exact_ranks or args.all_ranks):
+        raise UnsupportedCaseError("--verdict-first asks for an interval that --exact-ranks and --all-ranks refuse")
     if args.pipelines is not None:
         if args.no_numeric:
             raise UnsupportedCaseError("--pipelines adds float pipelines to the cross-check that --no-numeric skips")

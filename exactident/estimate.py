@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ESTIMATE_LARGE", "TERMINAL_BUDGET", "Estimate", "estimate", "estimate_sizes"]
+__all__ = ["ESTIMATE_LARGE", "EXACT_FREE_SECONDS", "TERMINAL_BUDGET", "Estimate", "duration_text", "estimate",
+           "estimate_sizes", "exact_rank_is_cheap", "exact_rank_seconds", "verdict_rank_seconds"]
 
 #: An estimate above this many seconds is "large": on a terminal a default budget then applies.
 ESTIMATE_LARGE = 60.0
@@ -37,6 +38,57 @@ _PER_EXACT_OP = 4.6e-8     # rows x cols x rank^2 of an exact kernel, per (100 d
 _PER_FLOAT_OP = 6e-11      # one multiply-add of a float64 SVD
 _FLOAT_FIXED = 0.3         # the float pipeline's fixed cost (one Jacobian, rounding bounds)
 _PER_STRUCTURAL = 1e-7     # one (sample, neuron) sign check of the structural search, per 100 digits
+
+
+# The exact rank once a certified interval settles the verdict (ranks/certify.py, "verdict first"):
+# ``cols - rank_p`` kernel vectors over Q (semi-local, Dixon, CRT), each checked exactly on every row.
+# Fitted on a trained scikit-learn digits net (17,970 x 2,378; benchmarks/train_deficient.py, 64-32-10):
+# 202 missing vectors, about 20 s CPU (semi-local kernel, Dixon solve, exact check on every row).
+_PER_KERNEL_VECTOR_ENTRY = 2.4e-9
+# The rank stage that gives the interval (Gamma mod p, its rank mod p by BLAS, a tall Gamma stacked):
+# per entry plus per entry and pivot, fitted on the same net (about 5 s CPU for 42.7 M entries, rank 2176).
+_PER_LOWER_ENTRY = 2e-8
+_PER_LOWER_OP = 5e-11
+#: An exact rank estimated below this many seconds is always computed (whatever the verdict cost).
+EXACT_FREE_SECONDS = 2.0
+
+
+def exact_rank_seconds(rows: int, cols: int, rank_mod_p: int) -> float:
+    """Rough CPU seconds to certify ``rank Gamma`` exactly when ``rank_p(Gamma) = rank_mod_p < cols``.
+
+    The missing ``cols - rank_mod_p`` kernel vectors over Q, each checked on all ``rows x cols``
+    entries; monotone in every argument's gap.  Not a prediction (see the module docstring).
+
+    Examples
+    --------
+    >>> exact_rank_seconds(450, 123, 109) < 0.01  # iris 4-8-8-3: 14 vectors
+    True
+    >>> round(exact_rank_seconds(17970, 2378, 2176))  # digits 64-32-10: 202 vectors
+    21
+    """
+    return max(cols - rank_mod_p, 0) * rows * cols * _PER_KERNEL_VECTOR_ENTRY
+
+
+def verdict_rank_seconds(rows: int, cols: int, rank_mod_p: int) -> float:
+    """Rough CPU seconds of the rank mod p behind a certified interval (the verdict's rank stage)."""
+    return rows * cols * (_PER_LOWER_ENTRY + max(rank_mod_p, 1) * _PER_LOWER_OP)
+
+
+def exact_rank_is_cheap(rows: int, cols: int, rank_mod_p: int) -> tuple[bool, float, float]:
+    """Is the exact rank worth computing by default?  ``(cheap, exact_seconds, verdict_seconds)``.
+
+    Cheap when its estimate is at most :data:`EXACT_FREE_SECONDS` or at most the verdict's own rank
+    stage (:func:`verdict_rank_seconds`): the exact rank then at most doubles the work.  Both sides
+    are models of the sizes, not clocks, so a report does not depend on the machine's load.
+
+    Examples
+    --------
+    >>> exact_rank_is_cheap(450, 123, 109)[0], exact_rank_is_cheap(17970, 2378, 2176)[0]
+    (True, False)
+    """
+    exact = exact_rank_seconds(rows, cols, rank_mod_p)
+    verdict = verdict_rank_seconds(rows, cols, rank_mod_p)
+    return exact <= max(EXACT_FREE_SECONDS, verdict), exact, verdict
 
 
 @dataclass
@@ -66,15 +118,16 @@ class Estimate:
 
     def render(self, name: str) -> str:
         """One line (plus one per note): ``estimate NAME: ~T (stage ~t, ...), up to ~W if ...``."""
-        parts = ", ".join(f"{s} ~{_duration(t)}" for s, t in self.stages)
-        line = f"estimate {name}: ~{_duration(self.seconds)} ({parts})"
-        if self.if_deficient and _duration(self.worst) != _duration(self.seconds):
-            more = ", ".join(f"{s} ~{_duration(t)}" for s, t in self.if_deficient)
-            line += f", up to ~{_duration(self.worst)} if Gamma is rank-deficient ({more})"
+        parts = ", ".join(f"{s} ~{duration_text(t)}" for s, t in self.stages)
+        line = f"estimate {name}: ~{duration_text(self.seconds)} ({parts})"
+        if self.if_deficient and duration_text(self.worst) != duration_text(self.seconds):
+            more = ", ".join(f"{s} ~{duration_text(t)}" for s, t in self.if_deficient)
+            line += f", up to ~{duration_text(self.worst)} if Gamma is rank-deficient ({more})"
         return "\n".join([line, *(f"  {note}" for note in self.notes)])
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A rough duration for people: ``<1 s``, ``21 s``, ``3 min``, ``2 h``, ``4 days``."""
     if seconds < 1:
         return "<1 s"
     if seconds < 120:
@@ -149,7 +202,7 @@ def estimate_sizes(widths: Sequence[int], n: int, digits: int, n_tie_classes: in
         est.stages.append(("rank alpha (exact)", alpha_exact * resolutions))
     elif alpha_exact > ESTIMATE_LARGE:
         est.notes.append(f"--all-ranks would be expensive: the exact rank of alpha ({n} x {paths} entries of "
-                         f"~{round(g * 100)} digits) ~{_duration(alpha_exact)}")
+                         f"~{round(g * 100)} digits) ~{duration_text(alpha_exact)}")
     if exact > ESTIMATE_LARGE:
         est.notes.append(f"exact ranks are the expensive part: Gamma is {m} x {dim} with entries of "
                          f"~{round(g * 100)} digits, a certified rank below min({m}, {dim}) needs a kernel over Q "

@@ -107,6 +107,7 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any],
                                all_ranks=args.all_ranks or getattr(args, "expect", False),
                                certify=getattr(args, "certify", "full"), timeout=budget,
                                exact_ranks=getattr(args, "exact_ranks", False) or getattr(args, "explain", False),
+                               verdict_first=getattr(args, "verdict_first", False),
                                on_stage=progress.stage, on_tick=progress.tick,
                                pipelines=getattr(args, "pipelines", None))
             except UnsupportedCaseError as exc:

@@ -82,7 +82,7 @@ def _wide_report():
     """A wide ``Gamma`` (40 x 86) whose rank is bounded below ``R_A`` by the count alone (seed found by search)."""
     net, X = _sparse_net(6)
     case = Case(name="sparse-wide", network=net, X=X)
-    report = check(case, numeric=False, structural=False)
+    report = check(case, numeric=False, structural=False, verdict_first=True)
     return case, report, json.loads(reports_to_json([report], as_list=False))
 
 

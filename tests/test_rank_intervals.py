@@ -118,7 +118,7 @@ def test_exact_ranks_gives_exact_value_and_fast_order_an_interval(seed, monkeypa
     # the kernel path is what this test is about: the pattern-count bound (which can close these) is off
     monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)
     fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
-                                     exact_ranks=False)
+                                     exact_ranks=False, verdict_first=True)
     slow = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
                                      exact_ranks=True)
     assert slow.rank_gamma == exact_rank and slow.rank_gamma_interval is None
@@ -205,7 +205,7 @@ def test_interval_by_dixon_when_no_structural_vector(monkeypatch):
     monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)  # the kernel path only
     monkeypatch.setattr(intervals, "DIXON_FIRST_ENTRIES", 0)  # small here; the real threshold is for speed only
     fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
-                                     exact_ranks=False)
+                                     exact_ranks=False, verdict_first=True)
     part = fast.certificate["rank_gamma"]
     assert part["upper"]["source"] == "dixon"
     lo, hi = fast.rank_gamma_interval or (fast.rank_gamma, fast.rank_gamma)
@@ -237,7 +237,7 @@ def test_verdict_same_in_fast_and_exhaustive_order(path):
     from exactident.io.case import load_case
 
     case = load_case(path)
-    fast = check(case, numeric=False, structural=False)
+    fast = check(case, numeric=False, structural=False, verdict_first=True)
     slow = check(case, numeric=False, structural=False, exact_ranks=True)
     assert fast.verdict == slow.verdict
     interval = fast.rank_gamma_interval
@@ -282,8 +282,9 @@ def test_uniform_lower_primes_are_primes_of_the_blas_range():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_monte_carlo_label_is_the_uniform_lower_sample(seed, monkeypatch):
-    """The interval's Monte Carlo value is the lower bound's own rank (its prime was drawn uniformly): no
-    further prime is drawn when that sample's bound is at most 1/4, and the value lies in the interval."""
+    """The interval's Monte Carlo value counts the lower bound's own rank as its first sample (its prime was
+    drawn uniformly from the BLAS range), draws as many more as the bound needs to reach 1e-6 (issue 31,
+    item 4), and lies in the interval, below the exact rank (sympy-free: FLINT's exact rank over Q)."""
     import exactident.linalg.montecarlo as mc_mod
 
     net, X, st, fixed = _case(seed, widths=(3, 6, 6, 1), n=60)
@@ -292,17 +293,21 @@ def test_monte_carlo_label_is_the_uniform_lower_sample(seed, monkeypatch):
     full = semi_local_kernel
     monkeypatch.setattr(certify_mod, "semi_local_kernel", lambda *a: full(*a)[1:])  # one vector short
     monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)
+    calls = []
+    real = mc_mod.monte_carlo_rank
 
-    def no_more_primes(*a, **k):
-        raise AssertionError("a further Monte Carlo prime was drawn")
+    def spy(*a, **k):
+        calls.append(k)
+        return real(*a, **k)
 
-    monkeypatch.setattr(mc_mod, "monte_carlo_rank", no_more_primes)
+    monkeypatch.setattr(mc_mod, "monte_carlo_rank", spy)
     fast = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
-                                     exact_ranks=False)
+                                     exact_ranks=False, verdict_first=True)
     exact_rank = exact.rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
     if fast.rank_gamma_interval is None:
         assert fast.rank_gamma == exact_rank
         return
     lo, hi = fast.rank_gamma_interval
-    assert fast.montecarlo["rank_gamma"] == lo == fast.rank_gamma <= exact_rank <= hi
-    assert 0.0 < fast.montecarlo["error_probability"] <= 0.25
+    assert lo <= fast.montecarlo["rank_gamma"] == fast.rank_gamma <= exact_rank <= hi
+    assert 0.0 <= fast.montecarlo["error_probability"] <= 1e-6
+    assert len(calls) == 1 and calls[0]["first_uniform"] is True and calls[0]["target"] == 1e-6

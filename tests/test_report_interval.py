@@ -69,7 +69,7 @@ def _case() -> tuple[Case, int]:
 
 def test_interval_is_first_class_and_rank_gamma_is_none():
     case, true_rank = _case()
-    r = check(case, numeric=False, structural=False)
+    r = check(case, numeric=False, structural=False, verdict_first=True)
     assert r.rank_gamma_interval is not None, "the case is built so that the verdict needs no exact rank"
     lo, hi = r.rank_gamma_interval
     assert lo <= true_rank <= hi < r.dim and lo < hi
@@ -106,10 +106,77 @@ def test_exact_ranks_give_the_rank_and_no_interval():
 def test_float_cross_check_is_held_against_the_interval():
     """The numeric block compares the float rank with the certified interval, never with the Monte Carlo value."""
     case, true_rank = _case()
-    r = check(case, structural=False)
+    r = check(case, structural=False, verdict_first=True)
     lo, hi = r.rank_gamma_interval
     assert lo <= true_rank <= hi
     num = r.numeric
     assert num["compared_with"]["rank_gamma"] is None and num["compared_with"]["rank_gamma_interval"] == [lo, hi]
     assert num["agrees"] == (lo <= num["rank_gamma"] <= hi and num["verdict"] == num["compared_with"]["verdict"])
     assert "full_jacobian" not in num
+
+
+# ---------------------------------------------------------------- issue 31, item 2: exact ranks by default when cheap
+
+def test_default_gives_the_exact_rank_when_it_is_cheap():
+    """40 x 86 entries: the exact rank costs next to nothing, so the default certifies it (no interval); the
+    verdict is the verdict-first one, and the report verifies."""
+    case, true_rank = _case()
+    fast = check(case, numeric=False, structural=False, verdict_first=True)
+    assert fast.rank_gamma_interval is not None  # the case is built so that an interval settles the verdict
+    r = check(case, numeric=False, structural=False)
+    assert (r.rank_gamma, r.rank_gamma_interval, r.montecarlo) == (true_rank, None, None)
+    assert (r.verdict, r.cs, r.cn) == (fast.verdict, fast.cs, fast.cn)
+    rep = json.loads(reports_to_json([r], as_list=False))
+    assert verify_certificate(case, rep, require_claims=True)[0]
+
+
+def test_default_keeps_the_interval_when_the_exact_rank_is_expensive(monkeypatch):
+    """With the cost model's constant made huge, the exact rank "costs" more than the verdict: the interval is
+    kept and the reason gives the estimate, ``(dim - lo) rows dim`` times the constant (the model, by hand)."""
+    import exactident.estimate as est
+
+    monkeypatch.setattr(est, "_PER_KERNEL_VECTOR_ENTRY", 1.0)
+    monkeypatch.setattr(est, "EXACT_FREE_SECONDS", 0.0)
+    case, true_rank = _case()
+    r = check(case, numeric=False, structural=False)
+    lo, hi = r.rank_gamma_interval
+    assert lo <= true_rank <= hi and r.rank_gamma is None
+    rows, dim = len(case.X) * 2, r.dim
+    seconds = (dim - lo) * rows * dim * 1.0
+    assert seconds >= 2 * 86400  # shown in days (estimate.duration_text)
+    assert f"exact value not computed: estimated ~{seconds / 86400:.0f} days" in r.reason
+    assert "--exact-ranks computes it" in r.reason
+
+
+def test_cli_verdict_first_and_exact_ranks_refuse_each_other(tmp_path, capsys):
+    from exactident.cli import main
+
+    path = "cases/iris-mlp-4-8-8-3.json"
+    assert main(["check", path, "--no-numeric", "--exact-ranks", "--verdict-first"]) == 2
+    assert "--verdict-first" in capsys.readouterr().err
+    assert main(["check", path, "--no-numeric", "--json", "--verdict-first"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["rank_gamma"] is None and rep["rank_gamma_interval"] is not None
+    assert main(["check", path, "--no-numeric", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    # iris: 14 missing kernel vectors of a 450 x 123 Gamma, cheap: exact by default (109 = dim - nullity)
+    assert rep["rank_gamma"] == 109 and "rank_gamma_interval" not in rep
+
+
+def test_no_monte_carlo_value_when_its_target_is_out_of_reach(monkeypatch):
+    """Issue 31, item 4: a Monte Carlo value is given only with a proven error <= the target; when no number of
+    primes reaches it (a target of 0 here, unreachable while the rank is below the upper end), the report has
+    the interval alone (no montecarlo field), the views say nothing of a Monte Carlo value, and it verifies."""
+    import exactident.ranks.intervals as iv
+
+    monkeypatch.setattr(iv, "MONTE_CARLO_TARGET", 0.0)
+    case, true_rank = _case()
+    r = check(case, numeric=False, structural=False, verdict_first=True)
+    lo, hi = r.rank_gamma_interval
+    assert lo <= true_rank <= hi and (r.rank_gamma, r.montecarlo) == (None, None)
+    rep = json.loads(reports_to_json([r], as_list=False))
+    assert rep["rank_gamma_interval"] == [lo, hi] and "montecarlo" not in rep
+    from exactident.io.report import render_table
+
+    assert "Monte Carlo" not in render_table([r]) and f"[{lo}, {hi}]" in render_table([r])
+    assert verify_certificate(case, rep, require_claims=True)[0]

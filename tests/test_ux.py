@@ -302,9 +302,9 @@ def test_no_command_names_the_commands(capsys):
 def test_verify_certificate_lists_montecarlo_in_one_parenthesis(capsys, tmp_path):
     # Regression: the line read "not verified: montecarlo (a labelled estimate inside the certified
     # interval (its value must be rank_gamma))", a parenthesis inside a parenthesis.  iris's report
-    # carries a Monte Carlo rank (its verdict needs no exact rank: the interval is [109, 111]).
+    # carries a Monte Carlo rank with --verdict-first (its verdict needs no exact rank: the interval is [109, 111]).
     case = str(Path(__file__).resolve().parents[1] / "cases" / "iris-mlp-4-8-8-3.json")
-    assert main(["check", case, "--json", "--no-numeric"]) == 0
+    assert main(["check", case, "--json", "--no-numeric", "--verdict-first"]) == 0
     (tmp_path / "r.json").write_text(capsys.readouterr().out)
     assert main(["verify-certificate", case, str(tmp_path / "r.json")]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("not verified: montecarlo"))

@@ -508,7 +508,7 @@ def _campaign(n_mlp: int, n_graph: int, seed: int = 0) -> dict:
         if found >= n_mlp:
             break
         obj = _interval_mlp(s)
-        case, rep = _report(obj)
+        case, rep = _report(obj, verdict_first=True)  # the interval the campaign mutates
         if rep.get("rank_gamma_interval"):
             run_mlp(obj, case, rep, "mlp interval")
             found += 1

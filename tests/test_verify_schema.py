@@ -51,7 +51,7 @@ def _reports() -> list[tuple[Any, dict]]:
     # a rank-deficient trained network whose verdict needs only a certified interval of R_Gamma
     # (rank_gamma_interval, montecarlo, the interval form of the rank part)
     iris = load_case(CASES / "iris-mlp-4-8-8-3.json")
-    out.append((iris, check(iris, numeric=False).to_dict()))
+    out.append((iris, check(iris, numeric=False, verdict_first=True).to_dict()))
     return out
 
 

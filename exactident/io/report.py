@@ -158,7 +158,8 @@ class Report:
             out["decided_by"] = self.decided_by
         if self.rank_gamma_interval is not None:
             out["rank_gamma_interval"] = list(self.rank_gamma_interval)
-            out["montecarlo"] = dict(self.montecarlo or {})
+            if self.montecarlo:  # absent when no Monte Carlo value was worth its label
+                out["montecarlo"] = dict(self.montecarlo)
         for key in ("patterns", "numeric", "certificate"):
             value = getattr(self, key)
             if value is not None:

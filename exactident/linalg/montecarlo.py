@@ -24,7 +24,8 @@ import numpy as np
 from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas, sketch_rows
 from exactident.linalg.modular import PRIME_HI, PRIME_LO, rank_mod_p, require_prime
 
-__all__ = ["PRIMES_IN_RANGE", "TARGET_ERROR", "failure_bound", "monte_carlo_rank", "uniform_prime"]
+__all__ = ["PRIMES_IN_RANGE", "TARGET_ERROR", "bad_primes_bound", "failure_bound", "monte_carlo_rank",
+           "primes_for", "uniform_prime"]
 
 #: Number of primes in each range (pi(2**21) - pi(2**20), pi(2**31) - pi(2**30)).
 PRIMES_IN_RANGE = {(BLAS_PRIME_LO, BLAS_PRIME_HI): 73_586, (PRIME_LO, PRIME_HI): 50_697_537}
@@ -61,13 +62,50 @@ def failure_bound(shape: tuple[int, int], entry_bound: int, avoid: int, lo: int,
     r = min(shape)
     if r == 0:
         return 0.0
-    log2_minor = r * (math.log2(max(entry_bound, 1)) + 0.5 * math.log2(r))
-    d = math.floor(log2_minor / math.log2(lo))
+    d = bad_primes_bound(r, entry_bound, lo)
     n_usable = PRIMES_IN_RANGE[(lo, hi)] - math.floor(math.log2(max(int(avoid), 1)) / math.log2(lo))
     bound = 1.0
     for i in range(k):
-        bound *= min(1.0, d / max(n_usable - i, 1) + (r / min(lo, SKETCH_SET) if sketch else 0.0))
-    return bound
+        factor = min(1.0, d / max(n_usable - i, 1) + (r / min(lo, SKETCH_SET) if sketch else 0.0))
+        if factor == 0.0:
+            return 0.0  # no prime of the range can lower the rank: exact with certainty
+        bound *= factor
+    # a product of positive factors that underflows is still positive: never claim 0 (certainty) for it
+    return max(bound, math.ulp(0.0))
+
+
+def bad_primes_bound(r: int, entry_bound: int, lo: int) -> int:
+    """``d = floor(r log2(sqrt(r) B) / log2(lo))``: most primes ``>= lo`` that divide a nonzero ``r x r`` minor.
+
+    A nonzero integer ``r x r`` minor with entries ``|x| <= B`` has ``|Delta| <= (sqrt(r) B)^r``
+    (Hadamard), and a product of ``t`` primes ``>= lo`` is at least ``lo^t``; so at most ``d``
+    distinct primes ``>= lo`` divide it.  Only they can lower the rank mod p below ``r``.
+
+    Examples
+    --------
+    >>> bad_primes_bound(2, 10, 3)  # |Delta| <= 200 < 3^5: at most 4 primes >= 3 divide it (valid; 3*5*7*11 > 200)
+    4
+    """
+    if r <= 0:
+        return 0
+    return math.floor(r * (math.log2(max(entry_bound, 1)) + 0.5 * math.log2(r)) / math.log2(lo))
+
+
+def primes_for(target: float, shape: tuple[int, int], entry_bound: int, avoid: int, lo: int, hi: int,
+               sketch: bool = False, max_primes: int = 64) -> int | None:
+    """Fewest uniform primes of ``[lo, hi)`` whose :func:`failure_bound` is at most ``target``, or None.
+
+    Examples
+    --------
+    >>> primes_for(1e-6, (3, 3), 10, 1, 2**20, 2**21)  # d = 0: one prime is exact with certainty
+    1
+    >>> primes_for(1e-6, (2000, 2000), 2**3000, 1, 2**20, 2**21) is None  # d > N: no number of primes
+    True
+    """
+    for k in range(1, max_primes + 1):
+        if failure_bound(shape, entry_bound, avoid, lo, hi, k, sketch) <= target:
+            return k
+    return None
 
 
 #: Entries of a random sketch matrix are drawn from ``[0, SKETCH_SET)`` (or all residues below it):
@@ -97,7 +135,8 @@ def _sketch_word(A: np.ndarray, k: int, q: int, rng: random.Random) -> np.ndarra
 def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, int], avoid: int,
                      entry_bound: Callable[[], int], rng: random.Random,
                      first: tuple[int, int, np.ndarray | None] | None = None,
-                     max_primes: int = MAX_PRIMES) -> tuple[int, float]:
+                     max_primes: int = MAX_PRIMES, *, target: float = TARGET_ERROR,
+                     prime_range: tuple[int, int] | None = None, first_uniform: bool = False) -> tuple[int, float]:
     """Largest rank mod uniformly random primes and a bound on the chance it is below the rank over Q.
 
     Parameters
@@ -112,7 +151,15 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
     first : (rank, prime, image), optional
         A rank already known (any prime): it counts in the maximum, not in the bound.
     max_primes : int
-        Most uniform primes drawn (the bound is then whatever they reach).
+        Most uniform primes drawn (the bound is then whatever they reach), ``first`` included when it counts.
+    target : float
+        Draws stop once the bound is at most this.
+    prime_range : (lo, hi), optional
+        The range the primes are drawn from (default: BLAS primes when one draw's bound is at most 1/4,
+        else word-size primes).
+    first_uniform : bool
+        ``first``'s prime was itself drawn uniformly from ``prime_range`` (and its rank taken the same
+        way): it counts as the first trial of the bound.
 
     Returns
     -------
@@ -126,11 +173,18 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
         return best, 0.0
     B = entry_bound()
     small = (BLAS_PRIME_LO, BLAS_PRIME_HI)
-    lo, hi = small if failure_bound(shape, B, avoid, *small, 1) <= 0.25 else (PRIME_LO, PRIME_HI)
+    if prime_range is None:
+        prime_range = small if failure_bound(shape, B, avoid, *small, 1) <= 0.25 else (PRIME_LO, PRIME_HI)
+    lo, hi = prime_range
     rank_fn = rank_blas if lo == BLAS_PRIME_LO else rank_mod_p
     sketch = m > 2 * n + 64  # very tall: rank of a random row sketch
     used: set[int] = set()
     k = 0
+    if first is not None and first_uniform:
+        used.add(first[1])
+        k = 1
+        if failure_bound(shape, B, avoid, lo, hi, k, sketch) <= target:
+            return best, failure_bound(shape, B, avoid, lo, hi, k, sketch)
     while k < max_primes:
         q = uniform_prime(rng, lo, hi, avoid, used)
         used.add(q)
@@ -150,6 +204,6 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
         best = max(best, rank_fn(image, q))
         if best >= top:
             return best, 0.0
-        if failure_bound(shape, B, avoid, lo, hi, k, sketch) <= TARGET_ERROR:
+        if failure_bound(shape, B, avoid, lo, hi, k, sketch) <= target:
             break
     return best, failure_bound(shape, B, avoid, lo, hi, k, sketch)

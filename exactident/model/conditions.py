@@ -24,6 +24,7 @@ __all__ = [
     "INCONCLUSIVE",
     "NOT_IDENTIFIABLE",
     "VERDICTS",
+    "cn_from_bounds",
     "cs_from_bounds",
     "decided_by",
     "holds_cn",
@@ -72,6 +73,23 @@ def cs_from_bounds(lower: int, upper: int, dim: int) -> bool | None:
     if upper < dim:
         return False
     return None
+
+
+def cn_from_bounds(upper: int, rank_a: int | None, rank_a_lower: int | None = None) -> bool | None:
+    """``C_N`` from a certified upper bound ``R_Gamma <= upper``: True when ``upper`` is below ``R_A``, else None.
+
+    ``R_A`` is the certified exact value ``rank_a`` or, when only that is known, a certified lower bound
+    ``rank_a_lower``.  ``R_Gamma <= upper < R_A`` proves ``R_Gamma < R_A``, so ``C_N`` holds (Theorem 8 cannot
+    say not-identifiable); otherwise the bounds leave it open (None: never False, which needs the exact
+    ``R_Gamma = R_A``).  The engine and the verifier use this one rule.
+
+    Examples
+    --------
+    >>> cn_from_bounds(111, 237), cn_from_bounds(111, None, 237), cn_from_bounds(111, 111), cn_from_bounds(5, None)
+    (True, True, None, None)
+    """
+    below = rank_a if rank_a is not None else rank_a_lower
+    return True if below is not None and upper < below else None
 
 
 def holds_cn(rank_gamma: int, rank_a: int | None, dim: int) -> bool:

@@ -240,12 +240,17 @@ class RankResult:
     rank_gamma_interval: tuple[int, int] | None = None
     #: ``{"rank_gamma": value, "error_probability": e}`` beside an interval.
     montecarlo: dict[str, Any] | None = None
+    #: Beside an interval by default (not ``verdict_first``): why the exact rank was not computed,
+    #: ``{"seconds": estimated exact rank, "verdict_seconds": estimated rank stage}``
+    #: (:func:`exactident.estimate.exact_rank_is_cheap`).
+    exact_estimate: dict[str, float] | None = None
 
 
 def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                   fixed: FixedEdges, *, need_rank_a: bool = False,
                   rng: random.Random | None = None, certify: str = "full",
-                  allow_rank_a_lower: bool = False, exact_ranks: bool = True) -> RankResult:
+                  allow_rank_a_lower: bool = False, exact_ranks: bool = True,
+                  verdict_first: bool = False) -> RankResult:
     """Certified ``R_Gamma`` and, when needed, ``R_A = N_L rank alpha`` (Prop. 11).
 
     Only what the verdict needs: one prime whose rank mod p is ``dim`` proves
@@ -270,12 +275,16 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     certified lower bound on ``R_A``, ``C_S`` fails and ``C_N`` holds; ``R_Gamma`` is then the
     certified interval ``rank_gamma_interval`` and ``rank_gamma`` its Monte Carlo value
     (``montecarlo``, with a proven error bound), and the certificate's ``rank_gamma`` part is the
-    *interval* form (``shape``, ``lower``, ``upper``; no ``rank``).
+    *interval* form (``shape``, ``lower``, ``upper``; no ``rank``).  Unless ``verdict_first``, the
+    interval is kept only when the exact rank would cost much more than the verdict
+    (:func:`exactident.estimate.exact_rank_is_cheap`, a model of the sizes: ``dim - rank_p`` kernel
+    vectors over Q against the rank mod p); a cheap exact rank is certified as with ``exact_ranks``,
+    and an interval carries the estimate (``exact_estimate``).
 
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
     "error_probability": e}`` with ``e`` a proven bound on the probability that a
-    rank is below the true one (``_monte_carlo``).
+    rank is below the true one (:func:`exactident.ranks.montecarlo.monte_carlo_ranks`).
 
     Returns
     -------
@@ -309,7 +318,11 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
                                 rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim), uniform=True,
                                 sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
-        return _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data)
+        from exactident.ranks.montecarlo import monte_carlo_ranks
+
+        mc_g, mc_a, err = monte_carlo_ranks(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data,
+                                            MAX_EXPLICIT_ALPHA_MOD_P)
+        return RankResult(mc_g, mc_a, {"certified": False, "error_probability": err})
     rank_a = None
     bounds: dict[str, int] = {}
     if rows < dim and lower[0] < rows and net.L >= 2 and dim - lower[0] > 64:
@@ -326,6 +339,15 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     if blocks < min(rows, dim):
         bounds["active-blocks"] = blocks
     closed = lower[0] in bounds.values()  # the exact rank already: no interval work
+    estimate: dict[str, float] | None = None
+    if not exact_ranks and not verdict_first and not closed and lower[0] < dim:
+        from exactident.estimate import exact_rank_is_cheap
+
+        cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
+        # cheap: certified exactly as with exact_ranks (the interval would save little); else the interval,
+        # which says what the exact rank would have cost
+        exact_ranks = cheap
+        estimate = {"seconds": t_exact, "verdict_seconds": t_verdict}
     semi_cache: list[list[dict[int, flint.fmpq]]] = []
 
     def semi() -> list[dict[int, flint.fmpq]]:  # built at most once, by whichever stage needs it first
@@ -355,7 +377,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
                     cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                     cert["rank_gamma"] = fast.certificate
                     return RankResult(fast.rank_gamma, None, cert, rank_a_lower=N_L * ra.rank,
-                                      rank_gamma_interval=fast.rank_gamma_interval, montecarlo=fast.montecarlo)
+                                      rank_gamma_interval=fast.rank_gamma_interval, montecarlo=fast.montecarlo,
+                                      exact_estimate=estimate if fast.rank_gamma_interval else None)
             g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data, semi_local=semi,
                                    upper_bounds=bounds)
             if g.rank < N_L * ra.rank:
@@ -373,7 +396,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             if fast is not None:
                 cert["rank_gamma"] = fast.certificate
                 return RankResult(fast.rank_gamma, rank_a, cert, rank_gamma_interval=fast.rank_gamma_interval,
-                                  montecarlo=fast.montecarlo)
+                                  montecarlo=fast.montecarlo,
+                                  exact_estimate=estimate if fast.rank_gamma_interval else None)
     stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
     g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, upper_bounds=bounds, lower=lower, data=data,
                            semi_local=semi)
@@ -415,7 +439,8 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi,
         return RankResult(r, None, {"rank": r, **part, "upper": up})
     mc = monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
                            entry_bound=entry_bound, lower_uniform=True)
-    return RankResult(mc["rank_gamma"], None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
+    # mc None: reaching the Monte Carlo target would cost more than the verdict, so no value is given
+    return RankResult(mc["rank_gamma"] if mc else r, None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
                       montecarlo=mc)
 
 
@@ -444,43 +469,6 @@ def certified_by(certificate: Mapping[str, Any]) -> dict[str, str]:
         elif "upper" not in part and "lower" in part:
             out[key] = "lower-bound"
     return out
-
-
-def _monte_carlo(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data) -> RankResult:
-    """``--certify none``: ranks mod random primes, with a bound on the probability that one is low.
-
-    A rank mod p can only be *below* the rank over Q, and only when p divides a
-    nonzero ``r x r`` minor of the integer matrix ``D M`` (``|entries| <= B``); by
-    Hadamard such a minor is at most ``(sqrt(r) B)^r`` in absolute value, so at most
-    ``d = floor(r log2(sqrt(r) B) / log2(lo))`` primes of the range ``[lo, hi)`` divide
-    it.  Primes drawn uniformly and independently from the ``N`` primes of the
-    range fail together with probability at most ``(d / N)^k`` (docs/modular.md).
-    A rank equal to a proven upper bound (``dim``, ``n``) is exact and contributes 0.
-    """
-    from exactident.linalg.montecarlo import monte_carlo_rank
-
-    dim, N_L, n = net.dim, net.widths[-1], len(X)
-    stage("ranks mod p (Monte Carlo)", rows=n * N_L, cols=dim)
-    rg, err_g = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
-                                 (n * N_L, dim), avoid, lambda: gamma_entry_bound(net, X), rng, first=lower)
-    rank_a = None
-    err_a = 0.0
-    if need_rank_a or rg < dim:
-        avoid_x = common_denominator(v for row in X for v in row)
-        Xs = Scaled([v for row in X for v in row], (n, net.widths[0]))
-        P = n_paths(net.widths)
-        if n * P <= MAX_EXPLICIT_ALPHA_MOD_P:
-            ra, err_a = monte_carlo_rank(lambda q: alpha_mod_p(pattern, Xs.mod(q), q), (n, P), avoid_x,
-                                         lambda: int(max((abs(int(v)) for v in Xs.ints.ravel()), default=1)) + Xs.den,
-                                         rng)
-        else:
-            counts = gram_counts(pattern)
-            ra, err_a = monte_carlo_rank(lambda q: gram_mod_p(pattern, X, q, avoid_x, counts, Xs), (n, n), avoid_x,
-                                         lambda: gram_entry_bound(X, net.widths), rng)
-        rank_a = N_L * ra
-    err = min(1.0, err_g + err_a)
-    cert = {"certified": False, "error_probability": err}
-    return RankResult(rg, rank_a, cert)
 
 
 def _pattern_count_bound(pattern: Sequence[np.ndarray], N0: int) -> int:

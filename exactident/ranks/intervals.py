@@ -35,7 +35,7 @@ from exactident.model.gamma_modular import ModularData, gamma_entry_bound, gamma
 from exactident.model.network import Network
 
 __all__ = ["CHECK_BLOCK", "DIXON_FIRST_ENTRIES", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS",
-           "dixon_kernel_vectors", "gamma_upper_bound", "monte_carlo_gamma"]
+           "MONTE_CARLO_TARGET", "dixon_kernel_vectors", "gamma_upper_bound", "monte_carlo_gamma"]
 
 
 #: Dixon vectors only for ``Gamma`` above this many entries: below it CRT and FLINT's nullspace are quick
@@ -112,56 +112,76 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                       fixed: FixedEdges, lower: tuple[int, int, np.ndarray | None], upper: int, *, avoid: int,
                       data: ModularData, rng: random.Random, max_primes: int = 1,
-                      entry_bound: Callable[[], int] | None = None, lower_uniform: bool = False) -> dict[str, Any]:
-    """The Monte Carlo value of ``rank Gamma`` inside a certified interval, and its proven error bound.
+                      entry_bound: Callable[[], int] | None = None,
+                      lower_uniform: bool = False) -> dict[str, Any] | None:
+    """The Monte Carlo value of ``rank Gamma`` inside a certified interval, with error bound ``<= MONTE_CARLO_TARGET``.
 
-    ``max_primes`` uniform primes are drawn (:func:`exactident.linalg.montecarlo.monte_carlo_rank`);
-    with ``lower_uniform`` (``lower``'s prime was drawn uniformly from the BLAS range, not from a wide
-    sketch) ``lower`` is that sample already, and no prime is drawn when its bound is at most 1/4
-    (the rule by which :func:`~exactident.linalg.montecarlo.monte_carlo_rank` keeps the BLAS range)
-    or ``Gamma`` has more than ``MAX_MONTE_CARLO_WORD`` entries (then the label is that sample's bound);
-    the value is the largest rank seen (the interval's lower end counts too), capped by nothing:
-    it never exceeds the certified upper bound since a rank mod p is a lower bound.
+    The value is the largest rank mod uniformly drawn primes (the interval's lower end counts too; a
+    rank mod p is a lower bound, so it never exceeds the certified upper end), and the proven bound
+    of :func:`exactident.linalg.montecarlo.failure_bound` on the chance that it is below the exact
+    rank.  The primes are as many as that bound needs to reach :data:`MONTE_CARLO_TARGET`, from the
+    BLAS range (``lower``'s prime counts as the first when ``lower_uniform``: it was drawn uniformly
+    from that range and its rank taken the Monte Carlo way, not by a wide sketch) or from the
+    word-size range (FLINT, for ``Gamma`` of at most ``MAX_MONTE_CARLO_WORD`` entries),
+    whichever costs less by :func:`exactident.estimate.verdict_rank_seconds`.  When either costs
+    more than the verdict's own rank stage (and more than
+    :data:`~exactident.estimate.EXACT_FREE_SECONDS`), no value is given: a Monte Carlo value whose
+    error bound is not small is not worth its label.  ``max_primes`` is ignored (kept for callers).
 
     Returns
     -------
-    dict
-        ``{"rank_gamma": value, "error_probability": e}``: ``e`` bounds the probability that
-        ``value`` is below the exact rank (0 when ``value`` reaches the certified upper bound; 1, no
-        bound, for a wide ``Gamma`` above ``MAX_MONTE_CARLO_WIDE`` entries, whose value is ``lower``).
+    dict or None
+        ``{"rank_gamma": value, "error_probability": e}`` with ``e <= MONTE_CARLO_TARGET`` (0 when
+        ``value`` reaches the certified upper bound), or None (no Monte Carlo value).
     """
-    from exactident.linalg.montecarlo import monte_carlo_rank
+    from exactident.estimate import EXACT_FREE_SECONDS, verdict_rank_seconds
+    from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO
+    from exactident.linalg.modular import PRIME_HI, PRIME_LO
+    from exactident.linalg.montecarlo import monte_carlo_rank, primes_for
 
     if lower[0] >= upper:
         return {"rank_gamma": lower[0], "error_probability": 0.0}
-    rows = len(X) * net.widths[-1]
-    if rows < net.dim and rows * net.dim > MAX_MONTE_CARLO_WIDE:
-        # one more rank of a wide Gamma costs what the verdict did, and no prime small enough for the
-        # BLAS path gives a bound below 1 at this size: the lower end, labelled as unbounded
-        return {"rank_gamma": lower[0], "error_probability": 1.0}
-    bound = entry_bound or (lambda: gamma_entry_bound(net, X))
-    if lower_uniform and net.dim <= rows + rows // 8 + 16:  # not a wide sketch's rank (modular_lower_bound)
-        from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO
-        from exactident.linalg.montecarlo import failure_bound
+    rows, dim = len(X) * net.widths[-1], net.dim
+    if rows < dim and rows * dim > MAX_MONTE_CARLO_WIDE:
+        return None  # one more rank of a wide Gamma costs what the verdict did, and a BLAS prime's bound is ~1
+    B = (entry_bound or (lambda: gamma_entry_bound(net, X)))()
+    sketch = rows > 2 * dim + 64
+    first_counts = lower_uniform and dim <= rows + rows // 8 + 16  # not a wide sketch's rank (modular_lower_bound)
+    one = verdict_rank_seconds(rows, dim, lower[0])  # one more rank mod p, as the verdict's
+    plans = []
+    k = primes_for(MONTE_CARLO_TARGET, (rows, dim), B, avoid, BLAS_PRIME_LO, BLAS_PRIME_HI, sketch)
+    if k is not None:
+        plans.append(((k - first_counts) * one, (BLAS_PRIME_LO, BLAS_PRIME_HI), k, first_counts))
+    k = primes_for(MONTE_CARLO_TARGET, (rows, dim), B, avoid, PRIME_LO, PRIME_HI, sketch)
+    if k is not None and rows * dim <= MAX_MONTE_CARLO_WORD:
+        plans.append((k * one * WORD_PRIME_COST, (PRIME_LO, PRIME_HI), k, False))
+    plans = [p for p in plans if p[0] <= max(EXACT_FREE_SECONDS, one)]
+    if not plans:
+        return None
+    _cost, prime_range, k, first_uniform = min(plans, key=lambda p: p[0])
+    if k > first_uniform:
+        stage("ranks mod p (Monte Carlo)", rows=rows, cols=dim, primes=k - first_uniform)
+    value, err = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), (rows, dim),
+                                  avoid, lambda: B, rng, first=lower, max_primes=k, target=MONTE_CARLO_TARGET,
+                                  prime_range=prime_range, first_uniform=first_uniform)
+    if value >= upper:
+        return {"rank_gamma": value, "error_probability": 0.0}
+    if err > MONTE_CARLO_TARGET:  # cannot happen (k primes reach the target); never label a weaker bound
+        return None
+    return {"rank_gamma": value, "error_probability": err}
 
-        err = failure_bound((rows, net.dim), bound(), avoid, BLAS_PRIME_LO, BLAS_PRIME_HI, 1,
-                            sketch=rows > 2 * net.dim + 64)
-        if err <= 0.25 or rows * net.dim > MAX_MONTE_CARLO_WORD:
-            # past MAX_MONTE_CARLO_WORD entries a word-size prime's rank (FLINT) would cost more than the
-            # verdict did (digits 64-64-10: 55 s against 20 s): the weaker bound of this sample is the label
-            return {"rank_gamma": lower[0], "error_probability": err}
-    stage("ranks mod p (Monte Carlo)", rows=rows, cols=net.dim)
-    value, err = monte_carlo_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
-                                  (len(X) * net.widths[-1], net.dim), avoid,
-                                  bound, rng, first=lower, max_primes=max_primes)
-    return {"rank_gamma": value, "error_probability": 0.0 if value >= upper else err}
+
+#: Largest proven error probability of a reported Monte Carlo value (else none is given).
+MONTE_CARLO_TARGET = 1e-6
+#: A rank mod a word-size prime (FLINT) against one mod a BLAS prime, on the same ``Gamma`` (digits 64-64-10:
+#: 55 s against 20 s for the verdict).
+WORD_PRIME_COST = 3.0
 
 
-#: A wide ``Gamma`` with more entries than this gets no extra Monte Carlo prime (its value is the
-#: interval's lower end, ``error_probability`` 1: no bound is claimed).
+#: A wide ``Gamma`` with more entries than this gets no Monte Carlo value (one more rank costs what
+#: the verdict did, and a BLAS prime's bound is near 1 at this size).
 MAX_MONTE_CARLO_WIDE = 200_000_000
-#: Past this many entries no word-size Monte Carlo prime is drawn to tighten the lower bound
-#: sample's error bound (its label keeps that sample's bound, which may exceed 1/4).
+#: Past this many entries no word-size Monte Carlo prime is drawn (a FLINT rank costs more than the verdict).
 MAX_MONTE_CARLO_WORD = 20_000_000
 
 #: Samples per block of the exact check ``Gamma' u = 0`` (object arrays: memory, not speed).

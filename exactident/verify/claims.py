@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from exactident.model.conditions import cs_from_bounds
+from exactident.model.conditions import cn_from_bounds, cs_from_bounds
 from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.common_claims import identity_claims, reachable_claim, uncertified_claims
@@ -246,17 +246,12 @@ def rank_and_pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> l
             problem = _cn_problem("", cn, bounds.exact, ra if ra is not None else certified_ra, dim, ra_lower)
             if problem:
                 fails.append(problem)
-        elif not (cn is True and _cn_by_interval(bounds, certified_ra, ra_lower)):
+        elif not (cn is True and cn_from_bounds(bounds.hi, certified_ra, ra_lower)):
             fails.append(f"cn: report says {cn}, but the certified interval {bounds.text} and R_A "
                          f"({certified_ra if certified_ra is not None else f'>= {ra_lower}'}) prove C_N only when "
                          f"R_Gamma <= {bounds.hi} < R_A")
     fails += _pattern_claims(report, facts, proofs)
     return fails
-
-
-def _cn_by_interval(bounds: RankBounds, ra: int | None, ra_lower: int | None) -> bool:
-    """``C_N`` holds when even the upper end is below ``R_A`` (or below a certified lower bound on it)."""
-    return (ra is not None and bounds.hi < ra) or (ra_lower is not None and bounds.hi < ra_lower)
 
 
 def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]:
@@ -354,7 +349,7 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
         # off the boundary, inconclusive says C_S fails and C_N holds: both certified (an interval whose upper
         # end reaches dim leaves the rank not settled, and proves neither)
         cs_fails = bounds is not None and bounds.hi < dim
-        cn_holds = bounds is not None and (_cn_by_interval(bounds, ra, _common_lower(facts, proofs))
+        cn_holds = bounds is not None and (bool(cn_from_bounds(bounds.hi, ra, _common_lower(facts, proofs)))
                                            or (bounds.exact is not None and ra is not None and bounds.exact != ra))
         if not (cs_fails and cn_holds):
             return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
