@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     case = load_check_inputs([args.case], args, limits_from_args(args))[0]
     box = None
     if args.box is not None:
-        n0 = case.network.widths[0]
+        n0 = (case.network if case.is_plain else case.compiled).widths[0]  # any network: its input size
         box = ([args.box[0]] * n0, [args.box[1]] * n0)
     tty = getattr(sys.stderr, "isatty", lambda: False)()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import flint
@@ -35,6 +36,49 @@ if TYPE_CHECKING:
 __all__ = ["GammaRows", "GraphRows", "MLPRows", "rows_of"]
 
 _ZERO = flint.fmpq(0)
+
+
+def _float(q: flint.fmpq) -> float:
+    return int(q.p) / int(q.q)  # LP input only: a candidate is accepted by the exact check alone
+
+
+def _lp_candidate(net, want: Sequence[set[int]], lo, hi) -> list[flint.fmpq] | None:
+    """A point of the box whose hidden pattern is ``want`` (per hidden layer, the active neurons), from an LP.
+
+    With the pattern fixed every pre-activation is affine in ``x``; HiGHS (scipy) maximises the
+    smallest normalised margin.  Only a proposal: None without scipy or when infeasible; the
+    caller checks the point exactly.
+    """
+    try:
+        import numpy as np
+        from scipy.optimize import linprog
+    except ImportError:
+        return None
+    n0 = net.widths[0]
+    M, m = np.eye(n0), np.zeros(n0)  # h_{l-1} = M x + m
+    rows, rhs = [], []
+    for l in range(1, net.L):
+        W = np.array([[_float(v) for v in row] for row in net.W[l - 1].table()])
+        b = np.array([_float(v) for v in net.b[l - 1]])
+        A, c = W @ M, W @ m + b  # z_l = A x + c
+        mask = np.zeros(len(c))
+        for u in range(len(c)):
+            norm = float(np.linalg.norm(A[u])) or 1.0
+            sign = -1.0 if u in want[l - 1] else 1.0  # active: -(A x + c) + t |A| <= 0
+            rows.append([*(sign * A[u]), norm])
+            rhs.append(-sign * c[u])
+            mask[u] = u in want[l - 1]
+        M, m = A * mask[:, None], c * mask
+    bounds = [(_float(a), _float(b)) for a, b in zip(lo, hi)] + [(0.0, None)]
+    cost = np.zeros(n0 + 1)
+    cost[-1] = -1.0
+    try:
+        res = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs")
+    except ValueError:
+        return None
+    if res.status != 0 or res.x[-1] <= 0:
+        return None
+    return [flint.fmpq(*Fraction(float(v)).as_integer_ratio()) for v in res.x[:n0]]
 
 
 def _primitive_columns(K: flint.fmpq_mat) -> list[list[int]]:
@@ -224,8 +268,6 @@ class MLPRows(GammaRows):
         return (prm.l, prm.i, prm.j) if prm.l < self.L else None
 
     def lp_candidate(self, want, lo, hi):
-        from exactident.explain.points import _lp_candidate
-
         return _lp_candidate(self.net, want, lo, hi)
 
     def obstructions(self, X, box, inside):
