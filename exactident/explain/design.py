@@ -16,6 +16,10 @@
   (:mod:`exactident.explain.obstructions`); the augmented case is re-checked by
   :func:`exactident.check.check`.
 
+Every network goes through one interface (:mod:`exactident.explain.gamma_rows`): the MLP's
+``Gamma`` and ``dim``, or a layer graph's ``Gamma_free`` and ``dim_free`` (the rank rule
+``rank Gamma_free = dim_free``; Theorem 8 is never used on a layer graph).
+
 Called by :mod:`exactident.explain.design_command`.
 """
 
@@ -151,6 +155,7 @@ def smallest_prefix(net: Network | GammaRows, X: Sequence[Sequence[flint.fmpq]],
     --------
     ``f = 3 relu(2x + 1)`` at ``0, 1, -1, 2``: ``dim = 3`` and the first three samples suffice.
 
+    >>> from exactident.model.activation import activation_state
     >>> from exactident.model.fixed_edges import fixed_edges
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[1], [0]])
     >>> X = [[flint.fmpq(x)] for x in (0, 1, -1, 2)]
@@ -214,6 +219,7 @@ def small_subsample(net: Network | GammaRows, X: Sequence[Sequence[flint.fmpq]],
 
     Examples
     --------
+    >>> from exactident.model.activation import activation_state
     >>> from exactident.model.fixed_edges import fixed_edges
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[1], [0]])
     >>> X = [[flint.fmpq(x)] for x in (0, 1, 3, -1, 2)]
