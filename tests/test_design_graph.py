@@ -147,6 +147,9 @@ def test_prelu_slope_used_outside_the_box_is_no_obstruction():
 
 
 @pytest.mark.parametrize("path", ["cases/architectures/leaky-mlp.json"])
-def test_json_names_dim_free(path):
-    d = design(load_case(path)).to_dict()
-    assert d["dim_name"] == "dim_free"
+def test_library_call_and_json_name_dim_free(path):
+    import exactident
+
+    d = exactident.design(path, progress=False)
+    assert d.to_dict()["dim_name"] == "dim_free" and d.dim == 10  # 13 parameters - 3 rescalings
+    assert "dim_free" in d._repr_html_()

@@ -95,7 +95,8 @@ class Design:
         from exactident.io.display import html_block
 
         new = self.new_report
-        fields = [("verdict", self.verdict), ("rank Gamma", self.rank_gamma), ("dim", self.dim),
+        g = "Gamma" if self.dim_name == "dim" else "Gamma_free"
+        fields = [("verdict", self.verdict), (f"rank {g}", self.rank_gamma), (self.dim_name, self.dim),
                   ("samples", self.n_samples), ("lower bound on samples", self.lower_bound),
                   ("identifying prefix", None if self.prefix is None else self.prefix.get("length")),
                   ("identifying subsample", None if self.subsample is None else self.subsample.get("size")),
@@ -362,7 +363,7 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
     obs = src.obstructions(X, box, inside)
     if src.limits:
         out.statement.append(src.limits)
-    _record(out, obs, names, src.exact_matrix(X, pattern0) if not ties0 else None, inside)
+    _record(out, obs, names, src.exact_matrix(X, pattern0) if obs and not ties0 else None, inside)
     if any(not o.box for o in obs):
         out.statement.append("no finite sample anywhere can make theta identifiable:")
         out.statement += [_obstruction_line(o, names) for o in obs if not o.box]
