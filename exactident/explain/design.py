@@ -143,8 +143,8 @@ def smallest_prefix(net: Network | GammaRows, X: Sequence[Sequence[flint.fmpq]],
     """The smallest ``m`` with ``rank Gamma(x^1..x^m) = dim``, certified at ``m`` and ``m - 1`` (module docstring).
 
     Off the boundary (``pattern`` the sample's own, no ties).  None when the whole sample does
-    not reach ``dim``.  ``net`` is an MLP (with ``fixed``) or any :class:`GammaRows` (a layer
-    graph: ``Gamma_free`` and ``dim_free``).
+    not reach ``dim``.  ``net`` is an MLP (with ``fixed``) or any
+    :class:`~exactident.explain.gamma_rows.GammaRows` (a layer graph: ``Gamma_free`` and ``dim_free``).
 
     Returns
     -------

@@ -304,8 +304,9 @@ class GraphRows(GammaRows):
         self.names = [cn.param_name(j) for j in range(cn.n_params)]
         self.n0 = cn.widths[0]
         self.gamma_name, self.rule = "Gamma_free", "rank Gamma_free = dim_free"
-        self.limits = ("not searched on a layer graph: twins, dead/active units on the box, unseen weights (each "
-                       "moves one unit's own weights, and W = T theta + c shares parameters between units)")
+        self.limits = ("not searched on a layer graph: theta in S, twins, dead/active units on the box, unseen "
+                       "weights (each moves one unit's own weights, and W = T theta + c shares parameters between "
+                       "units)")
 
     def free_state(self, X):
         from exactident.model.gamma_free import free_state
