@@ -81,20 +81,6 @@ def _lp_candidate(net, want: Sequence[set[int]], lo, hi) -> list[flint.fmpq] | N
     return [flint.fmpq(*Fraction(float(v)).as_integer_ratio()) for v in res.x[:n0]]
 
 
-def _primitive_columns(K: flint.fmpq_mat) -> list[list[int]]:
-    """The columns of ``K`` (over Q) as primitive integer vectors."""
-    out = []
-    for c in range(K.ncols()):
-        col = [K[i, c] for i in range(K.nrows())]
-        d = 1
-        for q in col:
-            d = d * int(q.q) // int(np.gcd(d, int(q.q)))
-        ints = [int(q.p) * (d // int(q.q)) for q in col]
-        g = int(np.gcd.reduce([abs(v) for v in ints])) if any(ints) else 1
-        out.append([v // g for v in ints])
-    return out
-
-
 class GammaRows:
     """What ``design`` needs of a network (module docstring); subclasses for the MLP and the layer graph.
 
@@ -338,17 +324,19 @@ class GraphRows(GammaRows):
         if not X:
             return 0
         fr = free_rank(self.cn, X, pattern, self.sym, rng, exact_ranks=True)
-        # free_rank's interval when no exact kernel was found: eliminate over Q (exact, slower)
-        return fr.rank if fr.rank is not None else exact.rank(self.exact_matrix(X, pattern))
+        # free_rank's interval when no exact kernel was found: the certified kernel below decides
+        return fr.rank if fr.rank is not None else self.kernel(X, pattern, rng)[0]
 
     def kernel(self, X, pattern, rng):
-        G = self.exact_matrix(X, pattern)
-        K = exact.nullspace(G)
-        if K.ncols() and any(v != 0 for v in (G * K).entries()):
-            from exactident.errors import InvariantViolation
+        # the MLP's route on Gamma_free: a kernel mod p lifted to Q and checked exactly (G K = 0)
+        from exactident.explain.kernel import integer_kernel
 
-            raise InvariantViolation("a kernel vector of Gamma_free is not in its kernel")
-        return self.n_cols - K.ncols(), _primitive_columns(K)
+        if not X:
+            return 0, [[int(i == j) for i in range(self.n_cols)] for j in range(self.n_cols)]
+        avoid = self.avoid(X)
+        G = exact.to_integer_rows(self.exact_matrix(X, pattern))
+        rank, K, _prime = integer_kernel(G, lambda q: self.mod_p(X, pattern, q, avoid), avoid=avoid, rng=rng)
+        return rank, K
 
     def active_sets(self, points):
         if not points:
