@@ -153,3 +153,18 @@ def test_library_call_and_json_name_dim_free(path):
     d = exactident.design(path, progress=False)
     assert d.to_dict()["dim_name"] == "dim_free" and d.dim == 10  # 13 parameters - 3 rescalings
     assert "dim_free" in d._repr_html_()
+
+
+def test_a_large_graph_without_a_certified_rank_says_so_instead_of_an_exact_kernel(monkeypatch):
+    # a report whose rank is only an interval (as on digits-leaky, 17970 x 1482): past the cap, design stops
+    # with one line instead of eliminating Gamma_free over Q (gigabytes there)
+    import exactident.explain.design as design_module
+
+    case = _leaky_case(_points(6, 7))
+    report = check(case, numeric=False)
+    report.rank_gamma, report.rank_gamma_interval = None, (5, 6)
+    monkeypatch.setattr(design_module, "MAX_GRAPH_KERNEL_ENTRIES", 10)
+    d = design(case, report=report)
+    assert d.rank_gamma is None and d.points is None and d.new_case is None
+    assert d.statement[0] == "rank Gamma_free is certified only in [5, 6] by check"
+    assert "past the 10 entries" in d.statement[1]

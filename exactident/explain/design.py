@@ -40,7 +40,7 @@ from exactident.budget import stage
 from exactident.errors import InvariantViolation
 from exactident.explain.gamma_rows import GammaRows, MLPRows, rows_of
 from exactident.explain.kernel import combination_text
-from exactident.explain.obstructions import Obstruction, never_seen
+from exactident.explain.obstructions import Obstruction
 from exactident.explain.points import search_points
 from exactident.io.case import Case
 from exactident.io.rationals import format_fmpq
@@ -49,10 +49,13 @@ from exactident.linalg.modular import rank_mod_p, rref_kernel_mod_p
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network, degenerate_neurons
 
-__all__ = ["DEFAULT_BUDGET", "Design", "data_box", "design", "small_subsample", "smallest_prefix"]
+__all__ = ["DEFAULT_BUDGET", "MAX_GRAPH_KERNEL_ENTRIES", "Design", "data_box", "design", "small_subsample",
+           "smallest_prefix"]
 
 #: Default most new points.
 DEFAULT_BUDGET = 256
+#: A layer graph's ``Gamma_free`` gets an exact kernel (no certified rank in the report) up to this many entries.
+MAX_GRAPH_KERNEL_ENTRIES = 4_000_000
 
 
 @dataclass
@@ -69,7 +72,7 @@ class Design:
     widths: list[int]
     n_samples: int
     dim: int
-    rank_gamma: int
+    rank_gamma: int | None  # None: a layer graph past MAX_GRAPH_KERNEL_ENTRIES without a certified rank
     verdict: str | None
     lower_bound: int
     prefix: dict[str, Any] | None = None
@@ -327,6 +330,19 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
         rank = kernel0[0]
     elif report is not None and report.rank_gamma is not None:
         rank = report.rank_gamma
+    elif not src.plain and len(X) * N_L * src.n_cols > MAX_GRAPH_KERNEL_ENTRIES:
+        # the exact kernel of a large Gamma_free takes gigabytes (digits-leaky: 17970 x 1482, past 5 GB)
+        assert report is not None
+        out = Design(case.name, list(src.widths), len(X), dim, None, report.verdict, ceil(dim / N_L),
+                     dim_name=src.dim_name)
+        lo_hi = report.rank_gamma_interval
+        out.statement.append(f"rank {g} is certified only in [{lo_hi[0]}, {lo_hi[1]}] by check" if lo_hi else
+                             f"check did not certify rank {g}")
+        out.statement.append(f"its exact kernel ({len(X) * N_L} x {src.n_cols}) is past the "
+                             f"{MAX_GRAPH_KERNEL_ENTRIES} entries design computes exactly on a layer graph: no "
+                             "prefix, subsample or point search")
+        out.seconds = time.perf_counter() - start
+        return out
     else:  # no certified rank in the report (an interval, or past the resolution cap): the design needs one
         stage(f"design: exact kernel of {g}", rows=len(X) * N_L, cols=src.n_cols)
         kernel0 = src.kernel(X, pattern0, rng)
@@ -386,7 +402,7 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
                           floor=(n_out + base) * len(kernels), skip=skip, rows=src)
     found.nullity = [k - base for k in found.nullity]
     if inside and len(kernels) == 1 and found.nullity[0] and isinstance(src, MLPRows):
-        more = _unseen_on_box(src, X, found.points, obs, box, rng)  # single weights still unseen: out of reach?
+        more = src.unseen_on_box(X, found.points, obs, box, rng)  # single weights still unseen: out of reach?
         _record(out, more, names, None, inside)
         obs += more
     out.points = {"box": [[format_fmpq(a), format_fmpq(b)] for a, b in zip(*box)],
@@ -431,25 +447,6 @@ def _with_sample(case: Case, name: str, X: list[list[flint.fmpq]], description: 
     if case.is_plain:
         return Case(name=name, network=case.network, X=X, description=description, provenance=case.provenance)
     return Case(name=name, X=X, description=description, provenance=case.provenance, architecture=case.architecture)
-
-
-def _unseen_on_box(src: MLPRows, X, points, obs: Sequence[Obstruction], box, rng: random.Random) -> list[Obstruction]:
-    """Single weights still in the kernel after the search whose column is proved zero on the box (MLP only)."""
-    X_new = [list(x) for x in X] + points
-    left = src.kernel(X_new, src.state(X_new)[0], rng)[1]
-    more = []
-    covered = {j for o in obs for d in o.deltas for j, x in enumerate(d) if x != 0
-               and sum(1 for y in d if y != 0) == 1}
-    for vec in left:
-        nz = [j for j, x in enumerate(vec) if x]
-        if len(nz) == 1 and nz[0] not in covered and never_seen(src.net, box, src.params[nz[0]]):
-            delta = [flint.fmpq(0)] * src.dim
-            delta[nz[0]] = flint.fmpq(1)
-            prm = src.params[nz[0]]
-            more.append(Obstruction("unseen-on-box", [(prm.l, prm.i)], [delta], True,
-                                    f"{prm.name} is never seen on the box (exact interval bounds: neuron "
-                                    f"({prm.l},{prm.i}) is inactive wherever its input {prm.j} is nonzero)"))
-    return more
 
 
 def _record(out: Design, obs: Sequence[Obstruction], names: Sequence[str], G: flint.fmpq_mat | None,

@@ -67,7 +67,8 @@ def render_design(d: Design) -> str:
     N_L, dn = d.widths[-1], d.dim_name
     g = "Gamma" if dn == "dim" else "Gamma_free"  # a layer graph: Gamma_free and dim_free
     verdict = d.verdict or f"C_S fails (rank Gamma = {d.rank_gamma} < dim)"
-    lines = [f"{escape_nonprintable(d.name)}: {verdict} (rank {g} = {d.rank_gamma}, {dn} = {d.dim}, "
+    rank = "not certified" if d.rank_gamma is None else d.rank_gamma
+    lines = [f"{escape_nonprintable(d.name)}: {verdict} (rank {g} = {rank}, {dn} = {d.dim}, "
              f"n = {d.n_samples}, N_L = {N_L}; at least ceil({dn} / N_L) = {d.lower_bound} samples are needed)"]
     lines += [f"  {s}" for s in d.statement]
     if d.prefix:

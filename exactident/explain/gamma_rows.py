@@ -266,6 +266,26 @@ class MLPRows(GammaRows):
                       if a.is_always_active or a.is_dead] if inside else []
         return obstructions(self.net, self.fixed, self.params, box, candidates)
 
+    def unseen_on_box(self, X, points, obs: Sequence[Obstruction], box, rng: random.Random) -> list[Obstruction]:
+        """Single weights still in the kernel after the point search whose column is proved zero on the box."""
+        from exactident.explain.obstructions import Obstruction, never_seen
+
+        X_new = [list(x) for x in X] + list(points)
+        left = self.kernel(X_new, self.state(X_new)[0], rng)[1]
+        more = []
+        covered = {j for o in obs for d in o.deltas for j, x in enumerate(d) if x != 0
+                   and sum(1 for y in d if y != 0) == 1}
+        for vec in left:
+            nz = [j for j, x in enumerate(vec) if x]
+            if len(nz) == 1 and nz[0] not in covered and never_seen(self.net, box, self.params[nz[0]]):
+                delta = [_ZERO] * self.dim
+                delta[nz[0]] = flint.fmpq(1)
+                prm = self.params[nz[0]]
+                more.append(Obstruction("unseen-on-box", [(prm.l, prm.i)], [delta], True,
+                                        f"{prm.name} is never seen on the box (exact interval bounds: neuron "
+                                        f"({prm.l},{prm.i}) is inactive wherever its input {prm.j} is nonzero)"))
+        return more
+
     def resolutions(self, X, report):
         from exactident.model.activation import Tie, activation_state, resolve_ties
 
