@@ -156,7 +156,7 @@ def test_library_call_and_json_name_dim_free(path):
 
 
 def test_a_large_graph_without_a_certified_rank_says_so_instead_of_an_exact_kernel(monkeypatch):
-    # a report whose rank is only an interval (as on digits-leaky, 17970 x 1482): past the cap, design stops
+    # a report whose rank is only an interval (as on digits-leaky, 2000 x 1482): past the cap, design stops
     # with one line instead of eliminating Gamma_free over Q (gigabytes there)
     import exactident.explain.design as design_module
 

@@ -54,8 +54,10 @@ __all__ = ["DEFAULT_BUDGET", "MAX_GRAPH_KERNEL_ENTRIES", "Design", "data_box", "
 
 #: Default most new points.
 DEFAULT_BUDGET = 256
-#: A layer graph's ``Gamma_free`` gets an exact kernel (no certified rank in the report) up to this many entries.
-MAX_GRAPH_KERNEL_ENTRIES = 4_000_000
+#: A layer graph's ``Gamma_free`` gets an exact kernel (no certified rank in the report) up to this many entries:
+#: the engine's own cap on exact elimination (:data:`exactident.check_constrained.MAX_EXACT_FREE_ENTRIES`);
+#: imported float weights make the rationals long (digits-leaky, 2000 x 1482: past 5 GB in 300 s).
+MAX_GRAPH_KERNEL_ENTRIES = 400_000
 
 
 @dataclass
@@ -331,7 +333,6 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
     elif report is not None and report.rank_gamma is not None:
         rank = report.rank_gamma
     elif not src.plain and len(X) * N_L * src.n_cols > MAX_GRAPH_KERNEL_ENTRIES:
-        # the exact kernel of a large Gamma_free takes gigabytes (digits-leaky: 17970 x 1482, past 5 GB)
         assert report is not None
         out = Design(case.name, list(src.widths), len(X), dim, None, report.verdict, ceil(dim / N_L),
                      dim_name=src.dim_name)
