@@ -148,15 +148,17 @@ def test_a_huge_graph_in_a_small_file_is_refused_before_compiling():
         parse_case(obj, "big.json")
 
 
-@pytest.mark.parametrize("command", ["design"])
-def test_a_plain_mlp_only_command_on_a_layer_graph_says_which_command_in_one_line(command, capsys):
-    # design works on plain ReLU MLPs only (explain and the symmetry commands work on layer graphs too,
-    # tests/test_explain_constrained.py, tests/test_symmetry_graph.py): the refusal names the command,
-    # the file and the architecture's features, and says which commands do analyse it
+def test_design_takes_a_layer_graph_and_network_still_names_every_command(capsys):
+    # design was the last command that refused layer graphs (tests/test_design_graph.py tests it in depth);
+    # a library caller that reads case.network on a layer graph still gets one line naming the commands
     from exactident.cli import main
+    from exactident.io.case import load_case
 
     path = str(ROOT / "cases" / "architectures" / "leaky-mlp.json")
-    assert main([command, path]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: {command}: {path}: ") and "leaky ReLU" in err
-    assert "check, explain, crosscheck, verify-certificate, fdim, audit, canonical and equiv" in err
+    assert main(["design", path]) == 0
+    out = capsys.readouterr().out
+    assert "dim_free = 10" in out  # 13 parameters - 3 positive rescalings (one per hidden unit)
+    with pytest.raises(UnsupportedCaseError, match="leaky ReLU") as err:
+        _ = load_case(path).network
+    assert "check, explain, design, crosscheck, verify-certificate, fdim, audit, canonical and equiv" in str(
+        err.value)

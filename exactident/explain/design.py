@@ -16,6 +16,10 @@
   (:mod:`exactident.explain.obstructions`); the augmented case is re-checked by
   :func:`exactident.check.check`.
 
+Every network goes through one interface (:mod:`exactident.explain.gamma_rows`): the MLP's
+``Gamma`` and ``dim``, or a layer graph's ``Gamma_free`` and ``dim_free`` (the rank rule
+``rank Gamma_free = dim_free``; Theorem 8 is never used on a layer graph).
+
 Called by :mod:`exactident.explain.design_command`.
 """
 
@@ -34,41 +38,43 @@ import numpy as np
 
 from exactident.budget import stage
 from exactident.errors import InvariantViolation
-from exactident.explain.kernel import combination_text, gamma_kernel, integer_kernel
-from exactident.explain.obstructions import Obstruction, never_seen, obstructions
+from exactident.explain.gamma_rows import GammaRows, MLPRows, rows_of
+from exactident.explain.kernel import combination_text
+from exactident.explain.obstructions import Obstruction
 from exactident.explain.points import search_points
 from exactident.io.case import Case
 from exactident.io.rationals import format_fmpq
 from exactident.io.report import Report
-from exactident.linalg import exact
-from exactident.linalg.modular import random_primes, rank_mod_p, rref_kernel_mod_p
-from exactident.model.activation import Tie, activation_state, resolve_ties
-from exactident.model.fixed_edges import FixedEdges, fixed_edges, free_parameters
-from exactident.model.gamma import gamma_exact
-from exactident.model.gamma_modular import gamma_mod_p
-from exactident.model.integer_forward import data_denominator, integer_forward
+from exactident.linalg.modular import rank_mod_p, rref_kernel_mod_p
+from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network, degenerate_neurons
 
-__all__ = ["DEFAULT_BUDGET", "Design", "data_box", "design", "small_subsample", "smallest_prefix"]
+__all__ = ["DEFAULT_BUDGET", "MAX_GRAPH_KERNEL_ENTRIES", "Design", "data_box", "design", "small_subsample",
+           "smallest_prefix"]
 
 #: Default most new points.
 DEFAULT_BUDGET = 256
+#: A layer graph's ``Gamma_free`` gets an exact kernel (no certified rank in the report) up to this many entries:
+#: the engine's own cap on exact elimination (:data:`exactident.check_constrained.MAX_EXACT_FREE_ENTRIES`);
+#: imported float weights make the rationals long (digits-leaky, 2000 x 1482: past 5 GB in 300 s).
+MAX_GRAPH_KERNEL_ENTRIES = 400_000
 
 
 @dataclass
 class Design:
     """What :func:`design` found; :meth:`to_dict` is the ``exactident-design/1`` JSON (docs/cli.md).
 
-    ``verdict`` is ``check``'s verdict when it was run (identifiable cases, the boundary), else
-    None: ``C_S`` fails (``rank_gamma < dim``, exact) and the finer verdict, which needs ``rank A``,
-    is not needed here.
+    ``verdict`` is ``check``'s verdict when it was run (identifiable cases, the boundary, every
+    layer graph), else None: ``C_S`` fails (``rank_gamma < dim``, exact) and the finer verdict,
+    which needs ``rank A``, is not needed here.  On a layer graph ``dim`` is ``dim_free``
+    (``dim_name``) and ``rank_gamma`` is ``rank Gamma_free``.
     """
 
     name: str
     widths: list[int]
     n_samples: int
     dim: int
-    rank_gamma: int
+    rank_gamma: int | None  # None: a layer graph past MAX_GRAPH_KERNEL_ENTRIES without a certified rank
     verdict: str | None
     lower_bound: int
     prefix: dict[str, Any] | None = None
@@ -79,6 +85,7 @@ class Design:
     new_report: Report | None = None
     statement: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    dim_name: str = "dim"
 
     def __repr__(self) -> str:
         """One short line: the verdict, ranks, lower bound, prefix, subsample and points found."""
@@ -93,7 +100,8 @@ class Design:
         from exactident.io.display import html_block
 
         new = self.new_report
-        fields = [("verdict", self.verdict), ("rank Gamma", self.rank_gamma), ("dim", self.dim),
+        g = "Gamma" if self.dim_name == "dim" else "Gamma_free"
+        fields = [("verdict", self.verdict), (f"rank {g}", self.rank_gamma), (self.dim_name, self.dim),
                   ("samples", self.n_samples), ("lower bound on samples", self.lower_bound),
                   ("identifying prefix", None if self.prefix is None else self.prefix.get("length")),
                   ("identifying subsample", None if self.subsample is None else self.subsample.get("size")),
@@ -105,7 +113,8 @@ class Design:
         """This design as the ``exactident-design/1`` JSON object (docs/cli.md)."""
         out: dict[str, Any] = {
             "format": "exactident-design/1", "name": self.name, "widths": self.widths, "n_samples": self.n_samples,
-            "dim": self.dim, "rank_gamma": self.rank_gamma, "verdict": self.verdict, "lower_bound": self.lower_bound,
+            "dim": self.dim, "dim_name": self.dim_name, "rank_gamma": self.rank_gamma, "verdict": self.verdict,
+            "lower_bound": self.lower_bound,
             "prefix": self.prefix, "subsample": self.subsample, "obstructions": self.obstructions,
             "points": self.points, "new_case": None, "statement": self.statement,
         }
@@ -129,27 +138,18 @@ def data_box(X: Sequence[Sequence[flint.fmpq]], n0: int) -> tuple[list[flint.fmp
     return [min(row[j] for row in X) for j in range(n0)], [max(row[j] for row in X) for j in range(n0)]
 
 
-def _residues(net: Network, X, pattern, fixed: FixedEdges, rng: random.Random) -> tuple[int, np.ndarray]:
-    avoid = data_denominator(net, X)
-    p = random_primes(1, avoid, rng)[0]
-    return p, gamma_mod_p(net, X, pattern, fixed, p, avoid)
+def _source(net: Network | GammaRows, fixed: FixedEdges | None) -> GammaRows:
+    """The network as :mod:`exactident.explain.gamma_rows` reads it (an MLP ``net`` is wrapped)."""
+    return net if isinstance(net, GammaRows) else MLPRows(net, fixed)
 
 
-def _exact_rank(net: Network, X, pattern, fixed: FixedEdges, rng: random.Random) -> int:
-    if not X:
-        return 0
-    G = exact.to_integer_rows(gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))
-    avoid = data_denominator(net, X)
-    rank, _, _ = integer_kernel(G, lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid), avoid=avoid, rng=rng)
-    return rank
-
-
-def smallest_prefix(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                    fixed: FixedEdges, *, rng: random.Random) -> dict[str, Any] | None:
+def smallest_prefix(net: Network | GammaRows, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                    fixed: FixedEdges | None = None, *, rng: random.Random) -> dict[str, Any] | None:
     """The smallest ``m`` with ``rank Gamma(x^1..x^m) = dim``, certified at ``m`` and ``m - 1`` (module docstring).
 
     Off the boundary (``pattern`` the sample's own, no ties).  None when the whole sample does
-    not reach ``dim``.
+    not reach ``dim``.  ``net`` is an MLP (with ``fixed``) or any
+    :class:`~exactident.explain.gamma_rows.GammaRows` (a layer graph: ``Gamma_free`` and ``dim_free``).
 
     Returns
     -------
@@ -161,6 +161,7 @@ def smallest_prefix(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Se
     --------
     ``f = 3 relu(2x + 1)`` at ``0, 1, -1, 2``: ``dim = 3`` and the first three samples suffice.
 
+    >>> from exactident.model.activation import activation_state
     >>> from exactident.model.fixed_edges import fixed_edges
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[1], [0]])
     >>> X = [[flint.fmpq(x)] for x in (0, 1, -1, 2)]
@@ -168,20 +169,21 @@ def smallest_prefix(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Se
     >>> r["length"], r["shorter"]["proof"]
     (3, 'shape')
     """
-    dim, N_L = net.dim, net.widths[-1]
+    src = _source(net, fixed)
+    dim, N_L = src.dim, src.N_L
     for _ in range(3):
-        p, G = _residues(net, X, pattern, fixed, rng)
+        p, G = src.residues(X, pattern, rng)
         piv = rref_kernel_mod_p(np.ascontiguousarray(G.T), p)[0] if len(X) else []
         if len(piv) == dim:
             break
     else:
-        if _exact_rank(net, X, pattern, fixed, rng) < dim:
+        if src.exact_rank(X, pattern, rng) < dim:
             return None
         piv, p = list(range(len(X) * N_L)), 0  # every prime unlucky: bisect over the whole sample
     m = piv[-1] // N_L + 1 if p else len(X)
 
     def prefix_rank(k: int) -> int:
-        return _exact_rank(net, X[:k], [a[:k] for a in pattern], fixed, rng)
+        return src.exact_rank(X[:k], [a[:k] for a in pattern], rng)
 
     lo = -(-dim // N_L) - 1  # (lo) N_L < dim: fails by shape
     if (m - 1) * N_L >= dim and prefix_rank(m - 1) == dim:  # an unlucky prime: exact bisection below m
@@ -208,9 +210,12 @@ def smallest_prefix(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Se
     return certified
 
 
-def small_subsample(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                    fixed: FixedEdges, *, rng: random.Random, tries: int = 4) -> dict[str, Any] | None:
+def small_subsample(net: Network | GammaRows, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                    fixed: FixedEdges | None = None, *, rng: random.Random, tries: int = 4) -> dict[str, Any] | None:
     """A small set of samples with ``rank Gamma = dim`` (certified mod p), from pivot rows, pruned.
+
+    ``net`` as for :func:`smallest_prefix`.  The rank mod p is a lower bound; meeting the proven
+    upper bound ``dim`` (``dim_free``) it is the rank.
 
     Returns
     -------
@@ -220,16 +225,18 @@ def small_subsample(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Se
 
     Examples
     --------
+    >>> from exactident.model.activation import activation_state
     >>> from exactident.model.fixed_edges import fixed_edges
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[1], [0]])
     >>> X = [[flint.fmpq(x)] for x in (0, 1, 3, -1, 2)]
     >>> small_subsample(net, X, activation_state(net, X).pattern, fixed_edges(net), rng=random.Random(0))["size"]
     3
     """
-    dim, N_L, n = net.dim, net.widths[-1], len(X)
+    src = _source(net, fixed)
+    dim, N_L, n = src.dim, src.N_L, len(X)
     if n == 0:
         return None
-    p, G = _residues(net, X, pattern, fixed, rng)
+    p, G = src.residues(X, pattern, rng)
     lower = -(-dim // N_L)
 
     def rows(samples: Sequence[int]) -> np.ndarray:
@@ -255,15 +262,6 @@ def small_subsample(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Se
             break
     assert best is not None
     return {"size": len(best), "indices": best, "prime": p, "rank_mod_p": dim, "lower_bound": lower}
-
-
-def _resolution_patterns(report: Report, state) -> list[Any] | None:
-    if not state.ties or report.patterns == []:
-        return [state.pattern]
-    if not report.patterns or len(report.patterns) > 64:
-        return None
-    return [resolve_ties(state.pattern, [Tie(t["sample"], t["layer"], t["neuron"]) for t in e["ties"]],
-                         [bool(t["active"]) for t in e["ties"]]) for e in report.patterns]
 
 
 def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
@@ -313,101 +311,99 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
         from exactident.io.importers.load import as_case
 
         case = as_case(case)
-    net, X = case.network, case.X
+    X = case.X
+    src = rows_of(case)  # the MLP's Gamma and dim, or a layer graph's Gamma_free and dim_free
     rng = random.Random(seed)
-    state = activation_state(net, X)
-    fixed = fixed_edges(net)
-    params = free_parameters(net, fixed)
-    names = [p.name for p in params]
-    dim, N_L = net.dim, net.widths[-1]
-    kernel0 = None
-    if report is None and not state.ties:
+    pattern0, ties0 = src.state(X)
+    names, dim, N_L, g = src.names, src.dim, src.N_L, src.gamma_name
+    degenerate = bool(degenerate_neurons(case.network)) if src.plain else False
+    kernel0: tuple[int, list[list[int]]] | None = None
+    if report is None and not ties0 and src.plain:
         # C_S is decided by the exact kernel; check (whose C_N test needs rank A) runs only when C_S holds
         # (theta in S: the verdict is degenerate whatever the ranks)
         # announced: the exact kernel can take minutes, and a --timeout names the stage it stopped at
         stage("design: exact kernel of Gamma", rows=len(X) * N_L, cols=dim)
-        kernel0 = gamma_kernel(net, X, state.pattern, fixed, rng=rng)
-        if kernel0.rank == dim and not degenerate_neurons(net):
+        kernel0 = src.kernel(X, pattern0, rng)
+        if kernel0[0] == dim and not degenerate:
             report = check(case, numeric=False, seed=seed)
-    elif report is None:
+    elif report is None:  # a layer graph: its engine certifies rank Gamma_free mod p first (verdict first)
         report = check(case, numeric=False, seed=seed)
     if kernel0 is not None:
-        rank = kernel0.rank
+        rank = kernel0[0]
     elif report is not None and report.rank_gamma is not None:
         rank = report.rank_gamma
+    elif not src.plain and len(X) * N_L * src.n_cols > MAX_GRAPH_KERNEL_ENTRIES:
+        assert report is not None
+        out = Design(case.name, list(src.widths), len(X), dim, None, report.verdict, ceil(dim / N_L),
+                     dim_name=src.dim_name)
+        lo_hi = report.rank_gamma_interval
+        out.statement.append(f"rank {g} is certified only in [{lo_hi[0]}, {lo_hi[1]}] by check" if lo_hi else
+                             f"check did not certify rank {g}")
+        out.statement.append(f"its exact kernel ({len(X) * N_L} x {src.n_cols}) is past the "
+                             f"{MAX_GRAPH_KERNEL_ENTRIES} entries design computes exactly on a layer graph: no "
+                             "prefix, subsample or point search")
+        out.seconds = time.perf_counter() - start
+        return out
     else:  # no certified rank in the report (an interval, or past the resolution cap): the design needs one
-        kernel0 = gamma_kernel(net, X, state.pattern, fixed, rng=rng)
-        rank = kernel0.rank
-    verdict = report.verdict if report is not None else "degenerate" if degenerate_neurons(net) else None
-    out = Design(case.name, list(net.widths), len(X), dim, rank, verdict, ceil(dim / N_L))
-    box = box or data_box(X, net.widths[0])
+        stage(f"design: exact kernel of {g}", rows=len(X) * N_L, cols=src.n_cols)
+        kernel0 = src.kernel(X, pattern0, rng)
+        rank = kernel0[0]
+    verdict = report.verdict if report is not None else "degenerate" if degenerate else None
+    out = Design(case.name, list(src.widths), len(X), dim, rank, verdict, ceil(dim / N_L), dim_name=src.dim_name)
+    box = box or data_box(X, src.n0)
     if verdict == "identifiable":
-        if not state.ties:
+        if not ties0:
             stage("design: smallest prefix", samples=len(X))
-            out.prefix = smallest_prefix(net, X, state.pattern, fixed, rng=rng)
+            out.prefix = smallest_prefix(src, X, pattern0, rng=rng)
             stage("design: small subsample", samples=len(X))
-            out.subsample = small_subsample(net, X, state.pattern, fixed, rng=rng)
+            out.subsample = small_subsample(src, X, pattern0, rng=rng)
             if out.prefix:
                 out.statement.append(f"the first {out.prefix['length']} of the {len(X)} samples already identify "
-                                     f"theta (C_S); the first {out.prefix['length'] - 1} do not")
+                                     f"theta ({src.rule}); the first {out.prefix['length'] - 1} do not")
             if out.subsample:
                 s = out.subsample
                 gap = "the minimum" if s["size"] == out.lower_bound else f"{s['size'] - out.lower_bound} above it"
-                out.statement.append(f"a subsample of {s['size']} samples identifies theta (certified: rank Gamma "
-                                     f"= dim mod p = {s['prime']}); lower bound ceil(dim / N_L) = "
-                                     f"{out.lower_bound}: {gap}")
+                out.statement.append(f"a subsample of {s['size']} samples identifies theta (certified: rank {g} "
+                                     f"= {src.dim_name} mod p = {s['prime']}); lower bound ceil({src.dim_name} / N_L) "
+                                     f"= {out.lower_bound}: {gap}")
             if out.subsample and out.subsample["size"] < len(X):
                 idx = out.subsample["indices"]
-                sub = Case(name=f"{case.name}-subsample", network=net, X=[list(X[i]) for i in idx],
-                           description=(f"The {len(idx)} samples {_ranges(idx)} of {case.name}: an identifying "
-                                        "subsample found by exactident design."), provenance=case.provenance)
+                sub = _with_sample(case, f"{case.name}-subsample", [list(X[i]) for i in idx],
+                                   f"The {len(idx)} samples {_ranges(idx)} of {case.name}: an identifying "
+                                   "subsample found by exactident design.")
                 out.new_case, out.new_report = sub, check(sub, numeric=False, seed=seed)
         else:
             out.statement.append("theta is identifiable; prefixes and subsamples are not searched on the boundary")
         out.seconds = time.perf_counter() - start
         return out
     inside = all(box[0][j] <= x[j] <= box[1][j] for x in X for j in range(len(box[0])))
-    from exactident.model.diagnostics import neuron_activity
-
-    candidates = [(a.l, a.v, 1 if a.is_always_active else -1) for a in neuron_activity(state)
-                  if a.is_always_active or a.is_dead] if inside else []
-    obs = obstructions(net, fixed, params, box, candidates)
-    G = gamma_exact(net, X, state.Z, state.pattern, fixed)
-    _record(out, obs, names, G if not state.ties else None, inside)
+    obs = src.obstructions(X, box, inside)
+    if src.limits:
+        out.statement.append(src.limits)
+    _record(out, obs, names, src.exact_matrix(X, pattern0) if obs and not ties0 else None, inside)
     if any(not o.box for o in obs):
         out.statement.append("no finite sample anywhere can make theta identifiable:")
         out.statement += [_obstruction_line(o, names) for o in obs if not o.box]
         out.seconds = time.perf_counter() - start
         return out
-    patterns = _resolution_patterns(report, state) if report is not None else [state.pattern]
+    patterns = src.resolutions(X, report) if report is not None else [pattern0]
     if patterns is None:
         out.statement.append("the tie resolutions were not enumerated: no kernel to shrink")
         out.seconds = time.perf_counter() - start
         return out
-    kernels = ([kernel0.basis] if kernel0 is not None and len(patterns) == 1 and not state.ties
-               else [gamma_kernel(net, X, pat, fixed, rng=rng).basis for pat in patterns])
-    before = [len(K) for K in kernels]
+    kernels = ([kernel0[1]] if kernel0 is not None and len(patterns) == 1 and not ties0
+               else [src.kernel(X, pat, rng)[1] for pat in patterns])
+    # directions in every kernel whatever the sample: S_H and ker T of a layer graph (none for the MLP)
+    base = src.n_cols - dim
+    before = [len(K) - base for K in kernels]
     skip = [o.neurons[0] for o in obs]
     n_out = sum(len(o.deltas) for o in obs)
     stage("design: new points", budget=budget)
-    found = search_points(net, X, fixed, params, kernels, box, budget=budget, rng=rng, progress=progress,
-                          floor=n_out * len(kernels), skip=skip)
-    if inside and len(kernels) == 1 and found.nullity[0]:  # single weights still unseen: proved out of reach?
-        X_new = [list(x) for x in X] + found.points
-        st_new = activation_state(net, X_new)
-        left = gamma_kernel(net, X_new, st_new.pattern, fixed, rng=rng).basis
-        more = []
-        covered = {j for o in obs for d in o.deltas for j, x in enumerate(d) if x != 0
-                   and sum(1 for y in d if y != 0) == 1}
-        for vec in left:
-            nz = [j for j, x in enumerate(vec) if x]
-            if len(nz) == 1 and nz[0] not in covered and never_seen(net, box, params[nz[0]]):
-                delta = [flint.fmpq(0)] * dim
-                delta[nz[0]] = flint.fmpq(1)
-                prm = params[nz[0]]
-                more.append(Obstruction("unseen-on-box", [(prm.l, prm.i)], [delta], True,
-                                        f"{prm.name} is never seen on the box (exact interval bounds: neuron "
-                                        f"({prm.l},{prm.i}) is inactive wherever its input {prm.j} is nonzero)"))
+    found = search_points(None, X, None, [], kernels, box, budget=budget, rng=rng, progress=progress,
+                          floor=(n_out + base) * len(kernels), skip=skip, rows=src)
+    found.nullity = [k - base for k in found.nullity]
+    if inside and len(kernels) == 1 and found.nullity[0] and isinstance(src, MLPRows):
+        more = src.unseen_on_box(X, found.points, obs, box, rng)  # single weights still unseen: out of reach?
         _record(out, more, names, None, inside)
         obs += more
     out.points = {"box": [[format_fmpq(a), format_fmpq(b)] for a, b in zip(*box)],
@@ -416,32 +412,42 @@ def design(case: Case | str | os.PathLike[str], *, budget: int = DEFAULT_BUDGET,
                   "nullity_before": before, "nullity_after": found.nullity, "budget": budget,
                   "tried": found.tried, "seed": seed}
     if found.points:
-        from exactident.check import check as recheck
-
-        new = Case(name=f"{case.name}-designed", network=net, X=[list(x) for x in X] + found.points,
-                   description=(f"{case.name} with {len(found.points)} points added by exactident design "
-                                f"(seed {seed}) inside the box; the first {len(X)} samples are the original ones."),
-                   provenance=case.provenance)
-        out.new_case, out.new_report = new, recheck(new, numeric=False, seed=seed)
-    out.statement.append(f"C_S fails on the whole sample (kernel dimension {sum(before)}): no prefix or subsample "
-                         "identifies theta")
+        new = _with_sample(case, f"{case.name}-designed", [list(x) for x in X] + found.points,
+                           f"{case.name} with {len(found.points)} points added by exactident design "
+                           f"(seed {seed}) inside the box; the first {len(X)} samples are the original ones.")
+        out.new_case, out.new_report = new, check(new, numeric=False, seed=seed)
+    deficit = "kernel dimension" if src.plain else f"{src.dim_name} - rank {g} ="  # S_H: in a graph's kernel
+    over = f", summed over the {len(kernels)} tie resolutions" if len(kernels) > 1 else ""
+    out.statement.append(f"{src.rule} fails on the whole sample ({deficit} {sum(before)}{over}): no "
+                         "prefix or subsample identifies theta")
     gained = f"{len(found.points)} new point(s) in the box (+{sum(found.gains)} rank)"
     if not any(found.nullity):
-        out.statement.append(f"{gained} make C_S hold"
+        out.statement.append(f"{gained} make {src.rule} hold"
                              + (f"; check on the new case: {out.new_report.verdict}" if out.new_report else ""))
     elif obs:
-        out.statement.append(f"{gained} leave a kernel of dimension {sum(found.nullity)}; no finite sample in the "
-                             "box can make theta identifiable:")
+        out.statement.append(f"{gained} leave {_left(src, sum(found.nullity))}; no finite "
+                             "sample in the box can make theta identifiable:")
         out.statement += [_obstruction_line(o, names) for o in obs]
         n_out = sum(len(o.deltas) for o in obs) * len(kernels)
         if sum(found.nullity) > n_out:
             out.statement.append(f"  and {sum(found.nullity) - n_out} more direction(s) were not "
                                  f"removed within the budget ({found.tried} candidates tried)")
     else:
-        out.statement.append(f"{gained} leave a kernel of dimension {sum(found.nullity)}: the budget ran out or no "
-                             f"candidate in the box helped ({found.tried} candidates tried)")
+        out.statement.append(f"{gained} leave {_left(src, sum(found.nullity))}: the budget ran "
+                             f"out or no candidate in the box helped ({found.tried} candidates tried)")
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _left(src: GammaRows, n: int) -> str:
+    return f"a kernel of dimension {n}" if src.plain else f"{src.dim_name} - rank {src.gamma_name} = {n}"
+
+
+def _with_sample(case: Case, name: str, X: list[list[flint.fmpq]], description: str) -> Case:
+    """``case``'s network (an MLP, or the same layer graph) with the sample ``X``."""
+    if case.is_plain:
+        return Case(name=name, network=case.network, X=X, description=description, provenance=case.provenance)
+    return Case(name=name, X=X, description=description, provenance=case.provenance, architecture=case.architecture)
 
 
 def _record(out: Design, obs: Sequence[Obstruction], names: Sequence[str], G: flint.fmpq_mat | None,

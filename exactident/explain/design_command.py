@@ -57,18 +57,25 @@ def _short(values, limit: int = 20) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
+def _deficit(dim_name: str) -> str:
+    """``dim - rank Gamma``: the MLP's kernel dimension; a layer graph's kernel also holds ``S_H``."""
+    return "kernel dimension" if dim_name == "dim" else "dim_free - rank Gamma_free ="
+
+
 def render_design(d: Design) -> str:
     """The terminal view of a :class:`~exactident.explain.design.Design`."""
-    N_L = d.widths[-1]
+    N_L, dn = d.widths[-1], d.dim_name
+    g = "Gamma" if dn == "dim" else "Gamma_free"  # a layer graph: Gamma_free and dim_free
     verdict = d.verdict or f"C_S fails (rank Gamma = {d.rank_gamma} < dim)"
-    lines = [f"{escape_nonprintable(d.name)}: {verdict} (rank Gamma = {d.rank_gamma}, dim = {d.dim}, "
-             f"n = {d.n_samples}, N_L = {N_L}; at least ceil(dim / N_L) = {d.lower_bound} samples are needed)"]
+    rank = "not certified" if d.rank_gamma is None else d.rank_gamma
+    lines = [f"{escape_nonprintable(d.name)}: {verdict} (rank {g} = {rank}, {dn} = {d.dim}, "
+             f"n = {d.n_samples}, N_L = {N_L}; at least ceil({dn} / N_L) = {d.lower_bound} samples are needed)"]
     lines += [f"  {s}" for s in d.statement]
     if d.prefix:
         p, sh = d.prefix, d.prefix["shorter"]
-        proof = (f"rank Gamma = dim mod p = {p['prime']}" if "prime" in p else "exact rank")
-        why = (f"rank Gamma <= {sh['rank_gamma_at_most']} < dim by shape" if sh["proof"] == "shape"
-               else f"exact rank Gamma = {sh['rank_gamma']} < dim")
+        proof = (f"rank {g} = {dn} mod p = {p['prime']}" if "prime" in p else "exact rank")
+        why = (f"rank {g} <= {sh['rank_gamma_at_most']} < {dn} by shape" if sh["proof"] == "shape"
+               else f"exact rank {g} = {sh['rank_gamma']} < {dn}")
         lines.append(f"  smallest identifying prefix: the first {p['length']} samples ({proof}); "
                      f"the first {sh['length']}: {why}")
     if d.subsample:
@@ -78,7 +85,7 @@ def render_design(d: Design) -> str:
     if d.points:
         pts = d.points
         lines.append(f"  new points (seed {pts['seed']}, budget {pts['budget']}, {pts['tried']} candidates tried): "
-                     f"{len(pts['added'])} added, kernel dimension {sum(pts['nullity_before'])} -> "
+                     f"{len(pts['added'])} added, {_deficit(dn)} {sum(pts['nullity_before'])} -> "
                      f"{sum(pts['nullity_after'])}")
         for k, e in enumerate(pts["added"][:12]):
             act = ", ".join(f"({l},{v})" for l, v in e["active"]) or "-"
@@ -108,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     case = load_check_inputs([args.case], args, limits_from_args(args))[0]
     box = None
     if args.box is not None:
-        n0 = case.network.widths[0]
+        n0 = (case.network if case.is_plain else case.compiled).widths[0]  # any network: its input size
         box = ([args.box[0]] * n0, [args.box[1]] * n0)
     tty = getattr(sys.stderr, "isatty", lambda: False)()
 

@@ -27,16 +27,17 @@ import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import flint
 
 from exactident.explain.kernel import readable_basis
 from exactident.linalg import exact
-from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import FixedEdges, Parameter
-from exactident.model.gamma import gamma_exact
 from exactident.model.network import Network
+
+if TYPE_CHECKING:
+    from exactident.explain.gamma_rows import GammaRows
 
 __all__ = ["GRID", "PointSearch", "added_rank", "search_points", "shrink", "stderr_progress"]
 
@@ -68,14 +69,6 @@ class PointSearch:
     targets: list[list[tuple[int, int]]] = field(default_factory=list)
     nullity: list[int] = field(default_factory=list)
     tried: int = 0
-
-
-def _rows(net: Network, x: Sequence[flint.fmpq], fixed: FixedEdges) -> flint.fmpq_mat | None:
-    """``Gamma_x`` (``N_L`` rows), or None when ``x`` is on a kink (a tie)."""
-    st = activation_state(net, [list(x)])
-    if st.ties:
-        return None
-    return gamma_exact(net, [list(x)], st.Z, st.pattern, fixed)
 
 
 def _as_matrix(K: Sequence[Sequence[int]]) -> flint.fmpq_mat:
@@ -195,63 +188,12 @@ def _candidate(rng: random.Random, known: Sequence[Sequence[flint.fmpq]], lo, hi
             for j in range(n0)]
 
 
-def _float(q: flint.fmpq) -> float:
-    return int(q.p) / int(q.q)  # LP input only: a candidate is accepted by the exact check alone
-
-
-def _lp_candidate(net: Network, want: Sequence[set[int]], lo, hi) -> list[flint.fmpq] | None:
-    """A point of the box whose hidden pattern is ``want`` (per hidden layer, the active neurons), from an LP.
-
-    With the pattern fixed every pre-activation is affine in ``x``; HiGHS (scipy) maximises the
-    smallest normalised margin.  Only a proposal: None without scipy or when infeasible; the
-    caller checks the point exactly.
-    """
-    try:
-        import numpy as np
-        from scipy.optimize import linprog
-    except ImportError:
-        return None
-    n0 = net.widths[0]
-    M, m = np.eye(n0), np.zeros(n0)  # h_{l-1} = M x + m
-    rows, rhs = [], []
-    for l in range(1, net.L):
-        W = np.array([[_float(v) for v in row] for row in net.W[l - 1].table()])
-        b = np.array([_float(v) for v in net.b[l - 1]])
-        A, c = W @ M, W @ m + b  # z_l = A x + c
-        mask = np.zeros(len(c))
-        for u in range(len(c)):
-            norm = float(np.linalg.norm(A[u])) or 1.0
-            sign = -1.0 if u in want[l - 1] else 1.0  # active: -(A x + c) + t |A| <= 0
-            rows.append([*(sign * A[u]), norm])
-            rhs.append(-sign * c[u])
-            mask[u] = u in want[l - 1]
-        M, m = A * mask[:, None], c * mask
-    bounds = [(_float(a), _float(b)) for a, b in zip(lo, hi)] + [(0.0, None)]
-    cost = np.zeros(n0 + 1)
-    cost[-1] = -1.0
-    try:
-        res = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs")
-    except ValueError:
-        return None
-    if res.status != 0 or res.x[-1] <= 0:
-        return None
-    return [flint.fmpq(*Fraction(float(v)).as_integer_ratio()) for v in res.x[:n0]]
-
-
-def _active_sets(net: Network, points: Sequence[Sequence[flint.fmpq]]) -> list[set[tuple[int, int]]]:
-    """Per point, the hidden neurons strictly active there."""
-    if not points:
-        return []
-    Z = activation_state(net, [list(x) for x in points]).Z
-    return [{(l, v) for l in range(1, net.L) for v in range(net.widths[l]) if Z[l - 1][i, v] > _ZERO}
-            for i in range(len(points))]
-
-
-def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedEdges, params: Sequence[Parameter],
+def search_points(net: Network | None, X: Sequence[Sequence[flint.fmpq]], fixed: FixedEdges | None,
+                  params: Sequence[Parameter],
                   kernels: Sequence[Sequence[Sequence[int]]], box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]],
                   *, budget: int, rng: random.Random, batch: int = 24, patience: int = 80,
                   progress: Callable[[str], None] | None = None, floor: int = 0,
-                  skip: Sequence[tuple[int, int]] = ()) -> PointSearch:
+                  skip: Sequence[tuple[int, int]] = (), rows: GammaRows | None = None) -> PointSearch:
     """Add points in ``box`` until every kernel in ``kernels`` is zero or ``budget`` points were added.
 
     Parameters
@@ -277,6 +219,9 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         Neurons not to aim candidates at (known out of reach).
     progress : callable, optional
         Called with a short line after each point.
+    rows : GammaRows, optional
+        The network as :mod:`exactident.explain.gamma_rows` reads it (a layer graph: ``net``,
+        ``fixed`` and ``params`` are then unused); default the MLP ``net``.
 
     Returns
     -------
@@ -297,17 +242,20 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     ([0], 2)
     """
     lo, hi = [flint.fmpq(v) for v in box[0]], [flint.fmpq(v) for v in box[1]]
+    from exactident.explain.gamma_rows import MLPRows
+
+    src = rows if rows is not None else MLPRows(net, fixed, params)  # the MLP's own Gamma by default
     Ks = [list(map(list, K)) for K in kernels]
     out = PointSearch()
     known = [list(x) for x in X]
-    on = _active_sets(net, known)
+    on = src.active_sets(known)
     mats = [_as_matrix(K) if K else None for K in Ks]
-    L = net.L
+    L = src.L
     idle = 0
     while sum(map(len, Ks)) > floor and len(out.points) < budget and idle < patience:
         # targets: (neuron, input neuron or None) of the parameters the kernels still move
-        wanted = sorted({(params[j].l, params[j].i, params[j].j) for K in Ks for v in K for j, x in enumerate(v)
-                         if x and params[j].l < L and (params[j].l, params[j].i) not in set(skip)},
+        aims = {j: src.target(j) for K in Ks for v in K for j, x in enumerate(v) if x}
+        wanted = sorted({t for t in aims.values() if t is not None and (t[0], t[1]) not in set(skip)},
                         key=lambda t: (t[0], t[1], -1 if t[2] is None else t[2]))
         best: tuple[int, list, flint.fmpq_mat] | None = None
         for _ in range(batch):
@@ -329,25 +277,24 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
                     want[l - 2].add(k)
                 flip = (rng.randrange(1, l + 1), None)  # and one random neuron of a layer <= l, for new regions
                 if flip[0] < L:
-                    u = rng.randrange(net.widths[flip[0]])
+                    u = rng.randrange(src.widths[flip[0]])
                     if (flip[0], u) not in {(l, v)} | ({(l - 1, k)} if k is not None else set()):
                         want[flip[0] - 1] ^= {u}
-                x = _lp_candidate(net, want, lo, hi)
-                if x is not None and _rows(net, x, fixed) is None:
+                x = src.lp_candidate(want, lo, hi)
+                if x is not None and src.point_rows(x) is None:
                     x = None
                 if x is not None:
                     snapped = [_snap(c, a, b) for c, a, b in zip(x, lo, hi)]
-                    if activation_state(net, [snapped]).ties == [] and \
-                            _active_sets(net, [snapped]) == _active_sets(net, [x]):
+                    if not src.state([snapped])[1] and src.active_sets([snapped]) == src.active_sets([x]):
                         x = snapped  # short coordinates when the grid keeps the pattern
             if x is None:
                 x = _candidate(rng, known, lo, hi, on_v, on_k)
-            rows = _rows(net, x, fixed)
-            if rows is None:
+            gx = src.point_rows(x)
+            if gx is None:
                 continue
-            g = sum(added_rank(rows, K, Km) for K, Km in zip(Ks, mats))
+            g = sum(added_rank(gx, K, Km) for K, Km in zip(Ks, mats))
             if g and (best is None or g > best[0]):
-                best = (g, x, rows)
+                best = (g, x, gx)
         if best is None:
             idle += 1
             continue
@@ -356,7 +303,7 @@ def search_points(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
         Ks = [shrink(best_rows, K) for K in Ks]
         mats = [_as_matrix(K) if K else None for K in Ks]
         known.append(x)
-        on += _active_sets(net, [x])
+        on += src.active_sets([x])
         out.points.append(x)
         out.gains.append(g)
         targets = {(l, v) for l, v, _ in wanted}

@@ -140,7 +140,7 @@ class Case:
         if self.plain_network is None:
             features = ", ".join(self.compiled.features) or "a layer graph"
             raise UnsupportedCaseError(f"{self.source}: the architecture has {features}, and this command works on "
-                                       "plain ReLU MLPs only (check, explain, crosscheck, verify-certificate, "
+                                       "plain ReLU MLPs only (check, explain, design, crosscheck, verify-certificate, "
                                        "fdim, audit, canonical and equiv analyse it)")
         return self.plain_network
 
