@@ -271,7 +271,7 @@ def test_architecture_import_rules_hold():
 
 @pytest.mark.parametrize("library, where", [
     ("networkx", {"exactident.model.graph"}),
-    ("scipy", {"exactident.boundary.entering", "exactident.explain.points", "exactident.symmetry.regions"}),
+    ("scipy", {"exactident.boundary.entering", "exactident.explain.gamma_rows", "exactident.symmetry.regions"}),
     ("highspy", {"exactident.symmetry.regions"}),
     ("matplotlib", {"exactident.crosscheck.plot"}),
     ("torch", {"exactident.numeric.torch_backend", "exactident.numeric.constrained",
