@@ -9,7 +9,8 @@ for every tie resolution's kernel at once (a new point without ties has the same
 in every resolution).
 
 Candidates are exact dyadic rationals inside the box: solutions of a linear program
-(HiGHS through scipy, when installed; proposed by :mod:`exactident.explain.gamma_rows`) for an activation pattern that switches an
+(HiGHS through scipy, when installed; proposed by :mod:`exactident.explain.gamma_rows`) for an
+activation pattern that switches an
 under-determined neuron and its input on (floats only propose; the point is checked
 exactly), or points on a grid whose step is the largest power of two at most
 ``(hi - lo) / 1024``:
