@@ -82,14 +82,20 @@ _LAZY = {
 _CALLABLE_PACKAGES = ("explain", "crosscheck")
 
 
+def _lazy_name(namespace: dict[str, Any], table: dict[str, str], package: str, name: str) -> Any:
+    # The PEP 562 __getattr__ of this package and its subpackages (exactident.testing): load ``name`` from
+    # the module ``table`` names and bind it in ``namespace``, so the next access is a plain lookup.
+    if name in table:
+        value = getattr(_importlib.import_module(table[name]), name)
+        namespace[name] = value
+        return value
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+
 def __getattr__(name: str) -> Any:
     if name in _CALLABLE_PACKAGES:
         return _importlib.import_module(f"exactident.{name}")  # bound (and made callable) by _Package
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _lazy_name(globals(), _LAZY, __name__, name)
 
 
 def __dir__() -> list[str]:

@@ -25,9 +25,9 @@ docs/testing.md has worked examples.
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
+from exactident import _lazy_name
 from exactident.testing.families import DEFAULT_FAMILIES, FLOAT_TRAP_FAMILIES
 
 if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``): hypothesis only when drawn
@@ -44,11 +44,7 @@ _LAZY = {"assert_rank_agrees": "exactident.testing.agree", "acceptable_ranks": "
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _lazy_name(globals(), _LAZY, __name__, name)
 
 
 def __dir__() -> list[str]:
