@@ -6,10 +6,10 @@ Usage (from the repository root)::
 
 For [3, 4, 4, 2] networks with 20 samples whose every number is a fraction of two
 D-digit integers of mixed sign (D = 5 ... 500), and a few wider networks, it prints
-the estimate of :mod:`exactident.estimate` (likely and worst case) beside the CPU time
+the estimate of :mod:`exactident.ranks.estimate` (likely and worst case) beside the CPU time
 of ``check`` (exact only, then with the float cross-check), each case in a fresh child
 process with a budget (``--budget``, default 300 s per case).  The constants of
-``exactident/estimate.py`` were fitted by eye on this table; the estimate is meant to
+``exactident/ranks/estimate.py`` were fitted by eye on this table; the estimate is meant to
 tell seconds from minutes from hours.
 """
 
@@ -56,8 +56,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=300.0)
     args = parser.parse_args()
-    from exactident.estimate import estimate
     from exactident.io.case import parse_case
+    from exactident.ranks.estimate import estimate
 
     print("| case | estimate (likely / worst) | exact CPU | with float cross-check |")
     print("|---|---|---|---|")

@@ -152,7 +152,7 @@ def check(case: Case | str | os.PathLike[str], *, sample: Any = None, numeric: b
     exact_ranks : bool
         Certify ``rank_gamma`` exactly even when the verdict does not need it and it is expensive.
         By default (``False``, and ``all_ranks``, ``verdict_first`` off) ``rank_gamma`` is exact whenever
-        its estimated cost is small (:func:`exactident.estimate.exact_rank_is_cheap`: at most 2 s, or at
+        its estimated cost is small (:func:`exactident.ranks.estimate.exact_rank_is_cheap`: at most 2 s, or at
         most the verdict's rank stage); a rank-deficient ``Gamma`` whose exact rank would cost more, and
         whose cheap certified kernel vectors already prove ``C_S`` false and ``C_N`` true, is reported as
         a certified interval (``Report.rank_gamma_interval``; the reason gives the estimate),
@@ -417,7 +417,7 @@ def _rank_text(rank_gamma: int | None, interval: tuple[int, int] | None,
     if interval is None:
         return f"= {rank_gamma}"
     if exact_estimate:
-        from exactident.estimate import duration_text
+        from exactident.ranks.estimate import duration_text
 
         cost, verdict_cost = duration_text(exact_estimate["seconds"]), duration_text(exact_estimate["verdict_seconds"])
         return (f"certified in [{interval[0]}, {interval[1]}] (exact value not computed: estimated ~{cost} against "

@@ -25,8 +25,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
-from exactident.argtypes import looks_like_number, positive_int, positive_number, positive_seconds
 from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
+from exactident.io.argtypes import looks_like_number, positive_int, positive_number, positive_seconds
 
 __all__ = ["build_parser", "main"]
 

@@ -9,8 +9,8 @@
   its case finishes (flushed and synced), so Ctrl-C or a timeout keeps the cases
   already done.  The file is written in place (not atomically): that is its point.
 - On a terminal (stderr is a tty) each case's cost estimate is printed first
-  (:mod:`exactident.estimate`); without ``--timeout``, a case whose estimate is large
-  gets the default budget :data:`exactident.estimate.TERMINAL_BUDGET`, said so.  A
+  (:mod:`exactident.ranks.estimate`); without ``--timeout``, a case whose estimate is large
+  gets the default budget :data:`exactident.ranks.estimate.TERMINAL_BUDGET`, said so.  A
   progress line then shows the case, the stage and the sizes involved, and the
   elapsed time.
 """
@@ -34,7 +34,7 @@ __all__ = ["check_cases", "print_estimates"]
 
 
 def _estimate(case: Any, args: argparse.Namespace) -> Any:
-    from exactident.estimate import estimate
+    from exactident.ranks.estimate import estimate
 
     return estimate(case, numeric=not args.no_numeric, all_ranks=args.all_ranks or getattr(args, "expect", False),
                     max_resolutions=args.max_resolutions)
@@ -42,7 +42,7 @@ def _estimate(case: Any, args: argparse.Namespace) -> Any:
 
 def _terminal_budget(case: Any, args: argparse.Namespace, timeout: float | None) -> float:
     """Print the case's estimate (stderr); its budget: ``--timeout``, else the default when large, else none."""
-    from exactident.estimate import TERMINAL_BUDGET
+    from exactident.ranks.estimate import TERMINAL_BUDGET
 
     est = _estimate(case, args)
     print(est.render(case.name), file=sys.stderr)

@@ -225,7 +225,7 @@ def test_api_reference_covers_every_module():
 # layer may announce its stage.  io sits above model: io/case.py builds a Network (and model never imports io).
 # progress (the stage display of the library calls) only listens to budget; api holds the library calls.
 # check_constrained (the constrained engine's verdict) sits between boundary and check, which calls it.
-LAYER = {"errors": 0, "budget": 1, "progress": 2, "argtypes": 1, "linalg": 2, "model": 3, "ranks": 4, "io": 4,
+LAYER = {"errors": 0, "budget": 1, "progress": 2, "linalg": 2, "model": 3, "ranks": 4, "io": 4,
          "boundary": 5, "verify": 5, "numeric": 5, "check_constrained": 5.5, "check": 6, "run_cases": 7,
          "crosscheck": 7, "explain": 7, "api": 8, "suites": 8, "symmetry": 8, "testing": 8.5, "cli": 9}
 

@@ -222,7 +222,7 @@ def test_the_parent_forwards_termination_to_the_whole_group(tmp_path, sig):
 # ---------------------------------------------------------------- 18.6 / 20.6: cost estimate and budgets
 
 def test_the_estimate_grows_with_every_size():
-    from exactident.estimate import estimate_sizes
+    from exactident.ranks.estimate import estimate_sizes
 
     base = dict(widths=[3, 4, 4, 2], n=20, digits=100, n_tie_classes=0)
     bigger = [dict(base, n=40), dict(base, digits=1000), dict(base, n_tie_classes=3),
@@ -258,7 +258,7 @@ def _big_case(digits: int) -> dict:
 def test_a_large_estimate_gets_the_default_budget_on_a_terminal(capsys):
     import argparse
 
-    from exactident.estimate import TERMINAL_BUDGET
+    from exactident.ranks.estimate import TERMINAL_BUDGET
     from exactident.run_cases import _terminal_budget
 
     args = argparse.Namespace(no_numeric=False, all_ranks=False, max_resolutions=4096)

@@ -133,7 +133,7 @@ def test_default_gives_the_exact_rank_when_it_is_cheap():
 def test_default_keeps_the_interval_when_the_exact_rank_is_expensive(monkeypatch):
     """With the cost model's constant made huge, the exact rank "costs" more than the verdict: the interval is
     kept and the reason gives the estimate, ``(dim - lo) rows dim`` times the constant (the model, by hand)."""
-    import exactident.estimate as est
+    import exactident.ranks.estimate as est
 
     monkeypatch.setattr(est, "_PER_KERNEL_VECTOR_ENTRY", 1.0)
     monkeypatch.setattr(est, "EXACT_FREE_SECONDS", 0.0)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from exactident.argtypes import any_int, positive_seconds
 from exactident.budget import run_command_work
 from exactident.explain.core import add_explanation, explain
 from exactident.explain.render import render_explanation
+from exactident.io.argtypes import any_int, positive_seconds
 from exactident.io.atomic import write_stdout
 from exactident.io.case import Case
 from exactident.io.limits import add_limit_arguments, limits_from_args

@@ -20,10 +20,10 @@ import json
 import os
 import sys
 
-from exactident.argtypes import non_negative_int, positive_seconds
 from exactident.errors import CaseFormatError
 from exactident.explain.design import DEFAULT_BUDGET, Design, design
 from exactident.explain.points import stderr_progress
+from exactident.io.argtypes import non_negative_int, positive_seconds
 from exactident.io.atomic import check_writable, write_outputs, write_stdout
 from exactident.io.case import dump_case
 from exactident.io.limits import add_limit_arguments, limits_from_args

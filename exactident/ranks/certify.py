@@ -242,7 +242,7 @@ class RankResult:
     montecarlo: dict[str, Any] | None = None
     #: Beside an interval by default (not ``verdict_first``): why the exact rank was not computed,
     #: ``{"seconds": estimated exact rank, "verdict_seconds": estimated rank stage}``
-    #: (:func:`exactident.estimate.exact_rank_is_cheap`).
+    #: (:func:`exactident.ranks.estimate.exact_rank_is_cheap`).
     exact_estimate: dict[str, float] | None = None
 
 
@@ -277,7 +277,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     (``montecarlo``, with a proven error bound), and the certificate's ``rank_gamma`` part is the
     *interval* form (``shape``, ``lower``, ``upper``; no ``rank``).  Unless ``verdict_first``, the
     interval is kept only when the exact rank would cost much more than the verdict
-    (:func:`exactident.estimate.exact_rank_is_cheap`, a model of the sizes: ``dim - rank_p`` kernel
+    (:func:`exactident.ranks.estimate.exact_rank_is_cheap`, a model of the sizes: ``dim - rank_p`` kernel
     vectors over Q against the rank mod p); a cheap exact rank is certified as with ``exact_ranks``,
     and an interval carries the estimate (``exact_estimate``).
 
@@ -341,7 +341,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     closed = lower[0] in bounds.values()  # the exact rank already: no interval work
     estimate: dict[str, float] | None = None
     if not exact_ranks and not verdict_first and not closed and lower[0] < dim:
-        from exactident.estimate import exact_rank_is_cheap
+        from exactident.ranks.estimate import exact_rank_is_cheap
 
         cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
         # cheap: certified exactly as with exact_ranks (the interval would save little); else the interval,

@@ -123,9 +123,9 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     BLAS range (``lower``'s prime counts as the first when ``lower_uniform``: it was drawn uniformly
     from that range and its rank taken the Monte Carlo way, not by a wide sketch) or from the
     word-size range (FLINT, for ``Gamma`` of at most ``MAX_MONTE_CARLO_WORD`` entries),
-    whichever costs less by :func:`exactident.estimate.verdict_rank_seconds`.  When either costs
+    whichever costs less by :func:`exactident.ranks.estimate.verdict_rank_seconds`.  When either costs
     more than the verdict's own rank stage (and more than
-    :data:`~exactident.estimate.EXACT_FREE_SECONDS`), no value is given: a Monte Carlo value whose
+    :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), no value is given: a Monte Carlo value whose
     error bound is not small is not worth its label.  ``max_primes`` is ignored (kept for callers).
 
     Returns
@@ -134,10 +134,10 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         ``{"rank_gamma": value, "error_probability": e}`` with ``e <= MONTE_CARLO_TARGET`` (0 when
         ``value`` reaches the certified upper bound), or None (no Monte Carlo value).
     """
-    from exactident.estimate import EXACT_FREE_SECONDS, verdict_rank_seconds
     from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO
     from exactident.linalg.modular import PRIME_HI, PRIME_LO
     from exactident.linalg.montecarlo import monte_carlo_rank, primes_for
+    from exactident.ranks.estimate import EXACT_FREE_SECONDS, verdict_rank_seconds
 
     if lower[0] >= upper:
         return {"rank_gamma": lower[0], "error_probability": 0.0}

@@ -17,8 +17,8 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from exactident.argtypes import non_negative_int, parse_widths, positive_int
 from exactident.errors import OutputError, UnsupportedCaseError
+from exactident.io.argtypes import non_negative_int, parse_widths, positive_int
 
 __all__ = ["add_arguments", "run"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from exactident.argtypes import positive_int, positive_seconds
 from exactident.errors import UnsupportedCaseError
+from exactident.io.argtypes import positive_int, positive_seconds
 
 __all__ = ["add_arguments", "run"]
 

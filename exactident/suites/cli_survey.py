@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from exactident.argtypes import non_negative_int, parse_widths, positive_int, positive_seconds
 from exactident.errors import OutputError
+from exactident.io.argtypes import non_negative_int, parse_widths, positive_int, positive_seconds
 
 __all__ = ["add_arguments", "run"]
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import flint
 
-from exactident.argtypes import positive_int, positive_seconds
 from exactident.errors import CaseFormatError
+from exactident.io.argtypes import positive_int, positive_seconds
 from exactident.io.atomic import write_stdout
 from exactident.io.case import Case, load_case
 from exactident.io.limits import add_limit_arguments, limits_from_args

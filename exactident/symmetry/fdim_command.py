@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from exactident.argtypes import non_negative_int, positive_int, positive_seconds
+from exactident.io.argtypes import non_negative_int, positive_int, positive_seconds
 from exactident.io.rationals import add_box_argument
 from exactident.progress import showing
 

@@ -17,8 +17,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from exactident.argtypes import non_negative_int, positive_int, positive_seconds
 from exactident.errors import OutputError
+from exactident.io.argtypes import non_negative_int, positive_int, positive_seconds
 from exactident.symmetry.glr import CellResult
 
 __all__ = ["WIDTH_ONE", "add_arguments", "markdown_table", "render_plot", "run", "small_architectures"]
