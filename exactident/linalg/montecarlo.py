@@ -183,8 +183,9 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
     if first is not None and first_uniform:
         used.add(first[1])
         k = 1
-        if failure_bound(shape, B, avoid, lo, hi, k, sketch) <= target:
-            return best, failure_bound(shape, B, avoid, lo, hi, k, sketch)
+        bound = failure_bound(shape, B, avoid, lo, hi, k, sketch)
+        if bound <= target:
+            return best, bound
     while k < max_primes:
         q = uniform_prime(rng, lo, hi, avoid, used)
         used.add(q)
@@ -204,6 +205,7 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
         best = max(best, rank_fn(image, q))
         if best >= top:
             return best, 0.0
-        if failure_bound(shape, B, avoid, lo, hi, k, sketch) <= target:
-            break
+        bound = failure_bound(shape, B, avoid, lo, hi, k, sketch)
+        if bound <= target:
+            return best, bound
     return best, failure_bound(shape, B, avoid, lo, hi, k, sketch)
