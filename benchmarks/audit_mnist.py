@@ -59,7 +59,7 @@ def extracted_copy(net, eps_bits: int, rng: random.Random):
     import flint
 
     from exactident.model.network import Network
-    from exactident.symmetry.canonical import transform
+    from exactident.symmetry.group import transform
 
     eps = flint.fmpq(1, 2**eps_bits)
 
