@@ -282,8 +282,8 @@ def test_permuted_hidden_units_have_the_same_form():
     """Swapping the two hidden units of fc1 (rows of fc1, columns of fc2) keeps the function; both units are
     interchangeable (every weight and bias a parameter of its own, one fixed slope), so the forms agree: same orbit,
     and B taken back into A's coordinates by the forms' element (unit 0 of A is unit 1 of B) has error 0."""
-    from exactident.symmetry.group import interchangeable_blocks, scale_classes
     from exactident.symmetry.equiv import equiv as equiv_graph
+    from exactident.symmetry.group import interchangeable_blocks, scale_classes
 
     W1, b1, W2 = [["2", "1"], ["-1", "3"]], ["1", "-1/2"], [["5", "-7"]]
     a, b = _leaky_mlp(W1, b1, W2), _leaky_mlp(W1, b1, W2, [1, 0])

@@ -112,7 +112,10 @@ class Audit:
 
 @dataclass
 class GraphAudit:
-    """What :func:`audit_graph` found (JSON view: :meth:`to_dict`, ``exactident-audit/1`` plus ``layer_graph``)."""
+    """What :func:`audit` found for a victim that is not a plain ReLU MLP.
+
+    JSON view: :meth:`to_dict`, ``exactident-audit/1`` plus ``layer_graph`` and ``omitted``.
+    """
 
     name: str
     widths: list[int]

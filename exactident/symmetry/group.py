@@ -36,14 +36,14 @@ from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.model.symmetry import log_scales
 
-__all__ = ["Blocks", "FamilyCodes", "apply_scales", "block_key", "block_permutation", "interchangeable_blocks",
+__all__ = ["FamilyCodes", "apply_scales", "block_key", "block_permutation", "interchangeable_blocks",
            "permute_theta", "scale_classes", "structure_key", "transform", "unit_scales"]
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
 
 #: A class of interchangeable blocks: ``(layer of the first unit, [block, ...])``, each block a list of ``(l, v)``.
-Blocks = tuple[int, list[list[tuple[int, int]]]]
+_Blocks = tuple[int, list[list[tuple[int, int]]]]
 
 
 def structure_key(cn: ConstrainedNetwork) -> str:
@@ -163,7 +163,7 @@ def _moves(widths: Sequence[int], mapping: dict[tuple[int, int], tuple[int, int]
 
 
 def interchangeable_blocks(cn: ConstrainedNetwork, units: Sequence[tuple[int, int]],
-                           generators: Sequence[dict[int, int]], codes: FamilyCodes | None = None) -> list[Blocks]:
+                           generators: Sequence[dict[int, int]], codes: FamilyCodes | None = None) -> list[_Blocks]:
     """The classes (of at least two blocks) of interchangeable blocks (module docstring), by their first unit.
 
     Examples
