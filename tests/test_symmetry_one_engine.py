@@ -207,3 +207,40 @@ def test_conv2d_channels_with_prelu_and_pooling_permuted_by_hand_are_the_same_or
     assert canonical_form(a).key == canonical_form(b).key
     e = equiv(a, b, parse_case(d).X)
     assert e.same_orbit is True and e.sample["same_outputs"]
+
+
+def _forward(cn, x):
+    """A Fraction forward pass over the compiled dense entries, each unit with its negative slope."""
+    def fr(v):
+        return Fr(int(v.p), int(v.q))
+
+    h = [Fr(v) for v in x]
+    for l in range(1, cn.L + 1):
+        z = [fr(cn.b[l - 1][i]) + sum(fr(cn.W[l - 1][i, k]) * h[k] for k in range(cn.widths[l - 1]))
+             for i in range(cn.widths[l])]
+        h = z if l == cn.L else [v if v >= 0 else fr(cn.negative_slope[l - 1][u]) * v for u, v in enumerate(z)]
+    return h
+
+
+def test_every_permutation_of_interchangeable_blocks_keeps_the_function_on_random_constrained_nets():
+    """Random constrained nets (ties, fixed entries, leaky, PReLU and linear units): every class of blocks the group
+    calls interchangeable, rotated by one, gives a network of the family computing the same outputs (Fraction
+    forward pass written here) at three points; and the canonical form computes them too."""
+    from constrained_oracle import random_constrained
+
+    from exactident.symmetry.group import interchangeable_blocks, permute_theta, scale_classes
+
+    moved = 0
+    variants = [{}, {"p_fixed": 0.0, "p_tie": 0.0}, {"p_fixed": 0.0, "p_tie": 0.3, "leaky": False, "prelu": False}]
+    for seed, kw in ((seed, kw) for seed in range(30) for kw in variants):
+        cn = random_constrained(seed, **kw)
+        X = [[1] * cn.widths[0], [-2] * cn.widths[0], list(range(cn.widths[0]))]
+        want = [_forward(cn, x) for x in X]
+        units, generators, _ = scale_classes(cn)
+        for _l, blocks in interchangeable_blocks(cn, units, generators):
+            order = list(range(1, len(blocks))) + [0]
+            theta, _pi = permute_theta(cn, cn.theta(), blocks, order)
+            assert [_forward(cn.with_theta(theta), x) for x in X] == want
+            moved += 1
+        assert [_forward(canonical_form(cn).network, x) for x in X] == want
+    assert moved > 0  # the draws do contain interchangeable blocks
