@@ -244,3 +244,30 @@ def test_every_permutation_of_interchangeable_blocks_keeps_the_function_on_rando
             moved += 1
         assert [_forward(canonical_form(cn).network, x) for x in X] == want
     assert moved > 0  # the draws do contain interchangeable blocks
+
+
+def _leaky_2_layers(W2, b2, W3):
+    """2 inputs, two leaky layers of 2 units (slope 1/8), 1 output; layer 1 has twins (equal rows and biases)."""
+    s = str
+    layers = [{"name": "fc1", "op": "linear", "inputs": ["input"], "weight": [["1", "2"], ["1", "2"]],
+               "bias": ["1", "1"]},
+              {"name": "a1", "op": "leaky_relu", "inputs": ["fc1"], "negative_slope": "1/8"},
+              {"name": "fc2", "op": "linear", "inputs": ["a1"], "weight": [[s(v) for v in r] for r in W2],
+               "bias": [s(v) for v in b2]},
+              {"name": "a2", "op": "leaky_relu", "inputs": ["fc2"], "negative_slope": "1/8"},
+              {"name": "fc3", "op": "linear", "inputs": ["a2"], "weight": [[s(v) for v in r] for r in W3],
+               "bias": ["0"]}]
+    return parse_case({"format": "exactident-case/2", "name": "twins", "input_shape": [2], "layers": layers,
+                       "output": "fc3", "sample": [["0", "0"]]}).compiled
+
+
+def test_twin_units_are_ordered_by_every_order_not_by_the_next_layer_order():
+    """Layer 1 has twins (equal incoming weights and bias) whose outgoing columns (3, 1) and (1, 3) are swapped when
+    layer 2's units are swapped (B below, built by hand: rows of fc2 and its biases swapped, columns of fc3 swapped):
+    the same function (Fraction forward pass) and, ties being tried in every order, the same form."""
+    a = _leaky_2_layers([[3, 1], [1, 3]], [1, -2], [[5, 7]])
+    b = _leaky_2_layers([[1, 3], [3, 1]], [-2, 1], [[7, 5]])
+    for x in ([0, 0], [1, -3], [-2, 1], [Fr(1, 2), 4]):
+        assert _forward(a, x) == _forward(b, x)
+    assert canonical_form(a).key == canonical_form(b).key
+    assert equiv(a, b).same_orbit is True

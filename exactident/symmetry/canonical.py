@@ -50,9 +50,9 @@ interchangeable blocks (dense units, convolution channels).  Its form (:class:`G
    got a pivot (``complete``), every member of an ``H``-orbit has the same form.
 2. **Blocks.**  Each class of interchangeable blocks, by layer, is sorted by the blocks' normalised
    parameters (:func:`exactident.symmetry.group.block_key`: incoming weights, bias, slope, then
-   outgoing weights; exact order of rationals; blocks with equal keys are identical, so their order
-   does not matter), as the MLP's neurons are sorted by their normalised incoming vectors, and step 1
-   is run again.
+   outgoing weights; exact order of rationals), as the MLP's neurons are sorted by their normalised
+   incoming vectors, and step 1 is run again.  Blocks tied before their outgoing weights are tried in
+   every distinct order, as the MLP's twins, and the lexicographically smallest theta is the form.
 
 Every step is a group element, so equal forms always prove the same orbit.  A plain ReLU MLP given
 in the constrained form (``T = I``, ``c = 0``, slopes 0: ``is_plain``) gets the MLP's form above.
@@ -66,6 +66,7 @@ import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import flint
 
@@ -75,9 +76,10 @@ from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.group import (
     FamilyCodes,
-    apply_scales,
     block_key,
+    complete_for,
     interchangeable_blocks,
+    normalise,
     permute_theta,
     scale_classes,
     structure_key,
@@ -408,63 +410,62 @@ class GraphCanonicalForm:
 def _graph_form(cn: ConstrainedNetwork) -> GraphCanonicalForm:
     """The normal form of a layer graph (module docstring)."""
     units, generators, exponents = scale_classes(cn)
-    theta, mu, pivots, left = _normalise(cn.n_params, list(cn.theta()), generators, exponents)
-    complete = _complete(theta, exponents, left)
-    row = {u: r for r, u in enumerate(units)}
+    theta, mu, pivots, left = normalise(cn.n_params, list(cn.theta()), generators, exponents)
+    search = _BlockSearch(cn, units, generators, exponents)
     scale = unit_scales(len(units), generators, mu)
-    h_mu = list(mu)  # the element of H alone: an alignment of equiv
-    codes = FamilyCodes(cn)
-    groups = interchangeable_blocks(cn, units, generators, codes)
-    perm = [list(range(cn.widths[l])) for l in range(1, cn.L)]
-    for _l, blocks in groups:
-        keys = [block_key(cn, theta, blk) for blk in blocks]
-        order = sorted(range(len(blocks)), key=lambda i: keys[i])
-        if order == list(range(len(blocks))):
-            continue
-        theta, pi = permute_theta(cn, theta, blocks, order, codes)
-        old_perm, old_scale = [list(p) for p in perm], list(scale)
-        for m in range(1, cn.L):
-            for a in range(cn.widths[m]):
-                if (d := int(pi[m][a])) != a:
-                    perm[m - 1][d] = old_perm[m - 1][a]
-                    scale[row[(m, d)]] = old_scale[row[(m, a)]]
-        theta, mu, pivots, left = _normalise(cn.n_params, theta, generators, exponents)
-        complete = complete and _complete(theta, exponents, left)
-        scale = [a * b for a, b in zip(scale, unit_scales(len(units), generators, mu))]
+    search.run(0, theta, [list(range(cn.widths[l])) for l in range(1, cn.L)], scale, pivots,
+               complete_for(theta, exponents, left))
+    assert search.best is not None
+    _, theta, perm, scale, pivots, complete = search.best
     return GraphCanonicalForm(cn.with_theta(theta), theta, units, scale,
                               [[units[u] for u in sorted(gen)] for gen in generators], pivots, complete,
-                              structure_key(cn), exponents, h_mu, perm if groups else None, groups, generators)
+                              structure_key(cn), exponents, list(mu), perm if search.groups else None, search.groups,
+                              generators)
 
 
-def _normalise(k: int, theta: list[flint.fmpq], generators: Sequence[dict[int, int]],
-               exponents: Sequence[dict[int, int]]) -> tuple[list[flint.fmpq], list[flint.fmpq], list[int | None],
-                                                             set[int]]:
-    """The pivot loop (module docstring): ``(theta, mu, pivots, generators left without a pivot)``."""
-    n = len(generators)
-    mu = [_ONE] * n
-    pivots: list[int | None] = [None] * n
-    left = set(range(n))
-    progress = True
-    while progress and left:
-        progress = False
-        for g in sorted(left, key=lambda g: min(generators[g], default=0)):
-            others = left - {g}
-            j = next((j for j in range(k) if theta[j] != _ZERO and exponents[j].get(g) in (1, -1)
-                      and not any(h in exponents[j] for h in others)), None)
-            if j is None:
+class _BlockSearch:
+    """Sort each class of interchangeable blocks by the incoming part of its key; blocks tied there are tried in
+    every distinct order (as the MLP's twins), and the lexicographically smallest theta is the form."""
+
+    def __init__(self, cn: ConstrainedNetwork, units: list[tuple[int, int]], generators: list[dict[int, int]],
+                 exponents: list[dict[int, int]]):
+        self.cn, self.units, self.generators, self.exponents = cn, units, generators, exponents
+        self.row = {u: r for r, u in enumerate(units)}
+        self.codes = FamilyCodes(cn)
+        self.groups = interchangeable_blocks(cn, units, generators, self.codes)
+        self.best: tuple[Any, ...] | None = None
+        self.leaves = 0
+
+    def run(self, k: int, theta: list[flint.fmpq], perm: list[list[int]], scale: list[flint.fmpq],
+            pivots: list[int | None], complete: bool) -> None:
+        if k == len(self.groups):
+            if self.best is None or tuple(theta) < self.best[0]:
+                self.best = (tuple(theta), theta, perm, scale, pivots, complete)
+            return
+        cn, blocks = self.cn, self.groups[k][1]
+        head = {i: block_key(cn, theta, blk, outgoing=False) for i, blk in enumerate(blocks)}
+        full = {i: block_key(cn, theta, blk) for i, blk in enumerate(blocks)}
+        choices = [list(_orders(g, _class_ids(g, full))) if len(g) > 1 else [tuple(g)] for g in _grouped(head)]
+        total = 1
+        for ch in choices:
+            total *= len(ch)
+        self.leaves += total - 1
+        if self.leaves > MAX_BRANCHES:
+            raise UnsupportedCaseError(f"canonical form: more than {MAX_BRANCHES} orders of interchangeable blocks "
+                                       "equal on their incoming parameters would have to be compared")
+        for combo in itertools.product(*choices):
+            order = [i for part in combo for i in part]
+            if order == list(range(len(blocks))):
+                self.run(k + 1, theta, perm, scale, pivots, complete)
                 continue
-            m = abs(theta[j]) ** (-exponents[j][g])
-            step = [_ONE] * n
-            step[g] = m
-            theta = apply_scales(theta, exponents, step)
-            mu[g] *= m
-            pivots[g] = j
-            left.discard(g)
-            progress = True
-            break
-    return theta, mu, pivots, left
-
-
-def _complete(theta: Sequence[flint.fmpq], exponents: Sequence[dict[int, int]], left: set[int]) -> bool:
-    """No generator left without a pivot moves a nonzero parameter."""
-    return not any(theta[j] != _ZERO and g in exponents[j] for g in left for j in range(len(theta)))
+            new, pi = permute_theta(cn, theta, blocks, order, self.codes)
+            new_perm, new_scale = [list(p) for p in perm], list(scale)
+            for m in range(1, cn.L):
+                for a in range(cn.widths[m]):
+                    if (d := int(pi[m][a])) != a:
+                        new_perm[m - 1][d] = perm[m - 1][a]
+                        new_scale[self.row[(m, d)]] = scale[self.row[(m, a)]]
+            new, mu, new_pivots, left = normalise(cn.n_params, new, self.generators, self.exponents)
+            new_scale = [a * b for a, b in zip(new_scale, unit_scales(len(self.units), self.generators, mu))]
+            self.run(k + 1, new, new_perm, new_scale, new_pivots,
+                     complete and complete_for(new, self.exponents, left))

@@ -36,8 +36,9 @@ from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.model.symmetry import log_scales
 
-__all__ = ["FamilyCodes", "apply_scales", "block_key", "block_permutation", "interchangeable_blocks",
-           "permute_theta", "scale_classes", "structure_key", "transform", "unit_scales"]
+__all__ = ["FamilyCodes", "apply_scales", "block_key", "block_permutation", "complete_for",
+           "interchangeable_blocks", "normalise", "permute_theta", "scale_classes", "structure_key", "transform",
+           "unit_scales"]
 
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
@@ -201,10 +202,10 @@ def interchangeable_blocks(cn: ConstrainedNetwork, units: Sequence[tuple[int, in
     return [(cls[0][0][0], cls) for cls in classes if len(cls) > 1]
 
 
-def block_key(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], block: Sequence[tuple[int, int]]) -> tuple[Any,
-                                                                                                              ...]:
+def block_key(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], block: Sequence[tuple[int, int]],
+              outgoing: bool = True) -> tuple[Any, ...]:
     """The sort key of a block: its free parameters' values (exact), each once, in the order met scanning its
-    units' incoming weights (by column), bias and slope, then their outgoing weights (by row).
+    units' incoming weights (by column), bias and slope, then (``outgoing``) their outgoing weights (by row).
 
     For a dense unit this is (incoming weights, bias, slope, outgoing weights); for a convolution channel
     its kernel, bias, then the next layer's weights reading it.
@@ -224,7 +225,7 @@ def block_key(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], block: Sequen
         if l < cn.L:
             take(cn.slope_index[l - 1][v:v + 1])
     for l, v in block:
-        if l < cn.L:
+        if outgoing and l < cn.L:
             take(cn.W_index[l][:, v])
     return tuple(out)
 
@@ -291,3 +292,42 @@ def transform(net: Network, perm: Sequence[Sequence[int]], scale: Sequence[Seque
                                  for i in range(widths[l])]) if widths[l - 1] else flint.fmpq_mat(widths[l], 0))
         b.append([S[l][i] * net.b[l - 1][P[l][i]] for i in range(widths[l])])
     return Network(widths, W, b)
+
+
+def normalise(k: int, theta: list[flint.fmpq], generators: Sequence[dict[int, int]],
+               exponents: Sequence[dict[int, int]]) -> tuple[list[flint.fmpq], list[flint.fmpq], list[int | None],
+                                                             set[int]]:
+    """Normalise theta by ``H``: ``(theta, mu, pivots, generators left without a pivot)``.
+
+    Repeatedly, the first generator ``g`` (by its first unit) having a *pivot* -- the first parameter ``j``
+    with ``theta_j != 0``, ``c_j[g] = +-1`` and ``c_j[g'] = 0`` for every generator not yet normalised --
+    gets ``mu_g = |theta_j|^{-c_j[g]}``, so ``|theta_j| = 1`` (exact, Q; docs/symmetries.md, "Layer graphs").
+    """
+    n = len(generators)
+    mu = [_ONE] * n
+    pivots: list[int | None] = [None] * n
+    left = set(range(n))
+    progress = True
+    while progress and left:
+        progress = False
+        for g in sorted(left, key=lambda g: min(generators[g], default=0)):
+            others = left - {g}
+            j = next((j for j in range(k) if theta[j] != _ZERO and exponents[j].get(g) in (1, -1)
+                      and not any(h in exponents[j] for h in others)), None)
+            if j is None:
+                continue
+            m = abs(theta[j]) ** (-exponents[j][g])
+            step = [_ONE] * n
+            step[g] = m
+            theta = apply_scales(theta, exponents, step)
+            mu[g] *= m
+            pivots[g] = j
+            left.discard(g)
+            progress = True
+            break
+    return theta, mu, pivots, left
+
+
+def complete_for(theta: Sequence[flint.fmpq], exponents: Sequence[dict[int, int]], left: set[int]) -> bool:
+    """No generator left without a pivot moves a nonzero parameter."""
+    return not any(theta[j] != _ZERO and g in exponents[j] for g in left for j in range(len(theta)))
