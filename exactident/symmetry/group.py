@@ -112,12 +112,13 @@ class FamilyCodes:
     """Per layer, the index arrays with each fixed value coded ``-1 - id(value)`` (free entries keep ``j >= 0``)."""
 
     def __init__(self, cn: ConstrainedNetwork):
-        ids: dict[Any, int] = {}
+        ids: dict[str, int] = {"0": 0}  # fixed 0 is code -1 (most fixed entries: no lookup for them)
 
         def code(index: np.ndarray, values: Sequence[flint.fmpq]) -> np.ndarray:
             out = index.astype(np.int64).ravel().copy()
             for p in np.flatnonzero(out < 0).tolist():
-                out[p] = -1 - ids.setdefault(values[p], len(ids))
+                v = values[p]
+                out[p] = -1 - (ids.setdefault(str(v), len(ids)) if v else 0)
             return out.reshape(index.shape)
 
         self.W = [code(cn.W_index[l], cn.W[l].entries()) for l in range(cn.L)]
