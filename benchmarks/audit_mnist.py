@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     from exactident.io.importers.arrays import sample_rows
     from exactident.symmetry.audit import audit
     from exactident.symmetry.canonical import canonical_form
-    from exactident.symmetry.command import render_audit
+    from exactident.symmetry.views import render_audit
 
     t0 = time.perf_counter()
     victim, held_out, acc = train(args.seed)

@@ -271,3 +271,19 @@ def test_twin_units_are_ordered_by_every_order_not_by_the_next_layer_order():
         assert _forward(a, x) == _forward(b, x)
     assert canonical_form(a).key == canonical_form(b).key
     assert equiv(a, b).same_orbit is True
+
+
+def test_audit_of_a_conv_victim_finds_its_permuted_rescaled_extraction_in_the_orbit():
+    """The conv victim audited with the channel-permuted, rescaled copy as the extracted model: the same orbit and,
+    on the queries, the same outputs (the Fraction oracle agrees); the verdict is the constrained engine's."""
+    from exactident.check import check
+
+    case = _conv_case(KERNELS, BIASES, FC, FC_BIAS)
+    parts = _permuted([1, 2, 0], [Fr(3), Fr(1, 4), Fr(2)])
+    X = [[F(Fr(v).numerator, Fr(v).denominator) for v in x] for x in SAMPLE]
+    got = audit(case.compiled, X, extracted=_conv_case(*parts).compiled)
+    assert got.extracted.same_orbit is True and got.extracted.sample["same_outputs"]
+    assert all(_oracle(*parts, x) == _oracle(KERNELS, BIASES, FC, FC_BIAS, x) for x in SAMPLE)
+    case.X = X
+    assert got.report.verdict == check(case, numeric=False).verdict
+    assert got.to_dict()["omitted"][0]["what"] == "obstructions"
