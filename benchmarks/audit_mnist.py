@@ -59,7 +59,7 @@ def extracted_copy(net, eps_bits: int, rng: random.Random):
     import flint
 
     from exactident.model.network import Network
-    from exactident.symmetry.canonical import transform
+    from exactident.symmetry.group import transform
 
     eps = flint.fmpq(1, 2**eps_bits)
 
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     from exactident.io.importers.arrays import sample_rows
     from exactident.symmetry.audit import audit
     from exactident.symmetry.canonical import canonical_form
-    from exactident.symmetry.command import render_audit
+    from exactident.symmetry.views import render_audit
 
     t0 = time.perf_counter()
     victim, held_out, acc = train(args.seed)

@@ -202,26 +202,26 @@ SHIPPED = ["residual-mlp", "leaky-mlp", "prelu-mlp", "conv1d-avgpool", "conv2d-a
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_rescaled_networks_compute_the_same_function_and_have_the_same_form(name):
-    from exactident.symmetry.canonical_graph import canonical_form_graph
-    from exactident.symmetry.equiv_graph import equiv_graph
+    from exactident.symmetry.canonical import canonical_form
+    from exactident.symmetry.equiv import equiv
 
     case = load_case(ARCH / f"{name}.json")
     cn = case.compiled
     for seed in range(3):
         other = _rescaled(cn, seed)
         assert _oracle_outputs(other, case.X) == _oracle_outputs(cn, case.X)  # the group keeps the function
-        fa, fb = canonical_form_graph(cn), canonical_form_graph(other)
+        fa, fb = canonical_form(cn), canonical_form(other)
         assert fa.complete and fa.key == fb.key and fa.digest() == fb.digest()
-        e = equiv_graph(cn, other, case.X)
+        e = equiv(cn, other, case.X)
         assert e.same_orbit is True and e.alignment.max_abs == 0 and e.sample["same_outputs"]
         assert not e.hidden_symmetry_on_sample
 
 
 def test_the_form_is_reached_by_a_group_element_and_keeps_the_outputs():
-    from exactident.symmetry.canonical_graph import canonical_form_graph
+    from exactident.symmetry.canonical import canonical_form
 
     case = load_case(ARCH / "conv2d-avgpool.json")
-    f = canonical_form_graph(case.compiled)
+    f = canonical_form(case.compiled)
     assert _oracle_outputs(f.network, case.X) == _oracle_outputs(case.compiled, case.X)
     assert all(abs(f.theta[j]) == 1 for j in f.pivots if j is not None)
 
@@ -230,24 +230,24 @@ def test_hand_form_of_a_three_pixel_conv():
     """One generator (the channel, both positions): the pivot is the first nonzero parameter with exponent +-1,
     the kernel's w0 = 2, so mu = 1/2 and theta (w0, w1, b, v0, v1, c) = (2, -2, 1/2, 3, -1, 1/4) becomes
     (1, -1, 1/4, 6, -2, 1/4): incoming halved, outgoing doubled, the output bias unchanged."""
-    from exactident.symmetry.canonical_graph import canonical_form_graph
+    from exactident.symmetry.canonical import canonical_form
 
     cn = _conv3(w=("2", "-2")).compiled
-    f = canonical_form_graph(cn)
+    f = canonical_form(cn)
     by_name = {cn.param_name(j): v for j, v in enumerate(f.theta)}
     assert sorted(by_name.values()) == sorted([F(1), F(-1), F(1, 4), F(6), F(-2), F(1, 4)])
     assert by_name["fc.bias[0]"] == F(1, 4) and by_name["conv.bias[0]"] == F(1, 4)
 
 
 def test_perturbing_one_weight_gives_another_form_and_different_functions():
-    from exactident.symmetry.canonical_graph import canonical_form_graph
-    from exactident.symmetry.equiv_graph import equiv_graph
+    from exactident.symmetry.canonical import canonical_form
+    from exactident.symmetry.equiv import equiv
 
     a = _conv3().compiled
     b = _conv3(v=("3", "-1/2")).compiled
-    assert canonical_form_graph(a).key != canonical_form_graph(b).key
+    assert canonical_form(a).key != canonical_form(b).key
     X = [[F(1), F(1), F(1)], [F(0), F(0), F(0)]]
-    e = equiv_graph(a, b, X)
+    e = equiv(a, b, X)
     # at x = (1, 1, 1) both positions have z = 1 - 2 + 1/2 < 0 (f = c for both); at x = 0 both have z = 1/2 and
     # f differs by (v1 - v1') z = (1/2)(1/2); the forms (pivot w0 = 1 already, mu = 1) differ by |v1 - v1'| = 1/2
     assert e.same_orbit is False and "different functions" in e.reason
@@ -260,12 +260,12 @@ def test_hidden_symmetry_on_the_sample_is_certified_when_orbits_differ():
     """Two conv nets differing in v1 only agree wherever the second position is inactive: on the sample below
     (x1 = 0, x2 = 4: w0 x1 + w1 x2 + b = -8 + 1/2 < 0) their outputs are equal (Fraction forward pass), elsewhere
     they differ, so the orbits differ and the sample shows a hidden symmetry."""
-    from exactident.symmetry.equiv_graph import equiv_graph
+    from exactident.symmetry.equiv import equiv
 
     a, b = _conv3().compiled, _conv3(v=("3", "5")).compiled
     X = [[F(1), F(0), F(4)], [F(-1), F(0), F(4)]]
     assert _oracle_outputs(a, X) == _oracle_outputs(b, X)
-    e = equiv_graph(a, b, X)
+    e = equiv(a, b, X)
     assert e.same_orbit is False and e.sample["same_outputs"] and e.hidden_symmetry_on_sample
 
 
@@ -282,13 +282,14 @@ def test_permuted_hidden_units_have_the_same_form():
     """Swapping the two hidden units of fc1 (rows of fc1, columns of fc2) keeps the function; both units are
     interchangeable (every weight and bias a parameter of its own, one fixed slope), so the forms agree: same orbit,
     and B taken back into A's coordinates by the forms' element (unit 0 of A is unit 1 of B) has error 0."""
-    from exactident.symmetry.canonical_graph import interchangeable_units
-    from exactident.symmetry.equiv_graph import equiv_graph
+    from exactident.symmetry.equiv import equiv
+    from exactident.symmetry.group import interchangeable_blocks, scale_classes
 
     W1, b1, W2 = [["2", "1"], ["-1", "3"]], ["1", "-1/2"], [["5", "-7"]]
     a, b = _leaky_mlp(W1, b1, W2), _leaky_mlp(W1, b1, W2, [1, 0])
-    assert interchangeable_units(a) == [(1, [0, 1])]
-    e = equiv_graph(a, b, [[F(1), F(2)]])
+    units, generators, _ = scale_classes(a)
+    assert interchangeable_blocks(a, units, generators) == [(1, [[(1, 0)], [(1, 1)]])]
+    e = equiv(a, b, [[F(1), F(2)]])
     assert e.same_orbit is True and e.sample["same_outputs"]
     assert e.alignment.method == "canonical" and e.alignment.max_abs == 0 and e.alignment.perm == [[1, 0]]
 
@@ -304,18 +305,18 @@ def _two_channel_conv(order):
                    "bias": ["0"]}], "fc", [["0", "1", "2"]], [1, 3]).compiled
 
 
-def test_swapped_conv_channels_are_undecided_not_different():
+def test_swapped_conv_channels_are_the_same_orbit():
     """Swapping the two output channels of a convolution (kernels, biases and the blocks of the next layer's
-    columns) keeps the function (Fraction forward pass); channels are not permuted by the form (their units are
-    tied), so the forms differ, and the outputs agree everywhere: undecided, never 'different'."""
-    from exactident.symmetry.equiv_graph import equiv_graph
+    columns) keeps the function (Fraction forward pass); the form permutes channels as blocks, so the forms are
+    equal: the same orbit, and B taken back into A's coordinates by the forms' element has error 0."""
+    from exactident.symmetry.equiv import equiv
 
     a, b = _two_channel_conv([0, 1]), _two_channel_conv([1, 0])
     X = _tie_free_points(a, 6, 3)
     assert _oracle_outputs(a, X) == _oracle_outputs(b, X)
-    e = equiv_graph(a, b, X)
-    assert e.same_orbit is None and "permutations" in e.reason and e.sample["same_outputs"]
-    assert not e.hidden_symmetry_on_sample
+    e = equiv(a, b, X)
+    assert e.same_orbit is True and e.sample["same_outputs"] and not e.hidden_symmetry_on_sample
+    assert e.alignment.max_abs == 0
 
 
 @settings(max_examples=30, deadline=None)
@@ -323,7 +324,7 @@ def test_swapped_conv_channels_are_undecided_not_different():
 def test_random_permutation_and_rescaling_of_a_dense_layer_graph_keeps_the_form_hypothesis(seed):
     """Generic leaky MLPs 3-4-2 (nonzero weights, distinct units): a random permutation of the hidden units and a
     random positive rescaling give the same form (the usual case the docs describe) and the same outputs."""
-    from exactident.symmetry.canonical_graph import canonical_form_graph
+    from exactident.symmetry.canonical import canonical_form
 
     rng = random.Random(seed)
 
@@ -338,7 +339,7 @@ def test_random_permutation_and_rescaling_of_a_dense_layer_graph_keeps_the_form_
     b = _rescaled(b, seed)
     X = _tie_free_points(a, 5, seed)
     assert _oracle_outputs(a, X) == _oracle_outputs(b, X)
-    assert canonical_form_graph(a).key == canonical_form_graph(b).key
+    assert canonical_form(a).key == canonical_form(b).key
 
 
 def test_canonical_and_equiv_cli_on_layer_graphs(tmp_path, capsys):
@@ -352,7 +353,9 @@ def test_canonical_and_equiv_cli_on_layer_graphs(tmp_path, capsys):
     assert sorted(d["permutation"][0]) == list(range(len(d["permutation"][0])))
     assert main(["canonical", str(ARCH / "conv1d-avgpool.json"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["permutation"] is None and d["layer_graph"]["interchangeable"] == []  # tied and pooled units only
+    # the two channels (6 positions and 3 pooling units each) are interchangeable blocks
+    assert [g["units"] for g in d["layer_graph"]["interchangeable"]] == [["conv1[c=0,x=0]", "conv1[c=1,x=0]"]]
+    assert d["layer_graph"]["interchangeable"][0]["block_units"] == 9
     # different orbits: exit 1, as cmp/diff (docs/cli.md, "Exit status")
     assert main(["equiv", path, str(ARCH / "leaky-mlp.json"), "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
@@ -450,22 +453,22 @@ def test_canonical_form_is_invariant_under_random_rescalings_hypothesis(net_seed
     scale per class of units, e.g. unit exponents (2, 1, -2)) moved by a random element of H (every generator scaled
     by a random positive rational): the same function (Fraction forward pass), the same form when the form is
     complete, and in every case the form computes the function of the network."""
-    from exactident.symmetry.canonical_graph import canonical_form_graph
+    from exactident.symmetry.canonical import canonical_form
 
     cn = random_constrained(net_seed)
-    fa = canonical_form_graph(cn)
+    fa = canonical_form(cn)
     other = _rescaled(cn, scale_seed)
     X = [[F(v) for v in row] for row in [[1] * cn.widths[0], [-2] * cn.widths[0], list(range(cn.widths[0]))]]
     assert _oracle_outputs(other, X) == _oracle_outputs(cn, X)
     assert _oracle_outputs(fa.network, X) == _oracle_outputs(cn, X)
-    fb = canonical_form_graph(other)
+    fb = canonical_form(other)
     if fa.complete:
         assert fb.complete and fa.key == fb.key
 
 
 def test_audit_of_a_plain_victim_with_a_layer_graph_extraction(tmp_path, capsys):
     """A plain ReLU victim (format 1) and the same network written as a layer graph with a leaky slope: the plain
-    audit runs, and the extracted model is compared by equiv_graph (different functions: the leaky unit leaks)."""
+    audit runs, and the extracted model is compared by equiv (different functions: the leaky unit leaks)."""
     plain = {"format": "exactident-case/1", "name": "v", "widths": [1, 1, 1], "weights": [[["2"]], [["3"]]],
              "biases": [["-1"], ["0"]], "sample": [["0"], ["1"], ["2"]]}
     graph = {"format": "exactident-case/2", "name": "g", "input_shape": [1], "layers": [

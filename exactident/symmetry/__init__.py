@@ -1,11 +1,13 @@
 """Symmetries of ReLU networks, exactly: canonical forms, orbit equality, extraction audits (docs/symmetries.md).
 
-- :mod:`exactident.symmetry.canonical`: the canonical representative of the orbit under positive
-  rescaling and permutation of hidden neurons;
-- :mod:`exactident.symmetry.equiv`: are two parameter settings in the same orbit; where they differ,
-  the exact error after alignment, and their outputs on a sample;
-- :mod:`exactident.symmetry.audit`: identifiability of a victim from an attack's queries;
-- :mod:`exactident.symmetry.command`: ``exactident canonical``, ``equiv`` and ``audit``;
+- :mod:`exactident.symmetry.group`: the group acting on any network's parameters (positive rescalings,
+  permutations of hidden neurons and of interchangeable blocks such as convolution channels);
+- :mod:`exactident.symmetry.canonical`: the canonical representative of the orbit, for any network;
+- :mod:`exactident.symmetry.equiv`: are two networks in the same orbit; where they differ, and their
+  outputs on a sample; :mod:`exactident.symmetry.alignment`: the exact error after alignment;
+- :mod:`exactident.symmetry.audit`: identifiability of a victim (any network) from an attack's queries;
+- :mod:`exactident.symmetry.command`: ``exactident canonical``, ``equiv`` and ``audit``; their output:
+  :mod:`exactident.symmetry.views`;
 - :mod:`exactident.symmetry.fdim`, :mod:`~exactident.symmetry.hidden`, :mod:`~exactident.symmetry.conditional`:
   the functional dimension, certified both ways, and the mechanisms of hidden symmetries;
 - :mod:`exactident.symmetry.linewalk`: samples reaching every activation region random lines cross, kept by

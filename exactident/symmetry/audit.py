@@ -18,6 +18,16 @@
    extracted network, with the queries as the sample (same orbit, first difference, exact alignment
    error in bits, equal outputs on the queries).
 
+A victim that is **not a plain ReLU MLP** (a layer graph, docs/symmetries.md, "Layer graphs";
+:class:`GraphAudit`) gets the same questions answered by the constrained engine: (1) the verdict of
+:func:`exactident.check_constrained.check_constrained` (never Theorem 8); (2) per hidden unit and
+channel, :func:`exactident.explain.constrained.explain_constrained`'s facts plus ``under_determined``
+(an incoming parameter -- weight, bias, PReLU slope -- is ``undetermined`` or ``not-identifiable`` in
+explain's classes; None when the classes are ``unknown``); (3) the box obstructions are *omitted*,
+with the reason (:data:`OBSTRUCTIONS_OMITTED`): they are proved for the plain ReLU MLP only; (4)
+:func:`~exactident.symmetry.equiv.equiv` with the queries as the sample.  A plain MLP given in the
+constrained form gets the MLP's audit.
+
 Called by :mod:`exactident.symmetry.command` (``exactident audit``).
 """
 
@@ -35,16 +45,23 @@ from exactident.budget import stage
 from exactident.io.case import Case
 from exactident.io.rationals import format_fmpq
 from exactident.io.report import Report
+from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
+from exactident.symmetry.canonical import as_plain
 from exactident.symmetry.equiv import Equivalence, equiv
 
-__all__ = ["DEFAULT_EXPLAIN_MAX_DIM", "DEFAULT_MAX_BOXES", "Audit", "audit", "audit_fields", "check_queries",
-           "neuron_facts"]
+__all__ = ["DEFAULT_EXPLAIN_MAX_DIM", "DEFAULT_MAX_BOXES", "OBSTRUCTIONS_OMITTED", "Audit", "GraphAudit", "audit",
+           "audit_fields", "check_queries", "neuron_facts"]
 
 #: Above this many parameters the exact kernel of ``Gamma`` is not computed (per-neuron facts only).
 DEFAULT_EXPLAIN_MAX_DIM = 3000
 #: Sub-boxes per proof that a neuron is dead or always active on the whole box.
 DEFAULT_MAX_BOXES = 32
+#: Why a layer graph's audit has no box obstructions (JSON ``omitted``).
+OBSTRUCTIONS_OMITTED = ("the box obstructions (theta in S, twins, units dead or always active on the whole box) are "
+                        "proved for plain ReLU MLPs only: no box prover reads a layer graph")
+
+_LOOSE = ("undetermined", "not-identifiable")
 
 
 @dataclass
@@ -91,6 +108,44 @@ class Audit:
     def to_dict(self) -> dict[str, Any]:
         """The ``exactident-audit/1`` JSON object (docs/symmetries.md)."""
         return audit_fields(self, self.neurons, self.obstructions)
+
+
+@dataclass
+class GraphAudit:
+    """What :func:`audit` found for a victim that is not a plain ReLU MLP.
+
+    JSON view: :meth:`to_dict`, ``exactident-audit/1`` plus ``layer_graph`` and ``omitted``.
+    """
+
+    name: str
+    widths: list[int]
+    n_queries: int
+    dim: int
+    report: Report
+    units: list[dict[str, Any]]
+    channels: list[dict[str, Any]]
+    classes: dict[str, int]
+    kernel: str
+    box: tuple[list[flint.fmpq], list[flint.fmpq]] | None
+    extracted: Any = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """Hidden units that are dead, silent, unpinned, under-determined on the queries."""
+        return {"hidden": len(self.units), "dead": sum(bool(u["dead"]) for u in self.units),
+                "silent": sum(bool(u["silent"]) for u in self.units),
+                "unpinned": sum(not u["pinned"] for u in self.units),
+                "under_determined": sum(bool(u["under_determined"]) for u in self.units)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``exactident-audit/1`` JSON object (docs/symmetries.md, "Layer graphs")."""
+        r = self.report
+        return audit_fields(self, self.units, []) | {
+            "layer_graph": {**r.extra.get("architecture", {}), "channels": self.channels,
+                            "parameter_classes": self.classes,
+                            "rank_gamma_interval": None if r.rank_gamma_interval is None
+                            else list(r.rank_gamma_interval)},
+            "omitted": [{"what": "obstructions", "why": OBSTRUCTIONS_OMITTED}]}
 
 
 def check_queries(name: str, X: Sequence[Sequence[Any]], n0: int) -> None:
@@ -218,19 +273,22 @@ def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None
     return out
 
 
-def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted: Network | None = None,
-          name: str = "victim", box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]] | None = None,
-          seed: int | None = 0, explain_max_dim: int = DEFAULT_EXPLAIN_MAX_DIM,
-          max_boxes: int = DEFAULT_MAX_BOXES) -> Audit:
+def audit(victim: Network | ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]], *,
+          extracted: Network | ConstrainedNetwork | None = None, name: str = "victim",
+          box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]] | None = None, seed: int | None = 0,
+          explain_max_dim: int = DEFAULT_EXPLAIN_MAX_DIM, max_boxes: int = DEFAULT_MAX_BOXES,
+          input_shape: Sequence[int] | None = None) -> Audit | GraphAudit:
     """Audit an extraction: the victim's identifiability from ``queries``, per neuron, and the extracted model's error.
 
     Parameters
     ----------
-    victim : Network
+    victim : Network or ConstrainedNetwork
+        A plain ReLU MLP (also in the constrained form) gets the MLP's audit, any other network the
+        layer graph's (module docstring).
     queries : n rows of N_0 fmpq
-        The attack's query set (exact).
-    extracted : Network, optional
-        The extracted model (same widths, else the audit says so).
+        The attack's query set (exact; flattened inputs for a layer graph).
+    extracted : Network or ConstrainedNetwork, optional
+        The extracted model (:func:`~exactident.symmetry.equiv.equiv` with the victim).
     name : str
     box : (lo, hi), optional
         Where a query set may lie (default: the queries' bounding box).
@@ -239,11 +297,13 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
     explain_max_dim : int
         Compute the exact kernel of ``Gamma`` only up to this many parameters.
     max_boxes : int
-        Sub-boxes per proof on the box.
+        Sub-boxes per proof on the box (plain MLP only, as ``explain_max_dim``).
+    input_shape : sequence of int, optional
+        The framework's input shape, for a layer graph's report.
 
     Returns
     -------
-    Audit
+    Audit or GraphAudit
 
     Raises
     ------
@@ -259,6 +319,12 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
     >>> a.report.verdict, a.neurons[0]["under_determined"], a.neurons[0]["always_active"]
     ('not-identifiable', True, True)
     """
+    plain = as_plain(victim)
+    if plain is None:
+        assert isinstance(victim, ConstrainedNetwork)
+        return _audit_graph(victim, queries, extracted=extracted, name=name, box=box, seed=seed,
+                            input_shape=input_shape)
+    victim = plain
     from exactident.check import check
     from exactident.explain.design import data_box
     from exactident.explain.obstructions import obstructions
@@ -308,5 +374,55 @@ def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted
         t = time.perf_counter()
         same_inputs = extracted.widths[0] == victim.widths[0] and extracted.widths[-1] == victim.widths[-1]
         out.extracted = equiv(victim, extracted, X if same_inputs else None)
+        seconds["equiv"] = time.perf_counter() - t
+    return out
+
+
+def _unit_parameters(cn: ConstrainedNetwork, l: int, v: int) -> list[int]:
+    """The free parameters entering unit ``(l, v)``: its incoming weights, its bias, its PReLU slope."""
+    js = cn.W_index[l - 1][v]
+    out = set(js[js >= 0].tolist())
+    if cn.b_index[l - 1][v] >= 0:
+        out.add(int(cn.b_index[l - 1][v]))
+    if l < cn.L and cn.slope_index[l - 1][v] >= 0:
+        out.add(int(cn.slope_index[l - 1][v]))
+    return sorted(out)
+
+
+def _audit_graph(cn: ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]], *, extracted: Any, name: str,
+                 box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]] | None, seed: int | None,
+                 input_shape: Sequence[int] | None) -> GraphAudit:
+    """:func:`audit` of a victim that is not a plain ReLU MLP (module docstring)."""
+    from exactident.check_constrained import check_constrained
+    from exactident.explain.constrained import explain_constrained
+
+    X = [[flint.fmpq(v) for v in x] for x in queries]
+    check_queries(name, X, cn.widths[0])
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    report = check_constrained(cn, X, name=name, seed=seed, input_shape=input_shape)
+    seconds["check"] = time.perf_counter() - t
+    stage("audit: per-unit facts", units=sum(cn.layer_widths[1:-1]), queries=len(X))
+    t = time.perf_counter()
+    ex = explain_constrained(cn, X, report, seed=seed)
+    classes = [p["class"] for p in ex.parameters]
+    units = []
+    for u in ex.units:
+        own = [classes[j] for j in _unit_parameters(cn, u["layer"], u["unit"])]
+        loose = any(c in _LOOSE for c in own)
+        units.append({**u, "under_determined": True if loose else None if "unknown" in own else False})
+    counted: dict[str, int] = {}
+    for c in classes:
+        counted[c] = counted.get(c, 0) + 1
+    kernel = "exact" if ex.blocks else ("not needed (identifiable)" if report.verdict == "identifiable"
+                                        else "not computed")
+    seconds["units"] = time.perf_counter() - t
+    the_box = None if box is None else (list(box[0]), list(box[1]))
+    out = GraphAudit(name, cn.layer_widths, len(X), int(report.dim), report, units, ex.channels, counted, kernel,
+                     the_box, seconds=seconds)
+    if extracted is not None:
+        stage("audit: equiv with the extracted model")
+        t = time.perf_counter()
+        out.extracted = equiv(cn, extracted, X)
         seconds["equiv"] = time.perf_counter() - t
     return out

@@ -38,6 +38,25 @@ Claim (docs/symmetries.md): two networks without an isolated neuron with a nonze
 weight are in the same orbit iff their canonical forms are equal; equal forms always imply the
 same orbit (the form is reached from each network by an element of the group).
 
+**Any other network** (a layer graph: ``W = T theta + c``, docs/symmetries.md, "Layer graphs") has
+its group from :mod:`exactident.symmetry.group`: the rescalings ``H`` and the permutations of
+interchangeable blocks (dense units, convolution channels).  Its form (:class:`GraphCanonicalForm`):
+
+1. **Rescalings.**  Repeatedly, the first generator ``g`` (by its first unit) having a *pivot* --
+   the first parameter ``j`` with ``theta_j != 0``, ``c_j[g] = +-1`` and ``c_j[g'] = 0`` for every
+   generator not yet normalised -- gets ``mu_g = |theta_j|^{-c_j[g]}``, so ``|theta_j| = 1``.  The
+   pivots' exponents are triangular with ``+-1`` on the diagonal and the pivot choice depends only
+   on the zero pattern of theta (which ``H`` keeps): when every generator moving a nonzero parameter
+   got a pivot (``complete``), every member of an ``H``-orbit has the same form.
+2. **Blocks.**  Each class of interchangeable blocks, by layer, is sorted by the blocks' normalised
+   parameters (:func:`exactident.symmetry.group.block_key`: incoming weights, bias, slope, then
+   outgoing weights; exact order of rationals), as the MLP's neurons are sorted by their normalised
+   incoming vectors, and step 1 is run again.  Blocks tied before their outgoing weights are tried in
+   every distinct order, as the MLP's twins, and the lexicographically smallest theta is the form.
+
+Every step is a group element, so equal forms always prove the same orbit.  A plain ReLU MLP given
+in the constrained form (``T = I``, ``c = 0``, slopes 0: ``is_plain``) gets the MLP's form above.
+
 Called by :mod:`exactident.symmetry.equiv`, :mod:`exactident.symmetry.command`.
 """
 
@@ -47,13 +66,28 @@ import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import flint
 
 from exactident.errors import UnsupportedCaseError
+from exactident.io.rationals import format_fmpq
+from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
+from exactident.symmetry.group import (
+    FamilyCodes,
+    block_key,
+    complete_for,
+    interchangeable_blocks,
+    normalise,
+    permute_theta,
+    scale_classes,
+    structure_key,
+    transform,
+    unit_scales,
+)
 
-__all__ = ["MAX_BRANCHES", "CanonicalForm", "canonical_form", "parameter_vector", "transform"]
+__all__ = ["MAX_BRANCHES", "CanonicalForm", "GraphCanonicalForm", "as_plain", "canonical_form", "parameter_vector"]
 
 #: Most tie orders tried before giving up (the product over tie groups of their distinct orders).
 MAX_BRANCHES = 40320
@@ -115,48 +149,6 @@ def parameter_vector(net: Network) -> list[flint.fmpq]:
     for l in range(net.L):
         out += list(net.W[l].entries()) + list(net.b[l])
     return out
-
-
-def transform(net: Network, perm: Sequence[Sequence[int]], scale: Sequence[Sequence[flint.fmpq]]) -> Network:
-    """Apply the group element ``(sigma, lambda)`` of the module docstring to ``net``.
-
-    Parameters
-    ----------
-    net : Network
-    perm : per hidden layer, a permutation (``perm[l-1][i]`` = original index at position ``i``)
-    scale : per hidden layer, positive rationals (indexed by new position)
-
-    Returns
-    -------
-    Network
-        The transformed parameters; the same function as ``net``.
-
-    Raises
-    ------
-    UnsupportedCaseError
-        A scale that is not positive, or a permutation of the wrong size.
-
-    Examples
-    --------
-    >>> net = Network((1, 2, 1), [[[1], [2]], [[3, 4]]], [[0, 1], [5]])
-    >>> t = transform(net, [[1, 0]], [[flint.fmpq(1, 2), flint.fmpq(2)]])
-    >>> t.W[0].entries(), t.b[0], t.W[1].entries()
-    ([1, 2], [1/2, 0], [8, 3/2])
-    """
-    widths = net.widths
-    L = net.L
-    P = [list(range(widths[0]))] + [list(p) for p in perm] + [list(range(widths[-1]))]
-    S = [[_ONE] * widths[0]] + [list(s) for s in scale] + [[_ONE] * widths[-1]]
-    for l in range(1, L):
-        if sorted(P[l]) != list(range(widths[l])) or len(S[l]) != widths[l] or any(s <= _ZERO for s in S[l]):
-            raise UnsupportedCaseError(f"layer {l}: not a permutation with positive scales")
-    W, b = [], []
-    for l in range(1, L + 1):
-        M = net.W[l - 1]
-        W.append(flint.fmpq_mat([[S[l][i] * M[P[l][i], P[l - 1][j]] / S[l - 1][j] for j in range(widths[l - 1])]
-                                 for i in range(widths[l])]) if widths[l - 1] else flint.fmpq_mat(widths[l], 0))
-        b.append([S[l][i] * net.b[l - 1][P[l][i]] for i in range(widths[l])])
-    return Network(widths, W, b)
 
 
 def _first_nonzero(v: Sequence[flint.fmpq]) -> flint.fmpq | None:
@@ -282,19 +274,26 @@ class _Search:
             self.best = (key, out, perm, scale)
 
 
-def canonical_form(net: Network) -> CanonicalForm:
+def as_plain(net: Network | ConstrainedNetwork) -> Network | None:
+    """The plain ReLU MLP ``net`` is (a ``Network``, or a constrained one with ``is_plain``), else None."""
+    if isinstance(net, Network):
+        return net
+    return Network(net.widths, net.W, net.b) if net.is_plain() else None
+
+
+def canonical_form(net: Network | ConstrainedNetwork) -> CanonicalForm | GraphCanonicalForm:
     """The canonical representative of the orbit of ``net`` (module docstring; docs/symmetries.md).
 
     Parameters
     ----------
-    net : Network
-        A layered ReLU network, exact over Q.
+    net : Network or ConstrainedNetwork
+        Exact over Q.  A plain ReLU MLP (also in the constrained form) gets the MLP's form.
 
     Returns
     -------
-    CanonicalForm
-        The form, the permutation and scales that reach it from ``net``, and the named twins,
-        dead-in, dead-out and isolated neurons.
+    CanonicalForm or GraphCanonicalForm
+        For a plain MLP: the form, the permutation and scales that reach it from ``net``, and the named
+        twins, dead-in, dead-out and isolated neurons; otherwise the normal form of a layer graph.
 
     Raises
     ------
@@ -310,6 +309,14 @@ def canonical_form(net: Network) -> CanonicalForm:
     >>> cf.network.W[0].entries(), cf.network.b[0], cf.network.W[1].entries(), cf.perm, cf.scale
     ([-1, 1], [2, 0], [10, 21], [[0, 1]], [[1/2, 1/3]])
     """
+    plain = as_plain(net)
+    if plain is None:
+        assert isinstance(net, ConstrainedNetwork)
+        return _graph_form(net)
+    return _mlp_form(plain)
+
+
+def _mlp_form(net: Network) -> CanonicalForm:
     search = _Search(net)
     search.forward(1, [], [], [net.widths[0]])
     assert search.best is not None
@@ -344,3 +351,121 @@ def _dead_in(net: Network, l: int) -> list[int]:
             return dead
         live_below = [i for i in range(net.widths[m]) if i not in dead]
     return []
+
+
+@dataclass
+class GraphCanonicalForm:
+    """The normal form of a layer graph (module docstring, "Any other network").
+
+    Attributes
+    ----------
+    network : ConstrainedNetwork
+        The normalised network (same architecture, theta replaced); ``theta`` its free parameters.
+    units : list of (l, v)
+        The hidden units, in the order of ``scale``: the positive factor applied to each (the group
+        element reaching the form, permutations included).
+    classes : list of list of (l, v)
+        The generators of ``H``: the units each one rescales; ``generators`` per generator unit row ->
+        exponent; ``exponents`` per parameter generator -> exponent (:func:`~exactident.symmetry.group.scale_classes`).
+    pivots : list of int or None
+        Per generator, the parameter set to ``+-1`` (None: not normalised).
+    complete : bool
+        Every generator that moves a nonzero parameter has a pivot: the form is the same for the whole ``H``-orbit.
+    mu : list of fmpq
+        The generator scales of the element of ``H`` normalising theta before any permutation (an alignment
+        of :mod:`exactident.symmetry.alignment`).
+    perm : list of list of int or None
+        Per hidden layer, ``perm[l-1][i]``: the original unit at position ``i`` of the form (None: no
+        interchangeable blocks).
+    groups : list of (l, blocks)
+        The classes of interchangeable blocks (:func:`~exactident.symmetry.group.interchangeable_blocks`).
+    """
+
+    network: ConstrainedNetwork
+    theta: list[flint.fmpq]
+    units: list[tuple[int, int]]
+    scale: list[flint.fmpq]
+    classes: list[list[tuple[int, int]]]
+    pivots: list[int | None]
+    complete: bool
+    structure: str = ""
+    exponents: list[dict[int, int]] = field(default_factory=list)
+    mu: list[flint.fmpq] = field(default_factory=list)
+    perm: list[list[int]] | None = None
+    groups: list[tuple[int, list[list[tuple[int, int]]]]] = field(default_factory=list)
+    generators: list[dict[int, int]] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[flint.fmpq, ...]:
+        """The free parameters of the form (comparable between two networks of one family)."""
+        return tuple(self.theta)
+
+    def digest(self) -> str:
+        """SHA-256 (first 16 hex digits) of the architecture and the exact parameters of the form."""
+        h = hashlib.sha256(self.structure.encode())
+        h.update(",".join(format_fmpq(v) for v in self.theta).encode())
+        return h.hexdigest()[:16]
+
+
+def _graph_form(cn: ConstrainedNetwork) -> GraphCanonicalForm:
+    """The normal form of a layer graph (module docstring)."""
+    units, generators, exponents = scale_classes(cn)
+    theta, mu, pivots, left = normalise(cn.n_params, list(cn.theta()), generators, exponents)
+    search = _BlockSearch(cn, units, generators, exponents)
+    scale = unit_scales(len(units), generators, mu)
+    search.run(0, theta, [list(range(cn.widths[l])) for l in range(1, cn.L)], scale, pivots,
+               complete_for(theta, exponents, left))
+    assert search.best is not None
+    _, theta, perm, scale, pivots, complete = search.best
+    return GraphCanonicalForm(cn.with_theta(theta), theta, units, scale,
+                              [[units[u] for u in sorted(gen)] for gen in generators], pivots, complete,
+                              structure_key(cn), exponents, list(mu), perm if search.groups else None, search.groups,
+                              generators)
+
+
+class _BlockSearch:
+    """Sort each class of interchangeable blocks by the incoming part of its key; blocks tied there are tried in
+    every distinct order (as the MLP's twins), and the lexicographically smallest theta is the form."""
+
+    def __init__(self, cn: ConstrainedNetwork, units: list[tuple[int, int]], generators: list[dict[int, int]],
+                 exponents: list[dict[int, int]]):
+        self.cn, self.units, self.generators, self.exponents = cn, units, generators, exponents
+        self.row = {u: r for r, u in enumerate(units)}
+        self.codes = FamilyCodes(cn)
+        self.groups = interchangeable_blocks(cn, units, generators, self.codes)
+        self.best: tuple[Any, ...] | None = None
+        self.leaves = 0
+
+    def run(self, k: int, theta: list[flint.fmpq], perm: list[list[int]], scale: list[flint.fmpq],
+            pivots: list[int | None], complete: bool) -> None:
+        if k == len(self.groups):
+            if self.best is None or tuple(theta) < self.best[0]:
+                self.best = (tuple(theta), theta, perm, scale, pivots, complete)
+            return
+        cn, blocks = self.cn, self.groups[k][1]
+        head = {i: block_key(cn, theta, blk, outgoing=False) for i, blk in enumerate(blocks)}
+        full = {i: block_key(cn, theta, blk) for i, blk in enumerate(blocks)}
+        choices = [list(_orders(g, _class_ids(g, full))) if len(g) > 1 else [tuple(g)] for g in _grouped(head)]
+        total = 1
+        for ch in choices:
+            total *= len(ch)
+        self.leaves += total - 1
+        if self.leaves > MAX_BRANCHES:
+            raise UnsupportedCaseError(f"canonical form: more than {MAX_BRANCHES} orders of interchangeable blocks "
+                                       "equal on their incoming parameters would have to be compared")
+        for combo in itertools.product(*choices):
+            order = [i for part in combo for i in part]
+            if order == list(range(len(blocks))):
+                self.run(k + 1, theta, perm, scale, pivots, complete)
+                continue
+            new, pi = permute_theta(cn, theta, blocks, order, self.codes)
+            new_perm, new_scale = [list(p) for p in perm], list(scale)
+            for m in range(1, cn.L):
+                for a in range(cn.widths[m]):
+                    if (d := int(pi[m][a])) != a:
+                        new_perm[m - 1][d] = perm[m - 1][a]
+                        new_scale[self.row[(m, d)]] = scale[self.row[(m, a)]]
+            new, mu, new_pivots, left = normalise(cn.n_params, new, self.generators, self.exponents)
+            new_scale = [a * b for a, b in zip(new_scale, unit_scales(len(self.units), self.generators, mu))]
+            self.run(k + 1, new, new_perm, new_scale, new_pivots,
+                     complete and complete_for(new, self.exponents, left))

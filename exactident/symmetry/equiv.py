@@ -1,21 +1,25 @@
-"""Are two parameter settings in the same orbit?  Where do they differ, by how much, and on a sample?
+"""Are two networks in the same orbit?  Where do they differ, by how much, and on a sample?
 
-:func:`equiv` compares the canonical forms (:mod:`exactident.symmetry.canonical`): equal forms
-prove the same orbit; different forms prove different orbits unless one of the networks has an
-isolated neuron with a nonzero incoming weight (then ``same_orbit`` is None).  When they differ:
+:func:`equiv` takes any two networks (docs/symmetries.md).  **Two plain ReLU MLPs** (also given in
+the constrained form with ``T = I``) are compared by their canonical forms
+(:mod:`exactident.symmetry.canonical`): equal forms prove the same orbit; different forms prove
+different orbits unless one of them has an isolated neuron with a nonzero incoming weight (then
+``same_orbit`` is None).  **Otherwise** (a layer graph on either side, docs/symmetries.md, "Layer
+graphs"):
 
-- **where**: the first entry, in the order ``W_1`` row by row, ``b_1``, ``W_2``, ..., at which the
-  canonical forms differ, with the original neuron of each network at that canonical position;
-- **alignment error**: B brought into A's coordinates by a group element (a permutation and positive
-  scales per hidden layer) and compared entry by entry, exactly: the largest absolute error
-  ``max |a - b'|``, the largest relative error ``max |a - b'| / |a|`` over the entries with
-  ``a != 0`` (entries with ``a = 0 != b'`` are counted apart), and ``bits = -log2(max relative
-  error)``.  Two alignments are tried, the one the canonical forms give and a greedy matching layer
-  by layer (floats only rank the candidate pairs: each pair's scale is the exact ratio of the
-  entries at A's largest incoming entry); the one with the smaller exact largest absolute error is
-  kept.  Its errors are exact for that alignment, an upper bound on the best alignment's;
-- **sample**: both networks run exactly on ``X``; equal outputs on ``X`` with different orbits are a
-  certified *hidden symmetry on X* (functional equality on ``X`` not explained by the group).
+- **same orbit** (``True``): one family (same widths, index arrays, fixed entries and slopes) and
+  equal forms: each form is reached by a group element (rescalings of ``H``, permutations of
+  interchangeable blocks: dense units, convolution channels), so one network is the other moved;
+- **different orbits** (``False``): the two networks compute different functions, shown by an exact
+  output difference at a point (the sample's, or one of :data:`PROBE_POINTS` seeded random dyadic
+  points): every symmetry keeps the function;
+- **undecided** (``None``): the forms (or the families) differ yet the outputs agree at every point
+  tried (a permutation the form does not normalise, a form not complete for ``H``, a hidden symmetry).
+
+When they differ: **where** (the first entry at which the forms differ), the **alignment error**
+(:mod:`exactident.symmetry.alignment`), and with a **sample** both networks run exactly on it; equal
+outputs on ``X`` with different orbits are a certified *hidden symmetry on X* (functional equality on
+``X`` not explained by the group).
 
 Called by :mod:`exactident.symmetry.command` and :mod:`exactident.symmetry.audit`.
 """
@@ -28,75 +32,33 @@ from dataclasses import dataclass
 from typing import Any
 
 import flint
+import numpy as np
 
 from exactident.io.rationals import format_fmpq
+from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations, from_network
 from exactident.model.network import Network, pre_activations
-from exactident.symmetry.canonical import CanonicalForm, canonical_form, parameter_vector, transform
+from exactident.symmetry.alignment import (
+    Alignment,
+    align_greedy,
+    alignment_error,
+    compose,
+    entry_names,
+    graph_alignment,
+)
+from exactident.symmetry.canonical import (
+    CanonicalForm,
+    GraphCanonicalForm,
+    as_plain,
+    canonical_form,
+)
+from exactident.symmetry.group import structure_key, transform
 
-__all__ = ["Alignment", "Equivalence", "align_greedy", "alignment_error", "entry_names", "equiv", "output_difference"]
+__all__ = ["PROBE_POINTS", "Equivalence", "as_constrained", "compare_outputs", "equiv", "output_difference"]
+
+#: Random dyadic points (seeded) at which the outputs of two layer graphs are compared to decide "different orbits".
+PROBE_POINTS = 16
 
 _ZERO = flint.fmpq(0)
-_ONE = flint.fmpq(1)
-
-
-def entry_names(widths: Sequence[int]) -> list[tuple[int, int, int | None]]:
-    """``(l, i, j)`` for each entry of :func:`~exactident.symmetry.canonical.parameter_vector` (``j`` None: bias)."""
-    out: list[tuple[int, int, int | None]] = []
-    for l in range(1, len(widths)):
-        out += [(l, i, j) for i in range(widths[l]) for j in range(widths[l - 1])]
-        out += [(l, i, None) for i in range(widths[l])]
-    return out
-
-
-def _name(l: int, i: int, j: int | None) -> str:
-    return f"b_{l}[{i}]" if j is None else f"W_{l}[{i},{j}]"
-
-
-def bits(rel: flint.fmpq) -> float:
-    """``-log2(rel)`` as a float (``inf`` for 0), from the exact numerator and denominator."""
-    if rel == _ZERO:
-        return math.inf
-    return math.log2(int(rel.q)) - math.log2(int(rel.p))
-
-
-@dataclass
-class Alignment:
-    """B in A's coordinates and the exact entrywise errors.
-
-    Attributes
-    ----------
-    method : str
-        ``"canonical"`` or ``"greedy"``.
-    perm, scale : per hidden layer
-        The group element applied to B (``perm[l-1][i]``: B's neuron put at A's position ``i``).
-    max_abs : fmpq
-    max_rel : fmpq or None
-        None when every entry of A is 0.  ``bits`` (JSON) is ``-log2(max_rel)``, null when it is 0 or None.
-    where_abs, where_rel : str
-        The entries where they are reached (paper names in A's indices).
-    zero_mismatch : int
-        Entries with ``a = 0`` and ``b' != 0`` (infinite relative error, not in ``max_rel``).
-    """
-
-    method: str
-    perm: list[list[int]]
-    scale: list[list[flint.fmpq]]
-    max_abs: flint.fmpq
-    max_rel: flint.fmpq | None
-    where_abs: str
-    where_rel: str
-    zero_mismatch: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: exact rationals as strings, with float views and ``bits``."""
-        return {"method": self.method, "perm": self.perm,
-                "scale": [[format_fmpq(s) for s in row] for row in self.scale],
-                "max_abs": format_fmpq(self.max_abs), "max_abs_float": _float(self.max_abs),
-                "where_abs": self.where_abs,
-                "max_rel": None if self.max_rel is None else format_fmpq(self.max_rel),
-                "max_rel_float": None if self.max_rel is None else _float(self.max_rel),
-                "bits": None if not self.max_rel else bits(self.max_rel), "where_rel": self.where_rel,
-                "zero_mismatch": self.zero_mismatch}
 
 
 def _float(q: flint.fmpq) -> float:
@@ -106,82 +68,13 @@ def _float(q: flint.fmpq) -> float:
         return math.inf
 
 
-def alignment_error(a: Network, b_aligned: Network, method: str, perm: list[list[int]],
-                    scale: list[list[flint.fmpq]]) -> Alignment:
-    """Exact entrywise errors of ``b_aligned`` against ``a`` (same widths)."""
-    names = entry_names(a.widths)
-    max_abs, max_rel = _ZERO, None
-    where_abs = where_rel = ""
-    mismatch = 0
-    for k, (x, y) in enumerate(zip(parameter_vector(a), parameter_vector(b_aligned))):
-        d = abs(x - y)
-        if k == 0 or d > max_abs:
-            max_abs, where_abs = d, _name(*names[k])
-        if x == _ZERO:
-            mismatch += d != _ZERO
-            continue
-        r = d / abs(x)
-        if max_rel is None or r > max_rel:
-            max_rel, where_rel = r, _name(*names[k])
-    return Alignment(method, perm, scale, max_abs, max_rel, where_abs, where_rel, mismatch)
+def _name(l: int, i: int, j: int | None) -> str:
+    return f"b_{l}[{i}]" if j is None else f"W_{l}[{i},{j}]"
 
 
-def align_greedy(a: Network, b: Network) -> tuple[list[list[int]], list[list[flint.fmpq]]]:
-    """A group element that brings ``b`` close to ``a``, layer by layer (greedy matching).
-
-    For each hidden layer, every pair (A's neuron ``i``, B's neuron ``p``) gets the exact scale
-    ``s = a_k / b_k`` at ``k``, A's largest incoming entry (columns already aligned; the bias
-    counts), and the float cost ``max |a - s b| / max |a|``; pairs with ``s <= 0`` or ``b_k = 0`` are
-    last.  Pairs are taken by increasing cost.  Neurons of A with zero incoming vector get scale 1.
-    """
-    perm: list[list[int]] = []
-    scale: list[list[flint.fmpq]] = []
-    prev_p: list[int] = list(range(a.widths[0]))
-    prev_s: list[flint.fmpq] = [_ONE] * a.widths[0]
-    for l in range(1, a.L):
-        n_prev = a.widths[l - 1]
-        ra = [[a.W[l - 1][i, j] for j in range(n_prev)] + [a.b[l - 1][i]] for i in range(a.widths[l])]
-        rb = [[b.W[l - 1][p, prev_p[j]] / prev_s[j] for j in range(n_prev)] + [b.b[l - 1][p]]
-              for p in range(b.widths[l])]
-        fa = [[_float(x) for x in r] for r in ra]
-        fb = [[_float(x) for x in r] for r in rb]
-        pairs = []
-        for i, r in enumerate(ra):
-            k = max(range(len(r)), key=lambda t: abs(r[t]))
-            top = abs(fa[i][k])
-            for p, q in enumerate(rb):
-                if r[k] == _ZERO:
-                    s, cost = _ONE, max(abs(x) for x in fb[p])
-                elif q[k] == _ZERO or r[k] / q[k] <= _ZERO:
-                    s, cost = _ONE, math.inf
-                else:
-                    s = r[k] / q[k]
-                    fs = _float(s)
-                    cost = max(abs(x - fs * y) for x, y in zip(fa[i], fb[p])) / top
-                pairs.append((cost, i, p, s))
-        pairs.sort(key=lambda t: (t[0], t[1], t[2]))
-        got_i: dict[int, tuple[int, flint.fmpq]] = {}
-        used: set[int] = set()
-        for _, i, p, s in pairs:
-            if i not in got_i and p not in used:
-                got_i[i] = (p, s)
-                used.add(p)
-        prev_p = [got_i[i][0] for i in range(a.widths[l])]
-        prev_s = [got_i[i][1] for i in range(a.widths[l])]
-        perm.append(prev_p)
-        scale.append(prev_s)
-    return perm, scale
-
-
-def _compose(ca: CanonicalForm, cb: CanonicalForm) -> tuple[list[list[int]], list[list[flint.fmpq]]]:
-    # B -> canonical(B) = canonical(A) -> A: position i of A is A's canonical position t with
-    # ca.perm[t] = i, filled by B's neuron cb.perm[t] with scale cb.scale[t] / ca.scale[t]
-    perm, scale = [], []
-    for pa, sa, pb, sb in zip(ca.perm, ca.scale, cb.perm, cb.scale):
-        pos = {p: t for t, p in enumerate(pa)}
-        perm.append([pb[pos[i]] for i in range(len(pa))])
-        scale.append([sb[pos[i]] / sa[pos[i]] for i in range(len(pa))])
-    return perm, scale
+def as_constrained(net: ConstrainedNetwork | Network) -> ConstrainedNetwork:
+    """A plain network as a constrained one (:func:`~exactident.model.constrained.from_network`); else itself."""
+    return net if isinstance(net, ConstrainedNetwork) else from_network(net)
 
 
 @dataclass
@@ -203,6 +96,7 @@ class Equivalence:
     hidden_symmetry_on_sample : bool
         Same outputs on the sample, different orbits.
     form_a, form_b : CanonicalForm or None
+        The MLP forms (None for layer graphs: their digests are in ``reason``).
     """
 
     same_orbit: bool | None
@@ -224,9 +118,16 @@ class Equivalence:
                 "digest_b": None if self.form_b is None else self.form_b.digest()}
 
 
-def compare_outputs(a: Network, b: Network, X: Sequence[Sequence[flint.fmpq]]) -> dict[str, Any]:
+def compare_outputs(a: Network | ConstrainedNetwork, b: Network | ConstrainedNetwork,
+                    X: Sequence[Sequence[flint.fmpq]]) -> dict[str, Any]:
     """Exact forward passes of ``a`` and ``b`` on ``X``: equal outputs?  The first difference, the largest one."""
-    return output_difference(pre_activations(a, X)[-1], pre_activations(b, X)[-1], len(X), a.widths[-1])
+    if isinstance(a, Network) and isinstance(b, Network):
+        return output_difference(pre_activations(a, X)[-1], pre_activations(b, X)[-1], len(X), a.widths[-1])
+    ca, cb = as_constrained(a), as_constrained(b)
+    if not X:
+        return output_difference(None, None, 0, ca.widths[-1])
+    return output_difference(constrained_pre_activations(ca, X)[-1], constrained_pre_activations(cb, X)[-1], len(X),
+                             ca.widths[-1])
 
 
 def output_difference(Fa: Any, Fb: Any, n: int, n_out: int) -> dict[str, Any]:
@@ -243,14 +144,18 @@ def output_difference(Fa: Any, Fb: Any, n: int, n_out: int) -> dict[str, Any]:
             "max_abs_output_error": format_fmpq(worst), "max_abs_output_error_float": _float(worst)}
 
 
-def equiv(a: Network, b: Network, sample: Sequence[Sequence[flint.fmpq]] | None = None) -> Equivalence:
+def equiv(a: Network | ConstrainedNetwork, b: Network | ConstrainedNetwork,
+          sample: Sequence[Sequence[flint.fmpq]] | None = None, *, seed: int = 0) -> Equivalence:
     """Decide whether ``a`` and ``b`` are in the same orbit; where they differ, by how much; outputs on a sample.
 
     Parameters
     ----------
-    a, b : Network
+    a, b : Network or ConstrainedNetwork
+        Two plain ReLU MLPs are compared by their canonical forms; otherwise see the module docstring.
     sample : n rows of N_0 fmpq, optional
         Run both networks on it exactly.
+    seed : int
+        Seeds the probe points (layer graphs only).
 
     Returns
     -------
@@ -272,9 +177,14 @@ def equiv(a: Network, b: Network, sample: Sequence[Sequence[flint.fmpq]] | None 
     >>> e.same_orbit, e.first_difference["entry"], e.sample["same_outputs"]
     (False, 'b_2[0]', False)
     """
+    pa, pb = as_plain(a), as_plain(b)
+    if pa is None or pb is None:
+        return _equiv_graph(as_constrained(a), as_constrained(b), sample, seed)
+    a, b = pa, pb
     if a.widths != b.widths:
         return Equivalence(False, f"different widths: {list(a.widths)} and {list(b.widths)}")
     ca, cb = canonical_form(a), canonical_form(b)
+    assert isinstance(ca, CanonicalForm) and isinstance(cb, CanonicalForm)
     va, vb = ca.key, cb.key
     out = Equivalence(True, "equal canonical forms", form_a=ca, form_b=cb)
     if va != vb:
@@ -293,7 +203,7 @@ def equiv(a: Network, b: Network, sample: Sequence[Sequence[flint.fmpq]] | None 
         else:
             out.same_orbit, out.reason = False, f"canonical forms differ first at {out.first_difference['entry']}"
     candidates = []
-    perm, scale = _compose(ca, cb)
+    perm, scale = compose(ca, cb)
     candidates.append(alignment_error(a, transform(b, perm, scale), "canonical", perm, scale))
     if va != vb:
         gp, gs = align_greedy(a, b)
@@ -302,4 +212,53 @@ def equiv(a: Network, b: Network, sample: Sequence[Sequence[flint.fmpq]] | None 
     if sample is not None:
         out.sample = compare_outputs(a, b, sample)
         out.hidden_symmetry_on_sample = bool(out.sample["same_outputs"] and out.same_orbit is False)
+    return out
+
+
+def _equiv_graph(ca: ConstrainedNetwork, cb: ConstrainedNetwork, sample: Sequence[Sequence[flint.fmpq]] | None,
+                 seed: int) -> Equivalence:
+    """:func:`equiv` when a layer graph is on either side (module docstring)."""
+    from exactident.symmetry.linewalk import domain_points
+
+    if (ca.widths[0], ca.widths[-1]) != (cb.widths[0], cb.widths[-1]):
+        return Equivalence(False, f"different numbers of inputs or outputs: {ca.widths[0]} -> {ca.widths[-1]} and "
+                                  f"{cb.widths[0]} -> {cb.widths[-1]}")
+    same_family = ca.widths == cb.widths and ca.n_params == cb.n_params and structure_key(ca) == structure_key(cb)
+    out = Equivalence(None, "")
+    why_open = "different architectures (the compiled families differ): no form to compare"
+    if same_family:
+        fa, fb = canonical_form(ca), canonical_form(cb)
+        assert isinstance(fa, GraphCanonicalForm) and isinstance(fb, GraphCanonicalForm)  # not plain: same family
+        out.alignment = graph_alignment(fa, fb, ca, cb)
+        if fa.key == fb.key:
+            group = "the rescalings and permutations of interchangeable blocks" if fa.groups else "the rescalings"
+            out.same_orbit, out.reason = True, f"equal canonical forms under {group} (digest {fa.digest()})"
+        else:
+            j = next(t for t, (x, y) in enumerate(zip(fa.key, fb.key)) if x != y)
+            out.first_difference = {"entry": ca.param_name(j), "parameter": j, "a": format_fmpq(fa.key[j]),
+                                    "b": format_fmpq(fb.key[j])}
+            why_open = (f"the canonical forms differ first at {ca.param_name(j)}"
+                        + ("" if fa.complete and fb.complete else " (a form is not complete for H)")
+                        + "; permutations are normalised for interchangeable blocks (dense units, convolution "
+                          "channels) only, not for units touched by skips or ties")
+    if sample is not None:
+        out.sample = compare_outputs(ca, cb, sample)
+    if out.same_orbit is None:
+        probes = domain_points(np.random.default_rng(seed), PROBE_POINTS, ca.widths[0], None)
+        seen = out.sample if out.sample is not None and not out.sample["same_outputs"] else None
+        if seen is not None:
+            f = seen["first_difference"]
+            out.same_orbit, out.reason = False, (f"different functions: outputs differ at sample {f['sample']} output "
+                                                 f"{f['output']} ({why_open})")
+        else:
+            probe = compare_outputs(ca, cb, probes)
+            if not probe["same_outputs"]:
+                f = probe["first_difference"]
+                out.same_orbit, out.reason = False, (f"different functions: outputs differ at random point "
+                                                     f"{f['sample']} (seed {seed}) output {f['output']} ({why_open})")
+            else:
+                out.reason = (f"undecided: {why_open}, and the outputs agree at {PROBE_POINTS} random points"
+                              + (" and on the sample" if out.sample is not None else ""))
+    out.hidden_symmetry_on_sample = bool(out.sample is not None and out.sample["same_outputs"]
+                                         and out.same_orbit is False)
     return out
