@@ -22,7 +22,11 @@ How each op compiles (docs/case-format.md, "How a format-2 case is compiled"):
   level by level (depth ``ceil(log2 k)`` for ``k`` positions): each pair is one ReLU unit with
   fixed weights ``+1, -1`` (no new parameter), kinked exactly where ``a = b``, named
   ``pool[c=0,x=2>x=3]`` (active where the first wins); ``b`` is carried up.  Inputs holding a
-  parameter are made linear units first; a pair shared by overlapping windows is one unit.
+  parameter are made linear units first; a pair shared by overlapping windows is one unit.  A
+  ReLU or leaky ReLU (slope ``>= 0``) read only by the pooling is applied after it, on the
+  pooled pre-activations (``max(s(a), s(b)) = s(max(a, b))`` for a nondecreasing ``s``: the same
+  network), so two dead ReLU outputs in one window are no tie; its units are named
+  ``relu1(pool[c=0,x=1])``.
 - The output expression becomes the affine output layer ``L``.
 - A unit read by a layer more than one layer above it is carried up by *carrier* units:
   linear units with fixed incoming weight 1 and bias 0 (``skip(input[3])``), one per layer.
@@ -129,9 +133,19 @@ class _Compiler:
         for k in range(arch.n_inputs):
             self.new_unit(_Unit(0, names[k]))
         env = {"input": [_Elem({k: (-1, _ONE)}, _FIXED0, names[k]) for k in range(arch.n_inputs)]}
+        swapped = _pooled_activations(arch)
         for layer in arch.layers:
+            if layer.name in swapped:  # applied after the max pooling that reads it (below)
+                env[layer.name] = env[layer.inputs[0]]
+                continue
+            act = arch.layer(layer.inputs[0]) if layer.inputs[0] in swapped else None
             env[layer.name] = self.layer(layer, [env[s] for s in layer.inputs],
                                          [arch.shapes[s] for s in layer.inputs], arch.shapes[layer.name])
+            if act is not None:  # max(s(a), s(b)) = s(max(a, b)) for a nondecreasing activation s
+                shape = arch.shapes[layer.name]
+                env[layer.name] = self.materialize(env[layer.name], self.slopes(act, shape))
+                for unit in self.units[-len(env[layer.name]):]:
+                    unit.name = f"{act.name}({unit.name})"
         if all(e.pure() for e in env[arch.output]):  # the graph ends with an activation: output weights 1
             self.features.add("fixed weights")
         self.materialize(env[arch.output], None)
@@ -340,6 +354,27 @@ class _Compiler:
         features = tuple(f for f in FEATURES if f in self.features)
         return ConstrainedNetwork(widths, W, b, W_index, b_index, slopes, slope_index, len(used), features,
                                   [self.params[j][0] for j in used], unit_names)
+
+
+def _pooled_activations(arch: Architecture) -> set[str]:
+    """ReLU and leaky ReLU layers (fixed slope >= 0) read only by one max pooling: compiled after it.
+
+    ``max(s(a), s(b)) = s(max(a, b))`` for every nondecreasing ``s``, so the family is the same;
+    the max then compares pre-activations, and two dead ReLU outputs (both 0 on a sample) make no
+    tie, since locally they are no kink of the network.
+    """
+    readers: dict[str, list[Layer]] = {}
+    for layer in arch.layers:
+        for src in layer.inputs:
+            readers.setdefault(src, []).append(layer)
+    out = set()
+    for layer in arch.layers:
+        users = readers.get(layer.name, [])
+        if (layer.op == "relu" or (layer.op == "leaky_relu" and layer.negative_slope is not None
+                                   and layer.negative_slope >= 0)) \
+                and layer.name != arch.output and len(users) == 1 and users[0].op.startswith("maxpool"):
+            out.add(layer.name)
+    return out
 
 
 def _clash(acc: list[_Elem], term: list[_Elem]) -> bool:
