@@ -242,6 +242,8 @@ class _TorchWalk:
             return g.avgpool(node.name, src, k, _as_list(stride), _as_list(p.get("padding", 0)))
         if t in (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d):
             return self.adaptive(node, src, args[1] if len(args) > 1 else kw["output_size"])
+        if "max_pool" in str(getattr(t, "__name__", "")) and str(t.__name__).endswith("_with_indices"):
+            raise self.err(node, "return_indices=True is not supported (the indices are not piecewise linear)")
         if t in (F.max_pool1d, F.max_pool2d, torch.max_pool1d, torch.max_pool2d):
             # F.max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
             names = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
