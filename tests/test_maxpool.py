@@ -195,7 +195,8 @@ def test_every_pair_unit_has_fixed_weights_and_no_new_parameter():
     net = _net(np.random.default_rng(1), (1, 8), 1, (2,), "relu", ((4,), (2,), (0,), (0,), (1,), False))
     cn = compile_architecture(_arch(net))
     assert cn.n_params == net["W"].size + 1 + net["V"].size + 1  # the convolution's and the linear's only
-    pair_units = [(l, v) for l in range(1, cn.L) for v in range(cn.widths[l]) if ">" in cn.unit_name(l, v) and not cn.is_carrier(l, v)]
+    pair_units = [(l, v) for l in range(1, cn.L) for v in range(cn.widths[l])
+                  if ">" in cn.unit_name(l, v) and not cn.is_carrier(l, v)]
     # windows {0..3}, {2..5}: pairs (0,1), (2,3), (4,5) (shared (2,3)), then their two maxima: 5 units
     assert len(pair_units) == 5
     for l, v in pair_units:
@@ -250,7 +251,7 @@ def _no_ties(net, X):
             h[(o, *pos)] = D(z)
         d = len(shape) - 1
         k, s, begin, _end, dil, _ceil = net["pool"]
-        pooled, pshape = _maxpool(h, (conv_shape, *net["pool"]))
+        _, pshape = _maxpool(h, (conv_shape, *net["pool"]))
         for c, *pos in itertools.product(*(range(n) for n in pshape)):
             axes = [[p * s[a] - begin[a] + j * dil[a] for j in range(k[a])
                      if 0 <= p * s[a] - begin[a] + j * dil[a] < conv_shape[1 + a]] for a, p in enumerate(pos)]

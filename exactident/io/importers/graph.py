@@ -196,7 +196,8 @@ class LayerGraph:
                 and min(p) >= 0 else 0
             if m < 1 or any(not pool_window(o, k[i], s[i], begin, dil[i], shp[1 + i]) for o in range(m)):
                 raise CaseFormatError(self.source, name, f"pooling window {k}, stride {s}, padding {p}, dilation "
-                                                         f"{dil} on shape {shp}: no output, or a window of padding only")
+                                                         f"{dil} on shape {shp}: no output, or a window of padding "
+                                                         "only")
             out.append(m)
         attrs = {"kernel_size": k, "stride": s, "padding": p, "dilation": dil, "ceil_mode": bool(ceil_mode)}
         return self._new(GLayer(name, f"maxpool{d}d", [src], attrs), (shp[0], *out))

@@ -18,8 +18,9 @@ positions never win the max), ``GlobalMaxPooling1D``/``2D``, ``ReLU`` (plain), `
 float32), ``PReLU`` (one slope per feature or, with ``shared_axes`` over the spatial
 axes, per channel), ``Activation``, ``Add``, ``Flatten``, ``Dropout`` and its
 variants; ``BatchNormalization`` after a ``Dense``/convolution folded in float64 with
-``fold_batchnorm``.  Refused in one line naming the layer: ``BatchNormalization`` otherwise (irrational fold), non-piecewise-linear activations,
-recurrent and attention layers, anything else.
+``fold_batchnorm``.  Refused in one line naming the layer: ``BatchNormalization`` otherwise
+(irrational fold), non-piecewise-linear activations, recurrent and attention layers, anything
+else.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ shape known (batch axis symbolic): ``Gemm`` (``alpha = beta = 1``, ``transA = 0`
 ``Conv`` (1-D/2-D, symmetric zero ``pads``, ``dilations`` 1, ``group`` 1),
 ``AveragePool`` (no ``ceil_mode``; ``count_include_pad=0`` only without padding),
 ``GlobalAveragePool``, ``MaxPool`` (``pads`` per side or ``auto_pad``, ``dilations``,
-``ceil_mode``; padded positions never win; no ``Indices`` output), ``GlobalMaxPool``, ``Relu``, ``LeakyRelu`` (its float32 ``alpha`` exactly),
+``ceil_mode``; padded positions never win; no ``Indices`` output), ``GlobalMaxPool``, ``Relu``,
+``LeakyRelu`` (its float32 ``alpha`` exactly),
 ``PRelu`` (one slope or one per channel), ``Add`` of two data tensors, ``Flatten``
 (``axis=1``), ``Reshape`` to ``(n, -1)`` (a flatten) or of the input itself,
 ``Identity``/``Dropout``/``Cast`` to the same type (aliases), helper ops on constants
