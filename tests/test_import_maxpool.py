@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _importers import bad_input_error
 
 from exactident.errors import CaseFormatError
 from exactident.io.case import parse_case
@@ -156,3 +157,40 @@ def test_keras_max_pooling_valid_same_global(keras, tmp_path):
         assert any(op.startswith("maxpool") for op in _ops(doc)), _ops(doc)
         ref = np.asarray(model.predict(X, verbose=0)).reshape(len(X), -1)  # Keras' own float32 forward
         np.testing.assert_allclose(_exact_outputs(doc), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs, outputs, words", [
+    ({"kernel_shape": [2]}, ["y", "idx"], "node 'pool' (MaxPool): the Indices output is not supported"),
+    ({"kernel_shape": [2], "auto_pad": "SAME_MIDDLE"}, ["y"], "node 'pool' (MaxPool): unknown auto_pad 'SAME_MIDDLE'"),
+    ({"kernel_shape": [4], "pads": [4, 0]}, ["y"], "(MaxPool): pooling window [4], stride [1], padding [4, 0]"),
+])
+def test_onnx_bad_maxpool_nodes_exit_2_one_line(tmp_path, capsys, attrs, outputs, words):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    W = numpy_helper.from_array(np.ones((1, 3), np.float32), "W")
+    nodes = [helper.make_node("MaxPool", ["x"], outputs, name="pool", **attrs),
+             helper.make_node("Flatten", ["y"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "W"], ["out"], name="fc", transB=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 6])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["n", 1])], [W])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", RNG.standard_normal((3, 1, 6)).astype(np.float32))
+    err = bad_input_error(capsys, ["import", str(tmp_path / "m.onnx"), "--sample", str(tmp_path / "x.npy")])
+    assert words in err, err
+
+
+def test_keras_unknown_padding_mode_is_named(keras, tmp_path, capsys):
+    import zipfile
+
+    L = keras.layers
+    inp = keras.Input((6, 1))
+    keras.Model(inp, L.Dense(1)(L.Flatten()(L.MaxPooling1D(2)(inp)))).save(tmp_path / "m.keras")
+    with zipfile.ZipFile(tmp_path / "m.keras") as z:  # the same file with padding 'causal' in its config
+        files = {n: z.read(n) for n in z.namelist()}
+    files["config.json"] = files["config.json"].replace(b'"padding": "valid"', b'"padding": "causal"')
+    with zipfile.ZipFile(tmp_path / "bad.keras", "w") as z:
+        for n, data in files.items():
+            z.writestr(n, data)
+    err = bad_input_error(capsys, ["import", str(tmp_path / "bad.keras")])
+    assert "(MaxPooling1D): padding 'causal' (expected 'valid' or 'same')" in err, err
