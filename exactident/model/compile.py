@@ -25,8 +25,8 @@ How each op compiles (docs/case-format.md, "How a format-2 case is compiled"):
   parameter are made linear units first; a pair shared by overlapping windows is one unit.  A
   ReLU or leaky ReLU (slope ``>= 0``) read only by the pooling is applied after it, on the
   pooled pre-activations (``max(s(a), s(b)) = s(max(a, b))`` for a nondecreasing ``s``: the same
-  network), so two dead ReLU outputs in one window are no tie; its units are named
-  ``relu1(pool[c=0,x=1])``.
+  network), so two dead ReLU outputs in one window are no tie; its units are named after the
+  pooled element they activate (``pool[c=0,x=1]``), as every activation's units are.
 - The output expression becomes the affine output layer ``L``.
 - A unit read by a layer more than one layer above it is carried up by *carrier* units:
   linear units with fixed incoming weight 1 and bias 0 (``skip(input[3])``), one per layer.
@@ -144,8 +144,6 @@ class _Compiler:
             if act is not None:  # max(s(a), s(b)) = s(max(a, b)) for a nondecreasing activation s
                 shape = arch.shapes[layer.name]
                 env[layer.name] = self.materialize(env[layer.name], self.slopes(act, shape))
-                for unit in self.units[-len(env[layer.name]):]:
-                    unit.name = f"{act.name}({unit.name})"
         if all(e.pure() for e in env[arch.output]):  # the graph ends with an activation: output weights 1
             self.features.add("fixed weights")
         self.materialize(env[arch.output], None)
