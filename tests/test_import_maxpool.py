@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import warnings
 from fractions import Fraction
 
@@ -194,3 +195,28 @@ def test_keras_unknown_padding_mode_is_named(keras, tmp_path, capsys):
             z.writestr(n, data)
     err = bad_input_error(capsys, ["import", str(tmp_path / "bad.keras")])
     assert "(MaxPooling1D): padding 'causal' (expected 'valid' or 'same')" in err, err
+
+
+def test_window_rule_is_pytorchs_on_every_small_config():
+    """Sizes and values of ``F.max_pool1d`` (float64) for every small config it accepts, ceil mode included."""
+    from exactident.model.architecture import pool_out_size, pool_window
+
+    gen = torch.Generator().manual_seed(0)
+    checked = 0
+    for n, k, s, p, d, ceil in itertools.product(range(1, 9), range(1, 5), range(1, 4), range(3), range(1, 3),
+                                                (False, True)):
+        if 2 * p > k:
+            continue  # PyTorch: padding at most half the kernel
+        x = torch.randn(1, 1, n, dtype=torch.float64, generator=gen)
+        try:
+            y = F.max_pool1d(x, k, s, p, d, ceil).ravel().tolist()
+        except RuntimeError:
+            continue  # an output size below 1: refused by PyTorch
+        m = pool_out_size(n, k, s, p, p, d, ceil)
+        assert m == len(y), (n, k, s, p, d, ceil)
+        xs = x.ravel().tolist()
+        for o in range(m):
+            window = pool_window(o, k, s, p, d, n)
+            assert (max(xs[i] for i in window) if window else float("-inf")) == y[o], (n, k, s, p, d, ceil, o)
+        checked += 1
+    assert checked > 600

@@ -382,13 +382,11 @@ def pool_out_size(n: int, k: int, s: int, begin: int, end: int, dilation: int, c
     >>> pool_out_size(5, 2, 2, 0, 0, 1, False), pool_out_size(5, 2, 2, 0, 0, 1, True)
     (2, 3)
     """
-    span = n + begin + end - dilation * (k - 1) - 1
-    if span < 0:
-        return 0
+    span = n + begin + end - dilation * (k - 1) - 1  # negative: the window is longer than the padded input
     m = (-(-span // s) if ceil_mode else span // s) + 1
     if ceil_mode and (m - 1) * s >= n + begin:
         m -= 1
-    return m
+    return max(m, 0)
 
 
 def pool_window(o: int, k: int, s: int, begin: int, dilation: int, n: int) -> list[int]:
