@@ -354,3 +354,19 @@ def test_round_trip_keeps_every_field():
     assert {k: back["layers"][1][k] for k in ("kernel_size", "stride", "padding", "dilation", "ceil_mode")} == \
         {"kernel_size": [2], "stride": [2], "padding": [1, 0], "dilation": [2], "ceil_mode": True}
     assert parse_case(back, "mp.json").architecture == case.architecture
+
+
+def test_dead_relu_outputs_in_a_window_are_no_tie():
+    """conv (weight 1, bias -10) -> ReLU -> max over pairs, on inputs in [0, 4]: every ReLU output is 0 (dead), so
+    each window compares 0 with 0; near theta both stay 0, no kink of the network, and the compiled network
+    (the ReLU applied after the max of the distinct pre-activations) has no tie at all."""
+    net = {"input_shape": (1, 4), "W": np.array([[[Fraction(1)]]], dtype=object),
+           "b": np.array([Fraction(-10)], dtype=object), "act": "relu", "pool": ((2,), (2,), (0,), (0,), (1,), False),
+           "V": np.array([[Fraction(1), Fraction(1)]], dtype=object), "c": np.array([Fraction(0)], dtype=object)}
+    X = [[Fraction(v) for v in row] for row in ([0, 1, 2, 3], [4, 3, 2, 1], [1, 3, 0, 2])]
+    case = _case(net, X)
+    r = check(case, numeric=False)
+    assert not r.on_boundary and r.n_ties == 0
+    assert [y.v for x in X for y in _forward(net, x)] == [0, 0, 0]
+    Z = constrained_pre_activations(case.compiled, X)[-1]
+    assert [Z[i, 0] for i in range(3)] == [0, 0, 0]
