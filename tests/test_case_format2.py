@@ -105,7 +105,7 @@ def _mutate(path, value, delete=False):
 
 
 BAD = [
-    (_mutate(["layers", 0, "op"], "maxpool1d"), "layers[0].op", "'maxpool1d': max pooling is refused: ties"),
+    (_mutate(["layers", 0, "op"], "batchnorm1d"), "layers[0].op", "'batchnorm1d': batch normalisation is refused"),
     (_mutate(["layers", 0, "op"], "conv3d"), "layers[0].op", "unknown op 'conv3d' (known: linear, conv1d"),
     (_mutate(["layers", 0, "op"], 3), "layers[0].op", "expected an op name, found number 3"),
     (_mutate(["layers", 0, "dilation"], [2]), "layers[0].dilation", "unknown field for conv1d"),

@@ -114,7 +114,7 @@ def test_functional_chain(keras, tmp_path):
     assert "on 8 rows" in import_model(tmp_path / "f.keras").provenance["forward_check"]
 
 
-def test_functional_residual_is_a_layer_graph_max_pooling_refused(keras, tmp_path, capsys):
+def test_functional_residual_is_a_layer_graph_an_lstm_refused(keras, tmp_path, capsys):
     L = keras.layers
     inp = keras.Input((3,))
     h = L.Dense(3, activation="relu")(inp)
@@ -124,10 +124,10 @@ def test_functional_residual_is_a_layer_graph_max_pooling_refused(keras, tmp_pat
     doc = json.loads((tmp_path / "res.json").read_text())
     assert doc["format"] == "exactident-case/2" and [layer["op"] for layer in doc["layers"]] == [
         "linear", "relu", "add", "linear"]
-    inp = keras.Input((6, 6, 1))  # still refused: max pooling
-    keras.Model(inp, L.Dense(1)(L.Flatten()(L.MaxPooling2D()(inp)))).save(tmp_path / "mp.keras")
-    err = bad_input_error(capsys, ["import", str(tmp_path / "mp.keras")])
-    assert "layer 'max_pooling2d' (MaxPooling2D): max pooling is not supported (ties between pooled values" in err
+    inp = keras.Input((6, 2))  # refused: a recurrent layer
+    keras.Model(inp, L.Dense(1)(L.LSTM(2)(inp))).save(tmp_path / "rnn.keras")
+    err = bad_input_error(capsys, ["import", str(tmp_path / "rnn.keras")])
+    assert "layer 'lstm' (LSTM): recurrent layers are not supported" in err
     assert "Traceback" not in err and "\x1b" not in err
 
 

@@ -186,9 +186,20 @@ def _layer(obj: Any, source: str, where: str, budget: DigitBudget) -> Layer:
     if "negative_slope" in obj:
         layer.negative_slope = parse_number(obj["negative_slope"], source, f"{where}.negative_slope", budget)
     axes = 1 if op.endswith("1d") else 2
-    for key, low in (("kernel_size", 1), ("stride", 1), ("padding", 0)):
+    for key, low in (("kernel_size", 1), ("stride", 1), ("padding", 0), ("dilation", 1)):
         if key in obj:
-            setattr(layer, key, _ints(obj[key], source, f"{where}.{key}", low, axes))
+            length: int | None = axes
+            if op.startswith("maxpool") and key == "padding":  # symmetric, or every begin then every end
+                length = len(_list(obj[key], source, f"{where}.{key}", None, "a list of integers"))
+                if length not in (axes, 2 * axes):
+                    raise CaseFormatError(source, f"{where}.{key}", f"expected {axes} entries (both sides) or "
+                                                                    f"{2 * axes} (begins, then ends), found {length}")
+            setattr(layer, key, _ints(obj[key], source, f"{where}.{key}", low, length))
+    if "ceil_mode" in obj:
+        if not isinstance(obj["ceil_mode"], bool):
+            raise CaseFormatError(source, f"{where}.ceil_mode", f"expected true or false, found "
+                                                                f"{describe_json_value(obj['ceil_mode'])}")
+        layer.ceil_mode = obj["ceil_mode"]
     if "out_channels" in obj:
         n = _ints([obj["out_channels"]], source, f"{where}.out_channels", 1)[0]
         if layer.weight is not None and n != layer.weight.shape[0]:
@@ -234,6 +245,8 @@ def architecture_to_json(arch: Architecture) -> dict[str, Any]:
             out["out_channels"] = int(layer.weight.shape[0])
         if layer.kernel_size:
             out.update(kernel_size=list(layer.kernel_size), stride=list(layer.stride), padding=list(layer.padding))
+        if layer.op.startswith("maxpool"):
+            out.update(dilation=list(layer.dilation), ceil_mode=layer.ceil_mode)
         if layer.weight is not None:
             out["weight"] = _nested(layer.weight)
         if layer.op in ("linear", "conv1d", "conv2d"):

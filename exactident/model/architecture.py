@@ -10,7 +10,8 @@ framework's own shapes (``linear.weight`` is ``(out, in)``, ``conv2d.weight`` is
 
 Ops (docs/case-format.md, format 2): ``linear``, ``conv1d``, ``conv2d`` (stride, zero
 padding, dilation 1, groups 1), ``avgpool1d``, ``avgpool2d`` (zero padding counted in the
-divisor, floor windows), ``relu``, ``leaky_relu`` (exact slope), ``prelu`` (one slope or one
+divisor, floor windows), ``maxpool1d``, ``maxpool2d`` (stride, padding that never wins, per side or
+symmetric, dilation, ceil mode), ``relu``, ``leaky_relu`` (exact slope), ``prelu`` (one slope or one
 per channel, free), ``flatten`` (C-order), ``add`` (two or more inputs of one shape),
 ``identity``.  Construction validates everything and raises a
 :class:`~exactident.errors.CaseFormatError` naming the field (``layers[2].weight``).
@@ -35,6 +36,9 @@ __all__ = [
     "Architecture",
     "Layer",
     "exact_array",
+    "pool_out_size",
+    "pool_pads",
+    "pool_window",
     "unknown_op_message",
 ]
 
@@ -45,6 +49,8 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "conv2d": (("weight", "bias"), ("out_channels", "kernel_size", "stride", "padding")),
     "avgpool1d": (("kernel_size",), ("stride", "padding")),
     "avgpool2d": (("kernel_size",), ("stride", "padding")),
+    "maxpool1d": (("kernel_size",), ("stride", "padding", "dilation", "ceil_mode")),
+    "maxpool2d": (("kernel_size",), ("stride", "padding", "dilation", "ceil_mode")),
     "relu": ((), ()),
     "leaky_relu": (("negative_slope",), ()),
     "prelu": (("weight",), ()),
@@ -54,8 +60,6 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 #: Ops people ask for that exactident refuses, with the reason given in the one-line error.
 REFUSED_OPS = {
-    "maxpool1d": "max pooling is refused: ties between pooled values are not handled",
-    "maxpool2d": "max pooling is refused: ties between pooled values are not handled",
     "batchnorm1d": "batch normalisation is refused: its exact folding needs sqrt(var + eps), irrational in general "
                    "(fold it into the previous layer first)",
     "batchnorm2d": "batch normalisation is refused: its exact folding needs sqrt(var + eps), irrational in general "
@@ -65,7 +69,7 @@ REFUSED_OPS = {
 }
 #: Ops that set the negative-side slope of the units they follow.
 ACTIVATION_OPS = ("relu", "leaky_relu", "prelu")
-_SPATIAL = {"conv1d": 1, "conv2d": 2, "avgpool1d": 1, "avgpool2d": 2}
+_SPATIAL = {"conv1d": 1, "conv2d": 2, "avgpool1d": 1, "avgpool2d": 2, "maxpool1d": 1, "maxpool2d": 2}
 
 
 def exact_array(values: object, shape: Sequence[int] | None = None) -> np.ndarray:
@@ -106,7 +110,14 @@ class Layer:
         ``(out,)``; None means no bias (fixed at 0).
     kernel_size, stride, padding : tuple of int
         Convolution and pooling (one entry per spatial axis).  Defaults: stride 1 for a
-        convolution, ``kernel_size`` for pooling; padding 0.
+        convolution, ``kernel_size`` for pooling; padding 0.  Max pooling also takes a padding
+        of two entries per axis, every begin then every end (ONNX's ``pads``): a padded
+        position never wins the max.
+    dilation : tuple of int
+        Max pooling only: the step between window positions (default 1 per axis).
+    ceil_mode : bool
+        Max pooling only: ceil instead of floor for the number of windows; a window that would
+        start in the end padding is dropped (PyTorch's and ONNX's rule).
     negative_slope : fmpq or None
         ``leaky_relu`` only.
     """
@@ -120,13 +131,16 @@ class Layer:
     stride: tuple[int, ...] = ()
     padding: tuple[int, ...] = ()
     negative_slope: flint.fmpq | None = None
+    dilation: tuple[int, ...] = ()
+    ceil_mode: bool = False
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Layer):
             return NotImplemented
         same = (self.name, self.op, tuple(self.inputs), self.kernel_size, self.stride, self.padding,
-                self.negative_slope) == (other.name, other.op, tuple(other.inputs), other.kernel_size,
-                                         other.stride, other.padding, other.negative_slope)
+                self.negative_slope, self.dilation, self.ceil_mode) == (
+            other.name, other.op, tuple(other.inputs), other.kernel_size, other.stride, other.padding,
+            other.negative_slope, other.dilation, other.ceil_mode)
         return same and _same_array(self.weight, other.weight) and _same_array(self.bias, other.bias)
 
 
@@ -265,6 +279,23 @@ class Architecture:
             return (w.shape[0],)
         return self._spatial(at, layer, shape)
 
+    def _max_windows(self, at: str, layer: Layer, spatial: tuple[int, ...]) -> list[int]:
+        """Output size per axis of a max pooling; every window must hold an input position."""
+        out = []
+        for axis, n in enumerate(spatial):
+            begin, end = pool_pads(layer.padding, axis, len(spatial))
+            k, s, dil = layer.kernel_size[axis], layer.stride[axis], layer.dilation[axis]
+            m = pool_out_size(n, k, s, begin, end, dil, layer.ceil_mode)
+            if m < 1:
+                self._fail(f"{at}.kernel_size", f"window {k} (dilation {dil}) is larger than the padded input "
+                                                f"{n} + {begin} + {end}")
+            for o in range(m):
+                if not pool_window(o, k, s, begin, dil, n):
+                    self._fail(f"{at}.padding", f"window {o} along axis {axis} holds only padding (no input "
+                                                f"position to take the max of)")
+            out.append(m)
+        return out
+
     def _weight(self, at: str, layer: Layer, ndim: int) -> np.ndarray:
         w = layer.weight
         if isinstance(w, (list, tuple)):  # nested lists from Python: made an exact array (floats refused)
@@ -301,18 +332,28 @@ class Architecture:
                 self._fail(f"{at}.kernel_size", f"{list(layer.kernel_size)} differs from the weight's "
                                                 f"{list(w.shape[2:])}")
             layer.kernel_size = tuple(w.shape[2:])
-        for key in ("kernel_size", "stride", "padding"):
+        maxpool = layer.op.startswith("maxpool")
+        for key in ("kernel_size", "stride", "padding", "dilation"):
+            if key == "dilation" and not maxpool:
+                continue
             value = getattr(layer, key)
             if key == "stride" and not value:
                 value = (1,) * d if conv else layer.kernel_size
-            if key == "padding" and not value:
-                value = (0,) * d
+            if key in ("padding", "dilation") and not value:
+                value = (0 if key == "padding" else 1,) * d
             low = 0 if key == "padding" else 1
-            if (not isinstance(value, (tuple, list)) or len(value) != d
+            lengths = (d, 2 * d) if maxpool and key == "padding" else (d,)
+            if (not isinstance(value, (tuple, list)) or len(value) not in lengths
                     or any(isinstance(v, bool) or not isinstance(v, int) or v < low for v in value)):
                 what = "non-negative" if low == 0 else "positive"
-                self._fail(f"{at}.{key}", f"expected {d} {what} integer{'s' if d > 1 else ''}, found {value!r}")
+                count = f"{d} or {2 * d}" if len(lengths) == 2 else f"{d}"
+                self._fail(f"{at}.{key}", f"expected {count} {what} integer{'s' if d > 1 or maxpool else ''}, "
+                                          f"found {value!r}")
             setattr(layer, key, tuple(value))
+        if maxpool:
+            if not isinstance(layer.ceil_mode, bool):
+                self._fail(f"{at}.ceil_mode", f"expected true or false, found {layer.ceil_mode!r}")
+            return (shape[0], *self._max_windows(at, layer, shape[1:]))
         out = []
         for axis in range(d):
             k, s, p, n = layer.kernel_size[axis], layer.stride[axis], layer.padding[axis], shape[axis + 1]
@@ -323,6 +364,35 @@ class Architecture:
             out.append((n + 2 * p - k) // s + 1)
         channels = layer.weight.shape[0] if conv and layer.weight is not None else shape[0]
         return (channels, *out)
+
+
+def pool_pads(padding: Sequence[int], axis: int, d: int) -> tuple[int, int]:
+    """``(begin, end)`` padding of ``axis`` from ``d`` symmetric entries or ``2 d`` (begins, then ends)."""
+    return (padding[axis], padding[axis + d]) if len(padding) == 2 * d else (padding[axis], padding[axis])
+
+
+def pool_out_size(n: int, k: int, s: int, begin: int, end: int, dilation: int, ceil_mode: bool) -> int:
+    """Number of max-pooling windows along one axis (PyTorch's and ONNX's rule).
+
+    ``floor`` (or ``ceil``) of ``(n + begin + end - dilation (k - 1) - 1) / s`` plus one; with
+    ``ceil_mode`` a last window that would start in the end padding is dropped.
+
+    Examples
+    --------
+    >>> pool_out_size(5, 2, 2, 0, 0, 1, False), pool_out_size(5, 2, 2, 0, 0, 1, True)
+    (2, 3)
+    """
+    span = n + begin + end - dilation * (k - 1) - 1  # negative: the window is longer than the padded input
+    m = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (m - 1) * s >= n + begin:
+        m -= 1
+    return max(m, 0)
+
+
+def pool_window(o: int, k: int, s: int, begin: int, dilation: int, n: int) -> list[int]:
+    """Input positions of window ``o`` along one axis, padded positions left out (they never win the max)."""
+    start = o * s - begin
+    return [start + j * dilation for j in range(k) if 0 <= start + j * dilation < n]
 
 
 def unknown_op_message(op: object) -> str:
@@ -338,7 +408,7 @@ def _check_fields(arch: Architecture, at: str, layer: Layer) -> None:
     for key in ("weight", "bias", "negative_slope"):
         if key not in allowed and getattr(layer, key) is not None:
             arch._fail(f"{at}.{key}", f"not a field of {layer.op}")
-    for key in ("kernel_size", "stride", "padding"):
+    for key in ("kernel_size", "stride", "padding", "dilation", "ceil_mode"):
         if key not in allowed and getattr(layer, key):
             arch._fail(f"{at}.{key}", f"not a field of {layer.op}")
 

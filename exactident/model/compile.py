@@ -17,6 +17,16 @@ How each op compiles (docs/case-format.md, "How a format-2 case is compiled"):
   or a fixed non-unit weight, and the next op multiplies it by another weight) becomes a
   layer of *linear* units (slope 1, no kink) first.  ``add`` sums expressions directly when
   no entry would become a sum of two parameters (``x + W2 relu(W1 x + b1)`` stays 2 layers).
+- Max pooling (``maxpool1d``/``maxpool2d``) takes each window (padded positions left out: they
+  never win) as a tree of pairwise maxima, ``max(a, b) = b + relu(a - b)``, pairing neighbours
+  level by level (depth ``ceil(log2 k)`` for ``k`` positions): each pair is one ReLU unit with
+  fixed weights ``+1, -1`` (no new parameter), kinked exactly where ``a = b``, named
+  ``pool[c=0,x=2>x=3]`` (active where the first wins); ``b`` is carried up.  Inputs holding a
+  parameter are made linear units first; a pair shared by overlapping windows is one unit.  A
+  ReLU or leaky ReLU (slope ``>= 0``) read only by the pooling is applied after it, on the
+  pooled pre-activations (``max(s(a), s(b)) = s(max(a, b))`` for a nondecreasing ``s``: the same
+  network), so two dead ReLU outputs in one window are no tie; its units are named after the
+  pooled element they activate (``pool[c=0,x=1]``), as every activation's units are.
 - The output expression becomes the affine output layer ``L``.
 - A unit read by a layer more than one layer above it is carried up by *carrier* units:
   linear units with fixed incoming weight 1 and bias 0 (``skip(input[3])``), one per layer.
@@ -37,7 +47,7 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation, UnsupportedCaseError
-from exactident.model.architecture import Architecture, Layer
+from exactident.model.architecture import Architecture, Layer, pool_pads, pool_window
 from exactident.model.constrained import CARRIER_PREFIX, ConstrainedNetwork
 from exactident.model.network import Network
 
@@ -51,7 +61,7 @@ __all__ = [
 ]
 
 #: Feature words of ``ConstrainedNetwork.features``, in the order they are listed.
-FEATURES = ("convolution", "average pooling", "skip connection", "leaky ReLU", "PReLU", "linear layer",
+FEATURES = ("convolution", "average pooling", "max pooling", "skip connection", "leaky ReLU", "PReLU", "linear layer",
             "fixed weights")
 #: The compiled network is dense: an op whose output and input sizes multiply beyond this is refused.
 MAX_DENSE_ENTRIES = 20_000_000
@@ -123,9 +133,17 @@ class _Compiler:
         for k in range(arch.n_inputs):
             self.new_unit(_Unit(0, names[k]))
         env = {"input": [_Elem({k: (-1, _ONE)}, _FIXED0, names[k]) for k in range(arch.n_inputs)]}
+        swapped = _pooled_activations(arch)
         for layer in arch.layers:
+            if layer.name in swapped:  # applied after the max pooling that reads it (below)
+                env[layer.name] = env[layer.inputs[0]]
+                continue
+            act = arch.layer(layer.inputs[0]) if layer.inputs[0] in swapped else None
             env[layer.name] = self.layer(layer, [env[s] for s in layer.inputs],
                                          [arch.shapes[s] for s in layer.inputs], arch.shapes[layer.name])
+            if act is not None:  # max(s(a), s(b)) = s(max(a, b)) for a nondecreasing activation s
+                shape = arch.shapes[layer.name]
+                env[layer.name] = self.materialize(env[layer.name], self.slopes(act, shape))
         if all(e.pure() for e in env[arch.output]):  # the graph ends with an activation: output weights 1
             self.features.add("fixed weights")
         self.materialize(env[arch.output], None)
@@ -138,6 +156,9 @@ class _Compiler:
             return ins[0]
         if op == "add":
             return self.add(name, ins, shape)
+        if op.startswith("maxpool"):
+            self.features.add("max pooling")
+            return self.maxpool(layer, ins[0], shapes[0], shape)
         if op in ("relu", "leaky_relu", "prelu"):
             if all(e.pure() for e in ins[0]):  # on the input or another activation: units with weight 1
                 self.features.add("fixed weights")
@@ -199,6 +220,54 @@ class _Compiler:
                     terms[u] = (-1, terms[u][1] + fixed[1]) if u in terms else fixed
             out.append(_Elem(terms, pb[c] if conv else _FIXED0, names[k]))
         return out
+
+    def maxpool(self, layer: Layer, elems: list[_Elem], in_shape: tuple[int, ...],
+                shape: tuple[int, ...]) -> list[_Elem]:
+        """Max pooling: each window a tree of pairwise maxima ``max(a, b) = b + relu(a - b)``, fixed weights.
+
+        A padded position is left out of its window (it never wins the max).  The inputs are first
+        made linear units when they hold a parameter (``a - b`` must be a fixed combination).  A
+        pair met by several windows (overlapping windows) is one unit, so one tie is one kink.
+        """
+        if any(c[0] >= 0 for e in elems for c in [*e.terms.values(), e.bias]):
+            elems = self.linear_units(layer.inputs[0], elems)
+        spatial = in_shape[1:]
+        d, per_channel = len(spatial), prod(spatial)
+        memo: dict[tuple[int, object, object], tuple[object, _Elem]] = {}
+        out = []
+        for k, (c, *pos) in enumerate(product(*(range(n) for n in shape))):
+            axes = [pool_window(pos[a], layer.kernel_size[a], layer.stride[a], pool_pads(layer.padding, a, d)[0],
+                                layer.dilation[a], spatial[a]) for a in range(d)]
+            level: list[tuple[object, _Elem]] = []
+            for at in product(*axes):
+                label = ",".join(f"{axis}={i}" for axis, i in zip(("y", "x")[2 - d:], at))
+                level.append((label if d == 1 else f"({label})",
+                              elems[c * per_channel + int(np.ravel_multi_index(at, spatial))]))
+            while len(level) > 1:
+                pairs = [self.max2(layer.name, c, level[i], level[i + 1], memo) for i in range(0, len(level) - 1, 2)]
+                level = pairs + level[len(level) - len(level) % 2:]
+            out.append(_Elem(dict(level[0][1].terms), level[0][1].bias, _element_names(layer.name, shape)[k]))
+        return out
+
+    def max2(self, name: str, c: int, a: tuple[object, _Elem], b: tuple[object, _Elem],
+             memo: dict[tuple[int, object, object], tuple[object, _Elem]]) -> tuple[object, _Elem]:
+        """``max(a, b) = b + relu(a - b)``: one ReLU unit with fixed weights, kinked where ``a = b``."""
+        key = (c, a[0], b[0])  # labels name positions within channel c
+        if key not in memo:
+            ea, eb = a[1], b[1]
+            terms = dict(ea.terms)
+            for u, (_, v) in eb.terms.items():
+                terms[u] = (-1, terms[u][1] - v) if u in terms else (-1, -v)
+            terms = {u: cv for u, cv in terms.items() if cv[1] != _ZERO}
+            bias = ea.bias[1] - eb.bias[1]
+            label = f"max({a[0]};{b[0]})"
+            if not terms:  # a - b is a constant: the max is one of them everywhere, no kink
+                memo[key] = (label, ea if bias >= _ZERO else eb)
+            else:
+                depth = 1 + max(self.units[u].depth for u in terms)
+                r = self.new_unit(_Unit(depth, f"{name}[c={c},{a[0]}>{b[0]}]", terms, (-1, bias), _FIXED0))
+                memo[key] = (label, _Elem({**eb.terms, r: (-1, _ONE)}, eb.bias, label))
+        return memo[key]
 
     def slopes(self, layer: Layer, shape: tuple[int, ...]) -> list[Coef]:
         n = prod(shape)
@@ -283,6 +352,27 @@ class _Compiler:
         features = tuple(f for f in FEATURES if f in self.features)
         return ConstrainedNetwork(widths, W, b, W_index, b_index, slopes, slope_index, len(used), features,
                                   [self.params[j][0] for j in used], unit_names)
+
+
+def _pooled_activations(arch: Architecture) -> set[str]:
+    """ReLU and leaky ReLU layers (fixed slope >= 0) read only by one max pooling: compiled after it.
+
+    ``max(s(a), s(b)) = s(max(a, b))`` for every nondecreasing ``s``, so the family is the same;
+    the max then compares pre-activations, and two dead ReLU outputs (both 0 on a sample) make no
+    tie, since locally they are no kink of the network.
+    """
+    readers: dict[str, list[Layer]] = {}
+    for layer in arch.layers:
+        for src in layer.inputs:
+            readers.setdefault(src, []).append(layer)
+    out = set()
+    for layer in arch.layers:
+        users = readers.get(layer.name, [])
+        if (layer.op == "relu" or (layer.op == "leaky_relu" and layer.negative_slope is not None
+                                   and layer.negative_slope >= 0)) \
+                and layer.name != arch.output and len(users) == 1 and users[0].op.startswith("maxpool"):
+            out.add(layer.name)
+    return out
 
 
 def _clash(acc: list[_Elem], term: list[_Elem]) -> bool:

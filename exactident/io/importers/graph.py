@@ -4,7 +4,8 @@ Every framework walker (:mod:`~exactident.io.importers.torch_graph`,
 :mod:`~exactident.io.importers.onnx_graph`, :mod:`~exactident.io.importers.keras_graph`)
 adds layers to a :class:`LayerGraph` in the framework's own terms (PyTorch's
 channel-first layout): ``linear``, ``conv1d``/``conv2d`` (stride, zero padding),
-``avgpool1d``/``avgpool2d`` (zero padding counted in the divisor), ``relu``,
+``avgpool1d``/``avgpool2d`` (zero padding counted in the divisor), ``maxpool1d``/``maxpool2d``
+(padding that never wins, dilation, ceil mode), ``relu``,
 ``leaky_relu`` (the exact binary value of the slope the framework computes with),
 ``prelu`` (free slopes), ``flatten`` (C-order), ``add``.  Identity layers (``Dropout``
 at inference, ``Identity``) are aliases and emit nothing.  Every float becomes the
@@ -27,6 +28,7 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor, join_dtypes
 from exactident.io.rationals import format_fmpq
+from exactident.model.architecture import pool_out_size, pool_pads, pool_window
 
 __all__ = ["CASE_FORMAT_2", "GLayer", "LayerGraph", "exact_slope"]
 
@@ -169,6 +171,37 @@ class LayerGraph:
         return self._new(GLayer(name, f"avgpool{d}d", [src], {"kernel_size": k, "stride": s, "padding": p}),
                          (shp[0], *out))
 
+    def maxpool(self, name: str, src: str, kernel: Any, stride: Any, padding: Any, dilation: Any = 1,
+                ceil_mode: bool = False) -> str:
+        """Max pooling; ``padding``: one entry per axis (both sides) or ``2 d`` (begins, then ends), never winning.
+
+        Raises
+        ------
+        CaseFormatError
+            Naming the layer: not 1-D or 2-D data, no output, or a window holding only padding.
+        """
+        shp = self.shape(src)
+        d = len(shp) - 1
+        if d not in (1, 2):
+            raise CaseFormatError(self.source, name, f"max pooling of data of shape {shp}")
+        k, s, dil = _pair(kernel, d), _pair(kernel if stride is None else stride, d), _pair(dilation, d)
+        p = [int(x) for x in padding] if isinstance(padding, (list, tuple)) and len(padding) == 2 * d \
+            else _pair(padding, d)
+        if len(p) == 2 * d and p[:d] == p[d:]:
+            p = p[:d]
+        out = []
+        for i in range(d):
+            begin, end = pool_pads(p, i, d)
+            m = pool_out_size(shp[1 + i], k[i], s[i], begin, end, dil[i], bool(ceil_mode)) if min(k + s + dil) > 0 \
+                and min(p) >= 0 else 0
+            if m < 1 or any(not pool_window(o, k[i], s[i], begin, dil[i], shp[1 + i]) for o in range(m)):
+                raise CaseFormatError(self.source, name, f"pooling window {k}, stride {s}, padding {p}, dilation "
+                                                         f"{dil} on shape {shp}: no output, or a window of padding "
+                                                         "only")
+            out.append(m)
+        attrs = {"kernel_size": k, "stride": s, "padding": p, "dilation": dil, "ceil_mode": bool(ceil_mode)}
+        return self._new(GLayer(name, f"maxpool{d}d", [src], attrs), (shp[0], *out))
+
     def global_avgpool(self, name: str, src: str) -> str:
         """Average over the whole spatial extent (one window); keeps the shape ``(C, 1[, 1])``."""
         shp = self.shape(src)
@@ -254,7 +287,7 @@ class LayerGraph:
                 entry.update({k: layer.attrs[k] for k in ("kernel_size", "stride", "padding") if k in layer.attrs})
                 entry["weight"] = _nested(layer.weight.values, layer.weight.shape)
                 entry["bias"] = None if layer.bias is None else _nested(layer.bias.values, layer.bias.shape)
-            elif layer.op.startswith("avgpool"):
+            elif layer.op.startswith(("avgpool", "maxpool")):
                 entry.update(layer.attrs)
             elif layer.op == "leaky_relu":
                 assert layer.slope is not None

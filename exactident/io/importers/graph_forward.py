@@ -7,7 +7,8 @@ rounding-error bound of a framework computing the same graph in a lower precisio
 ``u`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
 Sec. 3.5): an affine output with ``k`` terms per entry (linear, convolution,
 average pooling) is off by at most ``gamma_{k+3} (|W| |h| + |b|)`` plus the input
-error through ``|W|``; ReLU is 1-Lipschitz, a leaky ReLU or PReLU of slope ``a``
+error through ``|W|``; max pooling rounds nothing and is 1-Lipschitz (the largest input error of the
+window); ReLU is 1-Lipschitz, a leaky ReLU or PReLU of slope ``a``
 is ``max(1, |a|)``-Lipschitz with one more rounding; an add of ``m`` tensors adds
 ``gamma_m`` times their magnitudes.  The bound is doubled to cover both sides and
 any summation order, as :func:`~exactident.io.importers.forward_check.forward_bound`
@@ -67,6 +68,29 @@ def _pool(x: np.ndarray, k: list[int], s: list[int], p: list[int]) -> np.ndarray
     return y / float(np.prod(k))
 
 
+def _maxpool(x: np.ndarray, layer: dict[str, Any], fill: float) -> np.ndarray:
+    """Max pooling of ``x`` (n, C, *spatial); padded positions hold ``fill`` (``-inf``: they never win)."""
+    k, s = list(layer["kernel_size"]), list(layer["stride"])
+    d = len(k)
+    pads = list(layer.get("padding", [0] * d))
+    begin, end = (pads[:d], pads[d:]) if len(pads) == 2 * d else (pads, pads)
+    dil = list(layer.get("dilation", [1] * d))
+    out = []
+    for i in range(d):
+        span = x.shape[2 + i] + begin[i] + end[i] - dil[i] * (k[i] - 1) - 1
+        m = (-(-span // s[i]) if layer.get("ceil_mode") else span // s[i]) + 1
+        if layer.get("ceil_mode") and (m - 1) * s[i] >= x.shape[2 + i] + begin[i]:
+            m -= 1  # a window starting in the end padding is dropped
+        out.append(m)
+    extra = [max(0, (out[i] - 1) * s[i] + dil[i] * (k[i] - 1) + 1 - x.shape[2 + i] - begin[i]) for i in range(d)]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(begin[i], extra[i]) for i in range(d)], constant_values=fill)
+    y = np.full((x.shape[0], x.shape[1], *out), -np.inf)
+    for offset in np.ndindex(*k):
+        idx = tuple(slice(offset[i] * dil[i], offset[i] * dil[i] + s[i] * (out[i] - 1) + 1, s[i]) for i in range(d))
+        y = np.maximum(y, xp[(slice(None), slice(None), *idx)])
+    return y
+
+
 def _channel(a: np.ndarray, h: np.ndarray) -> np.ndarray:
     """A per-channel vector broadcast along axis 1 of ``h``."""
     return a.reshape((1, a.size) + (1,) * (h.ndim - 2)) if a.size > 1 else a.reshape(())
@@ -118,6 +142,8 @@ def graph_bound(doc: dict[str, Any], X: np.ndarray, dtypes: Sequence[str]) -> tu
             mag_new = _pool(mag, k_, s, p)
             val[layer["name"]] = (_pool(h, k_, s, p), mag_new,
                                   _pool(err, k_, s, p) + gamma(int(np.prod(k_)) + 3) * mag_new)
+        elif op in ("maxpool1d", "maxpool2d"):  # a max of floats rounds nothing and is 1-Lipschitz
+            val[layer["name"]] = (_maxpool(h, layer, -np.inf), _maxpool(mag, layer, 0.0), _maxpool(err, layer, 0.0))
         elif op == "relu":
             val[layer["name"]] = (np.maximum(h, 0), mag, err)
         elif op in ("leaky_relu", "prelu"):

@@ -1,5 +1,5 @@
 """A Keras 3 ``.keras`` Functional (or Sequential) model as a layer graph: ``Add``, ``LeakyReLU``, ``PReLU``,
-``Conv1D``/``Conv2D``, ``AveragePooling1D``/``2D``.
+``Conv1D``/``Conv2D``, ``AveragePooling1D``/``2D``, ``MaxPooling1D``/``2D``.
 
 The config and weights are read with h5py from the archive, with the same safety
 checks as :mod:`~exactident.io.importers.keras_file` (weights by position).  Keras
@@ -13,13 +13,14 @@ computes exactly what Keras computes.  Supported: ``InputLayer``, ``Dense`` (bia
 or not; activation ``relu``, ``leaky_relu``, ``linear``, final ``softmax``/
 ``sigmoid`` dropped), ``Conv1D``/``Conv2D`` (``channels_last``, dilation 1, groups
 1, ``valid`` or symmetric ``same`` padding), ``AveragePooling1D``/``2D`` (``valid``),
-``GlobalAveragePooling1D``/``2D``, ``ReLU`` (plain), ``LeakyReLU`` (its slope in
+``GlobalAveragePooling1D``/``2D``, ``MaxPooling1D``/``2D`` (``valid`` or ``same``: the padded
+positions never win the max), ``GlobalMaxPooling1D``/``2D``, ``ReLU`` (plain), ``LeakyReLU`` (its slope in
 float32), ``PReLU`` (one slope per feature or, with ``shared_axes`` over the spatial
 axes, per channel), ``Activation``, ``Add``, ``Flatten``, ``Dropout`` and its
 variants; ``BatchNormalization`` after a ``Dense``/convolution folded in float64 with
-``fold_batchnorm``.  Refused in one line naming the layer: ``MaxPooling`` (ties between pooled
-values), ``BatchNormalization`` otherwise (irrational fold), non-piecewise-linear activations,
-recurrent and attention layers, anything else.
+``fold_batchnorm``.  Refused in one line naming the layer: ``BatchNormalization`` otherwise
+(irrational fold), non-piecewise-linear activations, recurrent and attention layers, anything
+else.
 """
 
 from __future__ import annotations
@@ -45,14 +46,11 @@ from exactident.io.importers.keras_forward import DROPOUT_LAYERS
 
 __all__ = ["read_keras_graph"]
 
-_SUPPORTED = ("supported: InputLayer, Dense, Conv1D, Conv2D, AveragePooling1D/2D, GlobalAveragePooling1D/2D, ReLU, "
+_SUPPORTED = ("supported: InputLayer, Dense, Conv1D, Conv2D, AveragePooling1D/2D, GlobalAveragePooling1D/2D, "
+              "MaxPooling1D/2D, GlobalMaxPooling1D/2D, ReLU, "
               "LeakyReLU, PReLU, Activation, Add, Flatten, Dropout")
 _NOT_PL = "not piecewise linear (exactident decides piecewise-linear networks only)"
-REFUSED = {"MaxPooling1D": "max pooling is not supported (ties between pooled values are not handled)",
-           "MaxPooling2D": "max pooling is not supported (ties between pooled values are not handled)",
-           "GlobalMaxPooling1D": "max pooling is not supported (ties between pooled values are not handled)",
-           "GlobalMaxPooling2D": "max pooling is not supported (ties between pooled values are not handled)",
-           "BatchNormalization": "exact folding is impossible (sqrt(var + eps) is irrational); fold it in float64 "
+REFUSED = {"BatchNormalization": "exact folding is impossible (sqrt(var + eps) is irrational); fold it in float64 "
                                  "with --fold-batchnorm",
            "MultiHeadAttention": "attention is not piecewise linear", "LSTM": "recurrent layers are not supported",
            "GRU": "recurrent layers are not supported", "SimpleRNN": "recurrent layers are not supported",
@@ -186,8 +184,22 @@ class _KerasWalk:
                                                         "of the divisor)")
             k = cfg.get("pool_size")
             out = g.avgpool(name, src, k, cfg.get("strides") or k, 0)
-        elif cls in ("GlobalAveragePooling1D", "GlobalAveragePooling2D"):
-            out = g.global_avgpool(name, src)
+        elif cls in ("MaxPooling1D", "MaxPooling2D"):
+            shp = g.shape(src)
+            k = [int(x) for x in np.atleast_1d(cfg.get("pool_size"))] * (1 if np.ndim(cfg.get("pool_size")) else
+                                                                         len(shp) - 1)
+            s = cfg.get("strides") or k
+            s = [int(x) for x in np.atleast_1d(s)] * (1 if np.ndim(s) else len(k))
+            mode = str(cfg.get("padding", "valid")).lower()
+            if mode not in ("valid", "same"):
+                raise CaseFormatError(self.path, where, f"padding {mode!r} (expected 'valid' or 'same')")
+            # 'same': ceil(n / s) windows, the odd padded position at the end; it never wins the max
+            total = [max(0, (-(-n // si) - 1) * si + ki - n) if mode == "same" else 0
+                     for n, ki, si in zip(shp[1:], k, s)]
+            out = g.maxpool(name, src, k, s, [t // 2 for t in total] + [t - t // 2 for t in total])
+        elif cls in ("GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D"):
+            spatial = list(g.shape(src)[1:])
+            out = g.global_avgpool(name, src) if "Average" in cls else g.maxpool(name, src, spatial, spatial, 0)
             if not cfg.get("keepdims", False):
                 out = g.flatten(f"{name}_flat", out)  # (C, 1, 1) -> (C,): the same order in both layouts
         elif cls == "ReLU":

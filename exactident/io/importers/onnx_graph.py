@@ -1,18 +1,19 @@
-"""An ONNX model as a layer graph: residual ``Add``, ``LeakyRelu``, ``PRelu``, ``Conv``, average pooling.
+"""An ONNX model as a layer graph: residual ``Add``, ``LeakyRelu``, ``PRelu``, ``Conv``, average and max pooling.
 
 :func:`read_onnx_graph` walks the nodes in order (a DAG) with every data tensor's
 shape known (batch axis symbolic): ``Gemm`` (``alpha = beta = 1``, ``transA = 0``),
 ``MatMul`` by a constant matrix (then ``Add`` of a constant bias folded into it),
 ``Conv`` (1-D/2-D, symmetric zero ``pads``, ``dilations`` 1, ``group`` 1),
 ``AveragePool`` (no ``ceil_mode``; ``count_include_pad=0`` only without padding),
-``GlobalAveragePool``, ``Relu``, ``LeakyRelu`` (its float32 ``alpha`` exactly),
+``GlobalAveragePool``, ``MaxPool`` (``pads`` per side or ``auto_pad``, ``dilations``,
+``ceil_mode``; padded positions never win; no ``Indices`` output), ``GlobalMaxPool``, ``Relu``,
+``LeakyRelu`` (its float32 ``alpha`` exactly),
 ``PRelu`` (one slope or one per channel), ``Add`` of two data tensors, ``Flatten``
 (``axis=1``), ``Reshape`` to ``(n, -1)`` (a flatten) or of the input itself,
 ``Identity``/``Dropout``/``Cast`` to the same type (aliases), helper ops on constants
 and shapes (folded as :mod:`~exactident.io.importers.onnx_fold` does), and a final
 ``Softmax``/``Sigmoid`` (dropped).  ``BatchNormalization`` after a ``Gemm``/``Conv``
-only with ``fold_batchnorm``.  Refused in one line naming the node: ``MaxPool``
-(ties between pooled values), ``Tanh``/``Erf``/``Gelu``/``Sigmoid`` inside (not
+only with ``fold_batchnorm``.  Refused in one line naming the node: ``Tanh``/``Erf``/``Gelu``/``Sigmoid`` inside (not
 piecewise linear), recurrent ops, anything else.
 """
 
@@ -31,16 +32,15 @@ from exactident.io.importers.onnx_load import data_input, load_onnx, np_dtype, o
 __all__ = ["OnnxLayerGraph", "onnx_graph_reference", "read_onnx_graph"]
 
 _NOT_PL = "not piecewise linear (exactident decides piecewise-linear networks only)"
-REFUSED = {"MaxPool": "max pooling is not supported (ties between pooled values are not handled)",
-           "GlobalMaxPool": "max pooling is not supported (ties between pooled values are not handled)",
-           "Tanh": _NOT_PL, "Erf": _NOT_PL, "Gelu": _NOT_PL, "Elu": _NOT_PL, "Selu": _NOT_PL, "Softplus": _NOT_PL,
+REFUSED = {"Tanh": _NOT_PL, "Erf": _NOT_PL, "Gelu": _NOT_PL, "Elu": _NOT_PL, "Selu": _NOT_PL, "Softplus": _NOT_PL,
            "Sigmoid": "not piecewise linear inside the network (only a final Sigmoid over the outputs is dropped)",
            "Softmax": "not piecewise linear inside the network (only a final Softmax over the outputs is dropped)",
            "Attention": "attention is not piecewise linear", "RNN": "recurrent layers are not supported",
            "LSTM": "recurrent layers are not supported", "GRU": "recurrent layers are not supported",
            "BatchNormalization": "exact folding is impossible (sqrt(var + eps) is irrational); fold it in float64 "
                                  "with --fold-batchnorm"}
-_SUPPORTED = ("supported: Gemm, MatMul(+Add), Conv, Relu, LeakyRelu, PRelu, AveragePool, GlobalAveragePool, "
+_SUPPORTED = ("supported: Gemm, MatMul(+Add), Conv, Relu, LeakyRelu, PRelu, AveragePool, GlobalAveragePool, MaxPool, "
+              "GlobalMaxPool, "
               "ReduceMean over the spatial axes, Add, "
               "Flatten, Reshape, Identity, Dropout, Cast, helper ops on constants, and a final Softmax or Sigmoid")
 
@@ -137,6 +137,13 @@ class _Walk:
             return g.avgpool(name, src, k, list(attrs.get("strides", [1] * len(k))), pads)
         if op == "GlobalAveragePool":
             return g.global_avgpool(name, src)
+        if op in ("MaxPool", "GlobalMaxPool"):
+            if len(node.output) > 1 and node.output[1]:
+                raise CaseFormatError(self.path, where, "the Indices output is not supported (not piecewise linear)")
+            if op == "GlobalMaxPool":
+                spatial = list(g.shape(src)[1:])
+                return g.maxpool(name, src, spatial, spatial, 0)
+            return self.maxpool(name, src, where, attrs)
         if op == "ReduceMean":  # torch.onnx (dynamo) writes AdaptiveAvgPool(1) / x.mean((2, 3)) so
             shp = g.shape(src)
             axes = attrs.get("axes", self.consts.get(ins[1]) if len(ins) > 1 and ins[1] else None)
@@ -185,6 +192,25 @@ class _Walk:
         if op == "BatchNormalization" and self.fold_bn:
             return self.batchnorm(node, src, where, attrs)
         raise CaseFormatError(self.path, where, REFUSED.get(op, f"unsupported op ({_SUPPORTED})"))
+
+    def maxpool(self, name: str, src: str, where: str, attrs: dict[str, Any]) -> str:
+        """``MaxPool``: explicit ``pads`` (begins, then ends) or ``auto_pad``; padding never wins the max."""
+        k = [int(x) for x in attrs["kernel_shape"]]
+        d = len(k)
+        s = [int(x) for x in attrs.get("strides", [1] * d)]
+        dil = [int(x) for x in attrs.get("dilations", [1] * d)]
+        mode = attrs.get("auto_pad", b"NOTSET")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if mode in ("SAME_UPPER", "SAME_LOWER"):  # ceil(n / s) windows, the odd one on the end (or begin)
+            shp = self.g.shape(src)[1:]
+            total = [max(0, (-(-n // si) - 1) * si + (ki - 1) * di + 1 - n) for n, ki, si, di in zip(shp, k, s, dil)]
+            begin = [t // 2 if mode == "SAME_UPPER" else t - t // 2 for t in total]
+            pads = begin + [t - b for t, b in zip(total, begin)]
+        elif mode in ("NOTSET", "VALID"):
+            pads = [int(x) for x in attrs.get("pads", [0] * 2 * d)] if mode == "NOTSET" else [0] * 2 * d
+        else:
+            raise CaseFormatError(self.path, where, f"unknown auto_pad {mode!r}")
+        return self.g.maxpool(name, src, k, s, pads, dil, bool(int(attrs.get("ceil_mode", 0))))
 
     def reshape(self, node: Any, src: str, where: str) -> str:
         target = node.input[1]

@@ -72,7 +72,7 @@ ASSUME_OPTION = "--assume-relu-mlp"
 #: Layer-graph ops (:mod:`exactident.io.importers.graph`) that a weights file read as a chain cannot express.
 _BEYOND_CHAIN = {"add": "a residual (skip) connection", "leaky_relu": "a leaky ReLU", "prelu": "a PReLU",
                  "conv1d": "a convolution", "conv2d": "a convolution", "avgpool1d": "average pooling",
-                 "avgpool2d": "average pooling"}
+                 "avgpool2d": "average pooling", "maxpool1d": "max pooling", "maxpool2d": "max pooling"}
 
 
 def _reference_is_a_graph(ops: set[str], ref_name: str, source: str, import_it: str) -> CaseFormatError:

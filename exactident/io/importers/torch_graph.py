@@ -1,4 +1,4 @@
-"""A PyTorch ``nn.Module`` as a layer graph: residual MLPs, leaky ReLU, PReLU, convolutions, average pooling.
+"""A PyTorch ``nn.Module`` as a layer graph: residual MLPs, leaky ReLU, PReLU, convolutions, average and max pooling.
 
 :func:`read_torch_graph` traces the module with ``torch.fx.symbolic_trace`` (in
 eval mode), runs ``torch.fx.passes.shape_prop.ShapeProp`` on the sample to know
@@ -9,7 +9,9 @@ every tensor's shape, and walks the graph (a DAG: skip connections are read as
 slope rounded to the module's dtype, as PyTorch computes with it); ``PReLU``;
 ``AvgPool1d``/``AvgPool2d`` (no ``ceil_mode``; ``count_include_pad=False`` only
 without padding); ``AdaptiveAvgPool1d``/``2d`` when every window is the same
-(input divisible by the output size); ``Flatten``/``torch.flatten(x, 1)``/a
+(input divisible by the output size); ``MaxPool1d``/``MaxPool2d``/``F.max_pool1d``/``2d``
+(stride, padding, dilation, ``ceil_mode``; no ``return_indices``) and ``AdaptiveMaxPool1d``/``2d``
+with equal windows; ``Flatten``/``torch.flatten(x, 1)``/a
 ``view``/``reshape`` to ``(n, -1)``; a ``view`` of the input itself (the sample is
 then read in that shape); ``Identity``, ``Dropout`` (inference); ``+``,
 ``torch.add``, ``x.add(y)`` of two data tensors; a final ``Softmax``/``Sigmoid``
@@ -36,10 +38,6 @@ __all__ = ["REFUSED", "read_torch_graph"]
 
 #: Layers refused by name, and why (one line each).
 REFUSED = {
-    "MaxPool1d": "max pooling is not supported (ties between pooled values are not handled)",
-    "MaxPool2d": "max pooling is not supported (ties between pooled values are not handled)",
-    "AdaptiveMaxPool1d": "max pooling is not supported (ties between pooled values are not handled)",
-    "AdaptiveMaxPool2d": "max pooling is not supported (ties between pooled values are not handled)",
     "GELU": "not piecewise linear (exactident decides piecewise-linear networks only)",
     "Tanh": "not piecewise linear (exactident decides piecewise-linear networks only)",
     "Sigmoid": "not piecewise linear inside the network (only a final sigmoid over the outputs is dropped)",
@@ -57,6 +55,7 @@ REFUSED = {
 }
 _IDENTITY = ("Identity", "Dropout", "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout")
 _SUPPORTED = ("Linear, Conv1d, Conv2d, ReLU, LeakyReLU, PReLU, AvgPool1d/2d, F.avg_pool1d/2d, AdaptiveAvgPool1d/2d, "
+              "MaxPool1d/2d, F.max_pool1d/2d, AdaptiveMaxPool1d/2d, "
               "Flatten, Unflatten/view of the input, Identity, Dropout, +/torch.add, and a final Softmax or Sigmoid")
 
 
@@ -155,6 +154,13 @@ class _TorchWalk:
             return g.avgpool(name, src, _as_list(sub.kernel_size), _as_list(sub.stride), _as_list(pad))
         if kind in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d"):
             return self.adaptive(node, src, sub.output_size, name)
+        if kind in ("MaxPool1d", "MaxPool2d"):
+            return self.maxpool(node, src, name, sub.kernel_size, sub.stride, sub.padding, sub.dilation,
+                                sub.ceil_mode, sub.return_indices)
+        if kind in ("AdaptiveMaxPool1d", "AdaptiveMaxPool2d"):
+            if sub.return_indices:
+                raise self.err(node, "return_indices=True is not supported (the indices are not piecewise linear)")
+            return self.adaptive(node, src, sub.output_size, name, maxpool=True)
         if kind == "Flatten":
             if (sub.start_dim, sub.end_dim) != (1, -1):
                 raise self.err(node, "only Flatten(start_dim=1, end_dim=-1) is supported")
@@ -171,8 +177,18 @@ class _TorchWalk:
             raise self.err(node, REFUSED[kind])
         raise self.err(node, f"unsupported layer (supported: {_SUPPORTED})")
 
-    def adaptive(self, node: Any, src: str, output_size: Any, name: str | None = None) -> str:
-        """Adaptive average pooling whose windows are all the same: input size divisible by the output size."""
+    def maxpool(self, node: Any, src: str, name: str, kernel: Any, stride: Any, padding: Any, dilation: Any,
+                ceil_mode: Any, indices: Any) -> str:
+        """``MaxPool1d/2d``, ``F.max_pool1d/2d``: the padding is ``-inf`` in PyTorch (it never wins)."""
+        if indices:
+            raise self.err(node, "return_indices=True is not supported (the indices are not piecewise linear)")
+        k = _as_list(kernel)
+        return self.g.maxpool(name, src, k, _as_list(stride) if stride else k, _as_list(padding),
+                              _as_list(dilation), bool(ceil_mode))
+
+    def adaptive(self, node: Any, src: str, output_size: Any, name: str | None = None, maxpool: bool = False) -> str:
+        """Adaptive average (or max) pooling whose windows are all the same: input size divisible by the output
+        size."""
         shp = self.g.shape(src)[1:]
         out = [None if o is None else int(o) for o in (output_size if isinstance(output_size, (list, tuple))
                                                        else [output_size])]
@@ -182,6 +198,8 @@ class _TorchWalk:
             raise self.err(node, f"adaptive windows on {list(shp)} to {sizes} are not all the same (the input "
                                  "size must be divisible by the output size)")
         k = [s // o for s, o in zip(shp, sizes)]
+        if maxpool:
+            return self.g.maxpool(name or node.name, src, k, k, 0)
         return self.g.avgpool(name or node.name, src, k, k, 0)
 
     def data_args(self, node: Any) -> list[str]:
@@ -224,8 +242,18 @@ class _TorchWalk:
             return g.avgpool(node.name, src, k, _as_list(stride), _as_list(p.get("padding", 0)))
         if t in (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d):
             return self.adaptive(node, src, args[1] if len(args) > 1 else kw["output_size"])
+        if "max_pool" in str(getattr(t, "__name__", "")) and str(t.__name__).endswith("_with_indices"):
+            raise self.err(node, "return_indices=True is not supported (the indices are not piecewise linear)")
         if t in (F.max_pool1d, F.max_pool2d, torch.max_pool1d, torch.max_pool2d):
-            raise self.err(node, REFUSED["MaxPool2d"])
+            # F.max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
+            names = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+            p = dict(zip(names, args)) | kw
+            return self.maxpool(node, src, node.name, p["kernel_size"], p.get("stride"), p.get("padding", 0),
+                                p.get("dilation", 1), p.get("ceil_mode", False), p.get("return_indices", False))
+        if t in (F.adaptive_max_pool1d, F.adaptive_max_pool2d):
+            if (args[2:3] or [kw.get("return_indices", False)])[0]:
+                raise self.err(node, "return_indices=True is not supported (the indices are not piecewise linear)")
+            return self.adaptive(node, src, args[1] if len(args) > 1 else kw["output_size"], maxpool=True)
         if t in (torch.tanh, F.tanh, F.gelu, F.silu, F.elu, F.softplus):
             raise self.err(node, REFUSED["Tanh"])
         raise self.err(node, f"unsupported op (supported: {_SUPPORTED})")
