@@ -185,11 +185,11 @@ def snapshot(model: Any, X: Any, weights: Callable[[], Any] | None = None,
     """
     if weights is not None:
         return arrays_case(weights, X, forward, name)
+    if is_keras_model(model):  # first: with the torch backend a Keras model is a torch.nn.Module too
+        return keras_case(model, X, name)
     if is_torch_module(model):
         from exactident.io.importers.objects import from_torch
 
         return from_torch(model, X, name=name)
-    if is_keras_model(model):
-        return keras_case(model, X, name)
     raise CaseFormatError(f"<{type(model).__name__}>", "model", "not a torch.nn.Module nor a keras.Model: give "
                                                                 "weights= (a function returning (weights, biases))")

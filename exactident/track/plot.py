@@ -74,6 +74,7 @@ def tracking_figure(records: Sequence[dict[str, Any]], title: str | None = None)
         ax.plot(*zip(*dims), ":", color="black", drawstyle="steps-mid", label="dim")
     ax.set_xlabel("step")
     ax.set_ylabel("rank")
+    ax.set_ylim(bottom=0)
     ax2 = ax.twinx()
     dead = [(r["step"], r["dead_units"]) for r in recs if r.get("dead_units") is not None]
     always = [(r["step"], r["always_active_units"]) for r in recs if r.get("always_active_units") is not None]
