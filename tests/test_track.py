@@ -339,7 +339,11 @@ def test_example_trains_and_tracks(tmp_path):
     spec = importlib.util.spec_from_file_location("track_training", ROOT / "examples" / "track_training.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    recs = mod.main(tmp_path)
+    threads = torch.get_num_threads()
+    try:
+        recs = mod.main(tmp_path)
+    finally:
+        torch.set_num_threads(threads)  # the example sets one thread for its tiny MLP
     assert [r["step"] for r in recs] == list(range(0, 301, 30))
     assert read_records(tmp_path / "track.jsonl") == recs
     # 80 probe rows and one output: rank Gamma <= 80 < dim = 225 (12*11 + 8*13 + 9 - 20), so never identifiable

@@ -37,12 +37,13 @@ def _lightning() -> Any:
 def _lightning_class() -> type:
     pl = _lightning()
 
-    class ExactRankCallback(pl.Callback):  # type: ignore[misc,name-defined]
+    class ExactRankCallback(pl.Callback):  # type: ignore[misc,name-defined,unused-ignore]
         """Lightning callback: a point at ``trainer.global_step`` after every training batch on the schedule."""
 
         def __init__(self, tracker_options: dict[str, Any], module: Callable[[Any], Any] | None) -> None:
             super().__init__()
-            self.options, self.module, self.tracker = tracker_options, module, None
+            self.options, self.module = tracker_options, module
+            self.tracker: Tracker | None = None
 
         def _tracker(self, pl_module: Any) -> Tracker:
             if self.tracker is None:
@@ -99,12 +100,13 @@ def _keras_class() -> type:
     except ImportError:
         raise UnsupportedCaseError("keras_callback needs keras 3 (pip install keras)") from None
 
-    class ExactRankKerasCallback(keras.callbacks.Callback):  # type: ignore[misc,name-defined]
+    class ExactRankKerasCallback(keras.callbacks.Callback):  # type: ignore[misc,name-defined,unused-ignore]
         """Keras callback: a point after every training batch on the schedule (steps counted over epochs)."""
 
         def __init__(self, tracker_options: dict[str, Any]) -> None:
             super().__init__()
-            self.options, self.tracker, self.steps, self.epoch = tracker_options, None, 0, 0
+            self.options, self.steps, self.epoch = tracker_options, 0, 0
+            self.tracker: Tracker | None = None
 
         def _tracker(self) -> Tracker:
             if self.tracker is None:

@@ -101,18 +101,19 @@ def _float_rank(case: Any) -> tuple[int | None, float | None]:
     net = getattr(case, "network", None)
     if net is None or not case.X:
         return None, None
+    from exactident.linalg.floating import default_tol
     from exactident.model.activation import activation_state
     from exactident.model.fixed_edges import fixed_edges
-    from exactident.model.network import degenerate_neurons
-    from exactident.numeric.block import numeric_check
     from exactident.numeric.guard import FloatPipelineError
+    from exactident.numeric.numpy_backend import float_operators
 
-    try:
-        res = numeric_check(net, case.X, fixed_edges(net), activation_state(net, case.X).pattern,
-                            bool(degenerate_neurons(net)))
+    try:  # Gamma only: the float alpha is not asked for
+        ops = float_operators(net, case.X, fixed_edges(net), activation_state(net, case.X).pattern, with_alpha=False)
+        s = ops.gamma_singular_values()
     except FloatPipelineError:
         return None, None
-    return res.rank_gamma, float(res.tol)
+    tol = default_tol(s, ops.gamma.shape, ops.dtype) if s.size else 0.0
+    return int((s > tol).sum()), float(tol)
 
 
 def point_record(case: Any, step: int, *, epoch: int | None = None, budget: float | None = 60.0,
@@ -180,7 +181,7 @@ class Tracker:
     Parameters
     ----------
     model : torch.nn.Module or keras.Model, optional
-        Read at each point: a ReLU MLP (PyTorch: :func:`exactident.io.importers.from_torch`, forward-checked;
+        Read at each point: a ReLU MLP (PyTorch: :func:`exactident.io.importers.objects.from_torch`, forward-checked;
         Keras: its ``Dense`` layers, :func:`exactident.track.frameworks.keras_case`).
     X : array-like ``(n, N_0)``
         The fixed probe sample (floats read exactly; a PyTorch module sees it in its dtype).
@@ -324,7 +325,7 @@ def records_frame(records: Iterable[dict[str, Any]]) -> Any:
         pandas is not installed (``pip install pandas``; it is no dependency of exactident).
     """
     try:
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise UnsupportedCaseError("records_frame needs pandas (pip install pandas); the records are plain "
                                    "dicts without it") from None

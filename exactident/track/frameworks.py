@@ -1,6 +1,6 @@
 """The model's current weights, read exactly, as a :class:`~exactident.io.case.Case` on the probe sample.
 
-- PyTorch: :func:`exactident.io.importers.from_torch` (an ``nn.Sequential`` or a traced ``forward``; the
+- PyTorch: :func:`exactident.io.importers.objects.from_torch` (an ``nn.Sequential`` or a traced ``forward``; the
   module's own forward pass on the probe is checked against the exact network);
 - Keras 3 (any backend): :func:`keras_case`, a chain of ``Dense`` layers with ReLU between them
   (``activation="relu"``, or a ``ReLU``/``Activation("relu")`` layer), ``Dropout``/``Flatten``/``Identity``
@@ -117,9 +117,9 @@ def keras_case(model: Any, X: Any, name: str = "keras") -> Case:
     if len(Xr):
         ref = _keras_logits(model, Xr, final)
         dtypes = [str(w.dtype) for w in weights] + [str(dtype)]
-        case.provenance["forward_check"] = forward_check(case.network, Xr.astype(np.float64), ref, dtypes, where,
-                                                         "keras forward")
-    case.provenance["source_file"] = where
+        check = forward_check(case.network, Xr.astype(np.float64), ref, dtypes, where, "keras forward")
+        case.provenance = {**(case.provenance or {}), "forward_check": check}
+    case.provenance = {**(case.provenance or {}), "source_file": where}
     return case
 
 
@@ -168,9 +168,9 @@ def arrays_case(weights: Callable[[], Any], X: Any, forward: Callable[[Any], Any
         dtypes = [str(w.dtype) for w in Ws if w.dtype.kind == "f"] + ([str(np.asarray(X).dtype)]
                                                                      if np.asarray(X).dtype.kind == "f" else [])
         ref = np.asarray(forward(X), dtype=np.float64)
-        case.provenance["forward_check"] = forward_check(case.network, Xf, ref, dtypes or ["float64"], "<weights>",
-                                                         "forward")
-    case.provenance["source_file"] = "<weights>"
+        check = forward_check(case.network, Xf, ref, dtypes or ["float64"], "<weights>", "forward")
+        case.provenance = {**(case.provenance or {}), "forward_check": check}
+    case.provenance = {**(case.provenance or {}), "source_file": "<weights>"}
     return case
 
 

@@ -12,6 +12,7 @@ matplotlib is imported on first call with the Agg backend (no screen needed); mi
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,7 +53,7 @@ def tracking_figure(records: Sequence[dict[str, Any]], title: str | None = None)
     steps = [r["step"] for r in recs]
     fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     # verdict bands: each point's verdict from halfway to its neighbours
-    edges = [steps[0] - 0.5] + [(a + b) / 2 for a, b in zip(steps, steps[1:])] + [steps[-1] + 0.5]
+    edges = [steps[0] - 0.5] + [(a + b) / 2 for a, b in itertools.pairwise(steps)] + [steps[-1] + 0.5]
     seen: set[str] = set()
     for r, lo, hi in zip(recs, edges, edges[1:]):
         v = r.get("verdict") or "error"
