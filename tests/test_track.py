@@ -258,6 +258,25 @@ def test_keras_callback(tmp_path):
     _check_against_oracle(recs[-1], Ws, bs, X[:5].astype(np.float32))  # step 24: the model after training
 
 
+def test_keras_callback_per_epoch(tmp_path):
+    keras = pytest.importorskip("keras")
+    from exactident.track import keras_callback
+
+    keras.utils.set_random_seed(3)
+    X, y = _data(6)
+    X, y = X.numpy(), y.numpy()
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    cb = keras_callback(X[:4], every=1, per="epoch", budget=None)
+    model.fit(X, y, batch_size=16, epochs=2, verbose=0, callbacks=[cb])
+    assert [(r["step"], r["epoch"]) for r in cb.records] == [(0, 0), (1, 1), (2, 2)]
+    dense = [layer for layer in model.layers if type(layer).__name__ == "Dense"]
+    _check_against_oracle(cb.records[-1], [np.asarray(d.kernel.numpy()).T for d in dense],
+                          [np.asarray(d.bias.numpy()) for d in dense], X[:4])
+    with pytest.raises(UnsupportedCaseError):
+        keras_callback(X, every=1, per="batch")
+
+
 def test_keras_refuses_a_non_relu_chain():
     keras = pytest.importorskip("keras")
     from exactident.track.frameworks import keras_case

@@ -33,6 +33,11 @@ def _lightning() -> Any:
     return pl
 
 
+def _per(per: str) -> None:
+    if per not in ("step", "epoch"):
+        raise UnsupportedCaseError(f"per must be 'step' or 'epoch', not {per!r}")
+
+
 @functools.lru_cache(maxsize=1)
 def _lightning_class() -> type:
     pl = _lightning()
@@ -40,9 +45,9 @@ def _lightning_class() -> type:
     class ExactRankCallback(pl.Callback):  # type: ignore[misc,name-defined,unused-ignore]
         """Lightning callback: a point at ``trainer.global_step`` after every training batch on the schedule."""
 
-        def __init__(self, tracker_options: dict[str, Any], module: Callable[[Any], Any] | None) -> None:
+        def __init__(self, tracker_options: dict[str, Any], module: Callable[[Any], Any] | None, per: str) -> None:
             super().__init__()
-            self.options, self.module = tracker_options, module
+            self.options, self.module, self.per = tracker_options, module, per
             self.tracker: Tracker | None = None
 
         def _tracker(self, pl_module: Any) -> Tracker:
@@ -52,10 +57,17 @@ def _lightning_class() -> type:
             return self.tracker
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-            self._tracker(pl_module).step(int(trainer.global_step), int(trainer.current_epoch))
+            start = int(trainer.global_step) if self.per == "step" else int(trainer.current_epoch)
+            self._tracker(pl_module).step(start, int(trainer.current_epoch))
 
         def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-            self._tracker(pl_module).step(int(trainer.global_step), int(trainer.current_epoch))
+            if self.per == "step":
+                self._tracker(pl_module).step(int(trainer.global_step), int(trainer.current_epoch))
+
+        def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+            if self.per == "epoch":  # the counter: epochs finished
+                done = int(trainer.current_epoch) + 1
+                self._tracker(pl_module).step(done, done)
 
         @property
         def records(self) -> list[dict[str, Any]]:
@@ -66,7 +78,7 @@ def _lightning_class() -> type:
 
 def lightning_callback(X: Any, *, every: int | None = None, at: Iterable[int] | None = None,
                        jsonl: str | os.PathLike[str] | None = None, budget: float | None = 60.0,
-                       module: Callable[[Any], Any] | None = None, **options: Any) -> Any:
+                       module: Callable[[Any], Any] | None = None, per: str = "step", **options: Any) -> Any:
     """A Lightning ``Callback`` tracking the certified rank of ``Gamma`` on the probe ``X``.
 
     Parameters
@@ -76,6 +88,10 @@ def lightning_callback(X: Any, *, every: int | None = None, at: Iterable[int] | 
     module : callable LightningModule -> torch.nn.Module, optional
         The network to read (default: the LightningModule itself, e.g. ``lambda m: m.net`` when the
         network is an attribute and the LightningModule's ``forward`` does more).
+    per : {"step", "epoch"}
+        What ``every``/``at`` count: optimizer steps (``trainer.global_step``, a point after a training
+        batch), or finished epochs (a point at the end of an epoch; the record's ``step`` and ``epoch``
+        are then the number of epochs finished).
     **options
         More keyword arguments of :class:`~exactident.track.core.Tracker` (``name``, ``check_options``).
 
@@ -87,10 +103,11 @@ def lightning_callback(X: Any, *, every: int | None = None, at: Iterable[int] | 
     Raises
     ------
     UnsupportedCaseError
-        Neither ``lightning`` nor ``pytorch_lightning`` is installed.
+        Neither ``lightning`` nor ``pytorch_lightning`` is installed; ``per`` not ``"step"`` or ``"epoch"``.
     """
+    _per(per)
     cls = _lightning_class()
-    return cls(dict(X=X, every=every, at=at, jsonl=jsonl, budget=budget, **options), module)
+    return cls(dict(X=X, every=every, at=at, jsonl=jsonl, budget=budget, **options), module, per)
 
 
 @functools.lru_cache(maxsize=1)
@@ -103,9 +120,9 @@ def _keras_class() -> type:
     class ExactRankKerasCallback(keras.callbacks.Callback):  # type: ignore[misc,name-defined,unused-ignore]
         """Keras callback: a point after every training batch on the schedule (steps counted over epochs)."""
 
-        def __init__(self, tracker_options: dict[str, Any]) -> None:
+        def __init__(self, tracker_options: dict[str, Any], per: str) -> None:
             super().__init__()
-            self.options, self.steps, self.epoch = tracker_options, 0, 0
+            self.options, self.per, self.steps, self.epoch = tracker_options, per, 0, 0
             self.tracker: Tracker | None = None
 
         def _tracker(self) -> Tracker:
@@ -121,7 +138,12 @@ def _keras_class() -> type:
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self.steps += 1
-            self._tracker().step(self.steps, self.epoch)
+            if self.per == "step":
+                self._tracker().step(self.steps, self.epoch)
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            if self.per == "epoch":  # the counter: epochs finished
+                self._tracker().step(int(epoch) + 1, int(epoch) + 1)
 
         @property
         def records(self) -> list[dict[str, Any]]:
@@ -131,7 +153,8 @@ def _keras_class() -> type:
 
 
 def keras_callback(X: Any, *, every: int | None = None, at: Iterable[int] | None = None,
-                   jsonl: str | os.PathLike[str] | None = None, budget: float | None = 60.0, **options: Any) -> Any:
+                   jsonl: str | os.PathLike[str] | None = None, budget: float | None = 60.0, per: str = "step",
+                   **options: Any) -> Any:
     """A Keras 3 ``Callback`` tracking the certified rank of ``Gamma`` of ``self.model`` on the probe ``X``.
 
     Parameters
@@ -139,6 +162,9 @@ def keras_callback(X: Any, *, every: int | None = None, at: Iterable[int] | None
     X, every, at, jsonl, budget
         As :class:`~exactident.track.core.Tracker`; step ``k`` is the model after ``k`` training batches
         (counted over all epochs; step 0 at ``on_train_begin``).
+    per : {"step", "epoch"}
+        What ``every``/``at`` count: training batches (a point after a batch), or finished epochs (a point
+        at the end of an epoch; the record's ``step`` and ``epoch`` are then the number of epochs finished).
     **options
         More keyword arguments of :class:`~exactident.track.core.Tracker` (``name``, ``check_options``).
 
@@ -150,6 +176,7 @@ def keras_callback(X: Any, *, every: int | None = None, at: Iterable[int] | None
     Raises
     ------
     UnsupportedCaseError
-        keras is not installed.
+        keras is not installed; ``per`` not ``"step"`` or ``"epoch"``.
     """
-    return _keras_class()(dict(X=X, every=every, at=at, jsonl=jsonl, budget=budget, **options))
+    _per(per)
+    return _keras_class()(dict(X=X, every=every, at=at, jsonl=jsonl, budget=budget, **options), per)
