@@ -116,11 +116,14 @@ def _train(track: bool, tmp_path: Path | None = None, steps: int = 200, fail_at:
     model[2].eval()  # a submodule in another mode than its parent: restored as it was
     model[0].bias.requires_grad_(False)  # a frozen parameter stays frozen
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    if tmp_path is not None:
+        tmp_path.mkdir(exist_ok=True)
     tracker = Tracker(model, X[:6], every=50, jsonl=None if tmp_path is None else tmp_path / "t.jsonl",
                       budget=30, **kw) if track else None
     seen = {}
-    if tracker is not None and tracker.step(0):
+    if tracker is not None and tracker.due(0):
         seen[0] = _torch_weights(model)
+        tracker.step(0)
     for step in range(1, steps + 1):
         idx = torch.randint(0, len(X), (16,))  # the torch RNG drives the batches and the dropout
         opt.zero_grad()
@@ -131,8 +134,9 @@ def _train(track: bool, tmp_path: Path | None = None, steps: int = 200, fail_at:
             raise RuntimeError("interrupted")
         if tracker is not None:
             grads = [None if p.grad is None else p.grad.clone() for p in model.parameters()]
-            if tracker.step(step):
+            if tracker.due(step):
                 seen[step] = _torch_weights(model)
+                tracker.step(step)
                 assert all((g is None and p.grad is None) or torch.equal(g, p.grad)
                            for g, p in zip(grads, model.parameters()))  # no gradient side effect
     draws = (torch.rand(3).tolist(), np.random.rand(3).tolist(), random.random())
@@ -157,6 +161,22 @@ def test_torch_loop_records_match_the_oracle_and_change_nothing(tmp_path):
         _check_against_oracle(r, *seen[r["step"]], X[:6].numpy())
         assert r["verdict"] == "not-identifiable"  # 6 outputs < dim 15: rank Gamma < dim (Theorem 8)
         assert 0 <= r["float_rank_gamma"] <= 6
+
+
+def test_background_points_are_the_same_and_change_nothing(tmp_path):
+    # the analysis in a worker process while training goes on: same records, same training
+    model, tracker, seen, draws, X = _train(True, tmp_path, background=True)
+    recs = tracker.wait()
+    base, fore, _, base_draws, _ = _train(True, tmp_path / "fore")
+    for (n, p), (_, p0) in zip(model.named_parameters(), base.named_parameters()):
+        assert torch.equal(p, p0), n
+    assert draws == base_draws and model.training and not model[2].training
+    drop = ("seconds",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in recs] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in fore.records]
+    assert read_records(tmp_path / "t.jsonl") == recs
+    for r in recs:
+        _check_against_oracle(r, *seen[r["step"]], X[:6].numpy())
 
 
 def test_interrupted_run_keeps_the_finished_records(tmp_path):

@@ -64,6 +64,10 @@ def _lightning_class() -> type:
             if self.per == "step":
                 self._tracker(pl_module).step(int(trainer.global_step), int(trainer.current_epoch))
 
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+            if self.tracker is not None:
+                self.tracker.wait()  # background points still running
+
         def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
             if self.per == "epoch":  # the counter: epochs finished
                 done = int(trainer.current_epoch) + 1
@@ -93,7 +97,8 @@ def lightning_callback(X: Any, *, every: int | None = None, at: Iterable[int] | 
         batch), or finished epochs (a point at the end of an epoch; the record's ``step`` and ``epoch``
         are then the number of epochs finished).
     **options
-        More keyword arguments of :class:`~exactident.track.core.Tracker` (``name``, ``check_options``).
+        More keyword arguments of :class:`~exactident.track.core.Tracker` (``name``, ``check_options``,
+        ``background``; background points still running are waited for at the end of training).
 
     Returns
     -------
@@ -141,6 +146,10 @@ def _keras_class() -> type:
             if self.per == "step":
                 self._tracker().step(self.steps, self.epoch)
 
+        def on_train_end(self, logs: Any = None) -> None:
+            if self.tracker is not None:
+                self.tracker.wait()  # background points still running
+
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             if self.per == "epoch":  # the counter: epochs finished
                 self._tracker().step(int(epoch) + 1, int(epoch) + 1)
@@ -166,7 +175,8 @@ def keras_callback(X: Any, *, every: int | None = None, at: Iterable[int] | None
         What ``every``/``at`` count: training batches (a point after a batch), or finished epochs (a point
         at the end of an epoch; the record's ``step`` and ``epoch`` are then the number of epochs finished).
     **options
-        More keyword arguments of :class:`~exactident.track.core.Tracker` (``name``, ``check_options``).
+        More keyword arguments of :class:`~exactident.track.core.Tracker` (``name``, ``check_options``,
+        ``background``; background points still running are waited for at the end of training).
 
     Returns
     -------

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -159,6 +160,21 @@ def point_record(case: Any, step: int, *, epoch: int | None = None, budget: floa
             "seconds": round(time.perf_counter() - start, 4), "error": None}
 
 
+def _error_record(step: int, epoch: int | None, error: str, start: float) -> dict[str, Any]:
+    rec: dict[str, Any] = {k: None for k in RECORD_FIELDS}
+    rec.update(step=int(step), epoch=None if epoch is None else int(epoch), verdict="error", certified=False,
+               timed_out=False, error=error, seconds=round(time.perf_counter() - start, 4))
+    return rec
+
+
+def _worker_point(case_json: dict[str, Any], step: int, epoch: int | None, budget: float | None,
+                  check_options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`point_record` in the background worker, on the case sent as its JSON form (exact ``p/q`` strings)."""
+    from exactident.io.case import parse_case
+
+    return point_record(parse_case(case_json), step, epoch=epoch, budget=budget, check_options=check_options)
+
+
 def _append_line(path: str, record: dict[str, Any]) -> None:
     line = (json.dumps(record, sort_keys=False, allow_nan=False) + "\n").encode("utf-8")
     try:
@@ -202,6 +218,12 @@ class Tracker:
     name : str
     check_options : dict, optional
         More keyword arguments of ``check``.
+    background : bool
+        Off the training's critical path: the weights are read at the step (the only work training
+        waits for), the analysis runs in one worker process (forked on the first point) while training
+        goes on, and each record is appended when it finishes, in order. :meth:`wait` (or leaving a
+        ``with Tracker(...)`` block) waits for the points still running. Ignored where ``os.fork`` is
+        missing.
 
     Raises
     ------
@@ -217,7 +239,7 @@ class Tracker:
     def __init__(self, model: Any = None, X: Any = None, *, every: int | None = None, at: Iterable[int] | None = None,
                  jsonl: str | os.PathLike[str] | None = None, budget: float | None = 60.0,
                  weights: Callable[[], Any] | None = None, forward: Callable[[Any], Any] | None = None,
-                 name: str = "track", check_options: dict[str, Any] | None = None) -> None:
+                 name: str = "track", check_options: dict[str, Any] | None = None, background: bool = False) -> None:
         if every is None and at is None:
             raise UnsupportedCaseError("Tracker: give a schedule: every=N steps, or at=[steps]")
         if every is not None and (not isinstance(every, int) or every < 1):
@@ -232,8 +254,12 @@ class Tracker:
         self.jsonl = None if jsonl is None else os.fspath(jsonl)
         self.budget, self.weights, self.forward, self.name = budget, weights, forward, name
         self.check_options = dict(check_options or {})
+        self.background = bool(background) and hasattr(os, "fork")
         self.records: list[dict[str, Any]] = []
         self._done: set[int] = set()
+        self._lock = threading.Lock()
+        self._pool: Any = None
+        self._pending: list[Any] = []
 
     def due(self, step: int) -> bool:
         """Whether ``step`` is on the schedule and not yet recorded."""
@@ -251,8 +277,13 @@ class Tracker:
         with untouched_state(self.model):
             return snapshot(self.model, self.X, self.weights, self.forward, self.name)
 
-    def record(self, step: int, epoch: int | None = None) -> dict[str, Any]:
-        """Record a point now, whatever the schedule; appended to ``records`` and to the JSON Lines file.
+    def record(self, step: int, epoch: int | None = None) -> dict[str, Any] | None:
+        """Take a point now, whatever the schedule; its record is appended to ``records`` and to the JSON Lines file.
+
+        Returns
+        -------
+        dict or None
+            The record; None with ``background=True`` (the record is appended when the worker finishes it).
 
         Raises
         ------
@@ -260,22 +291,66 @@ class Tracker:
             The JSON Lines file cannot be written.
         """
         start = time.perf_counter()
+        self._done.add(int(step))
         with untouched_state(self.model):
             try:
                 from exactident.track.frameworks import snapshot
 
                 case = snapshot(self.model, self.X, self.weights, self.forward, f"{self.name}@{step}")
+                if self.background:
+                    self._submit(case, step, epoch, start)
+                    return None
                 rec = point_record(case, step, epoch=epoch, budget=self.budget, check_options=self.check_options)
             except (CaseFormatError, UnsupportedCaseError) as exc:
-                rec = {k: None for k in RECORD_FIELDS}
-                rec.update(step=int(step), epoch=None if epoch is None else int(epoch), verdict="error",
-                           certified=False, timed_out=False, error=str(exc),
-                           seconds=round(time.perf_counter() - start, 4))
-        self._done.add(int(step))
-        self.records.append(rec)
-        if self.jsonl is not None:
-            _append_line(self.jsonl, rec)
+                rec = _error_record(step, epoch, str(exc), start)
+        return self._finish(rec)
+
+    def _finish(self, rec: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:  # a background point finishes in the executor's thread
+            self.records.append(rec)
+            if self.jsonl is not None:
+                _append_line(self.jsonl, rec)
         return rec
+
+    def _submit(self, case: Any, step: int, epoch: int | None, start: float) -> None:
+        import concurrent.futures
+        import multiprocessing
+
+        from exactident.io.case import case_to_json
+
+        if self._pool is None:  # fork: a spawned worker would re-run the training script's top level
+            self._pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+        future = self._pool.submit(_worker_point, case_to_json(case), int(step), epoch, self.budget,
+                                   self.check_options)
+
+        def done(f: concurrent.futures.Future) -> None:
+            exc = f.exception()
+            rec = f.result() if exc is None else _error_record(step, epoch, f"{type(exc).__name__}: {exc}", start)
+            try:
+                self._finish(rec)
+            except OutputError as err:  # no caller to raise to in this thread: the record says it
+                rec["error"] = str(err)
+
+        future.add_done_callback(done)
+        self._pending.append(future)
+
+    def wait(self) -> list[dict[str, Any]]:
+        """Wait for the background points still running (``background=True``) and stop the worker; the records."""
+        import concurrent.futures
+
+        if self._pending:
+            concurrent.futures.wait(self._pending)
+            self._pending.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        return self.records
+
+    def __enter__(self) -> Tracker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wait()
 
     def frame(self) -> Any:
         """The records as a pandas DataFrame (:func:`records_frame`)."""
