@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from exactident.errors import CaseFormatError, OutputError, UnsupportedCaseError
+from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolation, OutputError, UnsupportedCaseError
 
 __all__ = ["RECORD_FIELDS", "Tracker", "point_record", "read_records", "records_frame", "untouched_state"]
 
@@ -233,7 +233,8 @@ class Tracker:
     Notes
     -----
     ``step(k)`` is the one line to add to a training loop. A point that fails (a model the importers
-    refuse) is recorded with its ``error`` and training goes on.
+    refuse, an analysis process that died) is recorded with its ``error`` and training goes on; a
+    broken invariant (a bug) is raised.
     """
 
     def __init__(self, model: Any = None, X: Any = None, *, every: int | None = None, at: Iterable[int] | None = None,
@@ -301,7 +302,9 @@ class Tracker:
                     self._submit(case, step, epoch, start)
                     return None
                 rec = point_record(case, step, epoch=epoch, budget=self.budget, check_options=self.check_options)
-            except (CaseFormatError, UnsupportedCaseError) as exc:
+            except InvariantViolation:
+                raise  # a bug: never hidden in a record
+            except ExactIdentError as exc:  # a refused model, an analysis process that died: training goes on
                 rec = _error_record(step, epoch, str(exc), start)
         return self._finish(rec)
 
