@@ -243,6 +243,24 @@ def test_weights_function_with_a_forward_check():
     assert wrong["verdict"] == "error" and "forward check" in wrong["error"]
 
 
+def test_background_records_stay_in_step_order_with_an_error_between(tmp_path):
+    rng = np.random.default_rng(4)
+    W = [rng.standard_normal((4, 3)), rng.standard_normal((2, 4))]
+    b = [rng.standard_normal(4), rng.standard_normal(2)]
+    X = rng.standard_normal((12, 3))
+    step = [0]
+
+    def weights():  # at step 1 a matrix that does not chain: refused at the step, in this process
+        return ([W[0], W[1].T], b) if step[0] == 1 else (W, b)
+
+    with Tracker(weights=weights, X=X, every=1, jsonl=tmp_path / "o.jsonl", background=True) as tracker:
+        for step[0] in range(3):
+            tracker.step(step[0])
+    assert [(r["step"], r["verdict"] == "error") for r in tracker.records] == [(0, False), (1, True), (2, False)]
+    assert read_records(tmp_path / "o.jsonl") == tracker.records
+    _check_against_oracle(tracker.records[2], W, b, X)
+
+
 # ---------------------------------------------------------------------------------------------
 # Keras 3 (the torch backend here)
 

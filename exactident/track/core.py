@@ -261,6 +261,8 @@ class Tracker:
         self._lock = threading.Lock()
         self._pool: Any = None
         self._pending: list[Any] = []
+        self._seq = self._written = 0  # points taken, points appended
+        self._ready: dict[int, dict[str, Any]] = {}
 
     def due(self, step: int) -> bool:
         """Whether ``step`` is on the schedule and not yet recorded."""
@@ -293,29 +295,35 @@ class Tracker:
         """
         start = time.perf_counter()
         self._done.add(int(step))
+        seq, self._seq = self._seq, self._seq + 1
         with untouched_state(self.model):
             try:
                 from exactident.track.frameworks import snapshot
 
                 case = snapshot(self.model, self.X, self.weights, self.forward, f"{self.name}@{step}")
                 if self.background:
-                    self._submit(case, step, epoch, start)
+                    self._submit(seq, case, step, epoch, start)
                     return None
                 rec = point_record(case, step, epoch=epoch, budget=self.budget, check_options=self.check_options)
             except InvariantViolation:
                 raise  # a bug: never hidden in a record
             except ExactIdentError as exc:  # a refused model, an analysis process that died: training goes on
                 rec = _error_record(step, epoch, str(exc), start)
-        return self._finish(rec)
+        return self._finish(seq, rec)
 
-    def _finish(self, rec: dict[str, Any]) -> dict[str, Any]:
+    def _finish(self, seq: int, rec: dict[str, Any]) -> dict[str, Any]:
+        """Append the record of point number ``seq`` once every earlier point is appended (step order)."""
         with self._lock:  # a background point finishes in the executor's thread
-            self.records.append(rec)
-            if self.jsonl is not None:
-                _append_line(self.jsonl, rec)
+            self._ready[seq] = rec
+            while self._written in self._ready:
+                done = self._ready.pop(self._written)
+                self._written += 1
+                self.records.append(done)
+                if self.jsonl is not None:
+                    _append_line(self.jsonl, done)
         return rec
 
-    def _submit(self, case: Any, step: int, epoch: int | None, start: float) -> None:
+    def _submit(self, seq: int, case: Any, step: int, epoch: int | None, start: float) -> None:
         import concurrent.futures
         import multiprocessing
 
@@ -330,12 +338,12 @@ class Tracker:
             exc = f.exception()
             rec = f.result() if exc is None else _error_record(step, epoch, f"{type(exc).__name__}: {exc}", start)
             try:
-                self._finish(rec)
+                self._finish(seq, rec)
             except OutputError as err:  # no caller to raise to in this thread: the record says it
                 rec["error"] = str(err)
 
         future.add_done_callback(done)
-        self._pending.append(future)
+        self._pending = [f for f in self._pending if not f.done()] + [future]
 
     def wait(self) -> list[dict[str, Any]]:
         """Wait for the background points still running (``background=True``) and stop the worker; the records."""
