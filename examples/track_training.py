@@ -1,7 +1,7 @@
 """Track the certified rank of ``Gamma`` while a small MLP trains (docs/tracking.md).
 
 A ``[10, 12, 8, 1]`` ReLU MLP learns scikit-learn's diabetes data (standardised) with PyTorch for 300
-Adam steps at a high learning rate, at which some hidden units die. Every 30 steps
+Adam steps at a high learning rate, at which some hidden units die. Every 50 steps
 ``exactident.track.Tracker`` reads the weights exactly and records the certified rank of ``Gamma``
 on a fixed probe of 80 training rows, ``dim``, the verdict, the dead units and the float64 rank beside
 it; the records go to ``track.jsonl`` as they finish, and the plot to ``track.png`` (when matplotlib is
@@ -40,7 +40,7 @@ def main(out: Path) -> list[dict]:
                                 torch.nn.Linear(8, 1))
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
 
-    tracker = Tracker(model, X[:80], every=30, jsonl=jsonl, budget=30)
+    tracker = Tracker(model, X[:80], every=50, jsonl=jsonl, budget=30)
     tracker.step(0)  # before training
     for step in range(1, 301):
         batch = torch.randint(0, len(X), (64,))
@@ -48,7 +48,7 @@ def main(out: Path) -> list[dict]:
         loss = torch.nn.functional.mse_loss(model(X[batch]), y[batch])
         loss.backward()
         opt.step()
-        tracker.step(step)  # the one line: a point every 30 steps
+        tracker.step(step)  # the one line: a point every 50 steps
 
     print(f"{'step':>5} {'rank':>6} {'float':>6} {'dim':>4} {'dead':>4}  verdict")
     for r in tracker.records:
