@@ -127,6 +127,8 @@ _SUBCOMMANDS = (
      "exactident.symmetry.fdim_command:add_arguments"),
     ("hidden-symmetries", "how often random parameters have hidden symmetries (Grigsby, Lindsey, Rolnick), exactly",
      "exactident.symmetry.glr_command:add_arguments"),
+    ("track-plot", "plot a training run's tracked ranks (JSON Lines of exactident.track)",
+     "exactident.track.command:add_arguments"),
 )
 
 
@@ -356,6 +358,12 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _cmd_track_plot(args: argparse.Namespace) -> int:
+    from exactident.track.command import run
+
+    return run(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (docs/cli.md, "Exit status").
 
@@ -380,7 +388,8 @@ def _main(argv: Sequence[str] | None) -> int:
                   "crosscheck": _cmd_crosscheck, "import": _cmd_import, "generate": _cmd_suites,
                   "suite": _cmd_suites, "survey": _cmd_suites, "explain": _cmd_explain,
                   "design": _cmd_explain, "canonical": _cmd_symmetry, "equiv": _cmd_symmetry,
-                  "audit": _cmd_symmetry, "fdim": _cmd_fdim, "hidden-symmetries": _cmd_fdim}[args.command](args)
+                  "audit": _cmd_symmetry, "fdim": _cmd_fdim, "hidden-symmetries": _cmd_fdim,
+                  "track-plot": _cmd_track_plot}[args.command](args)
         try:
             sys.stdout.flush()  # here, not at interpreter exit, so a full disk is named
         except OSError as exc:

@@ -227,7 +227,7 @@ def test_api_reference_covers_every_module():
 # check_constrained (the constrained engine's verdict) sits between boundary and check, which calls it.
 LAYER = {"errors": 0, "budget": 1, "progress": 2, "linalg": 2, "model": 3, "ranks": 4, "io": 4,
          "boundary": 5, "verify": 5, "numeric": 5, "check_constrained": 5.5, "check": 6, "run_cases": 7,
-         "crosscheck": 7, "explain": 7, "api": 8, "suites": 8, "symmetry": 8, "testing": 8.5, "cli": 9}
+         "crosscheck": 7, "explain": 7, "api": 8, "suites": 8, "symmetry": 8, "testing": 8.5, "track": 8.5, "cli": 9}
 
 
 @functools.lru_cache(maxsize=1)
@@ -273,7 +273,7 @@ def test_architecture_import_rules_hold():
     ("networkx", {"exactident.model.graph"}),
     ("scipy", {"exactident.boundary.entering", "exactident.explain.gamma_rows", "exactident.symmetry.regions"}),
     ("highspy", {"exactident.symmetry.regions"}),
-    ("matplotlib", {"exactident.crosscheck.plot"}),
+    ("matplotlib", {"exactident.crosscheck.plot", "exactident.track.plot"}),
     ("torch", {"exactident.numeric.torch_backend", "exactident.numeric.constrained",
                "exactident.io.importers.torch_state_dict", "exactident.io.importers.reference",
                "exactident.io.importers.torch_trace", "exactident.io.importers.torch_graph"}),
