@@ -366,8 +366,13 @@ def _moves_outputs(graph, X, delta) -> bool:
     return any(any(c != 0 for c in out[1:]) for i, x in enumerate(X) for out in forward(graph, x, num, i))
 
 
-def truth(graph: dict[str, Any], X: list[list[Fraction]], probes: list[list[Fraction]]) -> tuple[str, str]:
-    """The independent verdict (``identifiable``, ``not-identifiable`` or ``undecided``) and why."""
+def truth(graph: dict[str, Any], X: list[list[Fraction]], probes: list[list[Fraction]],
+          extra: list[dict[int, Fraction]] = ()) -> tuple[str, str]:
+    """The independent verdict (``identifiable``, ``not-identifiable`` or ``undecided``) and why.
+
+    ``extra``: more candidate directions (the engine's line, in the engine's parameter order, which is this
+    script's: layer by layer, weights then biases): each is checked here like any other.
+    """
     k = len(_params(graph))
     s = symmetry_dim(graph)
     rows, ties = jacobian(graph, X)
@@ -384,7 +389,7 @@ def truth(graph: dict[str, Any], X: list[list[Fraction]], probes: list[list[Frac
             kernels += ker
         if min(ranks) == k - s:
             return "identifiable", f"rank {k - s} = k - s on all {len(ranks)} tie resolutions"
-    directions = [{j: Fraction(1)} for j in range(k)] + [{j: Fraction(-1)} for j in range(k)]
+    directions = [{j: Fraction(1)} for j in range(k)] + [{j: Fraction(-1)} for j in range(k)] + list(extra)
     for vec in kernels[:4 * k]:
         d = {j: v for j, v in enumerate(vec) if v}
         directions += [d, {j: -v for j, v in d.items()}]
@@ -441,6 +446,11 @@ def _on_kink(graph: dict[str, Any], x: list[Fraction]) -> list[Fraction]:
     return x
 
 
+def _pname(graph: dict[str, Any], j: int) -> str:
+    layer, fld, _idx = _params(graph)[j]
+    return f"{layer}.{fld}"
+
+
 def cases(seed: int = 0):
     """(family, widths, n, graph, X) for every case, deterministic."""
     from exactident.suites.draft import SAMPLE_DENS, SAMPLE_NUM
@@ -483,7 +493,20 @@ def run(seed: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         seconds = time.perf_counter() - t0
         pr = HashRng("probes", seed, c)
         probes = [[pr.rational(-24, 24, (1, 2, 3, 7)) for _ in X[0]] for _ in range(12)]
-        t, why = truth(graph, X, probes)
+        # the engine's line (its direction, its probe) joins the candidates: the truth checks it like the others
+        cert = report.certificate or {}
+        extra = []
+        for key in ("line", "constant_units", "dead_units"):
+            part = cert.get(key)
+            if part is None:
+                continue
+            pairs = part["delta"] if key != "dead_units" else [[part["parameter"], "-1"]]
+            names = part.get("names") or [part.get("name")]
+            if [n.split("[")[0] for n in names] != [_pname(graph, int(j)) for j, _q in pairs]:
+                raise SystemExit("layer_graph_verdicts: the engine numbers parameters differently")
+            extra.append({int(j): Fraction(q) for j, q in pairs})
+            probes.append([Fraction(v) for v in part.get("probe") or part["x"]])
+        t, why = truth(graph, X, probes, extra)
         wrong = report.verdict in ("identifiable", "not-identifiable") and t in ("identifiable", "not-identifiable") \
             and report.verdict != t
         out.append({"family": fam, "name": obj["name"], "widths": widths, "n_samples": n, "verdict": report.verdict,

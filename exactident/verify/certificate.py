@@ -261,7 +261,9 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
         if ent.valid:
             proofs.nonequivalence = "entering"
             proofs.entering = True
-    if "line" in cert:
+    if "line" in cert and "kind" in cert["line"]:  # a layer graph's line part: its delta names no MLP parameter
+        fails.append("certificate.line: the form of a layer graph's line (kind, delta by index) on a plain MLP case")
+    elif "line" in cert:
         good, more = verify_line(case, need(cert, "line", dict, "certificate"), facts)
         (msgs if good else fails).extend(more)
         if good and proofs.nonequivalence is None:

@@ -271,7 +271,9 @@ CERTIFICATE = Obj({}, {
                      "delta": ParamMap(), "derivatives": List(Obj({"sample": NAT, "layer": LAYER, "neuron": NAT,
                                                                    "value": RAT}, {"active": BOOL})),
                      "rank_gamma": NAT, "rank_a": NAT, "dim": NAT}, {"nonequivalence": NONEQUIVALENCE}),
-    "line": Obj({"delta": ParamMap(), "t0": Null(RAT)}, {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE}),
+    "line": AnyOf(Obj({"delta": ParamMap(), "t0": Null(RAT)}, {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE}),
+                  Obj({"kind": Enum("line"), "delta": List(Tuple(NAT, RAT)), "names": List(STR), "t0": Null(RAT),
+                       "probe": List(RAT)})),  # the plain MLP's line, or a layer graph's (by parameter index)
     "structural": Obj({"mechanism": Enum("dead-neuron", "untouched-input", "proportional-neurons",
                                          "always-active-block", "unpinned-hyperplane"),
                        "neurons": List(Tuple(LAYER, NAT)), "t0": Null(RAT)},
@@ -321,7 +323,8 @@ REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "explanation": List(STR), "rank_gamma_interval": List(NAT, 2),
     "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
     "architecture": Obj({"features": List(STR), "n_params": NAT, "rank_t": NAT, "symmetry_dim": NAT, "dim_free": NAT,
-                         "input_shape": List(NAT), "softmax_rank_bound": NAT})})
+                         "input_shape": List(NAT), "softmax_rank_bound": NAT}),
+    "rules": List(Obj({"rule": STR, "status": Enum("decided", "tried", "not-applicable", "not-run"), "why": STR}))})
 
 
 def validate(value: Any, spec: Spec, where: str = "") -> str | None:
