@@ -66,14 +66,16 @@ def _params(graph: dict[str, Any]) -> list[tuple[str, str, tuple[int, ...]]]:
             if fld not in layer:
                 continue
 
-            def walk(v: Any, idx: tuple[int, ...]) -> None:
-                if isinstance(v, list):
-                    for i, x in enumerate(v):
-                        walk(x, idx + (i,))
-                else:
-                    out.append((layer["name"], fld, idx))
-            walk(layer[fld], ())
+            _walk(layer[fld], (), layer["name"], fld, out)
     return out
+
+
+def _walk(v: Any, idx: tuple[int, ...], name: str, fld: str, out: list) -> None:
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            _walk(x, idx + (i,), name, fld, out)
+    else:
+        out.append((name, fld, idx))
 
 
 class Num:
@@ -375,7 +377,7 @@ def truth(graph: dict[str, Any], X: list[list[Fraction]], probes: list[list[Frac
     """
     k = len(_params(graph))
     s = symmetry_dim(graph)
-    rows, ties = jacobian(graph, X)
+    _rows, ties = jacobian(graph, X)
     ties = sorted(set(ties))
     kernels: list[list[Fraction]] = []
     if len(ties) <= MAX_TRUTH_TIES:

@@ -14,9 +14,14 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
   constant-unit line (constant outputs on X, the realised function provably changes,
   :mod:`exactident.boundary.dead_units`; ``decided_by: dead-units`` or ``constant-units``), or a
   submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
-  ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters);
+  ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters),
+  or, tried last, a straight line of constant outputs on X with a probe whose output moves
+  (:mod:`exactident.boundary.graph_line`; ``decided_by: line``);
 - **inconclusive** otherwise: Theorem 8 (``C_N``) is proved for the layered ReLU MLP only and
   is never borrowed.
+
+Each rule states the hypotheses it needs (:mod:`exactident.boundary.graph_rules`); the report's ``rules``
+lists every one with its status and, where a hypothesis fails, which.
 
 The plain layered ReLU MLP never reaches this module: :func:`exactident.check.check` gives it to
 the plain engine.

@@ -26,10 +26,13 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
-  needs a verified ``dead_units``, ``constant_units``, ``submersion`` or ``entering_submersion`` part
-  (a ``dead_units`` or ``constant_units`` line states its segment ``t0``, checked exactly);
+  needs a verified ``dead_units``, ``constant_units``, ``submersion``, ``entering_submersion`` or ``line``
+  part (a ``dead_units``, ``constant_units`` or ``line`` line states its segment ``t0``, checked exactly;
+  a ``line`` part's probe must move, :func:`exactident.verify.constrained_parts.check_graph_line`);
   no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
   plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
+- ``rules``: only the ``decided_by`` rule may be ``decided``, and Theorem 8 must be ``not-applicable``
+  (its ``why`` texts are prose, not verified);
 - the explain fields ``parameters``, ``units``, ``channels`` and ``kernel_basis``
   (:mod:`exactident.verify.constrained_explained`); ``explanation`` is prose, printed as not verified.
 """

@@ -1,5 +1,5 @@
 """Certificate parts of a constrained network's report, re-checked exactly: ``free_rank``, ``dead_units``,
-``constant_units``.
+``constant_units``, ``line`` (:func:`check_graph_line`).
 
 Helpers of :mod:`exactident.verify.constrained`; every fact comes from
 :class:`~exactident.verify.constrained_facts.ConstrainedFacts` (the verifier's own computation).
