@@ -421,6 +421,9 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             certificate = {**(certificate or {}), found["kind"].replace("-", "_"): part}
         else:
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
+    if not structural:
+        skipped.update(dict.fromkeys(("dead-units", "constant-units", "submersion", "entering-submersion", "line"),
+                                     "the certificate search is off (structural=False)"))
     extra["rules"] = rule_entries(cn, decided, tried, skipped)
     report = Report(name=name, widths=cn.layer_widths, n_samples=len(X), dim=sym.dim_free,
                     # null past the cap, and beside an interval (its Monte Carlo value is montecarlo's)

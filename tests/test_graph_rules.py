@@ -85,6 +85,17 @@ def test_line_rule_stopped_by_its_size_cap(monkeypatch):
     assert rules["line"]["status"] == "not-run" and "cap of 5" in rules["line"]["why"]
 
 
+def test_rules_say_when_the_certificate_search_is_off():
+    from exactident.check_constrained import check_constrained
+
+    case = _case()
+    r = check_constrained(case.compiled, case.X, structural=False)
+    assert (r.verdict, r.decided_by) == ("inconclusive", "none")
+    rules = {e["rule"]: e for e in r.to_dict()["rules"]}
+    assert rules["line"]["status"] == "not-run" and "structural=False" in rules["line"]["why"]
+    assert rules["free-rank"]["status"] == "tried"
+
+
 def test_theorem_8_never_applies_to_a_layer_graph():
     """C_N (Theorem 8) is proved for the dense ReLU MLP with every weight free only: its hypothesis fails on any
     constrained network with a feature, and holds on the plain MLP's constrained form."""
