@@ -186,3 +186,6 @@ def test_graph_line_part_on_a_plain_mlp_is_invalid():
                   certificate={"line": {"kind": "line", "delta": [[1, "1"], [3, "-2"]], "names": ["a", "b"],
                                         "t0": None, "probe": ["-5"]}})
     assert not verify_certificate(case, report, require_claims=True)[0]
+    for part in ({"delta": [[1, "1"]], "t0": None, "probe": ["-5"]}, {"delta": {}, "t0": None, "names": ["a"]}):
+        ok, msgs = verify_certificate(case, dict(report, certificate={"line": part}), require_claims=True)
+        assert not ok and any("layer graph's line" in m for m in msgs), msgs

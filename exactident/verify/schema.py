@@ -271,9 +271,10 @@ CERTIFICATE = Obj({}, {
                      "delta": ParamMap(), "derivatives": List(Obj({"sample": NAT, "layer": LAYER, "neuron": NAT,
                                                                    "value": RAT}, {"active": BOOL})),
                      "rank_gamma": NAT, "rank_a": NAT, "dim": NAT}, {"nonequivalence": NONEQUIVALENCE}),
-    "line": AnyOf(Obj({"delta": ParamMap(), "t0": Null(RAT)}, {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE}),
-                  Obj({"kind": Enum("line"), "delta": List(Tuple(NAT, RAT)), "names": List(STR), "t0": Null(RAT),
-                       "probe": List(RAT)})),  # the plain MLP's line, or a layer graph's (by parameter index)
+    # the plain MLP's line (delta by name), or a layer graph's (kind, delta by index, names; the strict form is
+    # exactident.verify.constrained.CONSTRAINED_REPORT's, and the plain verifier refuses a part with a kind)
+    "line": Obj({"delta": AnyOf(ParamMap(), List(Tuple(NAT, RAT))), "t0": Null(RAT)},
+                {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE, "kind": Enum("line"), "names": List(STR)}),
     "structural": Obj({"mechanism": Enum("dead-neuron", "untouched-input", "proportional-neurons",
                                          "always-active-block", "unpinned-hyperplane"),
                        "neurons": List(Tuple(LAYER, NAT)), "t0": Null(RAT)},
