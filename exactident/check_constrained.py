@@ -14,9 +14,14 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
   constant-unit line (constant outputs on X, the realised function provably changes,
   :mod:`exactident.boundary.dead_units`; ``decided_by: dead-units`` or ``constant-units``), or a
   submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
-  ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters);
+  ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters),
+  or, tried last, a straight line of constant outputs on X with a probe whose output moves
+  (:mod:`exactident.boundary.graph_line`; ``decided_by: line``);
 - **inconclusive** otherwise: Theorem 8 (``C_N``) is proved for the layered ReLU MLP only and
   is never borrowed.
+
+Each rule states the hypotheses it needs (:mod:`exactident.boundary.graph_rules`); the report's ``rules``
+lists every one with its status and, where a hypothesis fails, which.
 
 The plain layered ReLU MLP never reaches this module: :func:`exactident.check.check` gives it to
 the plain engine.
@@ -32,6 +37,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.boundary.graph_rules import rule_entries
 from exactident.budget import stage
 from exactident.errors import InvariantViolation
 from exactident.io.report import Report
@@ -189,6 +195,27 @@ def line_kernel(cn: ConstrainedNetwork, state: FreeState, sym: Symmetry, rng: ra
     return (bound, K) if bound < sym.dim_free else None
 
 
+def _graph_line(cn: ConstrainedNetwork, X, state: FreeState, n_ties: int, persistent: list[int],
+                tried: dict[str, str], skipped: dict[str, str]) -> dict[str, Any] | None:
+    """The ``line`` rule (:mod:`exactident.boundary.graph_line`) on the first tie resolutions, or None."""
+    from exactident.boundary.graph_line import MAX_LINE_PATTERNS, find_graph_line, line_cost_problem
+
+    cost = line_cost_problem(cn, len(X))
+    if cost is not None:
+        skipped["line"] = cost
+        return None
+    stage("line certificate", rows=len(X) * cn.widths[-1], cols=cn.n_params)
+    patterns = []
+    for active in tie_resolutions(n_ties, persistent):
+        patterns.append(resolve_ties(state, list(active)))
+        if len(patterns) >= MAX_LINE_PATTERNS:
+            break
+    found = find_graph_line(cn, X, patterns)
+    if found is None:
+        tried["line"] = "no kernel direction of Gamma_free keeps the outputs on X along a straight line with a probe"
+    return found
+
+
 def rng_seed_for_certificates(seed: int | None) -> int | None:
     """The seed of the certificate search's own random stream (None: unseeded, as ``seed``).
 
@@ -259,6 +286,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     ('identifiable', 3, 3, 'free-rank')
     """
     start = time.perf_counter()
+    tried: dict[str, str] = {}  # rules that ran without settling the case, with what they found (report's rules)
+    skipped: dict[str, str] = {}  # rules a size cap stopped
     X = [[flint.fmpq(v) for v in row] for row in X]
     rng = random.Random(seed)
     stage("forward pass", samples=len(X), widths="-".join(map(str, cn.layer_widths)))
@@ -285,6 +314,9 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                              "rank_gamma": fr.rank, "rank_a": None,
                              "cs": fr.rank == sym.dim_free if fr.rank is not None else None, "cn": None})
     full = enumerable and all(r.rank == sym.dim_free for r in ranks)
+    if not full:
+        tried["free-rank"] = ("past the cap on tie resolutions" if not enumerable
+                              else "rank Gamma_free below dim_free, or not certified at dim_free, on a resolution")
     interval = None
     zero_params: list[int] = []  # parameters of the kernel vectors from the structure, for the reason
     if ranks and any(r.rank is None for r in ranks):
@@ -367,14 +399,21 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             cert_rng = random.Random(rng_seed_for_certificates(seed))
             stage("dead-unit certificate", units=sum(cn.widths[1:-1]))
             found = find_dead_units(cn, X, state, cert_rng)
+            tried["dead-units"] = tried["constant-units"] = "no dead, silent or constant unit gives a line"
             if found is None:
                 from exactident.boundary.submersion import find_entering_submersion, find_submersion
 
                 stage("submersion certificate", rows=len(X) * cn.widths[-1], cols=cn.n_params)
                 if not free_ties:  # F_X smooth near theta: persistent ties only
                     found = find_submersion(cn, X, cert_rng)
+                    tried["submersion"] = "no full row rank with a moving fiber direction"
+                    skipped["entering-submersion"] = "no free tie: the submersion rule covers this sample"
                 else:
                     found = find_entering_submersion(cn, X, cert_rng)
+                    tried["entering-submersion"] = "no entering direction of a full-row-rank resolution"
+                    skipped["submersion"] = "free ties: F_X is not smooth at theta (entering-submersion instead)"
+            if found is None:  # a straight line of constant outputs on X (exact evaluation: every layer graph)
+                found = _graph_line(cn, X, state, n_ties, persistent, tried, skipped)
         if found is not None:  # the certificate part and the rule are named after its kind
             verdict, decided = "not-identifiable", found["kind"]
             reason += f"; but {found['why']}"
@@ -382,6 +421,10 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
             certificate = {**(certificate or {}), found["kind"].replace("-", "_"): part}
         else:
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
+    if not structural:
+        skipped.update(dict.fromkeys(("dead-units", "constant-units", "submersion", "entering-submersion", "line"),
+                                     "the certificate search is off (structural=False)"))
+    extra["rules"] = rule_entries(cn, decided, tried, skipped)
     report = Report(name=name, widths=cn.layer_widths, n_samples=len(X), dim=sym.dim_free,
                     # null past the cap, and beside an interval (its Monte Carlo value is montecarlo's)
                     rank_gamma=None if interval is not None else rank_gamma,

@@ -142,7 +142,9 @@ def test_dead_unit_columns_close_the_interval():
 def _affine_on_sample_case(tmp_path):
     """fc1 (1 -> 2, leaky 1/10) then fc2 (2 -> 1): 7 parameters, 2 rescalings, dim_free = 5.  On x = 1..6 both units
     are active (z = x and 2x + 1), so f = (v0 + 2 v1) x + (v1 + d) is affine in x on the sample: every column of
-    Gamma_free is a combination of the columns x and 1 of the sample, rank 2 < 5 with 6 rows: an interval."""
+    Gamma_free is a combination of the columns x and 1 of the sample, rank 2 < 5 with 6 rows: an interval.  Not
+    identifiable (the line rule): b0 += t, d -= t keeps z0 = x + t > 0 and f on the sample, and f(x) changes
+    where unit 0 is negative (slope 1/10)."""
     import json
 
     obj = {"format": "exactident-case/2", "name": "affine-on-sample", "input_shape": [1],
@@ -164,7 +166,8 @@ def test_interval_report_through_verify_certificate(tmp_path, capsys):
     path = _affine_on_sample_case(tmp_path)
     case = load_case(path)
     report = check(case, numeric=False).to_dict()
-    assert (report["verdict"], report["rank_gamma_interval"], report["dim"]) == ("inconclusive", [2, 5], 5)
+    assert (report["verdict"], report["rank_gamma_interval"], report["dim"]) == ("not-identifiable", [2, 5], 5)
+    assert report["decided_by"] == "line"
     # no uncertified number where the certified rank goes: rank_gamma is null, the Monte Carlo value labelled
     assert report["rank_gamma"] is None and report["cs"] is None and report["montecarlo"]["rank_gamma"] == 2
     assert check(case, numeric=False, exact_ranks=True).rank_gamma == 2
@@ -192,7 +195,7 @@ def test_cli_exact_ranks_for_a_constrained_case(tmp_path, capsys):
     fast, slow = (r[0] if isinstance(r, list) else r for r in (fast, slow))
     assert fast["rank_gamma_interval"] == [2, 5] and "montecarlo" in fast
     assert slow["rank_gamma"] == 2 and "rank_gamma_interval" not in slow and "montecarlo" not in slow
-    assert slow["verdict"] == fast["verdict"] == "inconclusive" and slow["cs"] is False
+    assert slow["verdict"] == fast["verdict"] == "not-identifiable" and slow["cs"] is False
 
 
 def test_certificate_search_does_not_depend_on_the_rank_order():

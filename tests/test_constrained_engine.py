@@ -142,10 +142,14 @@ def test_residual_keeps_one_rescaling():
     assert _mat([[2, 2, 1], [4, 2, 2]]) == G
     r = check_constrained(cn, _X([[1], [2]]))
     assert (r.verdict, r.rank_gamma, r.dim, r.decided_by) == ("identifiable", 2, 2, "free-rank")
-    # one active sample: rows (2, 2, 1) only: rank 1 < 2, no dead unit: inconclusive, C_N never borrowed
+    # one active sample: rows (2, 2, 1) only: rank 1 < 2, no dead unit.  C_N is never borrowed; the line
+    # (w1, b1) += t (1, -1) keeps z(1) = w1 + b1 = 1 and z(-3) = -3 - 4t < 0 for every t >= 0 (outputs on X
+    # constant) while f(2) = 2 + 2 relu(2 + 3t) moves: not identifiable, decided by the line rule
     r1 = check_constrained(cn, _X([[1], [-3]]), exact_ranks=True)  # by default only an interval: [1, 2]
-    assert (r1.verdict, r1.rank_gamma) == ("inconclusive", 1)
-    assert "C_N is not proved for skip connection" in r1.reason
+    assert (r1.verdict, r1.rank_gamma, r1.decided_by) == ("not-identifiable", 1, "line")
+    line = r1.certificate["line"]
+    assert sorted(line["delta"]) in ([[0, "1"], [1, "-1"]], [[0, "-1"], [1, "1"]])
+    assert any(e["rule"] == "theorem-8" and e["status"] == "not-applicable" for e in r1.to_dict()["rules"])
 
 
 def test_residual_seen_at_one_point_is_a_submersion():
@@ -192,9 +196,14 @@ def test_convolution_on_three_pixels():
     sym = rescaling_symmetry(cn)
     assert (sym.symmetry_dim, sym.dim_free) == (1, 5)
     X = _X([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1], [2, 1, 3]])
-    r = check_constrained(cn, X, exact_ranks=True)  # by default only the certified interval [4, 5]
+    r = check_constrained(cn, X, exact_ranks=True, structural=False)  # by default only the interval [4, 5]
     assert (r.verdict, r.rank_gamma, r.dim) == ("inconclusive", 4, 5)
     assert "C_N is not proved for convolution" in r.reason
+    # the line rule settles it: c += t, d -= (v0 + v1) t = 3t keeps f on X (every pre-activation on X is >= 0 and
+    # only grows; the tie z_1(1, 0, 0) = 0 goes active), while at x* = (-1, -2, -2) both pixels are off, f = d - 3t
+    r = check_constrained(cn, X, exact_ranks=True)
+    assert (r.verdict, r.rank_gamma, r.decided_by) == ("not-identifiable", 4, "line")
+    assert r.certificate["line"]["delta"] in ([[2, "1"], [5, "-3"]], [[2, "-1"], [5, "3"]])
     # one column of Gamma_free = the sum of its dense columns: d f / d k0 at x = (1, 1, 1) is v0 x0 + v1 x1 = 3
     G = gamma_free_exact(cn, _X([[1, 1, 1]]), free_state(cn, _X([[1, 1, 1]])).pattern)
     assert _mat([[3, 3, 3, 2, 2, 1]]) == G

@@ -261,7 +261,11 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
         if ent.valid:
             proofs.nonequivalence = "entering"
             proofs.entering = True
-    if "line" in cert:
+    if "line" in cert and ({"kind", "names"} & set(cert["line"]) or not isinstance(cert["line"]["delta"], dict)):
+        # a layer graph's line part (the schema admits both forms): its delta names no MLP parameter
+        fails.append("certificate.line: the form of a layer graph's line (kind, names, delta by index) on a plain "
+                     "MLP case")
+    elif "line" in cert:
         good, more = verify_line(case, need(cert, "line", dict, "certificate"), facts)
         (msgs if good else fails).extend(more)
         if good and proofs.nonequivalence is None:

@@ -26,10 +26,13 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
-  needs a verified ``dead_units``, ``constant_units``, ``submersion`` or ``entering_submersion`` part
-  (a ``dead_units`` or ``constant_units`` line states its segment ``t0``, checked exactly);
+  needs a verified ``dead_units``, ``constant_units``, ``submersion``, ``entering_submersion`` or ``line``
+  part (a ``dead_units``, ``constant_units`` or ``line`` line states its segment ``t0``, checked exactly;
+  a ``line`` part's probe must move, :func:`exactident.verify.constrained_parts.check_graph_line`);
   no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
   plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
+- ``rules``: only the ``decided_by`` rule may be ``decided``, and Theorem 8 must be ``not-applicable``
+  (its ``why`` texts are prose, not verified);
 - the explain fields ``parameters``, ``units``, ``channels`` and ``kernel_basis``
   (:mod:`exactident.verify.constrained_explained`); ``explanation`` is prose, printed as not verified.
 """
@@ -46,7 +49,7 @@ from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import tie_resolutions
 from exactident.verify.claims import identity_claims, reachable_claim, uncertified_claims
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
-from exactident.verify.constrained_parts import check_free_rank, check_line_part
+from exactident.verify.constrained_parts import check_free_rank, check_graph_line, check_line_part
 from exactident.verify.constrained_submersion import check_entering_submersion, check_submersion, persistent_ties
 from exactident.verify.rank_rules import (
     RankBounds,
@@ -131,11 +134,14 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
                            "direction": Enum("-1"), "t0": Null(Rational()), **WITNESS}),
         "constant_units": Obj({"kind": Enum("constant-units"), "units": UNITS, "value": Rational(),
                                "delta": List(Tuple(NAT, Rational())), "names": List(STR), "t0": Null(Rational()),
-                               **WITNESS})}))})
+                               **WITNESS}),
+        "line": Obj({"kind": Enum("line"), "delta": List(Tuple(NAT, Rational())), "names": List(STR),
+                     "t0": Null(Rational()), "probe": List(Rational())})})),
+    "rules": List(Obj({"rule": STR, "status": Enum("decided", "tried", "not-applicable", "not-run"), "why": STR}))})
 #: ``decided_by`` values a constrained report may carry, with the verdict each gives.
 RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-units": "not-identifiable",
          "constant-units": "not-identifiable", "submersion": "not-identifiable",
-         "entering-submersion": "not-identifiable", "none": "inconclusive"}
+         "entering-submersion": "not-identifiable", "line": "not-identifiable", "none": "inconclusive"}
 
 
 class _Ranks:
@@ -293,10 +299,15 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         if pat["cs"] is not None:
             claim(f"patterns[{m}].cs", cs_from_bounds(lo, hi, sym.dim_free), pat["cs"])
     line_ok = {}
-    for key in ("dead_units", "constant_units", "submersion", "entering_submersion"):
+    for key in ("dead_units", "constant_units", "submersion", "entering_submersion", "line"):
         if key not in cert:
             continue
-        if key in ("dead_units", "constant_units"):
+        if key == "line":
+            bad = check_graph_line(facts, cert[key])
+            t0 = cert[key]["t0"]
+            why = (f"the outputs on X are constant along theta + t delta for "
+                   f"{'every t >= 0' if t0 is None else f'0 <= t <= t0 = {t0}'} and f(x*) moves at the probe")
+        elif key in ("dead_units", "constant_units"):
             bad = check_line_part(facts, key, cert[key])
             t0 = cert[key]["t0"]
             why = (f"the outputs on X are constant along theta + t delta for "
@@ -335,7 +346,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     elif verdict == "not-identifiable":
         if not not_identifiable:
             fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units, "
-                         "constant_units, submersion or entering_submersion), verified")
+                         "constant_units, submersion, entering_submersion or line), verified")
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
     # the rule shared with the MLP: no verdict weaker than (or opposite to) what the certificate proves
@@ -349,6 +360,13 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         verified_parts={**line_ok, "dead_units": line_ok.get("dead_units", False)})
     fails += bad
     msgs += more
+    for m, entry in enumerate(report.get("rules", [])):  # the engine's account: only its decided rule is checked
+        if entry["status"] == "decided" and entry["rule"] != rule:
+            fails.append(f"rules[{m}]: {entry['rule']} is said to decide, but decided_by is {rule!r}")
+        if entry["rule"] == "theorem-8" and entry["status"] != "not-applicable":
+            fails.append(f"rules[{m}]: Theorem 8 (C_N) is proved for the dense ReLU MLP only, never for {features}")
+    if "rules" in report:
+        msgs.append("not verified: rules (why each rule ran or not: prose)")
     if "explanation" in report:
         msgs.append("not verified: explanation (prose)")
     return not fails, msgs + fails

@@ -1,5 +1,5 @@
 """Certificate parts of a constrained network's report, re-checked exactly: ``free_rank``, ``dead_units``,
-``constant_units``.
+``constant_units``, ``line`` (:func:`check_graph_line`).
 
 Helpers of :mod:`exactident.verify.constrained`; every fact comes from
 :class:`~exactident.verify.constrained_facts.ConstrainedFacts` (the verifier's own computation).
@@ -43,7 +43,7 @@ from exactident.verify.constrained_facts import (
     rank_mod_p,
 )
 
-__all__ = ["check_free_rank", "check_line_part", "rational"]
+__all__ = ["check_free_rank", "check_graph_line", "check_line_part", "rational"]
 
 
 def rational(text: str) -> flint.fmpq:
@@ -281,3 +281,54 @@ def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> 
     if not fails and f0 == f1:
         fails.append(f"{where}: f_0 = f_eps: the witness shows no change")
     return fails
+
+
+def check_graph_line(facts: ConstrainedFacts, part: dict[str, Any]) -> list[str]:
+    """Failures of a ``line`` part ``{kind: "line", delta, names, t0, probe}`` (empty: not locally identifiable).
+
+    Recomputed from the case alone with the shared polynomial pass
+    (:func:`~exactident.verify.constrained_facts.line_along`): the direction is over the free parameters
+    (names as the case gives them) and nonzero; every output on X is constant along ``theta + t delta`` and no
+    kinked pre-activation on X has a root in ``(0, t0)``; at the probe ``x*`` some output is not constant for
+    small ``t > 0``.  Then every ``theta + t delta`` with small ``t > 0`` has the outputs of ``theta`` on X and
+    computes another function, so no symmetry relates it to ``theta``: only exact evaluation is used, valid for
+    every layer graph.
+    """
+    cn, k, where = facts.cn, facts.cn.n_params, "certificate.line"
+    zero = flint.fmpq(0)
+    delta = [zero] * k
+    fails: list[str] = []
+    if len(part["names"]) != len(part["delta"]):
+        fails.append(f"{where}.names: {len(part['names'])} names for {len(part['delta'])} entries of delta")
+    for m, (j, c) in enumerate(part["delta"]):
+        if j >= k:
+            return [f"{where}.delta[{m}]: {j} is not a parameter (n_params = {k})"]
+        delta[j] = rational(c)
+        if m < len(part["names"]) and part["names"][m] != _name(facts, j):
+            fails.append(f"{where}.names[{m}]: theta_{j} is {_name(facts, j)!r}, the certificate says "
+                         f"{part['names'][m]!r}")
+    if fails:
+        return fails
+    if not any(d != 0 for d in delta):
+        return [f"{where}: the direction is 0"]
+    if not facts.X:
+        return [f"{where}: no sample"]
+    t0 = None if part["t0"] is None else rational(part["t0"])
+    if t0 is not None and t0 <= 0:
+        return [f"{where}.t0: {t0} is not positive"]
+    along = line_along(cn, facts.X, delta)
+    moving = along.moving()
+    if moving:
+        i, o, d, _c = moving[0]
+        return [f"{where}: the outputs on X change along the line: sample {i}, output {o} moves (degree {d} in t)"]
+    crossing = along.failures_below(t0)
+    if crossing:
+        i, l, v = crossing[0]
+        return [f"{where}.t0: unit ({l}, {v}) changes side on sample {i} for some t in "
+                f"(0, {'oo' if t0 is None else t0}): the segment the certificate states is not proved"]
+    probe = [rational(v) for v in part["probe"]]
+    if len(probe) != cn.widths[0]:
+        return [f"{where}.probe: {len(probe)} entries for {cn.widths[0]} inputs"]
+    if not line_along(cn, [probe], delta).moving():
+        return [f"{where}.probe: f(x*) is constant along the line for small t > 0: no change of function shown"]
+    return []

@@ -271,7 +271,10 @@ CERTIFICATE = Obj({}, {
                      "delta": ParamMap(), "derivatives": List(Obj({"sample": NAT, "layer": LAYER, "neuron": NAT,
                                                                    "value": RAT}, {"active": BOOL})),
                      "rank_gamma": NAT, "rank_a": NAT, "dim": NAT}, {"nonequivalence": NONEQUIVALENCE}),
-    "line": Obj({"delta": ParamMap(), "t0": Null(RAT)}, {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE}),
+    # the plain MLP's line (delta by name), or a layer graph's (kind, delta by index, names; the strict form is
+    # exactident.verify.constrained.CONSTRAINED_REPORT's, and the plain verifier refuses a part with a kind)
+    "line": Obj({"delta": AnyOf(ParamMap(), List(Tuple(NAT, RAT))), "t0": Null(RAT)},
+                {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE, "kind": Enum("line"), "names": List(STR)}),
     "structural": Obj({"mechanism": Enum("dead-neuron", "untouched-input", "proportional-neurons",
                                          "always-active-block", "unpinned-hyperplane"),
                        "neurons": List(Tuple(LAYER, NAT)), "t0": Null(RAT)},
@@ -321,7 +324,8 @@ REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "explanation": List(STR), "rank_gamma_interval": List(NAT, 2),
     "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
     "architecture": Obj({"features": List(STR), "n_params": NAT, "rank_t": NAT, "symmetry_dim": NAT, "dim_free": NAT,
-                         "input_shape": List(NAT), "softmax_rank_bound": NAT})})
+                         "input_shape": List(NAT), "softmax_rank_bound": NAT}),
+    "rules": List(Obj({"rule": STR, "status": Enum("decided", "tried", "not-applicable", "not-run"), "why": STR}))})
 
 
 def validate(value: Any, spec: Spec, where: str = "") -> str | None:

@@ -3,7 +3,7 @@
 
 The ground truth is *certified*: a draw is kept only when the constrained engine decides it
 (``identifiable`` by ``rank Gamma_free = dim_free`` on every tie resolution, or ``not-identifiable``
-by a certificate: dead units, constant units, a submersion or an entering submersion), and the
+by a certificate: dead units, constant units, a submersion, an entering submersion or a straight line), and the
 family's check runs ``verify-certificate``'s independent verifier
 (:func:`exactident.verify.certificate.verify_certificate`: its own forward pass, ``Gamma_free`` mod
 primes and ``S_H``) on that report.  Cases of even index aim at ``identifiable`` (a sample of
