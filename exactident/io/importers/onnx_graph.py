@@ -328,10 +328,10 @@ def read_onnx_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) -> 
 def onnx_graph_reference(og: OnnxLayerGraph, path: str = "") -> Any:
     """``onnx.reference.ReferenceEvaluator`` on the model, up to the logits, as a forward-check reference.
 
-    Raises (when the returned function runs)
-    ----------------------------------------
+    Raises
+    ------
     CaseFormatError
-        The reference evaluator fails on the model or the sample (one line naming ``path``; e.g. its
+        When the returned function runs and the reference evaluator fails on the model or the sample (one line naming ``path``; e.g. its
         ``MaxPool`` with ``pads`` indexes past its own output in onnx 1.23): the import is not checked,
         so it is refused rather than trusted.
     """
