@@ -97,7 +97,7 @@ def check(case: Case | str | os.PathLike[str], options: CheckOptions | None = No
     **keywords
         The fields of :class:`~exactident.check.options.CheckOptions` by name (``numeric=False``,
         ``seed=3``, ``timeout=60``, ...).  Given with ``options``, a keyword overrides that field
-        (as :func:`dataclasses.replace`).
+        (as ``dataclasses.replace``).
 
     Returns
     -------

@@ -3,9 +3,9 @@
 ``check(case, options)`` reads its options from one frozen :class:`CheckOptions`; its keywords
 (``check(case, numeric=False, seed=3)``) are a thin layer that builds one.  A keyword given
 together with ``options=`` overrides that field (:meth:`CheckOptions.merged`), as
-:func:`dataclasses.replace` does, and the result is validated again.
+``dataclasses.replace`` does, and the result is validated again.
 
-Validation happens at construction (:meth:`CheckOptions.__post_init__`): a value outside a field's
+Validation happens at construction (``__post_init__``): a value outside a field's
 domain raises :class:`~exactident.errors.UnsupportedCaseError` naming the field, before any case is
 read.  Float pipeline names are checked there too (:func:`exactident.numeric.block.parse_pipelines`,
 imported only when ``pipelines`` is given).
