@@ -130,8 +130,9 @@ class CheckOptions:
     #: bool or None (default): show the stages as they run (``tqdm.auto``; :mod:`exactident.progress`).
     #: None: on in a Jupyter kernel or a terminal, unless ``on_stage`` is given; off otherwise.
     progress: bool | None = None
-    #: Callable ``(stage, sizes)`` or None: called at each stage of the analysis (the names of
-    #: docs/cli.md, "Stages"); the analysis then runs in a child process, as with a budget.
+    #: Callable ``(stage, sizes)`` or None: called at each stage of the analysis (``forward pass``,
+    #: ``ranks mod p``, ``verdict``, ...: the names of the progress line, docs/cli.md), in this
+    #: process; with ``timeout`` the child's stages are forwarded to it.
     on_stage: Callable[[str, dict[str, Any]], None] | None = None
     #: Callable ``()`` or None: called about twice a second while a child process works.
     on_tick: Callable[[], None] | None = None
