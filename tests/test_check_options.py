@@ -63,7 +63,7 @@ def test_a_value_outside_its_domain_is_refused_at_construction(field, value, mes
 
 
 def test_values_inside_the_domains_are_kept():
-    opts = CheckOptions(timeout=math.inf, max_resolutions=0, seed=None, tol=0.0, rtol=0, numeric=np.bool_(False),
+    opts = CheckOptions(timeout=math.inf, max_resolutions=0, seed=None, tol=0.0, rtol=0, numeric=np.bool_(False),  # type: ignore[arg-type]
                         fixed_choice={(1, 0): 0}, pipelines="all", progress=False)
     assert opts.timeout == math.inf and opts.max_resolutions == 0 and opts.seed is None
     assert CheckOptions() == CheckOptions(numeric=True, certify="full", seed=0, max_resolutions=4096)
@@ -73,7 +73,7 @@ def test_a_keyword_that_is_no_option_and_options_of_another_type_are_refused():
     with pytest.raises(UnsupportedCaseError, match=r"check\(\) has no option 'numerik'"):
         check(TINY, numerik=False)
     with pytest.raises(UnsupportedCaseError, match=r"check\(options=\.\.\.\) must be a CheckOptions, not dict"):
-        check(TINY, {"numeric": False})
+        check(TINY, {"numeric": False})  # type: ignore[arg-type]
 
 
 def test_options_are_frozen():
