@@ -43,8 +43,8 @@ import flint
 import numpy as np
 
 from exactident.budget import stage
-from exactident.explain.constrained_units import channel_entries, unit_entries
 from exactident.explain.kernel import integer_kernel, structured_basis
+from exactident.explain.neurons import channel_entries, unit_entries
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.model.constrained import ConstrainedNetwork
