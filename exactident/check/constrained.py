@@ -58,8 +58,7 @@ def check_carried(case: Any, options: CheckOptions) -> Report:
 def carried_numeric(case: Any, cn: Any, report: Report, options: CheckOptions) -> Report:
     """``report`` with its float cross-check: ``Gamma_free`` in float64 beside the exact rank (stage
     ``float cross-check``).  The verdict is delivered first, so a budget running out here keeps it."""
-    from exactident.numeric.block import parse_pipelines
-    from exactident.numeric.block import report_numeric_block
+    from exactident.numeric.block import parse_pipelines, report_numeric_block
 
     with_torch = "torch" in parse_pipelines(options.pipelines)  # the only optional pipeline for these networks
     deliver(copy.copy(report))
