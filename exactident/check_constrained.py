@@ -342,7 +342,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         if persistent:
             where += f" ({len(persistent)} persistent ties, whose side changes nothing)"
         reason = (f"rank Gamma_free = {sym.dim_free} = dim_free (= {cn.n_params} parameters - "
-                  f"{sym.symmetry_dim} rescalings){where}: locally identifiable up to rescaling")
+                  f"{sym.describe()}){where}: locally identifiable up to "
+                  + ("rescaling" if set(sym.kinds) <= {"rescaling"} else "these symmetries"))
     else:
         verdict, decided = "inconclusive", "none"
         if not enumerable:

@@ -75,6 +75,18 @@ class Symmetry:
     softmax_rank_bound: int = 0
     kinds: list[str] = field(default_factory=list)
 
+    def describe(self) -> str:
+        """The basis in words for a reason: ``"2 rescalings"``, ``"3 rescalings, 1 bias-translation"``.
+
+        >>> Symmetry(4, 4, 2, 2, [], 0, 0, ["rescaling", "linear-map"]).describe()
+        '1 rescaling, 1 linear-map of linear units'
+        """
+        if not self.kinds:
+            return f"{self.symmetry_dim} rescalings"
+        words = {"linear-map": "of linear units", "bias-translation": "through linear units"}
+        return ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" + (f" {words[kind]}" if kind in words else "")
+                         for kind, n in self.counts().items())
+
     def counts(self) -> dict[str, int]:
         """How many basis directions of each kind (``{"rescaling": 2, "bias-translation": 1}``)."""
         out: dict[str, int] = {}
