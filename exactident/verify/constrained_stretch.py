@@ -18,6 +18,7 @@ A linear unit has its slope fixed at 1; the mixing matrix of a layer is used onl
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import lcm
 
 import flint
 import numpy as np
@@ -147,12 +148,13 @@ def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[l
                         defects.setdefault((p, j, key), {})[g] = d
     rows = list(defects.values())
     if rows:
-        D = flint.fmpq_mat(len(rows), len(gens))
-        for r, row in enumerate(rows):
+        D = flint.fmpz_mat(len(rows), len(gens))
+        for r, row in enumerate(rows):  # each row scaled to integers: the nullspace is the same
+            m = lcm(*(int(v.q) for v in row.values()))
             for g, v in row.items():
-                D[r, g] = v
+                D[r, g] = int(v * m)
         N, nullity = D.nullspace()
-        admissible = [[N[g, c] for g in range(len(gens))] for c in range(int(nullity))]
+        admissible = [[flint.fmpq(N[g, c]) for g in range(len(gens))] for c in range(int(nullity))]
     else:
         admissible = [[flint.fmpq(int(g == c)) for g in range(len(gens))] for c in range(len(gens))]
     Ws, bs = _dense_at(cn, theta)

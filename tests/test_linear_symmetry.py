@@ -1,0 +1,168 @@
+"""Symmetries of linear units (mixing maps, bias translations) against an independent Jacobian.
+
+Truth: the networks are re-written here as plain Python functions of a dict of parameters named
+as the framework names them (``fc1.weight[0,1]``); the Jacobian is computed by forward-mode dual
+numbers over Fractions (no project code), its rank by FLINT over Q.  Hand counts:
+
+- a leaky ReLU MLP ``2-3-2`` with slope exactly 1 is the affine map ``W2 W1 x + W2 b1 + b2``: 6
+  degrees of freedom (the affine maps ``R^2 -> R^2``), so ``dim_free = 6`` of 17 parameters;
+- the residual block without an activation after the add, ``head(fc2 relu(fc1 x) + x)`` with ``d = m = 2``
+  and ``h = 2``: ``f = H W2 relu(W1 x + b1) + H x + (H b2 + b3)``; with ``H`` invertible, each ReLU unit
+  gives its hyperplane (``d`` numbers up to its rescaling) and its output column ``H W2[:, v]`` (``m``),
+  the affine part gives ``H`` and ``H b2 + b3``: ``h (d + m) + m d + m = 14`` of 18 parameters, i.e. the
+  ``h`` rescalings and the ``d`` translations of ``b2`` through the add's linear units.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from fractions import Fraction as Fr
+
+import flint
+import pytest
+
+from exactident.check_constrained import check_constrained
+from exactident.model.architecture import Architecture, Layer, exact_array
+from exactident.model.compile import compile_architecture
+from exactident.model.symmetry import rescaling_symmetry
+from exactident.verify.constrained import verify_constrained
+
+
+class D:
+    """A dual number ``a + b eps`` over Fractions (forward mode)."""
+
+    def __init__(self, a, b=Fr(0)):
+        self.a, self.b = Fr(a), Fr(b)
+
+    def __add__(self, o):
+        o = o if isinstance(o, D) else D(o)
+        return D(self.a + o.a, self.b + o.b)
+
+    __radd__ = __add__
+
+    def __mul__(self, o):
+        o = o if isinstance(o, D) else D(o)
+        return D(self.a * o.a, self.a * o.b + self.b * o.a)
+
+    __rmul__ = __mul__
+
+
+def _relu(z: D, slope=Fr(0)) -> D:
+    return z if z.a > 0 else slope * z
+
+
+def _affine(P, name, h, n_out):
+    return [sum((P[f"{name}.weight[{i},{k}]"] * h[k] for k in range(len(h))), D(0)) + P.get(f"{name}.bias[{i}]", D(0))
+            for i in range(n_out)]
+
+
+def f_leaky(P, x):
+    h = [_relu(z, Fr(1)) for z in _affine(P, "fc1", x, 3)]
+    return _affine(P, "fc2", h, 2)
+
+
+def f_residual(P, x):
+    h = [_relu(z) for z in _affine(P, "fc1", x, 2)]
+    r = [a + b for a, b in zip(_affine(P, "fc2", h, 2), x)]
+    return _affine(P, "head", r, 2)
+
+
+def jacobian(f, names, theta, X):
+    """Rows ``d f_o(x) / d theta`` over every sample (Fractions, forward mode), columns in ``names`` order."""
+    rows = []
+    for x in X:
+        cols = []
+        for j in range(len(names)):
+            P = {n: D(t, Fr(int(i == j))) for i, (n, t) in enumerate(zip(names, theta))}
+            cols.append([o.b for o in f(P, [D(v) for v in x])])
+        rows += [[cols[j][o] for j in range(len(names))] for o in range(len(cols[0]))]
+    return rows
+
+
+def _rank(rows) -> int:
+    return flint.fmpq_mat([[flint.fmpq(v.numerator, v.denominator) for v in r] for r in rows]).rank()
+
+
+def _q(v) -> str:
+    return Fr(v).limit_denominator(97)
+
+
+def _leaky_arch(rng):
+    w = lambda r, c: exact_array([[_q(rng.uniform(-2, 2)) for _ in range(c)] for _ in range(r)])  # noqa: E731
+    v = lambda n: exact_array([_q(rng.uniform(-1, 1)) for _ in range(n)])  # noqa: E731
+    return Architecture((2,), [Layer("fc1", "linear", ("input",), w(3, 2), v(3)),
+                               Layer("act", "leaky_relu", ("fc1",), negative_slope=flint.fmpq(1)),
+                               Layer("fc2", "linear", ("act",), w(2, 3), v(2))], "fc2")
+
+
+def _residual_arch(rng):
+    w = lambda r, c: exact_array([[_q(rng.uniform(-2, 2)) for _ in range(c)] for _ in range(r)])  # noqa: E731
+    v = lambda n: exact_array([_q(rng.uniform(-1, 1)) for _ in range(n)])  # noqa: E731
+    return Architecture((2,), [Layer("fc1", "linear", ("input",), w(2, 2), v(2)),
+                               Layer("relu1", "relu", ("fc1",)),
+                               Layer("fc2", "linear", ("relu1",), w(2, 2), v(2)),
+                               Layer("res", "add", ("fc2", "input")),
+                               Layer("head", "linear", ("res",), w(2, 2), v(2))], "head")
+
+
+CASES = [("leaky slope 1", _leaky_arch, f_leaky, 17, 6), ("residual, no activation after the add", _residual_arch,
+                                                          f_residual, 18, 14)]
+
+
+def _sample(rng, n):
+    return [[Fr(rng.randint(-40, 40), rng.randint(1, 9)) for _ in range(2)] for _ in range(n)]
+
+
+@pytest.mark.parametrize("label,arch,f,k,dim_free", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("seed", range(3))
+def test_dim_free_is_the_hand_count_and_the_independent_rank(label, arch, f, k, dim_free, seed):
+    rng = random.Random(seed)
+    while True:  # a generic draw: the sample sees every sign pattern of fc1's ReLU units twice or more
+        cn = compile_architecture(arch(rng))
+        names = list(cn.param_names)
+        theta = [Fr(int(t.p), int(t.q)) for t in cn.theta()]
+        P = {n: D(t) for n, t in zip(names, theta)}
+        X = _sample(rng, 16)
+        if f is f_leaky:
+            break
+        seen = Counter(tuple(z.a > 0 for z in _affine(P, "fc1", [D(v) for v in x], 2)) for x in X)
+        if len(seen) == 4 and min(seen.values()) >= 2:
+            break
+    assert all(re.fullmatch(r"\w+\.(weight|bias)\[[\d,]+\]", n) for n in names)
+    sym = rescaling_symmetry(cn)
+    assert (cn.n_params, sym.dim_free) == (k, dim_free), sym.kinds
+    J = jacobian(f, names, theta, X)
+    assert _rank(J) == dim_free  # the functional rank on a generic sample: nothing is missing
+    for vec, kind in zip(sym.basis, sym.kinds):  # every direction is an exact kernel vector, on fresh inputs too
+        for x in _sample(rng, 6):
+            Jx = jacobian(f, names, theta, [x])
+            assert all(sum((r[j] * Fr(int(v.p), int(v.q)) for j, v in vec.items()), Fr(0)) == 0 for r in Jx), kind
+    report = check_constrained(cn, [[flint.fmpq(v.numerator, v.denominator) for v in x] for x in X])
+    assert report.verdict == "identifiable" and report.rank_gamma == _rank(J) == report.dim
+    valid, msgs = verify_constrained(cn, [[flint.fmpq(v.numerator, v.denominator) for v in x] for x in X],
+                                     report.to_dict())
+    assert valid, msgs
+
+
+def test_kinds_name_the_symmetries():
+    cn = compile_architecture(_residual_arch(random.Random(0)))
+    sym = rescaling_symmetry(cn)
+    assert sym.counts() == {"rescaling": 2, "bias-translation": 2}  # the skip's identity pins every mixing map
+    cn = compile_architecture(_leaky_arch(random.Random(0)))
+    counts = rescaling_symmetry(cn).counts()
+    # the affine group of 3 linear units: orbit of dimension 9 - 1 (stabilizer I + a b^T, a in ker W2,
+    # b orthogonal to col W1) + 3 translations = 11 = 17 - 6; the 3 rescalings are among the maps
+    assert sum(counts.values()) == 11 and counts["rescaling"] == 3
+
+
+def test_verifier_refuses_the_old_count():
+    """A report claiming the rescalings only (dim_free too large) is refused by the verifier's own count."""
+    rng = random.Random(5)
+    cn = compile_architecture(_residual_arch(rng))
+    X = [[flint.fmpq(v.numerator, v.denominator) for v in x] for x in _sample(rng, 12)]
+    d = check_constrained(cn, X).to_dict()
+    d["architecture"] = dict(d["architecture"], symmetry_dim=2, dim_free=16)
+    d["dim"] = 16
+    assert not verify_constrained(cn, X, d)[0]
