@@ -166,3 +166,57 @@ def test_verifier_refuses_the_old_count():
     d["architecture"] = dict(d["architecture"], symmetry_dim=2, dim_free=16)
     d["dim"] = 16
     assert not verify_constrained(cn, X, d)[0]
+
+
+# ---------------------------------------------------------------- slope lines (a PReLU unit >= 0 on every sample)
+
+def _prelu_arch():
+    """``fc2(prelu(fc1 x))``, 2 -> 3 -> 1; unit 0 has bias 50, so ``z_0 > 0`` on the sample below."""
+    return Architecture((2,), [
+        Layer("fc1", "linear", ("input",), exact_array([[1, 2], [3, -1], [-2, 1]]), exact_array([50, 1, Fr(1, 2)])),
+        Layer("act", "prelu", ("fc1",), exact_array([Fr(1, 4), Fr(1, 8), Fr(3, 8)])),
+        Layer("fc2", "linear", ("act",), exact_array([[2, -1, 3]]), exact_array([1]))], "fc2")
+
+
+def f_prelu(P, x):
+    z = _affine(P, "fc1", x, 3)
+    h = [zv if zv.a >= 0 else P[f"act.weight[{v}]"] * zv for v, zv in enumerate(z)]
+    return _affine(P, "fc2", h, 1)
+
+
+def test_a_prelu_slope_unused_on_the_sample_is_a_verified_line_and_forgeries_fail():
+    import copy
+
+    cn = compile_architecture(_prelu_arch())
+    rng = random.Random(3)
+    X = [[Fr(rng.randint(-9, 9), rng.randint(1, 3)) for _ in range(2)] for _ in range(30)]
+    Xq = [[flint.fmpq(v.numerator, v.denominator) for v in x] for x in X]
+    report = check_constrained(cn, Xq)
+    assert (report.verdict, report.decided_by) == ("not-identifiable", "slope-lines"), report.reason
+    part = report.certificate["slope_lines"]
+    names = list(cn.param_names)
+    assert part["name"] == "act.weight[0]" and names[part["parameter"]] == "act.weight[0]"
+    # the truth, independently: the outputs on X do not move with the slope; f(x*) does
+    theta = {n: Fr(int(t.p), int(t.q)) for n, t in zip(names, cn.theta())}
+    eps = Fr(part["eps"])
+    moved = dict(theta, **{"act.weight[0]": theta["act.weight[0]"] + eps})
+
+    def run(params, x):
+        return [o.a for o in f_prelu({n: D(v) for n, v in params.items()}, [D(v) for v in x])]
+    assert all(run(theta, x) == run(moved, x) for x in X)
+    xs = [Fr(v) for v in part["x"]]
+    assert run(theta, xs) != run(moved, xs) and [str(v) for v in run(moved, xs)] == part["f_eps"]
+    d = report.to_dict()
+    valid, msgs = verify_constrained(cn, Xq, d)
+    assert valid, msgs
+    forged = [
+        dict(copy.deepcopy(d["certificate"]["slope_lines"]), parameter=names.index("act.weight[1]"),
+             name="act.weight[1]", units=[[1, 1]]),  # a unit negative on the sample: the outputs move
+        dict(copy.deepcopy(d["certificate"]["slope_lines"]), f_eps=part["f_0"]),  # no change shown
+        dict(copy.deepcopy(d["certificate"]["slope_lines"]), parameter=names.index("fc2.bias[0]"),
+             name="fc2.bias[0]"),  # not a slope
+    ]
+    for bad in forged:
+        m = copy.deepcopy(d)
+        m["certificate"]["slope_lines"] = bad
+        assert not verify_constrained(cn, Xq, m)[0], bad
