@@ -219,7 +219,9 @@ def oracle_stretch_directions(cn: ConstrainedNetwork, seed: int = 0) -> list[lis
         row = [cols[g][r] for g in range(len(cols))]
         m = math.lcm(*(int(v.q) for v in row))
         rows.append([int(v * m) for v in row])
-    N, nullity = flint.fmpz_mat(rows).nullspace() if rows else (flint.fmpz_mat(len(cols), len(cols), [int(a == b) for a in range(len(cols)) for b in range(len(cols))]), len(cols))
+    n = len(cols)
+    N, nullity = flint.fmpz_mat(rows).nullspace() if rows else (
+        flint.fmpz_mat(n, n, [int(a == b) for a in range(n) for b in range(n)]), n)
     actual = cn.theta()
     moves = [_stretch_move(cn, actual, *generator(u)) for u in unknowns]
     out = []

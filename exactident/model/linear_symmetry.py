@@ -273,7 +273,7 @@ def _generators(cn: ConstrainedNetwork, V: _Vars, by_param) -> flint.fmpq_mat:
                 Wj[e[1]][(e[2], e[3])] = one
             elif e[0] == "b":
                 bj[e[1]][e[2]] = one
-        _constraints(cn, _delta(cn, V, lambda l: Wj.get(l, {}), lambda l: bj.get(l, {}), False), by_param, rows)
+        _constraints(cn, _delta(cn, V, Wj.__getitem__, bj.__getitem__, False), by_param, rows)  # defaultdicts
     return _nullspace_rows([_integer_row(r) for r in rows], V.n)
 
 

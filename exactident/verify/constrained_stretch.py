@@ -66,7 +66,8 @@ def _field(cn: ConstrainedNetwork, lin: dict[int, list[int]], gen: tuple, Ws, bs
 
     l = gen[1]
     units = lin[l]
-    if gen[0] == "E":  # E = e_a e_b^T: row Lin[a] of W_l, b_l gets row Lin[b]; column Lin[b] of W_{l+1} loses col Lin[a]
+    if gen[0] == "E":  # E = e_a e_b^T: row Lin[a] of W_l, b_l gains row Lin[b]; column Lin[b] of W_{l+1} loses
+        # column Lin[a]
         _, _, a, b = gen
         src, dst = units[b], units[a]
         for k in range(cn.widths[l - 1]):
@@ -150,9 +151,9 @@ def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[l
     if rows:
         D = flint.fmpz_mat(len(rows), len(gens))
         for r, row in enumerate(rows):  # each row scaled to integers: the nullspace is the same
-            m = lcm(*(int(v.q) for v in row.values()))
+            scale = lcm(*(int(v.q) for v in row.values()))
             for g, v in row.items():
-                D[r, g] = int(v * m)
+                D[r, g] = int(v * scale)
         N, nullity = D.nullspace()
         admissible = [[flint.fmpq(N[g, c]) for g in range(len(gens))] for c in range(int(nullity))]
     else:
