@@ -151,9 +151,9 @@ def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[l
     if rows:
         D = flint.fmpz_mat(len(rows), len(gens))
         for r, row in enumerate(rows):  # each row scaled to integers: the nullspace is the same
-            scale = lcm(*(int(v.q) for v in row.values()))
-            for g, v in row.items():
-                D[r, g] = int(v * scale)
+            scale = lcm(*(int(q.q) for q in row.values()))
+            for g, q in row.items():
+                D[r, g] = int(q * scale)
         N, nullity = D.nullspace()
         admissible = [[flint.fmpq(N[g, c]) for g in range(len(gens))] for c in range(int(nullity))]
     else:
