@@ -1,5 +1,5 @@
-"""Dead-unit and constant-unit certificates of non-identifiability for a constrained network (any
-architecture).
+"""Dead-unit, constant-unit and slope-line certificates of non-identifiability for a constrained network
+(any architecture).
 
 *Dead units*: ReLU units (kinked, slope fixed 0) strictly negative on every sample; *silent* units:
 any unit whose output is 0 on every sample (dead units, or e.g. a pooling unit over dead units), and
@@ -12,7 +12,10 @@ units only get more negative and stay at 0, moved weights multiply outputs that 
 *Constant units*: a unit with the same pre-activation ``z`` (output ``h``) on every sample whose
 outgoing weight ``W_{l+1}[i, v]`` is the only use of ``theta_j`` and the next bias ``b_{l+1}[i]``
 the only use of ``theta_jb``: the line ``theta_j += t``, ``theta_jb -= h t`` keeps ``z_{l+1}[i]`` on
-``X``.  Each certificate states the segment ``[0, t0]`` on which the outputs on ``X`` are proved
+``X``.  *Slope lines*: a PReLU slope ``theta_j`` all of whose occurrences are the slopes of units of one
+layer that are ``>= 0`` on every sample (:func:`slope_lines`): along ``theta_j += t`` those units output
+``z`` on ``X`` whatever their slope.  Each certificate states the segment ``[0, t0]`` on which the
+outputs on ``X`` are proved
 constant (:func:`line_segment`: the shared polynomial pass, null for every ``t >= 0``).
 
 Non-equivalence: an input ``x*`` and an ``eps > 0`` with the same activation pattern at ``x*``

@@ -40,7 +40,7 @@ from exactident.model.linear_symmetry import _nullspace_rows, stretch_directions
 
 __all__ = ["RESCALING", "Symmetry", "log_scales", "rescaling_symmetry"]
 
-#: The kind of a positive-rescaling direction in :attr:`Symmetry.kinds`.
+#: The kind of a positive-rescaling direction in ``Symmetry.kinds``.
 RESCALING = "rescaling"
 
 
