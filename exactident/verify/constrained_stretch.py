@@ -2,14 +2,14 @@
 
 Recomputed from the compiled network alone, by another route than the engine's
 (:mod:`exactident.model.linear_symmetry` solves bilinear forms entry by entry): here every *unit*
-generator (one entry of a mixing matrix ``E_l``, or of a translation ``c_l``) is applied as block
-matrix products to the dense network at the evaluation points ``theta' = 0`` and ``theta' = e_j``
-(every ``j`` with an entry in a linear unit's row or column; for the others the field is the one at
-``0``), and its *defect* there (the moves of fixed entries, and of each tied entry against the first
-entry of its parameter) is a column of one matrix.  The field is affine in ``theta'``, so a generator
-keeps the family ``W = T theta + c`` for every ``theta'`` exactly when its defect is 0 at these points:
-the admissible generators are the nullspace of that matrix (exact, Q).  Their fields at ``theta``,
-pulled back to ``theta``, are added to the rescalings' ``S_H``.
+generator (one entry of a mixing matrix ``E_l``, or of a translation ``c_l``) is applied entry by entry
+to the fixed part ``C`` of the network (with its constant move ``b_l[Lin[a]] += 1``) and to every column
+``T_j`` it reads, and its *defect* there (the moves of fixed entries, and of each tied entry against the
+first entry of its parameter) is a column of one matrix.  The field is affine in ``theta'``
+(``delta(g; C) + sum_j theta'_j delta_1(g; T_j)``), so a generator keeps the family ``W = T theta + c`` for
+every ``theta'`` exactly when all these defects vanish: the admissible generators are the nullspace of
+that matrix (exact, Q).  Their fields at ``theta``, pulled back to ``theta``, are added to the
+rescalings' ``S_H``.
 
 A linear unit has its slope fixed at 1; the mixing matrix of a layer is used only when it has at most
 ``MAX_MIXED_UNITS`` (24) linear units, as the engine's rule says.
@@ -41,23 +41,30 @@ def _linear(cn: ConstrainedNetwork) -> dict[int, list[int]]:
     return out
 
 
-def _dense_at(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]):
-    """``(W_l, b_l)`` of the family at ``theta`` (fmpq), built from the index arrays."""
-    Ws, bs = [], []
-    for l in range(1, cn.L + 1):
-        I, M = np.asarray(cn.W_index[l - 1]), cn.W[l - 1]
-        W = flint.fmpq_mat(cn.widths[l], cn.widths[l - 1])
-        for i in range(cn.widths[l]):
-            for k in range(cn.widths[l - 1]):
-                W[i, k] = theta[int(I[i, k])] if I[i, k] >= 0 else M[i, k]
-        Ib = np.asarray(cn.b_index[l - 1])
-        bs.append([theta[int(Ib[i])] if Ib[i] >= 0 else cn.b[l - 1][i] for i in range(cn.widths[l])])
-        Ws.append(W)
-    return Ws, bs
+def _dense_at(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq] | None, only: int | None = None):
+    """Accessors ``W(l, i, k)``, ``b(l, i)`` of the dense network: at ``theta``, or (``theta`` None) the fixed
+    part ``C`` (free entries 0), or the column ``T_only`` (1 where the entry is ``theta_only``, else 0)."""
+    zero, one = flint.fmpq(0), flint.fmpq(1)
+
+    def value(idx: int, fixed: flint.fmpq) -> flint.fmpq:
+        if only is not None:
+            return one if idx == only else zero
+        if idx < 0:
+            return fixed
+        return theta[idx] if theta is not None else zero
+
+    def W(l: int, i: int, k: int) -> flint.fmpq:
+        return value(int(cn.W_index[l - 1][i, k]), cn.W[l - 1][i, k])
+
+    def b(l: int, i: int) -> flint.fmpq:
+        return value(int(cn.b_index[l - 1][i]), cn.b[l - 1][i])
+    return W, b
 
 
-def _field(cn: ConstrainedNetwork, lin: dict[int, list[int]], gen: tuple, Ws, bs) -> dict[tuple, flint.fmpq]:
-    """The dense move of one unit generator at ``(Ws, bs)``: ``("E", l, a, b)`` or ``("c", l, a)``."""
+def _field(cn: ConstrainedNetwork, lin: dict[int, list[int]], gen: tuple, Ws, bs,
+           const: bool = True) -> dict[tuple, flint.fmpq]:
+    """The dense move of one unit generator at the network ``(Ws, bs)`` (accessors): ``("E", l, a, b)`` or
+    ``("c", l, a)``; ``const`` adds the move that does not depend on the network (``b_l[Lin[a]] += 1``)."""
     out: dict[tuple, flint.fmpq] = {}
 
     def add(key: tuple, value: flint.fmpq) -> None:
@@ -71,15 +78,16 @@ def _field(cn: ConstrainedNetwork, lin: dict[int, list[int]], gen: tuple, Ws, bs
         _, _, a, b = gen
         src, dst = units[b], units[a]
         for k in range(cn.widths[l - 1]):
-            add(("W", l, dst, k), Ws[l - 1][src, k])
-        add(("b", l, dst), bs[l - 1][src])
+            add(("W", l, dst, k), Ws(l, src, k))
+        add(("b", l, dst), bs(l, src))
         for i in range(cn.widths[l + 1]):
-            add(("W", l + 1, i, src), -Ws[l][i, dst])
+            add(("W", l + 1, i, src), -Ws(l + 1, i, dst))
     else:  # c = e_a: b_l[Lin[a]] += 1, b_{l+1} -= W_{l+1}[:, Lin[a]]
         _, _, a = gen
-        add(("b", l, units[a]), flint.fmpq(1))
+        if const:
+            add(("b", l, units[a]), flint.fmpq(1))
         for i in range(cn.widths[l + 1]):
-            add(("b", l + 1, i), -Ws[l][i, units[a]])
+            add(("b", l + 1, i), -Ws(l + 1, i, units[a]))
     return out
 
 
@@ -114,9 +122,22 @@ def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[l
         for I in (np.asarray(cn.W_index[l - 1])[units, :], np.asarray(cn.b_index[l - 1])[units],
                   np.asarray(cn.W_index[l])[:, units], np.asarray(cn.b_index[l])):
             touching.update(int(j) for j in I.ravel() if j >= 0)
-    zero = [flint.fmpq(0)] * k
-    points = [zero] + [[flint.fmpq(int(i == j)) for i in range(k)] for j in sorted(touching)]
-    entries: dict[int, list[tuple]] = {}
+    # the field is affine in theta': delta(g; C) + sum_j theta'_j delta_1(g; T_j); in image T for every theta'
+    # iff the part at C (with the constant move) and every delta_1(g; T_j) are.  delta_1(g; T_j) is 0 unless
+    # theta_j has an entry that g reads: row Lin[b] of W_l or b_l (E[a, b]), column Lin[a] of W_{l+1} (both)
+    reads: dict[int, set[int]] = {}
+    for g, gen in enumerate(gens):
+        l, units = gen[1], lin[gen[1]]
+        if gen[0] == "E":
+            row, col = units[gen[3]], units[gen[2]]
+            ids = [*np.asarray(cn.W_index[l - 1])[row, :], np.asarray(cn.b_index[l - 1])[row],
+                   *np.asarray(cn.W_index[l])[:, col]]
+        else:
+            ids = list(np.asarray(cn.W_index[l])[:, units[gen[2]]])
+        for j in ids:
+            if j >= 0:
+                reads.setdefault(int(j), set()).add(g)
+    entries: dict[int, list[tuple]] = {}  # every entry of the parameters a field can move
     for l in range(1, cn.L + 1):
         for (i, kk), j in np.ndenumerate(np.asarray(cn.W_index[l - 1])):
             if j >= 0 and int(j) in touching:
@@ -128,11 +149,12 @@ def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[l
         for v, j in enumerate(np.asarray(cn.slope_index[l - 1])):
             if j >= 0 and int(j) in touching:
                 entries.setdefault(int(j), []).append(("a", l, v))
+    points = [(None, range(len(gens)))] + [(j, sorted(reads[j])) for j in sorted(reads)]
     defects: dict[tuple, dict[int, flint.fmpq]] = {}  # defect coordinate -> {generator: value}
-    for p, point in enumerate(points):
-        Ws, bs = _dense_at(cn, point)
-        for g, gen in enumerate(gens):
-            field = _field(cn, lin, gen, Ws, bs)
+    for p, (only, which) in enumerate(points):
+        Ws, bs = _dense_at(cn, None, only)
+        for g in which:
+            field = _field(cn, lin, gens[g], Ws, bs, const=only is None)
             moved: set[int] = set()
             for key, value in field.items():
                 j = _param(cn, key)
