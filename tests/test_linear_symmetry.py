@@ -220,3 +220,60 @@ def test_a_prelu_slope_unused_on_the_sample_is_a_verified_line_and_forgeries_fai
         m = copy.deepcopy(d)
         m["certificate"]["slope_lines"] = bad
         assert not verify_constrained(cn, Xq, m)[0], bad
+
+
+# ---------------------------------------------------------------- every verdict against the independent Jacobian
+
+def f_mlp(act, widths):
+    """An MLP with ``act`` in {"prelu", "leaky1"} written out (framework names ``fc{l}``, ``act{l}.weight[v]``)."""
+    def f(P, x):
+        h = x
+        for l in range(1, len(widths)):
+            z = _affine(P, f"fc{l}", h, widths[l])
+            if l == len(widths) - 1:
+                return z
+            h = [zv if zv.a >= 0 or act == "leaky1" else P[f"act{l}.weight[{v}]"] * zv for v, zv in enumerate(z)]
+    return f
+
+
+def _mlp_arch(rng, widths, act):
+    layers, src = [], "input"
+    for l in range(1, len(widths)):
+        layers.append(Layer(f"fc{l}", "linear", (src,),
+                            exact_array([[Fr(rng.randint(-6, 6) or 1, rng.randint(1, 3)) for _ in range(widths[l - 1])]
+                                         for _ in range(widths[l])]),
+                            exact_array([Fr(rng.randint(-6, 6), rng.randint(1, 3)) for _ in range(widths[l])])))
+        src = f"fc{l}"
+        if l < len(widths) - 1:
+            if act == "prelu":
+                layers.append(Layer(f"act{l}", "prelu", (src,),
+                                    exact_array([Fr(rng.randint(1, 3), 8) for _ in range(widths[l])])))
+            else:
+                layers.append(Layer(f"act{l}", "leaky_relu", (src,), negative_slope=flint.fmpq(1)))
+            src = f"act{l}"
+    return Architecture((widths[0],), layers, src)
+
+
+@pytest.mark.parametrize("act,widths", [("prelu", [2, 3, 1]), ("prelu", [1, 2, 1]), ("leaky1", [2, 2, 3, 1]),
+                                        ("residual", [2, 2, 2])])
+@pytest.mark.parametrize("seed", range(4))
+def test_every_verdict_agrees_with_the_independent_rank(act, widths, seed):
+    """``rank <= dim_free`` always (every S_H direction is a kernel vector); identifiable iff they meet."""
+    rng = random.Random(100 * seed + len(widths))
+    if act == "residual":
+        cn, f = compile_architecture(_residual_arch(rng)), f_residual
+    else:
+        cn, f = compile_architecture(_mlp_arch(rng, widths, act)), f_mlp(act, widths)
+    names = list(cn.param_names)
+    theta = [Fr(int(t.p), int(t.q)) for t in cn.theta()]
+    X = [[Fr(rng.randint(-30, 30), rng.randint(1, 7)) for _ in range(cn.widths[0])]
+         for _ in range(rng.choice([2, 4, 12]))]
+    rank = _rank(jacobian(f, names, theta, X))  # no sample on a kink with these denominators, or a tie:
+    report = check_constrained(cn, [[flint.fmpq(v.numerator, v.denominator) for v in x] for x in X])
+    if report.n_ties:
+        pytest.skip("a sample on a kink: the independent Jacobian is one-sided")
+    assert rank <= report.dim
+    assert (report.verdict == "identifiable") == (rank == report.dim), (report.verdict, rank, report.dim)
+    if report.decided_by == "slope-lines":  # the slope's column is 0 on X, independently
+        j = report.certificate["slope_lines"]["parameter"]
+        assert all(row[j] == 0 for row in jacobian(f, names, theta, X))
