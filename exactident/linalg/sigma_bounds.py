@@ -221,7 +221,7 @@ def _row_space_rayleigh(A: flint.fmpq_mat, K: flint.fmpq_mat, Vt: np.ndarray, r:
         if K.ncols():
             v = v - K * (K.transpose() * K).solve(K.transpose() * v)
         R = _rayleigh(A, v)
-        if R is not None and (best is None or R < best):
+        if R is not None and (best is None or best > R):
             best = R
             if not exhaustive:
                 break

@@ -28,7 +28,8 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
   needs a verified ``dead_units``, ``constant_units``, ``slope_lines``, ``submersion``, ``entering_submersion``
   or ``line`` part (a ``dead_units``, ``constant_units``, ``slope_lines`` or ``line`` line states its segment
-  ``t0``, checked exactly; a ``line`` part's probe must move, :func:`exactident.verify.constrained_parts.check_graph_line`);
+  ``t0``, checked exactly; a ``line`` part's probe must move,
+  :func:`exactident.verify.constrained_parts.check_graph_line`);
   no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
   plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
 - ``rules``: only the ``decided_by`` rule may be ``decided``, and Theorem 8 must be ``not-applicable``
