@@ -42,10 +42,10 @@ from exactident.budget import stage
 from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.linalg.modular import random_primes, rank_mod_p, residues, to_nmod_mat
 from exactident.model.activation import activation_state
+from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.fixed_edges import FixedEdges, free_parameters
 from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry import hidden
 from exactident.symmetry.fdim_result import FdimResult, GraphFacts, scale_classes_text

@@ -1,4 +1,4 @@
-"""The certified interval of the functional dimension, as a result, a JSON object and a terminal view (docs/symmetries.md).
+"""The certified interval of the functional dimension: result, JSON object, terminal view (docs/symmetries.md).
 
 One result for every network :func:`exactident.symmetry.fdim.functional_dimension` reads: a plain
 ReLU MLP (target ``dim = #params - #hidden``, ``J`` in all the weights and biases) or a layer graph

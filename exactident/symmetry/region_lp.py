@@ -34,10 +34,10 @@ from exactident.errors import UnsupportedCaseError
 from exactident.linalg.exact_lp import is_certificate
 from exactident.symmetry.linewalk import exact_floats
 
-__all__ = ["Row", "decide", "floats", "lp_solver", "lp_solver_installed", "scaled", "value"]
+__all__ = ["decide", "floats", "lp_solver", "lp_solver_installed", "scaled", "value"]
 
 _ZERO = flint.fmpq(0)
-#: ``(a, e)``: the strict inequality ``a . x + e > 0`` over Q.
+# (a, e): the strict inequality a . x + e > 0 over Q
 Row = tuple[list[flint.fmpq], flint.fmpq]
 
 def lp_solver_installed() -> bool:
