@@ -37,7 +37,7 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
-from exactident.linalg.modular import random_primes, rank_mod_p
+from exactident.linalg.modular import random_primes, rank_mod_p, to_nmod_mat
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.jacobian import Layered
@@ -217,7 +217,9 @@ class GreedyRank:
     The kept rows are a reduced echelon basis ``B`` mod ``p``, held in float64 with integer
     entries in ``[0, p)``: with ``p < 2^21`` every product ``C[:, pivots] B`` of
     :meth:`offer` is exact (below ``2^53``), so a batch of candidate rows is reduced by one
-    BLAS product; the rows left nonzero are added one at a time.  :attr:`rank` is the
+    BLAS product; of the rows left nonzero, those independent of the rows before them (the
+    pivot columns of the reduced echelon form of their transpose, computed by FLINT mod ``p``)
+    are added, in order: the rows a one-at-a-time greedy selection would keep.  :attr:`rank` is the
     number of rows kept, all independent mod ``p``, hence over Q.
 
     Parameters
@@ -263,14 +265,27 @@ class GreedyRank:
         # C's pivot part split into pieces < 2^11: each product is < 2^32, a sum of them below 2^53
         return np.fmod(C - self._dot(C[:, self.pivots], self.B) + self.p, self.p)
 
-    def _add(self, v: np.ndarray) -> None:
+    def _extend(self, R: np.ndarray) -> list[int]:
+        """Add the rows of ``R`` (residuals: zero on the pivot columns) that are independent of the rows before them;
+        returns their indices, in order (the pivot columns of the reduced echelon form of ``R^T``, by FLINT)."""
         p = self.p
-        c = int(np.flatnonzero(v)[0])
-        v = np.fmod(v * pow(int(v[c]), -1, p), p)
-        if len(self.B):
-            self.B = np.fmod(self.B - np.fmod(np.outer(self.B[:, c], v), p) + p, p)
-        self.B = np.concatenate([self.B, v[None, :]])
-        self.pivots.append(c)
+        E, r = to_nmod_mat(np.ascontiguousarray(R.T).astype(np.int64), p).rref()
+        indep, c = [], 0
+        for j in range(int(r)):
+            while int(E[j, c]) == 0:
+                c += 1
+            indep.append(c)
+            c += 1
+        if not indep:
+            return []
+        N, _ = to_nmod_mat(R[indep].astype(np.int64), p).rref()  # the new rows, reduced: unit on their pivots
+        new = np.array([int(v) for v in N.entries()], dtype=np.float64).reshape(len(indep), R.shape[1])
+        piv = [int(np.flatnonzero(row)[0]) for row in new]
+        if len(self.B):  # the old rows lose the new pivot columns (the new rows are zero on the old pivots)
+            self.B = np.fmod(self.B - self._dot(self.B[:, piv], new) + p, p)
+        self.B = np.concatenate([self.B, new])
+        self.pivots += piv
+        return indep
 
     def offer(self, X: Sequence[Sequence[flint.fmpq]] | np.ndarray) -> int:
         """Add the points of ``X`` (tie-free ones) whose rows raise the rank; returns the gain.
@@ -296,17 +311,11 @@ class GreedyRank:
         else:
             rows = np.flatnonzero(C.any(axis=1))
         C = self._reduce(C[rows])
+        live = np.flatnonzero(C.any(axis=1))
         N_L = self.J.widths[-1]
         gain = 0
-        for i, k in enumerate(rows):
-            v = C[i]
-            if not v.any():
-                continue
-            c = int(np.flatnonzero(v)[0])
-            self._add(v)
-            u = self.B[-1]
-            # the later candidates lose the new pivot column (products of two residues < 2^42: exact)
-            C[i + 1:] = np.fmod(C[i + 1:] - np.fmod(np.outer(C[i + 1:, c], u), self.p) + self.p, self.p)
+        for i in (self._extend(C[live]) if live.size else []):
+            k = rows[live[i]]
             gain += 1
             if not self.points or self.points[-1] is not Xc[k // N_L]:
                 self.points.append(Xc[k // N_L])
