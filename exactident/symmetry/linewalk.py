@@ -24,6 +24,10 @@ question is which regions a sample reaches.
 
 Everything the floats propose is then ranked exactly: the points are dyadic rationals,
 ties are dropped, and the rank is that of ``J`` mod ``p`` at the exact activation pattern.
+
+Any network is walked in its compiled layered form (:class:`exactident.symmetry.jacobian.Layered`):
+a layer graph's leaky and PReLU units kink at 0 like ReLU units (the float forward pass uses each
+unit's slope), its linear units (slope 1) do not, and ``J`` is ``J_free`` in its free parameters.
 Called by :mod:`exactident.symmetry.fdim`.
 """
 
