@@ -24,6 +24,14 @@ symmetries* when ``fdim < dim``.
   dimension`` (:func:`exactident.symmetry.hidden.kernel_dimension`).  Each direction is also checked against the
   Jacobian at the sample used for the lower bound (a failure is a bug).
 
+A **layer graph** (a :class:`~exactident.model.constrained.ConstrainedNetwork`: convolution, pooling,
+skips, leaky ReLU, PReLU) takes the same path: ``J_free`` in its free parameters, target
+``dim_free = n_params - dim S_H`` (:func:`exactident.model.symmetry.rescaling_symmetry`: every
+generator of the rescalings ``H`` the family keeps is in ``ker J_free`` at every tie-free point),
+random points (:func:`lower_bound_graph`), the region cover and the line walk on its compiled
+layered form (:mod:`exactident.symmetry.jacobian`); the domain provers and ``design``'s point search
+read a plain MLP and are not run, so without a complete cover the upper bound is ``dim_free``.
+
 Equal bounds certify ``fdim``; ``lower = dim`` certifies "no hidden symmetries".
 Called by :mod:`exactident.symmetry.fdim_command` and :mod:`exactident.symmetry.glr`.
 """
