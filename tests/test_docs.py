@@ -271,8 +271,8 @@ def test_architecture_import_rules_hold():
 
 @pytest.mark.parametrize("library, where", [
     ("networkx", {"exactident.model.graph"}),
-    ("scipy", {"exactident.boundary.entering", "exactident.explain.gamma_rows", "exactident.symmetry.regions"}),
-    ("highspy", {"exactident.symmetry.regions"}),
+    ("scipy", {"exactident.boundary.entering", "exactident.explain.gamma_rows", "exactident.symmetry.region_lp"}),
+    ("highspy", {"exactident.symmetry.region_lp"}),
     ("matplotlib", {"exactident.crosscheck.plot", "exactident.track.plot"}),
     ("torch", {"exactident.numeric.torch_backend",
                "exactident.io.importers.torch_state_dict", "exactident.io.importers.reference",
