@@ -62,13 +62,9 @@ def torch_ranks(case) -> dict:
     from exactident.model.activation import n_paths
     from exactident.model.fixed_edges import fixed_edges
     from exactident.model.gamma import free_columns
-    from exactident.numeric.numpy_backend import (
-        alpha_float,
-        alpha_float_gram,
-        float_pattern,
-        to_float_network,
-        to_float_sample,
-    )
+    from exactident.numeric.float_network import to_float_network, to_float_sample
+    from exactident.numeric.gamma_free import float_pattern
+    from exactident.numeric.numpy_backend import alpha_float, alpha_float_gram
 
     torch.set_num_threads(1)
     net = case.network

@@ -93,7 +93,7 @@ def planted_case(widths, n, seed, active=(12, 17)):
 
     from exactident.io.case import Case
     from exactident.model.network import Network
-    from exactident.numeric.numpy_backend import to_float_network, to_float_sample
+    from exactident.numeric.float_network import to_float_network, to_float_sample
 
     case = random_case(widths, n, seed)
     fnet = to_float_network(case.network)
@@ -147,14 +147,9 @@ def float_ranks(case) -> dict:
     from exactident.model.activation import n_paths
     from exactident.model.fixed_edges import fixed_edges
     from exactident.model.gamma import free_columns
-    from exactident.numeric.numpy_backend import (
-        alpha_float,
-        alpha_float_gram,
-        float_pattern,
-        gamma_float,
-        to_float_network,
-        to_float_sample,
-    )
+    from exactident.numeric.float_network import to_float_network, to_float_sample
+    from exactident.numeric.gamma_free import float_pattern, gamma_float
+    from exactident.numeric.numpy_backend import alpha_float, alpha_float_gram
 
     fixed = fixed_edges(case.network)
     fnet = to_float_network(case.network)

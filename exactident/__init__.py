@@ -35,7 +35,7 @@ from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolati
 if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``): ``import exactident`` stays light
     from exactident import crosscheck, explain
     from exactident.api import design
-    from exactident.check import check
+    from exactident.check import CheckOptions, check
     from exactident.io.case import Case, load_case, parse_case, write_case
     from exactident.io.importers import from_flax, from_sklearn, from_torch, import_model
     from exactident.io.report import Report
@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``)
 __all__ = [
            "Case",
            "CaseFormatError",
+           "CheckOptions",
            "ExactIdentError",
            "InvariantViolation",
            "Network",
@@ -66,6 +67,7 @@ __all__ = [
 # public name -> the module that defines it; imported on first access, so a command loads only what it uses
 _LAZY = {
     "check": "exactident.check",
+    "CheckOptions": "exactident.check",
     "design": "exactident.api",
     "Case": "exactident.io.case",
     "load_case": "exactident.io.case",

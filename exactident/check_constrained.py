@@ -10,9 +10,10 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
 
 - **identifiable** when ``rank Gamma_free(s) == dim_free`` for every resolution (the immersion
   argument, docs/theory.md, "Beyond the layered ReLU MLP"); ``decided_by: free-rank``;
-- **not-identifiable** only with a certificate valid for every architecture: a dead-unit or
-  constant-unit line (constant outputs on X, the realised function provably changes,
-  :mod:`exactident.boundary.dead_units`; ``decided_by: dead-units`` or ``constant-units``), or a
+- **not-identifiable** only with a certificate valid for every architecture: a dead-unit,
+  constant-unit or slope line (constant outputs on X, the realised function provably changes,
+  :mod:`exactident.boundary.dead_units`; ``decided_by: dead-units``, ``constant-units`` or
+  ``slope-lines``), or a
   submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
   ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters),
   or, tried last, a straight line of constant outputs on X with a probe whose output moves
@@ -374,7 +375,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         if persistent:
             where += f" ({len(persistent)} persistent ties, whose side changes nothing)"
         reason = (f"rank Gamma_free = {sym.dim_free} = dim_free (= {cn.n_params} parameters - "
-                  f"{sym.symmetry_dim} rescalings){where}: locally identifiable up to rescaling")
+                  f"{sym.describe()}){where}: locally identifiable up to "
+                  + ("rescaling" if set(sym.kinds) <= {"rescaling"} else "these symmetries"))
     else:
         verdict, decided = "inconclusive", "none"
         if not enumerable:

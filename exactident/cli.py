@@ -277,6 +277,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         from exactident.numeric.block import parse_pipelines
 
         parse_pipelines(args.pipelines)  # an unknown name is bad usage, before any file is read
+    from exactident.run_cases import check_cases, options_from_args, print_estimates
+
+    options = options_from_args(args)  # every case's options, built and validated once
     # a folder: its *.json files, as crosscheck; anything else as given (a case or a model file)
     if any(os.path.isdir(p) for p in args.cases):
         from exactident.crosscheck.command import expand_paths
@@ -288,13 +291,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 raise CaseFormatError(path, "expected", "missing: --expect needs the case's expected block")
             _known_expected_fields(path, c.expected)
     reports = []
-    from exactident.run_cases import check_cases, print_estimates
-
     if args.estimate:
         print_estimates(cases, args)
         return 0
 
-    for path, report in check_cases(paths, cases, args):
+    for path, report in check_cases(paths, cases, args, options):
         if isinstance(report, UnsupportedCaseError):  # docs/cli.md: the message names the file (once)
             named = str(report).startswith(f"{path}: ")
             raise UnsupportedCaseError(str(report) if named else f"{path}: {report}") from None

@@ -27,10 +27,31 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from exactident.budget import TerminalProgress
-from exactident.check import check
+from exactident.check import CheckOptions, check
 from exactident.errors import OutputError, UnsupportedCaseError
 
-__all__ = ["check_cases", "print_estimates"]
+__all__ = ["check_cases", "options_from_args", "print_estimates"]
+
+
+def options_from_args(args: argparse.Namespace) -> CheckOptions:
+    """The :class:`~exactident.check.options.CheckOptions` of ``exactident check``'s flags, built once.
+
+    ``--expect`` asks for every rank (``all_ranks``), ``--explain`` for the exact ``rank_gamma``
+    (``exact_ranks``).  The per-case budget and the progress line are set per case by
+    :func:`check_cases`.
+
+    Raises
+    ------
+    UnsupportedCaseError
+        An option outside its domain (an unknown ``--pipelines`` name).
+    """
+    return CheckOptions(numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
+                        verify_propositions=args.verify_propositions, max_resolutions=args.max_resolutions,
+                        all_ranks=args.all_ranks or getattr(args, "expect", False),
+                        certify=getattr(args, "certify", "full"),
+                        exact_ranks=getattr(args, "exact_ranks", False) or getattr(args, "explain", False),
+                        verdict_first=getattr(args, "verdict_first", False),
+                        pipelines=getattr(args, "pipelines", None))
 
 
 def _estimate(case: Any, args: argparse.Namespace) -> Any:
@@ -62,9 +83,12 @@ def print_estimates(cases: Sequence[Any], args: argparse.Namespace) -> None:
     write_stdout("".join(_estimate(case, args).render(case.name) + "\n" for case in cases))
 
 
-def check_cases(paths: Sequence[str], cases: Sequence[Any],
-                args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
+def check_cases(paths: Sequence[str], cases: Sequence[Any], args: argparse.Namespace,
+                options: CheckOptions | None = None) -> Iterator[tuple[str, Any]]:
     """Yield ``(path, report)`` per case, in order (``report`` may be an ``UnsupportedCaseError``).
+
+    ``options``: the options of every case (default :func:`options_from_args`); each case gets its
+    budget (``timeout``) and the terminal progress line on top.
 
     Raises
     ------
@@ -97,19 +121,12 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any],
     if tty:  # the cost estimate before the work, and a default budget when it is large (docs/cli.md)
         budgets = [_terminal_budget(case, args, timeout) for case in cases]
     progress = TerminalProgress(len(cases), enabled=tty)
+    options = options if options is not None else options_from_args(args)
     try:
         for path, case, budget in zip(paths, cases, budgets):
             progress.case(case.name)
             try:
-                report = check(case, numeric=not args.no_numeric, tol=args.tol, rtol=args.rtol,
-                               verify_propositions=args.verify_propositions,
-                               max_resolutions=args.max_resolutions,
-                               all_ranks=args.all_ranks or getattr(args, "expect", False),
-                               certify=getattr(args, "certify", "full"), timeout=budget,
-                               exact_ranks=getattr(args, "exact_ranks", False) or getattr(args, "explain", False),
-                               verdict_first=getattr(args, "verdict_first", False),
-                               on_stage=progress.stage, on_tick=progress.tick,
-                               pipelines=getattr(args, "pipelines", None))
+                report = check(case, options, timeout=budget, on_stage=progress.stage, on_tick=progress.tick)
             except UnsupportedCaseError as exc:
                 yield path, exc
                 continue

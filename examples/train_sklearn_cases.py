@@ -20,6 +20,12 @@ or the logits and ``predict_proba`` (classifier) to 1e-12 relative.
 An ``expected`` block is added only for the sklearn version under which its
 values were confirmed by the independent computation in
 ``tests/test_real_cases.py`` (a different sklearn may train different weights).
+The same sklearn can also train different float64 weights on another CPU: lbfgs
+goes through OpenBLAS, which picks its kernels (and so the order of its sums) by
+CPU. The shipped cases were trained with the AVX-512 kernels OpenBLAS calls
+``SkylakeX``; ``OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS=1 python
+examples/train_sklearn_cases.py --out DIR`` reproduces them bit for bit on an
+AVX-512 CPU (Intel or AMD).
 """
 
 from __future__ import annotations

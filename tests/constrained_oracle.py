@@ -5,11 +5,16 @@ The oracle shares nothing with the engine but the ConstrainedNetwork's fields: i
 exact values at theta (a tie is resolved as asked), differentiates with sympy, and takes
 the exact rank.  ``dim S_H`` is computed another way than the engine's: the log-scales
 ``s`` whose dense change at a *generic* theta' lies in ``image T`` (the family's tangent),
-mapped to ``theta`` at the actual values.
+mapped to ``theta`` at the actual values; and, for the linear units (slope fixed at 1), the affine
+group ``z -> M z + c`` on each layer's linear units: its Lie algebra ``(E_l, c_l)`` moves the dense
+network by ``dW_l = E_l W_l - W_l E_{l-1}``, ``db_l = E_l b_l + c_l - W_l c_{l-1}`` (sympy matrices), and
+a generator is kept when that move lies in ``image T`` at ``k + 1`` random points ``theta'`` (affinely
+independent, so at every ``theta'``: the move is affine in ``theta'``).
 """
 
 from __future__ import annotations
 
+import math
 import random
 
 import flint
@@ -119,8 +124,116 @@ def oracle_dim_free(cn: ConstrainedNetwork, seed: int = 0) -> int:
             if j >= 0:
                 col[j] = sp.sympify(f).subs(svec) * val
         cols.append(col)
+    cols += oracle_stretch_directions(cn, seed)
     dim_sh = sp.Matrix(cols).rank() if cols else 0
     return k - dim_sh
+
+
+def _linear_units(cn):
+    return {l: [v for v in range(cn.widths[l]) if int(cn.slope_index[l - 1][v]) < 0
+                and cn.negative_slope[l - 1][v] == 1] for l in range(1, cn.L)}
+
+
+def _stretch_move(cn, values, E, c):
+    """``(dW, db)`` of the generator ``(E, c)`` at ``theta = values`` (FLINT matrices over Q, module docstring)."""
+    def ent(idx, val):
+        return flint.fmpq(values[idx]) if idx >= 0 else flint.fmpq(val)
+
+    W = [flint.fmpq_mat(cn.widths[l], cn.widths[l - 1],
+                        [ent(int(cn.W_index[l - 1][i, kk]), cn.W[l - 1][i, kk])
+                         for i in range(cn.widths[l]) for kk in range(cn.widths[l - 1])])
+         for l in range(1, cn.L + 1)]
+    b = [flint.fmpq_mat(cn.widths[l], 1, [ent(int(cn.b_index[l - 1][i]), cn.b[l - 1][i]) for i in range(cn.widths[l])])
+         for l in range(1, cn.L + 1)]
+    dW, db = [], []
+    for l in range(1, cn.L + 1):
+        El = E.get(l, flint.fmpq_mat(cn.widths[l], cn.widths[l]))
+        Eb = E.get(l - 1, flint.fmpq_mat(cn.widths[l - 1], cn.widths[l - 1]))
+        cl = c.get(l, flint.fmpq_mat(cn.widths[l], 1))
+        cb = c.get(l - 1, flint.fmpq_mat(cn.widths[l - 1], 1))
+        dW.append(El * W[l - 1] - W[l - 1] * Eb)
+        db.append(El * b[l - 1] + cl - W[l - 1] * cb)
+    return dW, db
+
+
+def _in_image_t(cn, dW, db):
+    """The defects of the move ``(dW, db)`` from ``image T`` (fixed entries, tied entries against the first)
+    and its pull-back ``delta`` (first entries)."""
+    defects, first = [], {}
+    zero = flint.fmpq(0)
+
+    def put(j, e):
+        if j < 0:
+            defects.append(e)
+        elif j in first:
+            defects.append(e - first[j])
+        else:
+            first[j] = e
+    for l in range(1, cn.L + 1):
+        for i in range(cn.widths[l]):
+            for kk in range(cn.widths[l - 1]):
+                put(int(cn.W_index[l - 1][i, kk]), dW[l - 1][i, kk])
+            put(int(cn.b_index[l - 1][i]), db[l - 1][i, 0])
+    for l in range(1, cn.L):
+        for v in range(cn.widths[l]):
+            j = int(cn.slope_index[l - 1][v])
+            if j >= 0:  # slopes never move
+                put(j, zero)
+    return defects, first
+
+
+def oracle_stretch_directions(cn: ConstrainedNetwork, seed: int = 0) -> list[list]:
+    """Tangents at theta of the affine group of linear units that keeps the family (module docstring)."""
+    lin = {l: us for l, us in _linear_units(cn).items() if us}
+    if not lin:
+        return []
+    rng = random.Random(seed + 1)
+    k = cn.n_params
+    unknowns = []  # ("E", l, a, b) or ("c", l, a)
+    for l, us in lin.items():
+        for a in us:
+            if len(us) <= 24:  # the engine's rule: mixing only in layers of at most 24 linear units
+                unknowns += [("E", l, a, bb) for bb in us]
+            unknowns.append(("c", l, a))
+
+    def generator(u):
+        E, c = {}, {}
+        if u[0] == "E":
+            E[u[1]] = flint.fmpq_mat(cn.widths[u[1]], cn.widths[u[1]])
+            E[u[1]][u[2], u[3]] = 1
+        else:
+            c[u[1]] = flint.fmpq_mat(cn.widths[u[1]], 1)
+            c[u[1]][u[2], 0] = 1
+        return E, c
+
+    points = [[flint.fmpq(rng.randint(-10**6, 10**6), rng.randint(1, 10**6)) for _ in range(k)] for _ in range(k + 1)]
+    assert flint.fmpq_mat([[1] + p for p in points]).rank() == k + 1  # affinely independent
+    cols = []
+    for u in unknowns:
+        col = []
+        for p in points:
+            col += _in_image_t(cn, *_stretch_move(cn, p, *generator(u)))[0]
+        cols.append(col)
+    rows = []  # each row scaled to integers (the nullspace is unchanged)
+    for r in range(len(cols[0])):
+        row = [cols[g][r] for g in range(len(cols))]
+        m = math.lcm(*(int(v.q) for v in row))
+        rows.append([int(v * m) for v in row])
+    n = len(cols)
+    N, nullity = flint.fmpz_mat(rows).nullspace() if rows else (
+        flint.fmpz_mat(n, n, [int(a == b) for a in range(n) for b in range(n)]), n)
+    actual = cn.theta()
+    moves = [_stretch_move(cn, actual, *generator(u)) for u in unknowns]
+    out = []
+    for n in range(int(nullity)):
+        dW = [sum((moves[g][0][l] * N[g, n] for g in range(len(unknowns))),
+                  flint.fmpq_mat(cn.widths[l + 1], cn.widths[l])) for l in range(cn.L)]
+        db = [sum((moves[g][1][l] * N[g, n] for g in range(len(unknowns))), flint.fmpq_mat(cn.widths[l + 1], 1))
+              for l in range(cn.L)]
+        defects, first = _in_image_t(cn, dW, db)
+        assert all(d == 0 for d in defects)  # the move is in image T at theta too
+        out.append([Q(first.get(j, 0)) for j in range(k)])
+    return out
 
 
 def random_constrained(seed: int, widths=None, p_fixed=0.2, p_tie=0.3, leaky=True, prelu=True,

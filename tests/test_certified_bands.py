@@ -199,3 +199,23 @@ def test_stored_dtype_is_named() -> None:
     assert d["stored_dtype"] == "float32"
     text = "\n".join(render_certified(d))
     assert "float32 (the model's stored dtype) rounding" in text and "float64 rounding" in text
+
+
+def test_sigma_r_upper_bound_when_lapack_returns_a_kernel_vector_as_v_r(monkeypatch) -> None:
+    # [[1, 1, 0], [1, 1 + e, 0], [0, 0, 0]]: float64 sees sigma_2 = sigma_3 = 0, and which unit
+    # vector of that 2-dimensional singular space LAPACK returns as v_2 is its choice.  Forced here
+    # to e_3, which spans ker A: its projection on the row space is 0, and the bound must still be
+    # found (from the other singular vectors); by hand sigma_2 ~ e / 2 with e = 10^-30.
+    real_svd = np.linalg.svd
+
+    def svd_kernel_first(a, full_matrices=True):
+        u = real_svd(a, full_matrices=full_matrices)[0]
+        vt = np.array([[-2 ** -0.5, -2 ** -0.5, 0.0], [0.0, 0.0, 1.0], [-2 ** -0.5, 2 ** -0.5, 0.0]])
+        return u, np.array([2.0, 0.0, 0.0]), vt
+
+    monkeypatch.setattr(np.linalg, "svd", svd_kernel_first)
+    e = flint.fmpq(1, 10**30)
+    b = certified_sigma_bounds(flint.fmpq_mat([[1, 1, 0], [1, 1 + e, 0], [0, 0, 0]]), 2)
+    assert b.sigma_r_lo is not None and b.sigma_r_hi is not None
+    assert b.sigma_r_lo <= 0.5e-30 * (1 + 1e-6) and b.sigma_r_hi >= 0.5e-30 * (1 - 1e-6)
+    assert b.sigma_r_hi <= 1e-29

@@ -271,10 +271,10 @@ def test_architecture_import_rules_hold():
 
 @pytest.mark.parametrize("library, where", [
     ("networkx", {"exactident.model.graph"}),
-    ("scipy", {"exactident.boundary.entering", "exactident.explain.gamma_rows", "exactident.symmetry.regions"}),
-    ("highspy", {"exactident.symmetry.regions"}),
+    ("scipy", {"exactident.boundary.entering", "exactident.explain.gamma_rows", "exactident.symmetry.region_lp"}),
+    ("highspy", {"exactident.symmetry.region_lp"}),
     ("matplotlib", {"exactident.crosscheck.plot", "exactident.track.plot"}),
-    ("torch", {"exactident.numeric.torch_backend", "exactident.numeric.constrained",
+    ("torch", {"exactident.numeric.torch_backend",
                "exactident.io.importers.torch_state_dict", "exactident.io.importers.reference",
                "exactident.io.importers.torch_trace", "exactident.io.importers.torch_graph"}),
     ("onnx", {"exactident.io.importers.onnx_load", "exactident.io.importers.onnx_model",

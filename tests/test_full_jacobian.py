@@ -25,8 +25,9 @@ from exactident.linalg import exact
 from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import FixedEdges, fixed_edges
 from exactident.model.gamma import gamma_exact
+from exactident.numeric.float_network import to_float_network, to_float_sample
 from exactident.numeric.full_jacobian import full_jacobian_block, numpy_full_jacobian_svd
-from exactident.numeric.numpy_backend import gamma_float, to_float_network, to_float_sample
+from exactident.numeric.gamma_free import gamma_float
 
 ROOT = Path(__file__).resolve().parents[1]
 

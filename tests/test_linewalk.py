@@ -117,3 +117,45 @@ def test_network_without_hidden_layers_walk():
     net = Network((2, 1), [[[1, 2]]], [[3]])
     r, _, pts = walk_lower_bound(net, [], seed=0, max_lines=4)
     assert r == 3 == net.dim and len(pts) == 3
+
+
+def _greedy_mod_p(rows, p):
+    """Rows kept by a one-at-a-time pass mod p (each kept iff independent of the kept ones), by hand."""
+    basis, kept = [], []  # basis: (pivot, row normalised to 1 at its pivot)
+    for i, r in enumerate(rows):
+        v = [int(x) % p for x in r]
+        for c, b in basis:
+            if v[c]:
+                f = v[c]
+                v = [(x - f * y) % p for x, y in zip(v, b)]
+        if any(v):
+            c = next(j for j, x in enumerate(v) if x)
+            inv = pow(v[c], -1, p)
+            basis.append((c, [x * inv % p for x in v]))
+            kept.append(i)
+    return kept
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_batch_keeps_the_rows_a_one_at_a_time_pass_keeps(seed):
+    """A batch ranked at once (FLINT's reduced echelon form of its transpose) keeps exactly the rows, in order, that
+    a one-at-a-time elimination mod p keeps, also after earlier batches (dependent rows made by hand)."""
+    rng = np.random.default_rng(seed)
+    net = Network((2, 3, 1), [[[1, 2], [3, -4], [5, 6]], [[1, -1, 1]]], [[0, 1, -1], [0]])  # only its 13 columns count
+    n = 13
+    p = random_primes(1, 1, random.Random(seed), lo=SMALL_PRIME_RANGE[0], hi=SMALL_PRIME_RANGE[1])[0]
+    g = GreedyRank(net, p)
+    seen: list[list[int]] = []
+    for _ in range(3):
+        base = rng.integers(0, p, size=(3, n))
+        mix = rng.integers(0, 3, size=(4, 3))
+        batch = np.concatenate([base, (mix @ base) % p, rng.integers(0, p, size=(2, n))])[rng.permutation(9)]
+        residual = g._reduce(batch.astype(np.float64))
+        live = np.flatnonzero(residual.any(axis=1))
+        got = [int(live[i]) for i in g._extend(residual[live])] if live.size else []
+        before = len(_greedy_mod_p(seen, p))
+        expect = [i - len(seen) for i in _greedy_mod_p(seen + batch.tolist(), p)[before:]]
+        assert got == expect
+        seen += batch.tolist()
+        assert g.rank == len(_greedy_mod_p(seen, p))
+        assert all(g.B[k, c] == 1 and not np.delete(g.B[:, c], k).any() for k, c in enumerate(g.pivots))

@@ -1,4 +1,4 @@
-"""The float Gamma_free of constrained networks (exactident.numeric.constrained) against independent answers.
+"""The float Gamma_free of layer graphs (exactident.numeric.gamma_free, .block) against independent answers.
 
 Right values come from the sympy oracle (tests/xverify_oracle.py: symbolic theta,
 symbolic differentiation), from the plain engine's float backend (a plain MLP is the
@@ -16,14 +16,10 @@ from xverify_oracle import F32_001, Oracle, conv1d_net, random_constrained, resi
 
 from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network
-from exactident.numeric.constrained import (
-    constrained_float_rank,
-    constrained_numeric_block,
-    float_forward,
-    gamma_free_float,
-    gamma_free_torch,
-    to_float_constrained,
-)
+from exactident.numeric.block import free_numeric_block
+from exactident.numeric.float_network import FloatNetwork, to_float_network
+from exactident.numeric.gamma_free import float_forward, free_float_rank, gamma_free_float
+from exactident.numeric.torch_backend import gamma_free_torch
 
 q = flint.fmpq
 
@@ -40,13 +36,13 @@ def _oracle_float(cn, X, active=None):
 @pytest.mark.parametrize("seed", range(6))
 def test_float_gamma_matches_sympy_on_random_constrained_nets(seed):
     cn, X = random_constrained(seed, n=8)
-    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    G = gamma_free_float(to_float_network(cn), _floats(X))
     exact = Oracle.of(cn, X).gamma()
     ref = np.array(exact.tolist(), dtype=np.float64)
     assert G.shape == ref.shape == (8 * 2, cn.n_params)
     assert np.allclose(G, ref, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(ref).max()))
     # well separated singular values on these small integer-like nets: the SVD rank is the exact rank
-    assert constrained_float_rank(cn, X)[0].rank == Oracle.rank(exact)
+    assert free_float_rank(cn, X)[0].rank == Oracle.rank(exact)
 
 
 def test_plain_mlp_is_the_plain_backend():
@@ -57,10 +53,10 @@ def test_plain_mlp_is_the_plain_backend():
     b = [[q(rng.randint(-4, 4), 2) for _ in range(w[l + 1])] for l in range(2)]
     net = Network(w, W, b)
     X = [[q(rng.randint(-5, 5), 3) for _ in range(3)] for _ in range(6)]
-    from exactident.numeric.numpy_backend import gamma_float, to_float_network
+    from exactident.numeric.gamma_free import gamma_float
 
     full = gamma_float(to_float_network(net), _floats(X), None, None)  # every weight and bias, same order
-    assert np.array_equal(gamma_free_float(to_float_constrained(from_network(net)), _floats(X)), full)
+    assert np.array_equal(gamma_free_float(to_float_network(from_network(net)), _floats(X)), full)
 
 
 def test_residual_net_by_hand():
@@ -68,10 +64,10 @@ def test_residual_net_by_hand():
     # d/dw1 = w2 x [z > 0], d/db1 = w2 [z > 0], d/dw2 = relu(z): rows (2, 2, 1), (4, 2, 2), (0, 0, 0)
     cn = residual_net(1, 0, 2)
     X = [[q(1)], [q(2)], [q(-1)]]
-    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    G = gamma_free_float(to_float_network(cn), _floats(X))
     assert np.array_equal(G, np.array([[2.0, 2, 1], [4, 2, 2], [0, 0, 0]]))
     # one rescaling survives (the ReLU unit's; the carrier's is pinned by its fixed weight 1): dim_free = 2
-    block = constrained_numeric_block(cn, X, 2, [np.array([[True, True], [True, True], [False, True]])], 2,
+    block = free_numeric_block(cn, X, 2, [np.array([[True, True], [True, True], [False, True]])], 2,
                                       "identifiable")
     assert (block["rank_gamma"], block["verdict"], block["agrees"], block["pattern_differs"]) == \
         (2, "identifiable", True, False)
@@ -92,17 +88,17 @@ def test_conv1d_by_hand():
         rows.append([v1 * a0 * x0 + v2 * a1 * x1, v1 * a0 * x1 + v2 * a1 * x2, v1 * a0 + v2 * a1,
                      max(y0, 0), max(y1, 0), 1])
     Xq = [[q(v) for v in row] for row in X]
-    assert np.array_equal(gamma_free_float(to_float_constrained(cn), _floats(Xq)), np.array(rows, dtype=float))
+    assert np.array_equal(gamma_free_float(to_float_network(cn), _floats(Xq)), np.array(rows, dtype=float))
 
 
 def test_relu_at_zero_is_active_in_floats_and_the_exact_pattern_can_be_passed():
     # a tie (z = 0 exactly, also in floats): the float pipeline takes the active side, as the paper's indicator
     cn = residual_net(1, -1, 2)
     X = [[q(1)], [q(3)]]
-    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    G = gamma_free_float(to_float_network(cn), _floats(X))
     assert np.array_equal(G[0], [2.0, 2.0, 0.0])  # d/dw1 = w2 x, d/db1 = w2: active at z = 0; d/dw2 = relu(0) = 0
     inactive = [np.array([[False, True], [True, True]])]
-    G_off = gamma_free_float(to_float_constrained(cn), _floats(X), inactive)
+    G_off = gamma_free_float(to_float_network(cn), _floats(X), inactive)
     assert np.array_equal(G_off[0], [0.0, 0.0, 0.0])
     assert np.allclose(G_off, _oracle_float(cn, X, [[[False, True], [True, True]]]))
 
@@ -112,11 +108,11 @@ def test_rounding_across_a_kink_is_seen_and_the_exact_pattern_repairs_it():
     cn = residual_net(3, q(-1) - q(1, 10**30), 2)
     X = [[q(1, 3)], [q(1)]]
     exact = [np.array([[False, True], [True, True]])]
-    fl_z = float_forward(to_float_constrained(cn), _floats(X))[1][0]
+    fl_z = float_forward(to_float_network(cn), _floats(X))[1][0]
     assert fl_z[0, 0] == 0.0
-    block = constrained_numeric_block(cn, X, 2, exact, 1, "inconclusive")
+    block = free_numeric_block(cn, X, 2, exact, 1, "inconclusive")
     assert block["pattern_differs"] is True and "band" not in block
-    G = gamma_free_float(to_float_constrained(cn), _floats(X), exact)
+    G = gamma_free_float(to_float_network(cn), _floats(X), exact)
     assert np.allclose(G, _oracle_float(cn, X), rtol=1e-12)
 
 
@@ -130,7 +126,7 @@ def test_leaky_slope_float32_is_not_one_hundredth():
 
     X = [[q(-3)], [q(-2)], [q(1)]]
     stored = net(q(int(F32_001.p), int(F32_001.q)))
-    G32 = gamma_free_float(to_float_constrained(stored), _floats(X))
+    G32 = gamma_free_float(to_float_network(stored), _floats(X))
     assert np.allclose(G32, _oracle_float(stored, X), rtol=1e-15, atol=0)
     G100 = _oracle_float(net(q(1, 100)), X)
     rel = np.abs(G32[0] - G100[0]).max() / np.abs(G100[0]).max()
@@ -145,7 +141,7 @@ def test_prelu_slope_column():
                             [np.array([[-1]]), np.array([[-1]])], [np.array([-1]), np.array([-1])],
                             [[q(1, 4)]], [np.array([0])], 1, ("PReLU",))
     X = [[q(-2)], [q(1)]]
-    G = gamma_free_float(to_float_constrained(cn), _floats(X))
+    G = gamma_free_float(to_float_network(cn), _floats(X))
     assert np.array_equal(G[:, 0], [3.0 * -3, 0.0])
 
 
@@ -153,20 +149,18 @@ def test_torch_pipeline_matches():
     pytest.importorskip("torch")
     for seed in range(3):
         cn, X = random_constrained(seed, n=6)
-        G = gamma_free_float(to_float_constrained(cn), _floats(X))
+        G = gamma_free_float(to_float_network(cn), _floats(X))
         assert np.allclose(gamma_free_torch(cn, X), G, rtol=1e-12, atol=1e-12)
-    block = constrained_numeric_block(residual_net(1, 0, 2), [[q(1)], [q(2)]], 2,
+    block = free_numeric_block(residual_net(1, 0, 2), [[q(1)], [q(2)]], 2,
                                       [np.array([[True, True], [True, True]])], 2, "identifiable", torch=True)
     assert block["torch"]["rank_gamma"] == 2 and block["pipelines"] == ["float64", "torch"]
 
 
 def test_a_float_zero_of_either_sign_is_a_tie_on_the_active_side():
     # z = (-1) * 0.0 + (-0.0) is a zero (BLAS may give +0.0 or -0.0); -0.0 >= 0 is True: slope 1 either way
-    from exactident.numeric.constrained import FloatConstrained
-
-    fcn = FloatConstrained((1, 1, 1), [np.array([[-1.0]]), np.array([[2.0]])], [np.array([-0.0]), np.array([0.0])],
-                           [np.array([0.25])], [np.array([[0]]), np.array([[1]])], [np.array([-1]), np.array([-1])],
-                           [np.array([-1])], 2)
+    fcn = FloatNetwork((1, 1, 1), [np.array([[-1.0]]), np.array([[2.0]])], [np.array([-0.0]), np.array([0.0])],
+                       slope=[np.array([0.25])], W_index=[np.array([[0]]), np.array([[1]])],
+                       b_index=[np.array([-1]), np.array([-1])], slope_index=[np.array([-1])], n_params=2)
     _H, Z, deriv = float_forward(fcn, np.array([[0.0]]))
     assert Z[0][0, 0] == 0.0 and deriv[0][0, 0] == 1.0
     fcn.W[0] = np.array([[1.0]])  # z = 1 * (-0.0) + (-0.0)
@@ -184,7 +178,7 @@ def test_rescaling_the_channel_changes_no_rank():
     assert fa.symmetry.dim_free == fb.symmetry.dim_free == 5 and fa.ties == fb.ties
     p = verifier_primes(1, fa.avoid * fb.avoid)[0]
     assert rank_mod_p(fa.gamma_mod_p(p), p) == rank_mod_p(fb.gamma_mod_p(p), p) == Oracle.rank(Oracle.of(a, X).gamma())
-    assert constrained_float_rank(a, X)[0].rank == constrained_float_rank(b, X)[0].rank
+    assert free_float_rank(a, X)[0].rank == free_float_rank(b, X)[0].rank
 
 
 def test_float32_default_tolerance_loses_rank_on_a_tall_gamma():
@@ -193,8 +187,8 @@ def test_float32_default_tolerance_loses_rank_on_a_tall_gamma():
     # about 7e-5, below float32's default cut 2000 eps_32 = 2.4e-4 but far above float64's 4.4e-13
     cn = residual_net(1, 0, 2)
     X = [[q(1) + q(i, 2**22)] for i in range(2000)]
-    assert constrained_float_rank(cn, X, dtype="float64")[0].rank == 2
-    r32 = constrained_float_rank(cn, X, dtype="float32")[0]
+    assert free_float_rank(cn, X, dtype="float64")[0].rank == 2
+    r32 = free_float_rank(cn, X, dtype="float32")[0]
     assert r32.rank == 1 and r32.singular_values[1] < r32.tol
 
 

@@ -9,13 +9,9 @@ from _gen import random_case
 from exactident.check import check
 from exactident.io.case import parse_case
 from exactident.model.activation import activation_state, alpha_exact
-from exactident.numeric.numpy_backend import (
-    alpha_float,
-    alpha_float_gram,
-    float_pattern,
-    to_float_network,
-    to_float_sample,
-)
+from exactident.numeric.float_network import to_float_network, to_float_sample
+from exactident.numeric.gamma_free import float_pattern
+from exactident.numeric.numpy_backend import alpha_float, alpha_float_gram
 
 
 @pytest.mark.parametrize("widths", [(1, 1, 1), (2, 3, 2), (3, 2), (1, 2, 2, 1), (2, 2, 2, 2)])

@@ -36,7 +36,8 @@ from exactident.model.activation import activation_state, alpha_exact
 from exactident.model.fixed_edges import fixed_edges, free_parameters
 from exactident.model.gamma import free_columns, gamma_exact
 from exactident.model.lifting import dpsi, paths, phi, verify_propositions
-from exactident.numeric.numpy_backend import gamma_float, to_float_network, to_float_sample
+from exactident.numeric.float_network import to_float_network, to_float_sample
+from exactident.numeric.gamma_free import gamma_float
 from exactident.verify.certificate import verify_certificate
 
 # ----------------------------------------------------------------------------- the oracle

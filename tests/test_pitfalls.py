@@ -28,7 +28,8 @@ from exactident.model.activation import activation_state, resolve_ties
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.numeric.block import numeric_check
-from exactident.numeric.numpy_backend import FloatNetwork, float_pattern
+from exactident.numeric.float_network import FloatNetwork
+from exactident.numeric.gamma_free import float_pattern
 
 # --------------------------------------------------------------------------- python-flint
 

@@ -24,7 +24,8 @@ from exactident.errors import UnsupportedCaseError
 from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension
 from exactident.symmetry.region_fdim import cover_rank
-from exactident.symmetry.regions import _point, enumerate_regions
+from exactident.symmetry.region_lp import _point
+from exactident.symmetry.regions import enumerate_regions
 
 q = flint.fmpq
 F = Fraction

@@ -20,7 +20,8 @@ from exactident.errors import UnsupportedCaseError
 from exactident.io.case import parse_case
 from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import fixed_edges
-from exactident.numeric.numpy_backend import float_operators, to_float_network
+from exactident.numeric.float_network import to_float_network
+from exactident.numeric.numpy_backend import float_operators
 from exactident.numeric.rounding import FORMATS, float_format, round_rational, round_values
 
 

@@ -17,7 +17,7 @@ from exactident.cli import main
 from exactident.errors import UnsupportedCaseError
 from exactident.io.case import load_case, parse_case
 from exactident.model.gamma_free import free_state
-from exactident.symmetry.fdim_graph import functional_dimension_graph
+from exactident.symmetry.fdim import functional_dimension as functional_dimension_graph
 
 F = flint.fmpq
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,23 +61,28 @@ def test_fdim_residual_net_with_a_dead_unit_by_hand():
     """Parameters (w1, w2, b1, b2, v1, v2, c): 7; S_H has the two ReLU units' rescalings (the skip's carrier is
     pinned by its fixed weight 1), dim_free = 5.  Unit 2 has z = -1 on all of R: its w2, b2, v2 columns of J_free are
     0, and f = v1 relu(w1 x + b1) + c + x, so the columns are v1 x 1[z > 0], v1 1[z > 0], relu(z) = w1 x 1[z > 0] +
-    b1 1[z > 0] and 1: they span {x 1[z > 0], 1[z > 0], 1}, fdim_free = 3.  No prover reads a layer graph on the
-    domain: the upper bound stays dim_free = 5."""
+    b1 1[z > 0] and 1: they span {x 1[z > 0], 1[z > 0], 1}, fdim_free = 3.  The complete region cover settles it
+    (upper = 3); without the cover (regions=0) no prover reads a layer graph and the upper bound stays dim_free = 5."""
     case = _residual_dead()
     r = functional_dimension_graph(case.compiled, case.X, seed=1)
-    assert (r.n_params, r.symmetry_dim, r.dim, r.upper, r.lower) == (7, 2, 5, 5, 3)
-    assert not r.settled and not r.no_hidden_symmetries
+    assert (r.n_params, r.symmetry_dim, r.dim, r.upper, r.lower) == (7, 2, 5, 3, 3)
+    assert r.settled and not r.no_hidden_symmetries and r.cover["complete"]
+    assert [m["kind"] for m in r.mechanisms] == ["regions"] and r.mechanisms[0]["dimensions"] == 2
     assert oracle_rank(case.compiled, r.points) == 3
+    r0 = functional_dimension_graph(case.compiled, case.X, seed=1, regions=0)
+    assert (r0.upper, r0.lower) == (5, 3) and r0.cover is None and r0.mechanisms == []
 
 
 def test_fdim_prelu_slopes_trade_with_the_affine_part_by_hand():
     """prelu-mlp (2 inputs, 3 PReLU units with a slope each, 1 output): 16 parameters, 3 rescalings, dim_free = 13.
     prelu_a(z) = a z + (1 - a) relu(z), so f = A(x) + sum_u v_u (1 - a_u) relu(w_u x + b_u) with A affine in x
     (3 dimensions: the slopes and the output bias only move A), and each relu term has 4 parameters and one
-    rescaling: fdim_free <= 3 + 3 * 3 = 12, reached by the random points (a hidden symmetry beyond S_H)."""
+    rescaling: fdim_free <= 3 + 3 * 3 = 12, reached by the random points (a hidden symmetry beyond S_H), and the
+    complete region cover proves the upper bound 12."""
     case = load_case(ARCH / "prelu-mlp.json")
     r = functional_dimension_graph(case.compiled, case.X)
-    assert (r.n_params, r.dim, r.lower, r.upper) == (16, 13, 12, 13)
+    assert (r.n_params, r.dim, r.lower, r.upper) == (16, 13, 12, 12)
+    assert functional_dimension_graph(case.compiled, case.X, regions=0).upper == 13
     assert oracle_rank(case.compiled, r.points) == 12
 
 
@@ -101,8 +106,9 @@ def test_fdim_lower_bound_against_the_sympy_oracle(seed):
         r = functional_dimension_graph(cn, seed=seed)
     except UnsupportedCaseError:  # a constant unit: no tie-free point exists
         return
-    assert r.upper == r.dim == oracle_dim_free(cn)
-    assert r.lower <= r.upper
+    assert r.dim == oracle_dim_free(cn)
+    assert r.lower <= r.upper <= r.dim
+    assert r.upper == r.dim or r.cover["complete"]  # only a complete region cover goes below dim_free
     assert oracle_rank(cn, r.points) == r.lower
     many = oracle_rank(cn, _tie_free_points(cn, 3 * cn.n_params // max(1, cn.widths[-1]) + 4, seed))
     assert many <= r.upper
@@ -132,7 +138,7 @@ def test_fdim_cli_on_a_layer_graph_json_and_text(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["format"] == "exactident-fdim/1" and d["dim_kind"] == "dim_free"
     assert d["dim"] == d["n_params"] - d["symmetry_dim"] and d["lower"] <= d["upper"] == d["dim"]
-    assert d["mechanisms"] == [] and "convolution" in d["features"]
+    assert "convolution" in d["features"]
     assert main(["fdim", path, "--box", "0:1"]) == 0
     out = capsys.readouterr().out
     assert "layer graph" in out and "conv1[c=0" in out

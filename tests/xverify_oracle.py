@@ -178,7 +178,8 @@ class Oracle:
         return int(flint.fmpq_mat(M.rows, M.cols, [_q(v) for v in M]).rank())
 
     def symmetry_dim(self) -> int:
-        """``dim S_H`` by sympy: the rescaling constraints solved densely, the orbit tangent's rank."""
+        """``dim S_H`` by sympy: the rescaling constraints solved densely, with the linear units' affine group
+        (:func:`constrained_oracle.oracle_stretch_directions`), the orbit tangent's rank."""
         cn = self.cn
         units = [(l, v) for l in range(1, cn.L) for v in range(cn.widths[l])]
         s = sp.symbols(f"s0:{len(units)}") if units else ()
@@ -215,4 +216,7 @@ class Oracle:
         for vec in basis:
             sub = dict(zip(s, vec))
             cols.append([sp.sympify(groups[j][0]).subs(sub) * theta[j] for j in range(cn.n_params)])
+        from constrained_oracle import oracle_stretch_directions  # the affine group of linear units (test oracle)
+
+        cols += oracle_stretch_directions(cn)
         return self.rank(sp.Matrix(cols)) if cols else 0

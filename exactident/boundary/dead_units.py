@@ -1,5 +1,5 @@
-"""Dead-unit and constant-unit certificates of non-identifiability for a constrained network (any
-architecture).
+"""Dead-unit, constant-unit and slope-line certificates of non-identifiability for a constrained network
+(any architecture).
 
 *Dead units*: ReLU units (kinked, slope fixed 0) strictly negative on every sample; *silent* units:
 any unit whose output is 0 on every sample (dead units, or e.g. a pooling unit over dead units), and
@@ -12,7 +12,10 @@ units only get more negative and stay at 0, moved weights multiply outputs that 
 *Constant units*: a unit with the same pre-activation ``z`` (output ``h``) on every sample whose
 outgoing weight ``W_{l+1}[i, v]`` is the only use of ``theta_j`` and the next bias ``b_{l+1}[i]``
 the only use of ``theta_jb``: the line ``theta_j += t``, ``theta_jb -= h t`` keeps ``z_{l+1}[i]`` on
-``X``.  Each certificate states the segment ``[0, t0]`` on which the outputs on ``X`` are proved
+``X``.  *Slope lines*: a PReLU slope ``theta_j`` all of whose occurrences are the slopes of units of one
+layer that are ``>= 0`` on every sample (:func:`slope_lines`): along ``theta_j += t`` those units output
+``z`` on ``X`` whatever their slope.  Each certificate states the segment ``[0, t0]`` on which the
+outputs on ``X`` are proved
 constant (:func:`line_segment`: the shared polynomial pass, null for every ``t >= 0``).
 
 Non-equivalence: an input ``x*`` and an ``eps > 0`` with the same activation pattern at ``x*``
@@ -45,10 +48,12 @@ from exactident.model.gamma_free import FreeState
 from exactident.model.line_forward import line_pass
 
 __all__ = ["candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units",
-           "line_segment", "zero_columns"]
+           "line_segment", "slope_lines", "zero_columns"]
 
 #: Step sizes ``eps`` tried at a candidate point, largest first.
 _EPS = [flint.fmpq(1), flint.fmpq(1, 8), flint.fmpq(1, 64), flint.fmpq(1, 1024)]
+#: A target "value on the sample" that makes the point search aim below 0 (``margin = z + 1 + try < 0``).
+_NEGATIVE = -12.0
 
 
 def _dead(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
@@ -253,6 +258,34 @@ def constant_lines(cn: ConstrainedNetwork, state: FreeState
     return out
 
 
+def slope_lines(cn: ConstrainedNetwork, state: FreeState) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """``(j, layer, units)``: PReLU slopes ``theta_j`` whose every occurrence is the slope of a unit with ``z >= 0``
+    on every sample, all in one layer.
+
+    Along ``theta_j += t`` nothing changes on ``X``: each such unit outputs ``z`` there whatever its slope
+    (``h = z + a min(z, 0)`` and ``min(z, 0) = 0``), and its pre-activation does not depend on its own slope.
+    """
+    if cn.L < 2 or not any((I >= 0).any() for I in cn.slope_index):
+        return []
+    occ: dict[int, list[tuple[str, int, int]]] = {}
+    for l in range(1, cn.L + 1):
+        for I in (cn.W_index[l - 1], cn.b_index[l - 1]):
+            for j in np.unique(I[I >= 0]):
+                occ.setdefault(int(j), []).append(("w", l, -1))
+    zero = flint.fmpq(0)
+    for l in range(1, cn.L):
+        table = state.Z[l - 1].table() if state.Z and state.Z[l - 1].nrows() else []
+        for v in np.flatnonzero(cn.slope_index[l - 1] >= 0):
+            nonneg = all(row[v] >= zero for row in table)
+            occ.setdefault(int(cn.slope_index[l - 1][v]), []).append(("a" if nonneg else "x", l, int(v)))
+    out = []
+    for j in sorted(occ):
+        items = occ[j]
+        if all(kind == "a" for kind, _l, _v in items) and len({l for _k, l, _v in items}) == 1:
+            out.append((j, items[0][1], sorted((l, v) for _k, l, v in items)))
+    return out
+
+
 def _lines(cn: ConstrainedNetwork, state: FreeState):
     """``(kind, delta, units, targets, extra)`` of every candidate line; targets ``(l, v, z_now)``."""
     one = flint.fmpq(1)
@@ -260,6 +293,8 @@ def _lines(cn: ConstrainedNetwork, state: FreeState):
         yield "dead-units", {j: -one}, units, [(l, v, 0.0) for l, v in units], {"parameter": j}
     for j, jb, (l, v), z, h in constant_lines(cn, state):
         yield "constant-units", {j: one, jb: -h}, [(l, v)], [(l, v, float(z))], {"value": str(h)}
+    for j, _layer, units in slope_lines(cn, state):  # the witness needs a unit on its negative side
+        yield "slope-lines", {j: one}, units, [(l, v, _NEGATIVE) for l, v in units], {"parameter": j}
 
 
 def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
@@ -353,6 +388,12 @@ def _certificate(cn, kind, delta, units, extra, t0, eps, x, f0, f1) -> dict[str,
                 **common, "why": (f"{what} {unit_names} {verb} on every sample: lowering {name(j)} keeps the "
                                   f"outputs on X for {_segment_text(t0)} while f(x*) changes (dead-unit "
                                   "certificate)")}
+    if kind == "slope-lines":
+        j = extra["parameter"]
+        return {"kind": kind, "parameter": j, "name": name(j), "units": [list(u) for u in units], "direction": "1",
+                **common, "why": (f"unit(s) {unit_names} are >= 0 on every sample: moving their PReLU slope "
+                                  f"{name(j)} keeps the outputs on X for {_segment_text(t0)} while f(x*) changes "
+                                  "(slope-line certificate)")}
     (j, _one), (jb, mh) = sorted(delta.items(), key=lambda kv: kv[1] != 1)
     return {"kind": kind, "units": [list(u) for u in units], "value": extra["value"],
             "delta": [[j, "1"], [jb, str(mh)]], "names": [name(j), name(jb)], **common,
@@ -395,20 +436,22 @@ def _float_plausible(cn: ConstrainedNetwork, floats: tuple, delta: dict[int, fli
                      eps: flint.fmpq) -> bool:
     """A float pre-check (speed only: the exact check decides): same strict signs, outputs apart."""
     W, b, a = floats
-    W2, b2 = [M.copy() for M in W], [v.copy() for v in b]
+    W2, b2, a2 = [M.copy() for M in W], [v.copy() for v in b], [v.copy() for v in a]
     for l in range(1, cn.L + 1):
         for j, d in delta.items():
             W2[l - 1][cn.W_index[l - 1] == j] += float(d * eps)
             b2[l - 1][cn.b_index[l - 1] == j] += float(d * eps)
+            if l < cn.L:
+                a2[l - 1][cn.slope_index[l - 1] == j] += float(d * eps)
     xf = np.array([float(v) for v in x])
     out = []
-    for Ws, bs in ((W, b), (W2, b2)):
+    for Ws, bs, As in ((W, b, a), (W2, b2, a2)):
         h, signs = xf, []
         for l in range(1, cn.L + 1):
             z = Ws[l - 1] @ h + bs[l - 1]
             if l < cn.L:
                 signs.append(np.sign(z[cn.kinked(l)]))
-                h = np.where(z >= 0, z, a[l - 1] * z)
+                h = np.where(z >= 0, z, As[l - 1] * z)
         out.append((z, signs))
     (f0, s0), (f1, s1) = out
     same = all((u == w).all() and u.all() for u, w in zip(s0, s1))

@@ -37,9 +37,14 @@ The ``full-jacobian-*`` backends rank the Jacobian over every parameter
 policies read ``identifiable`` once the rank reaches ``dim`` (a practitioner's
 reading) and a rank above ``dim`` is wrong by definition.
 
+Any network, one rule for ``Gamma``: its float rank is marked against the exact rank and
+against ``dim_free`` (``rank T - dim S_H``; ``dim`` for the plain MLP).  Beyond the plain
+MLP (a layer graph) there is no ``alpha``: ``rank_a`` is null and a policy reads
+``identifiable`` iff its rank reaches ``dim_free``.
+
 Called by :mod:`exactident.crosscheck.command` (CLI) and :mod:`exactident.crosscheck.plot`;
-calls :func:`exactident.check.check`, :mod:`exactident.numeric.numpy_backend` and,
-optionally, :mod:`exactident.numeric.torch_backend`.
+calls :func:`exactident.check.check`, :mod:`exactident.numeric.numpy_backend`,
+:mod:`exactident.numeric.gamma_free` and, optionally, :mod:`exactident.numeric.torch_backend`.
 """
 
 from __future__ import annotations
@@ -59,7 +64,9 @@ from exactident.io.case import Case
 from exactident.model.activation import activation_state
 from exactident.model.conditions import IDENTIFIABLE, VERDICTS, verdict_from_ranks
 from exactident.model.fixed_edges import FixedEdges, fixed_edges
-from exactident.numeric.guard import FloatPipelineError, WarningLog
+from exactident.numeric.float_network import numpy_dtype, round_sample, to_float_network
+from exactident.numeric.gamma_free import float_flips, float_verdict_free, free_float_rank
+from exactident.numeric.guard import FloatPipelineError, WarningLog, safe_svdvals
 from exactident.numeric.numpy_backend import float_operators
 from exactident.numeric.spectra import Spectra
 from exactident.numeric.tolerance import Policy, backend_dtype, default_policies, is_full_jacobian
@@ -208,57 +215,130 @@ def _jf(v: float) -> float | None:
     return None if math.isinf(v) else float(v)
 
 
-def _numpy_spectra(case: Case, fixed, pattern, backend: str) -> Spectra:
-    """numpy ``Gamma`` (or the full Jacobian) and ``alpha`` spectra; a failed pipeline gives :meth:`Spectra.failed`."""
-    dtype = np.dtype(backend_dtype(backend)).type
+@dataclass
+class _Exact:
+    """The exact side a case's float ranks are marked against (see :func:`crosscheck_case`)."""
+
+    rules: Any  # check's report of the rank rules
+    final: Any  # check's final report
+    target: int  # dim_free (the plain MLP's dim)
+    p_rank_gamma: int
+    p_rank_a: int | None  # None without alpha (Theorem 8 is proved only for the dense ReLU MLP)
+    p_verdict: str
+    pattern: list[np.ndarray]
+    fixed: FixedEdges  # the plain MLP's fixed edges (empty for a layer graph: T says what is free)
+    widths: list[int]
+
+
+def _exact_side(case: Case, cn: Any) -> _Exact:
+    """``check``'s exact ranks at the ``>= 0`` pattern and the verdict a float rank tool can be right about.
+
+    The plain MLP (``cn`` None): the rank rules of Theorems 8-9 without structural certificates, ``check``'s
+    final verdict beside them.  A layer graph: ``rank Gamma_free`` against ``dim_free``, no ``alpha``.
+    """
+    if cn is None:
+        net = case.network
+        rules = check(case, numeric=False, all_ranks=True, structural=False)
+        p_rank_gamma, p_rank_a = rules.pattern_ranks or (None, None)  # certified, all_ranks=True
+        if p_rank_gamma is None or p_rank_a is None:
+            raise InvariantViolation("check(all_ranks=True) returned no ranks at the >= 0 pattern")
+        # check's final verdict: structural certificates only act on an inconclusive rank verdict
+        final = check(case, numeric=False) if rules.verdict == "inconclusive" else rules
+        return _Exact(rules, final, net.dim, p_rank_gamma, p_rank_a,
+                      verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, rules.degenerate),
+                      activation_state(net, case.X).pattern, fixed_edges(net), list(net.widths))
+    from exactident.model.constrained import constrained_pre_activations
+
+    rep = check(case, numeric=False, exact_ranks=True)  # floats are compared with the exact rank
+    Z = constrained_pre_activations(cn, case.X)
+    pattern = [np.array([[z >= 0 for z in row] for row in M.table()], dtype=bool).reshape(M.nrows(), M.ncols())
+               for M in Z[:-1]]
+    p_rank = rep.pattern_ranks[0] if rep.pattern_ranks else rep.rank_gamma
+    if p_rank is None:  # floats are marked against a certified rank, never a Monte Carlo value
+        raise UnsupportedCaseError(f"{case.name}: rank Gamma_free at the >= 0 pattern is certified only in an "
+                                   "interval (no exact kernel within the limits): crosscheck needs the exact rank")
+    # the rank rule at the >= 0 pattern: check's answer unless that pattern decides otherwise
+    p_full, exact_identifiable = p_rank >= rep.dim, rep.verdict == IDENTIFIABLE
+    p_verdict = rep.verdict if p_full == exact_identifiable else (IDENTIFIABLE if p_full else "inconclusive")
+    return _Exact(rep, rep, rep.dim, p_rank, None, p_verdict, pattern, FixedEdges({}), cn.layer_widths)
+
+
+def _spectra(case: Case, cn: Any, ex: _Exact, backend: str) -> Spectra:
+    """One backend's float singular values; a failed pipeline gives :meth:`Spectra.failed`.
+
+    The plain MLP: ``Gamma`` (or the full Jacobian) and ``alpha`` (:func:`float_operators`,
+    :func:`~exactident.numeric.torch_backend.torch_spectra`); a layer graph: ``Gamma_free`` only
+    (:func:`~exactident.numeric.gamma_free.free_float_rank`,
+    :func:`~exactident.numeric.torch_backend.gamma_free_torch`), its pattern flips counted at kinked units.
+    """
+    dtype = backend_dtype(backend)
+    eps = float(np.finfo(np.dtype(dtype)).eps)
     full = is_full_jacobian(backend)
     log = WarningLog()
     try:
-        ops = float_operators(case.network, case.X, FixedEdges({}) if full else fixed, pattern, dtype,
-                              columns="all" if full else "free", log=log, stage_prefix=f"{backend}/")
-        sp = Spectra(backend, float(np.finfo(dtype).eps),
-                     ops.gamma_singular_values().astype(np.float64), ops.gamma.shape,
-                     ops.alpha_singular_values().astype(np.float64), ops.alpha_shape,
-                     ops.n_pattern_flips, warnings=log.entries)
+        if backend.startswith("torch-"):
+            from exactident.numeric.torch_backend import gamma_free_torch, torch_spectra
+
+            if cn is None:
+                return torch_spectra(case.network, case.X, ex.fixed, ex.pattern, dtype,
+                                     columns="all" if full else "free")
+            G = gamma_free_torch(cn, case.X, dtype)
+            s = safe_svdvals(G, f"{backend}/svd-gamma") if G.size else np.zeros(0)
+        elif cn is None:
+            ops = float_operators(case.network, case.X, FixedEdges({}) if full else ex.fixed, ex.pattern,
+                                  np.dtype(dtype).type, columns="all" if full else "free", log=log,
+                                  stage_prefix=f"{backend}/")
+            sp = Spectra(backend, eps, ops.gamma_singular_values().astype(np.float64), ops.gamma.shape,
+                         ops.alpha_singular_values().astype(np.float64), ops.alpha_shape,
+                         ops.n_pattern_flips, warnings=log.entries)
+            # an underflow: the pipeline ran on another network, a failure all the same
+            return sp if ops.underflow is None else Spectra.failed(backend, eps, ops.underflow, log.entries)
+        else:
+            fr, G, _f = free_float_rank(cn, case.X, dtype=dtype, log=log)
+            s = fr.singular_values
     except FloatPipelineError as exc:
-        return Spectra.failed(backend, float(np.finfo(dtype).eps), exc.failure, log.entries)
-    if ops.underflow is not None:  # the pipeline ran on another network: a failure all the same
-        return Spectra.failed(backend, sp.eps, ops.underflow, log.entries)
-    return sp
+        return Spectra.failed(backend, eps, exc.failure, log.entries)
+    fnet = to_float_network(cn, dtype)
+    flips = float_flips(fnet, round_sample(case.X, fnet.widths[0], numpy_dtype(dtype)).X, ex.pattern)
+    return Spectra(backend, eps, np.asarray(s, dtype=np.float64), G.shape, np.zeros(0), (len(case.X), 0), flips,
+                   warnings=log.entries)
 
 
-def _torch_spectra(case: Case, fixed, pattern, backend: str) -> Spectra:
-    from exactident.numeric.torch_backend import torch_spectra
-
-    dtype = backend_dtype(backend)
-    try:
-        return torch_spectra(case.network, case.X, fixed, pattern, dtype,
-                             columns="all" if is_full_jacobian(backend) else "free")
-    except FloatPipelineError as exc:
-        return Spectra.failed(backend, float(np.finfo(np.dtype(dtype)).eps), exc.failure)
-
-
-def _outcome(pol: Policy, sp: Spectra, N_L: int, dim: int, degenerate: bool, exact_verdict: str,
-             p_rank_gamma: int, p_rank_a: int) -> PolicyOutcome:
+def _outcome(pol: Policy, sp: Spectra, ex: _Exact) -> PolicyOutcome:
+    """One policy's ranks and verdict, marked against the exact ones (``rank >= dim_free`` reads full rank)."""
     if sp.failure is not None:
         return PolicyOutcome(pol.name, None, None, None, FLOAT_FAILED, False, False)
     tg = pol.tolerance(sp.gamma_sv, sp.gamma_shape, sp.eps, "gamma")
+    exact_verdict = ex.rules.verdict
+    if ex.p_rank_a is None:  # no alpha: the rank of Gamma_free against dim_free decides
+        rg = int((sp.gamma_sv > tg).sum())
+        v = float_verdict_free(rg, ex.target)
+        return PolicyOutcome(pol.name, tg, rg, None, v, (v == IDENTIFIABLE) == (exact_verdict == IDENTIFIABLE),
+                             rg == ex.p_rank_gamma)
     ta = pol.tolerance(sp.alpha_sv, sp.alpha_shape, sp.eps, "alpha")
     if pol.rule == "torch-default" and sp.native_default is not None:
         rg, ra_alpha = sp.native_default
     else:
         rg, ra_alpha = int((sp.gamma_sv > tg).sum()), int((sp.alpha_sv > ta).sum())
-    ra = N_L * ra_alpha
-    if is_full_jacobian(pol.backend) and rg >= dim and not degenerate:
+    ra = ex.widths[-1] * ra_alpha
+    degenerate = ex.rules.degenerate
+    if is_full_jacobian(pol.backend) and rg >= ex.target and not degenerate:
         v = IDENTIFIABLE  # a practitioner's reading of a full rank (a rank above dim is impossible exactly)
     else:
-        v = verdict_from_ranks(rg, ra, dim, degenerate)
-    return PolicyOutcome(pol.name, tg, rg, ra, v, v == exact_verdict, rg == p_rank_gamma and ra == p_rank_a)
+        v = verdict_from_ranks(rg, ra, ex.target, degenerate)
+    return PolicyOutcome(pol.name, tg, rg, ra, v, v == exact_verdict,
+                         rg == ex.p_rank_gamma and ra == ex.p_rank_a)
 
 
 def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, certified: bool = False,
                     pipelines: Sequence[str] = ()) -> CaseCrosscheck:
     """Exact ranks and verdict of ``case`` against every policy's float ones.
+
+    Any network: the float ranks of ``Gamma_free`` (for the plain MLP, ``Gamma`` over the free
+    parameters) are held against ``dim_free`` (for the plain MLP, ``dim``) and against the exact rank
+    at the ``>= 0`` pattern.  The plain MLP adds ``alpha`` and the rules of Theorems 8-9; beyond it
+    there is no ``alpha`` (``rank_a`` null: Theorem 8 is proved only for the dense ReLU MLP) and the
+    full-Jacobian policies are left out (the free parameters are what the architecture has).
 
     Parameters
     ----------
@@ -266,9 +346,9 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
     policies : list of Policy, optional
         Default :func:`~exactident.numeric.tolerance.default_policies` (numpy backends only).
     certified : bool
-        Add the certified conditioning (:mod:`exactident.crosscheck.certified`).
+        Add the certified conditioning (:mod:`exactident.crosscheck.certified`; plain MLP only).
     pipelines : list of str
-        Emulated pipelines to run (:mod:`exactident.numeric.pipelines`).
+        Emulated pipelines to run (:mod:`exactident.numeric.pipelines`; plain MLP only).
 
     Returns
     -------
@@ -278,7 +358,8 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
     ------
     UnsupportedCaseError
         From the torch backend when torch is not installed; ``certified`` or ``pipelines`` on a case
-        beyond the plain ReLU MLP (which goes to :mod:`exactident.crosscheck.constrained`).
+        beyond the plain ReLU MLP; a layer graph whose exact rank at the ``>= 0`` pattern is certified
+        only in an interval.
 
     Examples
     --------
@@ -293,57 +374,32 @@ def crosscheck_case(case: Case, policies: Sequence[Policy] | None = None, *, cer
     """
     start = time.perf_counter()
     policies = list(default_policies() if policies is None else policies)
-    if not getattr(case, "is_plain", True):  # a layer graph beyond the plain ReLU MLP: Gamma_free only
-        cn: Any = getattr(case, "compiled", None)
+    cn: Any = None if getattr(case, "is_plain", True) else case.compiled
+    if cn is not None:
         if certified or pipelines:
             raise UnsupportedCaseError("--certified-bands and --pipeline are for plain ReLU MLPs; this case's "
                                        f"architecture has {', '.join(cn.features)}")
-        from exactident.crosscheck.constrained import crosscheck_constrained
-
-        rep = check(case, numeric=False, exact_ranks=True)  # floats are compared with the exact rank
-        spectra_c, rows, p_rank, p_verdict = crosscheck_constrained(case, cn, policies, rep)
-        expected_c = (case.expected or {}).get("verdict")
-        return CaseCrosscheck(case.name, case.source, cn.layer_widths, len(case.X), rep.dim, rep.verdict,
-                              rep.rank_gamma, None, rep.on_boundary, rep.n_ties, p_rank, None, p_verdict,
-                              expected_c if isinstance(expected_c, str) else None, spectra_c,
-                              [PolicyOutcome(*row) for row in rows], time.perf_counter() - start,
-                              rep.verdict, rep.decided_by)
-    net, X = case.network, case.X
-    # The rank rules' verdict (no structural certificates): what a float rank tool can be right about.
-    report = check(case, numeric=False, all_ranks=True, structural=False)
-    state = activation_state(net, X)
-    fixed = fixed_edges(net)
-    N_L = net.widths[-1]
-    p_rank_gamma, p_rank_a = report.pattern_ranks or (None, None)  # certified, all_ranks=True
-    if p_rank_gamma is None or p_rank_a is None:
-        raise InvariantViolation("check(all_ranks=True) returned no ranks at the >= 0 pattern")
-    p_verdict = verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, report.degenerate)
-    spectra: dict[str, Spectra] = {}
-    for backend in dict.fromkeys(p.backend for p in policies):
-        if backend.startswith("torch-"):
-            spectra[backend] = _torch_spectra(case, fixed, state.pattern, backend)
-        else:
-            spectra[backend] = _numpy_spectra(case, fixed, state.pattern, backend)
-    outcomes = [_outcome(pol, spectra[pol.backend], N_L, net.dim, report.degenerate, report.verdict,
-                         p_rank_gamma, p_rank_a) for pol in policies]
+        policies = [p for p in policies if not is_full_jacobian(p.backend)]
+    ex = _exact_side(case, cn)
+    spectra = {b: _spectra(case, cn, ex, b) for b in dict.fromkeys(p.backend for p in policies)}
+    outcomes = [_outcome(pol, spectra[pol.backend], ex) for pol in policies]
     expected = (case.expected or {}).get("verdict")
-    # check's final verdict: structural certificates only act on an inconclusive rank verdict
-    final = check(case, numeric=False) if report.verdict == "inconclusive" else report
     cert = None
     if certified:
         from exactident.crosscheck.certified import certified_conditioning
 
-        cert = certified_conditioning(case, p_rank_gamma, p_rank_a // N_L, net.dim)
+        cert = certified_conditioning(case, ex.p_rank_gamma, (ex.p_rank_a or 0) // ex.widths[-1], ex.target)
     emulated = None
     if pipelines:
         from exactident.numeric.pipelines import emulate
 
-        emulated = [emulate(case, name, p_rank_gamma, net.dim) for name in pipelines]
-    return CaseCrosscheck(case.name, case.source, list(net.widths), len(X), net.dim,
-                          report.verdict, report.rank_gamma, report.rank_a, report.on_boundary,
-                          report.n_ties, p_rank_gamma, p_rank_a, p_verdict,
-                          expected if isinstance(expected, str) else None, spectra, outcomes,
-                          time.perf_counter() - start, final.verdict, final.decided_by, cert, emulated)
+        emulated = [emulate(case, name, ex.p_rank_gamma, ex.target) for name in pipelines]
+    rules = ex.rules
+    return CaseCrosscheck(case.name, case.source, ex.widths, len(case.X), ex.target, rules.verdict,
+                          rules.rank_gamma, rules.rank_a if cn is None else None, rules.on_boundary, rules.n_ties,
+                          ex.p_rank_gamma, ex.p_rank_a, ex.p_verdict, expected if isinstance(expected, str) else None,
+                          spectra, outcomes, time.perf_counter() - start, ex.final.verdict, ex.final.decided_by,
+                          cert, emulated)
 
 
 @dataclass

@@ -43,8 +43,8 @@ import flint
 import numpy as np
 
 from exactident.budget import stage
-from exactident.explain.constrained_units import channel_entries, unit_entries
 from exactident.explain.kernel import integer_kernel, structured_basis
+from exactident.explain.neurons import channel_entries, unit_entries
 from exactident.io.report import Report
 from exactident.linalg import exact
 from exactident.model.constrained import ConstrainedNetwork
@@ -64,6 +64,7 @@ __all__ = [
     "FreeBlock",
     "explain_constrained",
     "gauge_parameters",
+    "plain_rules_line",
 ]
 
 #: Exact kernels of ``Gamma_free`` are computed up to this many entries (rows times parameters).
@@ -410,9 +411,31 @@ def explain_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]
     units = unit_entries(cn, X, state)
     channels = channel_entries(cn, X, state, units, parameters)
     ex = ConstrainedExplanation(names, parameters, units, channels, blocks, gauge, report=report)
-    ex.lines = _lines(report, ex, sym)
+    ex.lines = _lines(report, ex, sym) + [plain_rules_line(cn)]
     ex.seconds = time.perf_counter() - start
     return ex
+
+
+def plain_rules_line(cn: ConstrainedNetwork) -> str:
+    """The one line saying which hypothesis of the plain MLP's rules fails on ``cn`` (so they are not applied).
+
+    ``C_N`` (Theorem 8), ``rank A`` and the per-neuron twins and couplings read off ``ker Gamma`` assume a
+    layered ReLU MLP with every weight and bias a free parameter; ``cn.features`` says what this network has
+    instead.
+
+    Examples
+    --------
+    >>> from exactident.model.constrained import ConstrainedNetwork
+    >>> cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])],
+    ...     [[flint.fmpq(-5)], [flint.fmpq(0)]], [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([-1])],
+    ...     [[flint.fmpq(1, 10)]], [np.array([-1])], 3, ("leaky ReLU", "fixed weights"))
+    >>> plain_rules_line(cn)
+    'not applied: C_N (Theorem 8), rank A and per-neuron twins and couplings need a layered ReLU MLP with every \
+weight and bias free; this network has leaky ReLU, fixed weights'
+    """
+    why = ", ".join(cn.features) if cn.features else "weights that are not all free and distinct"
+    return ("not applied: C_N (Theorem 8), rank A and per-neuron twins and couplings need a layered ReLU MLP "
+            f"with every weight and bias free; this network has {why}")
 
 
 def _lines(report: Report, ex: ConstrainedExplanation, sym: Symmetry) -> list[str]:

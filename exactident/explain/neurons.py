@@ -9,22 +9,51 @@ or its bias.  Neurons of one layer moved by the same kernel direction are
 exact straight lines of equal outputs); for each coupled pair the counts of samples where both, or only one,
 are strictly active say how little the data separate them.
 
-Called by :mod:`exactident.explain.core`.
+The same facts for a layer graph (:func:`unit_entries`, :func:`channel_entries`): its hidden units
+are neurons with a slope, tied parameters and channels, and the link to the kernel goes through the
+free parameters (the hyperplane rank becomes the rank of ``d z_v / d theta`` over the parameters
+entering ``z_v``).  Twins and couplings are read off the plain MLP's kernel only.  The layer graph's
+report fields are ``units`` and ``channels`` (docs/explain.md, "Constrained networks"):
+
+Per unit ``(l, v)`` (named by ``unit_names``, e.g. ``conv1[c=0,x=3]``): its kind (``relu``, ``leaky``,
+``prelu``, ``linear``), the samples where ``z > 0`` (active), ``z = 0`` (tie) and ``z < 0`` (the slope
+side: inactive for ReLU, ``a z`` for leaky ReLU and PReLU), and
+
+- ``dead``: a ReLU unit (slope fixed 0) with ``z < 0`` at every sample.  A leaky or PReLU unit on its slope
+  side at every sample is *not* dead: it passes ``a z`` on, so its incoming parameters reach the outputs;
+- ``silent``: its output is 0 at every sample; ``constant``: the same ``z`` at every sample;
+- ``local_rank`` of the matrix ``d z_v(x^i) / d theta_j`` over the samples where the unit's derivative is
+  nonzero (``z > 0``, or ``z < 0`` with a nonzero slope) and the parameters ``j`` that enter ``z_v``
+  directly (its weights, summed over tied entries, and its bias), against ``local_full`` (their number).
+  When it is short, that unit alone does not pin its parameters (``pinned: false``); tying can still pin
+  them: a channel stacks the rows of all its positions.
+
+Per channel (units named ``name[c=K,...]`` of a layer with kinked units or parameters): its positions,
+the sums of their counts, its dead positions, the parameters that enter only its units (its tied kernel,
+bias and PReLU slope) with the count of each class, and the channel's ``local_rank`` over all positions
+against ``local_full``, beside the best single position's.  All exact (Q, FLINT ranks).
+
+Called by :mod:`exactident.explain.core` and :mod:`exactident.explain.constrained`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import flint
+import numpy as np
 
 from exactident.io.rationals import format_fmpq
+from exactident.linalg import exact
 from exactident.model.activation import ActivationState
+from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.diagnostics import hyperplane_rank, neuron_activity, proportional_twins
 from exactident.model.fixed_edges import Parameter
+from exactident.model.gamma_free import FreeState
 
-__all__ = ["coactivity", "neuron_entries", "neuron_reason"]
+__all__ = ["channel_entries", "coactivity", "neuron_entries", "neuron_reason", "unit_entries"]
 
 _ZERO = flint.fmpq(0)
 
@@ -167,3 +196,189 @@ def neuron_reason(e: dict[str, Any], n: int) -> str:
         parts.append(f"moves with ({l},{c['neuron']}) in the kernel (both active at {c['both']} samples, "
                      f"apart at {c['only_this']} + {c['only_other']})")
     return "; ".join(parts)
+
+
+_CHANNEL = re.compile(r"^(.*)\[c=(\d+)[,\]]")
+
+
+def _kind(cn: ConstrainedNetwork, l: int, v: int) -> str:
+    a, j = cn.negative_slope[l - 1][v], int(cn.slope_index[l - 1][v])
+    if j >= 0:
+        return "prelu"
+    return "relu" if a == 0 else "linear" if a == 1 else "leaky"
+
+
+def _hidden(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[list[list]]:
+    """``h_0 = X``, ``h_l`` (hidden values with each unit's slope), as row lists."""
+    out = [[list(row) for row in X]]
+    for l in range(1, cn.L):
+        a = cn.negative_slope[l - 1]
+        out.append([[z if z >= 0 else a[v] * z for v, z in enumerate(row)] for row in state.Z[l - 1].table()])
+    return out
+
+
+def _local_rows(cn: ConstrainedNetwork, H: list[list[list]], state: FreeState, l: int, v: int
+                ) -> tuple[list[int], list[list[flint.fmpq]]]:
+    """The direct parameters of unit ``(l, v)``, and the rows ``d z_v(x^i) / d theta`` where its derivative is not 0."""
+    I, bI = cn.W_index[l - 1][v], int(cn.b_index[l - 1][v])
+    params = sorted({int(j) for j in I[I >= 0]} | ({bI} if bI >= 0 else set()))
+    col = {j: c for c, j in enumerate(params)}
+    a = cn.negative_slope[l - 1][v]
+    rows = []
+    zero = flint.fmpq(0)
+    for i, zrow in enumerate(state.Z[l - 1].table()):
+        z = zrow[v]
+        if z == zero or (z < zero and a == zero):
+            continue
+        row = [zero] * len(params)
+        for k in np.flatnonzero(I >= 0):
+            row[col[int(I[k])]] += H[l - 1][i][int(k)]
+        if bI >= 0:
+            row[col[bI]] += 1
+        rows.append(row)
+    return params, rows
+
+
+def _rank(rows: list[list[flint.fmpq]], n_cols: int) -> int:
+    return exact.rank(flint.fmpq_mat(rows)) if rows and n_cols else 0
+
+
+def unit_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[dict[str, Any]]:
+    """One entry per hidden unit (module docstring; docs/cli.md, field ``units``).
+
+    Returns
+    -------
+    list of dict
+        ``{layer, unit, name, kind, slope, slope_parameter, n_active, n_tie, n_slope_side, dead, silent, constant,
+        local_rank, local_full, pinned}``.
+
+    Examples
+    --------
+    A ReLU unit below zero at both samples is dead; with slope 1/10 it is not.
+
+    >>> from exactident.model.constrained import from_network
+    >>> from exactident.model.gamma_free import free_state
+    >>> from exactident.model.network import Network
+    >>> cn = from_network(Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])], [[-5], [0]]))
+    >>> X = [[flint.fmpq(0)], [flint.fmpq(1)]]
+    >>> e = unit_entries(cn, X, free_state(cn, X))[0]; (e["kind"], e["dead"], e["local_rank"], e["local_full"])
+    ('relu', True, 0, 2)
+    >>> cn.negative_slope[0][0] = flint.fmpq(1, 10)
+    >>> e = unit_entries(cn, X, free_state(cn, X))[0]; (e["kind"], e["dead"], e["local_rank"], e["local_full"])
+    ('leaky', False, 2, 2)
+    """
+    H = _hidden(cn, X, state)
+    names = cn.param_names
+    zero = flint.fmpq(0)
+    out = []
+    for l in range(1, cn.L):
+        table = state.Z[l - 1].table()
+        for v in range(cn.widths[l]):
+            col = [row[v] for row in table]
+            kind = _kind(cn, l, v)
+            a, j = cn.negative_slope[l - 1][v], int(cn.slope_index[l - 1][v])
+            params, rows = _local_rows(cn, H, state, l, v)
+            r = _rank(rows, len(params))
+            neg = sum(1 for z in col if z < zero)
+            out.append({
+                "layer": l, "unit": v,
+                "name": cn.unit_names[l - 1][v] if cn.unit_names else f"({l},{v})",
+                "kind": kind, "slope": format_fmpq(a),
+                "slope_parameter": (names[j] if names else f"theta_{j}") if j >= 0 else None,
+                "n_active": sum(1 for z in col if z > zero), "n_tie": sum(1 for z in col if z == zero),
+                "n_slope_side": neg,
+                "dead": kind == "relu" and neg == len(col),
+                "silent": all(z == zero or (z < zero and a == zero) for z in col),
+                "constant": bool(col) and all(z == col[0] for z in col),
+                "local_rank": r, "local_full": len(params), "pinned": r == len(params),
+            })
+    return out
+
+
+def _parameter_units(cn: ConstrainedNetwork) -> list[set[tuple[int, int]]]:
+    """Per parameter: the hidden or output units ``(l, i)`` whose weights, bias or slope it is."""
+    out: list[set[tuple[int, int]]] = [set() for _ in range(cn.n_params)]
+    for l in range(1, cn.L + 1):
+        for i, _k in zip(*np.nonzero(cn.W_index[l - 1] >= 0)):
+            out[int(cn.W_index[l - 1][i, _k])].add((l, int(i)))
+        for i in np.flatnonzero(cn.b_index[l - 1] >= 0):
+            out[int(cn.b_index[l - 1][i])].add((l, int(i)))
+        if l < cn.L:
+            for v in np.flatnonzero(cn.slope_index[l - 1] >= 0):
+                out[int(cn.slope_index[l - 1][v])].add((l, int(v)))
+    return out
+
+
+def channel_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+                    units: Sequence[dict[str, Any]], parameters: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per channel of a layer with kinked units or parameters (module docstring; field ``channels``).
+
+    Parameters
+    ----------
+    cn, X, state
+        As for :func:`unit_entries`.
+    units : from :func:`unit_entries`
+    parameters : the report field ``parameters`` (:mod:`exactident.explain.constrained`), in theta order
+
+    Returns
+    -------
+    list of dict
+        ``{name, layer, channel, n_units, n_active, n_tie, n_slope_side, n_dead, all_dead, parameters,
+        classes, local_rank, local_full, best_position_rank, pinned}``.
+    """
+    groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for u in units:
+        m = _CHANNEL.match(u["name"])
+        if m is not None:
+            groups.setdefault((u["layer"], m[1], int(m[2])), []).append(u)
+    if not groups:
+        return []
+    owner: dict[tuple[int, int], tuple[int, str, int]] = {(u["layer"], u["unit"]): key
+                                                           for key, us in groups.items() for u in us}
+    members: dict[tuple[int, str, int], list[int]] = {}
+    for j, where in enumerate(_parameter_units(cn)):
+        keys = {owner.get(u) for u in where}
+        if len(keys) == 1 and None not in keys:
+            members.setdefault(keys.pop(), []).append(j)  # type: ignore[arg-type]
+    rows_of = {(u["layer"], u["unit"]): u for u in units}
+    H = _hidden(cn, X, state)
+    out = []
+    for key, us in groups.items():
+        l, name, c = key
+        params = members.get(key, [])
+        if not params and all(u["kind"] == "linear" for u in us):
+            continue  # a pooling or carrier channel: nothing of its own to determine
+        classes: dict[str, int] = {}
+        for j in params:
+            classes[parameters[j]["class"]] = classes.get(parameters[j]["class"], 0) + 1
+        local_rank, local_full, best = _channel_rank(cn, H, state, us, rows_of)
+        out.append({"name": f"{name}[c={c}]", "layer": l, "channel": c, "n_units": len(us),
+                    "n_active": sum(u["n_active"] for u in us), "n_tie": sum(u["n_tie"] for u in us),
+                    "n_slope_side": sum(u["n_slope_side"] for u in us),
+                    "n_dead": sum(u["dead"] for u in us), "all_dead": all(u["dead"] for u in us),
+                    "parameters": [parameters[j]["name"] for j in params], "classes": classes,
+                    "local_rank": local_rank, "local_full": local_full, "best_position_rank": best,
+                    "pinned": local_rank == local_full})
+    return out
+
+
+def _channel_rank(cn: ConstrainedNetwork, H: list[list[list]], state: FreeState, us: Sequence[dict[str, Any]],
+                  rows_of: dict[tuple[int, int], dict[str, Any]]) -> tuple[int, int, int]:
+    """The channel's local rank (rows of every position stacked), its width, and the best single position's rank."""
+    cols: dict[int, int] = {}
+    stacked: list[list[flint.fmpq]] = []
+    per = []
+    for u in us:
+        params, rows = _local_rows(cn, H, state, u["layer"], u["unit"])
+        for j in params:
+            cols.setdefault(j, len(cols))
+        per.append((params, rows))
+    zero = flint.fmpq(0)
+    for params, rows in per:
+        for row in rows:
+            full = [zero] * len(cols)
+            for c, j in enumerate(params):
+                full[cols[j]] = row[c]
+            stacked.append(full)
+    best = max((rows_of[(u["layer"], u["unit"])]["local_rank"] for u in us), default=0)
+    return _rank(stacked, len(cols)), len(cols), best

@@ -210,6 +210,24 @@ def _rayleigh(A: flint.fmpq_mat, u: flint.fmpq_mat) -> flint.fmpq | None:
     return (Au.transpose() * Au)[0, 0] / den
 
 
+def _row_space_rayleigh(A: flint.fmpq_mat, K: flint.fmpq_mat, Vt: np.ndarray, r: int,
+                        exhaustive: bool) -> flint.fmpq | None:
+    """Smallest exact Rayleigh quotient of the float right singular vectors projected on ``ker(A)``'s
+    orthogonal complement (``v_r`` first; every row when ``exhaustive``, else the first that is not 0)."""
+    n = Vt.shape[1]
+    best = None
+    for i in [r - 1, *range(r, n), *range(r - 2, -1, -1)]:
+        v = _from_float(Vt[i:i + 1, :].T)
+        if K.ncols():
+            v = v - K * (K.transpose() * K).solve(K.transpose() * v)
+        R = _rayleigh(A, v)
+        if R is not None and (best is None or best > R):
+            best = R
+            if not exhaustive:
+                break
+    return best
+
+
 def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
                            exact_limit: int = 60, refine_limit: int = 24) -> SigmaBounds | None:
     """Certified bounds on ``sigma_r`` (smallest nonzero) and ``sigma_1`` of the exact ``M``.
@@ -265,10 +283,9 @@ def certified_sigma_bounds(M: flint.fmpq_mat, r: int, max_size: int = 300,
     out = SigmaBounds(r, (M.nrows(), M.ncols()), None, None, None, None, s_r, s_1)
     # Upper bounds / sigma_1 lower bound: exact Rayleigh quotients of rounded float vectors.
     # The row space is ker(A)'s orthogonal complement: project the float v_r on it exactly.
-    v = _from_float(Vt[r - 1:r, :].T)
-    if n > r:
-        v = v - K * (K.transpose() * K).solve(K.transpose() * v)
-    R = _rayleigh(A, v)
+    # Any nonzero v in the row space gives |A v|^2 / |v|^2 >= sigma_r^2.  LAPACK may return, for a
+    # round-off sigma_r, a v_r inside ker(A) (its projection is 0): then try the other singular vectors.
+    R = _row_space_rayleigh(A, K, Vt, r, exhaustive=n <= exact_limit)
     if R is not None:
         out.sigma_r_hi = float_above(R)
     R1 = _rayleigh(A, _from_float(Vt[0:1, :].T))

@@ -20,8 +20,11 @@ so ``rank Gamma_free <= dim_free = rank T - dim S_H`` (docs/theory.md, "Beyond t
 ReLU MLP").  ``T`` (one 0/1 column per parameter, each dense entry in at most one column)
 has full column rank: ``rank T = n_params``.
 
-Missing symmetries (for instance the general linear group of a block of linear units) only
-make ``dim_free`` too big, which can make a verdict inconclusive, never wrong.
+Linear units (slope fixed at 1) have more symmetries: invertible maps mixing the linear units of
+a layer and translations of their values, compensated in the next layer
+(:mod:`exactident.model.linear_symmetry`); their tangents at theta join the rescalings' in
+``S_H``, each basis direction named by its kind (``kinds``).  Missing symmetries only make
+``dim_free`` too big, which can make a verdict inconclusive, never wrong.
 
 Called by :mod:`exactident.check_constrained`.
 """
@@ -33,8 +36,12 @@ from dataclasses import dataclass, field
 import flint
 
 from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.linear_symmetry import _nullspace_rows, stretch_directions
 
-__all__ = ["Symmetry", "log_scales", "rescaling_symmetry"]
+__all__ = ["RESCALING", "Symmetry", "log_scales", "rescaling_symmetry"]
+
+#: The kind of a positive-rescaling direction in ``Symmetry.kinds``.
+RESCALING = "rescaling"
 
 
 @dataclass
@@ -53,6 +60,10 @@ class Symmetry:
         ``k - dim(S_H + shifts)``: an upper bound on the rank of the Jacobian of the *softmax* of the
         outputs, whose kernel also holds the shifts of every logit by one amount (``b_L += c 1``,
         ``W_L += 1 u^T``) that the family allows.
+    kinds : list of str
+        ``kinds[d]`` names the symmetry of ``basis[d]``: ``"rescaling"``, ``"bias-translation"`` (the
+        values of linear units shifted, compensated in the next layer) or ``"linear-map"`` (linear
+        units mixed by an invertible map); see :mod:`exactident.model.linear_symmetry`.
     """
 
     n_params: int
@@ -62,6 +73,26 @@ class Symmetry:
     basis: list[dict[int, flint.fmpq]] = field(default_factory=list)
     log_scales: int = 0
     softmax_rank_bound: int = 0
+    kinds: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """The basis in words for a reason: ``"2 rescalings"``, ``"3 rescalings, 1 bias-translation"``.
+
+        >>> Symmetry(4, 4, 2, 2, [], 0, 0, ["rescaling", "linear-map"]).describe()
+        '1 rescaling, 1 linear-map of linear units'
+        """
+        if not self.kinds:
+            return f"{self.symmetry_dim} rescalings"
+        words = {"linear-map": "of linear units", "bias-translation": "through linear units"}
+        return ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" + (f" {words[kind]}" if kind in words else "")
+                         for kind, n in self.counts().items())
+
+    def counts(self) -> dict[str, int]:
+        """How many basis directions of each kind (``{"rescaling": 2, "bias-translation": 1}``)."""
+        out: dict[str, int] = {}
+        for kind in self.kinds:
+            out[kind] = out.get(kind, 0) + 1
+        return out
 
 
 def _units(cn: ConstrainedNetwork) -> dict[tuple[int, int], int]:
@@ -96,61 +127,6 @@ def _factor(units: dict[tuple[int, int], int], kind: str, l: int, i: int, k: int
     if kind == "W" and (l - 1, k) in units:
         row[units[(l - 1, k)]] = row.get(units[(l - 1, k)], 0) - 1
     return row
-
-
-def _nullspace_rows(rows: list[dict[int, int]], n: int) -> flint.fmpq_mat:
-    """A basis (columns) of ``{s : r . s = 0 for every row}`` over Q.
-
-    Most rows say ``s_a = s_b`` or ``s_a = 0`` (a fixed weight, a tie inside a convolution channel):
-    those merge variables (union-find) first; the other rows are then solved exactly on the classes.
-    """
-    parent = list(range(n + 1))  # node n stands for the value 0
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    general = []
-    for row in rows:
-        items = [(c, v) for c, v in row.items() if v]
-        if len(items) == 1:
-            parent[find(items[0][0])] = find(n)
-        elif len(items) == 2 and items[0][1] == -items[1][1]:
-            a, b = find(items[0][0]), find(items[1][0])
-            if a != b:
-                if n in (a, b):  # merged with the value 0
-                    parent[a if a != n else b] = n
-                else:
-                    parent[max(a, b)] = min(a, b)
-        elif items:
-            general.append(items)
-    zero = find(n)
-    classes: dict[int, int] = {}
-    for u in range(n):
-        r = find(u)
-        if r != zero and r not in classes:
-            classes[r] = len(classes)
-    m = len(classes)
-    if general and m:
-        M = flint.fmpz_mat(len(general), m)
-        for i, items in enumerate(general):
-            for c, v in items:
-                r = find(c)
-                if r != zero:
-                    M[i, classes[r]] += v
-        N, nullity = M.nullspace()
-        basis = [[int(N[i, j]) for i in range(m)] for j in range(nullity)]
-    else:
-        basis = [[1 if i == j else 0 for i in range(m)] for j in range(m)]
-    out = flint.fmpq_mat(n, len(basis))
-    for u in range(n):
-        r = find(u)
-        if r != zero:
-            for j, col in enumerate(basis):
-                out[u, j] = col[classes[r]]
-    return out
 
 
 def _independent(columns: list[dict[int, flint.fmpq]], k: int) -> list[dict[int, flint.fmpq]]:
@@ -259,9 +235,16 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
         if col:
             cols.append(col)
     basis = _independent(cols, k)
+    kinds = [RESCALING] * len(basis)
+    stretch = stretch_directions(cn)
+    if stretch:  # kept greedily: a direction already spanned (a linear unit's own rescaling) is dropped
+        kept = _independent(basis + [d for d, _kind in stretch], k)
+        extra = {id(d): kind for d, kind in stretch}
+        kinds += [extra[id(d)] for d in kept[len(basis):]]
+        basis = kept
     shifts = _shift_directions(cn)
     both = len(_independent(basis + shifts, k))
-    return Symmetry(k, k, len(basis), k - len(basis), basis, A.ncols(), k - both)
+    return Symmetry(k, k, len(basis), k - len(basis), basis, A.ncols(), k - both, kinds)
 
 
 def _shift_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:

@@ -26,6 +26,11 @@ SVD that does not converge) is a finding, not an error: the block carries
 ``status``, ``where`` and ``message`` (:mod:`exactident.numeric.guard`), and
 ``agrees`` is ``false``.  numpy's ``RuntimeWarning`` warnings are listed in ``warnings``.
 
+A network beyond the plain ReLU MLP (a layer graph: ``W = T theta + c``, negative slopes) has
+no ``alpha`` (Theorem 8 is not used beyond the plain MLP): :func:`free_numeric_block` ranks the
+float ``Gamma_free`` (:mod:`exactident.numeric.gamma_free`, the same builder) against ``dim_free``,
+with ``torch`` (``torch.func.jacrev`` with respect to ``theta``) the only optional pipeline.
+
 Called by :func:`exactident.check.check`.
 """
 
@@ -44,6 +49,8 @@ from exactident.model.activation import ActivationState
 from exactident.model.conditions import verdict_from_ranks
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
+from exactident.numeric.float_network import numpy_dtype, round_sample
+from exactident.numeric.gamma_free import float_flips, float_verdict_free, free_float_rank
 from exactident.numeric.guard import FloatPipelineError, WarningLog, safe_svdvals
 from exactident.numeric.kinks import near_kinks
 from exactident.numeric.numpy_backend import (
@@ -52,11 +59,10 @@ from exactident.numeric.numpy_backend import (
     alpha_float,
     alpha_float_gram,
     float_operators,
-    numpy_dtype,
 )
 
-__all__ = ["OPTIONAL_PIPELINES", "NumericResult", "float_ranks", "numeric_block", "numeric_check",
-           "parse_pipelines"]
+__all__ = ["OPTIONAL_PIPELINES", "NumericResult", "float_ranks", "free_numeric_block", "numeric_block",
+           "numeric_check", "parse_pipelines", "report_numeric_block"]
 
 #: Pipelines of the numeric block beyond the default float64 one, run on request (``check --pipelines``).
 OPTIONAL_PIPELINES = ("stored-dtype", "kinks", "full-jacobian", "float32", "torch")
@@ -342,3 +348,113 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
 
         block["full_jacobian"] = full_jacobian_block(net, X, state.pattern, rg_p, backends=backends)
     return block
+
+
+def free_numeric_block(net: Any, X: Sequence[Sequence[flint.fmpq]], dim_free: int,
+                       exact_pattern: Sequence[np.ndarray], exact_rank_gamma: int | None,
+                       exact_verdict: str | None, *, tol: float | None = None,
+                       rtol: float | None = None, dtype: object = "float64",
+                       torch: bool = False, interval: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The report's ``numeric`` block for a layer graph (fields as for the plain one, docs/cli.md).
+
+    Parameters
+    ----------
+    net, X
+        The compiled network (:class:`~exactident.model.constrained.ConstrainedNetwork`) and the sample (Q).
+    dim_free : int
+        ``rank T - dim S_H`` (the exact target of the rank).
+    exact_pattern : list of bool arrays ``(n, N_l)``
+        The exact ``>= 0`` pattern of the hidden layers: ``pattern_differs`` says whether the
+        float side of a (sample, kinked unit) pair differs from it.
+    exact_rank_gamma : int or None
+        Exact rank of ``Gamma_free`` at that pattern (``compared_with``); None if unknown: ``agrees``
+        is then held against ``interval``, or null without one.
+    exact_verdict : str or None
+        None when the exact analysis reached no verdict (``agrees`` is then null).
+    torch : bool
+        Add ``torch``: the rank of the ``torch.func.jacrev`` matrix by the same rule
+        (skipped with a note when PyTorch is missing).
+    interval : (int, int), optional
+        The certified ``lo <= rank Gamma_free <= hi`` at that pattern when ``exact_rank_gamma`` is None:
+        ``agrees`` then means the float rank lies in ``[lo, hi]`` and gives the exact answer to
+        "identifiable?" (``compared_with.rank_gamma_interval``), the rule of the plain MLP's block.
+
+    Returns
+    -------
+    dict
+        ``status``, ``dtype``, ``rank_gamma``, ``rank_a`` (always null), ``verdict``
+        (``identifiable`` iff ``rank_gamma >= dim_free``,
+        :func:`~exactident.numeric.gamma_free.float_verdict_free`), ``tol``,
+        ``agrees`` (same rank as the exact one and the same answer to "identifiable?"),
+        ``compared_with``, ``singular_values_near_cut``, ``pattern_differs``, ``band``,
+        ``warnings``, ``pipelines``.
+    """
+    log = WarningLog()
+    block: dict[str, Any] = {"status": "ok", "dtype": np.dtype(numpy_dtype(dtype)).name, "dim_free": dim_free}
+    compared: dict[str, Any] = {"rank_gamma": exact_rank_gamma, "rank_a": None, "verdict": exact_verdict}
+    try:
+        g, _G, fnet = free_float_rank(net, X, tol=tol, rtol=rtol, dtype=dtype, log=log)
+    except FloatPipelineError as exc:
+        block.update(exc.failure.as_dict())
+        block.update({"rank_gamma": None, "rank_a": None, "verdict": None, "tol": None, "agrees": False,
+                      "compared_with": compared, "singular_values_near_cut": [], "pattern_differs": None})
+    else:
+        verdict = float_verdict_free(g.rank, dim_free)
+        flips = float_flips(fnet, round_sample(X, fnet.widths[0], numpy_dtype(dtype)).X, exact_pattern)
+        agrees = (exact_rank_gamma is not None and g.rank == exact_rank_gamma
+                  and (verdict == "identifiable") == (exact_verdict == "identifiable"))
+        block.update({"rank_gamma": g.rank, "rank_a": None, "verdict": verdict, "tol": g.tol, "agrees": agrees,
+                      "compared_with": compared, "singular_values_near_cut": g.near_cut(),
+                      "pattern_differs": flips > 0})
+        if fnet.underflow or fnet.overflow:
+            block["underflow"] = list(fnet.underflow)
+            block["agrees"] = False
+        if exact_rank_gamma is not None and flips == 0 and not fnet.underflow and g.singular_values.size:
+            sv = g.singular_values
+            lo, hi = floating.consistent_band(sv, min(exact_rank_gamma, sv.size))
+            smax = float(sv[0]) if sv[0] > 0 else 1.0
+            block["band"] = {"rank": exact_rank_gamma, "abs": [lo, None if hi == float("inf") else hi],
+                             "rel": [lo / smax, None if hi == float("inf") else hi / smax],
+                             "tol_inside": lo <= g.tol < hi}
+    if exact_rank_gamma is None and interval is not None:  # the float rank is held against the certified interval
+        lo_i, hi_i = interval
+        compared["rank_gamma_interval"] = [lo_i, hi_i]
+        frg = block.get("rank_gamma")
+        block["agrees"] = (block.get("status", "ok") == "ok" and "underflow" not in block and frg is not None
+                           and lo_i <= frg <= hi_i
+                           and (block["verdict"] == "identifiable") == (exact_verdict == "identifiable"))
+    if exact_verdict is None or (exact_rank_gamma is None and interval is None):  # nothing exact to agree with
+        block["agrees"] = None
+    pipelines = [block["dtype"]]
+    if torch:
+        from exactident.numeric.torch_backend import gamma_free_torch
+
+        pipelines.append("torch")
+        try:
+            Gt = gamma_free_torch(net, X, "float64")
+            r = floating.rank(Gt, tol=tol, rtol=rtol)
+            block["torch"] = {"rank_gamma": r.rank, "tol": r.tol, "verdict": float_verdict_free(r.rank, dim_free)}
+        except UnsupportedCaseError as exc:
+            block["torch"] = {"status": "skipped", "message": str(exc)}
+    block["warnings"] = log.entries
+    block["pipelines"] = pipelines
+    return block
+
+
+def report_numeric_block(net: Any, X: Sequence[Sequence[flint.fmpq]], report: Any, *,
+                         tol: float | None = None, rtol: float | None = None, torch: bool = False) -> dict[str, Any]:
+    """:func:`free_numeric_block` beside a layer graph's report of ``check``.
+
+    The exact side is read from ``report``: ``dim`` (``dim_free``), ``pattern_ranks[0]`` (the
+    certified rank of ``Gamma_free`` at the ``>= 0`` pattern, the matrix the float one rounds;
+    None past the tie cap or for an interval), ``pattern_interval`` (that certified interval) and
+    ``verdict``; the exact ``>= 0`` pattern is recomputed
+    (:func:`exactident.model.constrained.constrained_pre_activations`).
+    """
+    from exactident.model.constrained import constrained_pre_activations
+
+    Z = constrained_pre_activations(net, X)
+    pattern = [np.array([z >= 0 for z in M.entries()], dtype=bool).reshape(M.nrows(), M.ncols()) for M in Z[:-1]]
+    ranks = getattr(report, "pattern_ranks", None)
+    return free_numeric_block(net, X, report.dim, pattern, ranks[0] if ranks else None, report.verdict,
+                              tol=tol, rtol=rtol, torch=torch, interval=getattr(report, "pattern_interval", None))

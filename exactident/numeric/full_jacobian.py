@@ -33,8 +33,9 @@ import numpy as np
 
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
+from exactident.numeric.float_network import all_parameters
 from exactident.numeric.guard import FloatPipelineError, WarningLog
-from exactident.numeric.numpy_backend import all_parameters, float_operators
+from exactident.numeric.numpy_backend import float_operators
 from exactident.numeric.rounding import float_format
 from exactident.numeric.tolerance import Policy
 

@@ -1,11 +1,14 @@
-"""Float backend: what a practitioner computes (backprop Jacobian + SVD rank).
+"""Float backend: what a practitioner computes (backprop Jacobian + SVD rank) for a plain ReLU MLP.
 
 Mirrors the exact path module for module: float forward pass with the
 ``>= 0`` convention (so ``relu'(0) = 1``, as the paper's indicator), ``Gamma`` by
-backpropagation skipping the fixed edges, ``alpha`` from float signs, ranks
+backpropagation skipping the fixed edges (the one float builder,
+:func:`exactident.numeric.gamma_free.gamma_free_float`, on the network whose ``T``
+selects the free weights and biases: its dense route), ``alpha`` from float signs
+(Theorem 8 needs it; it exists for the plain MLP only), ranks
 by SVD with numpy's default tolerance (:mod:`exactident.linalg.floating`).
 Rationals are rounded once, correctly, to the float format
-(:mod:`exactident.numeric.rounding`), here and in the torch backend only;
+(:mod:`exactident.numeric.float_network`), here and in the torch backend only;
 whether that moved a sample across a kink is recorded (``pattern_differs``).
 Each stage checks its output (:mod:`exactident.numeric.guard`): a value out
 of the format's range raises :class:`~exactident.numeric.guard.FloatPipelineError`
@@ -27,6 +30,15 @@ from exactident.model.activation import n_paths
 from exactident.model.fixed_edges import FixedEdges, Parameter
 from exactident.model.gamma import free_columns
 from exactident.model.network import Network
+from exactident.numeric.float_network import (
+    FloatNetwork,
+    FloatSample,
+    all_parameters,
+    numpy_dtype,
+    round_sample,
+    to_float_network,
+)
+from exactident.numeric.gamma_free import float_forward, gamma_free_float
 from exactident.numeric.guard import (
     MAX_WHERE_ENTRIES,
     FloatFailure,
@@ -35,195 +47,17 @@ from exactident.numeric.guard import (
     require_finite,
     safe_svdvals,
 )
-from exactident.numeric.rounding import FloatFormat, float_format, round_values
 
 __all__ = [
     "MAX_ALPHA_ENTRIES",
-    "FloatNetwork",
     "FloatOperators",
-    "FloatSample",
-    "all_parameters",
     "alpha_float",
     "alpha_float_gram",
     "float_operators",
-    "float_pattern",
-    "gamma_float",
-    "numpy_dtype",
-    "round_sample",
-    "to_float_network",
-    "to_float_sample",
 ]
 
 #: Above this many entries ``alpha`` is not materialised; its Gram matrix is used.
 MAX_ALPHA_ENTRIES = 20_000_000
-
-
-def numpy_dtype(dtype: object) -> type:
-    """The numpy scalar type of a float format name/dtype (float64, float32, float16).
-
-    Raises
-    ------
-    UnsupportedCaseError
-        For bfloat16 (numpy has no bfloat16 arithmetic) or a non-float dtype.
-    """
-    fmt = float_format(dtype)
-    if fmt.name == "bfloat16":
-        raise UnsupportedCaseError("numpy has no bfloat16 arithmetic: use the torch backend for bfloat16")
-    return {"float64": np.float64, "float32": np.float32, "float16": np.float16}[fmt.name]
-
-
-def all_parameters(net: Network) -> list[Parameter]:
-    """Every weight and bias in the full parameter order (per layer ``W_l`` row-major, then ``b_l``)."""
-    out = []
-    for l in range(1, net.L + 1):
-        out += [Parameter(l, i, j) for i in range(net.widths[l]) for j in range(net.widths[l - 1])]
-        out += [Parameter(l, i) for i in range(net.widths[l])]
-    return out
-
-
-@dataclass
-class FloatNetwork:
-    """``W[l-1]`` float arrays ``(N_l, N_{l-1})``, ``b[l-1]`` float arrays ``(N_l,)``.
-
-    ``W_err``/``b_err`` (float64, same shapes) bound ``|rounded - exact|`` per
-    entry (0 where rounding was exact); ``overflow``/``underflow`` name the
-    parameters that rounded to ``+-inf`` / from nonzero to zero.
-    """
-
-    widths: tuple[int, ...]
-    W: list[np.ndarray]
-    b: list[np.ndarray]
-    W_err: list[np.ndarray] = field(default_factory=list)
-    b_err: list[np.ndarray] = field(default_factory=list)
-    overflow: list[str] = field(default_factory=list)
-    underflow: list[str] = field(default_factory=list)
-
-    @property
-    def L(self) -> int:
-        return len(self.widths) - 1
-
-
-def _error_bound(values: np.ndarray, inexact: list[int], fmt: FloatFormat) -> np.ndarray:
-    """Upper bounds on ``|fl(q) - q|`` (float64): 0 where exact, else ``u (1 + 2u) |fl(q)| + 2^(emin-p)``.
-
-    ``|fl(q) - q| <= u |q|`` in the normal range and ``<= 2^(emin - p)`` (half the
-    subnormal spacing) below it, and ``|q| <= |fl(q)| / (1 - u) <= (1 + 2u) |fl(q)|``.
-    The three float64 operations evaluating it lose at most ``3 * 2^-53``
-    relatively; the factor ``1 + 2^-49`` and a final step up cover that.
-    """
-    err = np.zeros(values.shape, dtype=np.float64)
-    if inexact:
-        idx = np.array(inexact)
-        u = fmt.unit_roundoff
-        with np.errstate(over="ignore"):  # inf entries are reported as overflow before any use
-            v = np.abs(values.reshape(-1)[idx].astype(np.float64)) * (u * (1 + 2 * u))
-            v = (v + np.ldexp(1.0, fmt.emin - fmt.p)) * (1 + 2.0**-49)
-        err.reshape(-1)[idx] = np.nextafter(v, np.inf)
-    return err
-
-
-def to_float_network(net: Network, dtype: object = np.float64) -> FloatNetwork:
-    """Round every parameter once to the nearest float of ``dtype`` (:func:`.rounding.round_rational`).
-
-    Overflowing parameters become ``+-inf`` and are named in ``overflow``
-    (:func:`float_operators` refuses to go on with them).
-    """
-    fmt = float_format(dtype)
-    nd = numpy_dtype(fmt)
-    W, b, W_err, b_err, over, under = [], [], [], [], [], []
-    for l, (M, bl) in enumerate(zip(net.W, net.b), start=1):
-        r = round_values(M.entries(), fmt)
-        Wl: np.ndarray = np.array(r.values, dtype=np.float64).reshape(M.nrows(), M.ncols()).astype(nd)
-        W.append(Wl)
-        W_err.append(_error_bound(Wl, r.inexact, fmt))
-        cols = M.ncols()
-        over += [f"W_{l}[{k // cols},{k % cols}]" for k in r.overflow]
-        under += [f"W_{l}[{k // cols},{k % cols}]" for k in r.underflow]
-        rb = round_values(bl, fmt)
-        bv: np.ndarray = np.array(rb.values, dtype=np.float64).astype(nd)
-        b.append(bv)
-        b_err.append(_error_bound(bv, rb.inexact, fmt))
-        over += [f"b_{l}[{k}]" for k in rb.overflow]
-        under += [f"b_{l}[{k}]" for k in rb.underflow]
-    return FloatNetwork(net.widths, W, b, W_err, b_err, over, under)
-
-
-@dataclass
-class FloatSample:
-    """The sample rounded once: ``X`` ``(n, N_0)`` in the dtype, ``err`` error bounds (float64).
-
-    ``overflow``/``underflow`` name the entries (``X[i,j]``) rounded to ``+-inf`` / from nonzero to zero.
-    """
-
-    X: np.ndarray
-    err: np.ndarray
-    overflow: list[str]
-    underflow: list[str]
-
-
-def round_sample(X: Sequence[Sequence[flint.fmpq]], n_inputs: int, dtype: object = np.float64) -> FloatSample:
-    """Round every sample entry once to ``dtype``; entries are named ``X[i,j]``."""
-    fmt = float_format(dtype)
-    r = round_values([v for row in X for v in row], fmt)
-    Xf: np.ndarray = np.array(r.values, dtype=np.float64).reshape(len(X), n_inputs).astype(numpy_dtype(fmt))
-    name = (lambda k: f"X[{k // n_inputs},{k % n_inputs}]") if n_inputs else str
-    return FloatSample(Xf, _error_bound(Xf, r.inexact, fmt), [name(k) for k in r.overflow],
-                       [name(k) for k in r.underflow])
-
-
-def to_float_sample(X: Sequence[Sequence[flint.fmpq]], n_inputs: int, dtype: object = np.float64) -> np.ndarray:
-    """The sample rounded once to ``dtype``, shape ``(n, N_0)`` (:func:`round_sample`)."""
-    return round_sample(X, n_inputs, dtype).X
-
-
-def _forward(fnet: FloatNetwork, Xf: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    H, pattern = _forward_full(fnet, Xf)[:2]
-    return H, pattern
-
-
-def _forward_full(fnet: FloatNetwork, Xf: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-    """``H = [h_0 = X, h_1, ..., h_{L-1}]``, the ``>= 0`` pattern and ``Z = [z_1, ..., z_L]``, all in the dtype."""
-    H = [Xf]
-    pattern = []
-    Zs = []
-    for l in range(1, fnet.L + 1):
-        Z = H[-1] @ fnet.W[l - 1].T + fnet.b[l - 1]
-        Zs.append(Z)
-        if l < fnet.L:
-            pattern.append(Z >= 0)  # -0.0 >= 0 is True: -0.0 is a tie
-            H.append(np.maximum(Z, 0))
-    return H, pattern, Zs
-
-
-def float_pattern(fnet: FloatNetwork, Xf: np.ndarray) -> list[np.ndarray]:
-    """Float activation pattern (``z >= 0``), bool arrays ``(n, N_l)``."""
-    return _forward(fnet, Xf)[1]
-
-
-def gamma_float(fnet: FloatNetwork, Xf: np.ndarray, fixed: FixedEdges,
-                cols: Sequence[int] | None) -> np.ndarray:
-    """Float ``Gamma``, shape ``(n N_L, len(cols))``, by backpropagation (Prop. 10).
-
-    ``cols`` selects columns of the full Jacobian (every ``W_l`` row-major then
-    ``b_l``, per layer); ``None`` keeps them all (the full Jacobian).
-    Products are numpy ufuncs, so floating-point flags (overflow, underflow)
-    are reported (``einsum`` would not report them).
-    """
-    H, pattern = _forward(fnet, Xf)
-    n, N_L = Xf.shape[0], fnet.widths[-1]
-    D = np.broadcast_to(np.eye(N_L, dtype=Xf.dtype), (n, N_L, N_L))
-    per_layer = []
-    for l in range(fnet.L, 0, -1):
-        # D: (n, N_L, N_l) = d f / d z_l
-        # explicit sizes: reshape(..., -1) fails on an empty sample (n = 0)
-        dW = (D[:, :, :, None] * H[l - 1][:, None, None, :]).reshape(n, N_L, D.shape[2] * H[l - 1].shape[1])
-        per_layer.append(np.concatenate([dW, D], axis=2))
-        if l > 1:
-            D = (D @ fnet.W[l - 1]) * pattern[l - 2][:, None, :]
-    blocks = per_layer[::-1]
-    full = np.concatenate(blocks, axis=2)
-    full = full.reshape(n * N_L, full.shape[2])
-    return full if cols is None else full[:, list(cols)]
 
 
 def alpha_float(pattern: Sequence[np.ndarray], Xf: np.ndarray) -> np.ndarray:
@@ -379,7 +213,9 @@ def float_operators(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: Fixe
     log = log if log is not None else WarningLog()
     pre = stage_prefix
     nd = numpy_dtype(dtype)
-    fnet = to_float_network(net, nd)
+    params = all_parameters(net)
+    cols = free_columns(net, fixed) if columns == "free" else list(range(len(params)))
+    fnet = to_float_network(net, nd, cols)  # T selects the free columns: the dense route of gamma_free_float
     sample = round_sample(X, net.widths[0], nd)
     for what, over in (("parameters", fnet.overflow), ("sample", sample.overflow)):
         if over:
@@ -389,15 +225,14 @@ def float_operators(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: Fixe
                 f"{np.dtype(nd).name} ({', '.join(over[:3])}{', ...' if len(over) > 3 else ''}): "
                 f"they round to inf"))
     Xf = sample.X
-    params = all_parameters(net)
-    cols = free_columns(net, fixed) if columns == "free" else list(range(len(params)))
     with log.stage(pre + "forward"):
-        H, pattern, Zs = _forward_full(fnet, Xf)
+        H, Zs = float_forward(fnet, Xf, with_deriv=False)[:2]
+        pattern = [z >= 0 for z in Zs[:-1]]  # -0.0 >= 0 is True: -0.0 is a tie
     for l, Z in enumerate(Zs, start=1):
         require_finite(Z, pre + "forward", _z_name(l))
     flips = int(sum(int(np.sum(a != b)) for a, b in zip(pattern, exact_pattern)))
     with log.stage(pre + "gamma"):
-        G = gamma_float(fnet, Xf, fixed, cols)
+        G = gamma_free_float(fnet, Xf)
     require_finite(G, pre + "gamma", _names([params[c] for c in cols], net.widths[-1], "gamma"))
     n_p = n_paths(net.widths)
     A: np.ndarray

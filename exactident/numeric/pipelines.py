@@ -54,7 +54,7 @@ from exactident.linalg.sigma_bounds import perturbation_bound
 from exactident.model.activation import activation_state
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
-from exactident.numeric.numpy_backend import round_sample, to_float_network
+from exactident.numeric.float_network import round_sample, to_float_network
 
 __all__ = ["PIPELINE_NAMES", "Pipeline", "emulate", "emulate_all", "parse_pipeline", "pipeline_matrix", "rank_rule",
            "render_pipeline"]

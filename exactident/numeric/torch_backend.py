@@ -14,6 +14,10 @@ activation pattern is ``z > 0`` in the dtype, and a sample exactly on a
 kink (in floats) is inactive here but active in the numpy backend.  Flips
 are counted against the exact ``>= 0`` pattern.
 
+A network beyond the plain MLP (``W = T theta + c``, negative slopes) goes through
+:func:`gamma_free_torch`: ``torch.func.jacrev`` of the outputs with respect to ``theta``
+itself, the dense weights gathered from it.
+
 Called by :mod:`exactident.crosscheck.core`; needs the ``torch`` extra (imported
 lazily; :class:`~exactident.errors.UnsupportedCaseError` if missing).
 """
@@ -30,17 +34,17 @@ from exactident.model.activation import n_paths
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns
 from exactident.model.network import Network
+from exactident.numeric.float_network import all_parameters, to_float_network
 from exactident.numeric.guard import MAX_WHERE_ENTRIES, FloatFailure, FloatPipelineError, WarningLog
 from exactident.numeric.numpy_backend import (
     MAX_ALPHA_ENTRIES,
-    all_parameters,
     alpha_float,
     alpha_float_gram,
 )
 from exactident.numeric.rounding import float_format, round_values
 
-__all__ = ["build_sequential", "gamma_torch", "import_torch", "torch_full_jacobian_rank", "torch_sample",
-           "torch_spectra"]
+__all__ = ["build_sequential", "gamma_free_torch", "gamma_torch", "import_torch", "torch_full_jacobian_rank",
+           "torch_sample", "torch_spectra"]
 
 
 def import_torch():
@@ -244,3 +248,53 @@ def torch_spectra(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
     ra = int(torch.linalg.matrix_rank(A)) if A.numel() else 0
     return Spectra(name, float(torch.finfo(dtype).eps), g_sv, tuple(G.shape),
                    a_sv, (len(X), n_paths(net.widths)), flips, (rg, ra), warnings=log.entries)
+
+
+def gamma_free_torch(net: object, X: Sequence[Sequence[flint.fmpq]], dtype: str = "float64") -> np.ndarray:
+    """``Gamma_free`` by ``torch.func.jacrev`` of the outputs with respect to ``theta`` (any network).
+
+    The dense weights are built from ``theta`` by gathering (``W = T theta + c``,
+    :func:`exactident.numeric.float_network.to_float_network`), the units apply
+    ``torch.where(z >= 0, z, a z)`` (derivative 1 at ``z = 0``, as the ``>= 0`` convention).
+
+    Returns
+    -------
+    ndarray, shape ``(n N_L, n_params)``, in ``dtype``
+
+    Raises
+    ------
+    UnsupportedCaseError
+        Without PyTorch.
+    """
+    torch = import_torch()
+    from torch.func import jacrev
+
+    fmt = float_format(dtype)
+    tdt = {"float64": torch.float64, "float32": torch.float32}[fmt.name]
+    fnet = to_float_network(net, dtype)
+    k = int(fnet.n_params or 0)
+    theta0 = np.zeros(k, dtype=np.float64)
+    for values, index in zip(fnet.W + fnet.b + fnet.slope, fnet.W_index + fnet.b_index + fnet.slope_index):
+        theta0[index[index >= 0]] = values[index >= 0]  # tied entries hold the same float
+    Xf = torch.tensor(np.array(round_values([v for r in X for v in r], fmt).values,
+                               dtype=np.float64).reshape(len(X), fnet.widths[0]), dtype=tdt)
+
+    def gathered(values: np.ndarray, index: np.ndarray, theta):
+        fixed = torch.tensor(np.where(index >= 0, 0, values).astype(np.float64), dtype=tdt)
+        idx = torch.tensor(np.where(index >= 0, index, 0), dtype=torch.long)
+        return torch.where(torch.tensor(index >= 0), theta[idx], fixed)
+
+    def f(theta):
+        h = Xf
+        for l in range(1, fnet.L + 1):
+            Wl = gathered(fnet.W[l - 1], np.asarray(fnet.W_index[l - 1]), theta)
+            bl = gathered(fnet.b[l - 1], np.asarray(fnet.b_index[l - 1]), theta)
+            z = h @ Wl.T + bl
+            if l == fnet.L:
+                return z
+            a = gathered(fnet.slope[l - 1], np.asarray(fnet.slope_index[l - 1]), theta)
+            h = torch.where(z >= 0, z, a * z)
+        return h
+
+    J = jacrev(f)(torch.tensor(theta0, dtype=tdt))  # (n, N_L, k)
+    return J.detach().cpu().numpy().reshape(len(X) * fnet.widths[-1], k)

@@ -9,9 +9,14 @@
 - :mod:`exactident.symmetry.command`: ``exactident canonical``, ``equiv`` and ``audit``; their output:
   :mod:`exactident.symmetry.views`;
 - :mod:`exactident.symmetry.fdim`, :mod:`~exactident.symmetry.hidden`, :mod:`~exactident.symmetry.conditional`:
-  the functional dimension, certified both ways, and the mechanisms of hidden symmetries;
+  the functional dimension, certified both ways (a plain MLP or a layer graph, one path), and the mechanisms of
+  hidden symmetries; :mod:`~exactident.symmetry.fdim_result`: the result and its JSON object;
+- :mod:`exactident.symmetry.jacobian`: any network in the compiled layered form, with the Jacobian it ranks;
 - :mod:`exactident.symmetry.linewalk`: samples reaching every activation region random lines cross, kept by
   exact rank gain (the lower bound of the functional dimension);
+- :mod:`exactident.symmetry.regions`, :mod:`~exactident.symmetry.region_lp`,
+  :mod:`~exactident.symmetry.region_fdim`: the exact cover of the domain by activation regions, and the
+  functional dimension it settles;
 - :mod:`exactident.symmetry.glr`: the Grigsby-Lindsey-Rolnick survey of hidden symmetries;
 - :mod:`exactident.symmetry.fdim_command`, :mod:`~exactident.symmetry.glr_command`: ``exactident fdim`` and
   ``hidden-symmetries``.

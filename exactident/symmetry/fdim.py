@@ -24,6 +24,14 @@ symmetries* when ``fdim < dim``.
   dimension`` (:func:`exactident.symmetry.hidden.kernel_dimension`).  Each direction is also checked against the
   Jacobian at the sample used for the lower bound (a failure is a bug).
 
+A **layer graph** (a :class:`~exactident.model.constrained.ConstrainedNetwork`: convolution, pooling,
+skips, leaky ReLU, PReLU) takes the same path: ``J_free`` in its free parameters, target
+``dim_free = n_params - dim S_H`` (:func:`exactident.model.symmetry.rescaling_symmetry`: every
+generator of the rescalings ``H`` the family keeps is in ``ker J_free`` at every tie-free point),
+random points (:func:`lower_bound_graph`), the region cover and the line walk on its compiled
+layered form (:mod:`exactident.symmetry.jacobian`); the domain provers and ``design``'s point search
+read a plain MLP and are not run, so without a complete cover the upper bound is ``dim_free``.
+
 Equal bounds certify ``fdim``; ``lower = dim`` certifies "no hidden symmetries".
 Called by :mod:`exactident.symmetry.fdim_command` and :mod:`exactident.symmetry.glr`.
 """
@@ -33,120 +41,29 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from math import lcm
 
 import flint
 import numpy as np
 
 from exactident.budget import stage
 from exactident.errors import InvariantViolation, UnsupportedCaseError
-from exactident.io.rationals import format_fmpq
-from exactident.linalg.modular import random_primes, rank_mod_p, residues
+from exactident.linalg.modular import random_primes, rank_mod_p, residues, to_nmod_mat
 from exactident.model.activation import activation_state
+from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.fixed_edges import FixedEdges, free_parameters
 from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
 from exactident.model.network import Network
 from exactident.symmetry import hidden
+from exactident.symmetry.fdim_result import FdimResult, GraphFacts, scale_classes_text
+from exactident.symmetry.jacobian import Layered
 from exactident.symmetry.linewalk import domain_points, walk_lower_bound
 
-__all__ = ["FdimResult", "fdim_fields", "functional_dimension", "lower_bound", "upper_bound"]
+__all__ = ["functional_dimension", "lower_bound", "lower_bound_graph", "upper_bound"]
 
 _ZERO = flint.fmpq(0)
 Box = tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]]
-
-
-@dataclass
-class FdimResult:
-    """A certified interval ``[lower, upper]`` for ``fdim(theta)`` (module docstring).
-
-    Attributes
-    ----------
-    lower, upper : int
-        ``lower <= fdim <= upper <= dim``, both certified.
-    mechanisms : list of dict
-        ``{"kind", "neurons", "dimensions", "text"}``: the missing dimensions ``dim - upper``,
-        attributed in order (each mechanism counts what it adds to the ones before).
-    points : list of list of fmpq
-        The sample at which ``rank Gamma mod prime = lower`` (a witness).
-    lower_random : int or None
-        The lower bound from the starting sample and the random points alone, before the region cover
-        and the line walk (None when neither ran).
-    cover : dict or None
-        The region cover, when one was tried: ``regions`` (found), ``complete``, ``reason`` (why not
-        complete), ``empty`` (children proved empty), ``lps``, ``seconds``.
-    """
-
-    name: str
-    widths: list[int]
-    dim: int
-    n_hidden: int
-    lower: int
-    upper: int
-    box: Box | None
-    prime: int
-    points: list[list[flint.fmpq]] = field(default_factory=list)
-    mechanisms: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-    lower_random: int | None = None
-    cover: dict[str, Any] | None = None
-
-    @property
-    def n_params(self) -> int:
-        """``#params``, weights and biases (``dim + #hidden``)."""
-        return self.dim + self.n_hidden
-
-    @property
-    def settled(self) -> bool:
-        """Bounds equal: ``fdim`` is certified."""
-        return self.lower == self.upper
-
-    @property
-    def no_hidden_symmetries(self) -> bool:
-        """``lower = dim``: certified full functional dimension."""
-        return self.lower == self.dim
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``exactident-fdim/1`` JSON object (docs/symmetries.md)."""
-        return fdim_fields(self) | {"mechanisms": self.mechanisms, "lower_random_points": self.lower_random,
-                                    "cover": self.cover}
-
-    def render(self) -> str:
-        """The terminal view."""
-        dom = "R^n" if self.box is None else "the box"
-        head = (f"{self.name}: functional dimension in [{self.lower}, {self.upper}] on {dom} "
-                f"(dim = #params - #hidden = {self.n_params} - {self.n_hidden} = {self.dim})")
-        lines = [head]
-        if self.no_hidden_symmetries:
-            lines.append(f"  no hidden symmetries (certified): rank J = dim at {len(self.points)} points "
-                         f"(computed mod the prime {self.prime})")
-        else:
-            how = f"computed mod the prime {self.prime}" if self.prime else "over Q (exact nullspace)"
-            lines.append(f"  lower bound {self.lower}: rank J at {len(self.points)} points, {how}")
-            lines.append(f"  upper bound {self.upper}: {self.dim - self.upper} missing dimension(s) proved")
-            for m in self.mechanisms:
-                lines.append(f"    -{m['dimensions']}: {m['text']}")
-            if not self.settled:
-                lines.append(f"  {self.upper - self.lower} dimension(s) not settled (no proof, no sample found)")
-        if self.cover is not None:
-            c = self.cover
-            lines.append(f"  region cover: {c['regions']} activation regions, " +
-                         ("complete (every other sign pattern proved empty: "
-                          f"{c['empty']} exact certificates)" if c["complete"] else f"not complete ({c['reason']})"))
-        lines.append(f"  time {self.seconds:.1f} s")
-        return "\n".join(lines) + "\n"
-
-
-def fdim_fields(r: Any) -> dict[str, Any]:
-    """The fields of ``exactident-fdim/1`` shared by the plain and the layer-graph results (``r`` either)."""
-    return {"format": "exactident-fdim/1", "name": r.name, "widths": r.widths, "n_params": r.n_params,
-            "n_hidden": r.n_hidden, "dim": r.dim, "lower": r.lower, "upper": r.upper,
-            "settled": r.settled, "no_hidden_symmetries": r.no_hidden_symmetries,
-            "domain": ("R^n" if r.box is None else
-                       {"lo": [format_fmpq(a) for a in r.box[0]], "hi": [format_fmpq(b) for b in r.box[1]]}),
-            "n_points": len(r.points), "prime": r.prime, "unexplained": r.upper - r.lower,
-            "seconds": round(r.seconds, 3)}
 
 
 def _tie_free(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
@@ -292,15 +209,18 @@ def _check_directions(net: Network, pts, mechs: Sequence[hidden.Mechanism], rng:
                 raise InvariantViolation(f"a {m.kind} direction is not in the kernel of the Jacobian")
 
 
-def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *, box: Box | None = None,
-                         seed: int = 0, rounds: int = 8, search: bool = True, max_boxes: int = 2048,
-                         lines: int = 256, walk_seconds: float | None = None, regions: int | None = None,
-                         region_seconds: float | None = 120.0, name: str = "theta") -> FdimResult:
+def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]] = (), *,
+                         box: Box | None = None, seed: int = 0, rounds: int = 8, search: bool = True,
+                         max_boxes: int = 2048, lines: int = 256, walk_seconds: float | None = None,
+                         regions: int | None = None, region_seconds: float | None = 120.0,
+                         name: str = "theta") -> FdimResult:
     """Certified ``[lower, upper]`` for ``fdim(theta)`` on ``box`` (None: ``R^n``) (module docstring).
 
     Parameters
     ----------
-    net : Network
+    net : Network or ConstrainedNetwork
+        A plain ReLU MLP (``J`` in all its weights and biases, target ``dim``) or a layer graph in its
+        compiled form (``J_free`` in its free parameters, target ``dim_free``).
     X : list of points (Q), optional
         The sample to start from.
     box : (lo, hi), optional
@@ -308,9 +228,10 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     seed : int
         Seeds the primes and the random points (the result is reproducible).
     search : bool
-        Run ``design``'s point search when the bounds differ after the random points and the line walk.
+        Run ``design``'s point search when the bounds differ after the random points and the line walk
+        (a plain MLP only: the search reads a plain network).
     max_boxes : int
-        Sub-boxes per sign proof.
+        Sub-boxes per sign proof (a plain MLP only).
     lines : int
         At most this many random lines walked (:func:`exactident.symmetry.linewalk.walk_lower_bound`)
         when the bounds differ after the random points, stopping after ``max(64, lines / 8)`` lines
@@ -328,8 +249,10 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     Raises
     ------
     UnsupportedCaseError
-        A hidden neuron with zero incoming weights and bias (its pre-activation is 0 everywhere), or a
-        box with ``lo >= hi`` in some coordinate.
+        A kinked hidden unit with zero incoming weights and bias (its pre-activation is 0 everywhere:
+        no sample is tie-free), or a box with ``lo >= hi`` in some coordinate.
+    InvariantViolation
+        A lower bound above the proved upper bound (a bug).
 
     Examples
     --------
@@ -339,24 +262,42 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
     >>> r = functional_dimension(net)
     >>> (r.lower, r.upper, r.dim)
     (5, 5, 5)
+
+    ``f = 3 leaky(2x - 1) + c`` (slope 1/10), a layer graph: 4 parameters, one rescaling, ``fdim = 3``.
+
+    >>> from exactident.model.constrained import from_network
+    >>> cn = from_network(Network((1, 1, 1), [[[2]], [[3]]], [[-1], [0]]))
+    >>> cn.negative_slope[0][0] = flint.fmpq(1, 10); cn.features = ("leaky ReLU",)
+    >>> r = functional_dimension(cn)
+    >>> (r.lower, r.upper, r.dim, r.symmetry_dim)
+    (3, 3, 3, 1)
     """
     start = time.perf_counter()
     if box is not None and any(lo >= hi for lo, hi in zip(box[0], box[1])):  # the open box is empty
         raise UnsupportedCaseError("the box needs lo < hi in every coordinate")
-    for l in net.hidden_layers():
-        for v in range(net.widths[l]):
-            if all(net.W[l - 1][v, j] == _ZERO for j in range(net.widths[l - 1])) and net.b[l - 1][v] == _ZERO:
-                raise UnsupportedCaseError(f"hidden neuron ({l},{v}) has zero incoming weights and bias: its "
-                                           "pre-activation is 0 everywhere and the Jacobian is not defined")
-    fixed = FixedEdges({})  # no edge fixed: J, the full Jacobian
-    n_hidden = sum(net.widths[1:-1])
+    _refuse_constant_units(net)
     rng = random.Random(seed)
-    stage("random points", dim=net.dim)
-    lower, p, pts = lower_bound(net, X, box, fixed, seed=seed, rounds=rounds)
-    stage("upper bound proofs", lower=lower)
-    upper, mechs = (net.dim, []) if lower == net.dim else upper_bound(net, fixed, box, pts, max_boxes=max_boxes)
+    graph: GraphFacts | None = None
+    mechs: list[hidden.Mechanism] = []
+    if isinstance(net, ConstrainedNetwork):  # a layer graph: target dim_free, upper bound dim_free before the cover
+        from exactident.model.symmetry import rescaling_symmetry
+
+        sym = rescaling_symmetry(net)
+        dim, widths, n_hidden = sym.dim_free, net.layer_widths, sum(net.layer_widths[1:-1])
+        graph = GraphFacts(net.n_params, sym.symmetry_dim, list(net.features), scale_classes_text(net))
+        stage("random points", dim=dim)
+        lower, p, pts = lower_bound_graph(net, [[flint.fmpq(v) for v in row] for row in X], box, dim, seed=seed,
+                                          rounds=rounds)
+        upper = dim
+    else:
+        fixed = FixedEdges({})  # no edge fixed: J, the full Jacobian
+        dim, widths, n_hidden = net.dim, list(net.widths), sum(net.widths[1:-1])
+        stage("random points", dim=dim)
+        lower, p, pts = lower_bound(net, X, box, fixed, seed=seed, rounds=rounds)
+        stage("upper bound proofs", lower=lower)
+        upper, mechs = (dim, []) if lower == dim else upper_bound(net, fixed, box, pts, max_boxes=max_boxes)
     lower_random, cover = None, None
-    max_regions = _cover_size(net, regions)
+    max_regions = _cover_size(net.widths[0], regions)
     if max_regions and lower < upper:
         from exactident.symmetry.region_fdim import settle_by_regions
 
@@ -370,27 +311,108 @@ def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *
                                         patience=max(64, lines // 8), seconds=walk_seconds)
         if r > lower:
             lower, p, pts = r, q, walked
-    if search and lower < upper:
-        stage("point search", lower=lower, upper=upper)
-        lower, p, pts = _search(net, pts, box, fixed, lower, p, upper, rng)
-    _check_directions(net, pts, mechs, rng)
+    if isinstance(net, Network):
+        if search and lower < upper:
+            stage("point search", lower=lower, upper=upper)
+            lower, p, pts = _search(net, pts, box, fixed, lower, p, upper, rng)
+        _check_directions(net, pts, mechs, rng)
     if lower > upper:
         raise InvariantViolation(f"lower bound {lower} above the proved upper bound {upper}")
-    out = FdimResult(name, list(net.widths), net.dim, n_hidden, lower, upper, box, p, pts,
+    out = FdimResult(name, list(widths), dim, n_hidden, lower, upper, box, p, pts,
                      [{"kind": m.kind, "neurons": [list(v) for v in m.neurons],
                        "dimensions": m.dimensions, "text": m.text} for m in mechs], lower_random=lower_random,
-                     cover=cover)
+                     cover=cover, graph=graph)
     out.seconds = time.perf_counter() - start
     return out
 
 
-def _cover_size(net: Network, regions: int | None) -> int:
+def _refuse_constant_units(net: Network | ConstrainedNetwork) -> None:
+    """A kinked hidden unit with zero incoming weights and bias: ``z = 0`` everywhere, every point is a tie."""
+    J = Layered.of(net)
+    const = [(l, v) for l, v in J.kinked_units() if J.cn.b[l - 1][v] == _ZERO
+             and all(J.cn.W[l - 1][v, j] == _ZERO for j in range(J.cn.widths[l - 1]))]
+    if not const:
+        return
+    if J.net is not None:
+        l, v = const[0]
+        raise UnsupportedCaseError(f"hidden neuron ({l},{v}) has zero incoming weights and bias: its "
+                                   "pre-activation is 0 everywhere and the Jacobian is not defined")
+    raise UnsupportedCaseError(f"hidden unit {J.cn.describe_units(const)} has zero incoming weights and bias: its "
+                               "pre-activation is 0 everywhere and the Jacobian is not defined")
+
+
+def _tie_free_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
+    if not X:
+        return []
+    _, bad = Layered(cn).state(X)
+    return [list(x) for i, x in enumerate(X) if i not in bad]
+
+
+def lower_bound_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], box: Box | None, target: int, *,
+                      seed: int = 0, rounds: int = 8) -> tuple[int, int, list[list[flint.fmpq]]]:
+    """``(rank, prime, points)`` of a layer graph: ``rank J_free(points) mod prime = rank``, a lower bound on ``fdim``.
+
+    Starts from the points of ``X`` in the domain without ties, then adds random dyadic points of
+    the domain while the rank grows (at most ``rounds`` batches of at least ``target / (2 N_L)``
+    points, as for MLPs; stops after three batches without gain, or at ``target``).  After each
+    batch only the points owning an independent row are kept (the witness stays small: a layer
+    graph's parameters can be many).  One prime for every batch (dyadic points add only powers of 2
+    to the denominators; primes are odd), so the residues of the batches are stacked.
+    """
+    J = Layered(cn)
+    rng = random.Random(seed)
+    gen = np.random.default_rng(seed)
+    inside = [x for x in X if box is None or all(box[0][j] <= x[j] <= box[1][j] for j in range(len(x)))]
+    pts = _tie_free_graph(cn, inside)
+    p = random_primes(1, lcm(J.denominator(pts), 2), rng)[0]
+    N_L = cn.widths[-1]
+
+    def rows(Y: list[list[flint.fmpq]]) -> np.ndarray:
+        return J.mod_p(Y, J.state(Y)[0], p, J.denominator(Y)) if Y else np.zeros((0, cn.n_params), dtype=np.int64)
+
+    r, pts, G = _keep(rows(pts), pts, N_L, p)
+    stale = 0
+    for t in range(rounds):
+        if r >= target or stale >= 3:
+            break
+        need = (max(4, -(-(target - r) // N_L) + 2, target // (2 * N_L)) if t
+                else max(4, -(-target // N_L) + 2 - len(pts)))
+        new = _tie_free_graph(cn, domain_points(gen, need, cn.widths[0], box))
+        if not new:
+            stale += 1
+            continue
+        r2, pts2, G2 = _keep(np.vstack([G, rows(new)]), pts + new, N_L, p)
+        stale = stale + 1 if r2 <= r else 0
+        if r2 > r:
+            r, pts, G = r2, pts2, G2
+    return r, p, pts
+
+
+def _keep(G: np.ndarray, pts: list[list[flint.fmpq]], N_L: int, p: int) -> tuple[int, list[list[flint.fmpq]],
+                                                                                  np.ndarray]:
+    """``(rank, points, rows)``: only the points owning a pivot row of ``G mod p`` (rows ``i N_L .. i N_L + N_L - 1``
+    belong to point ``i``), with all their rows: the rank is kept, the witness and the next batch's matrix shrink."""
+    if not pts:
+        return 0, [], G
+    R, rank = to_nmod_mat(np.ascontiguousarray(G.T) % p, p).rref()
+    rows, c = [], 0
+    for j in range(int(rank)):  # the pivot columns of G^T are independent rows of G
+        while int(R[j, c]) == 0:
+            c += 1
+        rows.append(c)
+        c += 1
+    owners = sorted({row // N_L for row in rows})
+    keep = np.concatenate([np.arange(i * N_L, (i + 1) * N_L) for i in owners]) if owners else np.zeros(0, np.int64)
+    return int(rank), [pts[i] for i in owners], G[keep]
+
+
+def _cover_size(n0: int, regions: int | None) -> int:
     """The cover's region budget: ``regions`` itself, or the automatic choice (docstring of the caller)."""
     if regions is not None:
         return regions
-    from exactident.symmetry.regions import lp_solver_installed
+    from exactident.symmetry.region_lp import lp_solver_installed
 
-    return 50_000 if net.widths[0] <= 16 and lp_solver_installed() else 0
+    return 50_000 if n0 <= 16 and lp_solver_installed() else 0
 
 
 def _search(net: Network, pts, box: Box | None, fixed: FixedEdges, lower: int, p: int, upper: int,

@@ -1,11 +1,11 @@
 """``exactident fdim CASE [--sample DATA] [--box LO:HI] [--seed S] [--no-search] [--max-boxes N] [--lines N]
-[--regions N] [--region-seconds S] [--timeout S] [--json]``.
+[--walk-seconds S] [--regions N] [--region-seconds S] [--timeout S] [--json]``.
 
 Prints the certified interval of the functional dimension of the case's theta on
 ``R^n`` (default) or on the box ``[LO, HI]^n`` (``--box LO:HI``) (:mod:`exactident.symmetry.fdim`),
 starting from the case's sample (or, for a model file, ``--sample``'s), with the mechanism of every proved missing
-dimension; a layer graph (residual, leaky/PReLU, convolution) goes to
-:mod:`exactident.symmetry.fdim_graph`; ``--json`` prints the ``exactident-fdim/1`` object
+dimension; a layer graph (residual, leaky/PReLU, convolution) is read in its compiled form, with
+the same stages (target ``dim_free``); ``--json`` prints the ``exactident-fdim/1`` object
 (docs/symmetries.md).  The stages show on a terminal; ``--timeout`` runs the computation in a
 child process killed at the deadline.  Exit 0 when computed (whatever the interval) and when the
 time budget ran out (the output says so: ``timed_out``), 2 on bad input.  Called by :mod:`exactident.cli`.
@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sub-boxes per sign proof (default 2048)")
     parser.add_argument("--lines", type=non_negative_int, default=256, metavar="N",
                         help="random lines walked for the lower bound (default 256; 0: none)")
+    parser.add_argument("--walk-seconds", type=positive_seconds, default=120.0, metavar="S",
+                        help="time budget of the line walk (default 120)")
     add_region_arguments(parser)
     parser.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                         help="wall-time budget: past it the output says 'time budget exhausted at <stage>' (exit 0)")
@@ -71,14 +73,11 @@ def run(args: argparse.Namespace) -> int:
     X = case.X
 
     def work() -> str:  # text only: picklable, as a child process returns it with --timeout
-        if not case.is_plain:  # a layer graph: the constrained engine (exactident.symmetry.fdim_graph)
-            from exactident.symmetry.fdim_graph import functional_dimension_graph
-
-            graph = functional_dimension_graph(case.compiled, X, box=box, seed=args.seed, name=case.name)
-            return json.dumps(graph.to_dict(), indent=1) + "\n" if args.json else graph.render()
-        result = functional_dimension(case.network, X, box=box, seed=args.seed, search=not args.no_search,
-                                      max_boxes=args.max_boxes, lines=args.lines, regions=args.regions,
-                                      region_seconds=args.region_seconds, name=case.name)
+        # a layer graph is read in its compiled form (target dim_free), a plain MLP as it is (target dim)
+        network = case.network if case.is_plain else case.compiled
+        result = functional_dimension(network, X, box=box, seed=args.seed, search=not args.no_search,
+                                      max_boxes=args.max_boxes, lines=args.lines, walk_seconds=args.walk_seconds,
+                                      regions=args.regions, region_seconds=args.region_seconds, name=case.name)
         return json.dumps(result.to_dict(), indent=1) + "\n" if args.json else result.render()
 
     from exactident.budget import run_command_work, timed_out_output

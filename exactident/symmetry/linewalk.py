@@ -24,6 +24,10 @@ question is which regions a sample reaches.
 
 Everything the floats propose is then ranked exactly: the points are dyadic rationals,
 ties are dropped, and the rank is that of ``J`` mod ``p`` at the exact activation pattern.
+
+Any network is walked in its compiled layered form (:class:`exactident.symmetry.jacobian.Layered`):
+a layer graph's leaky and PReLU units kink at 0 like ReLU units (the float forward pass uses each
+unit's slope), its linear units (slope 1) do not, and ``J`` is ``J_free`` in its free parameters.
 Called by :mod:`exactident.symmetry.fdim`.
 """
 
@@ -37,12 +41,10 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
-from exactident.linalg.modular import random_primes, rank_mod_p
-from exactident.model.activation import activation_state
-from exactident.model.fixed_edges import FixedEdges
-from exactident.model.gamma_modular import gamma_mod_p
-from exactident.model.integer_forward import data_denominator
+from exactident.linalg.modular import random_primes, rank_mod_p, to_nmod_mat
+from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
+from exactident.symmetry.jacobian import Layered
 
 __all__ = ["KINDS", "MAX_REGIONS_PER_LINE", "SMALL_PRIME_RANGE", "GreedyRank", "domain_points", "exact_floats",
            "float_jacobian", "line_pieces", "region_points", "walk_lower_bound"]
@@ -66,28 +68,31 @@ def domain_points(rng: np.random.Generator, n: int, n0: int, box: Box | None, bi
             for i in range(n)]
 
 
-def _float_net(net: Network) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    W = [np.array([[float(M[i, j]) for j in range(M.ncols())] for i in range(M.nrows())]) for M in net.W]
-    b = [np.array([float(v) for v in bl]) for bl in net.b]
-    return W, b
+def _act(z: np.ndarray, slopes: Sequence[np.ndarray] | None, l: int) -> np.ndarray:
+    """``h`` of hidden layer ``l + 1`` from ``z`` (float64): ``z`` on ``z > 0``, ``a z`` else (ReLU when no slopes)."""
+    return np.maximum(z, 0.0) if slopes is None else np.where(z > 0, z, slopes[l] * z)
 
 
-def _pre_activations(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray, upto: int) -> np.ndarray:
+def _pre_activations(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray, upto: int,
+                     slopes: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """``z_upto(X)`` in float64 (``X``: rows are points; ``upto`` in ``1..L``)."""
     h = X
     z = h
     for l in range(upto):
         z = h @ W[l].T + b[l]
-        h = np.maximum(z, 0.0)
+        h = _act(z, slopes, l) if l < len(W) - 1 else z
     return z
 
 
 def line_pieces(W: Sequence[np.ndarray], b: Sequence[np.ndarray], a: np.ndarray, d: np.ndarray,
-                t_range: tuple[float, float] | None = None) -> np.ndarray:
+                t_range: tuple[float, float] | None = None, slopes: Sequence[np.ndarray] | None = None,
+                kinked: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """Parameters ``t`` of one point strictly inside each piece of the network along ``a + t d`` (float64).
 
     ``t_range`` restricts the line to a segment (a box); ``None`` is the whole line, whose two
-    unbounded pieces get a point past the outermost breakpoint.
+    unbounded pieces get a point past the outermost breakpoint.  ``slopes`` (per hidden layer, the
+    negative-side slopes; None: ReLU) and ``kinked`` (per hidden layer, the units with a kink; None:
+    all) read a layer graph's compiled form: only kinked units break the line.
 
     Examples
     --------
@@ -109,7 +114,9 @@ def line_pieces(W: Sequence[np.ndarray], b: Sequence[np.ndarray], a: np.ndarray,
             ts = np.concatenate([[B[0] - span], B, [B[-1] + span]])
         else:
             ts = np.array([-1.0, 0.0, 1.0])
-        z = _pre_activations(W, b, a[None, :] + ts[:, None] * d[None, :], l)
+        z = _pre_activations(W, b, a[None, :] + ts[:, None] * d[None, :], l, slopes)
+        if kinked is not None:
+            z = z[:, kinked[l - 1]]
         new: list[np.ndarray] = [ts[(z == 0).any(axis=1)]]  # a zero at a sample point is a breakpoint too
         z0, z1, t0, t1 = z[:-1], z[1:], ts[:-1, None], ts[1:, None]
         inner = np.ones(len(ts) - 1, dtype=bool)
@@ -136,12 +143,14 @@ def line_pieces(W: Sequence[np.ndarray], b: Sequence[np.ndarray], a: np.ndarray,
     return np.concatenate([[B[0] - span], (B[:-1] + B[1:]) / 2, [B[-1] + span]])
 
 
-def region_points(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray) -> np.ndarray:
+def region_points(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarray,
+                  slopes: Sequence[np.ndarray] | None = None, kinked: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """For each row ``x`` of ``X``: ``x`` and ``x + r e_j`` (``j = 1..n0``), points of ``x``'s activation region.
 
     ``r`` is the largest power of two at most half the float distance from ``x`` to the nearest
-    hyperplane of the local affine pre-activations (gradients by forward mode); rows numerically on
-    a boundary are dropped.  Returns ``(k (n0 + 1), n0)`` float64: a proposal, the exact pattern decides.
+    hyperplane of the local affine pre-activations of the kinked units (gradients by forward mode);
+    rows numerically on a boundary are dropped.  ``slopes``, ``kinked``: as for :func:`line_pieces`.
+    Returns ``(k (n0 + 1), n0)`` float64: a proposal, the exact pattern decides.
 
     Examples
     --------
@@ -159,9 +168,13 @@ def region_points(W: Sequence[np.ndarray], b: Sequence[np.ndarray], X: np.ndarra
         Gz = np.einsum("ij,mjk->mik", W[l], G)
         norms = np.linalg.norm(Gz, axis=2)
         with np.errstate(divide="ignore", invalid="ignore"):
-            dist = np.minimum(dist, np.where(norms > 0, np.abs(z) / norms, np.inf).min(axis=1))
-        act = z > 0
-        h, G = np.where(act, z, 0.0), Gz * act[:, :, None]
+            near = np.where(norms > 0, np.abs(z) / norms, np.inf)
+        if kinked is not None:
+            near = near[:, kinked[l]]
+        if near.shape[1]:
+            dist = np.minimum(dist, near.min(axis=1))
+        f = (z > 0).astype(float) if slopes is None else np.where(z > 0, 1.0, slopes[l])
+        h, G = z * f, Gz * f[:, :, None]
     dist = np.where(np.isfinite(dist), dist, 1.0)
     ok = dist > 1e-9 * np.maximum(1.0, np.abs(X).max(axis=1))
     X, dist = X[ok], dist[ok]
@@ -208,12 +221,16 @@ class GreedyRank:
     The kept rows are a reduced echelon basis ``B`` mod ``p``, held in float64 with integer
     entries in ``[0, p)``: with ``p < 2^21`` every product ``C[:, pivots] B`` of
     :meth:`offer` is exact (below ``2^53``), so a batch of candidate rows is reduced by one
-    BLAS product; the rows left nonzero are added one at a time.  :attr:`rank` is the
+    BLAS product; of the rows left nonzero, those independent of the rows before them (the
+    pivot columns of the reduced echelon form of their transpose, computed by FLINT mod ``p``)
+    are added, in order: the rows a one-at-a-time greedy selection would keep.  :attr:`rank` is the
     number of rows kept, all independent mod ``p``, hence over Q.
 
     Parameters
     ----------
-    net : Network
+    net : Network, ConstrainedNetwork or Layered
+        ``J`` is :class:`~exactident.symmetry.jacobian.Layered`'s (all weights and biases of a plain MLP,
+        the free parameters of a layer graph).
     p : int
         A prime in ``SMALL_PRIME_RANGE``; points whose denominators it divides are skipped.
 
@@ -223,11 +240,11 @@ class GreedyRank:
         If ``p`` is not a prime below ``2^21``.
     """
 
-    def __init__(self, net: Network, p: int) -> None:
+    def __init__(self, net: Network | ConstrainedNetwork | Layered, p: int) -> None:
         if not (3 <= p < SMALL_PRIME_RANGE[1] and flint.fmpz(p).is_prime()):
             raise InvariantViolation(f"modulus {p} is not a prime below 2^21")
-        self.net, self.p = net, p
-        n = net.dim + sum(net.widths[1:-1])
+        self.J, self.p = Layered.of(net), p
+        n = self.J.n_cols
         self.points: list[list[flint.fmpq]] = []
         self.B = np.zeros((0, n))
         self.pivots: list[int] = []
@@ -252,14 +269,27 @@ class GreedyRank:
         # C's pivot part split into pieces < 2^11: each product is < 2^32, a sum of them below 2^53
         return np.fmod(C - self._dot(C[:, self.pivots], self.B) + self.p, self.p)
 
-    def _add(self, v: np.ndarray) -> None:
+    def _extend(self, R: np.ndarray) -> list[int]:
+        """Add the rows of ``R`` (residuals: zero on the pivot columns) that are independent of the rows before them;
+        returns their indices, in order (the pivot columns of the reduced echelon form of ``R^T``, by FLINT)."""
         p = self.p
-        c = int(np.flatnonzero(v)[0])
-        v = np.fmod(v * pow(int(v[c]), -1, p), p)
-        if len(self.B):
-            self.B = np.fmod(self.B - np.fmod(np.outer(self.B[:, c], v), p) + p, p)
-        self.B = np.concatenate([self.B, v[None, :]])
-        self.pivots.append(c)
+        E, r = to_nmod_mat(np.ascontiguousarray(R.T).astype(np.int64), p).rref()
+        indep, c = [], 0
+        for j in range(int(r)):
+            while int(E[j, c]) == 0:
+                c += 1
+            indep.append(c)
+            c += 1
+        if not indep:
+            return []
+        N, _ = to_nmod_mat(R[indep].astype(np.int64), p).rref()  # the new rows, reduced: unit on their pivots
+        new = np.array([int(v) for v in N.entries()], dtype=np.float64).reshape(len(indep), R.shape[1])
+        piv = [int(np.flatnonzero(row)[0]) for row in new]
+        if len(self.B):  # the old rows lose the new pivot columns (the new rows are zero on the old pivots)
+            self.B = np.fmod(self.B - self._dot(self.B[:, piv], new) + p, p)
+        self.B = np.concatenate([self.B, new])
+        self.pivots += piv
+        return indep
 
     def offer(self, X: Sequence[Sequence[flint.fmpq]] | np.ndarray) -> int:
         """Add the points of ``X`` (tie-free ones) whose rows raise the rank; returns the gain.
@@ -269,16 +299,15 @@ class GreedyRank:
         if len(X) == 0:
             return 0
         Xc = [exact_floats(x) for x in X] if isinstance(X, np.ndarray) else [list(x) for x in X]
-        avoid = data_denominator(self.net, Xc)
+        avoid = self.J.denominator(Xc)
         if avoid % self.p == 0:
             return 0
-        st = activation_state(self.net, Xc)
-        keep = sorted(set(range(len(Xc))) - {t.i for t in st.ties})
+        pattern, tied = self.J.state(Xc)
+        keep = sorted(set(range(len(Xc))) - tied)
         if not keep:
             return 0
         Xc = [Xc[i] for i in keep]
-        C = gamma_mod_p(self.net, Xc, [a[keep] for a in st.pattern], FixedEdges({}), self.p,
-                        avoid).astype(np.float64)
+        C = self.J.mod_p(Xc, [a[keep] for a in pattern], self.p, avoid).astype(np.float64)
         if self.pivots:  # screen: (C - C_P B) s = C s - C_P (B s), O(k (n + r)) instead of O(k r n)
             proj = np.fmod(self._dot(C, self.s[:, None])[:, 0] - self._dot(C[:, self.pivots], self.Bs[:, None])[:, 0]
                            + self.p, self.p)
@@ -286,17 +315,11 @@ class GreedyRank:
         else:
             rows = np.flatnonzero(C.any(axis=1))
         C = self._reduce(C[rows])
-        N_L = self.net.widths[-1]
+        live = np.flatnonzero(C.any(axis=1))
+        N_L = self.J.widths[-1]
         gain = 0
-        for i, k in enumerate(rows):
-            v = C[i]
-            if not v.any():
-                continue
-            c = int(np.flatnonzero(v)[0])
-            self._add(v)
-            u = self.B[-1]
-            # the later candidates lose the new pivot column (products of two residues < 2^42: exact)
-            C[i + 1:] = np.fmod(C[i + 1:] - np.fmod(np.outer(C[i + 1:, c], u), self.p) + self.p, self.p)
+        for i in (self._extend(C[live]) if live.size else []):
+            k = rows[live[i]]
             gain += 1
             if not self.points or self.points[-1] is not Xc[k // N_L]:
                 self.points.append(Xc[k // N_L])
@@ -326,7 +349,8 @@ def _t_range(a: np.ndarray, d: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -
     return (lo, hi) if lo < hi else None
 
 
-def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: Box | None = None, *,
+def walk_lower_bound(net: Network | ConstrainedNetwork | Layered, start: Sequence[Sequence[flint.fmpq]],
+                     box: Box | None = None, *,
                      seed: int = 0, target: int | None = None, max_lines: int = 256, patience: int = 64,
                      seconds: float | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
     """``(rank, prime, points)`` with ``rank J(points) mod prime = rank``: a lower bound of ``fdim``.
@@ -343,21 +367,30 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
     otherwise the kind with the best running average of rank gain per point offered (a
     deterministic rule: the same seed gives the same points).  ``max_lines`` and ``patience`` count
     steps.
-    Stops at ``target`` (default ``dim``), after ``max_lines`` lines, after ``patience`` lines
-    in a row without gain, or after ``seconds``.
+    Stops at ``target`` (default ``dim`` of a plain MLP, ``dim_free`` of a layer graph), after
+    ``max_lines`` lines, after ``patience`` lines in a row without gain, or after ``seconds``.
+
+    A layer graph (:class:`~exactident.model.constrained.ConstrainedNetwork`) is walked in its compiled
+    layered form: its leaky and PReLU units kink at 0 like ReLU, its linear units (slope 1) do not, and
+    ``J`` is ``J_free`` in its free parameters (:class:`~exactident.symmetry.jacobian.Layered`).
     """
     t_start = time.perf_counter()
-    target = net.dim if target is None else target
+    J = Layered.of(net)
+    if target is None:
+        from exactident.model.symmetry import rescaling_symmetry
+
+        target = J.net.dim if J.net is not None else rescaling_symmetry(J.cn).dim_free
     rng = np.random.default_rng([seed, 7])
-    avoid = data_denominator(net, start) if start else 1
+    avoid = J.denominator(start) if start else 1
     p = random_primes(1, avoid, random.Random(seed), lo=SMALL_PRIME_RANGE[0], hi=SMALL_PRIME_RANGE[1])[0]
-    g = GreedyRank(net, p)
+    g = GreedyRank(J, p)
     for i in range(0, len(start), 64):  # in chunks: after the first, the projection screen skips most rows
         g.offer(start[i:i + 64])
-    W, b = _float_net(net)
-    n0 = net.widths[0]
+    W, b, slopes, kinked = J.floats()
+    fnet = (W, b, slopes, kinked)
+    n0 = J.widths[0]
     fbox = None if box is None else (np.array([float(v) for v in box[0]]), np.array([float(v) for v in box[1]]))
-    regions = _Regions(sum(net.widths[1:-1]))
+    regions = _Regions(int(sum(k.sum() for k in kinked)))
     rate = dict.fromkeys(KINDS, 1.0)
     stale, lines = 0, 0
     while g.rank < target and lines < max_lines and stale < patience:
@@ -371,7 +404,7 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
             cand: np.ndarray | list[list[flint.fmpq]] = domain_points(rng, 8 * (n0 + 1), n0, box)
         else:
             a = regions.rare_origin(rng) if kind == "rare" else None
-            cand = _line_candidates(W, b, rng, n0, fbox, regions, a)
+            cand = _line_candidates(fnet, rng, n0, fbox, regions, a)
         gain = g.offer(cand)
         rate[kind] = 0.7 * rate[kind] + 0.3 * gain / (1 + len(cand) / 32)  # points offered: a deterministic cost
         stale = 0 if gain else stale + 1
@@ -379,10 +412,10 @@ def walk_lower_bound(net: Network, start: Sequence[Sequence[flint.fmpq]], box: B
         return 0, p, []
     # the witness, ranked once more from scratch, mod p and mod a word-size prime: the larger is reported
     X = g.points
-    st, avoid = activation_state(net, X), data_denominator(net, X)
-    best = (rank_mod_p(gamma_mod_p(net, X, st.pattern, FixedEdges({}), p, avoid), p), p)
+    (pattern, _), avoid = J.state(X), J.denominator(X)
+    best = (rank_mod_p(J.mod_p(X, pattern, p, avoid), p), p)
     q = random_primes(1, avoid, random.Random(seed))[0]
-    best = max(best, (rank_mod_p(gamma_mod_p(net, X, st.pattern, FixedEdges({}), q, avoid), q), q))
+    best = max(best, (rank_mod_p(J.mod_p(X, pattern, q, avoid), q), q))
     if best[0] < g.rank:
         raise InvariantViolation(f"the kept rows are independent mod {p} but J(points) has rank {best[0]}")
     return best[0], best[1], X
@@ -418,11 +451,12 @@ class _Regions:
         return self.centers[self.where[k][int(rng.integers(len(self.where[k])))]]
 
 
-def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.random.Generator, n0: int,
-                     fbox: tuple[np.ndarray, np.ndarray] | None, regions: _Regions,
+def _line_candidates(fnet: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray]],
+                     rng: np.random.Generator, n0: int, fbox: tuple[np.ndarray, np.ndarray] | None, regions: _Regions,
                      origin: np.ndarray | None = None) -> np.ndarray:
     """Region points of the pieces of one random line (through ``origin`` if given) whose float activation
-    pattern is new (recorded in ``regions``)."""
+    pattern (of the kinked units) is new (recorded in ``regions``)."""
+    W, b, slopes, kinked = fnet
     d = rng.standard_normal(n0)
     d /= np.linalg.norm(d)
     if origin is not None:
@@ -436,12 +470,12 @@ def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.r
         tr = _t_range(a, d, fbox)
         if tr is None:
             return np.zeros((0, n0))
-    xs = a[None, :] + line_pieces(W, b, a, d, tr)[:, None] * d[None, :]
+    xs = a[None, :] + line_pieces(W, b, a, d, tr, slopes, kinked)[:, None] * d[None, :]
     h, codes = xs, []
     for l in range(len(W) - 1):
         z = h @ W[l].T + b[l]
-        codes.append(z > 0)
-        h = np.maximum(z, 0.0)
+        codes.append((z > 0)[:, kinked[l]])
+        h = _act(z, slopes, l)
     code = np.concatenate(codes, axis=1) if codes else np.zeros((len(xs), 0), dtype=bool)
     fresh, keys = [], set()
     for i in range(len(xs)):
@@ -455,7 +489,7 @@ def _line_candidates(W: Sequence[np.ndarray], b: Sequence[np.ndarray], rng: np.r
         regions.add(code[i], xs[i])
     if not fresh:
         return np.zeros((0, n0))
-    pts = region_points(W, b, xs[fresh])
+    pts = region_points(W, b, xs[fresh], slopes, kinked)
     if fbox is not None:
         pts = pts[np.all(pts >= fbox[0], axis=1) & np.all(pts <= fbox[1], axis=1)]
     return pts

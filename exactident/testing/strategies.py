@@ -120,7 +120,7 @@ class KnownCase:
         or change a rank (the ``near-kink``, ``rescaled`` and ``float32-trap`` families are built so
         that it can); :func:`~exactident.testing.agree.assert_rank_agrees` says when that is the cause.
         """
-        from exactident.numeric.numpy_backend import to_float_network, to_float_sample
+        from exactident.numeric.float_network import to_float_network, to_float_sample
 
         net = self.case.network
         fnet = to_float_network(net, dtype)

@@ -26,9 +26,10 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
-  needs a verified ``dead_units``, ``constant_units``, ``submersion``, ``entering_submersion`` or ``line``
-  part (a ``dead_units``, ``constant_units`` or ``line`` line states its segment ``t0``, checked exactly;
-  a ``line`` part's probe must move, :func:`exactident.verify.constrained_parts.check_graph_line`);
+  needs a verified ``dead_units``, ``constant_units``, ``slope_lines``, ``submersion``, ``entering_submersion``
+  or ``line`` part (a ``dead_units``, ``constant_units``, ``slope_lines`` or ``line`` line states its segment
+  ``t0``, checked exactly; a ``line`` part's probe must move,
+  :func:`exactident.verify.constrained_parts.check_graph_line`);
   no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
   plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
 - ``rules``: only the ``decided_by`` rule may be ``decided``, and Theorem 8 must be ``not-applicable``
@@ -132,6 +133,8 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
                                     "rank_x": NAT}),
         "dead_units": Obj({"kind": Enum("dead-units"), "parameter": NAT, "name": STR, "units": UNITS,
                            "direction": Enum("-1"), "t0": Null(Rational()), **WITNESS}),
+        "slope_lines": Obj({"kind": Enum("slope-lines"), "parameter": NAT, "name": STR, "units": UNITS,
+                            "direction": Enum("1"), "t0": Null(Rational()), **WITNESS}),
         "constant_units": Obj({"kind": Enum("constant-units"), "units": UNITS, "value": Rational(),
                                "delta": List(Tuple(NAT, Rational())), "names": List(STR), "t0": Null(Rational()),
                                **WITNESS}),
@@ -140,7 +143,7 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
     "rules": List(Obj({"rule": STR, "status": Enum("decided", "tried", "not-applicable", "not-run"), "why": STR}))})
 #: ``decided_by`` values a constrained report may carry, with the verdict each gives.
 RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-units": "not-identifiable",
-         "constant-units": "not-identifiable", "submersion": "not-identifiable",
+         "constant-units": "not-identifiable", "slope-lines": "not-identifiable", "submersion": "not-identifiable",
          "entering-submersion": "not-identifiable", "line": "not-identifiable", "none": "inconclusive"}
 
 
@@ -299,7 +302,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         if pat["cs"] is not None:
             claim(f"patterns[{m}].cs", cs_from_bounds(lo, hi, sym.dim_free), pat["cs"])
     line_ok = {}
-    for key in ("dead_units", "constant_units", "submersion", "entering_submersion", "line"):
+    for key in ("dead_units", "constant_units", "slope_lines", "submersion", "entering_submersion", "line"):
         if key not in cert:
             continue
         if key == "line":
@@ -307,7 +310,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             t0 = cert[key]["t0"]
             why = (f"the outputs on X are constant along theta + t delta for "
                    f"{'every t >= 0' if t0 is None else f'0 <= t <= t0 = {t0}'} and f(x*) moves at the probe")
-        elif key in ("dead_units", "constant_units"):
+        elif key in ("dead_units", "constant_units", "slope_lines"):
             bad = check_line_part(facts, key, cert[key])
             t0 = cert[key]["t0"]
             why = (f"the outputs on X are constant along theta + t delta for "
@@ -346,7 +349,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     elif verdict == "not-identifiable":
         if not not_identifiable:
             fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units, "
-                         "constant_units, submersion, entering_submersion or line), verified")
+                         "constant_units, slope_lines, submersion, entering_submersion or line), verified")
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
     # the rule shared with the MLP: no verdict weaker than (or opposite to) what the certificate proves

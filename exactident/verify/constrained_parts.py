@@ -1,5 +1,5 @@
 """Certificate parts of a constrained network's report, re-checked exactly: ``free_rank``, ``dead_units``,
-``constant_units``, ``line`` (:func:`check_graph_line`).
+``constant_units``, ``slope_lines``, ``line`` (:func:`check_graph_line`).
 
 Helpers of :mod:`exactident.verify.constrained`; every fact comes from
 :class:`~exactident.verify.constrained_facts.ConstrainedFacts` (the verifier's own computation).
@@ -28,6 +28,9 @@ Helpers of :mod:`exactident.verify.constrained`; every fact comes from
     so every ``theta + t delta`` with small ``t > 0`` computes another function (``delta`` outside
     ``S_H`` alone would not show it: a unit dead on every input, or any other symmetry the family has
     and ``S_H`` does not list, moves theta and keeps the function).
+``slope_lines`` ``{parameter, name, units, direction: "1", t0, eps, x, f_0, f_eps}``
+    The same line check with ``delta = +e_parameter``, a PReLU slope: the units listed carry that slope and
+    are ``>= 0`` on every sample (the verifier's own forward pass).
 """
 
 from __future__ import annotations
@@ -214,24 +217,42 @@ def _units_output(facts: ConstrainedFacts, units: Sequence[Sequence[int]], value
     return fails
 
 
+def _slope_units(facts: ConstrainedFacts, units: Sequence[Sequence[int]], j: int, where: str) -> list[str]:
+    """Failures unless every listed unit has the PReLU slope ``theta_j`` and ``z >= 0`` on every sample."""
+    cn, fails = facts.cn, []
+    for u, (l, v) in enumerate(units):
+        if not (1 <= l < cn.L and 0 <= v < cn.widths[l]) or int(cn.slope_index[l - 1][v]) != j:
+            fails.append(f"{where}[{u}]: ({l}, {v}) is not a unit with the slope theta_{j}")
+            continue
+        Z, _S = facts.forward[l - 1]
+        if any(Z[i, v] < 0 for i in range(Z.nrows())):
+            fails.append(f"{where}[{u}]: unit ({l}, {v}) is negative on some sample")
+    return fails
+
+
 def _name(facts: ConstrainedFacts, j: int) -> str:
     names = facts.cn.param_names
     return names[j] if names else f"theta_{j}"
 
 
 def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> list[str]:
-    """Failures of a ``dead_units`` or ``constant_units`` part (empty: theta is not locally identifiable)."""
+    """Failures of a ``dead_units``, ``constant_units`` or ``slope_lines`` part (empty: theta is not locally
+    identifiable)."""
     cn, k, where = facts.cn, facts.cn.n_params, f"certificate.{key}"
     zero = flint.fmpq(0)
     delta = [zero] * k
-    if key == "dead_units":
+    if key in ("dead_units", "slope_lines"):
         j = part["parameter"]
         if j >= k:
             return [f"{where}.parameter: {j} is not a parameter (n_params = {k})"]
         if part["name"] != _name(facts, j):
             return [f"{where}.name: theta_{j} is {_name(facts, j)!r}, the certificate says {part['name']!r}"]
-        delta[j] = flint.fmpq(-1)
-        fails = _units_output(facts, part["units"], zero, f"{where}.units")
+        if key == "slope_lines":
+            delta[j] = flint.fmpq(1)
+            fails = _slope_units(facts, part["units"], j, f"{where}.units")
+        else:
+            delta[j] = flint.fmpq(-1)
+            fails = _units_output(facts, part["units"], zero, f"{where}.units")
     else:
         fails = []
         if len(part["names"]) != len(part["delta"]):

@@ -290,6 +290,9 @@ CERTIFICATE = Obj({}, {
                        "rank_xy": NAT}),
     "entering_submersion": Obj({"kind": Enum("entering-submersion"), "active": List(BOOL),
                                 "delta": List(Tuple(NAT, RAT)), "y": List(RAT), "prime": NAT, "rank_x": NAT}),
+    "slope_lines": Obj({"kind": Enum("slope-lines"), "parameter": NAT, "name": STR, "units": List(Tuple(LAYER, NAT)),
+                        "direction": Enum("1"), "t0": Null(RAT), "eps": RAT, "x": List(RAT), "f_0": List(RAT),
+                        "f_eps": List(RAT)}),
     "constant_units": Obj({"kind": Enum("constant-units"), "units": List(Tuple(LAYER, NAT)), "value": RAT,
                            "delta": List(Tuple(NAT, RAT)), "names": List(STR), "t0": Null(RAT), "eps": RAT,
                            "x": List(RAT),
@@ -311,7 +314,7 @@ KERNEL_BLOCK = Obj({"resolution": Null(NAT), "rank_gamma": NAT,
 VERDICT = Enum("identifiable", "not-identifiable", "inconclusive", "degenerate")
 RULE = Enum("theorem-9", "boundary-cs", "theorem-8", "boundary-entering", "line", "dead-neuron", "untouched-input",
             "proportional-neurons", "always-active-block", "unpinned-hyperplane", "degenerate", "none", "free-rank",
-            "dead-units", "constant-units", "submersion", "entering-submersion")
+            "dead-units", "constant-units", "slope-lines", "submersion", "entering-submersion")
 #: ``exactident-report/1`` as ``check --json`` and ``explain --json`` write it (docs/cli.md).
 REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "format": Enum("exactident-report/1"), "widths": List(Int(1)), "n_samples": NAT, "dim": NAT,

@@ -1,0 +1,209 @@
+"""The verifier's own symmetries of linear units: ``S_H`` widened by the affine group of linear units.
+
+Recomputed from the compiled network alone, by another route than the engine's
+(:mod:`exactident.model.linear_symmetry` solves bilinear forms entry by entry): here every *unit*
+generator (one entry of a mixing matrix ``E_l``, or of a translation ``c_l``) is applied entry by entry
+to the fixed part ``C`` of the network (with its constant move ``b_l[Lin[a]] += 1``) and to every column
+``T_j`` it reads, and its *defect* there (the moves of fixed entries, and of each tied entry against the
+first entry of its parameter) is a column of one matrix.  The field is affine in ``theta'``
+(``delta(g; C) + sum_j theta'_j delta_1(g; T_j)``), so a generator keeps the family ``W = T theta + c`` for
+every ``theta'`` exactly when all these defects vanish: the admissible generators are the nullspace of
+that matrix (exact, Q).  Their fields at ``theta``, pulled back to ``theta``, are added to the
+rescalings' ``S_H``.
+
+A linear unit has its slope fixed at 1; the mixing matrix of a layer is used only when it has at most
+``MAX_MIXED_UNITS`` (24) linear units, as the engine's rule says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import lcm
+
+import flint
+import numpy as np
+
+from exactident.model.constrained import ConstrainedNetwork
+
+__all__ = ["MAX_MIXED_UNITS", "stretch_basis"]
+
+#: The engine's rule (docs/theory.md): layers with more linear units get translations only.
+MAX_MIXED_UNITS = 24
+
+
+def _linear(cn: ConstrainedNetwork) -> dict[int, list[int]]:
+    out = {}
+    for l in range(1, cn.L):
+        lin = [v for v in range(cn.widths[l])
+               if int(cn.slope_index[l - 1][v]) < 0 and cn.negative_slope[l - 1][v] == 1]
+        if lin:
+            out[l] = lin
+    return out
+
+
+def _dense_at(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq] | None, only: int | None = None):
+    """Accessors ``W(l, i, k)``, ``b(l, i)`` of the dense network: at ``theta``, or (``theta`` None) the fixed
+    part ``C`` (free entries 0), or the column ``T_only`` (1 where the entry is ``theta_only``, else 0)."""
+    zero, one = flint.fmpq(0), flint.fmpq(1)
+
+    def value(idx: int, fixed: flint.fmpq) -> flint.fmpq:
+        if only is not None:
+            return one if idx == only else zero
+        if idx < 0:
+            return fixed
+        return theta[idx] if theta is not None else zero
+
+    def W(l: int, i: int, k: int) -> flint.fmpq:
+        return value(int(cn.W_index[l - 1][i, k]), cn.W[l - 1][i, k])
+
+    def b(l: int, i: int) -> flint.fmpq:
+        return value(int(cn.b_index[l - 1][i]), cn.b[l - 1][i])
+    return W, b
+
+
+def _field(cn: ConstrainedNetwork, lin: dict[int, list[int]], gen: tuple, Ws, bs,
+           const: bool = True) -> dict[tuple, flint.fmpq]:
+    """The dense move of one unit generator at the network ``(Ws, bs)`` (accessors): ``("E", l, a, b)`` or
+    ``("c", l, a)``; ``const`` adds the move that does not depend on the network (``b_l[Lin[a]] += 1``)."""
+    out: dict[tuple, flint.fmpq] = {}
+
+    def add(key: tuple, value: flint.fmpq) -> None:
+        if value != 0:
+            out[key] = out.get(key, flint.fmpq(0)) + value
+
+    l = gen[1]
+    units = lin[l]
+    if gen[0] == "E":  # E = e_a e_b^T: row Lin[a] of W_l, b_l gains row Lin[b]; column Lin[b] of W_{l+1} loses
+        # column Lin[a]
+        _, _, a, b = gen
+        src, dst = units[b], units[a]
+        for k in range(cn.widths[l - 1]):
+            add(("W", l, dst, k), Ws(l, src, k))
+        add(("b", l, dst), bs(l, src))
+        for i in range(cn.widths[l + 1]):
+            add(("W", l + 1, i, src), -Ws(l + 1, i, dst))
+    else:  # c = e_a: b_l[Lin[a]] += 1, b_{l+1} -= W_{l+1}[:, Lin[a]]
+        _, _, a = gen
+        if const:
+            add(("b", l, units[a]), flint.fmpq(1))
+        for i in range(cn.widths[l + 1]):
+            add(("b", l + 1, i), -Ws(l + 1, i, units[a]))
+    return out
+
+
+def _param(cn: ConstrainedNetwork, key: tuple) -> int:
+    if key[0] == "W":
+        return int(cn.W_index[key[1] - 1][key[2], key[3]])
+    return int(cn.b_index[key[1] - 1][key[2]])
+
+
+def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[list[flint.fmpq]]:
+    """Directions in ``theta`` spanning the admissible linear-unit symmetries' tangents at ``theta`` (Q).
+
+    Every returned direction moves no fixed entry and ties' entries alike (checked: a direction that would
+    not is dropped, which only makes ``dim_free`` larger).
+    """
+    lin = _linear(cn)
+    if not lin:
+        return []
+    k = cn.n_params
+    gens: list[tuple] = []
+    for l, units in lin.items():
+        m = len(units)
+        if m <= MAX_MIXED_UNITS:
+            gens += [("E", l, a, b) for a in range(m) for b in range(m)]
+        gens += [("c", l, a) for a in range(m)]
+    count = np.zeros(k, dtype=np.int64)  # entries per parameter, slopes included (they never move)
+    for I in [*cn.W_index, *cn.b_index, *cn.slope_index]:
+        I = np.asarray(I)
+        count += np.bincount(I[I >= 0], minlength=k)
+    touching: set[int] = set()
+    for l, units in lin.items():
+        for I in (np.asarray(cn.W_index[l - 1])[units, :], np.asarray(cn.b_index[l - 1])[units],
+                  np.asarray(cn.W_index[l])[:, units], np.asarray(cn.b_index[l])):
+            touching.update(int(j) for j in I.ravel() if j >= 0)
+    # the field is affine in theta': delta(g; C) + sum_j theta'_j delta_1(g; T_j); in image T for every theta'
+    # iff the part at C (with the constant move) and every delta_1(g; T_j) are.  delta_1(g; T_j) is 0 unless
+    # theta_j has an entry that g reads: row Lin[b] of W_l or b_l (E[a, b]), column Lin[a] of W_{l+1} (both)
+    reads: dict[int, set[int]] = {}
+    for g, gen in enumerate(gens):
+        l, units = gen[1], lin[gen[1]]
+        if gen[0] == "E":
+            row, col = units[gen[3]], units[gen[2]]
+            ids = [*np.asarray(cn.W_index[l - 1])[row, :], np.asarray(cn.b_index[l - 1])[row],
+                   *np.asarray(cn.W_index[l])[:, col]]
+        else:
+            ids = list(np.asarray(cn.W_index[l])[:, units[gen[2]]])
+        for j in ids:
+            if j >= 0:
+                reads.setdefault(int(j), set()).add(g)
+    entries: dict[int, list[tuple]] = {}  # every entry of the parameters a field can move
+    for l in range(1, cn.L + 1):
+        for (i, kk), j in np.ndenumerate(np.asarray(cn.W_index[l - 1])):
+            if j >= 0 and int(j) in touching:
+                entries.setdefault(int(j), []).append(("W", l, i, kk))
+        for i, j in enumerate(np.asarray(cn.b_index[l - 1])):
+            if j >= 0 and int(j) in touching:
+                entries.setdefault(int(j), []).append(("b", l, i))
+    for l in range(1, cn.L):
+        for v, j in enumerate(np.asarray(cn.slope_index[l - 1])):
+            if j >= 0 and int(j) in touching:
+                entries.setdefault(int(j), []).append(("a", l, v))
+    points = [(None, range(len(gens)))] + [(j, sorted(reads[j])) for j in sorted(reads)]
+    defects: dict[tuple, dict[int, flint.fmpq]] = {}  # defect coordinate -> {generator: value}
+    for p, (only, which) in enumerate(points):
+        Ws, bs = _dense_at(cn, None, only)
+        for g in which:
+            field = _field(cn, lin, gens[g], Ws, bs, const=only is None)
+            moved: set[int] = set()
+            for key, value in field.items():
+                j = _param(cn, key)
+                if j < 0:  # a fixed entry must not move
+                    defects.setdefault((p, key), {})[g] = value
+                else:
+                    moved.add(j)
+            for j in moved:  # every entry of theta_j moves as its first one (slopes and far entries: 0)
+                es = sorted(entries[j])
+                first = field.get(es[0], flint.fmpq(0))
+                for key in es[1:]:
+                    d = field.get(key, flint.fmpq(0)) - first
+                    if d != 0:
+                        defects.setdefault((p, j, key), {})[g] = d
+    rows = list(defects.values())
+    if rows:
+        D = flint.fmpz_mat(len(rows), len(gens))
+        for r, row in enumerate(rows):  # each row scaled to integers: the nullspace is the same
+            scale = lcm(*(int(q.q) for q in row.values()))
+            for g, q in row.items():
+                D[r, g] = int(q * scale)
+        N, nullity = D.nullspace()
+        admissible = [[flint.fmpq(N[g, c]) for g in range(len(gens))] for c in range(int(nullity))]
+    else:
+        admissible = [[flint.fmpq(int(g == c)) for g in range(len(gens))] for c in range(len(gens))]
+    Ws, bs = _dense_at(cn, theta)
+    fields = [_field(cn, lin, gen, Ws, bs) for gen in gens]
+    out = []
+    for coeffs in admissible:
+        dense: dict[tuple, flint.fmpq] = {}
+        for g, c in enumerate(coeffs):
+            if c != 0:
+                for key, value in fields[g].items():
+                    dense[key] = dense.get(key, flint.fmpq(0)) + c * value
+        direction = [flint.fmpq(0)] * k
+        ok = True
+        seen: dict[int, flint.fmpq] = {}
+        for key, value in dense.items():
+            if value == 0:
+                continue
+            j = _param(cn, key)
+            if j < 0 or seen.get(j, value) != value:
+                ok = False
+                break
+            seen[j] = value
+            direction[j] = value
+        if ok and any(len([1 for key, v in dense.items() if v != 0 and _param(cn, key) == j]) < count[j]
+                      for j in seen):
+            ok = False  # an entry of theta_j that does not move (a slope, or outside the blocks)
+        if ok and seen:
+            out.append(direction)
+    return out
