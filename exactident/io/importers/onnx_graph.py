@@ -331,9 +331,9 @@ def onnx_graph_reference(og: OnnxLayerGraph, path: str = "") -> Any:
     Raises
     ------
     CaseFormatError
-        When the returned function runs and the reference evaluator fails on the model or the sample (one line naming ``path``; e.g. its
-        ``MaxPool`` with ``pads`` indexes past its own output in onnx 1.23): the import is not checked,
-        so it is refused rather than trusted.
+        When the returned function runs and the reference evaluator fails on the model or the sample
+        (one line naming ``path``; e.g. its ``MaxPool`` with ``pads`` indexes past its own output in
+        onnx 1.23): the import is not checked, so it is refused rather than trusted.
     """
     from onnx.reference import ReferenceEvaluator
 
