@@ -181,6 +181,38 @@ def test_onnx_bad_maxpool_nodes_exit_2_one_line(tmp_path, capsys, attrs, outputs
     assert words in err, err
 
 
+def test_onnx_reference_failure_is_one_line_not_an_internal_error(tmp_path, capsys):
+    """A padded MaxPool (kernel 2, stride 1, pads [1, 1]) after a leaky ReLU of negative slope (not moved after the
+    pooling): onnx 1.23's ReferenceEvaluator indexes past its own output on it (IndexError).  The import cannot be
+    forward-checked then, so it is refused in one line (exit 2), never an internal error (exit 70); where the
+    evaluator runs, the import must succeed and match it."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    W = numpy_helper.from_array(np.ones((1, 6), np.float32), "W")
+    nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], name="act", alpha=-0.5),
+             helper.make_node("MaxPool", ["a"], ["y"], name="pool", kernel_shape=[2], strides=[1], pads=[1, 1]),
+             helper.make_node("Flatten", ["y"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "W"], ["out"], name="fc", transB=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 5])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["n", 1])], [W])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(model, tmp_path / "m.onnx")
+    X = RNG.standard_normal((3, 1, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", X)
+    argv = ["import", str(tmp_path / "m.onnx"), "--sample", str(tmp_path / "x.npy"), "-o", str(tmp_path / "m.json")]
+    try:
+        ReferenceEvaluator(model).run(None, {"x": X})
+    except Exception:  # the evaluator's own failure (onnx 1.23.2)
+        err = bad_input_error(capsys, argv)
+        assert "onnx.reference cannot run the model on the sample" in err, err
+    else:
+        from exactident.cli import main
+
+        assert main(argv) == 0
+
+
 def test_keras_unknown_padding_mode_is_named(keras, tmp_path, capsys):
     import zipfile
 

@@ -23,7 +23,11 @@ Helpers of :mod:`exactident.verify.constrained`; every fact comes from
     unit keeps its side on the open segment; ``delta`` is not in ``S_H``, so for small ``t`` the point is not
     a rescaling of ``theta`` (the rescaling orbit is an embedded manifold whose tangent is ``S_H``):
     theta is not locally identifiable.  The witness ``f(x)`` at ``t = 0`` and ``t = eps`` is
-    recomputed and must be what the report says, and differ.
+    recomputed and must be what the report says, and differ; ``eps > 0``, and ``f(x)`` along the
+    line, run as polynomials in ``t`` (the shared primitive), is not constant for small ``t > 0``:
+    so every ``theta + t delta`` with small ``t > 0`` computes another function (``delta`` outside
+    ``S_H`` alone would not show it: a unit dead on every input, or any other symmetry the family has
+    and ``S_H`` does not list, moves theta and keeps the function).
 ``slope_lines`` ``{parameter, name, units, direction: "1", t0, eps, x, f_0, f_eps}``
     The same line check with ``delta = +e_parameter``, a PReLU slope: the units listed carry that slope and
     are ``>= 0`` on every sample (the verifier's own forward pass).
@@ -294,6 +298,12 @@ def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> 
         return [f"{where}.x: {len(x)} entries for {cn.widths[0]} inputs"]
     theta = cn.theta()
     eps = rational(part["eps"])
+    if eps <= 0:
+        return [f"{where}.eps: {eps} is not positive (the witness must lie on the segment's side t > 0)"]
+    # f(x) must move for every small t > 0 (a nonconstant polynomial there): f_0 != f_eps alone proves nothing
+    # about small t (the point theta + eps delta may be far, or the function may change only past a kink)
+    if not line_along(cn, [x], delta).moving():
+        return [f"{where}.x: f(x) is constant along the line for small t > 0: no change of function shown"]
     f0 = outputs_at(cn, x, theta)
     f1 = outputs_at(cn, x, [t + eps * d for t, d in zip(theta, delta)])
     for label, found, claimed in (("f_0", f0, part["f_0"]), ("f_eps", f1, part["f_eps"])):

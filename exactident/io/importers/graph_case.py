@@ -148,7 +148,7 @@ def import_graph(source: str, fmt: str, sample: Any, rows: slice | None, name: s
             from exactident.io.importers.onnx_graph import onnx_graph_reference, read_onnx_graph
 
             og = read_onnx_graph(source, limit, fold_batchnorm)
-            graph, ref = og.graph, onnx_graph_reference(og)
+            graph, ref = og.graph, onnx_graph_reference(og, source)
         else:
             from exactident.io.importers.keras_graph import read_keras_graph
 

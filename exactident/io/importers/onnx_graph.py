@@ -325,9 +325,19 @@ def read_onnx_graph(path: str, max_bytes: int, fold_batchnorm: bool = False) -> 
                           int(dims[0]) if dims[0] else None)
 
 
-def onnx_graph_reference(og: OnnxLayerGraph) -> Any:
-    """``onnx.reference.ReferenceEvaluator`` on the model, up to the logits, as a forward-check reference."""
+def onnx_graph_reference(og: OnnxLayerGraph, path: str = "") -> Any:
+    """``onnx.reference.ReferenceEvaluator`` on the model, up to the logits, as a forward-check reference.
+
+    Raises
+    ------
+    CaseFormatError
+        When the returned function runs and the reference evaluator fails on the model or the sample
+        (one line naming ``path``; e.g. its ``MaxPool`` with ``pads`` indexes past its own output in
+        onnx 1.23): the import is not checked, so it is refused rather than trusted.
+    """
     from onnx.reference import ReferenceEvaluator
+
+    from exactident.io.importers.common import clean_message
 
     def run(Xf: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], str]:
         Xin = Xf.astype(og.input_dtype)
@@ -340,7 +350,12 @@ def onnx_graph_reference(og: OnnxLayerGraph) -> Any:
             n = len(chunk)
             if n < step:
                 chunk = np.concatenate([chunk, np.zeros((step - n, *chunk.shape[1:]), chunk.dtype)])
-            res: Any = ev.run(None, {og.input_name: chunk}, intermediate=True)
+            try:
+                res: Any = ev.run(None, {og.input_name: chunk}, intermediate=True)
+            except Exception as exc:  # the reference evaluator's own failure, not the model's
+                raise CaseFormatError(path, "", f"onnx.reference cannot run the model on the sample, so the import "
+                                                f"cannot be forward-checked ({type(exc).__name__}: "
+                                                f"{clean_message(exc)})") from None
             parts.append(np.asarray(res[og.logits], dtype=np.float64).reshape(step, -1)[:n])
         Y = np.concatenate(parts)
         dtypes = [og.graph.weight_dtype(), str(np.dtype(og.input_dtype).name)]
