@@ -1,5 +1,5 @@
 """The chart ``{delta_F = 0}`` across the symmetries ``S_H``: the gauge ``F``, kernels of ``Gamma_free`` in it, and a
-certificate's direction taken into it (docs/explain.md, "Layer graphs").
+certificate's direction taken into it (docs/explain.md, "Constrained networks").
 
 ``S_H`` (:func:`exactident.model.symmetry.rescaling_symmetry`: the rescalings the family keeps, and the bias
 translations and linear maps of its linear units) is in ``ker Gamma_free(s)`` for every tie resolution ``s``,

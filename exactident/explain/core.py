@@ -365,7 +365,7 @@ def add_explanation(case: Case, report: Report, *, seed: int | None = 0) -> Expl
 def explain_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], report: Report, *,
                         seed: int | None = 0) -> ConstrainedExplanation:
     """Explain ``report`` (``check``'s report on the layer graph ``cn`` and ``X``): classes, units, channels,
-    kernel directions in the chart (docs/explain.md, "Layer graphs").
+    kernel directions in the chart (docs/explain.md, "Constrained networks").
 
     Parameters
     ----------
