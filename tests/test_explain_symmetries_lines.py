@@ -97,8 +97,9 @@ def test_linear_units_mixed_symmetries_are_named_by_kind():
     case, report, ex, d = _explained(obj)
     counts, dim_sh = _kinds(ex)
     assert counts == {"rescaling": 2, "bias-translation": 2, "linear-map": 1} and dim_sh == 5
-    # f(x) = sum_v W2[v] (W1[v] x + b1[v]) + b2: columns (W2 x, W2 ... ) in (W1[0], W1[1], b1[0], b1[1], W2[0], W2[1], b2)
-    rows = [[W2[0] * x, W2[1] * x, W2[0], W2[1], W1[0] * x + b1[0], W1[1] * x + b1[1], F(1)] for x in (F(-1), F(1), F(2))]
+    # f(x) = sum_v W2[v] (W1[v] x + b1[v]) + b2; columns (W1[0], W1[1], b1[0], b1[1], W2[0], W2[1], b2)
+    rows = [[W2[0] * x, W2[1] * x, W2[0], W2[1], W1[0] * x + b1[0], W1[1] * x + b1[1], F(1)]
+            for x in (F(-1), F(1), F(2))]
     assert _rank(rows) == 2 == 7 - dim_sh == report.dim
     assert report.verdict == "identifiable" and _valid(case, d)[0]
 
