@@ -22,8 +22,7 @@ from exactident.progress import showing
 
 if TYPE_CHECKING:
     from exactident.crosscheck.core import CaseCrosscheck
-    from exactident.explain.constrained import ConstrainedExplanation
-    from exactident.explain.core import Explanation
+    from exactident.explain.core import ConstrainedExplanation, Explanation
     from exactident.explain.design import Design
     from exactident.io.case import Case
     from exactident.io.report import Report
@@ -71,7 +70,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         kernel directions, all exact.  ``.report`` is the report, with the fields ``parameters``,
         ``neurons``, ``kernel_basis`` and ``explanation`` added (so ``.report.parameters_frame()``
         has the classes).  A layer graph beyond the plain ReLU MLP gets a
-        :class:`~exactident.explain.constrained.ConstrainedExplanation`: per free parameter (named as
+        :class:`~exactident.explain.core.ConstrainedExplanation`: per free parameter (named as
         the framework names it), per unit and per convolution channel (report fields ``parameters``,
         ``units``, ``channels``, ``kernel_basis``, ``explanation``).
 

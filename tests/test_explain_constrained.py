@@ -14,8 +14,7 @@ from constrained_oracle import Q, oracle_forward, oracle_rank, random_constraine
 
 from exactident.check_constrained import check_constrained
 from exactident.cli import main
-from exactident.explain.constrained import explain_constrained
-from exactident.explain.core import Explanation, explain
+from exactident.explain.core import Explanation, explain, explain_constrained
 from exactident.io.case import parse_case
 from exactident.model.constrained import from_network
 from exactident.model.gamma_free import free_state
@@ -396,7 +395,7 @@ def test_constant_unit_certificate_is_taken_into_the_chart(monkeypatch):
 def test_past_the_kernel_cap_classes_are_unknown_and_say_why(monkeypatch):
     """With the exact kernel out of budget, every parameter outside the gauge is unknown (no kernel claimed), the
     reason names the size, and the report still verifies."""
-    import exactident.explain.constrained as mod
+    import exactident.explain.core as mod
     from exactident.verify.certificate import verify_certificate
 
     monkeypatch.setattr(mod, "MAX_CONSTRAINED_KERNEL_ENTRIES", 3)

@@ -33,7 +33,7 @@ the sums of their counts, its dead positions, the parameters that enter only its
 bias and PReLU slope) with the count of each class, and the channel's ``local_rank`` over all positions
 against ``local_full``, beside the best single position's.  All exact (Q, FLINT ranks).
 
-Called by :mod:`exactident.explain.core` and :mod:`exactident.explain.constrained`.
+Called by :mod:`exactident.explain.core`.
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ def channel_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     cn, X, state
         As for :func:`unit_entries`.
     units : from :func:`unit_entries`
-    parameters : the report field ``parameters`` (:mod:`exactident.explain.constrained`), in theta order
+    parameters : the report field ``parameters`` (:func:`exactident.explain.parameters.classify_free`), in theta order
 
     Returns
     -------

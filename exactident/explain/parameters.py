@@ -20,6 +20,16 @@ fixed edges are listed as ``fixed``) gets one class:
 Kernel bases are exact (:mod:`exactident.explain.kernel`); theta in ``S`` makes
 every free parameter ``unknown`` (the theorems do not apply).
 
+A layer graph (``W = T theta + c``, :mod:`exactident.model.constrained`) has the free
+parameters ``theta_j`` as coordinates and the chart ``{delta_F = 0}`` across its
+symmetries ``S_H`` (:mod:`exactident.explain.chart`); :func:`classify_free` puts each in
+``gauge``, ``identifiable`` (``by: free-rank``), ``not-identifiable`` (``by``: the
+certificate whose line, or entering direction, taken into the chart moves it: ``line``,
+``slope-lines``, ``dead-units``, ``constant-units``, ``entering-submersion``, witness
+``certificate`` as for the MLP's certified line), ``first-order-determined``,
+``undetermined`` (a vector of some ``K_F(s)`` moves it: a first-order statement, as a
+symmetry beyond ``S_H`` may keep the function) or ``unknown``.
+
 Called by :mod:`exactident.explain.core`.
 """
 
@@ -35,10 +45,13 @@ from exactident.explain.kernel import layers_of
 from exactident.model.fixed_edges import FixedEdges, Parameter
 from exactident.model.network import Network
 
-__all__ = ["CLASSES", "MAX_LINE_WORK", "KernelBlock", "classify", "constant_line", "fixed_names"]
+__all__ = ["CLASSES", "FREE_CLASSES", "MAX_LINE_WORK", "FreeBlock", "KernelBlock", "classify", "classify_free",
+           "constant_line", "fixed_names"]
 
 #: The classes a free parameter can be put in by :func:`classify` (docs/explain.md).
 CLASSES = ("identifiable", "not-identifiable", "first-order-determined", "unknown", "fixed")
+#: The classes of a layer graph's free parameter (:func:`classify_free`).
+FREE_CLASSES = ("not-identifiable", "undetermined", "first-order-determined", "unknown", "identifiable", "gauge")
 #: The polynomial line test runs when ``n * dim`` is at most this (it costs about that many
 #: polynomial products per direction); above it only the one-layer lemma is used.
 MAX_LINE_WORK = 400_000
@@ -62,6 +75,29 @@ class KernelBlock:
     """
 
     resolution: int | None
+    rank: int
+    basis: list[list[int]]
+    lines: list[bool] = field(default_factory=list)
+
+
+@dataclass
+class FreeBlock:
+    """An exact basis of ``K_F(s) = ker Gamma_free(s) ∩ {delta_F = 0}`` for one tie resolution of a layer graph.
+
+    Attributes
+    ----------
+    active : list of bool or None
+        The side of each tie (the report's ``certificate.free_rank.ties`` order); None without ties.
+    rank : int
+        ``rank Gamma_free(s)`` over Q (exact: a minor nonsingular mod p and ``Gamma K = 0`` over Q).
+    basis : list of list of int
+        ``dim_free - rank`` integer vectors over ``theta`` (zero on the gauge).
+    lines : list of bool
+        Per vector: the outputs on ``X`` are exactly constant along ``theta + t delta`` for small ``|t|``
+        (:func:`exactident.explain.chart.one_layer_lines`).
+    """
+
+    active: list[bool] | None
     rank: int
     basis: list[list[int]]
     lines: list[bool] = field(default_factory=list)
@@ -196,3 +232,67 @@ def _why_unknown(blocks: Sequence[KernelBlock], moved: tuple[int, int] | None, c
         return (f"{where} moves it (direction {d}) to first order, but neither a straight line nor C_N failing "
                 "shows a curve of equal outputs on X that moves it")
     return f"{where} moves it (direction {d}), but no certificate covers that resolution"
+
+
+def classify_free(names: Sequence[str], gauge: Sequence[int], *, verdict: str, blocks: Sequence[FreeBlock],
+                  covers_all: bool, why_none: str, certified: tuple[str, Sequence[flint.fmpq]] | None
+                  ) -> list[dict[str, Any]]:
+    """The ``parameters`` entries of a layer graph (module docstring), one per ``theta_j`` in order.
+
+    Parameters
+    ----------
+    names : list of str
+        Names of the free parameters.
+    gauge : list of int
+        The gauge set ``F`` (:func:`exactident.explain.chart.gauge_parameters`).
+    verdict : str
+        The report's verdict.
+    blocks : list of FreeBlock
+        Exact bases of ``K_F(s)``, one per tie resolution computed.
+    covers_all : bool
+        ``blocks`` cover every tie resolution (needed for ``first-order-determined``).
+    why_none : str
+        Why no kernel was computed (the ``why`` of ``unknown``), when ``blocks`` is empty.
+    certified : (str, list of fmpq) or None
+        The verified certificate's kind and direction in the chart
+        (:func:`exactident.explain.chart.certificate_direction`); used for a ``not-identifiable`` verdict.
+
+    Returns
+    -------
+    list of dict
+        ``{name, index, class[, by][, witness][, line][, why]}``; ``witness`` is ``[block, direction]`` or
+        ``"certificate"``.
+
+    Examples
+    --------
+    ``v leaky(w x + b) + d`` with the gauge ``v`` and the certified line ``b += t, d -= 2 t``:
+
+    >>> cert = ("line", [flint.fmpq(v) for v in (0, 1, 0, -2)])
+    >>> blk = FreeBlock(None, 2, [[0, 1, 0, -2]], [False])
+    >>> [(e["class"], e.get("by")) for e in classify_free(["w", "b", "v", "d"], [2], verdict="not-identifiable",
+    ...     blocks=[blk], covers_all=True, why_none="", certified=cert)]
+    [('first-order-determined', None), ('not-identifiable', 'line'), ('gauge', None), ('not-identifiable', 'line')]
+    """
+    out = []
+    fixed = set(gauge)
+    for j, name in enumerate(names):
+        e: dict[str, Any] = {"name": name, "index": j}
+        moved = next(((b, d) for b, blk in enumerate(blocks) for d, vec in enumerate(blk.basis) if vec[j]), None)
+        line = next(((b, d) for b, blk in enumerate(blocks) for d, vec in enumerate(blk.basis)
+                     if vec[j] and blk.lines[d]), None)
+        if j in fixed:
+            e.update({"class": "gauge", "why": "held at its value to remove the symmetries S_H (the chart)"})
+        elif certified is not None and certified[1][j] != 0:
+            e.update({"class": "not-identifiable", "by": certified[0], "witness": "certificate"})
+        elif verdict == "identifiable":
+            e.update({"class": "identifiable", "by": "free-rank"})
+        elif moved is not None:
+            w = line or moved
+            e.update({"class": "undetermined", "witness": list(w), **({"line": True} if line else {})})
+        elif blocks and covers_all:
+            e["class"] = "first-order-determined"
+        else:
+            e.update({"class": "unknown", "why": why_none if not blocks else
+                      "the tie resolutions were not all enumerated, so no kernel covers every piece near theta"})
+        out.append(e)
+    return out

@@ -14,12 +14,14 @@ from typing import Any
 
 from exactident.explain.kernel import combination_text
 from exactident.io.report import Report, escape_nonprintable
+from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.symmetry import Symmetry
 
 # ``ex`` below is an :class:`exactident.explain.core.Explanation` (not imported: core imports this module).
 Explanation = Any
 
-__all__ = ["compress_names", "direction_texts", "explanation_lines", "framework_text", "render_constrained",
-           "render_explanation"]
+__all__ = ["compress_names", "direction_texts", "explanation_lines", "framework_text", "free_explanation_lines",
+           "plain_rules_line", "render_constrained", "render_explanation", "symmetry_text"]
 
 _NAME = re.compile(r"(W|b)_(\d+)\[(\d+)(?:,(\d+))?\]")
 
@@ -245,3 +247,81 @@ def render_constrained(report: Report, ex: Explanation, *, max_directions: int =
     lines += _directions("kernel directions in the chart", [esc(t) for t in texts], max_directions)
     lines.append(f"  ({ex.seconds:.2f}s after the report)")
     return "\n".join(lines) + "\n"
+
+
+def plain_rules_line(cn: ConstrainedNetwork) -> str:
+    """The one line saying which hypothesis of the plain MLP's rules fails on ``cn`` (so they are not applied).
+
+    ``C_N`` (Theorem 8), ``rank A`` and the per-neuron twins and couplings read off ``ker Gamma`` assume a
+    layered ReLU MLP with every weight and bias a free parameter; ``cn.features`` says what this network has
+    instead.
+
+    Examples
+    --------
+    >>> import flint, numpy as np
+    >>> cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])],
+    ...     [[flint.fmpq(-5)], [flint.fmpq(0)]], [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([-1])],
+    ...     [[flint.fmpq(1, 10)]], [np.array([-1])], 3, ("leaky ReLU", "fixed weights"))
+    >>> plain_rules_line(cn)
+    'not applied: C_N (Theorem 8), rank A and per-neuron twins and couplings need a layered ReLU MLP with every \
+weight and bias free; this network has leaky ReLU, fixed weights'
+    """
+    why = ", ".join(cn.features) if cn.features else "weights that are not all free and distinct"
+    return ("not applied: C_N (Theorem 8), rank A and per-neuron twins and couplings need a layered ReLU MLP "
+            f"with every weight and bias free; this network has {why}")
+
+
+def symmetry_text(sym: Symmetry) -> str:
+    """``S_H`` in words, each kind of symmetry counted (:meth:`exactident.model.symmetry.Symmetry.describe`).
+
+    >>> symmetry_text(Symmetry(6, 6, 2, 4, [], 1, 0, ["rescaling", "bias-translation"]))
+    '1 rescaling, 1 bias-translation through linear units (dim S_H = 2)'
+    >>> symmetry_text(Symmetry(4, 4, 0, 4))
+    'no symmetry (dim S_H = 0)'
+    """
+    if not sym.symmetry_dim:
+        return "no symmetry (dim S_H = 0)"
+    return f"{sym.describe()} (dim S_H = {sym.symmetry_dim})"
+
+
+def free_explanation_lines(report: Report, ex: Explanation, sym: Symmetry) -> list[str]:
+    """The readable lines of a layer graph's report field ``explanation`` (prose, not verified).
+
+    ``ex`` is a :class:`exactident.explain.core.ConstrainedExplanation`.
+    """
+    gauge = ", ".join(ex.names[j] for j in ex.gauge[:8]) + (" ..." if len(ex.gauge) > 8 else "")
+    out = [f"{sym.n_params} free parameters, symmetries kept by the family (S_H): {symmetry_text(sym)}, "
+           f"dim_free = {sym.dim_free}; gauge (held to remove S_H): {gauge or 'none'}"]
+    if report.verdict == "identifiable":
+        out.append(f"rank Gamma_free = dim_free on every tie resolution: all {sym.dim_free} parameters outside the "
+                   "gauge are identifiable (up to S_H)")
+    if len(ex.blocks) == 1:
+        blk = ex.blocks[0]
+        moved = sum(1 for j in range(sym.n_params) if any(vec[j] for vec in blk.basis))
+        out.append(f"ker Gamma_free in the chart (K_F) has dimension {len(blk.basis)} (rank {blk.rank}, dim_free = "
+                   f"{sym.dim_free}; exact basis, Gamma_free K = 0 checked over Q) and moves {moved} parameters"
+                   + (f"; {sum(blk.lines)} direction(s) keep the outputs on X exactly along a straight line"
+                      if any(blk.lines) else ""))
+    elif ex.blocks:
+        dims = sorted({len(b.basis) for b in ex.blocks})
+        moved = sum(1 for j in range(sym.n_params) if any(vec[j] for b in ex.blocks for vec in b.basis))
+        out.append(f"ker Gamma_free in the chart (K_F(s)) on each of the {len(ex.blocks)} tie resolutions s: dimension "
+                   f"{'/'.join(map(str, dims))} (exact bases, Gamma_free K = 0 checked over Q); together they move "
+                   f"{moved} parameters")
+    if report.verdict != "identifiable":
+        by = sorted({e["by"] for e in ex.parameters if e["class"] == "not-identifiable"})
+        out.append(f"parameters: {ex.count('not-identifiable')} not identifiable"
+                   + (f" (certificate: {', '.join(by)})" if by else " (certificate)")
+                   + f", {ex.count('undetermined')} undetermined (first order), {ex.count('first-order-determined')} "
+                   f"determined to first order, {ex.count('unknown')} unknown, {ex.count('gauge')} gauge")
+    dead = [u["name"] for u in ex.units if u["dead"]]
+    if dead:
+        out.append(f"dead units ({len(dead)}): " + ", ".join(dead[:8]) + (" ..." if len(dead) > 8 else ""))
+    const = [u["name"] for u in ex.units if u["constant"] and not u["dead"]]
+    if const:
+        out.append(f"constant units ({len(const)}): " + ", ".join(const[:8]) + (" ..." if len(const) > 8 else ""))
+    for c in ex.channels:
+        out.append(f"channel {c['name']}: {c['n_units']} positions, {c['n_dead']} dead; local rank {c['local_rank']} "
+                   f"of {c['local_full']} over all positions (best single position {c['best_position_rank']}); "
+                   + ", ".join(f"{n} {k}" for k, n in c["classes"].items()))
+    return out

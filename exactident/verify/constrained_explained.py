@@ -16,7 +16,8 @@ Nothing is trusted; from the compiled network and the sample, with the verifier'
   ``delta`` and ``-delta``;
 - each ``parameters`` entry's class against its witness: ``identifiable`` needs the identifiable
   verdict (itself verified); ``not-identifiable`` a verified certificate part of its ``by`` whose
-  direction, taken into the chart by subtracting its part in ``S_H``, moves the parameter;
+  direction (``-e_j`` for a dead-unit line, ``+e_j`` for a slope line, the listed ``delta`` otherwise),
+  taken into the chart by subtracting its part in ``S_H``, moves the parameter;
   ``first-order-determined`` complete blocks for every tie resolution, none moving it;
   ``undetermined`` a verified direction (its ``witness``) moving it;
 - each ``units`` and ``channels`` entry recomputed: sign counts, kind, slope, dead, silent, constant,
@@ -137,9 +138,10 @@ def _moved_by_certificate(facts: ConstrainedFacts, cert: dict[str, Any], key: st
         return set()
     k = facts.cn.n_params
     delta = [flint.fmpq(0)] * k
-    if key == "dead_units" and 0 <= int(part["parameter"]) < k:
-        delta[int(part["parameter"])] = flint.fmpq(-1)
-    for j, v in part.get("delta", []) if key != "dead_units" else []:
+    single = key in ("dead_units", "slope_lines")  # one parameter moved: lowered (dead unit), raised (slope)
+    if single and 0 <= int(part["parameter"]) < k:
+        delta[int(part["parameter"])] = flint.fmpq(-1 if key == "dead_units" else 1)
+    for j, v in part.get("delta", []) if not single else []:
         if 0 <= j < k:
             num, _, den = str(v).partition("/")
             delta[j] = flint.fmpq(int(num), int(den or 1))
@@ -318,8 +320,8 @@ def verify_constrained_explained(facts: ConstrainedFacts, report: dict[str, Any]
     rank_at : callable (sides, target) -> int
         The verifier's largest rank mod p of ``Gamma_free(s)`` over its primes.
     verified_parts : dict str -> bool
-        The certificate parts verified (``dead_units``, ``constant_units``, ``submersion``,
-        ``entering_submersion``).
+        The certificate parts verified (``dead_units``, ``constant_units``, ``slope_lines``, ``line``,
+        ``submersion``, ``entering_submersion``).
     """
     fails: list[str] = []
     shown = [k for k in ("parameters", "units", "channels", "kernel_basis") if k in report]
