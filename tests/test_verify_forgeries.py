@@ -509,7 +509,8 @@ def _campaign(n_mlp: int, n_graph: int, seed: int = 0) -> dict:
             break
         obj = _interval_mlp(s)
         case, rep = _report(obj, verdict_first=True)  # the interval the campaign mutates
-        if rep.get("rank_gamma_interval"):
+        iv = rep.get("rank_gamma_interval")
+        if iv and iv[1] - iv[0] >= 2:  # wide enough for every mutant ("too tight" at both ends)
             run_mlp(obj, case, rep, "mlp interval")
             found += 1
     found = 0
