@@ -14,9 +14,9 @@ import numpy as np
 
 from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.model.fixed_edges import fixed_edges
-from exactident.verify.arith import BadField
+from exactident.verify.arith import BadField, unknown_fields
 
-__all__ = ["closed_by"]
+__all__ = ["closed_by", "gamma_columns_mod_p", "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -112,3 +112,68 @@ def _fixed(net, entries: Any):
         return fixed_edges(net, {key: k for key, k in choice.items() if default.get(key) != k})
     except ExactIdentError as exc:  # a zero weight or a neuron that does not exist
         raise _Reject(f"fixed_edges: {exc}") from None
+
+
+def gamma_columns_mod_p(net, X, pattern, fixed, q: int, cols: np.ndarray, avoid: int, data: list) -> np.ndarray:
+    """``Gamma mod q`` on the free columns ``cols`` only (rows as ``gamma_mod_p``): ``D_l[:, v] h_{l-1}[j]``.
+
+    The backpropagation of :func:`exactident.model.gamma_modular.gamma_mod_p` (Prop. 10), then one
+    column per parameter: the cost of a kernel check on a sparse ``K`` is its support, not ``dim``.
+    ``data``: a cache list, empty or holding the case's ``ModularData`` (filled on first use).
+    """
+    from exactident.linalg.modular import require_prime
+    from exactident.model.fixed_edges import free_parameters
+    from exactident.model.gamma_modular import ModularData, _backprop_mod_p
+
+    require_prime(q, avoid)
+    data[:] = data or [ModularData(net, X)]
+    H, D = _backprop_mod_p(net, X, pattern, q, data[0])
+    params = free_parameters(net, fixed)
+    N_L = net.widths[-1]
+    out = np.empty((len(X) * N_L, len(cols)), dtype=np.int64)
+    for t, c in enumerate(cols):
+        prm = params[int(c)]
+        d = D[prm.l - 1][:, prm.i]
+        out[:, t] = d if prm.j is None else (d * np.repeat(H[prm.l - 1][:, prm.j], N_L)) % q
+    return out
+
+
+def zero_by_columns(columns_image: Callable[[int, np.ndarray], np.ndarray], K_int: list[dict[int, int]],
+                    primes: list[int], row_bound: int) -> bool:
+    """``M K = 0``, column ``K_c`` mod its own first primes, ``M`` read on ``K``'s support only.
+
+    ``columns_image(q, cols)`` is ``M mod q`` on the columns ``cols``; ``row_bound`` bounds the sum of the
+    absolute values of a row of ``D M`` (``ncols`` times its entry bound), so ``|D M K_c| <= row_bound
+    max |K_c|``, and column ``c`` is checked mod the first ``bits // 30 + 1`` of ``primes`` (each above
+    ``2^30``: their product exceeds that bound).  Sound only if ``primes`` has that many for every column.
+    """
+    counts = [(row_bound * max((abs(v) for v in col.values()), default=0)).bit_length() // 30 + 1 for col in K_int]
+    if max(counts, default=0) > len(primes):
+        return False
+    for t, q in enumerate(primes):
+        todo = [col for col, k in zip(K_int, counts) if k > t and col]
+        if not todo:
+            break
+        support = np.array(sorted(set().union(*todo)), dtype=np.int64)
+        at = {int(i): s for s, i in enumerate(support)}
+        Mq = columns_image(q, support)
+        for col in todo:
+            idx = np.array([at[i] for i in col], dtype=np.int64)
+            vals = np.array([v % q for v in col.values()], dtype=np.int64)
+            if (((Mq[:, idx] * vals) % q).sum(axis=1) % q).any():
+                return False
+    return True
+
+
+def _structural(what: str, kind: str, up: dict, m: Any, bound: int) -> None:
+    """A structural ``upper`` part: no other field, and the bound recomputed from the case equals ``bound``."""
+    for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
+        raise _Reject(key)
+    if kind not in m.structural:
+        raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix "
+                      f"(available: {sorted(m.structural)})")
+    value = m.structural[kind]
+    value = value() if callable(value) else value
+    if value != bound:
+        raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
+                      f"recomputed bound is {value}")
