@@ -74,22 +74,19 @@ def verdict_rank_seconds(rows: int, cols: int, rank_mod_p: int) -> float:
     return rows * cols * (_PER_LOWER_ENTRY + max(rank_mod_p, 1) * _PER_LOWER_OP)
 
 
-def exact_rank_is_cheap(rows: int, cols: int, rank_mod_p: int,
-                        missing: int | None = None) -> tuple[bool, float, float]:
+def exact_rank_is_cheap(rows: int, cols: int, rank_mod_p: int) -> tuple[bool, float, float]:
     """Is the exact rank worth computing by default?  ``(cheap, exact_seconds, verdict_seconds)``.
 
     Cheap when its estimate is at most :data:`EXACT_FREE_SECONDS` or at most the verdict's own rank
     stage (:func:`verdict_rank_seconds`): the exact rank then at most doubles the work.  Both sides
     are models of the sizes, not clocks, so a report does not depend on the machine's load.
-    ``missing``: the kernel vectors still to find when a certified upper bound ``rank_mod_p + missing``
-    is known (the structural kernel, :mod:`exactident.ranks.shifted`); default ``cols - rank_mod_p``.
 
     Examples
     --------
     >>> exact_rank_is_cheap(450, 123, 109)[0], exact_rank_is_cheap(17970, 2378, 2176)[0]
     (True, False)
     """
-    exact = exact_rank_seconds(rows, cols, rank_mod_p if missing is None else cols - missing)
+    exact = exact_rank_seconds(rows, cols, rank_mod_p)
     verdict = verdict_rank_seconds(rows, cols, rank_mod_p)
     return exact <= max(EXACT_FREE_SECONDS, verdict), exact, verdict
 
