@@ -218,3 +218,35 @@ def test_verifier_columns_of_gamma_mod_p_match_the_whole_image():
     got = gamma_columns_mod_p(net, X, st.pattern, fixed_edges(net), q, cols, data_denominator(net, X), [])
     want = [[(row[c].numerator * pow(row[c].denominator, -1, q)) % q for c in cols] for row in G]
     assert got.tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_deeper_nets_kernel_vectors_against_the_exact_gamma(seed):
+    """Two hidden layers (shifted blocks on layer 1 and on rarely active neurons of layer 2): every vector
+    is in the kernel of the exact Gamma (FLINT over Q, products checked entry by entry) and they are
+    independent (Fraction elimination of this file)."""
+    from exactident.model.gamma import gamma_exact
+
+    rng = random.Random(100 + seed)
+    widths = (3, 5, 5, 2)
+    W = [flint.fmpq_mat([[flint.fmpq(rng.randint(-6, 6), 4) for _ in range(widths[l])] for _ in range(widths[l + 1])])
+         for l in range(3)]
+    b = [[flint.fmpq(rng.randint(1, 8), 2) for _ in range(widths[1])],
+         [flint.fmpq(rng.randint(-6, 2), 2) for _ in range(widths[2])],
+         [flint.fmpq(rng.randint(-3, 3), 5) for _ in range(widths[3])]]
+    X = []
+    for i in range(16):
+        row = [flint.fmpq(rng.randint(-9, 9), 7) + flint.fmpq(1, 101) for _ in range(widths[0])]
+        row[0] = flint.fmpq(3 + i, 2) if i < 2 else flint.fmpq(-1, 3)
+        X.append(row)
+    net = Network(widths, W, b)
+    st = activation_state(net, X)
+    if st.ties:
+        pytest.skip("a tie")
+    fixed = fixed_edges(net)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    rows = [[_fr(G[i, c]) for c in range(G.ncols())] for i in range(G.nrows())]
+    K = structural_kernel(net, X, st.pattern, fixed)
+    assert all(_in_kernel(rows, v) for v in K)
+    assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]) == len(K)
+    assert net.dim - len(K) >= _rank(rows)
