@@ -118,8 +118,8 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
 #: ``alpha`` is reduced mod p explicitly (rows of
 #: :func:`~exactident.model.activation.alpha_row_subset`) up to this many entries.
 MAX_EXPLICIT_ALPHA_MOD_P = 40_000_000
-#: The structural kernel (:mod:`exactident.ranks.shifted`) is built for ``Gamma`` of at most this many entries,
-#: or when the other bounds leave a gap above 1 % of ``dim`` (wide image ``Gamma``: costly, tight active blocks).
+#: The structural kernel (:mod:`exactident.ranks.shifted`) is built for ``Gamma`` of at most this many entries, or
+#: a tall one when the other bounds leave a gap above 1 % of ``dim`` (wide image ``Gamma``: costly per neuron).
 MAX_STRUCTURAL_ENTRIES = 100_000_000
 #: Structural upper bounds on ``R_Gamma`` that an interval may end at (recomputed by the verifier).
 _INTERVAL_STRUCTURAL = ("active-blocks",)
@@ -365,7 +365,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             return
         decided = True
         hi = min([min(rows, dim), *bounds.values()])
-        if rows * dim <= MAX_STRUCTURAL_ENTRIES or 100 * (hi - lower[0]) > dim:
+        if rows * dim <= MAX_STRUCTURAL_ENTRIES or (rows >= dim and 100 * (hi - lower[0]) > dim):
             # the structural kernel (per-neuron, semi-local and shifted blocks): often the whole gap
             stage("kernel", source="shifted", rows=rows, cols=dim)
             kernel_up = kernels.upper(lower, avoid, rng, data)
