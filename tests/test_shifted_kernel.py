@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 from fractions import Fraction
 
@@ -250,3 +251,26 @@ def test_deeper_nets_kernel_vectors_against_the_exact_gamma(seed):
     assert all(_in_kernel(rows, v) for v in K)
     assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]) == len(K)
     assert net.dim - len(K) >= _rank(rows)
+
+
+def test_verifier_product_by_samples_matches_the_oracle():
+    """``Gamma K_c mod q`` through per-sample sums (the verifier's check) against the oracle's own product."""
+    from exactident.model.integer_forward import data_denominator
+    from exactident.verify.rank_kernel import gamma_product_is_zero
+
+    net, X = _rare_net(5)
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = _oracle_gamma(net, X)
+    q = 1_000_003
+    rng = random.Random(1)
+    K = structural_kernel(net, X, st.pattern, fixed)
+    cols = [{i: int(v.p) * (lcm // int(v.q)) for i, v in col.items()}
+            for col in K for lcm in [math.lcm(*(int(v.q) for v in col.values()))]]
+    avoid = data_denominator(net, X)
+    for col in cols:
+        assert gamma_product_is_zero(net, X, st.pattern, fixed, q, [col], avoid, [])
+    for _ in range(20):
+        col = {rng.randrange(net.dim): rng.randint(-5, 5) for _ in range(4)}
+        oracle_zero = all(sum(row[c] * v for c, v in col.items()) == 0 for row in G)  # over Q (mod q: same here)
+        assert gamma_product_is_zero(net, X, st.pattern, fixed, q, [col], avoid, []) == oracle_zero

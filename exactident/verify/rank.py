@@ -68,7 +68,7 @@ from exactident.verify.rank_kernel import (
     _Reject,
     _structural,
     _zero_mod,
-    gamma_columns_mod_p,
+    gamma_product_is_zero,
 )
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
@@ -124,7 +124,7 @@ class _Matrix:
     lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
     lower_image: Callable[[dict, int, str], np.ndarray] | None = None  # what the lower bound is a rank of
     sketch: Callable[[int, int, int], np.ndarray] | None = None  # (p, k, seed) -> M S mod p, M never built
-    columns: Callable[[int, np.ndarray], np.ndarray] | None = None  # (q, cols) -> M mod q on those columns
+    columns: Callable[[int, list], bool] | None = None  # (q, sparse int columns) -> M K = 0 mod q
 
 
 def _int(obj: Any, key: str, where: str) -> int:
@@ -463,7 +463,7 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed),
                  "shifted": lambda: structural_kernel(net, X, pattern, fixed)},
-                sketch=sketch, columns=lambda q, c: gamma_columns_mod_p(net, X, pattern, fixed, q, c, avoid, data))
+                sketch=sketch, columns=lambda q, c: gamma_product_is_zero(net, X, pattern, fixed, q, c, avoid, data))
     rank_gamma = interval = None
     try:
         if "rank" not in c and "upper" in c and "lower" in c:

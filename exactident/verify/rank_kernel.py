@@ -16,7 +16,7 @@ from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.model.fixed_edges import fixed_edges
 from exactident.verify.arith import BadField, unknown_fields
 
-__all__ = ["closed_by", "gamma_columns_mod_p", "zero_by_columns"]
+__all__ = ["closed_by", "gamma_columns_mod_p", "gamma_product_is_zero", "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -138,14 +138,51 @@ def gamma_columns_mod_p(net, X, pattern, fixed, q: int, cols: np.ndarray, avoid:
     return out
 
 
-def zero_by_columns(columns_image: Callable[[int, np.ndarray], np.ndarray], K_int: list[dict[int, int]],
-                    primes: list[int], row_bound: int) -> bool:
-    """``M K = 0``, column ``K_c`` mod its own first primes, ``M`` read on ``K``'s support only.
+def gamma_product_is_zero(net, X, pattern, fixed, q: int, cols: list[dict[int, int]], avoid: int,
+                          data: list) -> bool:
+    """Is ``Gamma K_c = 0 mod q`` for every sparse integer column ``K_c`` of ``cols``?
 
-    ``columns_image(q, cols)`` is ``M mod q`` on the columns ``cols``; ``row_bound`` bounds the sum of the
-    absolute values of a row of ``D M`` (``ncols`` times its entry bound), so ``|D M K_c| <= row_bound
-    max |K_c|``, and column ``c`` is checked mod the first ``bits // 30 + 1`` of ``primes`` (each above
-    ``2^30``: their product exceeds that bound).  Sound only if ``primes`` has that many for every column.
+    By Prop. 10 the row ``(i, k)`` of ``Gamma K_c`` is ``sum_v D_l[(i, k), v] u_v(i)`` with
+    ``u_v(i) = sum_j h_{l-1}(x_i)[j] K_c[W_l[v, j]] + K_c[b_l[v]]`` over the neurons ``v`` that ``K_c``
+    touches: ``u_v`` is one value per sample, so the cost is ``n`` per nonzero of ``K_c`` plus ``n N_L``
+    per neuron, not ``n N_L`` per nonzero.  ``D`` and ``h`` mod q from the backpropagation of
+    :func:`exactident.model.gamma_modular.gamma_mod_p`; ``data`` as for :func:`gamma_columns_mod_p`.
+    """
+    from exactident.linalg.modular import require_prime
+    from exactident.model.fixed_edges import free_parameters
+    from exactident.model.gamma_modular import ModularData, _backprop_mod_p
+
+    require_prime(q, avoid)
+    data[:] = data or [ModularData(net, X)]
+    H, D = _backprop_mod_p(net, X, pattern, q, data[0])
+    params = free_parameters(net, fixed)
+    n, N_L = len(X), net.widths[-1]
+    for col in cols:
+        by_neuron: dict[tuple[int, int], np.ndarray] = {}
+        for c, v in col.items():
+            prm = params[c]
+            r = v % q
+            if r == 0:
+                continue
+            u = by_neuron.get((prm.l, prm.i))
+            term = np.full(n, r, dtype=np.int64) if prm.j is None else (H[prm.l - 1][:, prm.j] * r) % q
+            by_neuron[(prm.l, prm.i)] = term if u is None else (u + term) % q
+        total = np.zeros(n * N_L, dtype=np.int64)
+        for (l, v), u in by_neuron.items():
+            total = (total + D[l - 1][:, v] * np.repeat(u, N_L)) % q
+        if total.any():
+            return False
+    return True
+
+
+def zero_by_columns(product_is_zero: Callable[[int, list[dict[int, int]]], bool], K_int: list[dict[int, int]],
+                    primes: list[int], row_bound: int) -> bool:
+    """``M K = 0``, column ``K_c`` mod its own first primes (``product_is_zero(q, cols)``: ``M K_c = 0 mod q``).
+
+    ``row_bound`` bounds the sum of the absolute values of a row of ``D M`` (``ncols`` times its entry
+    bound), so ``|D M K_c| <= row_bound max |K_c|``, and column ``c`` is checked mod the first
+    ``bits // 30 + 1`` of ``primes`` (each above ``2^30``: their product exceeds that bound); False when
+    ``primes`` has fewer than some column needs.
     """
     counts = [(row_bound * max((abs(v) for v in col.values()), default=0)).bit_length() // 30 + 1 for col in K_int]
     if max(counts, default=0) > len(primes):
@@ -154,14 +191,8 @@ def zero_by_columns(columns_image: Callable[[int, np.ndarray], np.ndarray], K_in
         todo = [col for col, k in zip(K_int, counts) if k > t and col]
         if not todo:
             break
-        support = np.array(sorted(set().union(*todo)), dtype=np.int64)
-        at = {int(i): s for s, i in enumerate(support)}
-        Mq = columns_image(q, support)
-        for col in todo:
-            idx = np.array([at[i] for i in col], dtype=np.int64)
-            vals = np.array([v % q for v in col.values()], dtype=np.int64)
-            if (((Mq[:, idx] * vals) % q).sum(axis=1) % q).any():
-                return False
+        if not product_is_zero(q, todo):
+            return False
     return True
 
 
