@@ -171,7 +171,8 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
                    lower: tuple[int, int, np.ndarray | None] | None = None,
                    exact_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
                    local_kernel: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
-                   local_kernels: Sequence[tuple[str, Callable[[], list[dict[int, flint.fmpq]]]]] = (),
+                   local_kernels: Sequence[tuple[str | Callable[[], str],
+                                                 Callable[[], list[dict[int, flint.fmpq]]]]] = (),
                    blas: bool = False, use_crt: bool = True,
                    ) -> CertifiedRank | None:
     """Exact rank of a rational matrix ``M`` known through its images mod p.
@@ -207,7 +208,8 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
         checked).  The verifier re-checks them mod its own primes.
     local_kernels : sequence of (source, callable), optional
         More such constructions, tried in order after ``local_kernel``; the
-        certificate's ``upper.source`` names the one that closed the gap.
+        certificate's ``upper.source`` names the one that closed the gap (a callable name is
+        read after its construction is built).
     blas : bool
         Primes below ``2**21`` and BLAS elimination for the lower bound and the
         CRT kernel (word-size primes and FLINT otherwise); zero checks always use
@@ -258,6 +260,7 @@ def certified_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int, i
     for name, build in sources:
         _stage("kernel", source=name, rows=m, cols=n)
         K = build()
+        name = name() if callable(name) else name
         if K and n - len(K) == r_low:
             q = random_primes(1, avoid, rng, exclude=used)[0]
             K_int = kernel_to_integer_columns(K)

@@ -13,7 +13,7 @@ import numpy as np
 
 from exactident.linalg import exact
 
-__all__ = ["alpha_column_kernel", "pattern_rank_bound"]
+__all__ = ["alpha_column_kernel", "pattern_count_bound", "pattern_rank_bound"]
 
 
 def pattern_rank_bound(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]]) -> int:
@@ -162,3 +162,13 @@ def alpha_column_kernel(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flin
                 vec.update({groups[w][r]: flint.fmpq(x) for r, x in enumerate(u) if x})
                 vectors.append(vec)
     return independent_subset(vectors, P)
+
+
+def pattern_count_bound(pattern: Sequence[np.ndarray], N0: int) -> int:
+    """``sum_g min(|g|, N_0 + 1)`` over groups of samples with one pattern: at least the pattern-group bound."""
+    n = pattern[0].shape[0] if pattern else 0
+    if n == 0 or not pattern:
+        return n
+    keys = np.packbits(np.concatenate([np.asarray(a, dtype=bool) for a in pattern], axis=1), axis=1)
+    _u, counts = np.unique(keys, axis=0, return_counts=True)
+    return int(np.minimum(counts, N0 + 1).sum())

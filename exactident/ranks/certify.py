@@ -49,9 +49,10 @@ from exactident.model.gamma_modular import (
 from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.model.network import Network
 from exactident.ranks.active_blocks import active_block_bound
-from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
+from exactident.ranks.bounds import alpha_column_kernel, pattern_count_bound, pattern_rank_bound
 from exactident.ranks.kernels import semi_local_kernel, sparse_columns
 from exactident.ranks.rowspace import pattern_rowspace_bound
+from exactident.ranks.shifted import StructuralKernels
 
 __all__ = ["AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha", "certify_rank_gamma",
            "certify_ranks"]
@@ -62,7 +63,9 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
                        upper_bounds: Mapping[str, int] | None = None,
                        lower: tuple[int, int, np.ndarray | None] | None = None,
                        data: ModularData | None = None,
-                       semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None) -> CertifiedRank:
+                       semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
+                       source: Callable[[], str] | None = None,
+                       known_upper: Mapping[str, Any] | None = None) -> CertifiedRank:
     """Exact ``R_Gamma = rank Gamma`` with a certificate (falls back to exact elimination).
 
     Upper bounds, cheapest first, stopping as soon as one meets the rank mod p:
@@ -73,7 +76,15 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     :data:`~exactident.ranks.intervals.DIXON_FIRST_ENTRIES` entries); a CRT kernel
     (capped, :data:`exactident.linalg.certified.MAX_CRT_PRIMES`); FLINT's exact
     nullspace for small matrices; exact elimination.
+
+    ``semi_local`` (default: the semi-local kernel) gives exact kernel vectors the verifier rebuilds by
+    the construction ``source()`` names; ``known_upper``, a checked kernel ``upper`` part
+    (:func:`exactident.ranks.shifted.kernel_upper`), certifies the rank at once when it meets ``lower``.
     """
+    if known_upper is not None and lower is not None and known_upper["bound"] == lower[0]:
+        return CertifiedRank(lower[0], {"rank": lower[0], "shape": [len(X) * net.widths[-1], net.dim],
+                                        "lower": {"prime": lower[1], "rank_mod_p": lower[0]},
+                                        "upper": dict(known_upper)})
     avoid = data_denominator(net, X)
     shape = (len(X) * net.widths[-1], net.dim)
     data = data or ModularData(net, X)
@@ -87,14 +98,14 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
 
         up = gamma_upper_bound(net, X, pattern, fixed, lower, lower[0] + 1, avoid=avoid, data=data,
                                rng=rng or random.Random(), semi_local=semi_local,
-                               max_missing=MAX_EXACT_DIXON_VECTORS)
+                               max_missing=MAX_EXACT_DIXON_VECTORS, source=source)
         if up is not None and up["bound"] == lower[0]:
             return CertifiedRank(lower[0], {"rank": lower[0], "shape": list(shape),
                                             "lower": {"prime": lower[1], "rank_mod_p": lower[0]}, "upper": up})
     res = certified_rank(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), shape, avoid=avoid,
                          entry_bound=lambda: gamma_entry_bound(net, X), upper_bounds=upper_bounds,
                          rng=rng, lower=lower, blas=True,
-                         local_kernels=[("semi-local", semi_local)],
+                         local_kernels=[(source or "semi-local", semi_local)],
                          exact_kernel=lambda: sparse_columns(exact.nullspace(
                              gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed))))
     if res is not None:
@@ -107,6 +118,9 @@ def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
 #: ``alpha`` is reduced mod p explicitly (rows of
 #: :func:`~exactident.model.activation.alpha_row_subset`) up to this many entries.
 MAX_EXPLICIT_ALPHA_MOD_P = 40_000_000
+#: The structural kernel (:mod:`exactident.ranks.shifted`) is built for ``Gamma`` of at most this many entries, or
+#: a tall one when the other bounds leave a gap above 1 % of ``dim`` (wide image ``Gamma``: costly per neuron).
+MAX_STRUCTURAL_ENTRIES = 100_000_000
 #: Structural upper bounds on ``R_Gamma`` that an interval may end at (recomputed by the verifier).
 _INTERVAL_STRUCTURAL = ("active-blocks",)
 
@@ -178,7 +192,7 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     if lower_only:
         return AlphaLowerBound(r_low, {"shape": [n, P], "lower": lower_info})
     stage("bounds", what="alpha pattern groups", samples=n, paths=P)
-    if _pattern_count_bound(pattern, widths[0]) >= r_low and pattern_rank_bound(pattern, X) == r_low:
+    if pattern_count_bound(pattern, widths[0]) >= r_low and pattern_rank_bound(pattern, X) == r_low:
         cert["upper"] = {"kind": "patterns", "bound": r_low}
         return CertifiedRank(r_low, cert)
     stage("bounds", what="alpha column blocks", samples=n, paths=P)
@@ -339,21 +353,33 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     if blocks < min(rows, dim):
         bounds["active-blocks"] = blocks
     closed = lower[0] in bounds.values()  # the exact rank already: no interval work
+    kernels = StructuralKernels(net, X, pattern, fixed, lambda: semi_local_kernel(net, X, pattern, fixed))
+    struct, struct_source = kernels.vectors, kernels.source
+    kernel_up: dict[str, Any] | None = None
     estimate: dict[str, float] | None = None
-    if not exact_ranks and not verdict_first and not closed and lower[0] < dim:
-        from exactident.ranks.estimate import exact_rank_is_cheap
+    decided = exact_ranks or closed or lower[0] >= dim
 
-        cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
-        # cheap: certified exactly as with exact_ranks (the interval would save little); else the interval,
-        # which says what the exact rank would have cost
-        exact_ranks = cheap
-        estimate = {"seconds": t_exact, "verdict_seconds": t_verdict}
-    semi_cache: list[list[dict[int, flint.fmpq]]] = []
+    def decide() -> None:  # where an interval may be reported: the structural kernel, then exact or not by cost
+        nonlocal kernel_up, estimate, exact_ranks, closed, decided
+        if decided:
+            return
+        decided = True
+        hi = min([min(rows, dim), *bounds.values()])
+        if rows * dim <= MAX_STRUCTURAL_ENTRIES or (rows >= dim and 100 * (hi - lower[0]) > dim):
+            # the structural kernel (per-neuron, semi-local and shifted blocks): often the whole gap
+            stage("kernel", source="shifted", rows=rows, cols=dim)
+            kernel_up = kernels.upper(lower, avoid, rng, data)
+            closed = kernel_up is not None and kernel_up["bound"] == lower[0]
+        if not verdict_first and not closed:
+            from exactident.ranks.estimate import exact_rank_is_cheap
 
-    def semi() -> list[dict[int, flint.fmpq]]:  # built at most once, by whichever stage needs it first
-        if not semi_cache:
-            semi_cache.append(semi_local_kernel(net, X, pattern, fixed))
-        return semi_cache[0]
+            # the vectors the structural kernel leaves missing are the hard ones (Dixon: thousands of bits, 3 min
+            # for 35 on digits 64-64-10): the model's cost of all dim - lo vectors stands for them
+            cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
+            # cheap: certified exactly as with exact_ranks (the interval would save little); else the interval,
+            # which says what the exact rank would have cost
+            exact_ranks = cheap
+            estimate = {"seconds": t_exact, "verdict_seconds": t_verdict}
 
     if need_rank_a or lower[0] < dim:
         ra: CertifiedRank | AlphaLowerBound
@@ -371,16 +397,18 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved,
             # and the certificate's rank_a part carries the lower bound only.
             stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
+            decide()
             if not exact_ranks and not closed:
-                fast = _verdict_first(net, X, pattern, fixed, lower, N_L * ra.rank, avoid, data, rng, semi, bounds)
+                fast = _verdict_first(net, X, pattern, fixed, lower, N_L * ra.rank, avoid, data, rng, kernels, bounds,
+                                      kernel_up)
                 if fast is not None:
                     cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                     cert["rank_gamma"] = fast.certificate
                     return RankResult(fast.rank_gamma, None, cert, rank_a_lower=N_L * ra.rank,
                                       rank_gamma_interval=fast.rank_gamma_interval, montecarlo=fast.montecarlo,
                                       exact_estimate=estimate if fast.rank_gamma_interval else None)
-            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data, semi_local=semi,
-                                   upper_bounds=bounds)
+            g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, lower=lower, data=data, semi_local=struct,
+                                   upper_bounds=bounds, source=struct_source, known_upper=kernel_up)
             if g.rank < N_L * ra.rank:
                 cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                 cert["rank_gamma"] = g.certificate
@@ -390,9 +418,11 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         rank_a = N_L * ra.rank
         cert["rank_a"] = dict(ra.certificate, rank_a=rank_a)
         bounds["rank_a"] = rank_a
+        if not need_rank_a and allow_rank_a_lower and lower[0] < min(rank_a, dim):
+            decide()
         if not exact_ranks and not need_rank_a and allow_rank_a_lower and lower[0] < min(rank_a, dim) \
                 and not closed:
-            fast = _verdict_first(net, X, pattern, fixed, lower, rank_a, avoid, data, rng, semi, bounds)
+            fast = _verdict_first(net, X, pattern, fixed, lower, rank_a, avoid, data, rng, kernels, bounds, kernel_up)
             if fast is not None:
                 cert["rank_gamma"] = fast.certificate
                 return RankResult(fast.rank_gamma, rank_a, cert, rank_gamma_interval=fast.rank_gamma_interval,
@@ -400,37 +430,35 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
                                   exact_estimate=estimate if fast.rank_gamma_interval else None)
     stage("bounds", rows=rows, cols=dim, rank_mod_p=lower[0])
     g = certify_rank_gamma(net, X, pattern, fixed, rng=rng, upper_bounds=bounds, lower=lower, data=data,
-                           semi_local=semi)
+                           semi_local=struct, source=struct_source, known_upper=kernel_up)
     cert["rank_gamma"] = g.certificate
     if rank_a is not None and g.rank > rank_a:
         raise InvariantViolation(f"rank Gamma = {g.rank} > R_A = {rank_a}, contradicting Prop. 11")
     return RankResult(g.rank, rank_a, cert)
 
 
-def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, semi,
-                   bounds: Mapping[str, int] | None = None) -> RankResult | None:
+def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, kernels: StructuralKernels,
+                   bounds: Mapping[str, int] | None = None,
+                   kernel_up: Mapping[str, Any] | None = None) -> RankResult | None:
     """``R_Gamma <= hi < below`` from a structural bound or cheap kernel vectors: the interval result, or None.
 
-    ``bounds`` are structural upper bounds already computed (``active-blocks``): the smallest one
-    below ``below`` is used before any kernel vector is searched (see certify_ranks).
+    ``bounds`` are structural upper bounds already computed (``active-blocks``) and ``kernel_up`` the
+    structural kernel's bound (:func:`exactident.ranks.shifted.kernel_upper`): the smallest one below
+    ``below`` is used before any other kernel vector is searched (see certify_ranks).
     """
     from exactident.ranks.intervals import gamma_upper_bound, monte_carlo_gamma
 
-    bound_cache: list[int] = []
-
-    def entry_bound() -> int:  # an exact forward pass: once
-        if not bound_cache:
-            bound_cache.append(gamma_entry_bound(net, X))
-        return bound_cache[0]
-
+    entry_bound = kernels.entry_bound
     cheap = {k: v for k, v in (bounds or {}).items() if k in _INTERVAL_STRUCTURAL and v < below}
     up: dict[str, Any] | None
-    if cheap:
+    if kernel_up is not None and kernel_up["bound"] < min(below, min(cheap.values(), default=below) + 1):
+        up = dict(kernel_up)
+    elif cheap:
         kind = min(cheap, key=lambda k: cheap[k])
         up = {"kind": kind, "bound": cheap[kind]}
     else:
         up = gamma_upper_bound(net, X, pattern, fixed, lower, below, avoid=avoid, data=data, rng=rng,
-                               semi_local=semi, entry_bound=entry_bound)
+                               semi_local=kernels.vectors, entry_bound=entry_bound, source=kernels.source)
     if up is None:
         return None
     r, p = lower[0], lower[1]
@@ -470,12 +498,3 @@ def certified_by(certificate: Mapping[str, Any]) -> dict[str, str]:
             out[key] = "lower-bound"
     return out
 
-
-def _pattern_count_bound(pattern: Sequence[np.ndarray], N0: int) -> int:
-    """``sum_g min(|g|, N_0 + 1)`` over groups of samples with one pattern: at least the pattern-group bound."""
-    n = pattern[0].shape[0] if pattern else 0
-    if n == 0 or not pattern:
-        return n
-    keys = np.packbits(np.concatenate([np.asarray(a, dtype=bool) for a in pattern], axis=1), axis=1)
-    _u, counts = np.unique(keys, axis=0, return_counts=True)
-    return int(np.minimum(counts, N0 + 1).sum())

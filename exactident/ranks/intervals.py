@@ -51,7 +51,8 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
                       avoid: int, data: ModularData, rng: random.Random,
                       semi_local: Callable[[], list[dict[int, flint.fmpq]]],
                       max_missing: int = MAX_DIXON_VECTORS,
-                      entry_bound: Callable[[], int] | None = None) -> dict[str, Any] | None:
+                      entry_bound: Callable[[], int] | None = None,
+                      source: Callable[[], str] | None = None) -> dict[str, Any] | None:
     """A certified upper bound ``dim - k < below`` on ``rank Gamma`` from cheap kernel vectors, or None.
 
     Parameters
@@ -68,6 +69,9 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         Most vectors asked of :func:`dixon_kernel_vectors` beyond the semi-local ones.
     entry_bound : callable, optional
         :func:`~exactident.model.gamma_modular.gamma_entry_bound` of the case, cached by the caller.
+    source : callable, optional
+        The name of ``semi_local``'s construction in the certificate (read after it is built; default
+        ``"semi-local"``; ``"shifted"`` for :func:`exactident.ranks.shifted.structural_kernel`).
 
     Returns
     -------
@@ -90,7 +94,8 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         q = random_primes(1, avoid, rng, exclude=[lower[1]])[0]
         if has_full_column_rank(K_int, dim, q) and kernel_is_checkable(K_int, shape, bound()) \
                 and _zero_guard(image, dim, K_int, avoid, rng, [lower[1], q]):
-            return {"kind": "kernel", "bound": dim - len(K), "source": "semi-local", "nullity": len(K)}
+            return {"kind": "kernel", "bound": dim - len(K), "source": source() if source else "semi-local",
+                    "nullity": len(K)}
         return None  # the semi-local vectors failed a check (dependent, or not 0 mod a prime): trust none of them
     if need - len(K) > max_missing or need > dim - lower[0] or shape[0] * shape[1] <= DIXON_FIRST_ENTRIES:
         return None

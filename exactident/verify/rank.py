@@ -2,8 +2,8 @@
 
 Everything is recomputed from the case at an activation pattern the *caller* derives
 (:mod:`exactident.verify.facts`: the ``>= 0`` pattern for the ``rank`` part, a tie resolution for each entry of
-the ``boundary`` part): the images mod the certificate's primes, the entry bounds, the structural bounds and,
-for kernels the certificate names by construction (``source`` ``local``, ``semi-local``, ``column-blocks``),
+the ``boundary`` part): the images mod the certificate's primes, the entry bounds, the structural bounds and, for
+kernels the certificate names by construction (``source`` ``local``, ``semi-local``, ``shifted``, ``column-blocks``),
 the kernel vectors.  Every field is read strictly (JSON ints, not strings or floats; unknown fields are not
 verified, hence invalid), every bound is checked (``upper.bound`` too); each problem names found and claimed.
 
@@ -57,9 +57,19 @@ from exactident.model.gamma_modular import (
 from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
+from exactident.ranks.shifted import structural_kernel
 from exactident.verify.arith import BadField, capped_exact_rank, need, unknown_fields
 from exactident.verify.rank_blocks import active_blocks_bound
-from exactident.verify.rank_kernel import _fixed, _json_int, _kernel_columns, _product_is_zero, _Reject, _zero_mod
+from exactident.verify.rank_kernel import (
+    _fixed,
+    _json_int,
+    _kernel_columns,
+    _product_is_zero,
+    _Reject,
+    _structural,
+    _zero_mod,
+    gamma_product_is_zero,
+)
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
 from exactident.verify.rank_rules import own_ranks_reach
@@ -114,6 +124,7 @@ class _Matrix:
     lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
     lower_image: Callable[[dict, int, str], np.ndarray] | None = None  # what the lower bound is a rank of
     sketch: Callable[[int, int, int], np.ndarray] | None = None  # (p, k, seed) -> M S mod p, M never built
+    columns: Callable[[int, list], bool] | None = None  # (q, sparse int columns) -> M K = 0 mod q
 
 
 def _int(obj: Any, key: str, where: str) -> int:
@@ -196,20 +207,6 @@ def _check_one(what: str, c: Any, m: _Matrix) -> int:
         raise _Reject(f"{what}.upper.kind: unknown upper bound kind {kind!r}")
     _kernel_bound(what, up, m, r)
     return r
-
-
-def _structural(what: str, kind: str, up: dict, m: _Matrix, bound: int) -> None:
-    """A structural ``upper`` part: no other field, and the bound recomputed from the case equals ``bound``."""
-    for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
-        raise _Reject(key)
-    if kind not in m.structural:
-        raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix "
-                      f"(available: {sorted(m.structural)})")
-    value = m.structural[kind]
-    value = value() if callable(value) else value
-    if value != bound:
-        raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
-                      f"recomputed bound is {value}")
 
 
 def _check_interval(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
@@ -296,7 +293,12 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
         primes = random_primes(1 if exact_check else count, m.avoid, random.Random(0))
     if not has_full_column_rank(K_int, n, primes[0]):
         raise _Reject(f"{what}.upper.kernel: the kernel basis is not of full column rank {len(K)}")
-    zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
+    if m.columns is not None and not exact_check and "primes" not in up:  # each column its own count, its support
+        from exactident.verify.rank_kernel import zero_by_columns
+
+        zero = zero_by_columns(m.columns, K_int, primes, n * m.entry_bound())
+    else:
+        zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:
         raise _Reject(f"{what}.upper.kernel: M K is not 0 (the certificate claims it is)")
 
@@ -459,8 +461,9 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
     m = _Matrix((n * N_L, dim), avoid, image, lambda: gamma_entry_bound(net, X), structural,
                 limits.max_exact_entries, gamma,
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
-                 "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed)},
-                sketch=sketch)
+                 "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed),
+                 "shifted": lambda: structural_kernel(net, X, pattern, fixed)},
+                sketch=sketch, columns=lambda q, c: gamma_product_is_zero(net, X, pattern, fixed, q, c, avoid, data))
     rank_gamma = interval = None
     try:
         if "rank" not in c and "upper" in c and "lower" in c:

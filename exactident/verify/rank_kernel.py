@@ -14,9 +14,9 @@ import numpy as np
 
 from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.model.fixed_edges import fixed_edges
-from exactident.verify.arith import BadField
+from exactident.verify.arith import BadField, unknown_fields
 
-__all__ = ["closed_by"]
+__all__ = ["closed_by", "gamma_columns_mod_p", "gamma_product_is_zero", "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -112,3 +112,99 @@ def _fixed(net, entries: Any):
         return fixed_edges(net, {key: k for key, k in choice.items() if default.get(key) != k})
     except ExactIdentError as exc:  # a zero weight or a neuron that does not exist
         raise _Reject(f"fixed_edges: {exc}") from None
+
+
+def gamma_columns_mod_p(net, X, pattern, fixed, q: int, cols: np.ndarray, avoid: int, data: list) -> np.ndarray:
+    """``Gamma mod q`` on the free columns ``cols`` only (rows as ``gamma_mod_p``): ``D_l[:, v] h_{l-1}[j]``.
+
+    The backpropagation of :func:`exactident.model.gamma_modular.gamma_mod_p` (Prop. 10), then one
+    column per parameter: the cost of a kernel check on a sparse ``K`` is its support, not ``dim``.
+    ``data``: a cache list, empty or holding the case's ``ModularData`` (filled on first use).
+    """
+    from exactident.linalg.modular import require_prime
+    from exactident.model.fixed_edges import free_parameters
+    from exactident.model.gamma_modular import ModularData, _backprop_mod_p
+
+    require_prime(q, avoid)
+    data[:] = data or [ModularData(net, X)]
+    H, D = _backprop_mod_p(net, X, pattern, q, data[0])
+    params = free_parameters(net, fixed)
+    N_L = net.widths[-1]
+    out = np.empty((len(X) * N_L, len(cols)), dtype=np.int64)
+    for t, c in enumerate(cols):
+        prm = params[int(c)]
+        d = D[prm.l - 1][:, prm.i]
+        out[:, t] = d if prm.j is None else (d * np.repeat(H[prm.l - 1][:, prm.j], N_L)) % q
+    return out
+
+
+def gamma_product_is_zero(net, X, pattern, fixed, q: int, cols: list[dict[int, int]], avoid: int,
+                          data: list) -> bool:
+    """Is ``Gamma K_c = 0 mod q`` for every sparse integer column ``K_c`` of ``cols``?
+
+    By Prop. 10 the row ``(i, k)`` of ``Gamma K_c`` is ``sum_v D_l[(i, k), v] u_v(i)`` with
+    ``u_v(i) = sum_j h_{l-1}(x_i)[j] K_c[W_l[v, j]] + K_c[b_l[v]]`` over the neurons ``v`` that ``K_c``
+    touches: ``u_v`` is one value per sample, so the cost is ``n`` per nonzero of ``K_c`` plus ``n N_L``
+    per neuron, not ``n N_L`` per nonzero.  ``D`` and ``h`` mod q from the backpropagation of
+    :func:`exactident.model.gamma_modular.gamma_mod_p`; ``data`` as for :func:`gamma_columns_mod_p`.
+    """
+    from exactident.linalg.modular import require_prime
+    from exactident.model.fixed_edges import free_parameters
+    from exactident.model.gamma_modular import ModularData, _backprop_mod_p
+
+    require_prime(q, avoid)
+    data[:] = data or [ModularData(net, X)]
+    H, D = _backprop_mod_p(net, X, pattern, q, data[0])
+    params = free_parameters(net, fixed)
+    n, N_L = len(X), net.widths[-1]
+    for col in cols:
+        by_neuron: dict[tuple[int, int], np.ndarray] = {}
+        for c, v in col.items():
+            prm = params[c]
+            r = v % q
+            if r == 0:
+                continue
+            u = by_neuron.get((prm.l, prm.i))
+            term = np.full(n, r, dtype=np.int64) if prm.j is None else (H[prm.l - 1][:, prm.j] * r) % q
+            by_neuron[(prm.l, prm.i)] = term if u is None else (u + term) % q
+        total = np.zeros(n * N_L, dtype=np.int64)
+        for (l, v), u in by_neuron.items():
+            total = (total + D[l - 1][:, v] * np.repeat(u, N_L)) % q
+        if total.any():
+            return False
+    return True
+
+
+def zero_by_columns(product_is_zero: Callable[[int, list[dict[int, int]]], bool], K_int: list[dict[int, int]],
+                    primes: list[int], row_bound: int) -> bool:
+    """``M K = 0``, column ``K_c`` mod its own first primes (``product_is_zero(q, cols)``: ``M K_c = 0 mod q``).
+
+    ``row_bound`` bounds the sum of the absolute values of a row of ``D M`` (``ncols`` times its entry
+    bound), so ``|D M K_c| <= row_bound max |K_c|``, and column ``c`` is checked mod the first
+    ``bits // 30 + 1`` of ``primes`` (each above ``2^30``: their product exceeds that bound); False when
+    ``primes`` has fewer than some column needs.
+    """
+    counts = [(row_bound * max((abs(v) for v in col.values()), default=0)).bit_length() // 30 + 1 for col in K_int]
+    if max(counts, default=0) > len(primes):
+        return False
+    for t, q in enumerate(primes):
+        todo = [col for col, k in zip(K_int, counts) if k > t and col]
+        if not todo:
+            break
+        if not product_is_zero(q, todo):
+            return False
+    return True
+
+
+def _structural(what: str, kind: str, up: dict, m: Any, bound: int) -> None:
+    """A structural ``upper`` part: no other field, and the bound recomputed from the case equals ``bound``."""
+    for key in unknown_fields(up, ("kind", "bound"), f"{what}.upper"):
+        raise _Reject(key)
+    if kind not in m.structural:
+        raise _Reject(f"{what}.upper.kind: {kind!r} is not an upper bound available for this matrix "
+                      f"(available: {sorted(m.structural)})")
+    value = m.structural[kind]
+    value = value() if callable(value) else value
+    if value != bound:
+        raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
+                      f"recomputed bound is {value}")

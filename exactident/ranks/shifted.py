@@ -1,0 +1,252 @@
+"""Kernel vectors of ``Gamma`` from inputs that are constant except on a few samples: the ``shifted`` kernel.
+
+Standardised image data (scikit-learn's digits after ``StandardScaler``) have border pixels that take one
+value ``c_j`` on almost every sample (the standardised zero) and another value on a handful of samples
+``T_j``.  By Prop. 10 the column of ``Gamma`` of the weight ``W_l[v, j]`` (``j`` an input of layer ``l``)
+is ``delta_{k,v}(x_i) h_{l-1}(x_i)[j]`` on row ``(i, k)`` and that of the bias ``b_l[v]`` is
+``delta_{k,v}(x_i)``, so the *shifted* column
+
+    ``e_{W_l[v, j]} - c_j e_{b_l[v]}``  has  ``Gamma``-image  ``delta_{k,v}(x_i) (h_{l-1}(x_i)[j] - c_j)``,
+
+zero on every row of a sample outside ``T_j``, for every neuron ``v`` of layer ``l`` at once.  The shifted
+columns of all neurons ``v`` (active somewhere on ``T_j``) form a block of ``|T_j| N_L`` rows; when it has
+more columns than rows, its exact kernel (FLINT, checked ``block K = 0`` over Q) extends by zeros to
+kernel vectors of ``Gamma``.  The per-neuron input-local kernel
+(:func:`exactident.ranks.kernels.input_local_kernel`) sees one neuron at a time, so it misses these
+vectors, which combine many neurons on the few rows of ``T_j`` (the 5 vectors between the semi-local
+kernel and the rank mod p on the digits 64-32-10 network of docs/performance.md).  On a hidden layer
+``c_j`` is usually 0 and ``T_j`` the samples where neuron ``j`` is active (the rarely active neurons of
+the semi-local kernel); the same construction applies.
+
+:func:`structural_kernel` returns the semi-local kernel completed by these blocks (an independent subset
+mod a fixed prime, so the verifier rebuilds the same vectors: :mod:`exactident.verify.rank`, source
+``"shifted"``).  :func:`kernel_upper` turns such vectors into the ``upper`` part of a rank certificate.
+Called by :mod:`exactident.ranks.certify`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flint
+import numpy as np
+
+from exactident.model.fixed_edges import FixedEdges, free_parameters
+from exactident.model.integer_forward import integer_forward
+from exactident.model.network import Network
+
+__all__ = ["MAX_SHIFTED_BITS", "MAX_SHIFTED_ROWS", "StructuralKernels", "kernel_upper", "shifted_families",
+           "structural_kernel"]
+
+#: A coordinate is *rare* when it differs from its most common value on at most this many samples.
+MAX_SHIFTED_ROWS = 64
+#: A block kernel vector whose integer form has an entry above ``2^MAX_SHIFTED_BITS`` is dropped: its check
+#: ``Gamma K = 0`` would need more than the verifier's 120 primes of 30 bits (with ``Gamma``'s entry bound).
+MAX_SHIFTED_BITS = 3200
+
+
+def shifted_families(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                     fixed: FixedEdges) -> list[tuple[list[int], list[dict[int, flint.fmpq]]]]:
+    """The blocks ``(T_j, shifted columns)`` of the module docstring, one per rare input ``j`` of each layer.
+
+    Parameters
+    ----------
+    net, X, pattern, fixed
+        As for :func:`exactident.model.gamma.gamma_exact` (``pattern``: bool arrays ``(n, N_l)``,
+        hidden ``l = 1..L-1``).
+
+    Returns
+    -------
+    list of (samples, columns)
+        ``samples``: the sorted sample indices ``T_j`` where ``h_{l-1}[j]`` differs from its most common
+        value ``c_j`` (at most :data:`MAX_SHIFTED_ROWS`); ``columns``: for each neuron ``v`` of layer ``l``
+        active on some sample of ``T_j`` with ``W_l[v, j]`` free, ``{W_l[v, j]: 1, b_l[v]: -c_j}``
+        (indices into :func:`~exactident.model.fixed_edges.free_parameters`; the bias term only when
+        ``c_j != 0``).  Every column is zero on the rows of samples outside ``T_j`` (exact, Prop. 10).
+    """
+    params = free_parameters(net, fixed)
+    index = {(prm.l, prm.i, prm.j): c for c, prm in enumerate(params)}
+    n = len(X)
+    if n == 0:
+        return []
+    fw = integer_forward(net, X)
+    out: list[tuple[list[int], list[dict[int, flint.fmpq]]]] = []
+    for l in range(1, net.L + 1):
+        width_in = net.widths[l - 1]
+        H = np.array([int(v) for v in fw.H_int[l - 1].entries()], dtype=object).reshape(n, width_in)
+        den = int(fw.den[l - 1])  # h_{l-1} = H / den exactly
+        live = np.asarray(pattern[l - 1], dtype=bool) if l < net.L else np.ones((n, net.widths[l]), dtype=bool)
+        for j in range(width_in):
+            mode, count = Counter(H[:, j].tolist()).most_common(1)[0]
+            if not 0 < n - count <= MAX_SHIFTED_ROWS:
+                continue
+            T = np.flatnonzero(H[:, j] != mode)
+            c = flint.fmpq(int(mode), den)
+            cols = []
+            for v in range(net.widths[l]):
+                if (l, v, j) not in index or not live[T, v].any():
+                    continue  # a fixed edge, or a column already zero on T (input-local kernel)
+                col = {index[(l, v, j)]: flint.fmpq(1)}
+                if c != 0:
+                    col[index[(l, v, None)]] = -c
+                cols.append(col)
+            out.append(([int(i) for i in T], cols))
+    return out
+
+
+def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                      fixed: FixedEdges, semi: Sequence[dict[int, flint.fmpq]] | None = None
+                      ) -> list[dict[int, flint.fmpq]]:
+    """The semi-local kernel completed by the shifted blocks: independent exact vectors of ``ker Gamma``.
+
+    Parameters
+    ----------
+    net, X, pattern, fixed
+        As for :func:`shifted_families`.
+    semi : list, optional
+        :func:`exactident.ranks.kernels.semi_local_kernel` of the same arguments, if already built.
+
+    Returns
+    -------
+    list of dict index -> fmpq
+        ``semi`` (all of it, first) then the shifted blocks' vectors that are independent of the
+        earlier ones mod a fixed prime (so independent over Q; deterministic, so the verifier
+        rebuilds the same list).  Each block kernel is exact (FLINT nullspace, ``block K = 0``
+        checked over Q) and valid for ``Gamma`` by the structure of the block; a block vector with
+        an entry above ``2^MAX_SHIFTED_BITS`` (scaled to integers) is left out.
+    """
+    from exactident.ranks.kernels import _block_kernel, _merged, independent_subset, semi_local_kernel
+
+    base = list(semi) if semi is not None else semi_local_kernel(net, X, pattern, fixed)
+    N_L = net.widths[-1]
+    families = shifted_families(net, X, pattern, fixed)
+    vectors: list[dict[int, flint.fmpq]] = []
+    for rows, cols in families:
+        if len(rows) * N_L < len(cols):
+            vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
+    # blocks whose rows overlap: jointly they may have more kernel than apart
+    for rows, cols in _merged(families, N_L):
+        vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
+    from exactident.linalg.certified import kernel_to_integer_columns
+
+    small = [v for v, col in zip(vectors, kernel_to_integer_columns(vectors))
+             if max(abs(x) for x in col.values()).bit_length() <= MAX_SHIFTED_BITS]
+    if not small:
+        return base
+    return independent_subset(base + small, net.dim)
+
+
+def kernel_upper(K: Sequence[dict[int, flint.fmpq]], source: str, dim: int, shape: tuple[int, int],
+                 entry_bound: int, lower: tuple[int, int, np.ndarray | None], avoid: int,
+                 rng: random.Random, image_mod_p: Any) -> dict[str, Any] | None:
+    """The ``upper`` part ``{"kind": "kernel", "bound": dim - k, "source", "nullity": k}`` for exact vectors ``K``.
+
+    ``K`` are exact kernel vectors by construction; here they are only required to be of full column
+    rank mod a prime (so independent over Q), checkable by the verifier within its caps
+    (:func:`exactident.linalg.certified.kernel_is_checkable`), and ``Gamma K = 0`` mod one prime as a
+    guard against a construction bug (the verifier proves ``Gamma K = 0`` with primes of its own).
+    The guard uses the lower bound's image when it is ``Gamma`` mod its prime or a stack of row
+    combinations of it (same kernel), else ``image_mod_p`` of a fresh prime.  None when ``K`` is
+    empty or a check fails.
+    """
+    from exactident.linalg.blas_modp import matmul_blas, to_symmetric
+    from exactident.linalg.certified import (
+        _zero_guard,
+        has_full_column_rank,
+        kernel_is_checkable,
+        kernel_to_integer_columns,
+    )
+    from exactident.linalg.modular import random_primes
+
+    if not K:
+        return None
+    K_int = kernel_to_integer_columns(K)
+    q = random_primes(1, avoid, rng, exclude=[lower[1]])[0]
+    if not has_full_column_rank(K_int, dim, q) or not kernel_is_checkable(K_int, shape, entry_bound):
+        return None
+    image = lower[2]
+    if image is not None and image.shape[1] == dim:
+        p = lower[1]
+        Kp = np.zeros((dim, len(K_int)), dtype=np.int64)
+        for c, col in enumerate(K_int):
+            for i, v in col.items():
+                Kp[i, c] = v % p
+        if matmul_blas(to_symmetric(np.asarray(image), p), to_symmetric(Kp, p), p).any():
+            return None
+    elif not _zero_guard(image_mod_p, dim, K_int, avoid, rng, [lower[1], q]):
+        return None
+    return {"kind": "kernel", "bound": dim - len(K), "source": source, "nullity": len(K)}
+
+
+class StructuralKernels:
+    """The semi-local kernel and :func:`structural_kernel` of one pattern, each built at most once.
+
+    ``semi()`` and ``vectors()`` return the vectors, ``source()`` the name the verifier rebuilds them
+    by (``"semi-local"`` when the shifted blocks add nothing, else ``"shifted"``), ``upper(...)`` the
+    checked ``upper`` part of :func:`kernel_upper`, and ``built`` says whether ``vectors()`` ran.
+    """
+
+    def __init__(self, net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                 fixed: FixedEdges, semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None) -> None:
+        self.net, self.X, self.pattern, self.fixed = net, X, pattern, fixed
+        self._build_semi = semi_local  # default: exactident.ranks.kernels.semi_local_kernel of the pattern
+        self._semi: list[dict[int, flint.fmpq]] | None = None
+        self._all: list[dict[int, flint.fmpq]] | None = None
+        self._bound: int | None = None
+
+    def entry_bound(self) -> int:
+        """:func:`exactident.model.gamma_modular.gamma_entry_bound` of the case (an exact forward pass: once)."""
+        from exactident.model.gamma_modular import gamma_entry_bound
+
+        if self._bound is None:
+            self._bound = gamma_entry_bound(self.net, self.X)
+        return self._bound
+
+    @property
+    def built(self) -> bool:
+        """Has :meth:`vectors` been built?"""
+        return self._all is not None
+
+    def semi(self) -> list[dict[int, flint.fmpq]]:
+        """:func:`exactident.ranks.kernels.semi_local_kernel` of the pattern."""
+        from exactident.ranks.kernels import semi_local_kernel
+
+        if self._semi is None:
+            self._semi = self._build_semi() if self._build_semi else \
+                semi_local_kernel(self.net, self.X, self.pattern, self.fixed)
+        return self._semi
+
+    def vectors(self) -> list[dict[int, flint.fmpq]]:
+        """:func:`structural_kernel` of the pattern (the semi-local vectors first)."""
+        if self._all is None:
+            self._all = structural_kernel(self.net, self.X, self.pattern, self.fixed, self.semi())
+        return self._all
+
+    def source(self) -> str:
+        """``"semi-local"`` when :meth:`vectors` equals :meth:`semi`, else ``"shifted"``."""
+        return "semi-local" if len(self.vectors()) == len(self.semi()) else "shifted"
+
+    def upper(self, lower: tuple[int, int, np.ndarray | None], avoid: int, rng: random.Random,
+              data: Any) -> dict[str, Any] | None:
+        """:func:`kernel_upper` of :meth:`vectors` (``data``: the case's ``ModularData``).
+
+        Raises
+        ------
+        InvariantViolation
+            When the vectors bound the rank below the rank mod p ``lower[0]`` (a construction bug).
+        """
+        from exactident.errors import InvariantViolation
+        from exactident.model.gamma_modular import gamma_mod_p
+
+        net, X, pattern, fixed = self.net, self.X, self.pattern, self.fixed
+        dim = net.dim
+        up = kernel_upper(self.vectors(), self.source(), dim, (len(X) * net.widths[-1], dim),
+                          self.entry_bound(), lower, avoid, rng,
+                          lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data))
+        if up is not None and up["bound"] < lower[0]:
+            raise InvariantViolation(f"{up['nullity']} independent kernel vectors of Gamma, but its rank mod "
+                                     f"{lower[1]} is {lower[0]} > dim - {up['nullity']}")
+        return up

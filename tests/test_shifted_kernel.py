@@ -1,0 +1,276 @@
+"""The shifted-input kernel of ``Gamma`` (ranks/shifted.py) and its certificate (source ``shifted``).
+
+Truth: the Jacobian of a one-hidden-layer ReLU network written out in this file with Python
+``Fraction`` (``d f_k / d W_1[v, j] = W_2[k, v] a_v x_j``, ``d f_k / d b_1[v] = W_2[k, v] a_v``,
+``d f_k / d W_2[k', v] = [k = k'] relu(z_v)``, ``d f_k / d b_2[k'] = [k = k']``; the fixed edges
+dropped), its rank by Fraction elimination; every kernel vector is checked against it by exact
+products and counted by that same elimination.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+from fractions import Fraction
+
+import flint
+import pytest
+
+from exactident.check import check
+from exactident.io.case import Case
+from exactident.io.report import reports_to_json
+from exactident.model.activation import activation_state
+from exactident.model.fixed_edges import fixed_edges, free_parameters
+from exactident.model.network import Network
+from exactident.ranks.kernels import semi_local_kernel
+from exactident.ranks.shifted import shifted_families, structural_kernel
+from exactident.verify.certificate import verify_certificate
+from exactident.verify.rank import verify_rank_certificate
+
+
+def _fr(v) -> Fraction:
+    return Fraction(int(v.p), int(v.q))
+
+
+def _rank(rows: list[list[Fraction]]) -> int:
+    rows = [list(r) for r in rows]
+    rank, col, ncols = 0, 0, len(rows[0]) if rows else 0
+    while rank < len(rows) and col < ncols:
+        piv = next((i for i in range(rank, len(rows)) if rows[i][col] != 0), None)
+        if piv is None:
+            col += 1
+            continue
+        rows[rank], rows[piv] = rows[piv], rows[rank]
+        for i in range(rank + 1, len(rows)):
+            if rows[i][col] != 0:
+                f = rows[i][col] / rows[rank][col]
+                rows[i] = [a - f * b for a, b in zip(rows[i], rows[rank])]
+        rank, col = rank + 1, col + 1
+    return rank
+
+
+def _oracle_gamma(net: Network, X) -> list[list[Fraction]]:
+    """The free-parameter Jacobian of a one-hidden-layer net on ``X``, by hand (module docstring)."""
+    N0, N1, N2 = net.widths
+    W1 = [[_fr(net.W[0][v, j]) for j in range(N0)] for v in range(N1)]
+    W2 = [[_fr(net.W[1][k, v]) for v in range(N1)] for k in range(N2)]
+    b1 = [_fr(v) for v in net.b[0]]
+    params = free_parameters(net, fixed_edges(net))
+    rows = []
+    for x in X:
+        x = [_fr(v) for v in x]
+        z = [sum(W1[v][j] * x[j] for j in range(N0)) + b1[v] for v in range(N1)]
+        a = [1 if zv > 0 else 0 for zv in z]
+        for k in range(N2):
+            row = []
+            for prm in params:
+                if prm.l == 1:
+                    d = W2[k][prm.i] * a[prm.i]
+                    row.append(d * (x[prm.j] if prm.j is not None else 1))
+                elif prm.j is None:
+                    row.append(Fraction(int(prm.i == k)))
+                else:
+                    row.append(Fraction(int(prm.i == k)) * max(z[prm.j], 0))
+            rows.append(row)
+    return rows
+
+
+def _rare_net(seed: int, N0: int = 3, N1: int = 6, N2: int = 2, n: int = 14, rare: int = 1):
+    """Input 0 equals ``-1/3`` on every sample but ``rare`` of them (a standardised blank pixel);
+    biases positive enough that most neurons are active on those samples."""
+    rng = random.Random(seed)
+    W1 = flint.fmpq_mat([[flint.fmpq(rng.randint(-6, 6), 4) for _ in range(N0)] for _ in range(N1)])
+    W2 = flint.fmpq_mat([[flint.fmpq(rng.choice([-5, -3, -2, -1, 1, 2, 3, 5]), 3) for _ in range(N1)]
+                         for _ in range(N2)])
+    b = [[flint.fmpq(rng.randint(2, 9), 2) for _ in range(N1)], [flint.fmpq(rng.randint(-3, 3), 5) for _ in range(N2)]]
+    X = []
+    for i in range(n):
+        row = [flint.fmpq(rng.randint(-9, 9), 7) + flint.fmpq(1, 101) for _ in range(N0)]
+        row[0] = flint.fmpq(5 + i, 2) if i < rare else flint.fmpq(-1, 3)
+        X.append(row)
+    return Network((N0, N1, N2), [W1, W2], b), X
+
+
+def _in_kernel(G: list[list[Fraction]], vec: dict) -> bool:
+    return all(sum(row[c] * _fr(v) for c, v in vec.items()) == 0 for row in G)
+
+
+def test_shifted_blocks_fire_and_are_exact_kernel_vectors():
+    fired = 0
+    for seed in range(12):
+        net, X = _rare_net(seed)
+        st = activation_state(net, X)
+        if st.ties:
+            continue
+        fixed = fixed_edges(net)
+        G = _oracle_gamma(net, X)
+        true_rank = _rank(G)
+        semi = semi_local_kernel(net, X, st.pattern, fixed)
+        K = structural_kernel(net, X, st.pattern, fixed)
+        assert K[:len(semi)] == semi  # the semi-local vectors first, unchanged
+        assert all(_in_kernel(G, v) for v in K)
+        vecs = [[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]
+        assert _rank(vecs) == len(K)  # independent over Q (the oracle's own elimination)
+        assert net.dim - len(K) >= true_rank
+        # the family's columns vanish outside T exactly (oracle rows of the other samples)
+        for T, cols in shifted_families(net, X, st.pattern, fixed):
+            for i in set(range(len(X))) - set(T):
+                for k in range(net.widths[-1]):
+                    assert all(sum(G[i * net.widths[-1] + k][c] * _fr(v) for c, v in col.items()) == 0 for col in cols)
+        fired += len(K) > len(semi)
+    assert fired >= 6
+
+
+def _report(case, **kw):
+    r = check(case, numeric=False, structural=False, **kw)
+    return r, json.loads(reports_to_json([r], as_list=False))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_interval_contains_the_true_rank_and_verifies(seed):
+    """Random small nets with a rare input, verdict-first (interval) and default (exact when cheap)."""
+    net, X = _rare_net(seed, N0=3, N1=7, N2=2, n=12, rare=1 + seed % 2)
+    st = activation_state(net, X)
+    if st.ties:
+        pytest.skip("a tie")
+    true_rank = _rank(_oracle_gamma(net, X))
+    case = Case(name=f"rare-{seed}", network=net, X=X)
+    for kw in ({"verdict_first": True}, {}, {"exact_ranks": True}):
+        r, rep = _report(case, **kw)
+        if r.rank_gamma_interval is not None:
+            lo, hi = r.rank_gamma_interval
+            assert lo <= true_rank <= hi, (kw, r.rank_gamma_interval, true_rank)
+        else:
+            assert r.rank_gamma == true_rank, (kw, r.rank_gamma, true_rank)
+        ok, msgs = verify_certificate(case, rep, "x", require_claims=True)
+        assert ok, msgs
+
+
+def _shifted_certificate():
+    """A case where the shifted blocks add vectors, its report, and the report's rank certificate with its
+    ``rank_gamma`` part ending at the ``shifted`` kernel (interval form, or exact when it closes)."""
+    for seed in range(40):
+        net, X = _rare_net(seed)
+        st = activation_state(net, X)
+        if st.ties:
+            continue
+        fixed = fixed_edges(net)
+        K = structural_kernel(net, X, st.pattern, fixed)
+        if len(K) == len(semi_local_kernel(net, X, st.pattern, fixed)):
+            continue
+        case = Case(name=f"rare-{seed}", network=net, X=X)
+        _r, rep = _report(case)
+        cert = copy.deepcopy(rep["certificate"]["rank"])
+        low = cert["rank_gamma"]["lower"]
+        up = {"kind": "kernel", "bound": net.dim - len(K), "source": "shifted", "nullity": len(K)}
+        cert["rank_gamma"] = {"shape": cert["rank_gamma"]["shape"], "lower": low, "upper": up}
+        if up["bound"] == low["rank_mod_p"]:
+            cert["rank_gamma"]["rank"] = up["bound"]
+        return case, rep, cert, _oracle_gamma(net, X)
+    pytest.fail("no case where the shifted blocks add a vector")
+
+
+def test_verifier_rejects_forged_shifted_and_explicit_kernels():
+    case, rep, rank_cert, G = _shifted_certificate()
+    assert verify_rank_certificate(case, rank_cert) == []
+    up = rank_cert["rank_gamma"]["upper"]
+    # one more vector claimed than the construction gives
+    forged = copy.deepcopy(rank_cert)
+    forged["rank_gamma"]["upper"].update(nullity=up["nullity"] + 1, bound=up["bound"] - 1)
+    forged["rank_gamma"].pop("rank", None)
+    forged["rank_gamma"]["lower"]["rank_mod_p"] = min(forged["rank_gamma"]["lower"]["rank_mod_p"], up["bound"] - 2)
+    assert any("nullity" in m for m in verify_rank_certificate(case, forged))
+    # explicit vectors: the true ones pass, a vector outside the kernel or a repeated one does not
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    K = structural_kernel(net, X, st.pattern, fixed_edges(net))
+    cols = [[[i, str(_fr(v))] for i, v in sorted(col.items())] for col in K]
+    explicit = copy.deepcopy(rank_cert)
+    explicit["rank_gamma"]["upper"] = {"kind": "kernel", "bound": up["bound"], "source": "dixon", "kernel": cols}
+    assert verify_rank_certificate(case, explicit) == []
+    not_kernel = next(c for c in range(net.dim) if not _in_kernel(G, {c: flint.fmpq(1)}))
+    bad = copy.deepcopy(explicit)
+    bad["rank_gamma"]["upper"]["kernel"][-1] = [[not_kernel, "1"]]
+    assert any("M K is not 0" in m or "not of full column rank" in m for m in verify_rank_certificate(case, bad))
+    dup = copy.deepcopy(explicit)
+    dup["rank_gamma"]["upper"]["kernel"][-1] = cols[0]
+    assert any("full column rank" in m for m in verify_rank_certificate(case, dup))
+    # the forged report as a whole is INVALID
+    whole = copy.deepcopy(rep)
+    whole["certificate"]["rank"] = forged
+    ok, _msgs = verify_certificate(case, whole, "x", require_claims=True)
+    assert not ok
+
+
+def test_verifier_columns_of_gamma_mod_p_match_the_whole_image():
+    """The verifier's column-restricted ``Gamma mod q`` against the oracle Jacobian reduced mod q."""
+    import numpy as np
+
+    from exactident.model.integer_forward import data_denominator
+    from exactident.verify.rank_kernel import gamma_columns_mod_p
+
+    net, X = _rare_net(3)
+    st = activation_state(net, X)
+    q = 1_000_003
+    G = _oracle_gamma(net, X)
+    cols = np.array([0, 5, net.dim - 1, 7, 2])
+    got = gamma_columns_mod_p(net, X, st.pattern, fixed_edges(net), q, cols, data_denominator(net, X), [])
+    want = [[(row[c].numerator * pow(row[c].denominator, -1, q)) % q for c in cols] for row in G]
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_deeper_nets_kernel_vectors_against_the_exact_gamma(seed):
+    """Two hidden layers (shifted blocks on layer 1 and on rarely active neurons of layer 2): every vector
+    is in the kernel of the exact Gamma (FLINT over Q, products checked entry by entry) and they are
+    independent (Fraction elimination of this file)."""
+    from exactident.model.gamma import gamma_exact
+
+    rng = random.Random(100 + seed)
+    widths = (3, 5, 5, 2)
+    W = [flint.fmpq_mat([[flint.fmpq(rng.randint(-6, 6), 4) for _ in range(widths[l])] for _ in range(widths[l + 1])])
+         for l in range(3)]
+    b = [[flint.fmpq(rng.randint(1, 8), 2) for _ in range(widths[1])],
+         [flint.fmpq(rng.randint(-6, 2), 2) for _ in range(widths[2])],
+         [flint.fmpq(rng.randint(-3, 3), 5) for _ in range(widths[3])]]
+    X = []
+    for i in range(16):
+        row = [flint.fmpq(rng.randint(-9, 9), 7) + flint.fmpq(1, 101) for _ in range(widths[0])]
+        row[0] = flint.fmpq(3 + i, 2) if i < 2 else flint.fmpq(-1, 3)
+        X.append(row)
+    net = Network(widths, W, b)
+    st = activation_state(net, X)
+    if st.ties:
+        pytest.skip("a tie")
+    fixed = fixed_edges(net)
+    G = gamma_exact(net, X, st.Z, st.pattern, fixed)
+    rows = [[_fr(G[i, c]) for c in range(G.ncols())] for i in range(G.nrows())]
+    K = structural_kernel(net, X, st.pattern, fixed)
+    assert all(_in_kernel(rows, v) for v in K)
+    assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]) == len(K)
+    assert net.dim - len(K) >= _rank(rows)
+
+
+def test_verifier_product_by_samples_matches_the_oracle():
+    """``Gamma K_c mod q`` through per-sample sums (the verifier's check) against the oracle's own product."""
+    from exactident.model.integer_forward import data_denominator
+    from exactident.verify.rank_kernel import gamma_product_is_zero
+
+    net, X = _rare_net(5)
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = _oracle_gamma(net, X)
+    q = 1_000_003
+    rng = random.Random(1)
+    K = structural_kernel(net, X, st.pattern, fixed)
+    cols = [{i: int(v.p) * (lcm // int(v.q)) for i, v in col.items()}
+            for col in K for lcm in [math.lcm(*(int(v.q) for v in col.values()))]]
+    avoid = data_denominator(net, X)
+    for col in cols:
+        assert gamma_product_is_zero(net, X, st.pattern, fixed, q, [col], avoid, [])
+    for _ in range(20):
+        col = {rng.randrange(net.dim): rng.randint(-5, 5) for _ in range(4)}
+        oracle_zero = all(sum(row[c] * v for c, v in col.items()) == 0 for row in G)  # over Q (mod q: same here)
+        assert gamma_product_is_zero(net, X, st.pattern, fixed, q, [col], avoid, []) == oracle_zero
