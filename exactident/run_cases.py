@@ -57,6 +57,11 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
 def _estimate(case: Any, args: argparse.Namespace) -> Any:
     from exactident.ranks.estimate import estimate
 
+    if not case.is_plain:  # the size model is fitted on the plain engine's stages only
+        features = ", ".join(case.compiled.features) or "a layer graph"
+        raise UnsupportedCaseError(f"{case.source}: --estimate has a cost model for plain ReLU MLPs only, and this "
+                                   f"case is a layer graph ({features}): run check without --estimate "
+                                   "(--timeout SECONDS bounds it)")
     return estimate(case, numeric=not args.no_numeric, all_ranks=args.all_ranks or getattr(args, "expect", False),
                     max_resolutions=args.max_resolutions)
 
@@ -65,6 +70,8 @@ def _terminal_budget(case: Any, args: argparse.Namespace, timeout: float | None)
     """Print the case's estimate (stderr); its budget: ``--timeout``, else the default when large, else none."""
     from exactident.ranks.estimate import TERMINAL_BUDGET
 
+    if not case.is_plain:  # no cost model for a layer graph: no estimate, no default budget
+        return timeout if timeout is not None else math.inf
     est = _estimate(case, args)
     print(est.render(case.name), file=sys.stderr)
     if timeout is not None:

@@ -281,6 +281,23 @@ def test_check_estimate_prints_and_analyses_nothing(capsys):
     assert "float cross-check" in out and "verdict" not in out
 
 
+def test_a_layer_graph_is_checked_on_a_terminal_as_off_it(monkeypatch, capsys):
+    # The cost model reads the plain network only; on a terminal a layer graph (PReLU here) was refused
+    # (exit 2) before any analysis. A terminal must change the display, never the answer.
+    case = str(ROOT / "cases" / "architectures" / "prelu-mlp.json")
+    assert main(["check", "--json", case]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["check", "--json", case]) == 0
+    tty = json.loads(capsys.readouterr().out)
+    for d in (plain, tty):
+        d.pop("seconds", None)
+    assert tty == plain
+    assert main(["check", "--estimate", case]) == 2  # no cost model for it: one line saying so
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "prelu-mlp.json" in err and "without --estimate" in err
+
+
 @needs_proc
 def test_the_estimate_goes_to_the_terminal_not_into_json(tmp_path):
     import pty

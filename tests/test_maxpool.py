@@ -183,6 +183,9 @@ def test_compiled_forward_is_the_exact_max_pool(pool, act):
     net = _net(rng, input_shape, 2, kernel, act, pool, n_out=2)
     cn = compile_architecture(_arch(net))
     assert "max pooling" in cn.features
+    # the compiled pairwise maxima use linear units and carry b up, but the architecture (conv, act, pool,
+    # linear) has no skip and no linear layer of its own: the features describe the user's network
+    assert "skip connection" not in cn.features and "linear layer" not in cn.features, cn.features
     X = [list(_fr(rng, (int(np.prod(input_shape)),), den=3)) for _ in range(4)]
     X.append([Fraction(1)] * int(np.prod(input_shape)))  # a constant input: every window a tie of its inputs
     got = constrained_pre_activations(cn, X)[-1]

@@ -489,3 +489,38 @@ def test_audit_of_a_plain_victim_with_a_layer_graph_extraction(tmp_path, capsys)
     d = json.loads(capsys.readouterr().out)
     # at x = 0: relu(-1) = 0 but leaky(-1) = -1/10, so the outputs differ by 3/10 at the first query
     assert d["extracted"]["same_orbit"] is False and d["extracted"]["sample"]["first_difference"]["sample"] == 0
+
+
+def test_equiv_of_two_onnx_cnns_with_an_image_sample(tmp_path, capsys):
+    """`equiv a.onnx b.onnx --sample X.npy` with X an image batch (n, C, H, W), the file `import` reads: it was
+    refused as not a matrix (n, N_0). B is A with its two convolution channels swapped (kernels, biases and the
+    dense layer's blocks of columns after the flatten): a relabelling of hidden units, the same function."""
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    K = (rng.integers(-8, 9, (2, 1, 2, 2)) / 8).astype(np.float32)  # dyadic: exact in float32
+    c = np.array([0.25, -0.5], np.float32)
+    W = (rng.integers(-8, 9, (3, 2 * 2 * 2)) / 8).astype(np.float32)  # after pooling: 2 channels of 2x2
+    d = np.zeros(3, np.float32)
+
+    def save(path, K, c, W):
+        inits = [numpy_helper.from_array(a, n) for a, n in ((K, "K"), (c, "c"), (W, "W"), (d, "d"))]
+        nodes = [helper.make_node("Conv", ["x", "K", "c"], ["z"], name="conv"),
+                 helper.make_node("Relu", ["z"], ["h"], name="relu"),
+                 helper.make_node("MaxPool", ["h"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+                 helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+                 helper.make_node("Gemm", ["f", "W", "d"], ["out"], name="fc", transB=1)]
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 5, 5])],
+                                  [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["n", 3])], inits)
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+    save(tmp_path / "a.onnx", K, c, W)
+    swap = [1, 0]
+    save(tmp_path / "b.onnx", K[swap], c[swap], W.reshape(3, 2, 4)[:, swap].reshape(3, 8))
+    np.save(tmp_path / "x.npy", rng.standard_normal((6, 1, 5, 5)).astype(np.float32))
+    argv = ["equiv", str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx"), "--sample", str(tmp_path / "x.npy"), "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["same_orbit"] is True and out["sample"]["same_outputs"] is True

@@ -381,6 +381,20 @@ def test_track_plot_cli(tmp_path, capsys):
     assert "missing.jsonl" in capsys.readouterr().err
 
 
+def test_track_plot_ticks_count_whole_units():
+    # dead and always-active units (right axis) and ranks (left) are integers: a tick at 1.25 units means nothing
+    pytest.importorskip("matplotlib")
+    from exactident.track.plot import tracking_figure
+
+    recs = [{"step": s, "verdict": "not-identifiable", "rank_gamma": 578 + s, "rank_gamma_interval": None, "dim": 898,
+             "float_rank_gamma": 578 + s, "dead_units": 2, "always_active_units": a}
+            for s, a in ((0, 2), (50, 0), (100, 1))]
+    fig = tracking_figure(recs)
+    for ax in fig.axes:
+        ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+        assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks
+
+
 def test_records_frame():
     pd = pytest.importorskip("pandas")
     from exactident.track import records_frame

@@ -117,12 +117,16 @@ class _Compiler:
             out.append(_Elem({u: (-1, _ONE)}, _FIXED0, e.name))
         return out
 
-    def linear_units(self, key: str, elems: list[_Elem]) -> list[_Elem]:
-        """``elems`` as pure references to units (linear units when they are not already)."""
+    def linear_units(self, key: str, elems: list[_Elem], feature: bool = True) -> list[_Elem]:
+        """``elems`` as pure references to units (linear units when they are not already).
+
+        ``feature=False``: units the compilation of another layer needs (max pooling's inputs), not
+        a "linear layer" of the architecture.
+        """
         if all(e.pure() for e in elems):
             return elems
         if key not in self.cache:
-            if any(c[0] >= 0 for e in elems for c in [*e.terms.values(), e.bias]):
+            if feature and any(c[0] >= 0 for e in elems for c in [*e.terms.values(), e.bias]):
                 self.features.add("linear layer")
             self.cache[key] = self.materialize(elems, [(-1, _ONE)] * len(elems))
         return self.cache[key]
@@ -230,7 +234,7 @@ class _Compiler:
         pair met by several windows (overlapping windows) is one unit, so one tie is one kink.
         """
         if any(c[0] >= 0 for e in elems for c in [*e.terms.values(), e.bias]):
-            elems = self.linear_units(layer.inputs[0], elems)
+            elems = self.linear_units(layer.inputs[0], elems, feature=False)
         spatial = in_shape[1:]
         d, per_channel = len(spatial), prod(spatial)
         memo: dict[tuple[int, object, object], tuple[object, _Elem]] = {}
@@ -301,8 +305,7 @@ class _Compiler:
         if self.units[u].depth == depth:
             return u
         if (u, depth) not in self.carriers:
-            below = self.carrier(u, depth - 1)
-            self.features.add("skip connection")
+            below = self.carrier(u, depth - 1)  # a skip's or a max pooling's (b carried up): add() names skips
             self.carriers[(u, depth)] = self.new_unit(
                 _Unit(depth, f"{CARRIER_PREFIX}{self.units[u].name})", {below: (-1, _ONE)}, _FIXED0, (-1, _ONE)))
         return self.carriers[(u, depth)]

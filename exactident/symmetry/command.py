@@ -159,7 +159,12 @@ def run_equiv(args: argparse.Namespace) -> int:
         if a.is_plain and b.is_plain and a.network.widths[0] != b.network.widths[0]:
             raise CaseFormatError(args.b, "widths", f"{b.network.widths[0]} inputs, A has {a.network.widths[0]}: "
                                                     "no common sample")
-        X = load_queries(args.sample, a.widths[0], args)
+        from exactident.io.importers.command import is_model_file
+
+        # a model file was imported with this very sample: its X is the sample as that model reads it (an
+        # image batch (n, H, W, C) or (n, C, H, W) in the case's layout, rounded to the model's dtype)
+        imported = [c for c, p in ((a, args.a), (b, args.b)) if is_model_file(p, getattr(args, "format", None))]
+        X = imported[0].X if imported else load_queries(args.sample, a.widths[0], args)
     e = equiv(_network(a), _network(b), X)
     write_stdout(json.dumps(e.to_dict(), indent=1) + "\n" if args.json else render_equiv(e, a.name, b.name))
     return equiv_status(e.same_orbit)

@@ -85,6 +85,10 @@ def tracking_figure(records: Sequence[dict[str, Any]], title: str | None = None)
         ax2.plot(*zip(*always), "^-", color="tab:purple", ms=3, lw=1, alpha=0.6, label="always-active units")
     ax2.set_ylabel("hidden units")
     ax2.set_ylim(bottom=0)
+    from matplotlib.ticker import MaxNLocator
+
+    for a in (ax, ax2):  # ranks and unit counts are integers: no tick at 1.25 units
+        a.yaxis.set_major_locator(MaxNLocator(integer=True))
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     fig.legend(h1 + h2, l1 + l2, loc="outside right upper", fontsize="small")
