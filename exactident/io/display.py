@@ -149,7 +149,7 @@ def to_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     try:
         import pandas as pd  # type: ignore[import-untyped]
     except ImportError:
-        raise UnsupportedCaseError("parameters_frame needs pandas (pip install pandas); "
+        raise UnsupportedCaseError("parameters_frame needs pandas (pip install pandas, or the notebook extra); "
                                    "parameters_rows() gives the same table as a list of dicts") from None
     return pd.DataFrame(list(rows))
 
