@@ -21,6 +21,7 @@ from collections import Counter
 from fractions import Fraction as Fr
 
 import flint
+import numpy as np
 import pytest
 
 from exactident.check_constrained import check_constrained
@@ -277,3 +278,64 @@ def test_every_verdict_agrees_with_the_independent_rank(act, widths, seed):
     if report.decided_by == "slope-lines":  # the slope's column is 0 on X, independently
         j = report.certificate["slope_lines"]["parameter"]
         assert all(row[j] == 0 for row in jacobian(f, names, theta, X))
+
+
+def _dense(cn, theta):
+    """The compiled network's dense ``W``, ``b``, slopes at ``theta`` (Fractions)."""
+    c = cn.with_theta([flint.fmpq(t.numerator, t.denominator) for t in theta])
+    q = lambda v: Fr(int(v.p), int(v.q))  # noqa: E731
+    return ([[[q(M[i, k]) for k in range(M.ncols())] for i in range(M.nrows())] for M in c.W],
+            [[q(v) for v in bl] for bl in c.b], [[q(v) for v in sl] for sl in c.negative_slope])
+
+
+def _tangent(cn, theta, v, x):
+    """``d/dt F_{theta + t v}(x)`` at ``t = 0`` by a dual-number pass over the dense layers; None on a kink."""
+    (W, b, s), (W1, b1, s1), (W0, b0, s0) = (_dense(cn, theta), _dense(cn, v), _dense(cn, [Fr(0)] * len(theta)))
+    h = [D(t) for t in x]
+    for l in range(len(W)):
+        z = [sum((D(W[l][i][k], W1[l][i][k] - W0[l][i][k]) * h[k] for k in range(len(h))), D(0))
+             + D(b[l][i], b1[l][i] - b0[l][i]) for i in range(len(W[l]))]
+        if l == len(W) - 1:
+            return [o.b for o in z]
+        if any(zi.a == 0 and s[l][i] != 1 for i, zi in enumerate(z)):
+            return None
+        h = [zi if zi.a > 0 else D(s[l][i], s1[l][i] - s0[l][i]) * zi for i, zi in enumerate(z)]
+
+
+def _pooled_archs(rng):
+    w = lambda *shape: exact_array(np.array([_q(rng.uniform(-2, 2)) for _ in range(int(np.prod(shape)))],  # noqa: E731
+                                            dtype=object).reshape(shape))
+    conv = lambda name, src, shape: Layer(name, "conv1d", (src,), w(*shape), w(shape[0]), kernel_size=(shape[2],),  # noqa: E731
+                                          stride=(1,), padding=(0,))
+    return [Architecture((1, 5), [conv("c1", "input", (2, 1, 2)), conv("c2", "c1", (2, 2, 2)),
+                                  Layer("r", "relu", ("c2",)), Layer("fl", "flatten", ("r",)),
+                                  Layer("h", "linear", ("fl",), w(1, 6), w(1))], "h"),
+            Architecture((1, 3), [conv("c1", "input", (2, 1, 2)), Layer("m", "maxpool1d", ("c1",), kernel_size=(2,)),
+                                  Layer("fl", "flatten", ("m",)), Layer("h", "linear", ("fl",), w(2, 2), w(2))], "h"),
+            Architecture((2,), [Layer("f1", "linear", ("input",), w(3, 2), w(3)),
+                                Layer("f2", "linear", ("f1",), w(2, 3), None), Layer("r", "relu", ("f2",)),
+                                Layer("h", "linear", ("r",), w(1, 2), w(1))], "h")]
+
+
+def test_linear_unit_symmetries_of_convolutions_pools_and_stacked_layers_are_exact_kernel_vectors():
+    # conv -> conv (weight sharing), conv -> max pool (fixed pair weights), linear -> linear with no bias (fixed 0):
+    # every S_H direction must keep the function, d/dt F_{theta + t v}(x) = 0 at every input (dual numbers over
+    # the dense layers, not the symmetry code), and the rank of that Jacobian never exceeds dim_free
+    rng = random.Random(11)
+    for arch in _pooled_archs(rng):
+        cn = compile_architecture(arch)
+        sym = rescaling_symmetry(cn)
+        assert any(kind != "rescaling" for kind in sym.kinds)  # linear-unit symmetries are exercised
+        theta = [Fr(int(t.p), int(t.q)) for t in cn.theta()]
+        X = [[Fr(rng.randint(-40, 40), rng.randint(1, 7)) for _ in range(cn.widths[0])] for _ in range(10)]
+        for vec in sym.basis:
+            v = [Fr(0)] * cn.n_params
+            for j, c in vec.items():
+                v[j] = Fr(int(c.p), int(c.q))
+            assert all(d is None or not any(d) for d in (_tangent(cn, theta, v, x) for x in X))
+        rows = []
+        for x in X:
+            cols = [_tangent(cn, theta, [Fr(int(i == j)) for i in range(cn.n_params)], x) for j in range(cn.n_params)]
+            if cols[0] is not None:
+                rows += [[cols[j][o] for j in range(cn.n_params)] for o in range(len(cols[0]))]
+        assert _rank(rows) <= sym.dim_free

@@ -91,6 +91,10 @@ def test_one_input_against_an_exact_sweep(widths, seed, boxed):
     fdim = fraction_rank([row for a, c in pieces for x in (a, c) for row in full_jacobian_rows(W, b, [x])])
     cr = cover_rank(net, cover)
     assert cr.complete and cr.rank == fdim
+    if not pieces:  # every input is a tie (a neuron fed only by dead ones): J is defined nowhere, refused
+        with pytest.raises(UnsupportedCaseError, match="tie"):
+            functional_dimension(net, box=box, lines=0, search=False, regions=1000)
+        return
     res = functional_dimension(net, box=box, lines=0, search=False, regions=1000)
     assert res.lower == res.upper == fdim
     assert res.cover is None or res.cover["complete"]  # no cover when random points already reach dim

@@ -139,12 +139,14 @@ def test_one_input_families_against_the_sweep(name, box):
         assert cover.regions == []
 
 
-def test_all_ties_has_functional_dimension_zero():
-    # no tie-free input at all: max rank J over tie-free samples is that of the empty sample, 0
+def test_all_ties_is_refused():
+    # no tie-free input at all (the cover is complete and empty, test above): J is defined nowhere, as for a unit
+    # with zero incoming weights and bias, so fdim refuses in one line; "rank 0" would also say that the output
+    # bias never moves the function, false for any network
     W, b = ONE_INPUT["all ties"]
     net = _net(W, b, (1, 2, 1, 1))
-    res = functional_dimension(net, lines=0, search=False, regions=100)
-    assert res.lower == res.upper == 0 and res.cover is not None and res.cover["complete"]
+    with pytest.raises(UnsupportedCaseError, match="every point of R\\^n is a tie"):
+        functional_dimension(net, lines=0, search=False, regions=100)
 
 
 def _brute_patterns(W, b, box):

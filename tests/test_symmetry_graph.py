@@ -17,6 +17,7 @@ from exactident.cli import main
 from exactident.errors import UnsupportedCaseError
 from exactident.io.case import load_case, parse_case
 from exactident.model.gamma_free import free_state
+from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension as functional_dimension_graph
 
 F = flint.fmpq
@@ -130,6 +131,38 @@ def test_fdim_refuses_a_constant_unit_in_one_line():
                  "fc2", [["1"]], [1])
     with pytest.raises(UnsupportedCaseError, match=r"fc1\[0\] has zero incoming weights and bias"):
         functional_dimension_graph(case.compiled, case.X)
+
+
+def _equal_pool(bias="1"):
+    """``h(max(a x + c, a x + c))``: a 1-pixel input padded by 1 and a kernel ``[a, a]`` give two equal pixels."""
+    return {"format": "exactident-case/2", "name": "equal-pool", "input_shape": [1, 1],
+            "layers": [{"name": "c", "op": "conv1d", "inputs": ["input"], "out_channels": 1, "kernel_size": [2],
+                        "padding": [1], "weight": [[["1/3", "1/3"]]], "bias": ["1"]},
+                       {"name": "m", "op": "maxpool1d", "inputs": ["c"], "kernel_size": [2]},
+                       {"name": "fl", "op": "flatten", "inputs": ["m"]},
+                       {"name": "h", "op": "linear", "inputs": ["fl"], "weight": [["2"]], "bias": [bias]}],
+            "output": "h", "sample": [["1"]]}
+
+
+def test_fdim_refuses_a_domain_of_ties(tmp_path, capsys):
+    # Hand derivation: pixel 0 of the padded convolution is 1/3 * 0 + 1/3 x + 1, pixel 1 is 1/3 x + 1/3 * 0 + 1,
+    # equal for every x, so the max pool's unit max(a, b) = b + relu(a - b) has a - b = 0 on all of R: every input
+    # is a tie and J_free is defined nowhere.  "fdim = 0" (the old answer, from a complete cover with no region)
+    # is false: the head bias alone moves the output, y = 2 (x/3 + 1) + bias.
+    for x in (F(-7, 2), F(0), F(5, 3)):
+        assert F(1, 3) * 0 + F(1, 3) * x + 1 == F(1, 3) * x + F(1, 3) * 0 + 1
+    case = parse_case(_equal_pool())
+    with pytest.raises(UnsupportedCaseError, match="every point of R\\^n is a tie"):
+        functional_dimension_graph(case.compiled, case.X)
+    # the plain MLP route too: (1,0) is dead everywhere (W = 0, b = -1), (2,0) reads only it with bias 0
+    net = Network((1, 2, 1, 1), [[[0], [1]], [[5, 0]], [[1]]], [[-1, 0], [0], [0]])
+    with pytest.raises(UnsupportedCaseError, match="tie"):
+        functional_dimension_graph(net)
+    path = tmp_path / "equal-pool.json"
+    path.write_text(json.dumps(_equal_pool()))
+    assert main(["fdim", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tie" in err[0]
 
 
 def test_fdim_cli_on_a_layer_graph_json_and_text(capsys):

@@ -304,6 +304,8 @@ def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence
         lower_random = lower
         lower, upper, p, pts, mechs, cover = settle_by_regions(net, box, (lower, upper, p, pts, mechs), max_regions,
                                                                region_seconds, seed)
+        if cover["complete"] and not cover["regions"]:
+            _refuse_tie_domain(net, box)
     if lines and lower < upper:
         stage("line walk", lower=lower, upper=upper)
         lower_random = lower if lower_random is None else lower_random
@@ -339,6 +341,19 @@ def _refuse_constant_units(net: Network | ConstrainedNetwork) -> None:
                                    "pre-activation is 0 everywhere and the Jacobian is not defined")
     raise UnsupportedCaseError(f"hidden unit {J.cn.describe_units(const)} has zero incoming weights and bias: its "
                                "pre-activation is 0 everywhere and the Jacobian is not defined")
+
+
+def _refuse_tie_domain(net: Network | ConstrainedNetwork, box: Box | None) -> None:
+    """A complete cover with no region: every input is a tie, so ``J`` is defined nowhere.
+
+    Some kinked unit's pre-activation is then 0 on an open set although its incoming weights need not
+    be 0 (two equal linear units compared by a max pool, a unit fed only by dead units); "rank 0" would
+    claim that no parameter moves the function, while the output biases do.
+    """
+    where = "R^n" if box is None else "the box"
+    raise UnsupportedCaseError(f"every point of {where} is a tie (a kinked unit's pre-activation is 0 on an open set, "
+                               "e.g. fed only by dead units or comparing two equal values): the Jacobian is "
+                               "defined nowhere")
 
 
 def _tie_free_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:

@@ -36,6 +36,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.errors import UnsupportedCaseError
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
 from exactident.symmetry.fdim import functional_dimension, lower_bound
@@ -252,7 +253,10 @@ def witness(widths: Sequence[int], seed: int = 0, tries: int = 16) -> dict[str, 
                for i in range(widths[l + 1])):
             continue
         net = Network(tuple(widths), [flint.fmpq_mat(M) for M in W], b)
-        r = functional_dimension(net, seed=t, search=False, max_boxes=64)
+        try:
+            r = functional_dimension(net, seed=t, search=False, max_boxes=64)
+        except UnsupportedCaseError:  # every input a tie (a neuron fed only by dead ones): try another draw
+            continue
         if not r.no_hidden_symmetries and r.lower < r.upper:
             r = functional_dimension(net, seed=t, search=True, max_boxes=64)
         if r.no_hidden_symmetries and r.prime:  # a prime that certifies rank J(X) = dim, as the witness says
