@@ -23,14 +23,14 @@ __all__ = ["keras_callback", "lightning_callback"]
 
 
 def _lightning() -> Any:
-    try:
-        import lightning.pytorch as pl
-    except ImportError:
+    import importlib
+
+    for name in ("lightning.pytorch", "pytorch_lightning"):  # the package and its older standalone name
         try:
-            import pytorch_lightning as pl
+            return importlib.import_module(name)
         except ImportError:
-            raise UnsupportedCaseError("lightning_callback needs lightning (pip install lightning)") from None
-    return pl
+            continue
+    raise UnsupportedCaseError("lightning_callback needs lightning (pip install lightning)")
 
 
 def _per(per: str) -> None:
