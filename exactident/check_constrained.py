@@ -17,11 +17,11 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
   submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
   ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters),
   or, tried last, a straight line of constant outputs on X with a probe whose output moves
-  (:mod:`exactident.boundary.graph_line`; ``decided_by: line``);
+  (:mod:`exactident.boundary.kernel_line`; ``decided_by: line``);
 - **inconclusive** otherwise: Theorem 8 (``C_N``) is proved for the layered ReLU MLP only and
   is never borrowed.
 
-Each rule states the hypotheses it needs (:mod:`exactident.boundary.graph_rules`); the report's ``rules``
+Each rule states the hypotheses it needs (:mod:`exactident.boundary.rules`); the report's ``rules``
 lists every one with its status and, where a hypothesis fails, which.
 
 The plain layered ReLU MLP never reaches this module: :func:`exactident.check.check` gives it to
@@ -38,7 +38,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.boundary.graph_rules import rule_entries
+from exactident.boundary.rules import rule_entries
 from exactident.budget import stage
 from exactident.errors import InvariantViolation
 from exactident.io.report import Report
@@ -198,8 +198,8 @@ def line_kernel(cn: ConstrainedNetwork, state: FreeState, sym: Symmetry, rng: ra
 
 def _graph_line(cn: ConstrainedNetwork, X, state: FreeState, n_ties: int, persistent: list[int],
                 tried: dict[str, str], skipped: dict[str, str]) -> dict[str, Any] | None:
-    """The ``line`` rule (:mod:`exactident.boundary.graph_line`) on the first tie resolutions, or None."""
-    from exactident.boundary.graph_line import MAX_LINE_PATTERNS, find_graph_line, line_cost_problem
+    """The ``line`` rule (:mod:`exactident.boundary.kernel_line`) on the first tie resolutions, or None."""
+    from exactident.boundary.kernel_line import MAX_LINE_PATTERNS, find_graph_line, line_cost_problem
 
     cost = line_cost_problem(cn, len(X))
     if cost is not None:

@@ -1,5 +1,5 @@
-"""The layer-graph engine's rules with their hypotheses (boundary.graph_rules) and the line rule
-(boundary.graph_line, verified by verify.constrained_parts.check_graph_line).
+"""The layer-graph engine's rules with their hypotheses (boundary.rules) and the line rule
+(boundary.kernel_line, verified by verify.constrained_parts.check_graph_line).
 
 Truth: hand derivations written here, checked with an independent forward pass in ``fractions.Fraction``
 (``_f`` below: the three-layer graph ``f(x) = v leaky(w x + b) + d`` evaluated directly, no project code).
@@ -76,7 +76,7 @@ def test_line_rule_does_not_fire_on_an_identifiable_case():
 def test_line_rule_stopped_by_its_size_cap(monkeypatch):
     """The one condition of the line rule a network can fail is the size of the exact kernel: past the cap the rule
     does not run, the report says why in one line, and the case stays inconclusive (never a guess)."""
-    import exactident.boundary.graph_line as graph_line
+    import exactident.boundary.kernel_line as graph_line
 
     monkeypatch.setattr(graph_line, "MAX_LINE_ENTRIES", 5)
     r = check(_case(), numeric=False)
@@ -99,7 +99,7 @@ def test_rules_say_when_the_certificate_search_is_off():
 def test_theorem_8_never_applies_to_a_layer_graph():
     """C_N (Theorem 8) is proved for the dense ReLU MLP with every weight free only: its hypothesis fails on any
     constrained network with a feature, and holds on the plain MLP's constrained form."""
-    from exactident.boundary.graph_rules import GRAPH_RULES
+    from exactident.boundary.rules import GRAPH_RULES
     from exactident.model.constrained import from_network
     from exactident.model.network import Network
 

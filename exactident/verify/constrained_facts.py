@@ -17,7 +17,7 @@ and the sample.
   every ``theta`` (``s_out - s_in`` equal over each tie group, 0 across a fixed nonzero
   weight, ``s_v = 0`` under a fixed nonzero bias, 0 across a weight tied to a slope),
   their orbit tangent ``S_H`` at ``theta`` exactly over Q, widened by the affine group of linear
-  units (:mod:`exactident.verify.constrained_stretch`), ``rank T`` and ``dim_free = rank T - dim S_H``;
+  units (:mod:`exactident.verify.linear_symmetry`), ``rank T`` and ``dim_free = rank T - dim S_H``;
 - :func:`directional_derivative`: ``Gamma_free(s) delta`` exactly over Q (forward mode),
   to check kernel vectors;
 - :func:`softmax_rank_bound`: ``k - dim(S_H + shifts)`` (shifts of every logit by one amount);
@@ -280,9 +280,9 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     A = flint.fmpq_mat(k, m, [theta[j] * rep[j][c] if j not in pinned else 0 for j in range(k) for c in range(m)])
     T = A * Hbasis if m else flint.fmpq_mat(k, 0)
     rank_t = len({j for j in range(k) if groups[j]} | pinned)
-    from exactident.verify.constrained_stretch import stretch_basis
+    from exactident.verify.linear_symmetry import stretch_basis
 
-    stretch = stretch_basis(cn, theta)  # the affine group of linear units (constrained_stretch)
+    stretch = stretch_basis(cn, theta)  # the affine group of linear units (verify.linear_symmetry)
     if stretch:
         T = flint.fmpq_mat(k, T.ncols() + len(stretch),
                            [T[r, c] if c < T.ncols() else stretch[c - T.ncols()][r]

@@ -92,7 +92,7 @@ GRAPH_RULES = (
               "exactident.boundary.submersion", _any),
     GraphRule("line", "not-identifiable",
               "exact evaluation along a straight line (every layer graph): outputs on X constant on [0, t0], "
-              "f(x*) moving at a probe", "exactident.boundary.graph_line (the plain engine's line certificate)",
+              "f(x*) moving at a probe", "exactident.boundary.kernel_line (the plain engine's line certificate)",
               _any),
 )
 
