@@ -45,9 +45,9 @@ import numpy as np
 
 from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations
 from exactident.model.gamma_free import FreeState
-from exactident.model.line_forward import line_pass
+from exactident.model.line_forward import LinePass, line_pass
 
-__all__ = ["candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units",
+__all__ = ["along", "candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units",
            "line_segment", "slope_lines", "zero_columns"]
 
 #: Step sizes ``eps`` tried at a candidate point, largest first.
@@ -363,6 +363,24 @@ def line_segment(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delt
     """
     if not len(X):
         return True, None
+    run = along(cn, X, delta)
+    return run.is_constant(), run.segment_end()
+
+
+def along(cn: ConstrainedNetwork, points: Sequence[Sequence[flint.fmpq]], delta: dict[int, flint.fmpq]) -> LinePass:
+    """The network on ``points`` along ``theta + t delta`` as polynomials in ``t`` (exact, Q).
+
+    Parameters
+    ----------
+    cn : ConstrainedNetwork
+    points : n >= 1 rows of ``N_0`` fmpq
+    delta : dict ``j -> fmpq``
+        The direction over the free parameters (absent ones 0): weights, biases and PReLU slopes.
+
+    Returns
+    -------
+    LinePass
+    """
     zero = flint.fmpq(0)
 
     def pick(index: np.ndarray) -> list[flint.fmpq]:
@@ -371,8 +389,7 @@ def line_segment(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delt
     dW = [flint.fmpq_mat(cn.widths[l], cn.widths[l - 1], pick(cn.W_index[l - 1])) for l in range(1, cn.L + 1)]
     db = [pick(cn.b_index[l - 1]) for l in range(1, cn.L + 1)]
     da = [pick(cn.slope_index[l - 1]) for l in range(1, cn.L)]
-    along = line_pass(cn.W, cn.b, dW, db, [list(row) for row in X], slopes=cn.negative_slope, dslopes=da)
-    return along.is_constant(), along.segment_end()
+    return line_pass(cn.W, cn.b, dW, db, [list(row) for row in points], slopes=cn.negative_slope, dslopes=da)
 
 
 def _certificate(cn, kind, delta, units, extra, t0, eps, x, f0, f1) -> dict[str, Any]:

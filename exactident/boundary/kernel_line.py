@@ -40,14 +40,14 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.boundary.dead_units import along
 from exactident.boundary.entering import primitive_integer
 from exactident.io.rationals import format_fmpq
 from exactident.linalg.exact import nullspace
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import gamma_free_exact
-from exactident.model.line_forward import LinePass, line_pass
 
-__all__ = ["MAX_LINE_CANDIDATES", "MAX_LINE_ENTRIES", "MAX_LINE_PATTERNS", "along", "find_graph_line",
+__all__ = ["MAX_LINE_CANDIDATES", "MAX_LINE_ENTRIES", "MAX_LINE_PATTERNS", "find_graph_line",
            "line_cost_problem", "probe_points"]
 
 #: ``Gamma_free`` is built exactly (for its kernel) only up to this many entries.
@@ -74,31 +74,6 @@ def line_cost_problem(cn: ConstrainedNetwork, n_samples: int) -> str | None:
         return (f"an exact kernel of Gamma_free needs {entries} entries over Q, above the cap of "
                 f"{MAX_LINE_ENTRIES}")
     return None
-
-
-def along(cn: ConstrainedNetwork, points: Sequence[Sequence[flint.fmpq]], delta: dict[int, flint.fmpq]) -> LinePass:
-    """The network on ``points`` along ``theta + t delta`` as polynomials in ``t`` (exact, Q).
-
-    Parameters
-    ----------
-    cn : ConstrainedNetwork
-    points : n >= 1 rows of ``N_0`` fmpq
-    delta : dict ``j -> fmpq``
-        The direction over the free parameters (absent ones 0): weights, biases and PReLU slopes.
-
-    Returns
-    -------
-    LinePass
-    """
-    zero = flint.fmpq(0)
-
-    def pick(index: np.ndarray) -> list[flint.fmpq]:
-        return [delta.get(int(j), zero) if j >= 0 else zero for j in index.reshape(-1)]
-
-    dW = [flint.fmpq_mat(cn.widths[l], cn.widths[l - 1], pick(cn.W_index[l - 1])) for l in range(1, cn.L + 1)]
-    db = [pick(cn.b_index[l - 1]) for l in range(1, cn.L + 1)]
-    da = [pick(cn.slope_index[l - 1]) for l in range(1, cn.L)]
-    return line_pass(cn.W, cn.b, dW, db, [list(row) for row in points], slopes=cn.negative_slope, dslopes=da)
 
 
 def probe_points(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:

@@ -235,6 +235,25 @@ def _name(facts: ConstrainedFacts, j: int) -> str:
     return names[j] if names else f"theta_{j}"
 
 
+def _sparse_direction(facts: ConstrainedFacts, part: dict[str, Any], where: str,
+                      delta: list[flint.fmpq]) -> tuple[list[str], bool]:
+    """Fill ``delta`` (length ``n_params``) from ``part["delta"]`` (pairs ``(j, c)``) and check ``part["names"]``.
+
+    Returns the failures and whether they are fatal (an index out of range: nothing after it can be read)."""
+    k = facts.cn.n_params
+    fails: list[str] = []
+    if len(part["names"]) != len(part["delta"]):
+        fails.append(f"{where}.names: {len(part['names'])} names for {len(part['delta'])} entries of delta")
+    for m, (j, c) in enumerate(part["delta"]):
+        if j >= k:
+            return [f"{where}.delta[{m}]: {j} is not a parameter (n_params = {k})"], True
+        delta[j] = rational(c)
+        if m < len(part["names"]) and part["names"][m] != _name(facts, j):
+            fails.append(f"{where}.names[{m}]: theta_{j} is {_name(facts, j)!r}, the certificate says "
+                         f"{part['names'][m]!r}")
+    return fails, False
+
+
 def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> list[str]:
     """Failures of a ``dead_units``, ``constant_units`` or ``slope_lines`` part (empty: theta is not locally
     identifiable)."""
@@ -254,16 +273,9 @@ def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> 
             delta[j] = flint.fmpq(-1)
             fails = _units_output(facts, part["units"], zero, f"{where}.units")
     else:
-        fails = []
-        if len(part["names"]) != len(part["delta"]):
-            fails.append(f"{where}.names: {len(part['names'])} names for {len(part['delta'])} entries of delta")
-        for m, (j, c) in enumerate(part["delta"]):
-            if j >= k:
-                return [f"{where}.delta[{m}]: {j} is not a parameter (n_params = {k})"]
-            delta[j] = rational(c)
-            if m < len(part["names"]) and part["names"][m] != _name(facts, j):
-                fails.append(f"{where}.names[{m}]: theta_{j} is {_name(facts, j)!r}, the certificate says "
-                             f"{part['names'][m]!r}")
+        fails, fatal = _sparse_direction(facts, part, where, delta)
+        if fatal:
+            return fails
         fails += _units_output(facts, part["units"], rational(part["value"]), f"{where}.units")
     if fails:
         return fails
@@ -328,16 +340,7 @@ def check_graph_line(facts: ConstrainedFacts, part: dict[str, Any]) -> list[str]
     cn, k, where = facts.cn, facts.cn.n_params, "certificate.line"
     zero = flint.fmpq(0)
     delta = [zero] * k
-    fails: list[str] = []
-    if len(part["names"]) != len(part["delta"]):
-        fails.append(f"{where}.names: {len(part['names'])} names for {len(part['delta'])} entries of delta")
-    for m, (j, c) in enumerate(part["delta"]):
-        if j >= k:
-            return [f"{where}.delta[{m}]: {j} is not a parameter (n_params = {k})"]
-        delta[j] = rational(c)
-        if m < len(part["names"]) and part["names"][m] != _name(facts, j):
-            fails.append(f"{where}.names[{m}]: theta_{j} is {_name(facts, j)!r}, the certificate says "
-                         f"{part['names'][m]!r}")
+    fails, _fatal = _sparse_direction(facts, part, where, delta)
     if fails:
         return fails
     if not any(d != 0 for d in delta):
