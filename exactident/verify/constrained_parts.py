@@ -254,6 +254,27 @@ def _sparse_direction(facts: ConstrainedFacts, part: dict[str, Any], where: str,
     return fails, False
 
 
+def _constant_on_sample(facts: ConstrainedFacts, part: dict[str, Any], delta: list[flint.fmpq],
+                        where: str) -> list[str]:
+    """Failures of "the outputs on X are the same for every t in [0, t0]" (``part["t0"]`` null: every t >= 0),
+    by the shared polynomial pass: no output moves, and no kinked pre-activation on X changes side before t0."""
+    t0 = None if part["t0"] is None else rational(part["t0"])
+    if t0 is not None and t0 <= 0:
+        return [f"{where}.t0: {t0} is not positive"]
+    along = line_along(facts.cn, facts.X, delta)
+    moving = along.moving()
+    if moving:
+        i, o, d, _c = moving[0]
+        return [f"{where}: the outputs on X change along the line: sample {i}, output {o} moves (degree {d} in t)"]
+    crossing = along.failures_below(t0)
+    if crossing:
+        i, l, v = crossing[0]
+        return [f"{where}.t0: unit ({l}, {v}) changes side on sample {i} for some t in "
+                f"(0, {'oo' if t0 is None else t0}): the segment the certificate states is not proved"
+                + (f" ({len(crossing)} such pre-activations)" if len(crossing) > 1 else "")]
+    return []
+
+
 def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> list[str]:
     """Failures of a ``dead_units``, ``constant_units`` or ``slope_lines`` part (empty: theta is not locally
     identifiable)."""
@@ -281,22 +302,10 @@ def check_line_part(facts: ConstrainedFacts, key: str, part: dict[str, Any]) -> 
         return fails
     if not any(d != 0 for d in delta):
         return [f"{where}: the direction is 0"]
-    if facts.X:  # the outputs on X are the same for every t in [0, t0] (t0 null: every t >= 0)
-        t0 = None if part["t0"] is None else rational(part["t0"])
-        if t0 is not None and t0 <= 0:
-            return [f"{where}.t0: {t0} is not positive"]
-        along = line_along(cn, facts.X, delta)
-        moving = along.moving()
-        if moving:
-            i, o, d, _c = moving[0]
-            return [f"{where}: the outputs on X change along the line: sample {i}, output {o} moves "
-                    f"(degree {d} in t)"]
-        crossing = along.failures_below(t0)
-        if crossing:
-            i, l, v = crossing[0]
-            return [f"{where}.t0: unit ({l}, {v}) changes side on sample {i} for some t in "
-                    f"(0, {'oo' if t0 is None else t0}): the segment the certificate states is not proved"
-                    + (f" ({len(crossing)} such pre-activations)" if len(crossing) > 1 else "")]
+    if facts.X:
+        fails = _constant_on_sample(facts, part, delta, where)
+        if fails:
+            return fails
     sym = facts.symmetry
     M = flint.fmpq_mat(k, sym.symmetry_dim + 1)
     for i in range(k):
@@ -347,19 +356,9 @@ def check_graph_line(facts: ConstrainedFacts, part: dict[str, Any]) -> list[str]
         return [f"{where}: the direction is 0"]
     if not facts.X:
         return [f"{where}: no sample"]
-    t0 = None if part["t0"] is None else rational(part["t0"])
-    if t0 is not None and t0 <= 0:
-        return [f"{where}.t0: {t0} is not positive"]
-    along = line_along(cn, facts.X, delta)
-    moving = along.moving()
-    if moving:
-        i, o, d, _c = moving[0]
-        return [f"{where}: the outputs on X change along the line: sample {i}, output {o} moves (degree {d} in t)"]
-    crossing = along.failures_below(t0)
-    if crossing:
-        i, l, v = crossing[0]
-        return [f"{where}.t0: unit ({l}, {v}) changes side on sample {i} for some t in "
-                f"(0, {'oo' if t0 is None else t0}): the segment the certificate states is not proved"]
+    fails = _constant_on_sample(facts, part, delta, where)
+    if fails:
+        return fails
     probe = [rational(v) for v in part["probe"]]
     if len(probe) != cn.widths[0]:
         return [f"{where}.probe: {len(probe)} entries for {cn.widths[0]} inputs"]
