@@ -116,3 +116,85 @@ def test_failure_bound_never_underflows_to_certainty():
     assert primes_for(0.0, (40, 86), 4, 1, PRIME_LO, PRIME_HI) is None
     assert bad_primes_bound(1, 3, BLAS_PRIME_LO) == 0
     assert failure_bound((1, 1), 3, 1, BLAS_PRIME_LO, BLAS_PRIME_HI, 1) == 0
+
+
+def test_certify_none_range_reaches_1e6_by_hand():
+    """``--certify none``: the prime range is one whose ``MAX_PRIMES`` (8) draws bound the error by 1e-6 / 2.
+
+    100 x 100 with entries below 2^2940: d = floor(100 (2940 + log2(10)) / 20) = 14716 BLAS primes of 73,586,
+    0.19998 per draw.  The earlier rule took BLAS primes whenever one draw's bound was <= 1/4, and 8 of them
+    leave ~0.2^8 = 2.6e-6 > 1e-6: a label not worth its name.  Word-size primes: d = floor(100 (2940 +
+    log2(10)) / 30) = 9811 of 50,697,537, so two draws give 3.7e-8 <= 5e-7."""
+    from exactident.linalg.montecarlo import MAX_PRIMES
+    from exactident.ranks.montecarlo import LABEL_TARGET, label_range
+
+    B = 2**2940
+    assert LABEL_TARGET == 1e-6 and MAX_PRIMES == 8
+    assert bad_primes_bound(100, B, BLAS_PRIME_LO) == 14716 and bad_primes_bound(100, B, PRIME_LO) == 9811
+    blas8 = math.prod(14716 / (73586 - i) for i in range(8))
+    assert failure_bound((100, 100), B, 1, BLAS_PRIME_LO, BLAS_PRIME_HI, 8) == pytest.approx(blas8, rel=1e-12)
+    assert failure_bound((100, 100), B, 1, BLAS_PRIME_LO, BLAS_PRIME_HI, 1) <= 0.25 and blas8 > 1e-6
+    assert label_range((100, 100), B, 1) == (PRIME_LO, PRIME_HI)
+    word2 = 9811 / 50697537 * 9811 / 50697536
+    assert word2 <= LABEL_TARGET / 2
+    assert failure_bound((100, 100), B, 1, PRIME_LO, PRIME_HI, 2) == pytest.approx(word2, rel=1e-12)
+    # small entries: BLAS primes reach it (d = floor(4 * 101 / 20) = 20: two draws, 7.4e-8)
+    assert label_range((4, 4), 2**100, 1) == (BLAS_PRIME_LO, BLAS_PRIME_HI)
+
+
+def _oracle_rank(path: str) -> int:
+    """rank Gamma of a case by the independent oracle (Fraction backpropagation, sympy's rank over QQ): the
+    full Jacobian's rank equals rank Gamma (a fixed edge's column is a combination of its neuron's others)."""
+    import json
+
+    from _jacobian_oracle import full_jacobian, network_from_json
+    from sympy import QQ as Q
+
+    with open(path) as fh:
+        W, b, X = network_from_json(json.load(fh))
+    J = full_jacobian(W, b, X, 0)
+    return DomainMatrix([[Q(v.numerator, v.denominator) for v in r] for r in J], (len(J), len(J[0])), Q).rank()
+
+
+SMALL_DEFICIENT = "cases/suite-v1/generic/generic-2x3x2-s1-000.json"  # an interval [9, 10] with verdict_first
+
+
+def test_certify_none_labels_only_a_bound_below_1e6_else_certifies():
+    """``certify="none"`` on a shipped rank-deficient case: the Monte Carlo rank is the oracle's with a proven
+    bound <= 1e-6.  When no prime range can reach 1e-6 (forced here), the ranks are certified instead: no
+    ``certified: false`` label, the oracle's rank, and the report verifies."""
+    import exactident.ranks.montecarlo as rmc
+    from exactident.check import check
+    from exactident.io.case import load_case
+    from exactident.verify.certificate import verify_certificate
+
+    case, true_rank = load_case(SMALL_DEFICIENT), _oracle_rank(SMALL_DEFICIENT)
+    assert true_rank < case.network.dim
+    mc = check(case, numeric=False, certify="none").to_dict()
+    assert mc["certified"] is False and 0 <= mc["error_probability"] <= 1e-6 and mc["rank_gamma"] == true_rank
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(rmc, "label_range", lambda *a, **k: None)
+        r = check(case, numeric=False, certify="none")
+    finally:
+        mp.undo()
+    d = r.to_dict()
+    assert "certified" not in d and "error_probability" not in d and d["certificate"]["rank"]
+    assert r.rank_gamma == true_rank and r.verdict == mc["verdict"]
+    assert verify_certificate(case, d, require_claims=True)[0]
+
+
+def test_default_closes_the_interval_of_a_shipped_case():
+    """Issue 31, item 2 on a shipped case: ``verdict_first`` reports an interval; the default, the exact rank being
+    cheap, reports the oracle's rank instead (no interval, no Monte Carlo value), with the same verdict."""
+    from exactident.check import check
+    from exactident.io.case import load_case
+
+    case, true_rank = load_case(SMALL_DEFICIENT), _oracle_rank(SMALL_DEFICIENT)
+    fast = check(case, numeric=False, verdict_first=True)
+    lo, hi = fast.rank_gamma_interval
+    assert lo <= true_rank <= hi and lo < hi
+    assert fast.to_dict()["rank_gamma_interval_why"] == {"why": "verdict-first", "missing_vectors": hi - lo}
+    r = check(case, numeric=False)
+    assert (r.rank_gamma, r.rank_gamma_interval, r.montecarlo, r.verdict) == (true_rank, None, None, fast.verdict)
+    assert "rank_gamma_interval_why" not in r.to_dict()

@@ -89,6 +89,8 @@ def test_interval_is_first_class_and_rank_gamma_is_none():
     assert "rank_gamma_interval" not in r.extra and "montecarlo" not in r.extra  # one place, not two
     d = json.loads(reports_to_json([r], as_list=False))
     assert (d["rank_gamma"], d["rank_gamma_interval"], d["montecarlo"]) == (None, [lo, hi], mc)
+    # why an interval: asked for (verdict_first), with the kernel vectors the exact rank would still need
+    assert d["rank_gamma_interval_why"] == {"why": "verdict-first", "missing_vectors": hi - lo}
     assert str(mc["rank_gamma"]) not in r.reason.split("[")[0]  # the reason cites the interval, not the value
     # the views: the interval where the rank goes, the Monte Carlo value only with its label
     row = str(r).splitlines()[2].split()
@@ -156,6 +158,17 @@ def test_default_keeps_the_interval_when_the_exact_rank_is_expensive(monkeypatch
     assert seconds >= 2 * 86400  # shown in days (estimate.duration_text)
     assert f"exact value not computed: estimated ~{seconds / 86400:.0f} days" in r.reason
     assert "--exact-ranks computes it" in r.reason
+    # the same decision as a report field (the two estimates to 3 significant digits), which the verifier
+    # accepts and lists as not verified; a forged "why" outside its vocabulary is refused by the schema
+    rep = json.loads(reports_to_json([r], as_list=False))
+    verdict_seconds = rows * dim * (2e-8 + lo * 5e-11)  # estimate.verdict_rank_seconds, by hand
+    assert rep["rank_gamma_interval_why"] == {"why": "exact-rank-costly", "missing_vectors": hi - lo,
+                                              "exact_seconds": float(f"{seconds:.3g}"),
+                                              "verdict_seconds": float(f"{verdict_seconds:.3g}")}
+    ok, msgs = verify_certificate(case, rep, require_claims=True)
+    assert ok and any(m.startswith("not verified: rank_gamma_interval_why") for m in msgs)
+    forged = dict(rep, rank_gamma_interval_why=dict(rep["rank_gamma_interval_why"], why="cheap"))
+    assert not verify_certificate(case, forged, require_claims=True)[0]
 
 
 def test_cli_verdict_first_and_exact_ranks_refuse_each_other(tmp_path, capsys):

@@ -54,7 +54,7 @@ from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import Network, degenerate_neurons
-from exactident.ranks.certify import certified_by, certify_ranks
+from exactident.ranks.certify import certified_by, certify_ranks, interval_why
 
 __all__ = ["MAX_EXPLICIT_ALPHA", "CheckOptions", "analyse", "check", "constrained_of", "forward_pass",
            "keep_verdict", "load", "numeric_stage", "rank_alpha", "rank_stage", "timed_out_report"]
@@ -248,6 +248,7 @@ def rank_stage(net: Network, X: Any, forward: Forward, options: CheckOptions) ->
     if interval is not None:  # the verdict did not need the exact R_Gamma: no certified number to show
         montecarlo = dict(found.montecarlo) if found is not None and found.montecarlo else None
         rank_gamma = None  # the Monte Carlo value is montecarlo's
+        labels["rank_gamma_interval_why"] = interval_why(interval, exact_estimate)
     return Ranks(rank_gamma=rank_gamma, rank_a=rank_a, rank_a_lower=rank_a_lower, interval=interval,
                  exact_estimate=exact_estimate, certificate=certificate, labels=labels, montecarlo=montecarlo,
                  gamma=gamma)

@@ -73,8 +73,9 @@ class CheckOptions:
     #: Q and its FLINT rank), slower, same ranks.
     modular: bool = True
     #: ``"full"`` (default): every rank is certified.  ``"none"``: Monte Carlo ranks mod random primes,
-    #: labelled in the report (``certified: false`` and ``error_probability``, a proven bound on the
-    #: chance that a rank is too low; docs/modular.md); boundary cases stay certified.
+    #: labelled in the report (``certified: false`` and ``error_probability``, a proven bound, at most
+    #: ``1e-6``, on the chance that a rank is too low; docs/modular.md); boundary cases stay certified, and so
+    #: do cases whose entries are too large for any prime range to reach ``1e-6``.
     certify: str = "full"
     #: int or None, default 0: seed of the random primes (None: fresh randomness).  Primes change
     #: speed and the certificate, never a rank or the verdict.

@@ -52,11 +52,13 @@ REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "
                  "on_boundary", "n_ties", "verdict", "reason", "decided_by", "patterns", "numeric", "certificate",
                  "summary", "certified_by", "rank_a_lower_bound", "provenance", "certified", "error_probability",
                  "timed_out", "stage", "parameters", "neurons", "kernel_basis", "explanation",
-                 "rank_gamma_interval", "montecarlo")
+                 "rank_gamma_interval", "montecarlo", "rank_gamma_interval_why")
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
                 "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose",
-                "montecarlo": "a labelled Monte Carlo estimate, checked to lie in the reported interval, not certified"}
+                "montecarlo": "a labelled Monte Carlo estimate, checked to lie in the reported interval, not certified",
+                "rank_gamma_interval_why": "why the exact rank was not computed: the engine's choice or cost "
+                                           "estimate, not an exact claim"}
 
 VERDICTS = ("identifiable", "not-identifiable", "inconclusive", "degenerate")
 #: ``decided_by`` values and the verdict each rule gives (docs/cli.md).

@@ -326,6 +326,8 @@ REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "stage": STR, "parameters": List(PARAMETER), "neurons": List(NEURON), "kernel_basis": List(KERNEL_BLOCK),
     "explanation": List(STR), "rank_gamma_interval": List(NAT, 2),
     "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
+    "rank_gamma_interval_why": Obj({"why": Enum("exact-rank-costly", "verdict-first"), "missing_vectors": NAT},
+                                   {"exact_seconds": Number(0, math.inf), "verdict_seconds": Number(0, math.inf)}),
     "architecture": Obj({"features": List(STR), "n_params": NAT, "rank_t": NAT, "symmetry_dim": NAT, "dim_free": NAT,
                          "input_shape": List(NAT), "softmax_rank_bound": NAT}),
     "rules": List(Obj({"rule": STR, "status": Enum("decided", "tried", "not-applicable", "not-run"), "why": STR}))})
