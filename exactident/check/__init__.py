@@ -54,7 +54,8 @@ from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.lifting import verify_propositions as _verify
 from exactident.model.network import Network, degenerate_neurons
-from exactident.ranks.certify import certified_by, certify_ranks, interval_why
+from exactident.ranks.certify import certified_by, certify_ranks
+from exactident.ranks.intervals import interval_why
 
 __all__ = ["MAX_EXPLICIT_ALPHA", "CheckOptions", "analyse", "check", "constrained_of", "forward_pass",
            "keep_verdict", "load", "numeric_stage", "rank_alpha", "rank_stage", "timed_out_report"]

@@ -55,7 +55,7 @@ from exactident.ranks.rowspace import pattern_rowspace_bound
 from exactident.ranks.shifted import StructuralKernels
 
 __all__ = ["AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha", "certify_rank_gamma",
-           "certify_ranks", "interval_why"]
+           "certify_ranks"]
 
 
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -297,9 +297,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
 
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
-    "error_probability": e}`` with ``e <= 1e-6`` a proven bound on the probability that a
-    rank is below the true one (:func:`exactident.ranks.montecarlo.monte_carlo_ranks`); when no
-    prime range reaches ``1e-6`` (entries of thousands of bits) the ranks are certified as with ``"full"``.
+    "error_probability": e}`` with ``e <= 1e-6`` a proven bound on the chance that a rank is too low
+    (:func:`exactident.ranks.montecarlo.monte_carlo_ranks`; else the ranks are certified).
 
     Returns
     -------
@@ -335,11 +334,9 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     if certify == "none":
         from exactident.ranks.montecarlo import monte_carlo_ranks
 
-        mc = monte_carlo_ranks(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data,
-                               MAX_EXPLICIT_ALPHA_MOD_P)
-        if mc is not None:
+        mc = monte_carlo_ranks(net, X, pattern, fixed, lower, need_rank_a, rng, avoid, data, MAX_EXPLICIT_ALPHA_MOD_P)
+        if mc is not None:  # None: no prime range bounds the error by 1e-6 (huge entries), so certified ranks
             return RankResult(mc[0], mc[1], {"certified": False, "error_probability": mc[2]})
-        # no prime range bounds the Monte Carlo error by 1e-6 (huge entries): the ranks are certified instead
     rank_a = None
     bounds: dict[str, int] = {}
     if rows < dim and lower[0] < rows and net.L >= 2 and dim - lower[0] > 64:
@@ -499,31 +496,4 @@ def certified_by(certificate: Mapping[str, Any]) -> dict[str, str]:
             out[key] = str(up.get("kind", "?")) + (f":{up['source']}" if "source" in up else "")
         elif "upper" not in part and "lower" in part:
             out[key] = "lower-bound"
-    return out
-
-
-
-def interval_why(interval: tuple[int, int], exact_estimate: Mapping[str, float] | None) -> dict[str, Any]:
-    """Why ``R_Gamma`` is reported as the certified ``interval`` (the report's ``rank_gamma_interval_why``).
-
-    ``{"why": "exact-rank-costly", "exact_seconds", "verdict_seconds", "missing_vectors"}`` when the cost
-    model (:func:`exactident.ranks.estimate.exact_rank_is_cheap`) priced the exact rank above the verdict's
-    rank stage (and above :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), with its two estimates (CPU
-    seconds, 3 significant digits: models of the sizes, not clocks) and ``hi - lo``, the kernel vectors the
-    exact rank still needs beyond the certified ones; ``{"why": "verdict-first", "missing_vectors"}`` when
-    the interval was asked for (``verdict_first``), however cheap the exact rank.  Not a claim about the case:
-    ``verify-certificate`` lists it as not verified.
-
-    Examples
-    --------
-    >>> interval_why((2176, 2181), {"seconds": 20.71234, "verdict_seconds": 5.8765})
-    {'why': 'exact-rank-costly', 'missing_vectors': 5, 'exact_seconds': 20.7, 'verdict_seconds': 5.88}
-    >>> interval_why((109, 111), None)
-    {'why': 'verdict-first', 'missing_vectors': 2}
-    """
-    out: dict[str, Any] = {"why": "verdict-first" if not exact_estimate else "exact-rank-costly",
-                           "missing_vectors": int(interval[1]) - int(interval[0])}
-    if exact_estimate:
-        out.update({k: float(f"{float(exact_estimate[v]):.3g}") for k, v in
-                    (("exact_seconds", "seconds"), ("verdict_seconds", "verdict_seconds"))})
     return out

@@ -15,7 +15,7 @@ Called by :mod:`exactident.ranks.certify`.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import flint
@@ -35,7 +35,7 @@ from exactident.model.gamma_modular import ModularData, gamma_entry_bound, gamma
 from exactident.model.network import Network
 
 __all__ = ["CHECK_BLOCK", "DIXON_FIRST_ENTRIES", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS",
-           "MONTE_CARLO_TARGET", "dixon_kernel_vectors", "gamma_upper_bound", "monte_carlo_gamma"]
+           "MONTE_CARLO_TARGET", "dixon_kernel_vectors", "gamma_upper_bound", "interval_why", "monte_carlo_gamma"]
 
 
 #: Dixon vectors only for ``Gamma`` above this many entries: below it CRT and FLINT's nullspace are quick
@@ -301,3 +301,29 @@ def _kernel_columns_vanish(net, X, pattern, fixed, cols: list[dict[int, flint.fm
         if not ok.any():
             break
     return [bool(v) for v in ok]
+
+
+def interval_why(interval: tuple[int, int], exact_estimate: Mapping[str, float] | None) -> dict[str, Any]:
+    """Why ``R_Gamma`` is reported as the certified ``interval`` (the report's ``rank_gamma_interval_why``).
+
+    ``{"why": "exact-rank-costly", "exact_seconds", "verdict_seconds", "missing_vectors"}`` when the cost
+    model (:func:`exactident.ranks.estimate.exact_rank_is_cheap`) priced the exact rank above the verdict's
+    rank stage (and above :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), with its two estimates (CPU
+    seconds, 3 significant digits: models of the sizes, not clocks) and ``hi - lo``, the kernel vectors the
+    exact rank still needs beyond the certified ones; ``{"why": "verdict-first", "missing_vectors"}`` when
+    the interval was asked for (``verdict_first``), however cheap the exact rank.  Not a claim about the case:
+    ``verify-certificate`` lists it as not verified.
+
+    Examples
+    --------
+    >>> interval_why((2176, 2181), {"seconds": 20.71234, "verdict_seconds": 5.8765})
+    {'why': 'exact-rank-costly', 'missing_vectors': 5, 'exact_seconds': 20.7, 'verdict_seconds': 5.88}
+    >>> interval_why((109, 111), None)
+    {'why': 'verdict-first', 'missing_vectors': 2}
+    """
+    out: dict[str, Any] = {"why": "verdict-first" if not exact_estimate else "exact-rank-costly",
+                           "missing_vectors": int(interval[1]) - int(interval[0])}
+    if exact_estimate:
+        out.update({k: float(f"{float(exact_estimate[v]):.3g}") for k, v in
+                    (("exact_seconds", "seconds"), ("verdict_seconds", "verdict_seconds"))})
+    return out
