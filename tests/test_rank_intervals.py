@@ -311,3 +311,29 @@ def test_monte_carlo_label_is_the_uniform_lower_sample(seed, monkeypatch):
     assert lo <= fast.montecarlo["rank_gamma"] == fast.rank_gamma <= exact_rank <= hi
     assert 0.0 <= fast.montecarlo["error_probability"] <= 1e-6
     assert len(calls) == 1 and calls[0]["first_uniform"] is True and calls[0]["target"] == 1e-6
+
+
+@pytest.mark.parametrize("steps", [None, 0])
+def test_default_closes_by_capped_lifting_or_keeps_the_interval(steps, monkeypatch):
+    """Issue 31, item 2: by default a cheap exact rank is certified by Dixon vectors whose lifting is capped at the
+    budget (``intervals.close_within``); when the lifting does not end within it (``steps = 0`` forced here), the
+    interval is kept and says why (``lifting-capped``).  Right value: the rank of Gamma by Fraction elimination."""
+    from exactident.ranks import intervals
+
+    net, X, st, fixed = _case(0, widths=(3, 6, 6, 1), n=120)
+    true_rank = _fraction_rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    monkeypatch.setattr(certify_mod, "semi_local_kernel", lambda *a: [])
+    monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)  # the kernel path only
+    monkeypatch.setattr(intervals, "DIXON_FIRST_ENTRIES", 0)  # small here; the real threshold is for speed only
+    if steps is not None:
+        monkeypatch.setattr(intervals, "lifting_steps", lambda *a: steps)
+    res = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
+                                    exact_ranks=False)
+    if steps is None:
+        assert (res.rank_gamma, res.rank_gamma_interval) == (true_rank, None)
+        assert res.certificate["rank_gamma"]["upper"]["source"] == "dixon"
+        return
+    lo, hi = res.rank_gamma_interval
+    assert lo <= true_rank <= hi < net.dim and lo < hi
+    why = intervals.interval_why((lo, hi), res.exact_estimate)
+    assert why["why"] == "lifting-capped" and why["missing_vectors"] == hi - lo and why["budget_seconds"] >= 2.0

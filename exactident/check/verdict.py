@@ -213,6 +213,10 @@ def rank_text(rank_gamma: int | None, interval: tuple[int, int] | None,
     if exact_estimate:
         from exactident.ranks.estimate import duration_text
 
+        if exact_estimate.get("lifting_capped"):
+            return (f"certified in [{interval[0]}, {interval[1]}] (exact value not computed: its kernel vectors' "
+                    f"lifting did not end within ~{duration_text(exact_estimate['budget'])}, the budget the "
+                    "verdict's cost allows; --exact-ranks computes it)")
         cost, verdict_cost = duration_text(exact_estimate["seconds"]), duration_text(exact_estimate["verdict_seconds"])
         return (f"certified in [{interval[0]}, {interval[1]}] (exact value not computed: estimated ~{cost} against "
                 f"~{verdict_cost} for the ranks of the verdict; --exact-ranks computes it)")

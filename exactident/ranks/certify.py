@@ -370,16 +370,17 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             stage("kernel", source="shifted", rows=rows, cols=dim)
             kernel_up = kernels.upper(lower, avoid, rng, data)
             closed = kernel_up is not None and kernel_up["bound"] == lower[0]
-        if not verdict_first and not closed:
-            from exactident.ranks.estimate import exact_rank_is_cheap
-
-            # the vectors the structural kernel leaves missing are the hard ones (Dixon: thousands of bits, 3 min
-            # for 35 on digits 64-64-10): the model's cost of all dim - lo vectors stands for them
+        if not verdict_first and not closed:  # the model prices all dim - lo vectors (those left are the hard ones:
+            # Dixon, thousands of bits); cheap: exact, if a lifting capped at the budget ends (steps grow with bits)
+            from exactident.ranks.estimate import EXACT_FREE_SECONDS, exact_rank_is_cheap
+            from exactident.ranks.intervals import close_within
             cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
-            # cheap: certified exactly as with exact_ranks (the interval would save little); else the interval,
-            # which says what the exact rank would have cost
-            exact_ranks = cheap
-            estimate = {"seconds": t_exact, "verdict_seconds": t_verdict}
+            estimate = {"seconds": t_exact, "verdict_seconds": t_verdict, "budget": max(EXACT_FREE_SECONDS, t_verdict)}
+            tried, up = close_within(net, X, pattern, fixed, lower, estimate["budget"], avoid=avoid, data=data, rng=rng,
+                                     semi_local=struct, source=struct_source) if cheap else (False, None)
+            closed, exact_ranks = up is not None, cheap and (up is not None or not tried)
+            kernel_up = up if closed else kernel_up
+            estimate["lifting_capped"] = float(tried and not closed)
 
     if need_rank_a or lower[0] < dim:
         ra: CertifiedRank | AlphaLowerBound

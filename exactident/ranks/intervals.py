@@ -35,7 +35,8 @@ from exactident.model.gamma_modular import ModularData, gamma_entry_bound, gamma
 from exactident.model.network import Network
 
 __all__ = ["CHECK_BLOCK", "DIXON_FIRST_ENTRIES", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS",
-           "MONTE_CARLO_TARGET", "dixon_kernel_vectors", "gamma_upper_bound", "interval_why", "monte_carlo_gamma"]
+           "MONTE_CARLO_TARGET", "PER_LIFT_STEP", "close_within", "dixon_kernel_vectors", "gamma_upper_bound",
+           "interval_why", "lifting_steps", "monte_carlo_gamma"]
 
 
 #: Dixon vectors only for ``Gamma`` above this many entries: below it CRT and FLINT's nullspace are quick
@@ -52,7 +53,8 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
                       semi_local: Callable[[], list[dict[int, flint.fmpq]]],
                       max_missing: int = MAX_DIXON_VECTORS,
                       entry_bound: Callable[[], int] | None = None,
-                      source: Callable[[], str] | None = None) -> dict[str, Any] | None:
+                      source: Callable[[], str] | None = None,
+                      lifting_seconds: float | None = None) -> dict[str, Any] | None:
     """A certified upper bound ``dim - k < below`` on ``rank Gamma`` from cheap kernel vectors, or None.
 
     Parameters
@@ -72,6 +74,9 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     source : callable, optional
         The name of ``semi_local``'s construction in the certificate (read after it is built; default
         ``"semi-local"``; ``"shifted"`` for :func:`exactident.ranks.shifted.structural_kernel`).
+    lifting_seconds : float, optional
+        A budget for the Dixon vectors, in the cost model's seconds (:func:`lifting_steps`): the
+        lifting stops after that many steps and no vector is returned (no FLINT solve either).
 
     Returns
     -------
@@ -101,7 +106,7 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         return None
     # single kernel vectors over Q (checked exactly on every row by dixon_kernel_vectors), explicit
     extra = dixon_kernel_vectors(net, X, pattern, fixed, need - len(K) + 2, avoid=avoid, data=data, rng=rng,
-                                 known=K)
+                                 known=K, lifting_seconds=lifting_seconds)
     both = independent_subset(list(K) + extra, dim)
     if len(both) < need:
         return None
@@ -112,6 +117,34 @@ def gamma_upper_bound(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 
     cols = [[[i, _fmt(int(v.p), int(v.q))] for i, v in sorted(col.items())] for col in both]
     return {"kind": "kernel", "bound": dim - len(both), "source": "dixon", "kernel": cols}
+
+
+def close_within(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray], fixed: FixedEdges,
+                 lower: tuple[int, int, np.ndarray | None], seconds: float, *, avoid: int, data: ModularData,
+                 rng: random.Random, semi_local: Callable[[], list[dict[int, flint.fmpq]]],
+                 source: Callable[[], str] | None = None) -> tuple[bool, dict[str, Any] | None]:
+    """Certify ``R_Gamma = lower[0]`` with kernel vectors whose Dixon lifting ends within ``seconds`` (the model).
+
+    The default's *exact ranks when cheap*: the size model (:func:`exactident.ranks.estimate.exact_rank_is_cheap`)
+    cannot see the bits of the missing kernel vectors, and Dixon's steps grow with them (random-16x4-1: 211
+    steps, 4,200-bit solutions, 12 s where the model said 0.4 s); the lifting is capped at
+    :func:`lifting_steps` for ``seconds`` instead, a count, so the outcome does not depend on the machine.
+
+    Returns
+    -------
+    (tried, upper)
+        ``tried`` False when ``Gamma`` has at most :data:`DIXON_FIRST_ENTRIES` entries (CRT and FLINT's
+        nullspace are quick there) or more than :data:`MAX_EXACT_DIXON_VECTORS` vectors are missing beyond
+        ``semi_local``'s: the exact path decides, as before.  ``upper``: the rank certificate's ``upper`` part
+        (:func:`gamma_upper_bound`) when it meets ``lower[0]``, else None (not closed within the budget).
+    """
+    dim, shape = net.dim, (len(X) * net.widths[-1], net.dim)
+    if shape[0] * shape[1] <= DIXON_FIRST_ENTRIES or dim - lower[0] - len(semi_local()) > MAX_EXACT_DIXON_VECTORS:
+        return False, None
+    up = gamma_upper_bound(net, X, pattern, fixed, lower, lower[0] + 1, avoid=avoid, data=data, rng=rng,
+                           semi_local=semi_local, max_missing=MAX_EXACT_DIXON_VECTORS, source=source,
+                           lifting_seconds=seconds)
+    return True, (up if up is not None and up["bound"] == lower[0] else None)
 
 
 def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -195,8 +228,8 @@ CHECK_BLOCK = 64
 
 def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                          fixed: FixedEdges, count: int, *, avoid: int, data: ModularData,
-                         rng: random.Random, known: Sequence[dict[int, flint.fmpq]] = ()
-                         ) -> list[dict[int, flint.fmpq]]:
+                         rng: random.Random, known: Sequence[dict[int, flint.fmpq]] = (),
+                         lifting_seconds: float | None = None) -> list[dict[int, flint.fmpq]]:
     """Up to ``count`` exact kernel vectors of ``Gamma`` by solving a nonsingular subsystem over Q.
 
     Mod a prime p (BLAS): pivot rows ``R`` and columns ``C`` of ``Gamma`` (of a row subset for a tall
@@ -211,6 +244,9 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
     ``known`` kernel vectors (the semi-local ones): a kernel vector is determined by its free
     coordinates, so the free columns chosen are those outside the pivots of the known vectors'
     free coordinates mod p; the new vectors then complete the known ones instead of repeating them.
+
+    ``lifting_seconds`` caps the lifting at :func:`lifting_steps` steps (deterministic: a count, not a
+    clock); past it no vector is returned, where without it FLINT's solve finishes the job.
     """
     from exactident.linalg.blas_modp import blas_primes, matmul_blas, pivots_blas, to_symmetric
 
@@ -251,7 +287,12 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
     # Gamma' = Gamma diag(s): the inverse mod p of its pivot block is diag(1/s_C) times that of Gamma's
     sinv = np.array([pow(int(v) % p, -1, p) for v in s[C]], dtype=np.int64)
     Binv_s = (sinv[:, None] * (Binv.astype(np.int64) % p)) % p
-    sol = dixon_solve(B, rhs, Binv_s, p)  # early-terminating p-adic lifting (small solutions: few steps)
+    if lifting_seconds is not None:  # capped: the steps grow with the bits of the solution, which no size predicts
+        sol = dixon_solve(B, rhs, Binv_s, p, max_steps=lifting_steps(lifting_seconds, len(C), len(free)))
+        if sol is None:
+            return []
+    else:
+        sol = dixon_solve(B, rhs, Binv_s, p)  # early-terminating p-adic lifting (small solutions: few steps)
     if sol is None:
         sol = flint.fmpq_mat(B).solve(flint.fmpq_mat(rhs))  # FLINT (Dixon to the Hadamard bound)
     cands = []
@@ -261,6 +302,24 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
         cands.append(u)
     ok = _kernel_columns_vanish(net, X, pattern, fixed, cands, data)
     return [{i: v * int(s[i]) for i, v in u.items()} for u, good in zip(cands, ok) if good]
+
+
+#: CPU seconds of one Dixon lifting step per ``r^2 k`` (``r x r`` block, ``k`` right-hand sides): a step is a
+#: BLAS product mod p plus an exact FLINT product ``B x``.  Fitted on random-16x4-1 of
+#: ``benchmarks/train_deficient.py`` (1302 x 1041 ``Gamma``, ``r = 923``, ``k = 8``): 211 steps (4,200-bit
+#: solutions) in 9.4 s CPU, one BLAS thread, 2026-12-07 (load 10 on 2 cores).
+PER_LIFT_STEP = 6.5e-9
+
+
+def lifting_steps(seconds: float, r: int, k: int) -> int:
+    """Most Dixon steps on an ``r x r`` block with ``k`` right-hand sides within ``seconds`` (model), at least 1.
+
+    Examples
+    --------
+    >>> lifting_steps(2.0, 923, 8)  # random-16x4-1's block: 211 steps needed, 45 within 2 s
+    45
+    """
+    return max(1, int(seconds / (PER_LIFT_STEP * max(r, 1) ** 2 * max(k, 1))))
 
 
 def _new_directions(free: list[int], known: Sequence[dict[int, flint.fmpq]], p: int) -> list[int]:
@@ -306,24 +365,31 @@ def _kernel_columns_vanish(net, X, pattern, fixed, cols: list[dict[int, flint.fm
 def interval_why(interval: tuple[int, int], exact_estimate: Mapping[str, float] | None) -> dict[str, Any]:
     """Why ``R_Gamma`` is reported as the certified ``interval`` (the report's ``rank_gamma_interval_why``).
 
-    ``{"why": "exact-rank-costly", "exact_seconds", "verdict_seconds", "missing_vectors"}`` when the cost
+    ``{"why": "exact-rank-costly", "missing_vectors", "exact_seconds", "verdict_seconds"}`` when the cost
     model (:func:`exactident.ranks.estimate.exact_rank_is_cheap`) priced the exact rank above the verdict's
     rank stage (and above :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), with its two estimates (CPU
-    seconds, 3 significant digits: models of the sizes, not clocks) and ``hi - lo``, the kernel vectors the
-    exact rank still needs beyond the certified ones; ``{"why": "verdict-first", "missing_vectors"}`` when
-    the interval was asked for (``verdict_first``), however cheap the exact rank.  Not a claim about the case:
+    seconds, 3 significant digits: models of the sizes, not clocks); ``{"why": "lifting-capped", ...,
+    "budget_seconds"}`` when the model said cheap but the kernel vectors' lifting did not end within that
+    budget (:func:`close_within`); ``{"why": "verdict-first", "missing_vectors"}`` when the interval was asked
+    for (``verdict_first``), however cheap the exact rank.  ``missing_vectors`` is ``hi - lo``, the kernel
+    vectors the exact rank still needs beyond the certified ones.  Not a claim about the case:
     ``verify-certificate`` lists it as not verified.
 
     Examples
     --------
     >>> interval_why((2176, 2181), {"seconds": 20.71234, "verdict_seconds": 5.8765})
     {'why': 'exact-rank-costly', 'missing_vectors': 5, 'exact_seconds': 20.7, 'verdict_seconds': 5.88}
+    >>> why = interval_why((923, 929), {"seconds": 0.38, "verdict_seconds": 0.09, "budget": 2.0, "lifting_capped": 1})
+    >>> why["why"], why["missing_vectors"], why["budget_seconds"]
+    ('lifting-capped', 6, 2.0)
     >>> interval_why((109, 111), None)
     {'why': 'verdict-first', 'missing_vectors': 2}
     """
-    out: dict[str, Any] = {"why": "verdict-first" if not exact_estimate else "exact-rank-costly",
-                           "missing_vectors": int(interval[1]) - int(interval[0])}
+    capped = bool(exact_estimate and exact_estimate.get("lifting_capped"))
+    out: dict[str, Any] = {"why": "verdict-first" if not exact_estimate else "lifting-capped" if capped
+                           else "exact-rank-costly", "missing_vectors": int(interval[1]) - int(interval[0])}
     if exact_estimate:
-        out.update({k: float(f"{float(exact_estimate[v]):.3g}") for k, v in
-                    (("exact_seconds", "seconds"), ("verdict_seconds", "verdict_seconds"))})
+        keys = (("exact_seconds", "seconds"), ("verdict_seconds", "verdict_seconds"))
+        out.update({k: float(f"{float(exact_estimate[v]):.3g}") for k, v in (*keys, *((("budget_seconds", "budget"),)
+                                                                                     if capped else ()))})
     return out
