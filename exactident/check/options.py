@@ -88,7 +88,8 @@ class CheckOptions:
     all_ranks: bool = False
     #: bool, default False: certify ``rank_gamma`` exactly even when a certified interval decides the
     #: verdict and the exact rank is expensive.  By default ``rank_gamma`` is exact whenever its
-    #: estimated cost is small (:func:`exactident.ranks.estimate.exact_rank_is_cheap`); otherwise a
+    #: estimated cost is small (:func:`exactident.ranks.estimate.exact_rank_is_cheap`, then a Dixon lifting
+    #: capped at that budget, :func:`exactident.ranks.intervals.close_within`); otherwise a
     #: rank-deficient ``Gamma`` whose cheap kernel vectors settle the verdict is reported as a
     #: certified interval (``Report.rank_gamma_interval``, docs/modular.md, "Verdict first").  For a
     #: layer graph ``rank Gamma_free`` is exact only with this (or ``all_ranks``).  Forced on by the

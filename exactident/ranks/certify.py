@@ -255,8 +255,8 @@ class RankResult:
     #: ``{"rank_gamma": value, "error_probability": e}`` beside an interval.
     montecarlo: dict[str, Any] | None = None
     #: Beside an interval by default (not ``verdict_first``): why the exact rank was not computed,
-    #: ``{"seconds": estimated exact rank, "verdict_seconds": estimated rank stage}``
-    #: (:func:`exactident.ranks.estimate.exact_rank_is_cheap`).
+    #: ``{"seconds": estimated exact rank, "verdict_seconds": estimated rank stage, "budget", "lifting_capped": 0|1}``
+    #: (:func:`exactident.ranks.estimate.exact_rank_is_cheap`, :func:`exactident.ranks.intervals.close_within`).
     exact_estimate: dict[str, float] | None = None
 
 
