@@ -1,0 +1,166 @@
+"""The constant-rank certificate: Theorem 8's argument (``C_N``) carried to layer graphs with fixed slopes.
+
+Let every hidden unit's negative slope be a fixed number (ReLU 0, leaky ReLU ``a``, linear 1: no PReLU
+parameter), and let no sample be on a kink (persistent ties excepted, which stay ties near ``theta``).
+Near ``theta`` the pattern on ``X`` is constant, so each unit's derivative ``d_v(x^i)`` (1 or its slope) is
+a constant, and Proposition 1 of the paper holds for the dense network ``W = T theta + c`` with these
+derivatives: ``F_X(theta') = (alpha_s ⊗ I_{N_L}) phi(T theta' + c)``, ``phi`` the lifting over the complete
+layered graph and ``alpha_s`` the paper's ``alpha`` with ``d_v`` in place of the 0/1 indicator. Hence
+``Gamma_free(theta') = A Dphi(T theta' + c) T`` and ``rank Gamma_free(theta') <= rank A`` for every
+``theta'`` near ``theta``. If ``rank Gamma_free(theta) = rank A`` the rank is constant near ``theta`` (it
+cannot drop nearby either), so the fibre ``M = F_X^{-1}(F_X(theta))`` is, near ``theta``, a manifold with
+tangent ``ker Gamma_free(X)`` (constant rank theorem). One more point ``y`` (on no kink) with
+``rank [Gamma_free(X); Gamma_free(y)] > rank A`` gives a tangent direction of ``M`` that moves ``f(y)``:
+arbitrarily close to ``theta`` another function has the outputs of ``theta`` on ``X``.
+
+This is the paper's proof of Theorem 8 with the last step changed: the paper concludes from
+``rank A < dim`` and its knowledge of the dense MLP's equivalence classes; a layer graph may have
+symmetries no one has listed (docs/theory.md, "A necessary condition beyond the dense ReLU MLP", gives
+a PReLU network with ``rank Gamma_free = rank A < dim_free`` that is identifiable), so the witness ``y``
+replaces that step. When ``rank A = n N_L`` this is the submersion certificate.
+
+Ranks: ``rank A = N_L rank alpha_s`` is computed exactly over Q from the Gram matrix
+``alpha_s alpha_s^T`` (``n x n``, a product formula over the layers); ``rank_p Gamma_free`` is a lower
+bound of the rank over Q, so ``rank_p Gamma_free(X) = rank A`` proves ``rank Gamma_free(X) = rank A`` and
+``rank_p [Gamma_free(X); Gamma_free(y)] > rank A`` proves the increase.
+
+Called by :mod:`exactident.check_constrained` after the other certificates.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import flint
+import numpy as np
+
+from exactident.linalg.modular import random_primes
+from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.gamma_free import FreeState, free_data_denominator, persistent_ties
+
+__all__ = ["alpha_gram", "find_constant_rank", "network_fails", "rank_a", "try_constant_rank"]
+
+
+def network_fails(cn: ConstrainedNetwork) -> str | None:
+    """The hypothesis on the network that fails, in one line, or None (every negative slope fixed).
+
+    Examples
+    --------
+    >>> from exactident.model.network import Network
+    >>> from exactident.model.constrained import from_network
+    >>> cn = from_network(Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]]))
+    >>> network_fails(cn) is None
+    True
+    """
+    for l, idx in enumerate(cn.slope_index, start=1):
+        free = np.flatnonzero(np.asarray(idx) >= 0)
+        if free.size:
+            return (f"a PReLU slope is a parameter ({cn.unit_name(l, int(free[0]))}): alpha is not constant near "
+                    "theta")
+    return None
+
+
+def _derivatives(cn: ConstrainedNetwork, pattern: Sequence[np.ndarray], l: int, i: int) -> list[flint.fmpq]:
+    """``d_v(x^i)`` for the units of hidden layer ``l``: 1 on the pattern's active side, the fixed slope else."""
+    one = flint.fmpq(1)
+    return [one if bool(pattern[l - 1][i, v]) else cn.negative_slope[l - 1][v] for v in range(cn.widths[l])]
+
+
+def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]
+               ) -> flint.fmpq_mat:
+    """``alpha_s alpha_s^T`` (``n x n``, Q) for the lifting over the complete layered graph.
+
+    With ``s_m(i, j) = sum_v d_{m,v}(x^i) d_{m,v}(x^j)`` (hidden layer ``m``), the paths from the inputs give
+    ``<x^i, x^j> prod_{m=1}^{L-1} s_m``, the paths from hidden layer ``l`` give ``prod_{m=l}^{L-1} s_m`` and
+    the empty path ``beta`` gives 1.
+
+    Examples
+    --------
+    One hidden ReLU unit, ``x = 1`` active and ``x = -1`` dead: rows ``(1, 1, 1)`` and ``(0, 0, 1)``.
+
+    >>> from exactident.model.network import Network
+    >>> from exactident.model.constrained import from_network
+    >>> cn = from_network(Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]]))
+    >>> pat = [np.array([[True], [False]])]
+    >>> print(alpha_gram(cn, [[flint.fmpq(1)], [flint.fmpq(-1)]], pat))
+    [3, 1]
+    [1, 1]
+    """
+    n, L = len(X), cn.L
+    d = [[_derivatives(cn, pattern, m, i) for i in range(n)] for m in range(1, L)]
+    G = flint.fmpq_mat(n, n)
+    for i in range(n):
+        for j in range(i, n):
+            s = [sum((a * b for a, b in zip(d[m][i], d[m][j])), flint.fmpq(0)) for m in range(L - 1)]
+            tail = [flint.fmpq(1)] * L
+            for m in range(L - 1, 0, -1):
+                tail[m - 1] = tail[m] * s[m - 1]
+            # tail[l-1] = prod_{m=l}^{L-1} s_m: the paths from hidden layer l; tail[0] also the input paths'
+            value = sum((a * b for a, b in zip(X[i], X[j])), flint.fmpq(0)) * tail[0]
+            value += sum(tail[0:L - 1], flint.fmpq(0)) + 1  # the paths from hidden layers, then beta
+            G[i, j] = G[j, i] = value
+    return G
+
+
+def rank_a(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]) -> int:
+    """``rank A = N_L rank alpha_s`` over Q (Prop. 11 of the paper, with the fixed slopes as derivatives)."""
+    if not X:
+        return 0
+    return cn.widths[-1] * alpha_gram(cn, X, pattern).rank()
+
+
+def find_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+                       rng: random.Random, tries: int = 6) -> tuple[dict[str, Any] | None, str]:
+    """A checked constant-rank certificate, or None and why not (one line).
+
+    ``{"kind": "constant-rank", "y", "prime", "rank_a", "rank_x", "rank_xy", "why"}``. The extra point is drawn
+    as random small integers spread like the sample, one at a time, as for the submersion certificate.
+    """
+    from exactident.boundary.submersion import _ranks
+
+    failed = network_fails(cn)
+    if failed is not None:
+        return None, failed
+    if len(persistent_ties(cn, X, state)) != len(state.ties):
+        return None, "a sample is on a kink: F_X is not smooth at theta"
+    rows = len(X) * cn.widths[-1]
+    ra = rank_a(cn, X, state.pattern)
+    if ra >= rows:
+        return None, f"rank A = {ra} = n N_L: the submersion rule covers this sample"
+    if ra >= cn.n_params:
+        return None, f"rank A = {ra} >= {cn.n_params} parameters: no room for a fibre"
+    span = max(2, int(max((abs(v) for row in X for v in row), default=flint.fmpq(1))) + 1)
+    avoid = free_data_denominator(cn, X)
+    for _ in range(tries):
+        p = random_primes(1, avoid, rng)[0]
+        y = [flint.fmpq(rng.randint(-span, span), rng.choice([1, 2, 3])) for _ in range(cn.widths[0])]
+        got = _ranks(cn, X, [y], p)
+        if got is None:
+            continue
+        r_x, r_xy = got
+        if r_x != ra:
+            return None, f"rank Gamma_free = {r_x} mod p < rank A = {ra} (C_N's equality fails)"
+        if r_xy > ra:
+            return {"kind": "constant-rank", "y": [[str(v) for v in y]], "prime": p, "rank_a": ra, "rank_x": r_x,
+                    "rank_xy": r_xy,
+                    "why": (f"rank Gamma_free = rank A = {ra} < n N_L = {rows} with every slope fixed, so the rank is "
+                            f"constant near theta and the fibre of the outputs on X is a manifold; one more point y "
+                            f"raises the rank to {r_xy}: the fibre moves f(y) (constant-rank certificate, Theorem "
+                            "8's argument)")}, ""
+    return None, f"rank Gamma_free = rank A = {ra}, but no point y tried moved f(y) along the fibre"
+
+
+def try_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+                      rng: random.Random, tried: dict[str, str]) -> dict[str, Any] | None:
+    """:func:`find_constant_rank` as the engine's last rule: the certificate, or None with ``tried`` noted.
+
+    Nothing is noted when the network fails the rule's hypothesis (the report lists it ``not-applicable``).
+    """
+    if network_fails(cn) is not None:
+        return None
+    found, why = find_constant_rank(cn, X, state, rng)
+    if found is None:
+        tried["constant-rank"] = why
+    return found

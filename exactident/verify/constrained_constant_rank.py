@@ -1,0 +1,91 @@
+"""The ``constant_rank`` part of a constrained report, re-checked from the case.
+
+``constant_rank`` ``{y, prime, rank_a, rank_x, rank_xy}``
+    Every hidden unit's negative slope is fixed (no PReLU parameter) and no sample is on a kink
+    (persistent ties excepted). Then near theta ``F_X(theta') = (alpha_s ⊗ I) phi(T theta' + c)`` with
+    ``alpha_s`` constant (the paper's ``alpha`` with each unit's derivative, 1 or its fixed slope), so
+    ``rank Gamma_free <= rank A`` near theta. ``rank A = N_L rank alpha_s`` is recomputed here exactly
+    over Q (from the Gram matrix ``alpha_s alpha_s^T``, written out below); ``rank Gamma_free(X) = rank_a``
+    mod ``prime`` (a lower bound over Q) proves the rank constant near theta, so the fibre of ``F_X`` is a
+    manifold with tangent ``ker Gamma_free(X)``; the points ``y`` are on no kink and
+    ``rank [Gamma_free(X); Gamma_free(y)] = rank_xy > rank_a`` mod ``prime``: a direction of the fibre moves
+    ``f(y)``, so arbitrarily close to theta another function has the outputs on X (docs/theory.md,
+    "A necessary condition beyond the dense ReLU MLP").
+
+Shares with the engine only the primitives (the modular ``Gamma_free`` of the verifier's facts, FLINT
+ranks), not its Gram matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flint
+import numpy as np
+
+from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p
+from exactident.verify.constrained_submersion import _q, _usable, _with_points, persistent_ties
+
+__all__ = ["check_constant_rank", "rank_alpha"]
+
+
+def rank_alpha(facts: ConstrainedFacts) -> int:
+    """``rank alpha_s`` over Q on the ``z >= 0`` pattern of ``facts`` (every slope fixed).
+
+    ``(alpha_s alpha_s^T)[i, j] = <x^i, x^j> P_1 + P_1 + ... + P_{L-1} + 1`` with
+    ``P_l = prod_{m=l}^{L-1} sum_v d_{m,v}(x^i) d_{m,v}(x^j)``: the paths from the inputs, from each hidden
+    layer, and the empty path.
+    """
+    cn, X = facts.cn, facts.X
+    n, L = len(X), cn.L
+    if n == 0:
+        return 0
+    one = flint.fmpq(1)
+    signs = facts.sign_pattern()
+    d = [[[one if signs[m - 1][i, v] else cn.negative_slope[m - 1][v] for v in range(cn.widths[m])]
+          for i in range(n)] for m in range(1, L)]
+    G = flint.fmpq_mat(n, n)
+    for i in range(n):
+        for j in range(n):
+            P = one
+            total = one  # the empty path
+            for m in range(L - 1, 0, -1):
+                P *= sum((a * b for a, b in zip(d[m - 1][i], d[m - 1][j])), flint.fmpq(0))
+                total += P  # the paths from hidden layer m
+            total += sum((a * b for a, b in zip(X[i], X[j])), flint.fmpq(0)) * P
+            G[i, j] = total
+    return int(G.rank())
+
+
+def check_constant_rank(facts: ConstrainedFacts, part: dict) -> list[str]:
+    """Failures of a ``constant_rank`` part (empty: theta is not locally identifiable)."""
+    where, cn = "certificate.constant_rank", facts.cn
+    rows = len(facts.X) * cn.widths[-1]
+    free = [(l, int(v)) for l, idx in enumerate(cn.slope_index, start=1) for v in np.flatnonzero(np.asarray(idx) >= 0)]
+    if free:
+        return [f"{where}: unit {free[0]} has a PReLU slope parameter: alpha is not constant near theta"]
+    if set(facts.ties) - persistent_ties(facts):
+        return [f"{where}: a sample is on a kink (a non-persistent tie): F_X is not smooth there"]
+    p = part["prime"]
+    if not _usable(facts, p):
+        return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
+    ra = cn.widths[-1] * rank_alpha(facts)
+    if ra != part["rank_a"] or ra >= rows:
+        return [f"{where}.rank_a: rank A is {ra} for {rows} rows, the certificate says {part['rank_a']} "
+                "(fewer than n N_L needed; n N_L is the submersion part)"]
+    Y: Sequence[Sequence[flint.fmpq]] = [[_q(v) for v in y] for y in part["y"]]
+    both, why = _with_points(facts, Y, f"{where}.y")
+    if both is None:
+        return [why]
+    if not _usable(both, p):
+        return [f"{where}.prime: {p} divides a denominator of the points y"]
+    G = both.gamma_mod_p(p)
+    r_x, r_xy = rank_mod_p(G[:rows], p), rank_mod_p(G, p)
+    fails = []
+    if r_x != part["rank_x"] or r_x != ra:
+        fails.append(f"{where}.rank_x: Gamma_free(X) has rank {r_x} mod {p}, the certificate says {part['rank_x']} "
+                     f"(rank A = {ra} needed: the rank is then constant near theta)")
+    if r_xy != part["rank_xy"] or r_xy <= ra:
+        fails.append(f"{where}.rank_xy: [Gamma_free(X); Gamma_free(y)] has rank {r_xy} mod {p}, the certificate "
+                     f"says {part['rank_xy']} (more than {ra} needed)")
+    return fails
