@@ -17,8 +17,8 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
   submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
   ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters),
   or, tried last, a straight line of constant outputs on X with a probe whose output moves
-  (:mod:`exactident.boundary.kernel_line`; ``decided_by: line``), then Theorem 8's argument with every
-  slope fixed and a witness point (:mod:`exactident.boundary.constant_rank`; ``decided_by: constant-rank``);
+  (:mod:`exactident.boundary.kernel_line`; ``decided_by: line``), then Theorem 8's constant-rank argument
+  with a witness point (:mod:`exactident.boundary.constant_rank`; ``decided_by: constant-rank``);
 - **inconclusive** otherwise: Theorem 8 (``C_N``) itself is proved for the layered ReLU MLP only and
   is never borrowed.
 
@@ -417,7 +417,7 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                     skipped["submersion"] = "free ties: F_X is not smooth at theta (entering-submersion instead)"
             if found is None:  # a straight line of constant outputs on X (exact evaluation: every layer graph)
                 found = _graph_line(cn, X, state, n_ties, persistent, tried, skipped)
-            if found is None:  # Theorem 8's argument with fixed slopes and a witness point (tried last)
+            if found is None:  # Theorem 8's constant rank with a witness point (tried last)
                 from exactident.boundary.constant_rank import try_constant_rank
 
                 found = try_constant_rank(cn, X, state, cert_rng, tried)

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from exactident.boundary.constant_rank import alpha_gram, find_constant_rank, network_fails, rank_a
+from exactident.boundary.constant_rank import alpha_gram, find_constant_rank, rank_a
 from exactident.boundary.rules import GRAPH_RULES
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
@@ -85,23 +85,32 @@ def _q(X):
 
 
 def _explicit_alpha(spec, X):
-    """alpha_s over the complete layered graph, paths enumerated (paths from layer 0, each hidden layer, beta)."""
+    """alpha over the complete layered graph, paths enumerated (paths from layer 0, each hidden layer, beta).
+
+    A fixed slope multiplies the entry (``d`` = 1 or the slope); a PReLU slope is part of the lifting instead, so
+    a path's column is split by the set ``S`` of its PReLU units on their negative side at the sample."""
     widths = [len(spec.layers[0][0][0])] + [len(Wl) for Wl, _b in spec.layers]
     L = len(widths) - 1
     _W, _b, a = spec.dense(spec.theta)
-    rows = []
+    entries = []
     for x in X:
         Z, _ = spec.forward(spec.theta, x)
-        d = [[F(1) if z >= 0 else a[m][v] for v, z in enumerate(Z[m])] for m in range(L - 1)]
-        row = []
+        row = {("beta",): F(1)}
         for start in range(L):
             for path in itertools.product(*(range(widths[m]) for m in range(start, L))):
-                factor = F(x[path[0]]) if start == 0 else F(1)
+                factor, S = (F(x[path[0]]) if start == 0 else F(1)), []
                 for m in range(max(start, 1), L):  # hidden layers m on the path
-                    factor *= d[m - 1][path[m - start]]
-                row.append(factor)
-        rows.append(row + [F(1)])
-    return rows
+                    v = path[m - start]
+                    if Z[m - 1][v] >= 0:
+                        continue
+                    if isinstance(spec.slopes[m - 1][v], tuple):
+                        S.append((m, v))
+                    else:
+                        factor *= a[m - 1][v]
+                row[(start, path, tuple(S))] = factor
+        entries.append(row)
+    columns = sorted({c for row in entries for c in row}, key=repr)
+    return [[row.get(c, F(0)) for c in columns] for row in entries]
 
 
 def _rank(rows):
@@ -135,6 +144,12 @@ def residual():
                 [2, -1, 3, 0], ("skip connection",))
 
 
+def prelu():
+    """1-2-1 PReLU, one slope parameter per unit: theta = (u1, u2, b1, b2, w1, w2, c, a1, a2)."""
+    return Spec([([[0], [1]], [2, 3]), ([[4, 5]], [6])], [[("p", 7), ("p", 8)]],
+                [1, 1, 0, -1, 1, 2, 0, F(1, 2), F(1, 3)], ("PReLU",))
+
+
 def no_bias():
     """1-2-1 leaky ReLU (slope 1/4) without biases in the hidden layer."""
     return Spec([([[0], [1]], [F(0), F(0)]), ([[2, 3]], [4])], [[F(1, 4)] * 2], [1, -2, 1, 3, 0],
@@ -147,6 +162,7 @@ FAMILIES = {
     "conv": (conv, [[1, 0, 0], [2, 1, 0], [3, 1, 1], [2, 2, 1], [1, 1, 0], [3, 2, 0]]),  # both units active
     "residual": (residual, [[1], [2], [3], [4]]),  # the ReLU unit active everywhere
     "no-bias": (no_bias, [[1], [2], [3], [4]]),
+    "prelu": (prelu, [[-3], [-2], [-1], [2], [3], [4]]),  # two pieces: both units negative, both active
 }
 
 
@@ -183,26 +199,37 @@ def _same_pattern(spec, theta, theta2, X):
     return True
 
 
+def line_witness(spec, X, probes, delta):
+    """A probe where ``f`` moves along ``theta + t delta`` while the outputs on X stay (small t), or None."""
+    theta, L = spec.theta, len(spec.layers)
+    ts = [F(1, 1000 * (m + 1)) for m in range(L + 2)]
+    base = [spec.forward(theta, x)[1] for x in X]
+    moved = [[a + t * d for a, d in zip(theta, delta)] for t in ts]
+    if not all(_same_pattern(spec, theta, th, X) and [spec.forward(th, x)[1] for x in X] == base for th in moved):
+        return None
+    return next((p for p in probes if spec.forward(moved[-1], p)[1] != spec.forward(theta, p)[1]), None)
+
+
 def exhaustive_witness(spec, X, probes):
     """A line ``theta + t delta`` (support <= 2) with the outputs on X constant for small t and f moved at a probe,
     or None."""
-    theta, k = spec.theta, len(spec.theta)
-    L = len(spec.layers)
-    ts = [F(1, 1000 * (m + 1)) for m in range(L + 2)]
-    base = [spec.forward(theta, x)[1] for x in X]
+    k = len(spec.theta)
     for i, j in itertools.combinations_with_replacement(range(k), 2):
         for c in (COEFFS if j != i else [F(0)]):
             delta = [F(0)] * k
             delta[i] += 1
             delta[j] += c
-            moved = [[a + t * d for a, d in zip(theta, delta)] for t in ts]
-            if not all(_same_pattern(spec, theta, th, X) and [spec.forward(th, x)[1] for x in X] == base
-                       for th in moved):
-                continue
-            for p in probes:
-                if spec.forward(moved[-1], p)[1] != spec.forward(theta, p)[1]:
-                    return delta, p
+            p = line_witness(spec, X, probes, delta)
+            if p is not None:
+                return delta, p
     return None
+
+
+#: Witnesses derived by hand where no line of support <= 2 exists.  PReLU on x < 0 and x > 1 only: moving the
+#: kink of unit 1 (b1 += t) keeps the right piece if c -= w1 t, and the left piece if also b2 += s t with
+#: w1 (a1 - 1) + w2 s (a2 - 1) = 0, i.e. s = -(1)(-1/2) / (2 (-2/3)) = -3/8, and then c -= (w1 + w2 s) t = t/4;
+#: the middle piece (0 < x < 1, never sampled) moves.
+HAND_LINES = {"prelu": [F(0), F(0), F(1), F(-3, 8), F(0), F(0), F(-1, 4), F(0), F(0)]}
 
 
 def _probes(n_in):
@@ -216,20 +243,23 @@ def _probes(n_in):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_rule_not_identifiable_agrees_with_exhaustive_search(family):
     """On each family the rule proves not-identifiable: its certificate is re-checked by the verifier, and the
-    exhaustive search written here finds another parameter arbitrarily close with the outputs on X and another
-    function (the truth).  The hand count: rank A = N_L rank alpha_s from the explicit alpha."""
+    exhaustive search written here (or, for PReLU, a line derived by hand) finds another parameter arbitrarily
+    close with the outputs on X and another function (the truth).  rank A = N_L rank alpha from the explicit alpha."""
     make, X = FAMILIES[family]
     spec = make()
     cn = spec.compiled()
     Xq = _q(X)
-    assert network_fails(cn) is None
+    assert all(g.fails(cn) is None for g in GRAPH_RULES if g.name == "constant-rank")
     found, why = find_constant_rank(cn, Xq, free_state(cn, Xq), random.Random(0))
     assert found is not None, why
     assert found["rank_a"] == _rank(_explicit_alpha(spec, X)) == found["rank_x"] < len(X)
     assert found["rank_xy"] > found["rank_a"]
     facts = ConstrainedFacts.from_network(cn, Xq)
     assert check_constant_rank(facts, found) == []
-    assert exhaustive_witness(spec, X, _probes(len(X[0]))) is not None
+    if family in HAND_LINES:
+        assert line_witness(spec, X, _probes(len(X[0])), HAND_LINES[family]) is not None
+    else:
+        assert exhaustive_witness(spec, X, _probes(len(X[0]))) is not None
 
 
 def test_forged_constant_rank_parts_fail():
@@ -247,12 +277,9 @@ def test_forged_constant_rank_parts_fail():
 
 
 def test_hypotheses_fail_where_they_fail():
-    """PReLU: not-applicable (alpha moves with the slope); a sample on a kink: no certificate; an identifiable
-    network (rank Gamma_free = rank A = dim_free): no point raises the rank, no certificate."""
-    prelu = Spec([([[0], [1]], [2, 3]), ([[4, 5]], [6])], [[("p", 7), ("p", 8)]],
-                 [1, 1, 0, -1, 1, 2, 0, F(1, 2), F(1, 3)], ("PReLU",)).compiled()
-    assert "PReLU" in (network_fails(prelu) or "")
-    assert {g.name: g for g in GRAPH_RULES}["constant-rank"].fails(prelu) is not None
+    """A sample on a kink: no certificate; an identifiable network (rank Gamma_free = rank A = dim_free): no point
+    raises the rank, no certificate.  (The network hypothesis holds on every layer graph, PReLU included: the
+    PReLU counterexample below checks that the rule certifies nothing there either.)"""
     spec = leaky_mlp()
     cn = spec.compiled()
     tie = _q([[1], [2], [3]])  # z_2(1) = 1 - 1 = 0
@@ -371,6 +398,12 @@ def test_prelu_counterexample_identifiable_with_rank_equal_rank_a_below_dim_free
     spec = Spec([([[0], [1]], [2, 3]), ([[4, 5]], [6])], [[("p", 7), ("p", 8)]], PRELU_THETA, ("PReLU",))
     r = check_constrained(spec.compiled(), _q([[v] for v in PRELU_X]))
     assert r.dim == 7 and r.verdict == "inconclusive"
+    rules = {e["rule"]: e for e in r.to_dict()["rules"]}
+    assert rules["constant-rank"]["status"] == "tried" and "no point y" in rules["constant-rank"]["why"]
+    # the rule's own rank A~ (Gram route) is the one written out above
+    cn = spec.compiled()
+    Xq = _q([[v] for v in PRELU_X])
+    assert rank_a(cn, Xq, free_state(cn, Xq).pattern) == 6 == _rank(_explicit_alpha(spec, [[v] for v in PRELU_X]))
 
 
 # ------------------------------------------------------------------ counterexample 2: Theorem 8 on the dense expansion

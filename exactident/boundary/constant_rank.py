@@ -1,15 +1,18 @@
-"""The constant-rank certificate: Theorem 8's argument (``C_N``) carried to layer graphs with fixed slopes.
+"""The constant-rank certificate: Theorem 8's argument (``C_N``) carried to layer graphs, with a witness point.
 
-Let every hidden unit's negative slope be a fixed number (ReLU 0, leaky ReLU ``a``, linear 1: no PReLU
-parameter), and let no sample be on a kink (persistent ties excepted, which stay ties near ``theta``).
-Near ``theta`` the pattern on ``X`` is constant, so each unit's derivative ``d_v(x^i)`` (1 or its slope) is
-a constant, and Proposition 1 of the paper holds for the dense network ``W = T theta + c`` with these
+Let no sample be on a kink (persistent ties excepted, which stay ties near ``theta``). Near ``theta`` the
+pattern on ``X`` is constant, so each unit's derivative ``d_v(x^i)`` is 1 on the active side and its negative
+slope otherwise, and Proposition 1 of the paper holds for the dense network ``W = T theta + c`` with these
 derivatives: ``F_X(theta') = (alpha_s ⊗ I_{N_L}) phi(T theta' + c)``, ``phi`` the lifting over the complete
-layered graph and ``alpha_s`` the paper's ``alpha`` with ``d_v`` in place of the 0/1 indicator. Hence
-``Gamma_free(theta') = A Dphi(T theta' + c) T`` and ``rank Gamma_free(theta') <= rank A`` for every
-``theta'`` near ``theta``. If ``rank Gamma_free(theta) = rank A`` the rank is constant near ``theta`` (it
-cannot drop nearby either), so the fibre ``M = F_X^{-1}(F_X(theta))`` is, near ``theta``, a manifold with
-tangent ``ker Gamma_free(X)`` (constant rank theorem). One more point ``y`` (on no kink) with
+layered graph and ``alpha_s`` the paper's ``alpha`` with ``d_v`` in place of the 0/1 indicator. A PReLU slope
+``a_v`` is a parameter, so it goes into the lifting instead: columns indexed by (path ``p``, set ``S`` of the
+PReLU units of ``p`` on their negative side), ``phi~_{p,S} = phi_p prod_{v in S} a_v`` and ``alpha~`` the
+indicator that ``S`` is the negative set at ``x^i`` times the fixed slopes' ``d``. Either way
+``F_X = A psi(theta')`` with ``A`` linear and constant near ``theta``, hence
+``rank Gamma_free(theta') <= rank A`` for every ``theta'`` near ``theta``. If
+``rank Gamma_free(theta) = rank A`` the rank is constant near ``theta`` (it cannot drop nearby either), so
+the fibre ``M = F_X^{-1}(F_X(theta))`` is, near ``theta``, a manifold with tangent ``ker Gamma_free(X)``
+(constant rank theorem). One more point ``y`` (on no kink) with
 ``rank [Gamma_free(X); Gamma_free(y)] > rank A`` gives a tangent direction of ``M`` that moves ``f(y)``:
 arbitrarily close to ``theta`` another function has the outputs of ``theta`` on ``X``.
 
@@ -19,8 +22,8 @@ symmetries no one has listed (docs/theory.md, "A necessary condition beyond the 
 a PReLU network with ``rank Gamma_free = rank A < dim_free`` that is identifiable), so the witness ``y``
 replaces that step. When ``rank A = n N_L`` this is the submersion certificate.
 
-Ranks: ``rank A = N_L rank alpha_s`` is computed exactly over Q from the Gram matrix
-``alpha_s alpha_s^T`` (``n x n``, a product formula over the layers); ``rank_p Gamma_free`` is a lower
+Ranks: ``rank A = N_L rank alpha`` is computed exactly over Q from the Gram matrix ``alpha alpha^T``
+(``n x n``, a product formula over the layers, :func:`alpha_gram`); ``rank_p Gamma_free`` is a lower
 bound of the rank over Q, so ``rank_p Gamma_free(X) = rank A`` proves ``rank Gamma_free(X) = rank A`` and
 ``rank_p [Gamma_free(X); Gamma_free(y)] > rank A`` proves the increase.
 
@@ -40,39 +43,29 @@ from exactident.linalg.modular import random_primes
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import FreeState, free_data_denominator, persistent_ties
 
-__all__ = ["alpha_gram", "find_constant_rank", "network_fails", "rank_a", "try_constant_rank"]
+__all__ = ["alpha_gram", "find_constant_rank", "rank_a", "try_constant_rank"]
 
 
-def network_fails(cn: ConstrainedNetwork) -> str | None:
-    """The hypothesis on the network that fails, in one line, or None (every negative slope fixed).
-
-    Examples
-    --------
-    >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]]))
-    >>> network_fails(cn) is None
-    True
-    """
-    for l, idx in enumerate(cn.slope_index, start=1):
-        free = np.flatnonzero(np.asarray(idx) >= 0)
-        if free.size:
-            return (f"a PReLU slope is a parameter ({cn.unit_name(l, int(free[0]))}): alpha is not constant near "
-                    "theta")
-    return None
-
-
-def _derivatives(cn: ConstrainedNetwork, pattern: Sequence[np.ndarray], l: int, i: int) -> list[flint.fmpq]:
-    """``d_v(x^i)`` for the units of hidden layer ``l``: 1 on the pattern's active side, the fixed slope else."""
-    one = flint.fmpq(1)
-    return [one if bool(pattern[l - 1][i, v]) else cn.negative_slope[l - 1][v] for v in range(cn.widths[l])]
+def _factor(cn: ConstrainedNetwork, pattern: Sequence[np.ndarray], l: int, i: int, j: int) -> flint.fmpq:
+    """``s_l(i, j) = sum_v c_v(i, j)`` over the units of hidden layer ``l``: ``d_v(x^i) d_v(x^j)`` for a fixed
+    slope (``d_v`` 1 on the active side, the slope else), ``[same side at x^i and x^j]`` for a PReLU unit."""
+    total = flint.fmpq(0)
+    P, a, idx = pattern[l - 1], cn.negative_slope[l - 1], cn.slope_index[l - 1]
+    for v in range(cn.widths[l]):
+        on_i, on_j = bool(P[i, v]), bool(P[j, v])
+        if int(idx[v]) >= 0:
+            total += 1 if on_i == on_j else 0
+        else:
+            total += (1 if on_i else a[v]) * (1 if on_j else a[v])
+    return total
 
 
 def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]
                ) -> flint.fmpq_mat:
-    """``alpha_s alpha_s^T`` (``n x n``, Q) for the lifting over the complete layered graph.
+    """``alpha_s alpha_s^T`` (``n x n``, Q) for the lifting over the complete layered graph (``alpha~`` with PReLU).
 
-    With ``s_m(i, j) = sum_v d_{m,v}(x^i) d_{m,v}(x^j)`` (hidden layer ``m``), the paths from the inputs give
+    With ``s_m(i, j) = sum_v c_v(i, j)`` (hidden layer ``m``; ``c_v = d_v(x^i) d_v(x^j)`` for a fixed slope,
+    ``[v on the same side at x^i and x^j]`` for a PReLU unit), the paths from the inputs give
     ``<x^i, x^j> prod_{m=1}^{L-1} s_m``, the paths from hidden layer ``l`` give ``prod_{m=l}^{L-1} s_m`` and
     the empty path ``beta`` gives 1.
 
@@ -89,11 +82,10 @@ def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], patter
     [1, 1]
     """
     n, L = len(X), cn.L
-    d = [[_derivatives(cn, pattern, m, i) for i in range(n)] for m in range(1, L)]
     G = flint.fmpq_mat(n, n)
     for i in range(n):
         for j in range(i, n):
-            s = [sum((a * b for a, b in zip(d[m][i], d[m][j])), flint.fmpq(0)) for m in range(L - 1)]
+            s = [_factor(cn, pattern, m, i, j) for m in range(1, L)]
             tail = [flint.fmpq(1)] * L
             for m in range(L - 1, 0, -1):
                 tail[m - 1] = tail[m] * s[m - 1]
@@ -105,24 +97,22 @@ def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], patter
 
 
 def rank_a(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]) -> int:
-    """``rank A = N_L rank alpha_s`` over Q (Prop. 11 of the paper, with the fixed slopes as derivatives)."""
+    """``rank A = N_L rank alpha`` over Q (Prop. 11 of the paper; ``alpha_s``, or ``alpha~`` with PReLU slopes)."""
     if not X:
         return 0
     return cn.widths[-1] * alpha_gram(cn, X, pattern).rank()
 
 
 def find_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
-                       rng: random.Random, tries: int = 6) -> tuple[dict[str, Any] | None, str]:
+                       rng: random.Random, tries: int = 12) -> tuple[dict[str, Any] | None, str]:
     """A checked constant-rank certificate, or None and why not (one line).
 
     ``{"kind": "constant-rank", "y", "prime", "rank_a", "rank_x", "rank_xy", "why"}``. The extra point is drawn
-    as random small integers spread like the sample, one at a time, as for the submersion certificate.
+    one at a time, alternately the midpoint of two random samples and random small rationals spread like the
+    sample.
     """
     from exactident.boundary.submersion import _ranks
 
-    failed = network_fails(cn)
-    if failed is not None:
-        return None, failed
     if len(persistent_ties(cn, X, state)) != len(state.ties):
         return None, "a sample is on a kink: F_X is not smooth at theta"
     rows = len(X) * cn.widths[-1]
@@ -133,9 +123,13 @@ def find_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]
         return None, f"rank A = {ra} >= {cn.n_params} parameters: no room for a fibre"
     span = max(2, int(max((abs(v) for row in X for v in row), default=flint.fmpq(1))) + 1)
     avoid = free_data_denominator(cn, X)
-    for _ in range(tries):
+    for attempt in range(tries):
         p = random_primes(1, avoid, rng)[0]
-        y = [flint.fmpq(rng.randint(-span, span), rng.choice([1, 2, 3])) for _ in range(cn.widths[0])]
+        if attempt % 2 == 0 and len(X) > 1:  # between two samples: where an unseen piece of f often is
+            i, j = rng.sample(range(len(X)), 2)
+            y = [(a + b) / 2 for a, b in zip(X[i], X[j])]
+        else:
+            y = [flint.fmpq(rng.randint(-span, span), rng.choice([1, 2, 3])) for _ in range(cn.widths[0])]
         got = _ranks(cn, X, [y], p)
         if got is None:
             continue
@@ -145,21 +139,16 @@ def find_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]
         if r_xy > ra:
             return {"kind": "constant-rank", "y": [[str(v) for v in y]], "prime": p, "rank_a": ra, "rank_x": r_x,
                     "rank_xy": r_xy,
-                    "why": (f"rank Gamma_free = rank A = {ra} < n N_L = {rows} with every slope fixed, so the rank is "
-                            f"constant near theta and the fibre of the outputs on X is a manifold; one more point y "
-                            f"raises the rank to {r_xy}: the fibre moves f(y) (constant-rank certificate, Theorem "
-                            "8's argument)")}, ""
+                    "why": (f"rank Gamma_free = rank A = {ra} < n N_L = {rows} (alpha constant near theta), so the "
+                            "rank is constant near theta and the fibre of the outputs on X is a manifold; one more "
+                            f"point y raises the rank to {r_xy}: the fibre moves f(y) (constant-rank certificate, "
+                            "Theorem 8's argument)")}, ""
     return None, f"rank Gamma_free = rank A = {ra}, but no point y tried moved f(y) along the fibre"
 
 
 def try_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
                       rng: random.Random, tried: dict[str, str]) -> dict[str, Any] | None:
-    """:func:`find_constant_rank` as the engine's last rule: the certificate, or None with ``tried`` noted.
-
-    Nothing is noted when the network fails the rule's hypothesis (the report lists it ``not-applicable``).
-    """
-    if network_fails(cn) is not None:
-        return None
+    """:func:`find_constant_rank` as the engine's last rule: the certificate, or None with ``tried`` noted."""
     found, why = find_constant_rank(cn, X, state, rng)
     if found is None:
         tried["constant-rank"] = why

@@ -4,7 +4,7 @@ A rule runs on every network that meets its hypotheses and on no other: Theorem 
 (``C_N``) is proved for the dense layered ReLU MLP only, so it is listed here to say why it never
 runs on a layer graph; the certificates whose proofs need only exact evaluation of the network
 (lines of constant outputs, submersions, the immersion argument) run on every layer graph, and Theorem 8's
-argument itself, completed by a witness point, on every layer graph whose slopes are fixed (``constant-rank``).
+argument itself, completed by a witness point, on every layer graph (``constant-rank``).
 
 Each report of :func:`exactident.check_constrained.check_constrained` carries ``rules``: one entry
 per rule, ``{"rule", "status", "why"}`` with ``status``
@@ -67,12 +67,6 @@ def _theorem_8(cn: ConstrainedNetwork) -> str | None:
     return f"C_N is proved for the dense ReLU MLP with every weight and bias free only; this network has {what}"
 
 
-def _constant_rank(cn: ConstrainedNetwork) -> str | None:
-    from exactident.boundary.constant_rank import network_fails
-
-    return network_fails(cn)
-
-
 #: The rules of the layer-graph engine, in the order they are tried.
 #:
 #: :meta hide-value:
@@ -102,10 +96,10 @@ GRAPH_RULES = (
               "f(x*) moving at a probe", "exactident.boundary.kernel_line (the plain engine's line certificate)",
               _any),
     GraphRule("constant-rank", "not-identifiable",
-              "every negative slope fixed (no PReLU parameter); no sample on a kink but persistent ties; "
-              "rank Gamma_free = rank A (alpha with the fixed slopes as derivatives) < n N_L; a point y raising "
-              "the rank", "Theorem 8's proof (arXiv:2206.07424) with a witness point: exactident.boundary."
-              "constant_rank (docs/theory.md, 'A necessary condition beyond the dense ReLU MLP')", _constant_rank),
+              "exact evaluation (every layer graph; a PReLU slope goes into the lifting); no sample on a kink but "
+              "persistent ties; rank Gamma_free = rank A (alpha with each unit's derivative) < n N_L; a point y "
+              "raising the rank", "Theorem 8's proof (arXiv:2206.07424) with a witness point: exactident.boundary."
+              "constant_rank (docs/theory.md, 'A necessary condition beyond the dense ReLU MLP')", _any),
 )
 
 

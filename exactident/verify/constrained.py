@@ -324,7 +324,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
                    "and f(x) changes")
         elif key == "constant_rank":
             bad = check_constant_rank(facts, cert[key])
-            why = ("every slope fixed and rank Gamma_free = rank A: the rank is constant near theta, and a "
+            why = ("rank Gamma_free = rank A with alpha constant near theta: the rank is constant there, and a "
                    "direction of the fibre moves f(y)")
         else:
             bad = (check_submersion if key == "submersion" else check_entering_submersion)(facts, cert[key])

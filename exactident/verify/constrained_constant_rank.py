@@ -1,9 +1,9 @@
 """The ``constant_rank`` part of a constrained report, re-checked from the case.
 
 ``constant_rank`` ``{y, prime, rank_a, rank_x, rank_xy}``
-    Every hidden unit's negative slope is fixed (no PReLU parameter) and no sample is on a kink
-    (persistent ties excepted). Then near theta ``F_X(theta') = (alpha_s ⊗ I) phi(T theta' + c)`` with
-    ``alpha_s`` constant (the paper's ``alpha`` with each unit's derivative, 1 or its fixed slope), so
+    No sample is on a kink (persistent ties excepted). Then near theta ``F_X(theta') = A psi(theta')`` with
+    ``A = alpha ⊗ I`` constant (the paper's ``alpha`` with each unit's derivative, 1 or its fixed slope; a
+    PReLU slope is moved into the lifting, ``alpha`` then records which side each PReLU unit is on), so
     ``rank Gamma_free <= rank A`` near theta. ``rank A = N_L rank alpha_s`` is recomputed here exactly
     over Q (from the Gram matrix ``alpha_s alpha_s^T``, written out below); ``rank Gamma_free(X) = rank_a``
     mod ``prime`` (a lower bound over Q) proves the rank constant near theta, so the fibre of ``F_X`` is a
@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import flint
-import numpy as np
 
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p
 from exactident.verify.constrained_submersion import _q, _usable, _with_points, persistent_ties
@@ -30,29 +29,36 @@ __all__ = ["check_constant_rank", "rank_alpha"]
 
 
 def rank_alpha(facts: ConstrainedFacts) -> int:
-    """``rank alpha_s`` over Q on the ``z >= 0`` pattern of ``facts`` (every slope fixed).
+    """``rank alpha`` over Q on the ``z >= 0`` pattern of ``facts`` (``alpha~`` where a slope is a PReLU parameter).
 
-    ``(alpha_s alpha_s^T)[i, j] = <x^i, x^j> P_1 + P_1 + ... + P_{L-1} + 1`` with
-    ``P_l = prod_{m=l}^{L-1} sum_v d_{m,v}(x^i) d_{m,v}(x^j)``: the paths from the inputs, from each hidden
-    layer, and the empty path.
+    ``(alpha alpha^T)[i, j] = <x^i, x^j> P_1 + P_1 + ... + P_{L-1} + 1`` with
+    ``P_l = prod_{m=l}^{L-1} sum_v c_v(x^i, x^j)``: the paths from the inputs, from each hidden layer, and
+    the empty path; ``c_v`` is ``d_v(x^i) d_v(x^j)`` for a fixed slope (``d_v`` 1 on ``z >= 0``, the slope
+    else) and 1 or 0 for a PReLU unit (on the same side at both samples or not: its slope is in the lifting).
     """
     cn, X = facts.cn, facts.X
     n, L = len(X), cn.L
     if n == 0:
         return 0
-    one = flint.fmpq(1)
+    one, zero = flint.fmpq(1), flint.fmpq(0)
     signs = facts.sign_pattern()
-    d = [[[one if signs[m - 1][i, v] else cn.negative_slope[m - 1][v] for v in range(cn.widths[m])]
-          for i in range(n)] for m in range(1, L)]
+
+    def c(m: int, v: int, i: int, j: int) -> flint.fmpq:
+        si, sj = bool(signs[m - 1][i, v]), bool(signs[m - 1][j, v])
+        if int(cn.slope_index[m - 1][v]) >= 0:
+            return one if si == sj else zero
+        a = cn.negative_slope[m - 1][v]
+        return (one if si else a) * (one if sj else a)
+
     G = flint.fmpq_mat(n, n)
     for i in range(n):
         for j in range(n):
             P = one
             total = one  # the empty path
             for m in range(L - 1, 0, -1):
-                P *= sum((a * b for a, b in zip(d[m - 1][i], d[m - 1][j])), flint.fmpq(0))
+                P *= sum((c(m, v, i, j) for v in range(cn.widths[m])), zero)
                 total += P  # the paths from hidden layer m
-            total += sum((a * b for a, b in zip(X[i], X[j])), flint.fmpq(0)) * P
+            total += sum((a * b for a, b in zip(X[i], X[j])), zero) * P
             G[i, j] = total
     return int(G.rank())
 
@@ -61,9 +67,6 @@ def check_constant_rank(facts: ConstrainedFacts, part: dict) -> list[str]:
     """Failures of a ``constant_rank`` part (empty: theta is not locally identifiable)."""
     where, cn = "certificate.constant_rank", facts.cn
     rows = len(facts.X) * cn.widths[-1]
-    free = [(l, int(v)) for l, idx in enumerate(cn.slope_index, start=1) for v in np.flatnonzero(np.asarray(idx) >= 0)]
-    if free:
-        return [f"{where}: unit {free[0]} has a PReLU slope parameter: alpha is not constant near theta"]
     if set(facts.ties) - persistent_ties(facts):
         return [f"{where}: a sample is on a kink (a non-persistent tie): F_X is not smooth there"]
     p = part["prime"]
