@@ -43,21 +43,29 @@ from exactident.linalg.modular import random_primes
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import FreeState, free_data_denominator, persistent_ties
 
-__all__ = ["alpha_gram", "find_constant_rank", "rank_a", "try_constant_rank"]
+__all__ = ["MAX_GRAM_SAMPLES", "alpha_gram", "find_constant_rank", "rank_a", "try_constant_rank"]
 
 
-def _factor(cn: ConstrainedNetwork, pattern: Sequence[np.ndarray], l: int, i: int, j: int) -> flint.fmpq:
-    """``s_l(i, j) = sum_v c_v(i, j)`` over the units of hidden layer ``l``: ``d_v(x^i) d_v(x^j)`` for a fixed
-    slope (``d_v`` 1 on the active side, the slope else), ``[same side at x^i and x^j]`` for a PReLU unit."""
-    total = flint.fmpq(0)
+#: Largest sample (rows of ``alpha``) whose exact Gram rank the rule computes; past it the rule does not run.
+MAX_GRAM_SAMPLES = 300
+
+
+def _layer_rows(cn: ConstrainedNetwork, pattern: Sequence[np.ndarray], l: int, n: int) -> flint.fmpq_mat:
+    """``D_l`` with ``D_l D_l^T = s_l``: per sample, ``d_v`` for a fixed slope (1 on the active side, the slope
+    else), and the two indicators (active, negative) for a PReLU unit, whose inner product is ``[same side]``."""
     P, a, idx = pattern[l - 1], cn.negative_slope[l - 1], cn.slope_index[l - 1]
-    for v in range(cn.widths[l]):
-        on_i, on_j = bool(P[i, v]), bool(P[j, v])
-        if int(idx[v]) >= 0:
-            total += 1 if on_i == on_j else 0
-        else:
-            total += (1 if on_i else a[v]) * (1 if on_j else a[v])
-    return total
+    one, zero = flint.fmpq(1), flint.fmpq(0)
+    rows = []
+    for i in range(n):
+        row = []
+        for v in range(cn.widths[l]):
+            on = bool(P[i, v])
+            if int(idx[v]) >= 0:
+                row += [one if on else zero, zero if on else one]
+            else:
+                row.append(one if on else a[v])
+        rows.append(row)
+    return flint.fmpq_mat(rows)
 
 
 def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]
@@ -82,18 +90,18 @@ def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], patter
     [1, 1]
     """
     n, L = len(X), cn.L
-    G = flint.fmpq_mat(n, n)
-    for i in range(n):
-        for j in range(i, n):
-            s = [_factor(cn, pattern, m, i, j) for m in range(1, L)]
-            tail = [flint.fmpq(1)] * L
-            for m in range(L - 1, 0, -1):
-                tail[m - 1] = tail[m] * s[m - 1]
-            # tail[l-1] = prod_{m=l}^{L-1} s_m: the paths from hidden layer l; tail[0] also the input paths'
-            value = sum((a * b for a, b in zip(X[i], X[j])), flint.fmpq(0)) * tail[0]
-            value += sum(tail[0:L - 1], flint.fmpq(0)) + 1  # the paths from hidden layers, then beta
-            G[i, j] = G[j, i] = value
-    return G
+    if n == 0:
+        return flint.fmpq_mat(0, 0)
+    Xm = flint.fmpq_mat([[flint.fmpq(v) for v in row] for row in X])
+    inputs = (Xm * Xm.transpose()).entries()
+    P = [flint.fmpq(1)] * (n * n)  # P_l entrywise, from l = L (the empty product) down to 1
+    total = [flint.fmpq(1)] * (n * n)  # beta
+    for m in range(L - 1, 0, -1):
+        D = _layer_rows(cn, pattern, m, n)
+        S = (D * D.transpose()).entries()
+        P = [p * q for p, q in zip(P, S)]
+        total = [t + p for t, p in zip(total, P)]  # the paths from hidden layer m
+    return flint.fmpq_mat(n, n, [t + x * p for t, x, p in zip(total, inputs, P)])
 
 
 def rank_a(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]) -> int:
@@ -116,6 +124,8 @@ def find_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]
     if len(persistent_ties(cn, X, state)) != len(state.ties):
         return None, "a sample is on a kink: F_X is not smooth at theta"
     rows = len(X) * cn.widths[-1]
+    if len(X) > MAX_GRAM_SAMPLES:
+        return None, f"{len(X)} samples: past the cap of {MAX_GRAM_SAMPLES} for the exact rank of alpha"
     ra = rank_a(cn, X, state.pattern)
     if ra >= rows:
         return None, f"rank A = {ra} = n N_L: the submersion rule covers this sample"
