@@ -29,7 +29,7 @@ from exactident.boundary.constant_rank import alpha_gram, find_constant_rank, ra
 from exactident.boundary.rules import GRAPH_RULES
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
-from exactident.verify.constrained_constant_rank import check_constant_rank
+from exactident.verify.constrained_constant_rank import check_constant_rank, rank_alpha
 from exactident.verify.constrained_facts import ConstrainedFacts
 
 Q = flint.fmpq
@@ -182,6 +182,7 @@ def test_alpha_gram_is_the_explicit_alpha():
                 [[F(int(sp.fraction(gram[i, j])[0]), int(sp.fraction(gram[i, j])[1])) for j in range(len(Xs))]
                  for i in range(len(Xs))], name
             assert rank_a(cn, _q(Xs), st.pattern) == _rank(alpha), name
+            assert rank_alpha(ConstrainedFacts.from_network(cn, _q(Xs))) == _rank(alpha), name  # the verifier's
 
 
 # ------------------------------------------------------------------ the test's exhaustive local search
@@ -290,6 +291,17 @@ def test_hypotheses_fail_where_they_fail():
     X = [[-2], [-1], [F(1, 4)], [F(3, 4)], [2], [3]]
     found, why = find_constant_rank(cn, _q(X), free_state(cn, _q(X)), random.Random(0))
     assert found is None and _rank(_explicit_alpha(spec, X)) == 5 and "no point y" in why
+
+
+def test_sample_cap(monkeypatch):
+    """Past MAX_GRAM_SAMPLES the rule does not run (the exact Gram rank would be too costly) and says so."""
+    import exactident.boundary.constant_rank as constant_rank
+
+    make, X = FAMILIES["leaky"]
+    cn = make().compiled()
+    monkeypatch.setattr(constant_rank, "MAX_GRAM_SAMPLES", 3)
+    found, why = find_constant_rank(cn, _q(X), free_state(cn, _q(X)), random.Random(0))
+    assert found is None and "cap of 3" in why
 
 
 def test_engine_reaches_the_rule_and_the_verifier_accepts():

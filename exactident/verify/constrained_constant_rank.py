@@ -43,23 +43,25 @@ def rank_alpha(facts: ConstrainedFacts) -> int:
     one, zero = flint.fmpq(1), flint.fmpq(0)
     signs = facts.sign_pattern()
 
-    def c(m: int, v: int, i: int, j: int) -> flint.fmpq:
-        si, sj = bool(signs[m - 1][i, v]), bool(signs[m - 1][j, v])
-        if int(cn.slope_index[m - 1][v]) >= 0:
-            return one if si == sj else zero
-        a = cn.negative_slope[m - 1][v]
-        return (one if si else a) * (one if sj else a)
+    def columns(m: int, i: int) -> list[flint.fmpq]:
+        """Sample ``i``'s entries at hidden layer ``m``: ``d_v``, or (same side) one-hot pairs for PReLU units."""
+        out: list[flint.fmpq] = []
+        for v in range(cn.widths[m]):
+            s = bool(signs[m - 1][i, v])
+            if int(cn.slope_index[m - 1][v]) >= 0:
+                out += [one, zero] if s else [zero, one]
+            else:
+                out.append(one if s else cn.negative_slope[m - 1][v])
+        return out
 
-    G = flint.fmpq_mat(n, n)
-    for i in range(n):
-        for j in range(n):
-            P = one
-            total = one  # the empty path
-            for m in range(L - 1, 0, -1):
-                P *= sum((c(m, v, i, j) for v in range(cn.widths[m])), zero)
-                total += P  # the paths from hidden layer m
-            total += sum((a * b for a, b in zip(X[i], X[j])), zero) * P
-            G[i, j] = total
+    P = [one] * (n * n)
+    total = [one] * (n * n)  # the empty path
+    for m in range(L - 1, 0, -1):
+        D = flint.fmpq_mat([columns(m, i) for i in range(n)])
+        P = [p * q for p, q in zip(P, (D * D.transpose()).entries())]
+        total = [t + p for t, p in zip(total, P)]  # the paths from hidden layer m
+    Xm = flint.fmpq_mat(X)
+    G = flint.fmpq_mat(n, n, [t + x * p for t, x, p in zip(total, (Xm * Xm.transpose()).entries(), P)])
     return int(G.rank())
 
 
