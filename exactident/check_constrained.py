@@ -17,8 +17,9 @@ ranks mod p and :func:`exactident.linalg.certified.certified_rank` with the prov
   submersion (full row rank, and one more point raises the rank, :mod:`exactident.boundary.submersion`;
   ``decided_by: submersion``, or ``entering-submersion`` on a tie resolution that a kernel direction enters),
   or, tried last, a straight line of constant outputs on X with a probe whose output moves
-  (:mod:`exactident.boundary.kernel_line`; ``decided_by: line``);
-- **inconclusive** otherwise: Theorem 8 (``C_N``) is proved for the layered ReLU MLP only and
+  (:mod:`exactident.boundary.kernel_line`; ``decided_by: line``), then Theorem 8's constant-rank argument
+  with a witness point (:mod:`exactident.boundary.constant_rank`; ``decided_by: constant-rank``);
+- **inconclusive** otherwise: Theorem 8 (``C_N``) itself is proved for the layered ReLU MLP only and
   is never borrowed.
 
 Each rule states the hypotheses it needs (:mod:`exactident.boundary.rules`); the report's ``rules``
@@ -416,6 +417,10 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                     skipped["submersion"] = "free ties: F_X is not smooth at theta (entering-submersion instead)"
             if found is None:  # a straight line of constant outputs on X (exact evaluation: every layer graph)
                 found = _graph_line(cn, X, state, n_ties, persistent, tried, skipped)
+            if found is None:  # Theorem 8's constant rank with a witness point (tried last)
+                from exactident.boundary.constant_rank import try_constant_rank
+
+                found = try_constant_rank(cn, X, state, cert_rng, tried)
         if found is not None:  # the certificate part and the rule are named after its kind
             verdict, decided = "not-identifiable", found["kind"]
             reason += f"; but {found['why']}"
@@ -424,7 +429,8 @@ def check_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
         else:
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
     if not structural:
-        skipped.update(dict.fromkeys(("dead-units", "constant-units", "submersion", "entering-submersion", "line"),
+        skipped.update(dict.fromkeys(("dead-units", "constant-units", "submersion", "entering-submersion", "line",
+                                      "constant-rank"),
                                      "the certificate search is off (structural=False)"))
     extra["rules"] = rule_entries(cn, decided, tried, skipped)
     report = Report(name=name, widths=cn.layer_widths, n_samples=len(X), dim=sym.dim_free,

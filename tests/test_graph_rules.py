@@ -75,12 +75,17 @@ def test_line_rule_does_not_fire_on_an_identifiable_case():
 
 def test_line_rule_stopped_by_its_size_cap(monkeypatch):
     """The one condition of the line rule a network can fail is the size of the exact kernel: past the cap the rule
-    does not run, the report says why in one line, and the case stays inconclusive (never a guess)."""
+    does not run and the report says why in one line.  The case is then settled by the rule tried after it,
+    constant-rank (x = 1, 2, 3 all active: alpha rows (x, 1, 1) have rank 2 = rank Gamma_free < 3 rows, and a
+    point on the slope side raises the rank), never by a guess: the verifier accepts the report."""
     import exactident.boundary.kernel_line as graph_line
 
     monkeypatch.setattr(graph_line, "MAX_LINE_ENTRIES", 5)
-    r = check(_case(), numeric=False)
-    assert (r.verdict, r.decided_by) == ("inconclusive", "none")
+    case = _case()
+    r = check(case, numeric=False)
+    assert (r.verdict, r.decided_by) == ("not-identifiable", "constant-rank")
+    assert r.certificate["constant_rank"]["rank_a"] == 2
+    assert verify_certificate(case, r.to_dict(), require_claims=True)[0]
     rules = {e["rule"]: e for e in r.to_dict()["rules"]}
     assert rules["line"]["status"] == "not-run" and "cap of 5" in rules["line"]["why"]
 

@@ -127,8 +127,8 @@ def test_crosscheck_of_a_constrained_case():
 
 def test_engine_reports_of_every_certificate_kind_verify():
     # the engine's own random family (tests/constrained_oracle.py, B1): 80 cases give every verdict and every
-    # certificate kind (free-rank, dead-units, constant-units, slope-lines, submersion, entering-submersion, line);
-    # all VALID
+    # certificate kind (free-rank, dead-units, constant-units, slope-lines, submersion, entering-submersion, line,
+    # constant-rank); all VALID
     import random
 
     engine_oracle = pytest.importorskip("constrained_oracle")
@@ -143,7 +143,7 @@ def test_engine_reports_of_every_certificate_kind_verify():
         if report["verdict"] == "not-identifiable":  # the certificate is what makes it so
             assert not verify_constrained(cn, X, dict(report, certificate=None))[0], seed
     assert kinds == {"none", "free-rank", "dead-units", "constant-units", "slope-lines", "submersion",
-                     "entering-submersion", "line"}
+                     "entering-submersion", "line", "constant-rank"}
 
 
 def test_check_torch_pipeline_on_a_constrained_case():

@@ -3,7 +3,8 @@
 A rule runs on every network that meets its hypotheses and on no other: Theorem 8 of the paper
 (``C_N``) is proved for the dense layered ReLU MLP only, so it is listed here to say why it never
 runs on a layer graph; the certificates whose proofs need only exact evaluation of the network
-(lines of constant outputs, submersions, the immersion argument) run on every layer graph.
+(lines of constant outputs, submersions, the immersion argument) run on every layer graph, and Theorem 8's
+argument itself, completed by a witness point, on every layer graph (``constant-rank``).
 
 Each report of :func:`exactident.check_constrained.check_constrained` carries ``rules``: one entry
 per rule, ``{"rule", "status", "why"}`` with ``status``
@@ -94,6 +95,11 @@ GRAPH_RULES = (
               "exact evaluation along a straight line (every layer graph): outputs on X constant on [0, t0], "
               "f(x*) moving at a probe", "exactident.boundary.kernel_line (the plain engine's line certificate)",
               _any),
+    GraphRule("constant-rank", "not-identifiable",
+              "exact evaluation (every layer graph; a PReLU slope goes into the lifting); no sample on a kink but "
+              "persistent ties; rank Gamma_free = rank A (alpha with each unit's derivative) < n N_L; a point y "
+              "raising the rank", "Theorem 8's proof (arXiv:2206.07424) with a witness point: exactident.boundary."
+              "constant_rank (docs/theory.md, 'A necessary condition beyond the dense ReLU MLP')", _any),
 )
 
 

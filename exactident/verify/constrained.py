@@ -26,9 +26,10 @@ symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the softmax bound, then ch
 - the verdict: ``identifiable`` needs ``rank Gamma_free = dim_free`` on every tie resolution
   (the certified lower bounds, or the verifier's own ranks mod p: a rank mod p never exceeds the
   rank over Q, and ``S_H`` is in the kernel so the rank never exceeds ``dim_free``); ``not-identifiable``
-  needs a verified ``dead_units``, ``constant_units``, ``slope_lines``, ``submersion``, ``entering_submersion``
-  or ``line`` part (a ``dead_units``, ``constant_units``, ``slope_lines`` or ``line`` line states its segment
-  ``t0``, checked exactly; a ``line`` part's probe must move,
+  needs a verified ``dead_units``, ``constant_units``, ``slope_lines``, ``submersion``, ``entering_submersion``,
+  ``line`` or ``constant_rank`` part (:mod:`exactident.verify.constrained_constant_rank`; a ``dead_units``,
+  ``constant_units``, ``slope_lines`` or ``line`` line states its segment ``t0``, checked exactly; a ``line``
+  part's probe must move,
   :func:`exactident.verify.constrained_parts.check_graph_line`);
   no weaker verdict beside a proof (:func:`exactident.verify.rank_rules.verdict_strength_problems`, the
   plain MLP's rule); ``decided_by`` must name a rule giving the verdict (:data:`RULES`), backed by its part;
@@ -49,6 +50,7 @@ from exactident.model.conditions import cs_from_bounds
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import tie_resolutions
 from exactident.verify.claims import identity_claims, reachable_claim, uncertified_claims
+from exactident.verify.constrained_constant_rank import check_constant_rank
 from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, softmax_rank_bound, verifier_primes
 from exactident.verify.constrained_parts import check_free_rank, check_graph_line, check_line_part
 from exactident.verify.constrained_submersion import check_entering_submersion, check_submersion, persistent_ties
@@ -131,6 +133,8 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
         "entering_submersion": Obj({"kind": Enum("entering-submersion"), "active": List(BOOL),
                                     "delta": List(Tuple(NAT, Rational())), "y": List(Rational()), "prime": NAT,
                                     "rank_x": NAT}),
+        "constant_rank": Obj({"kind": Enum("constant-rank"), "y": List(List(Rational())), "prime": NAT,
+                              "rank_a": NAT, "rank_x": NAT, "rank_xy": NAT}),
         "dead_units": Obj({"kind": Enum("dead-units"), "parameter": NAT, "name": STR, "units": UNITS,
                            "direction": Enum("-1"), "t0": Null(Rational()), **WITNESS}),
         "slope_lines": Obj({"kind": Enum("slope-lines"), "parameter": NAT, "name": STR, "units": UNITS,
@@ -144,7 +148,8 @@ CONSTRAINED_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params"
 #: ``decided_by`` values a constrained report may carry, with the verdict each gives.
 RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-units": "not-identifiable",
          "constant-units": "not-identifiable", "slope-lines": "not-identifiable", "submersion": "not-identifiable",
-         "entering-submersion": "not-identifiable", "line": "not-identifiable", "none": "inconclusive"}
+         "entering-submersion": "not-identifiable", "line": "not-identifiable",
+         "constant-rank": "not-identifiable", "none": "inconclusive"}
 
 
 class _Ranks:
@@ -302,7 +307,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
         if pat["cs"] is not None:
             claim(f"patterns[{m}].cs", cs_from_bounds(lo, hi, sym.dim_free), pat["cs"])
     line_ok = {}
-    for key in ("dead_units", "constant_units", "slope_lines", "submersion", "entering_submersion", "line"):
+    for key in ("dead_units", "constant_units", "slope_lines", "submersion", "entering_submersion", "line",
+                "constant_rank"):
         if key not in cert:
             continue
         if key == "line":
@@ -316,6 +322,10 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
             why = (f"the outputs on X are constant along theta + t delta for "
                    f"{'every t >= 0' if t0 is None else f'0 <= t <= t0 = {t0}'}, delta is not in S_H, "
                    "and f(x) changes")
+        elif key == "constant_rank":
+            bad = check_constant_rank(facts, cert[key])
+            why = ("rank Gamma_free = rank A with alpha constant near theta: the rank is constant there, and a "
+                   "direction of the fibre moves f(y)")
         else:
             bad = (check_submersion if key == "submersion" else check_entering_submersion)(facts, cert[key])
             why = "Gamma_free has full row rank and a direction of its fiber moves f(y)"
@@ -349,7 +359,8 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     elif verdict == "not-identifiable":
         if not not_identifiable:
             fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units, "
-                         "constant_units, slope_lines, submersion, entering_submersion or line), verified")
+                         "constant_units, slope_lines, submersion, entering_submersion, line or constant_rank), "
+                         "verified")
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
     # the rule shared with the MLP: no verdict weaker than (or opposite to) what the certificate proves

@@ -290,6 +290,8 @@ CERTIFICATE = Obj({}, {
                        "rank_xy": NAT}),
     "entering_submersion": Obj({"kind": Enum("entering-submersion"), "active": List(BOOL),
                                 "delta": List(Tuple(NAT, RAT)), "y": List(RAT), "prime": NAT, "rank_x": NAT}),
+    "constant_rank": Obj({"kind": Enum("constant-rank"), "y": List(List(RAT)), "prime": NAT, "rank_a": NAT,
+                          "rank_x": NAT, "rank_xy": NAT}),
     "slope_lines": Obj({"kind": Enum("slope-lines"), "parameter": NAT, "name": STR, "units": List(Tuple(LAYER, NAT)),
                         "direction": Enum("1"), "t0": Null(RAT), "eps": RAT, "x": List(RAT), "f_0": List(RAT),
                         "f_eps": List(RAT)}),
@@ -314,7 +316,7 @@ KERNEL_BLOCK = Obj({"resolution": Null(NAT), "rank_gamma": NAT,
 VERDICT = Enum("identifiable", "not-identifiable", "inconclusive", "degenerate")
 RULE = Enum("theorem-9", "boundary-cs", "theorem-8", "boundary-entering", "line", "dead-neuron", "untouched-input",
             "proportional-neurons", "always-active-block", "unpinned-hyperplane", "degenerate", "none", "free-rank",
-            "dead-units", "constant-units", "slope-lines", "submersion", "entering-submersion")
+            "dead-units", "constant-units", "slope-lines", "submersion", "entering-submersion", "constant-rank")
 #: ``exactident-report/1`` as ``check --json`` and ``explain --json`` write it (docs/cli.md).
 REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
     "format": Enum("exactident-report/1"), "widths": List(Int(1)), "n_samples": NAT, "dim": NAT,
