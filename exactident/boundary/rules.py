@@ -5,7 +5,7 @@ A rule runs on every network that meets its hypotheses and on no other: Theorem 
 runs on a layer graph; the certificates whose proofs need only exact evaluation of the network
 (lines of constant outputs, submersions, the immersion argument) run on every layer graph.
 
-Each report of :func:`exactident.check_constrained.check_constrained` carries ``rules``: one entry
+Each report of a layer graph (:func:`exactident.check.check`) carries ``rules``: one entry
 per rule, ``{"rule", "status", "why"}`` with ``status``
 
 - ``"decided"``: the rule gave the verdict (``decided_by``);
