@@ -80,3 +80,28 @@ def test_few_ties_the_resolutions_come_first():
     assert report["n_ties"] == 2 and len(report["patterns"]) == 4
     assert report["verdict"] == "not-identifiable" and report["decided_by"] == "dead-units"
     assert "free_rank" in report["certificate"]
+
+
+def test_every_stage_runs_or_says_in_one_line_which_hypothesis_fails():
+    """One pipeline for both kinds of network: a stage that does not run names the hypothesis that fails."""
+    from exactident.check.options import CheckOptions
+    from exactident.check.pipeline import STAGES, Work, run_stages
+    from exactident.io.case import parse_case
+
+    options = CheckOptions(numeric=False, progress=False)
+    graph = Work(name="g", X=[[flint.fmpq(v) for v in x] for x in X], options=options, cn=_graph())
+    assert run_stages(graph).decided_by == "dead-units"
+    # the layer graph: its certificate came first (five ties), Props. 1 and 10 are the MLP's lifting
+    assert set(graph.not_run) == {"structural certificates", "propositions", "float cross-check"}
+    assert "layer graph" in graph.not_run["propositions"]
+    assert "certificates first" in graph.not_run["structural certificates"]
+
+    case = parse_case({"format": "exactident-case/1", "name": "t", "widths": [1, 1, 1], "weights": [[["2"]], [["3"]]],
+                       "biases": [["1"], ["0"]], "sample": [[0], [1], [-1]]})
+    mlp = Work(name="t", X=case.X, options=options, net=case.network, case=case)
+    assert run_stages(mlp).verdict == "identifiable"  # kink-free, rank Gamma = dim = 3 (docs/theory.md)
+    assert set(mlp.not_run) == {"certificates first", "structural certificates", "propositions", "float cross-check"}
+    assert "MLP" in mlp.not_run["certificates first"]
+    for work in (graph, mlp):
+        assert set(work.not_run) <= {s.name for s in STAGES}
+        assert all(why and "\n" not in why for why in work.not_run.values())
