@@ -188,7 +188,7 @@ def _ranks(work: Work) -> None:
             work.skipped["free-rank"] = "not run: a certificate valid on every tie resolution settled the case first"
     else:
         work.ranks = free_rank_stage(work.cn, work.X, work.forward, random.Random(o.seed), o.max_resolutions,
-                                           _exact_ranks(work))
+                                     _exact_ranks(work))
 
 
 # -- verdict
