@@ -18,7 +18,7 @@ import time
 import flint
 import numpy as np
 
-from exactident.check_constrained import check_constrained
+from exactident.check import check_constrained
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
 from exactident.model.symmetry import rescaling_symmetry

@@ -63,7 +63,7 @@ def _estimate(case: Any, args: argparse.Namespace) -> Any:
                                    f"case is a layer graph ({features}): run check without --estimate "
                                    "(--timeout SECONDS bounds it)")
     return estimate(case, numeric=not args.no_numeric, all_ranks=args.all_ranks or getattr(args, "expect", False),
-                    max_resolutions=args.max_resolutions)
+                    max_resolutions=args.max_resolutions, exact_ranks=getattr(args, "exact_ranks", False))
 
 
 def _terminal_budget(case: Any, args: argparse.Namespace, timeout: float | None) -> float:

@@ -13,8 +13,7 @@ import pytest
 from constrained_oracle import oracle_dim_free, oracle_rank, random_constrained, random_sample
 
 from exactident.boundary.dead_units import zero_columns
-from exactident.check import check
-from exactident.check_constrained import check_constrained
+from exactident.check import check, check_constrained
 from exactident.io.case import load_case
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state

@@ -308,7 +308,7 @@ def test_engine_reaches_the_rule_and_the_verifier_accepts():
     """check_constrained tries the rule last; on this 2-2-2-1 leaky network (found by a seeded search) no dead unit,
     submersion or straight line among the candidates settles it, the constant-rank certificate does, and
     verify-certificate's constrained verifier accepts the report."""
-    from exactident.check_constrained import check_constrained
+    from exactident.check import check_constrained
     from exactident.verify.constrained import verify_constrained
 
     rng = random.Random(0)
@@ -405,7 +405,7 @@ def test_prelu_counterexample_identifiable_with_rank_equal_rank_a_below_dim_free
     tangents = [[sp.diff(flow[s], t).subs(t, 0).subs(at) for s in syms] for flow in (rescale1, rescale2, trade)]
     assert sp.Matrix(tangents).rank() == 3 == 9 - 6
     # the engine: inconclusive, never the naive analogue's not-identifiable
-    from exactident.check_constrained import check_constrained
+    from exactident.check import check_constrained
 
     spec = Spec([([[0], [1]], [2, 3]), ([[4, 5]], [6])], [[("p", 7), ("p", 8)]], PRELU_THETA, ("PReLU",))
     r = check_constrained(spec.compiled(), _q([[v] for v in PRELU_X]))
@@ -454,7 +454,7 @@ def test_weight_sharing_removes_the_curve_of_the_dense_expansion():
     # dense dim = 3*2 + 2*1 + 1 (one fixed edge per hidden neuron pays for its bias) = 9
     assert sp.Matrix(J_dense).rank() == sp.Matrix(alpha).rank() == 5 < 9
     assert sp.Matrix(J_free).rank() == 5 == 6 - 1
-    from exactident.check_constrained import check_constrained
+    from exactident.check import check_constrained
 
     spec = conv()
     cn = spec.compiled()

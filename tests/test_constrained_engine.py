@@ -12,8 +12,7 @@ import pytest
 from constrained_oracle import oracle_dim_free, oracle_rank, random_constrained, random_sample
 
 from exactident.boundary.dead_units import check_constant_units, check_dead_units
-from exactident.check import check
-from exactident.check_constrained import check_constrained
+from exactident.check import check, check_constrained
 from exactident.io.case import parse_case
 from exactident.linalg import exact
 from exactident.model.constrained import ConstrainedNetwork, from_network
@@ -367,7 +366,7 @@ def test_entry_bound_holds(seed):
 def test_modular_route_without_exact_fallback(monkeypatch, seed):
     """With the exact fallback switched off the certified rank (ranks mod p, CRT kernel checked exactly) is the
     exact rank."""
-    import exactident.check_constrained as cc
+    from exactident.check import free_rank as cc
 
     monkeypatch.setattr(cc, "MAX_EXACT_FREE_ENTRIES", 0)
     cn = random_constrained(seed)

@@ -7,8 +7,7 @@ from pathlib import Path
 import flint
 import numpy as np
 
-from exactident.check import check
-from exactident.check_constrained import check_constrained
+from exactident.check import check, check_constrained
 from exactident.io.case import load_case
 from exactident.model.constrained import ConstrainedNetwork
 

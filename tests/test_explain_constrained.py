@@ -12,7 +12,7 @@ import pytest
 import sympy as sp
 from constrained_oracle import Q, oracle_forward, oracle_rank, random_constrained, random_sample
 
-from exactident.check_constrained import check_constrained
+from exactident.check import check_constrained
 from exactident.cli import main
 from exactident.explain.core import Explanation, explain, explain_constrained
 from exactident.io.case import parse_case

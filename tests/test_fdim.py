@@ -227,3 +227,19 @@ def test_cli_reads_a_model_file(tmp_path, capsys):
     # a model file is imported with its sample, as check does: without one, one line naming --sample
     assert main(["fdim", str(tmp_path / "m.npz")]) == 2
     assert "m.npz: --sample: a model file needs a sample" in capsys.readouterr().err
+
+
+def test_the_library_has_the_commands_time_budgets():
+    """``functional_dimension`` from Python stops its searches where ``exactident fdim`` does (120 s each,
+    docs/symmetries.md), not never."""
+    import argparse
+    import inspect
+
+    from exactident.symmetry.fdim_command import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    defaults = vars(parser.parse_args(["case.json"]))
+    params = inspect.signature(functional_dimension).parameters
+    for name in ("walk_seconds", "region_seconds"):
+        assert params[name].default == defaults[name] == 120.0, name

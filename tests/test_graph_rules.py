@@ -91,7 +91,7 @@ def test_line_rule_stopped_by_its_size_cap(monkeypatch):
 
 
 def test_rules_say_when_the_certificate_search_is_off():
-    from exactident.check_constrained import check_constrained
+    from exactident.check import check_constrained
 
     case = _case()
     r = check_constrained(case.compiled, case.X, structural=False)

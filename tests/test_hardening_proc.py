@@ -377,3 +377,28 @@ def test_design_timeout_is_an_answer_and_writes_nothing(tmp_path, capsys, monkey
     assert out == ("tiny-111-kink: time budget of 1 s exhausted at kernel: no result (give a larger --timeout)\n"
                    f"nothing written to {out_path}: time budget exhausted\n") and err == ""
     assert not out_path.exists()
+
+
+def test_the_rank_deficient_bound_is_the_default_gate_not_the_whole_kernel():
+    """digits 64-32-10 on 1797 samples (10-digit numbers): 'up to ~21 h' for a check of 1.5 s was the whole
+    exact kernel over Q, which the default never computes at that size (exact_rank_is_cheap: the kernel runs
+    only at most max(2 s, the verdict's rank stage); else the rank is a certified interval).
+
+    By hand: rows = 1797 * 10 = 17970, cols = 64*32 + 32*10 + 10 = 2378, r = min = 2378; entries of
+    (L + 1) * 10 = 30 digits, g = 0.3.  The verdict's rank stage: 17970 * 2378 * (2e-8 + 2378 * 5e-11)
+    = 5.94 s; the kernel at most max(2, 5.94) * 1.3^1.5 = 8.80 s.  The structural search (rows > cols: only
+    if deficient): 1797 * 32 * 2378 * 1e-7 * 1.3 = 17.78 s.
+    """
+    from exactident.ranks.estimate import estimate_sizes
+
+    verdict = 17970 * 2378 * (2e-8 + 2378 * 5e-11)
+    kernel = max(2.0, verdict) * 1.3 ** 1.5
+    structural = 1797 * 32 * 2378 * 1e-7 * 1.3
+    assert abs(verdict - 5.9356) < 1e-3 and abs(kernel - 8.798) < 1e-2
+    est = estimate_sizes([64, 32, 10], 1797, 10, 0, numeric=False)
+    extra = dict(est.if_deficient)
+    assert abs(extra["kernel (exact)"] - kernel) < 1e-6 and abs(extra["structural search"] - structural) < 1e-6
+    assert est.worst == pytest.approx(est.seconds + kernel + structural)
+    assert "up to ~59 s if Gamma is rank-deficient" in est.render("digits")  # 32.6 + 8.8 + 17.8 s, not hours
+    # --exact-ranks computes the whole kernel: the bound may then be (and is) far larger
+    assert estimate_sizes([64, 32, 10], 1797, 10, 0, numeric=False, exact_ranks=True).worst > 3600

@@ -24,7 +24,7 @@ import flint
 import numpy as np
 import pytest
 
-from exactident.check_constrained import check_constrained
+from exactident.check import check_constrained
 from exactident.model.architecture import Architecture, Layer, exact_array
 from exactident.model.compile import compile_architecture
 from exactident.model.symmetry import rescaling_symmetry

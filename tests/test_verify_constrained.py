@@ -517,7 +517,7 @@ def test_layer_graph_line_parts_state_their_segment():
 def test_layer_graph_engine_states_t0_and_it_verifies():
     # the engine on the same leaky graph: C is dead on X (and A constant), so its certificate's line keeps every
     # pre-activation on X fixed: t0 = null (derivation above), and the verifier accepts it
-    from exactident.check_constrained import check_constrained
+    from exactident.check import check_constrained
 
     cn, X = _kink_net(), KINK_X
     r = check_constrained(cn, X)

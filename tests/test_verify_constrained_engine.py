@@ -1,7 +1,7 @@
 """The engine's constrained reports through verify-certificate: genuine ones VALID, mutated ones INVALID;
 the float numeric block and crosscheck beside them.
 
-The engine (exactident.check_constrained) and the verifier (exactident.verify.constrained*) share no
+The engine (exactident.check, its layer-graph stages) and the verifier (exactident.verify.constrained*) share no
 code path; the cases are the shipped format-2 cases and random constrained networks.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from xverify_oracle import random_constrained
 
-check_constrained = pytest.importorskip("exactident.check_constrained").check_constrained
+check_constrained = pytest.importorskip("exactident.check").check_constrained
 pytest.importorskip("exactident.model.compile")
 
 from exactident.check import check  # noqa: E402

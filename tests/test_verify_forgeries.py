@@ -24,8 +24,7 @@ sympy = pytest.importorskip("sympy")
 
 from constrained_oracle import oracle_dim_free, oracle_rank, random_constrained, random_sample  # noqa: E402
 
-from exactident.check import check  # noqa: E402
-from exactident.check_constrained import check_constrained  # noqa: E402
+from exactident.check import check, check_constrained  # noqa: E402
 from exactident.io.case import load_case, parse_case  # noqa: E402
 from exactident.io.limits import WorkLimits  # noqa: E402
 from exactident.io.report import reports_to_json  # noqa: E402

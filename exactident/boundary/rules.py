@@ -6,7 +6,7 @@ runs on a layer graph; the certificates whose proofs need only exact evaluation 
 (lines of constant outputs, submersions, the immersion argument) run on every layer graph, and Theorem 8's
 argument itself, completed by a witness point, on every layer graph (``constant-rank``).
 
-Each report of :func:`exactident.check_constrained.check_constrained` carries ``rules``: one entry
+Each report of a layer graph (:func:`exactident.check.check`) carries ``rules``: one entry
 per rule, ``{"rule", "status", "why"}`` with ``status``
 
 - ``"decided"``: the rule gave the verdict (``decided_by``);

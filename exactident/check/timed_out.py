@@ -9,7 +9,7 @@ budget that runs out there keeps the exact verdict and marks the ``numeric`` blo
 
 from __future__ import annotations
 
-from exactident.check.constrained import constrained_of
+from exactident.check.pipeline import constrained_of
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.model.conditions import with_sample_size

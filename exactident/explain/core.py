@@ -386,7 +386,7 @@ def explain_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]
     both samples, yet it is not dead and its weight and bias are identifiable (the output weight is the gauge).
 
     >>> import numpy as np
-    >>> from exactident.check_constrained import check_constrained
+    >>> from exactident.check import check_constrained
     >>> cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])],
     ...     [[flint.fmpq(-5)], [flint.fmpq(0)]], [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([-1])],
     ...     [[flint.fmpq(1, 10)]], [np.array([-1])], 3, ("leaky ReLU",), ["fc1.weight[0,0]", "fc1.bias[0]",

@@ -55,7 +55,7 @@ __all__ = ["DEFAULT_BUDGET", "MAX_GRAPH_KERNEL_ENTRIES", "Design", "data_box", "
 #: Default most new points.
 DEFAULT_BUDGET = 256
 #: A layer graph's ``Gamma_free`` gets an exact kernel (no certified rank in the report) up to this many entries:
-#: the engine's own cap on exact elimination (:data:`exactident.check_constrained.MAX_EXACT_FREE_ENTRIES`);
+#: the engine's own cap on exact elimination (:data:`exactident.check.free_rank.MAX_EXACT_FREE_ENTRIES`);
 #: imported float weights make the rationals long (digits-leaky, 2000 x 1482: past 5 GB in 300 s).
 MAX_GRAPH_KERNEL_ENTRIES = 400_000
 

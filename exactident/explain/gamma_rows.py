@@ -339,7 +339,7 @@ class GraphRows(GammaRows):
         return gamma_free_exact(self.cn, X, pattern)
 
     def exact_rank(self, X, pattern, rng):
-        from exactident.check_constrained import free_rank
+        from exactident.check.free_rank import free_rank
 
         if not X:
             return 0

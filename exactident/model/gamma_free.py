@@ -16,7 +16,7 @@ each block of rows sums its entries straight into the parameter columns.  The sa
 code runs on numpy object arrays of ``fmpq`` (exact, Q; small cases and tests) and on
 int64 residues mod p (:func:`gamma_free_mod_p`).
 
-Called by :mod:`exactident.check_constrained`.
+Called by :mod:`exactident.check.layer_graph` (the layer-graph stages of :func:`exactident.check.check`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ a layer and translations of their values, compensated in the next layer
 ``S_H``, each basis direction named by its kind (``kinds``).  Missing symmetries only make
 ``dim_free`` too big, which can make a verdict inconclusive, never wrong.
 
-Called by :mod:`exactident.check_constrained`.
+Called by :mod:`exactident.check.layer_graph`.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def duration_text(seconds: float) -> str:
 
 
 def estimate_sizes(widths: Sequence[int], n: int, digits: int, n_tie_classes: int, *, numeric: bool = True,
-                   all_ranks: bool = False, max_resolutions: int = 4096) -> Estimate:
+                   all_ranks: bool = False, max_resolutions: int = 4096, exact_ranks: bool = False) -> Estimate:
     """The estimate from the sizes alone.
 
     Parameters
@@ -153,8 +153,15 @@ def estimate_sizes(widths: Sequence[int], n: int, digits: int, n_tie_classes: in
         Decimal digits of the largest number of the case (numerator and denominator together).
     n_tie_classes : int
         Distinct (sample point, neuron) pairs among the visible ties (``2^k`` resolutions).
-    numeric, all_ranks, max_resolutions
+    numeric, all_ranks, max_resolutions, exact_ranks
         As for :func:`exactident.check.check`.
+
+    The ``kernel (exact)`` stage (``if_deficient``) is the exact kernel over Q of a rank-deficient
+    ``Gamma``.  By default it runs only where :func:`exact_rank_is_cheap` says it costs at most
+    ``max(EXACT_FREE_SECONDS, verdict_rank_seconds(rows, cols, r))`` (else the rank is a certified
+    interval); with ``exact_ranks`` or ``all_ranks`` it always runs (``rows cols r^2`` operations on
+    entries of ``100 g`` digits, each costing ``(1 + g)^1.5``).  The default bound is multiplied by
+    ``(1 + g)^1.5`` too (the size model of the gate ignores digits) and never exceeds the forced one.
 
     Returns
     -------
@@ -187,9 +194,14 @@ def estimate_sizes(widths: Sequence[int], n: int, digits: int, n_tie_classes: in
     # entries grow with the rank (CRT over more primes).  Not knowable before the ranks mod p.
     # With fewer rows than parameters C_S fails for sure, and the structural search runs.
     deficient = m < dim
-    exact = m * dim * r * r * _PER_EXACT_OP * (1 + g) ** 1.5
+    digit_factor = (1 + g) ** 1.5
+    exact = m * dim * r * r * _PER_EXACT_OP * digit_factor  # the whole kernel over Q (--exact-ranks)
+    # By default the exact kernel runs only where the size model finds it cheap (exact_rank_is_cheap): at
+    # most the larger of EXACT_FREE_SECONDS and the verdict's own rank stage; else the rank is an interval.
+    kernel = exact if exact_ranks or all_ranks else \
+        min(exact, max(EXACT_FREE_SECONDS, verdict_rank_seconds(m, dim, r)) * digit_factor)
     est.stages.append(("ranks mod p", per_pattern * resolutions))
-    est.if_deficient.append(("kernel (exact)", exact * resolutions))
+    est.if_deficient.append(("kernel (exact)", kernel * resolutions))
     if resolutions > 1:
         est.notes.append(f"{resolutions} tie resolutions, each with its own ranks")
     elif n_tie_classes:
@@ -219,7 +231,8 @@ def _digits(q: Any) -> int:
     return max(1, math.ceil(bits * math.log10(2)))
 
 
-def estimate(case: Any, *, numeric: bool = True, all_ranks: bool = False, max_resolutions: int = 4096) -> Estimate:
+def estimate(case: Any, *, numeric: bool = True, all_ranks: bool = False, max_resolutions: int = 4096,
+             exact_ranks: bool = False) -> Estimate:
     """:func:`estimate_sizes` for a :class:`~exactident.io.case.Case` (runs its exact forward pass for the ties).
 
     Examples
@@ -241,4 +254,4 @@ def estimate(case: Any, *, numeric: bool = True, all_ranks: bool = False, max_re
     state = activation_state(net, X)
     classes = {(tuple(X[t.i]), t.l, t.v) for t in state.ties}
     return estimate_sizes(list(net.widths), len(X), digits, len(classes), numeric=numeric, all_ranks=all_ranks,
-                          max_resolutions=max_resolutions)
+                          max_resolutions=max_resolutions, exact_ranks=exact_ranks)

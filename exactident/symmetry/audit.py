@@ -20,7 +20,7 @@
 
 A victim that is **not a plain ReLU MLP** (a layer graph, docs/symmetries.md, "Layer graphs";
 :class:`GraphAudit`) gets the same questions answered by the constrained engine: (1) the verdict of
-:func:`exactident.check_constrained.check_constrained` (never Theorem 8); (2) per hidden unit and
+:func:`exactident.check.check_constrained` (never Theorem 8); (2) per hidden unit and
 channel, :func:`exactident.explain.core.explain_constrained`'s facts plus ``under_determined``
 (an incoming parameter -- weight, bias, PReLU slope -- is ``undetermined`` or ``not-identifiable`` in
 explain's classes; None when the classes are ``unknown``); (3) the box obstructions are *omitted*,
@@ -393,7 +393,7 @@ def _audit_graph(cn: ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]]
                  box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]] | None, seed: int | None,
                  input_shape: Sequence[int] | None) -> GraphAudit:
     """:func:`audit` of a victim that is not a plain ReLU MLP (module docstring)."""
-    from exactident.check_constrained import check_constrained
+    from exactident.check import check_constrained
     from exactident.explain.core import explain_constrained
 
     X = [[flint.fmpq(v) for v in x] for x in queries]

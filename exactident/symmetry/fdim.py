@@ -211,7 +211,7 @@ def _check_directions(net: Network, pts, mechs: Sequence[hidden.Mechanism], rng:
 
 def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]] = (), *,
                          box: Box | None = None, seed: int = 0, rounds: int = 8, search: bool = True,
-                         max_boxes: int = 2048, lines: int = 256, walk_seconds: float | None = None,
+                         max_boxes: int = 2048, lines: int = 256, walk_seconds: float | None = 120.0,
                          regions: int | None = None, region_seconds: float | None = 120.0,
                          name: str = "theta") -> FdimResult:
     """Certified ``[lower, upper]`` for ``fdim(theta)`` on ``box`` (None: ``R^n``) (module docstring).
@@ -237,7 +237,8 @@ def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence
         when the bounds differ after the random points, stopping after ``max(64, lines / 8)`` lines
         in a row without gain; 0: no line walk.
     walk_seconds : float, optional
-        Time budget of the line walk.
+        Time budget of the line walk (default 120 s, as ``exactident fdim --walk-seconds``; None: no
+        limit).  A budget only stops the walk early: the bounds stay certified, possibly wider.
     regions : int, optional
         At most this many activation regions in the exact cover of the domain
         (:mod:`exactident.symmetry.regions`), tried when the bounds differ after the random points;
