@@ -38,7 +38,8 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.model.constrained import ConstrainedNetwork
 
-__all__ = ["LINEAR_MAP", "MAX_MIXED_UNITS", "TRANSLATION", "linear_units", "stretch_directions"]
+__all__ = ["COMPOSITION_KERNEL", "LINEAR_MAP", "MAX_MIXED_UNITS", "TRANSLATION", "composition_directions",
+           "linear_units", "stretch_directions"]
 
 #: Largest number of linear units of one layer whose mixing matrix ``E_l`` is solved for.
 MAX_MIXED_UNITS = 24
@@ -46,6 +47,8 @@ MAX_MIXED_UNITS = 24
 LINEAR_MAP = "linear-map"
 #: The kind of a direction translating the values of linear units (``E = 0``, ``c != 0``).
 TRANSLATION = "bias-translation"
+#: The kind of a direction moving the weights *out of* linear units inside the left kernel of the weights into them.
+COMPOSITION_KERNEL = "composition-kernel"
 
 
 def linear_units(cn: ConstrainedNetwork) -> dict[int, list[int]]:
@@ -343,4 +346,88 @@ def stretch_directions(cn: ConstrainedNetwork) -> list[tuple[dict[int, flint.fmp
                     raise InvariantViolation(f"a linear-unit symmetry moves the entries of theta_{j} apart")
             if direction:
                 out.append((direction, LINEAR_MAP if mix else TRANSLATION))
+    return out
+
+
+def composition_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
+    """Directions moving the weights out of linear units along the left kernel of the weights into them (Q).
+
+    For a hidden layer ``l`` with linear units ``Lin`` let ``R`` be the *kinked* units of layer ``l + 1``
+    (every unit when ``l + 1 = L``).  A direction ``v`` in ``theta`` whose dense move ``T v`` touches only
+    ``W_{l+1}[R, Lin]`` and ``b_{l+1}[R]`` (every entry of every moved parameter lies there) and satisfies,
+    at the current ``theta``,
+
+    ``dW_{l+1}[R, Lin] W_l[Lin, :] = 0``  and  ``db_{l+1}[R] + dW_{l+1}[R, Lin] b_l[Lin] = 0``
+
+    keeps ``z_{l+1}[R]`` as a function of ``h_{l-1}`` (hence of the input) along the whole line
+    ``theta + t v``: the linear units output ``W_l[Lin, :] h_{l-1} + b_l[Lin]``, which nothing on the line
+    moves.  Such moves of different layers touch disjoint entries and none of them touches the rows
+    ``W_l[Lin, :]``, ``b_l[Lin]`` another one reads, so every point of ``theta + span`` keeps every kinked
+    pre-activation and every output (docs/theory.md, "Kernel of a composition through linear units").
+    Example: two convolutions with no activation between them, whose composed kernel (a product of
+    polynomials) has more factorisations than the channel mixings give.
+
+    Returns
+    -------
+    list of dict j -> fmpq
+        A basis of these directions, layer by layer (sparse, ``theta`` coordinates); not reduced against
+        the other symmetries.
+
+    Examples
+    --------
+    ``y = w2 . (W1 x + b1) + b2`` with two linear units reading one input: ``w2`` may move along the left
+    kernel of ``W1 = [[1], [2]]``, ``(2, -1)``, with ``b2`` compensating ``-(2 b1[0] - b1[1])``.
+
+    >>> from exactident.model.network import Network
+    >>> from exactident.model.constrained import from_network
+    >>> cn = from_network(Network((1, 2, 1), [[[1], [2]], [[3, 4]]], [[5, 6], [7]]))
+    >>> cn.negative_slope[0][0] = cn.negative_slope[0][1] = flint.fmpq(1)
+    >>> [{j: str(v) for j, v in d.items()} for d in composition_directions(cn)]
+    [{4: '-2', 5: '1', 6: '4'}]
+    """
+    lin = linear_units(cn)
+    if not lin:
+        return []
+    by_param = _entries(cn)
+    out: list[dict[int, flint.fmpq]] = []
+    for l, units in lin.items():
+        rows = (list(range(cn.widths[l + 1])) if l + 1 == cn.L
+                else [int(i) for i in np.flatnonzero(cn.kinked(l + 1))])
+        if not rows:
+            continue
+        allowed = {("W", l + 1, i, u) for i in rows for u in units} | {("b", l + 1, i) for i in rows}
+        I, Ib = cn.W_index[l], cn.b_index[l]
+        touched = {int(I[i, u]) for i in rows for u in units if I[i, u] >= 0}
+        moving = sorted(j for j in touched if all(e in allowed for e in by_param[j]))
+        if not moving:
+            continue
+        var = {j: a for a, j in enumerate(moving)}
+        bias_var = {j: len(var) + a for a, j in enumerate(sorted(
+            {int(Ib[i]) for i in rows if Ib[i] >= 0 and all(e in allowed for e in by_param[int(Ib[i])])} - set(var)))}
+        n = len(var) + len(bias_var)
+        Wl, bl = cn.W[l - 1], cn.b[l - 1]
+        B = {u: {k: _q(Wl[u, k]) for k in range(cn.widths[l - 1]) if Wl[u, k] != 0} for u in units}
+        eqs: list[dict[int, Fraction]] = []
+        for i in rows:
+            prod: dict[int, dict[int, Fraction]] = defaultdict(lambda: defaultdict(Fraction))  # column -> form
+            bias: dict[int, Fraction] = defaultdict(Fraction)
+            for u in units:
+                j = int(I[i, u])
+                if j not in var:
+                    continue
+                for k, w in B[u].items():
+                    prod[k][var[j]] += w
+                if bl[u] != 0:
+                    bias[var[j]] += _q(bl[u])
+            jb = int(Ib[i])
+            if jb in var or jb in bias_var:
+                bias[var.get(jb, bias_var.get(jb, -1))] += 1
+            eqs.extend(dict(f) for f in prod.values())
+            eqs.append(dict(bias))
+        N = _nullspace_rows([_integer_row(r) for r in eqs if any(r.values())], n)
+        params = {**{a: j for j, a in var.items()}, **{a: j for j, a in bias_var.items()}}
+        for c in range(N.ncols()):
+            d = {params[a]: N[a, c] for a in range(n) if N[a, c] != 0}
+            if d:
+                out.append(d)
     return out

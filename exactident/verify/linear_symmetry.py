@@ -13,6 +13,13 @@ rescalings' ``S_H``.
 
 A linear unit has its slope fixed at 1; the mixing matrix of a layer is used only when it has at most
 ``MAX_MIXED_UNITS`` (24) linear units, as the engine's rule says.
+
+:func:`composition_basis` adds the moves of the weights out of the linear units of a layer ``l`` into
+its next layer's kinked units (or the outputs) along the left kernel of ``[W_l[Lin, :] | b_l[Lin]]``
+(docs/theory.md, "Kernel of a composition through linear units"): here each eligible parameter's move
+``e_j`` is pushed through that block as one column of a matrix (its image on ``z_{l+1}`` as an affine
+map of ``h_{l-1}``), and the admissible directions are that matrix's nullspace; the engine instead
+writes one equation per pre-activation.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import numpy as np
 
 from exactident.model.constrained import ConstrainedNetwork
 
-__all__ = ["MAX_MIXED_UNITS", "stretch_basis"]
+__all__ = ["MAX_MIXED_UNITS", "composition_basis", "stretch_basis"]
 
 #: The engine's rule (docs/theory.md): layers with more linear units get translations only.
 MAX_MIXED_UNITS = 24
@@ -97,15 +104,88 @@ def _param(cn: ConstrainedNetwork, key: tuple) -> int:
     return int(cn.b_index[key[1] - 1][key[2]])
 
 
+def composition_basis(cn: ConstrainedNetwork) -> list[list[flint.fmpq]]:
+    """Directions in ``theta`` (dense lists, Q) moving the weights out of linear units inside the left kernel
+    of the weights into them, with the next biases compensating; ``cn`` at its current ``theta``.
+
+    Layer ``l`` with linear units ``Lin``, rows ``R`` the kinked units of layer ``l + 1`` (all of them when it
+    is the output layer): a parameter is eligible when every entry of it is in ``W_{l+1}[R, Lin]`` or
+    ``b_{l+1}[R]`` (counted from the index arrays).  Its unit move changes ``z_{l+1}[R]`` by the affine map
+    ``h -> E_j [W_l[Lin, :] h + b_l[Lin]] + e_j(b)``: the column of ``j`` lists that map's coefficients.
+    """
+    lin = _linear(cn)
+    k = cn.n_params
+    out: list[list[flint.fmpq]] = []
+    count = np.zeros(k, dtype=np.int64)
+    for I in [*cn.W_index, *cn.b_index, *cn.slope_index]:
+        I = np.asarray(I)
+        count += np.bincount(I[I >= 0], minlength=k)
+    for l, units in lin.items():
+        one = flint.fmpq(1)
+        if l + 1 == cn.L:
+            rows = list(range(cn.widths[l + 1]))
+        else:
+            rows = [i for i in range(cn.widths[l + 1])
+                    if int(cn.slope_index[l][i]) >= 0 or cn.negative_slope[l][i] != one]
+        I = np.asarray(cn.W_index[l])[rows][:, units]
+        Ib = np.asarray(cn.b_index[l])[rows]
+        inside = np.bincount(I[I >= 0], minlength=k) + np.bincount(Ib[Ib >= 0], minlength=k)
+        eligible = sorted(j for j in {*I[I >= 0].tolist(), *Ib[Ib >= 0].tolist()} if inside[j] == count[j])
+        if not eligible:
+            continue
+        cols_in = cn.widths[l - 1]
+        Wl, bl = cn.W[l - 1], cn.b[l - 1]
+        coord = {}  # (row of R, column of [W_l | b_l]) -> index of the column's entry
+        columns = []
+        for j in eligible:
+            col: dict[int, flint.fmpq] = {}
+            for r, i in enumerate(rows):
+                for a, u in enumerate(units):
+                    if int(I[r, a]) != j:
+                        continue
+                    for kk in range(cols_in + 1):
+                        value = Wl[u, kk] if kk < cols_in else bl[u]
+                        if value != 0:
+                            key = coord.setdefault((r, kk), len(coord))
+                            col[key] = col.get(key, flint.fmpq(0)) + value
+                if int(Ib[r]) == j:
+                    key = coord.setdefault((r, cols_in), len(coord))
+                    col[key] = col.get(key, flint.fmpq(0)) + 1
+            columns.append(col)
+        M = flint.fmpq_mat(max(len(coord), 1), len(eligible))
+        for c, col in enumerate(columns):
+            for key, value in col.items():
+                M[key, c] = value
+        R, rank = M.rref()
+        pivots, r = [], 0
+        for c in range(len(eligible)):
+            if r < rank and R[r, c] != 0:
+                pivots.append(c)
+                r += 1
+        for f in range(len(eligible)):
+            if f in pivots:
+                continue
+            direction = [flint.fmpq(0)] * k
+            direction[eligible[f]] = flint.fmpq(1)
+            for row, c in enumerate(pivots):
+                direction[eligible[c]] = -R[row, f]
+            out.append(direction)
+    return out
+
+
 def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[list[flint.fmpq]]:
     """Directions in ``theta`` spanning the admissible linear-unit symmetries' tangents at ``theta`` (Q).
 
     Every returned direction moves no fixed entry and ties' entries alike (checked: a direction that would
-    not is dropped, which only makes ``dim_free`` larger).
+    not is dropped, which only makes ``dim_free`` larger).  The moves of :func:`composition_basis` follow.
     """
     lin = _linear(cn)
     if not lin:
         return []
+    return _stretch(cn, theta, lin) + composition_basis(cn)
+
+
+def _stretch(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], lin: dict[int, list[int]]) -> list[list[flint.fmpq]]:
     k = cn.n_params
     gens: list[tuple] = []
     for l, units in lin.items():
