@@ -38,8 +38,8 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.model.constrained import ConstrainedNetwork
 
-__all__ = ["COMPOSITION_KERNEL", "LINEAR_MAP", "MAX_MIXED_UNITS", "TRANSLATION", "composition_directions",
-           "linear_units", "stretch_directions"]
+__all__ = ["COMPOSITION_KERNEL", "LINEAR_MAP", "MAX_MIXED_UNITS", "SLOPE_TRADE", "TRANSLATION",
+           "composition_directions", "linear_units", "slope_trade_directions", "stretch_directions"]
 
 #: Largest number of linear units of one layer whose mixing matrix ``E_l`` is solved for.
 MAX_MIXED_UNITS = 24
@@ -49,6 +49,8 @@ LINEAR_MAP = "linear-map"
 TRANSLATION = "bias-translation"
 #: The kind of a direction moving the weights *out of* linear units inside the left kernel of the weights into them.
 COMPOSITION_KERNEL = "composition-kernel"
+#: The kind of a direction trading PReLU slopes against the next weights (the linear parts of the units moved).
+SLOPE_TRADE = "slope-trade"
 
 
 def linear_units(cn: ConstrainedNetwork) -> dict[int, list[int]]:
@@ -148,6 +150,8 @@ def _entries(cn: ConstrainedNetwork):
 def _param_of(cn: ConstrainedNetwork, e: tuple) -> int:
     if e[0] == "W":
         return int(cn.W_index[e[1] - 1][e[2], e[3]])
+    if e[0] == "a":
+        return int(cn.slope_index[e[1] - 1][e[2]])
     return int(cn.b_index[e[1] - 1][e[2]])
 
 
@@ -430,4 +434,89 @@ def composition_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]
             d = {params[a]: N[a, c] for a in range(n) if N[a, c] != 0}
             if d:
                 out.append(d)
+    return out
+
+
+def slope_trade_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
+    """Directions trading the free slopes of a layer against the weights they feed (exact, Q).
+
+    A PReLU unit ``v`` of layer ``l`` outputs ``a_v z_v + (1 - a_v) relu(z_v)``: the next layer reads its
+    ReLU part through ``alpha_v = (1 - a_v) W_{l+1}[:, v]`` and its linear part through
+    ``beta_v = a_v W_{l+1}[:, v]``.  Scaling ``W_{l+1}[:, v]`` by ``1 + s_v`` and setting
+    ``a_v -> 1 - (1 - a_v) / (1 + s_v)`` keeps ``alpha_v`` and adds ``s_v W_{l+1}[:, v]`` to ``beta_v``;
+    with ``b_{l+1} -= sum_v s_v W_{l+1}[:, v] b_l[v]`` every pre-activation of layer ``l + 1`` is unchanged as
+    a function of the input whenever (at the current ``theta``)
+
+    ``sum_v s_v W_{l+1}[:, v] W_l[v, :] = 0``
+
+    -- a linear condition on ``s`` (one unknown per slope parameter), with solutions when the layer is
+    wider than the outputs times the inputs it reads allow (a PReLU ``2-3-1``: 3 units, ``1 x 2`` conditions).
+    The tangent is ``da_v = s_v (1 - a_v)``, ``dW_{l+1}[:, v] = s_v W_{l+1}[:, v]``, ``db_{l+1} = -sum_v
+    s_v W_{l+1}[:, v] b_l[v]``; it must lie in ``image T`` (fixed entries still, tied entries alike), also
+    solved exactly.  docs/theory.md, "Slope trades of PReLU layers", proves that these moves and the other
+    symmetries together keep the function on a manifold through ``theta`` with that tangent.
+
+    Returns
+    -------
+    list of dict j -> fmpq
+        A basis of the tangents, layer by layer (sparse, ``theta`` coordinates).
+
+    Examples
+    --------
+    ``y = 2 prelu_{1/4}(x) + 3 prelu_{1/2}(x + 1)``: ``s = (3, -2)`` makes ``s_0 2 + s_1 3 = 0``; the move is
+    ``da = (3 (1 - 1/4), -2 (1 - 1/2))``, ``dw = (3 * 2, -2 * 3)``, ``db = -(-6 * 1)``.
+
+    >>> from fractions import Fraction
+    >>> from exactident.model.architecture import Architecture, Layer, exact_array
+    >>> from exactident.model.compile import compile_architecture
+    >>> arch = Architecture((1,), [
+    ...     Layer("f1", "linear", ("input",), exact_array([[1], [1]]), exact_array([0, 1])),
+    ...     Layer("a", "prelu", ("f1",), exact_array([Fraction(1, 4), Fraction(1, 2)])),
+    ...     Layer("f2", "linear", ("a",), exact_array([[2, 3]]), exact_array([0]))], "f2")
+    >>> cn = compile_architecture(arch)
+    >>> [{cn.param_names[j]: str(v) for j, v in sorted(d.items())} for d in slope_trade_directions(cn)]
+    [{'a.weight[0]': '9/4', 'a.weight[1]': '-1', 'f2.weight[0,0]': '6', 'f2.weight[0,1]': '-6', 'f2.bias[0]': '6'}]
+    """
+    by_param = _entries(cn)
+    out: list[dict[int, flint.fmpq]] = []
+    for l in range(1, cn.L):
+        SI = cn.slope_index[l - 1]
+        U = [int(v) for v in np.flatnonzero(np.asarray(SI) >= 0)]
+        if not U:
+            continue
+        var = {g: a for a, g in enumerate(sorted({int(SI[v]) for v in U}))}
+        Wn, Wl, bl = cn.W[l], cn.W[l - 1], cn.b[l - 1]
+        field: dict[tuple, dict[int, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+        eqs: set[tuple] = set()
+        for v in U:
+            field[("a", l, v)][var[int(SI[v])]] += 1 - _q(cn.negative_slope[l - 1][v])
+        for i in range(cn.widths[l + 1]):
+            prod: dict[int, dict[int, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+            for v in U:
+                if Wn[i, v] == 0:
+                    continue
+                w, g = _q(Wn[i, v]), var[int(SI[v])]
+                field[("W", l + 1, i, v)][g] += w
+                if bl[v] != 0:
+                    field[("b", l + 1, i)][g] -= w * _q(bl[v])
+                for k in range(cn.widths[l - 1]):
+                    if Wl[v, k] != 0:
+                        prod[k][g] += w * _q(Wl[v, k])
+            for form in prod.values():
+                row = _integer_row({g: c for g, c in form.items() if c}) if any(form.values()) else {}
+                if row:
+                    eqs.add(tuple(sorted(row.items())))
+        rows: list[dict[int, Fraction]] = []
+        _constraints(cn, field, by_param, rows)
+        N = _nullspace_rows([dict(r) for r in eqs] + [_integer_row(r) for r in rows], len(var))
+        for c in range(N.ncols()):
+            sigma = {a: _q(N[a, c]) for a in range(len(var))}
+            direction: dict[int, flint.fmpq] = {}
+            for e, form in field.items():
+                j = _param_of(cn, e)
+                value = sum((sigma[g] * x for g, x in form.items()), Fraction(0))
+                if j >= 0 and value:
+                    direction[j] = flint.fmpq(value.numerator, value.denominator)
+            if direction:
+                out.append(direction)
     return out

@@ -38,7 +38,14 @@ from dataclasses import dataclass, field
 import flint
 
 from exactident.model.constrained import ConstrainedNetwork
-from exactident.model.linear_symmetry import COMPOSITION_KERNEL, _nullspace_rows, composition_directions, stretch_directions
+from exactident.model.linear_symmetry import (
+    COMPOSITION_KERNEL,
+    SLOPE_TRADE,
+    _nullspace_rows,
+    composition_directions,
+    slope_trade_directions,
+    stretch_directions,
+)
 
 __all__ = ["RESCALING", "Symmetry", "log_scales", "rescaling_symmetry"]
 
@@ -87,7 +94,7 @@ class Symmetry:
         if not self.kinds:
             return f"{self.symmetry_dim} rescalings"
         words = {"linear-map": "of linear units", "bias-translation": "through linear units",
-                 "composition-kernel": "through linear units"}
+                 "composition-kernel": "through linear units", "slope-trade": "of PReLU units"}
         return ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" + (f" {words[kind]}" if kind in words else "")
                          for kind, n in self.counts().items())
 
@@ -240,7 +247,8 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
             cols.append(col)
     basis = _independent(cols, k)
     kinds = [RESCALING] * len(basis)
-    stretch = stretch_directions(cn) + [(d, COMPOSITION_KERNEL) for d in composition_directions(cn)]
+    stretch = (stretch_directions(cn) + [(d, COMPOSITION_KERNEL) for d in composition_directions(cn)]
+               + [(d, SLOPE_TRADE) for d in slope_trade_directions(cn)])
     if stretch:  # kept greedily: a direction already spanned (a linear unit's own rescaling) is dropped
         kept = _independent(basis + [d for d, _kind in stretch], k)
         extra = {id(d): kind for d, kind in stretch}
