@@ -21,8 +21,8 @@ engine):
   rescalings of hidden units (solved here from the graph: weight ``w`` from unit ``u`` to ``v`` moves
   by ``(lambda_v - lambda_u) w``, a bias by ``lambda_v b``, shared entries must move alike, pooled
   and added units share a scale, inputs and outputs keep theirs), plus the slope trades of a PReLU
-  between two linear layers (:func:`slope_trades`, derived again here from the graph).  Rank ``k - s`` on every piece makes
-  ``F_X`` an immersion modulo the orbit: locally identifiable up to those rescalings.
+  between two linear layers (:func:`slope_trades`, derived again here from the graph).  Rank ``k - s``
+  on every piece makes ``F_X`` an immersion modulo those symmetries: locally identifiable up to them.
 - ``not-identifiable`` when a direction ``delta`` (a coordinate ``e_j`` or a kernel vector of the
   Jacobian) keeps every output on ``X`` constant for small ``t > 0`` -- ``F_X(theta + t delta)`` is
   computed as an exact polynomial in ``t`` (the sign of a pre-activation for small ``t > 0`` is the
