@@ -23,6 +23,14 @@ Mixing matrices ``E_l`` are used for layers with at most :data:`MAX_MIXED_UNITS`
 ``m x m`` block of unknowns each); larger layers get their translations only (fewer symmetries
 make ``dim_free`` larger, never a wrong verdict).  The verifier applies the same rule.
 
+Two more kinds of exact moves live here (docs/theory.md): :func:`composition_directions` moves the weights
+out of the linear units of a layer into its next kinked units along the left kernel of the weights into
+them (two convolutions with no activation between them compose to one convolution with more
+factorisations than channel mixings give), and :func:`slope_trade_directions` trades the free slopes of a
+PReLU layer against the weights they feed (``prelu_a(z) = a z + (1 - a) relu(z)``: the linear parts of a
+layer wider than its outputs times its inputs can be redistributed).  Both are solved at the current
+``theta`` and proved, together with the group above, in the identifiability proof's family ``e(u)``.
+
 Called by :mod:`exactident.model.symmetry`.
 """
 

@@ -25,7 +25,8 @@ a layer and translations of their values, compensated in the next layer
 (:mod:`exactident.model.linear_symmetry`); their tangents at theta join the rescalings' in
 ``S_H``, each basis direction named by its kind (``kinds``); so do the moves of the weights out of
 linear units along the left kernel of the weights into them (``composition-kernel``, the composition
-of two affine maps through linear units unchanged).  Missing symmetries only make
+of two affine maps through linear units unchanged), and the slope trades of PReLU layers
+(``slope-trade``: free slopes traded against the weights they feed).  Missing symmetries only make
 ``dim_free`` too big, which can make a verdict inconclusive, never wrong.
 
 Called by :mod:`exactident.check_constrained`.
@@ -73,7 +74,8 @@ class Symmetry:
         ``kinds[d]`` names the symmetry of ``basis[d]``: ``"rescaling"``, ``"bias-translation"`` (the
         values of linear units shifted, compensated in the next layer) or ``"linear-map"`` (linear
         units mixed by an invertible map) or ``"composition-kernel"`` (the weights out of linear units moved
-        along the left kernel of the weights into them); see :mod:`exactident.model.linear_symmetry`.
+        along the left kernel of the weights into them) or ``"slope-trade"`` (PReLU slopes traded against the
+        next weights); see :mod:`exactident.model.linear_symmetry`.
     """
 
     n_params: int
