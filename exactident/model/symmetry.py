@@ -39,14 +39,13 @@ from dataclasses import dataclass, field
 import flint
 
 from exactident.model.constrained import ConstrainedNetwork
-from exactident.model.linear_symmetry import (
+from exactident.model.extra_symmetry import (
     COMPOSITION_KERNEL,
     SLOPE_TRADE,
-    _nullspace_rows,
     composition_directions,
     slope_trade_directions,
-    stretch_directions,
 )
+from exactident.model.linear_symmetry import _nullspace_rows, stretch_directions
 
 __all__ = ["RESCALING", "Symmetry", "log_scales", "rescaling_symmetry"]
 
@@ -75,7 +74,7 @@ class Symmetry:
         values of linear units shifted, compensated in the next layer) or ``"linear-map"`` (linear
         units mixed by an invertible map) or ``"composition-kernel"`` (the weights out of linear units moved
         along the left kernel of the weights into them) or ``"slope-trade"`` (PReLU slopes traded against the
-        next weights); see :mod:`exactident.model.linear_symmetry`.
+        next weights); see :mod:`exactident.model.linear_symmetry` and :mod:`exactident.model.extra_symmetry`.
     """
 
     n_params: int
