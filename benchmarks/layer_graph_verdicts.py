@@ -20,8 +20,9 @@ engine):
   forward-mode Jacobian ``d F_X / d theta`` has rank ``k - s``, ``s`` the dimension of the positive
   rescalings of hidden units (solved here from the graph: weight ``w`` from unit ``u`` to ``v`` moves
   by ``(lambda_v - lambda_u) w``, a bias by ``lambda_v b``, shared entries must move alike, pooled
-  and added units share a scale, inputs and outputs keep theirs).  Rank ``k - s`` on every piece makes
-  ``F_X`` an immersion modulo the orbit: locally identifiable up to those rescalings.
+  and added units share a scale, inputs and outputs keep theirs), plus the slope trades of a PReLU
+  between two linear layers (:func:`slope_trades`, derived again here from the graph).  Rank ``k - s``
+  on every piece makes ``F_X`` an immersion modulo those symmetries: locally identifiable up to them.
 - ``not-identifiable`` when a direction ``delta`` (a coordinate ``e_j`` or a kernel vector of the
   Jacobian) keeps every output on ``X`` constant for small ``t > 0`` -- ``F_X(theta + t delta)`` is
   computed as an exact polynomial in ``t`` (the sign of a pre-activation for small ``t > 0`` is the
@@ -347,8 +348,49 @@ def symmetry_dim(graph: dict[str, Any]) -> int:
     nv = nvar[0]
     _r, basis = rank_and_kernel([[c.get(i, Fraction(0)) for i in range(nv)] for c in constraints], nv)
     D = [[sum((m.get(i, 0) * vec[i] for i in m), Fraction(0)) for m in moves] for vec in basis]
+    D += slope_trades(graph)
     r, _ = rank_and_kernel(D, len(params))
     return r
+
+
+def slope_trades(graph: dict[str, Any]) -> list[list[Fraction]]:
+    """Tangents of the slope trades of ``linear A -> prelu -> linear B`` (B the prelu's only reader).
+
+    ``prelu_a(z) = a z + (1 - a) relu(z)``: scaling column ``v`` of ``B`` by ``1 + s_v`` and setting
+    ``a_v -> 1 - (1 - a_v) / (1 + s_v)`` keeps ``(1 - a_v) B[:, v]`` and adds ``s_v B[:, v]`` to ``a_v B[:, v]``;
+    with ``b_B -= sum_v s_v B[:, v] b_A[v]`` the output of ``B`` is unchanged for every input of ``A`` when
+    ``sum_v s_v B[:, v] A[v, :] = 0`` (``s_v`` common to the units sharing a slope).  Tangent:
+    ``da_v = s_v (1 - a_v)``, ``dB[:, v] = s_v B[:, v]``, ``db_B = -sum_v s_v B[:, v] b_A[v]``.
+    """
+    params = _params(graph)
+    pidx = {key: j for j, key in enumerate(params)}
+    layers = {layer["name"]: layer for layer in graph["layers"]}
+    out = []
+    for p in graph["layers"]:
+        if p["op"] != "prelu" or layers.get(p["inputs"][0], {}).get("op") != "linear":
+            continue
+        readers = [layer for layer in graph["layers"] if p["name"] in layer["inputs"]]
+        if len(readers) != 1 or readers[0]["op"] != "linear" or graph["output"] == p["name"]:
+            continue
+        A, B, slopes = layers[p["inputs"][0]], readers[0], p["weight"]
+        n = len(A["weight"])
+        group = [0 if len(slopes) == 1 else v for v in range(n)]
+        ng = len(slopes)
+        # the conditions sum_v s_g(v) B[i, v] A[v, k] = 0, one row per (i, k), one column per slope
+        rows = [[sum((_q(B["weight"][i][v]) * _q(A["weight"][v][k]) for v in range(n) if group[v] == g), Fraction(0))
+                 for g in range(ng)] for i in range(len(B["weight"])) for k in range(len(A["weight"][0]))]
+        _r, ker = rank_and_kernel(rows, ng)
+        for sig in ker:
+            move = [Fraction(0)] * len(params)
+            for g in range(ng):
+                move[pidx[(p["name"], "weight", (g,))]] = sig[g] * (1 - _q(slopes[g]))
+            for i, row in enumerate(B["weight"]):
+                for v in range(n):
+                    move[pidx[(B["name"], "weight", (i, v))]] = sig[group[v]] * _q(row[v])
+                move[pidx[(B["name"], "bias", (i,))]] = -sum((sig[group[v]] * _q(row[v]) * _q(A["bias"][v])
+                                                              for v in range(n)), Fraction(0))
+            out.append(move)
+    return out
 
 
 def jacobian(graph: dict[str, Any], X: list[list[Fraction]], side: dict | None = None):

@@ -124,7 +124,7 @@ def oracle_dim_free(cn: ConstrainedNetwork, seed: int = 0) -> int:
             if j >= 0:
                 col[j] = sp.sympify(f).subs(svec) * val
         cols.append(col)
-    cols += oracle_stretch_directions(cn, seed)
+    cols += oracle_stretch_directions(cn, seed) + oracle_composition_directions(cn) + oracle_slope_trades(cn)
     dim_sh = sp.Matrix(cols).rank() if cols else 0
     return k - dim_sh
 
@@ -156,9 +156,9 @@ def _stretch_move(cn, values, E, c):
     return dW, db
 
 
-def _in_image_t(cn, dW, db):
-    """The defects of the move ``(dW, db)`` from ``image T`` (fixed entries, tied entries against the first)
-    and its pull-back ``delta`` (first entries)."""
+def _in_image_t(cn, dW, db, da=None):
+    """The defects of the move ``(dW, db)`` (and slopes ``da[l-1][v]``, default still) from ``image T`` (fixed
+    entries, tied entries against the first) and its pull-back ``delta`` (first entries)."""
     defects, first = [], {}
     zero = flint.fmpq(0)
 
@@ -177,9 +177,123 @@ def _in_image_t(cn, dW, db):
     for l in range(1, cn.L):
         for v in range(cn.widths[l]):
             j = int(cn.slope_index[l - 1][v])
-            if j >= 0:  # slopes never move
-                put(j, zero)
+            move = da[l - 1][v] if da is not None else zero
+            if j >= 0:  # slopes never move, but in a slope trade
+                put(j, move)
+            elif move != 0:
+                defects.append(move)
     return defects, first
+
+
+def _dense_now(cn):
+    W = [flint.fmpq_mat(cn.W[l]) for l in range(cn.L)]
+    b = [flint.fmpq_mat(cn.widths[l + 1], 1, list(cn.b[l])) for l in range(cn.L)]
+    return W, b
+
+
+def _null(cols):
+    """A basis of the nullspace of the matrix with these columns (FLINT over Z, rows scaled)."""
+    n = len(cols)
+    rows = []
+    for r in range(len(cols[0]) if cols else 0):
+        row = [flint.fmpq(cols[g][r]) for g in range(n)]
+        m = math.lcm(*(int(v.q) for v in row))
+        rows.append([int(v * m) for v in row])
+    if not rows:
+        return [[int(a == c) for a in range(n)] for c in range(n)]
+    N, nullity = flint.fmpz_mat(rows).nullspace()
+    return [[N[g, c] for g in range(n)] for c in range(int(nullity))]
+
+
+def oracle_composition_directions(cn: ConstrainedNetwork) -> list[list]:
+    """Moves of ``W_{l+1}[R, Lin]`` (``R`` kinked rows, or every row of the output layer) with the biases
+    ``b_{l+1}[R]`` compensating, in the left kernel of ``[W_l[Lin, :] | b_l[Lin]]``: every parameter is a
+    unit move of all its entries; defects: entries moved outside that block, and the change of the affine map
+    ``h -> z_{l+1}`` (dense FLINT products)."""
+    W, b = _dense_now(cn)
+    k, out = cn.n_params, []
+    for l, lin in _linear_units(cn).items():
+        if not lin:
+            continue
+        rows = [i for i in range(cn.widths[l + 1]) if l + 1 == cn.L or int(cn.slope_index[l][i]) >= 0
+                or cn.negative_slope[l][i] != 1]
+        params = sorted({int(cn.W_index[l][i, u]) for i in rows for u in lin if cn.W_index[l][i, u] >= 0}
+                        | {int(cn.b_index[l][i]) for i in rows if cn.b_index[l][i] >= 0})
+        if not params:
+            continue
+        B = flint.fmpq_mat(len(lin), cn.widths[l - 1] + 1,
+                           [W[l - 1][u, kk] if kk < cn.widths[l - 1] else b[l - 1][u, 0]
+                            for u in lin for kk in range(cn.widths[l - 1] + 1)])
+        cols, moves = [], []
+        for j in params:
+            dW = [flint.fmpq_mat(cn.widths[m + 1], cn.widths[m]) for m in range(cn.L)]
+            db = [flint.fmpq_mat(cn.widths[m + 1], 1) for m in range(cn.L)]
+            outside = []
+            for m in range(cn.L):
+                for i in range(cn.widths[m + 1]):
+                    for kk in range(cn.widths[m]):
+                        if cn.W_index[m][i, kk] == j:
+                            dW[m][i, kk] = 1
+                            outside.append(int(not (m == l and i in rows and kk in lin)))
+                    if cn.b_index[m][i] == j:
+                        db[m][i, 0] = 1
+                        outside.append(int(not (m == l and i in rows)))
+            outside.append(int(j in {int(a) for S in cn.slope_index for a in S}))
+            A = flint.fmpq_mat(len(rows), len(lin), [dW[l][i, u] for i in rows for u in lin])
+            change = A * B
+            for r, i in enumerate(rows):
+                change[r, cn.widths[l - 1]] += db[l][i, 0]
+            # one row per parameter: how many of its entries lie outside the block (must be none)
+            cols.append([flint.fmpq(sum(outside) if p == j else 0) for p in params] + list(change.entries()))
+            moves.append(j)
+        for vec in _null(cols):
+            d = [Q(0)] * k
+            for g, j in enumerate(moves):
+                d[j] = Q(int(vec[g]))
+            if any(d):
+                out.append(d)
+    return out
+
+
+def oracle_slope_trades(cn: ConstrainedNetwork) -> list[list]:
+    """Slope trades (docs/theory.md): per slope parameter ``g`` of layer ``l`` the unit move ``da_v = 1 - a_v``,
+    ``dW_{l+1}[:, v] = W_{l+1}[:, v]``, ``db_{l+1} = -W_{l+1}[:, v] b_l[v]`` (units ``v`` with slope ``g``);
+    kept combinations: ``sum_v s_v W_{l+1}[:, v] W_l[v, :] = 0`` (dense FLINT products) and the move in
+    ``image T``."""
+    W, b = _dense_now(cn)
+    k, out = cn.n_params, []
+    for l in range(1, cn.L):
+        groups = sorted({int(j) for j in cn.slope_index[l - 1] if j >= 0})
+        if not groups:
+            continue
+        cols, moves = [], []
+        for g in groups:
+            units = [v for v in range(cn.widths[l]) if int(cn.slope_index[l - 1][v]) == g]
+            dW = [flint.fmpq_mat(cn.widths[m + 1], cn.widths[m]) for m in range(cn.L)]
+            db = [flint.fmpq_mat(cn.widths[m + 1], 1) for m in range(cn.L)]
+            da = [[flint.fmpq(0)] * cn.widths[m] for m in range(1, cn.L)]
+            S = flint.fmpq_mat(cn.widths[l], cn.widths[l])
+            for v in units:
+                S[v, v] = 1
+                da[l - 1][v] = 1 - flint.fmpq(cn.negative_slope[l - 1][v])
+            dW[l] = W[l] * S
+            db[l] = -(W[l] * S * b[l - 1])
+            defects, _ = _in_image_t(cn, dW, db, da)
+            cols.append(defects + list((W[l] * S * W[l - 1]).entries()))
+            moves.append((dW, db, da))
+        for vec in _null(cols):
+            dW = [sum((moves[c][0][m] * int(vec[c]) for c in range(len(groups))),
+                      flint.fmpq_mat(cn.widths[m + 1], cn.widths[m])) for m in range(cn.L)]
+            db = [sum((moves[c][1][m] * int(vec[c]) for c in range(len(groups))),
+                      flint.fmpq_mat(cn.widths[m + 1], 1)) for m in range(cn.L)]
+            da = [[sum((moves[c][2][m][v] * int(vec[c]) for c in range(len(groups))), flint.fmpq(0))
+                   for v in range(cn.widths[m + 1])] for m in range(cn.L - 1)]
+            defects, first = _in_image_t(cn, dW, db, da)
+            assert all(d == 0 for d in defects)
+            d = [Q(first.get(j, 0)) for j in range(k)]
+            if any(d):
+                out.append(d)
+    return out
 
 
 def oracle_stretch_directions(cn: ConstrainedNetwork, seed: int = 0) -> list[list]:

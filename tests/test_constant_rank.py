@@ -361,15 +361,16 @@ def test_prelu_counterexample_identifiable_with_rank_equal_rank_a_below_dim_free
 
     - rank Gamma_free = 6 (sympy Jacobian at theta) and rank A~ = 6 for the lifting that carries the PReLU slopes
       (columns (path, set of negative PReLU units): F_X = A~ phi~ exactly), so the rank is constant near theta;
-    - dim_free = 9 - 2 rescalings = 7 (the engine's S_H): rank Gamma_free = rank A~ < dim_free;
+    - counting the two rescalings only, dim_free would be 9 - 2 = 7: rank Gamma_free = rank A~ < 7;
     - yet theta is locally identifiable: the fibre of F_X is a 3-manifold near theta (constant rank), and the
       3-dimensional family (two rescalings, and the trade w_v a_v += t c_v at fixed w_v (1 - a_v), sum_v c_v u_v = 0,
       c -= t sum_v c_v b_v) keeps f for every input (checked here as an identity in x and t on every sign pattern),
       with independent tangents at theta; an immersed 3-manifold inside a 3-manifold is open in it, so every
       theta' near theta with the outputs on X is in the family and realises f.
-    The naive analogue "rank Gamma_free = rank A < dim_free => not identifiable" is therefore false; the constant-
-    rank rule (which needs a point y raising the rank, and fixed slopes) gives no certificate, and the engine stays
-    inconclusive."""
+    The naive analogue "rank Gamma_free = rank A < dim_free => not identifiable", with a count that misses the
+    trade, is therefore false; the constant-rank rule (which needs a point y raising the rank) gives no
+    certificate. The trade is the slope trade the engine counts in S_H: its dim_free is 9 - 3 = 6 = rank, so it
+    says identifiable (rank = dim_free)."""
     syms, x = _prelu_symbolic()
     at = dict(zip(syms, [sp.Rational(F(v).numerator, F(v).denominator) for v in PRELU_THETA]))
     rows = []
@@ -404,17 +405,19 @@ def test_prelu_counterexample_identifiable_with_rank_equal_rank_a_below_dim_free
             assert sp.simplify(_prelu_f([flow[s] for s in syms], x, sides) - _prelu_f(syms, x, sides)) == 0
     tangents = [[sp.diff(flow[s], t).subs(t, 0).subs(at) for s in syms] for flow in (rescale1, rescale2, trade)]
     assert sp.Matrix(tangents).rank() == 3 == 9 - 6
-    # the engine: inconclusive, never the naive analogue's not-identifiable
+    # the engine: never the naive analogue's not-identifiable; with the slope trade in S_H (the three tangents
+    # above span the symmetries), dim_free = 9 - 3 = 6 = rank Gamma_free: identifiable
     from exactident.check import check_constrained
 
     spec = Spec([([[0], [1]], [2, 3]), ([[4, 5]], [6])], [[("p", 7), ("p", 8)]], PRELU_THETA, ("PReLU",))
     r = check_constrained(spec.compiled(), _q([[v] for v in PRELU_X]))
-    assert r.dim == 7 and r.verdict == "inconclusive"
-    rules = {e["rule"]: e for e in r.to_dict()["rules"]}
-    assert rules["constant-rank"]["status"] == "tried" and "no point y" in rules["constant-rank"]["why"]
-    # the rule's own rank A~ (Gram route) is the one written out above
+    assert r.dim == 9 - 3 and r.rank_gamma == 6 and r.verdict == "identifiable"
+    # and the rule itself finds no witness y: every direction of the fibre is a symmetry
     cn = spec.compiled()
     Xq = _q([[v] for v in PRELU_X])
+    found, why = find_constant_rank(cn, Xq, free_state(cn, Xq), random.Random(0))
+    assert found is None and "no point y" in why
+    # the rule's own rank A~ (Gram route) is the one written out above
     assert rank_a(cn, Xq, free_state(cn, Xq).pattern) == 6 == _rank(_explicit_alpha(spec, [[v] for v in PRELU_X]))
 
 

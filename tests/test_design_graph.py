@@ -130,11 +130,12 @@ def test_prelu_slope_unused_on_the_box_is_why_no_sample_can():
     assert [o["kind"] for o in d.obstructions] == ["slope-unused-on-box"]
     assert d.obstructions[0]["directions"] == [{"act1.weight[0]": "1"}]
     assert any("never used on the box" in s for s in d.statement)
-    # by hand: theta = (W1 2, b1 2, a 2, W2 2, b2) = 9 parameters, 2 rescalings: dim_free 7.  On [-1, 1] unit 0
-    # is linear, so f = alpha x + beta + gamma relu(x - kappa) there: 4 degrees of freedom, rank <= 4 for every
-    # sample in the box, deficit >= 3 (the slope is one of those directions; the others are unit 0's affine line)
-    assert d.dim == 7 and d.points["nullity_after"] == [3]
-    assert any("2 more direction(s) were not removed" in s for s in d.statement)
+    # by hand: theta = (W1 2, b1 2, a 2, W2 2, b2) = 9 parameters, 2 rescalings and 1 slope trade (2 slopes
+    # against the 1 x 1 condition s_0 W2[0] W1[0] + s_1 W2[1] W1[1] = 0): dim_free 6.  On [-1, 1] unit 0 is
+    # linear, so f = alpha x + beta + gamma relu(x - kappa) there: 4 degrees of freedom, rank <= 4 for every
+    # sample in the box, deficit >= 2 (the slope is one of those directions; the other is unit 0's affine line)
+    assert d.dim == 6 and d.points["nullity_after"] == [2]
+    assert any("1 more direction(s) were not removed" in s for s in d.statement)
     X_new = [list(x) for x in d.new_case.X]
     assert oracle_rank(case.compiled, X_new) == 4
 

@@ -216,7 +216,11 @@ class Oracle:
         for vec in basis:
             sub = dict(zip(s, vec))
             cols.append([sp.sympify(groups[j][0]).subs(sub) * theta[j] for j in range(cn.n_params)])
-        from constrained_oracle import oracle_stretch_directions  # the affine group of linear units (test oracle)
+        from constrained_oracle import (  # the linear units' group, composition moves, slope trades (test oracle)
+            oracle_composition_directions,
+            oracle_slope_trades,
+            oracle_stretch_directions,
+        )
 
-        cols += oracle_stretch_directions(cn)
+        cols += oracle_stretch_directions(cn) + oracle_composition_directions(cn) + oracle_slope_trades(cn)
         return self.rank(sp.Matrix(cols)) if cols else 0

@@ -23,6 +23,9 @@ Mixing matrices ``E_l`` are used for layers with at most :data:`MAX_MIXED_UNITS`
 ``m x m`` block of unknowns each); larger layers get their translations only (fewer symmetries
 make ``dim_free`` larger, never a wrong verdict).  The verifier applies the same rule.
 
+Two more kinds of exact moves, solved at the current ``theta``, are in
+:mod:`exactident.model.extra_symmetry`.
+
 Called by :mod:`exactident.model.symmetry`.
 """
 
@@ -145,6 +148,8 @@ def _entries(cn: ConstrainedNetwork):
 def _param_of(cn: ConstrainedNetwork, e: tuple) -> int:
     if e[0] == "W":
         return int(cn.W_index[e[1] - 1][e[2], e[3]])
+    if e[0] == "a":
+        return int(cn.slope_index[e[1] - 1][e[2]])
     return int(cn.b_index[e[1] - 1][e[2]])
 
 

@@ -23,7 +23,10 @@ has full column rank: ``rank T = n_params``.
 Linear units (slope fixed at 1) have more symmetries: invertible maps mixing the linear units of
 a layer and translations of their values, compensated in the next layer
 (:mod:`exactident.model.linear_symmetry`); their tangents at theta join the rescalings' in
-``S_H``, each basis direction named by its kind (``kinds``).  Missing symmetries only make
+``S_H``, each basis direction named by its kind (``kinds``); so do the moves of the weights out of
+linear units along the left kernel of the weights into them (``composition-kernel``, the composition
+of two affine maps through linear units unchanged), and the slope trades of PReLU layers
+(``slope-trade``: free slopes traded against the weights they feed).  Missing symmetries only make
 ``dim_free`` too big, which can make a verdict inconclusive, never wrong.
 
 Called by :mod:`exactident.check.layer_graph`.
@@ -36,6 +39,12 @@ from dataclasses import dataclass, field
 import flint
 
 from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.extra_symmetry import (
+    COMPOSITION_KERNEL,
+    SLOPE_TRADE,
+    composition_directions,
+    slope_trade_directions,
+)
 from exactident.model.linear_symmetry import _nullspace_rows, stretch_directions
 
 __all__ = ["RESCALING", "Symmetry", "log_scales", "rescaling_symmetry"]
@@ -63,7 +72,9 @@ class Symmetry:
     kinds : list of str
         ``kinds[d]`` names the symmetry of ``basis[d]``: ``"rescaling"``, ``"bias-translation"`` (the
         values of linear units shifted, compensated in the next layer) or ``"linear-map"`` (linear
-        units mixed by an invertible map); see :mod:`exactident.model.linear_symmetry`.
+        units mixed by an invertible map) or ``"composition-kernel"`` (the weights out of linear units moved
+        along the left kernel of the weights into them) or ``"slope-trade"`` (PReLU slopes traded against the
+        next weights); see :mod:`exactident.model.linear_symmetry` and :mod:`exactident.model.extra_symmetry`.
     """
 
     n_params: int
@@ -83,7 +94,8 @@ class Symmetry:
         """
         if not self.kinds:
             return f"{self.symmetry_dim} rescalings"
-        words = {"linear-map": "of linear units", "bias-translation": "through linear units"}
+        words = {"linear-map": "of linear units", "bias-translation": "through linear units",
+                 "composition-kernel": "through linear units", "slope-trade": "of PReLU units"}
         return ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" + (f" {words[kind]}" if kind in words else "")
                          for kind, n in self.counts().items())
 
@@ -236,7 +248,8 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
             cols.append(col)
     basis = _independent(cols, k)
     kinds = [RESCALING] * len(basis)
-    stretch = stretch_directions(cn)
+    stretch = (stretch_directions(cn) + [(d, COMPOSITION_KERNEL) for d in composition_directions(cn)]
+               + [(d, SLOPE_TRADE) for d in slope_trade_directions(cn)])
     if stretch:  # kept greedily: a direction already spanned (a linear unit's own rescaling) is dropped
         kept = _independent(basis + [d for d, _kind in stretch], k)
         extra = {id(d): kind for d, kind in stretch}
