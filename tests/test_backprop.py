@@ -290,3 +290,23 @@ def test_the_route_is_chosen_by_structure_and_both_routes_agree(seed):
         assert backprop.layout(cn).dense is not None  # T still selects, but a slope is not 0: tied route
         want = compiled_truth(cn, X, st.pattern)
         assert [[F(v) for v in row] for row in backprop.gamma_free_columns(lay, *leaky, st.pattern).tolist()] == want
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dense_route_with_fixed_biases_and_edges_equals_the_fraction_truth(seed):
+    """``T`` selecting entries in order with some weights *and biases* fixed (not the MLP's convention):
+    still the dense route, its columns those of the full Fraction Jacobian at the free positions."""
+    net, X = random_mlp(seed)
+    rng = random.Random(seed)
+    total = sum(net.widths[l] * (net.widths[l - 1] + 1) for l in range(1, net.L + 1))
+    free = sorted(rng.sample(range(total), rng.randint(0, total)))
+    st = activation_state(net, X)
+    assert backprop.layout(net, free).dense.tolist() == free
+    slopes = [[Fraction(0)] * net.widths[l] for l in range(1, net.L)]
+    W = [[[F(v) for v in row] for row in M.table()] for M in net.W]
+    b = [[F(v) for v in bl] for bl in net.b]
+    dense, _ = fraction_gamma(net.widths, W, b, slopes, X, st.pattern)
+    truth = [[row[c] for c in free] for row in dense]
+    assert as_fractions(backprop.jacobian_exact(net, X, st.pattern, free)) == truth
+    p = random_primes(1, data_denominator(net, X), random.Random(seed))[0]
+    assert backprop.jacobian_mod_p(net, X, st.pattern, p, None, free).tolist() == mod_p(truth, p)

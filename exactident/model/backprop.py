@@ -103,7 +103,7 @@ class Scaled:
 class ModularData:
     """``X``, ``W_l``, ``b_l`` (and a compiled network's slopes) scaled to integers once, for many primes.
 
-    Speed only: :func:`jacobian_mod_p` reduces these mod each prime.  ``a`` is None for a
+    Speed only: :func:`exactident.model.backprop.jacobian_mod_p` reduces these mod each prime.  ``a`` is None for a
     plain :class:`~exactident.model.network.Network` (every slope 0).
     """
 
@@ -131,7 +131,7 @@ class Layout:
         The dense positions of the free parameters (per layer ``W_l`` row-major then ``b_l``) when
         ``T`` only selects entries, in that order, and no slope is free; else None.  With every
         fixed slope 0 as well, ``Gamma_free`` is these columns of the dense Jacobian
-        (the MLP's route, :func:`gamma_free_columns`).
+        (the MLP's route, :func:`exactident.model.backprop.gamma_free_columns`).
     """
 
     widths: tuple[int, ...]
@@ -312,16 +312,16 @@ class _Pass:
 _BLOCK_ENTRIES = 1 << 22
 
 
-def column_blocks(widths: Sequence[int], free: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray]]:
-    """Per layer ``l``: ``(l, lo, hi, local)``: the free ``W_l`` columns are output columns ``lo:hi``
-    (``local``: their indices inside ``W_l``, row-major) and ``b_l``'s follow from ``hi``; ``free``:
-    sorted dense positions of the free parameters, every bias among them."""
+def column_blocks(widths: Sequence[int], free: np.ndarray
+                  ) -> Iterator[tuple[int, int, int, np.ndarray, np.ndarray]]:
+    """Per layer ``l``: ``(l, lo, hi, local, bias_local)``: the free ``W_l`` columns are output columns
+    ``lo:hi`` (``local``: their indices inside ``W_l``, row-major), and the free ``b_l`` columns follow
+    (``bias_local``: their units); ``free``: sorted dense positions of the free parameters."""
     offset = 0
     for l in range(1, len(widths)):
         width = widths[l] * widths[l - 1]
-        lo = int(np.searchsorted(free, offset))
-        hi = int(np.searchsorted(free, offset + width))
-        yield l, lo, hi, free[lo:hi] - offset
+        lo, hi, end = (int(x) for x in np.searchsorted(free, [offset, offset + width, offset + width + widths[l]]))
+        yield l, lo, hi, free[lo:hi] - offset, free[hi:end] - offset - width
         offset += width + widths[l]
 
 
@@ -332,9 +332,10 @@ def _dense_route(lay: Layout, fp: _Pass) -> np.ndarray:
     ring, w, n, N_L = fp.ring, lay.widths, fp.n, lay.widths[-1]
     rows = n * N_L
     out = np.empty((rows, lay.n_params), dtype=ring.dtype)
-    blocks = {l: (lo, hi, local) for l, lo, hi, local in column_blocks(w, lay.dense)}
+    blocks = {l: (lo, hi, local, bias) for l, lo, hi, local, bias in column_blocks(w, lay.dense)}
     for l, D, _G in fp.backward():
-        lo, hi, local = blocks[l]
+        lo, hi, local, bias = blocks[l]
+        every_bias = bias.size == w[l]  # the MLP: every bias free, D_l is their columns as it is
         width = w[l] * w[l - 1]
         step = max(N_L, (_BLOCK_ENTRIES // max(width, 1)) // N_L * N_L)
         for r0 in range(0, rows, step):
@@ -343,7 +344,7 @@ def _dense_route(lay: Layout, fp: _Pass) -> np.ndarray:
                 Hrep = np.repeat(fp.H[l - 1][r0 // N_L:r1 // N_L], N_L, axis=0)
                 dW = ring.red(D[r0:r1, :, None] * Hrep[:, None, :])
                 out[r0:r1, lo:hi] = np.take(dW.reshape(r1 - r0, width), local, axis=1)
-            out[r0:r1, hi:hi + w[l]] = D[r0:r1]
+            out[r0:r1, hi:hi + bias.size] = D[r0:r1] if every_bias else np.take(D[r0:r1], bias, axis=1)
     return out
 
 

@@ -162,7 +162,7 @@ def gamma_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     free = np.asarray(free_columns(net, fixed), dtype=np.int64)
     out = np.zeros((rows, k))
     step = max(N_L, (backprop._BLOCK_ENTRIES // max(k, 1)) // N_L * N_L)
-    for l, _lo, _hi, local in column_blocks(net.widths, free):
+    for l, _lo, _hi, local, _bias in column_blocks(net.widths, free):
         n_in = net.widths[l - 1]
         Dl = to_symmetric(D[l - 1], p)
         fixed_local = np.setdiff1d(np.arange(net.widths[l] * n_in), local)
