@@ -4,12 +4,12 @@ Usage (from the repository root; needs scikit-learn and git)::
 
     python benchmarks/gamma_builders.py [--rev d263ab4] [--repeat 5]
 
-Loads ``exactident/model/gamma.py`` and ``gamma_modular.py`` as they were at ``--rev`` (the
-three separate builders) beside the checkout's (one builder, :mod:`exactident.model.gamma_free`),
-checks that both give the same matrix, and prints the best of ``--repeat`` alternating
-timings of ``gamma_exact`` and ``gamma_mod_p`` on digits-size MLPs (scikit-learn
-``MLPClassifier`` on standardised digits, imported exactly with ``from_sklearn``) and the
-shipped MLP cases.
+Loads ``exactident/model/gamma.py`` and ``gamma_modular.py`` as they were at ``--rev`` (three
+separate builders) beside the checkout's (one builder, :mod:`exactident.model.backprop`), checks
+that both give the same matrix, and prints the best of ``--repeat`` alternating CPU times
+(``process_time``: robust to a loaded machine) of ``gamma_exact`` and ``gamma_mod_p`` on
+digits-size MLPs (scikit-learn ``MLPClassifier`` on standardised digits, imported exactly with
+``from_sklearn``) and the shipped MLP cases.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ def _digits(hidden: tuple[int, ...], n: int):
 def _best(fn, args: tuple, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         fn(*args)
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
     return best
 
 

@@ -242,14 +242,13 @@ def _object_array(values: Sequence[Any], shape: tuple[int, ...]) -> np.ndarray:
 
 def _exact_values(net: Any, X: Sequence[Sequence[Any]]) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray],
                                                                   list[np.ndarray]]:
-    """``X``, ``W_l``, ``b_l`` and the slopes (0 for a plain network) as object arrays of ``fmpq``."""
+    """``X``, ``W_l``, ``b_l`` and the slopes (none for a plain network: every slope 0) as object arrays of ``fmpq``."""
     n, w = len(X), net.widths
     Xv = _object_array([flint.fmpq(v) for row in X for v in row], (n, w[0]))
     Wv = [_object_array(W.entries(), (W.nrows(), W.ncols())) for W in net.W]
     bv = [_object_array([flint.fmpq(v) for v in b], (len(b),)) for b in net.b]
     slopes = getattr(net, "negative_slope", None)
-    av = [_object_array([flint.fmpq(v) for v in a], (len(a),)) for a in slopes] if slopes is not None else \
-        [_object_array([flint.fmpq(0)] * w[l], (w[l],)) for l in range(1, len(w) - 1)]
+    av = [] if slopes is None else [_object_array([flint.fmpq(v) for v in a], (len(a),)) for a in slopes]
     return Xv, Wv, bv, av
 
 
@@ -257,8 +256,7 @@ def _modular_values(net: Any, X: Sequence[Sequence[flint.fmpq]], p: int, data: M
                     ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """The same, as int64 residues mod p (from ``data``, scaled once)."""
     data = data or ModularData(net, X)
-    av = [a.mod(p)[0] for a in data.a] if data.a is not None else \
-        [np.zeros(net.widths[l], dtype=np.int64) for l in range(1, net.L)]
+    av = [] if data.a is None else [a.mod(p)[0] for a in data.a]
     return data.X.mod(p), [W.mod(p) for W in data.W], [b.mod(p)[0] for b in data.b], av
 
 
@@ -278,10 +276,10 @@ class _Pass:
         n, L = Xv.shape[0], len(widths) - 1
         self.n = n
         self.masks = [np.asarray(pattern[l - 1], dtype=bool).reshape(n, widths[l]) for l in range(1, L)]
-        # a layer whose slopes are all 0 (ReLU) backpropagates by a mask, not a product
-        self.relu = [_all_zero(av[l - 1]) for l in range(1, L)]
-        self.factor = [np.where(m, ring.one, a[None, :]).astype(ring.dtype) if not r else None
-                       for m, a, r in zip(self.masks, av, self.relu)]
+        # a layer whose slopes are all 0 (ReLU; no slopes given: every layer) backpropagates by a mask
+        self.factor = [None if not av or _all_zero(av[l - 1]) else
+                       np.where(self.masks[l - 1], ring.one, av[l - 1][None, :]).astype(ring.dtype)
+                       for l in range(1, L)]
         self.Zneg: list[np.ndarray] = []
         if H is not None:  # hidden values given (the exact MLP: relu(Z) of its caller); no slope columns
             self.H = H
@@ -332,9 +330,11 @@ def _dense_route(lay: Layout, fp: _Pass) -> np.ndarray:
     ring, w, n, N_L = fp.ring, lay.widths, fp.n, lay.widths[-1]
     rows = n * N_L
     out = np.empty((rows, lay.n_params), dtype=ring.dtype)
-    blocks = {l: (lo, hi, local, bias) for l, lo, hi, local, bias in column_blocks(w, lay.dense)}
-    for l, D, _G in fp.backward():
-        lo, hi, local, bias = blocks[l]
+    # all of D first, then the columns in their order (first layer first): faster than writing each
+    # layer as the backward pass reaches it (memory: D is n N_L x sum N_l, small beside Gamma)
+    Ds = {l: D for l, D, _G in fp.backward()}
+    for l, lo, hi, local, bias in column_blocks(w, lay.dense):
+        D = Ds[l]
         every_bias = bias.size == w[l]  # the MLP: every bias free, D_l is their columns as it is
         width = w[l] * w[l - 1]
         step = max(N_L, (_BLOCK_ENTRIES // max(width, 1)) // N_L * N_L)
@@ -393,8 +393,8 @@ def gamma_free_columns(lay: Layout, Xv: np.ndarray, Wv: list[np.ndarray], bv: li
     ----------
     lay : Layout
     Xv, Wv, bv, av : arrays in the ring
-        The sample ``(n, N_0)``, ``W_l``, ``b_l`` and the hidden layers' slopes: object arrays of ``fmpq``
-        (``p`` None, Q) or int64 residues in ``[0, p)``.
+        The sample ``(n, N_0)``, ``W_l``, ``b_l`` and the hidden layers' slopes (an empty ``av``: every
+        slope 0): object arrays of ``fmpq`` (``p`` None, Q) or int64 residues in ``[0, p)``.
     pattern : list of bool arrays ``(n, N_l)``, hidden layers
         True: the unit's derivative is 1; False: its slope.
     p : int or None
@@ -409,7 +409,7 @@ def gamma_free_columns(lay: Layout, Xv: np.ndarray, Wv: list[np.ndarray], bv: li
         Row ``i N_L + k`` is ``d f_k(x^i) / d theta``.
     """
     ring = _Ring(p)
-    dense = lay.dense is not None and all(_all_zero(a) for a in av)
+    dense = lay.dense is not None and all(_all_zero(a) for a in av)  # no slopes given: all 0
     fp = _Pass(lay.widths, Xv, Wv, bv, av, pattern, ring, H if dense else None, with_zneg=not dense)
     return _dense_route(lay, fp) if dense else _tied_route(lay, fp)
 
