@@ -9,7 +9,8 @@ in int64 residues, the MLP's dense route in row blocks).  ``rank alpha`` is the 
 :func:`exactident.model.activation.alpha_gram`), so ``|P|`` columns are never built.
 :func:`gamma_entry_bound` and :func:`gram_entry_bound` bound the integer
 matrices behind these residues, which is what a kernel check needs to
-conclude over Q.
+conclude over Q.  :class:`Scaled` and :class:`ModularData` (the data scaled to integers
+once) live with the builder and are re-exported here for the MLP's callers.
 
 Called by :mod:`exactident.ranks.certify` (certified ranks) and
 :mod:`exactident.verify.rank` (re-checking rank certificates).
@@ -91,7 +92,8 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
 
 def _backprop_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray], p: int,
                     data: ModularData | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``H`` and ``D`` of the builder's pass (:func:`exactident.model.backprop.hidden_and_backprop_mod_p`)."""
+    """``H`` and ``D`` of the builder's pass (:func:`exactident.model.backprop.hidden_and_backprop_mod_p`;
+    this name is what :mod:`exactident.verify.rank_kernel` imports)."""
     return hidden_and_backprop_mod_p(net, X, pattern, p, data)
 
 
