@@ -316,10 +316,10 @@ def test_gamma_sketch_is_gamma_times_its_explicit_sketch_matrix(case, monkeypatc
     """Gamma S mod p without Gamma equals (Gamma_exact mod p) S with S written out; tiny row blocks."""
     import numpy as np
 
-    from exactident.model import gamma_modular
+    from exactident.model import backprop  # the one builder holds the row-block size
     from exactident.model.gamma_modular import gamma_sketch_mod_p
 
-    monkeypatch.setattr(gamma_modular, "_BLOCK_ENTRIES", 1)  # one sample per block: the block seams are tested
+    monkeypatch.setattr(backprop, "_BLOCK_ENTRIES", 1)  # one sample per block: the block seams are tested
     net, X = case.network, case.X
     st = activation_state(net, X)
     fixed = fixed_edges(net)
@@ -335,16 +335,16 @@ def test_gamma_sketch_is_gamma_times_its_explicit_sketch_matrix(case, monkeypatc
 @pytest.mark.parametrize("case", CASES[:20] + CASES[-4:], ids=lambda c: c.name)
 def test_gamma_mod_p_row_blocks_equal_one_block(case, monkeypatch):
     """Built in row blocks of one sample each, Gamma mod p is the same as in one block (and exact mod p)."""
-    from exactident.model import gamma_modular
+    from exactident.model import backprop  # the one builder holds the row-block size
 
     net, X = case.network, case.X
     st = activation_state(net, X)
     fixed = fixed_edges(net)
     avoid = data_denominator(net, X)
     p = random_primes(1, avoid, random.Random(3))[0]
-    monkeypatch.setattr(gamma_modular, "_BLOCK_ENTRIES", 1 << 40)
+    monkeypatch.setattr(backprop, "_BLOCK_ENTRIES", 1 << 40)
     one = gamma_mod_p(net, X, st.pattern, fixed, p, avoid)
-    monkeypatch.setattr(gamma_modular, "_BLOCK_ENTRIES", 1)
+    monkeypatch.setattr(backprop, "_BLOCK_ENTRIES", 1)
     blocks = gamma_mod_p(net, X, st.pattern, fixed, p, avoid)
     assert blocks.tolist() == one.tolist() == _reduce(gamma_exact(net, X, st.Z, st.pattern, fixed), p)
 

@@ -1,4 +1,4 @@
-"""``Gamma(X, theta) = A(X, theta) o Dpsi^theta(tau_theta)`` by exact backpropagation (Prop. 10).
+"""``Gamma(X, theta) = A(X, theta) o Dpsi^theta(tau_theta)`` of the MLP over Q (Prop. 10).
 
 Proposition 10 of the paper says ``Gamma`` is the Jacobian of
 ``tau -> f_{rho_theta(tau)}(X)``: ordinary backpropagation through the
@@ -8,7 +8,10 @@ network with the activation pattern held fixed, where the fixed edges
 ``Gamma(s)`` for each tie resolution ``s``.
 
 Row ``i * N_L + k`` is output ``k`` at sample ``x^i``; columns follow
-:func:`exactident.model.fixed_edges.free_parameters`.
+:func:`exactident.model.fixed_edges.free_parameters`.  The matrix is built by the one
+exact builder (:func:`exactident.model.backprop.jacobian_exact`) with the MLP's
+:class:`~exactident.model.backprop.Layout` (``T`` selects every weight and bias but the
+fixed edges, slopes 0), which takes the dense route.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
+from exactident.model.backprop import jacobian_exact
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network, relu_fmpq_mat, sample_matrix
 
@@ -88,29 +92,5 @@ def gamma_exact(
     [0, 3, 1]
     [3, 3, 1]
     """
-    n, N_L = len(X), net.widths[-1]
-    cols = free_columns(net, fixed)
-    H = hidden_values(net, X, Z)
-    H_tables = [Hl.table() for Hl in H]  # once: table() per sample made this O(n^2)
-    H_rows = [[t[i] for t in H_tables] for i in range(n)]
-    identity = flint.fmpq_mat(N_L, N_L, [int(r == c) for r in range(N_L) for c in range(N_L)])
-    entries: list[flint.fmpq] = []
-    for i in range(n):
-        # D[l-1] = d f(x^i) / d z_l, shape (N_L, N_l); D_l = D_{l+1} W_{l+1} diag(a_l).
-        D = [identity]
-        for l in range(net.L - 1, 0, -1):
-            M = D[0] * net.W[l]
-            mask = pattern[l - 1][i]
-            M = flint.fmpq_mat(N_L, net.widths[l], [m if mask[c] else 0 for r in range(N_L)
-                                                    for c, m in enumerate(M.table()[r])])
-            D.insert(0, M)
-        tables = [Dl.table() for Dl in D]
-        for k in range(N_L):
-            full: list[flint.fmpq] = []
-            for l in range(1, net.L + 1):
-                d_row = tables[l - 1][k]
-                h = H_rows[i][l - 1]
-                full.extend(dv * hv for dv in d_row for hv in h)
-                full.extend(d_row)
-            entries.extend(full[c] for c in cols)
-    return flint.fmpq_mat(n * N_L, len(cols), entries)
+    # the hidden values are relu(Z) of the caller's Z, whatever the pattern says (a tie's relu is 0)
+    return jacobian_exact(net, X, pattern, free_columns(net, fixed), hidden_values(net, X, Z))

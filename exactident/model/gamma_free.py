@@ -1,20 +1,17 @@
 """``Gamma_free = d f(X) / d theta`` of a :class:`~exactident.model.constrained.ConstrainedNetwork`, exact or mod p.
 
+The compiled network's front of the one exact builder (:mod:`exactident.model.backprop`,
+which also builds the MLP's ``Gamma``): its exact forward pass, activation pattern and
+ties (:func:`free_state`), the tie resolutions to analyse (:func:`tie_resolutions`, with
+the persistent ties that need one side only), ``Gamma_free`` over Q and mod p, and the
+bounds that lift its residues to Q.
+
 With the activation pattern held fixed (every kinked unit's derivative ``1`` or its
 negative slope ``a``), ``f(X)`` is a polynomial in ``theta`` and its Jacobian is
-backpropagation (the constrained form of the paper's Prop. 10): with
-``D_l = d f / d z_l`` (rows ``i N_L + k``) and ``h_{l-1}`` the hidden values,
-
-- the column of a parameter ``theta_j`` feeding weight entries ``W_l[i, k]`` and bias
-  entries ``b_l[i]`` is ``sum D_l[:, i] * h_{l-1}[:, k] + sum D_l[:, i]`` over them
-  (a tied parameter *sums* its dense columns: ``Gamma_free = Gamma_dense T``);
-- the column of a PReLU slope ``theta_j = a_v`` is ``sum_v G_l[:, v] * min(z_v, 0)``,
-  ``G_l = d f / d h_l``.
-
-The dense Jacobian (one column per dense entry of a convolution) is never built:
-each block of rows sums its entries straight into the parameter columns.  The same
-code runs on numpy object arrays of ``fmpq`` (exact, Q; small cases and tests) and on
-int64 residues mod p (:func:`gamma_free_mod_p`).
+backpropagation (the constrained form of the paper's Prop. 10): a tied parameter sums
+its dense columns (``Gamma_free = Gamma_dense T``) and a PReLU slope ``a_v`` has the
+column ``d f / d h_v * min(z_v, 0)``.  The builder takes the MLP's dense route when ``T``
+only selects entries and every slope is 0.
 
 Called by :mod:`exactident.check.layer_graph` (the layer-graph stages of :func:`exactident.check.check`).
 """
@@ -22,7 +19,7 @@ Called by :mod:`exactident.check.layer_graph` (the layer-graph stages of :func:`
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from math import ceil, lcm
 from typing import Any
@@ -30,9 +27,9 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.linalg.modular import matmul_mod, require_prime
+from exactident.linalg.modular import require_prime
+from exactident.model.backprop import ModularData, jacobian_exact, jacobian_mod_p
 from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations
-from exactident.model.gamma_modular import Scaled
 from exactident.model.integer_forward import common_denominator
 
 __all__ = [
@@ -49,8 +46,8 @@ __all__ = [
     "tie_resolutions",
 ]
 
-#: Entries of the per-block temporaries (rows are taken in blocks of about this size).
-_BLOCK_ENTRIES = 1 << 22
+#: The data pre-scaled for many primes: the builder's :class:`~exactident.model.backprop.ModularData`.
+FreeModularData = ModularData
 
 
 @dataclass
@@ -184,71 +181,10 @@ def resolve_ties(state: FreeState, active: Sequence[bool]) -> list[np.ndarray]:
     return out
 
 
-class _Index:
-    """Tied entries per layer: ``(rows, cols, params)`` of weights, ``(rows, params)`` of biases and slopes."""
-
-    def __init__(self, cn: ConstrainedNetwork) -> None:
-        self.w, self.b, self.s = [], [], []
-        for l in range(1, cn.L + 1):
-            r, c = np.nonzero(cn.W_index[l - 1] >= 0)
-            self.w.append((r, c, cn.W_index[l - 1][r, c]))
-            u = np.flatnonzero(cn.b_index[l - 1] >= 0)
-            self.b.append((u, cn.b_index[l - 1][u]))
-            if l < cn.L:
-                u = np.flatnonzero(cn.slope_index[l - 1] >= 0)
-                self.s.append((u, cn.slope_index[l - 1][u]))
-
-
-def _core(cn: ConstrainedNetwork, Xv: np.ndarray, Wv: list[np.ndarray], bv: list[np.ndarray],
-          av: list[np.ndarray], pattern: Sequence[np.ndarray], red: Callable[[np.ndarray], np.ndarray],
-          mm: Callable[[np.ndarray, np.ndarray], np.ndarray], one: Any, dtype: Any) -> np.ndarray:
-    """Backpropagation over any ring given as arrays: ``red`` reduces, ``mm`` multiplies matrices."""
-    n, N_L, L = Xv.shape[0], cn.widths[-1], cn.L
-    rows = n * N_L
-    idx = _Index(cn)
-    H, Zneg, factor = [Xv], [], []
-    for l in range(1, L):
-        Z = red(mm(H[-1], Wv[l - 1].T) + bv[l - 1][None, :])
-        mask = np.asarray(pattern[l - 1], dtype=bool).reshape(n, cn.widths[l])
-        f = np.where(mask, one, av[l - 1][None, :]).astype(dtype)
-        factor.append(f)
-        Zneg.append(np.where(mask, 0, Z).astype(dtype))
-        H.append(red(Z * f))
-    out = np.zeros((rows, cn.n_params), dtype=dtype)
-    D = np.tile(np.eye(N_L, dtype=np.int64), (n, 1)).astype(dtype)  # d f / d z_L
-    for l in range(L, 0, -1):
-        wr, wc, wj = idx.w[l - 1]
-        br, bj = idx.b[l - 1]
-        G = None
-        if l > 1:
-            G = red(mm(D, Wv[l - 1]))  # d f / d h_{l-1}
-        ids = np.concatenate([wj, bj] + ([idx.s[l - 2][1]] if l > 1 else []))
-        if ids.size:
-            order = np.argsort(ids, kind="stable")
-            uniq, starts = np.unique(ids[order], return_index=True)
-            per = max(1, ids.size)
-            step = max(N_L, (_BLOCK_ENTRIES // per) // N_L * N_L)
-            for r0 in range(0, rows, step):
-                r1 = min(rows, r0 + step)
-                Hrep = np.repeat(H[l - 1][r0 // N_L:r1 // N_L], N_L, axis=0)
-                parts = [red(D[r0:r1][:, wr] * Hrep[:, wc]), D[r0:r1][:, br]]
-                if l > 1:
-                    su = idx.s[l - 2][0]
-                    Zrep = np.repeat(Zneg[l - 2][r0 // N_L:r1 // N_L], N_L, axis=0)
-                    assert G is not None
-                    parts.append(red(G[r0:r1][:, su] * Zrep[:, su]))
-                vals = np.concatenate(parts, axis=1)[:, order]
-                sums = np.add.reduceat(vals, starts, axis=1)
-                out[r0:r1, uniq] = red(out[r0:r1, uniq] + red(sums))
-        if l > 1:
-            assert G is not None
-            D = red(G * np.repeat(factor[l - 2], N_L, axis=0))
-    return out
-
-
 def gamma_free_exact(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
                      pattern: Sequence[np.ndarray]) -> flint.fmpq_mat:
-    """``Gamma_free(X, theta)`` over Q with the pattern held fixed (small cases, tests).
+    """``Gamma_free(X, theta)`` over Q with the pattern held fixed (the one builder,
+    :func:`exactident.model.backprop.jacobian_exact`).
 
     Parameters
     ----------
@@ -274,30 +210,12 @@ def gamma_free_exact(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     >>> gamma_free_exact(cn, [[1]], free_state(cn, [[1]]).pattern).entries()
     [3, 3, 1, 1]
     """
-    n = len(X)
-    Xv = np.array([flint.fmpq(v) for row in X for v in row] or [flint.fmpq(0)], dtype=object)[:n * cn.widths[0]]
-    Xv = Xv.reshape(n, cn.widths[0])
-    Wv = [np.array(W.table(), dtype=object).reshape(W.nrows(), W.ncols()) for W in cn.W]
-    bv = [np.array(list(b), dtype=object) for b in cn.b]
-    av = [np.array(list(a), dtype=object) for a in cn.negative_slope]
-    out = _core(cn, Xv, Wv, bv, av, pattern, lambda a: a, lambda A, B: A.dot(B), flint.fmpq(1), object)
-    m = out.shape[0]
-    return flint.fmpq_mat(m, cn.n_params, [flint.fmpq(v) for v in out.ravel()])
-
-
-class FreeModularData:
-    """``X``, ``W``, ``b`` and the slopes scaled to integers once, for many primes (speed only)."""
-
-    def __init__(self, cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> None:
-        self.X = Scaled([v for row in X for v in row], (len(X), cn.widths[0]))
-        self.W = [Scaled(W.entries(), (W.nrows(), W.ncols())) for W in cn.W]
-        self.b = [Scaled(b, (1, len(b))) for b in cn.b]
-        self.a = [Scaled(a, (1, len(a))) for a in cn.negative_slope]
+    return jacobian_exact(cn, X, pattern)
 
 
 def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                     p: int, avoid: int = 1, data: FreeModularData | None = None) -> np.ndarray:
-    """``Gamma_free(X, theta) mod p`` (int64 residues), rows in blocks, tied entries summed per block.
+                     p: int, avoid: int = 1, data: ModularData | None = None) -> np.ndarray:
+    """``Gamma_free(X, theta) mod p`` (int64 residues; :func:`exactident.model.backprop.jacobian_mod_p`).
 
     Parameters
     ----------
@@ -307,7 +225,7 @@ def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], 
         A prime in ``[3, 2**31)`` dividing no denominator of the data.
     avoid : int
         :func:`free_data_denominator` of the data.
-    data : FreeModularData, optional
+    data : ModularData, optional
         The same data pre-scaled (saves time over many primes).
 
     Returns
@@ -331,16 +249,7 @@ def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], 
     [[3, 3, 1, 1]]
     """
     require_prime(p, avoid)
-    data = data or FreeModularData(cn, X)
-    Xv = data.X.mod(p)
-    Wv = [W.mod(p) for W in data.W]
-    bv = [b.mod(p)[0] for b in data.b]
-    av = [a.mod(p)[0] for a in data.a]
-
-    def mm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        return matmul_mod(np.ascontiguousarray(A), np.ascontiguousarray(B), p)
-
-    return _core(cn, Xv, Wv, bv, av, pattern, lambda a: a % p, mm, 1, np.int64)
+    return jacobian_mod_p(cn, X, pattern, p, data)
 
 
 def free_data_denominator(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> int:

@@ -2,14 +2,15 @@
 
 With the exact activation pattern fixed (from the integer forward pass of
 :mod:`exactident.model.integer_forward`), every entry of ``Gamma`` is a polynomial
-in the data, so ``Gamma mod p`` is backpropagation in Z/pZ: the same
-recursion as :func:`exactident.model.gamma.gamma_exact`, vectorised over samples
-with int64 residues.  ``rank alpha`` is the rank of the ``n x n`` Gram matrix
+in the data, so ``Gamma mod p`` is backpropagation in Z/pZ: the one builder of
+:mod:`exactident.model.backprop` (the same pass as :func:`exactident.model.gamma.gamma_exact`,
+in int64 residues, the MLP's dense route in row blocks).  ``rank alpha`` is the rank of the ``n x n`` Gram matrix
 ``alpha alpha^T`` (entries from counts of co-active neurons,
 :func:`exactident.model.activation.alpha_gram`), so ``|P|`` columns are never built.
 :func:`gamma_entry_bound` and :func:`gram_entry_bound` bound the integer
 matrices behind these residues, which is what a kernel check needs to
-conclude over Q.
+conclude over Q.  :class:`Scaled` and :class:`ModularData` (the data scaled to integers
+once) live with the builder and are re-exported here for the MLP's callers.
 
 Called by :mod:`exactident.ranks.certify` (certified ranks) and
 :mod:`exactident.verify.rank` (re-checking rank certificates).
@@ -19,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import ceil, lcm, prod
-from typing import Any
 
 import flint
 import numpy as np
 
-from exactident.errors import InvariantViolation
 from exactident.linalg.modular import require_prime
+from exactident.model import backprop
+from exactident.model.backprop import ModularData, Scaled, column_blocks, hidden_and_backprop_mod_p, jacobian_mod_p
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns
 from exactident.model.integer_forward import common_denominator, integer_forward
@@ -44,59 +45,6 @@ __all__ = [
     "gram_mod_p",
     "sketch_coefficients",
 ]
-
-
-#: Limbs of :class:`Scaled`: ``|x| = sum_j L_j 2^(31 j)`` with int64 limbs ``0 <= L_j < 2^31``.
-_LIMB_BITS = 31
-
-
-class Scaled:
-    """A rational matrix as ``ints / den`` (object array of Python ints), reduced mod p on demand.
-
-    The integers are also kept as int64 limbs in base ``2^31`` (with a sign), so each
-    reduction mod p is a few numpy operations (Horner on the limbs), not one Python-int
-    operation per entry.
-
-    Examples
-    --------
-    ``(-2^70 - 4) / 3`` and ``1 / 2`` mod 101, against Python's own modular arithmetic:
-
-    >>> s = Scaled([flint.fmpq(-(2**70) - 4, 3), flint.fmpq(1, 2)], (1, 2))
-    >>> s.mod(101).tolist() == [[(-(2**70) - 4) * pow(3, -1, 101) % 101, pow(2, -1, 101)]]
-    True
-    """
-
-    def __init__(self, values: Sequence[Any], shape: tuple[int, int]) -> None:
-        values = [flint.fmpq(v) for v in values]
-        self.den = common_denominator(values)
-        ints = [int(v.p) * (self.den // int(v.q)) for v in values]
-        self.ints = np.array(ints or [0], dtype=object)[:len(values)].reshape(shape)
-        mags = [abs(x) for x in ints]
-        n_limbs = max(1, -(-max(mags, default=0).bit_length() // _LIMB_BITS))
-        mask = (1 << _LIMB_BITS) - 1
-        self._negative = np.array([x < 0 for x in ints], dtype=bool).reshape(shape)
-        self._limbs = [np.array([(m >> (_LIMB_BITS * j)) & mask for m in mags] or [0],
-                                dtype=np.int64)[:len(ints)].reshape(shape) for j in range(n_limbs)]
-
-    def mod(self, p: int) -> np.ndarray:
-        if self.den % p == 0:
-            raise InvariantViolation(f"prime {p} divides a denominator of the data")
-        require_prime(p)  # p < 2^31: every product below is < 2^62
-        base = pow(2, _LIMB_BITS, p)
-        acc = np.zeros(self._negative.shape, dtype=np.int64)
-        for limb in reversed(self._limbs):  # Horner: acc < p, acc * base < 2^62
-            acc = (acc * base + limb % p) % p
-        acc = np.where(self._negative, (p - acc) % p, acc)
-        return acc * pow(self.den, -1, p) % p
-
-
-class ModularData:
-    """``X``, ``W_l``, ``b_l`` scaled to integers once, for many primes (speed only)."""
-
-    def __init__(self, net: Network, X: Sequence[Sequence[flint.fmpq]]) -> None:
-        self.X = Scaled([v for row in X for v in row], (len(X), net.widths[0]))
-        self.W = [Scaled(W.entries(), (W.nrows(), W.ncols())) for W in net.W]
-        self.b = [Scaled(b, (1, len(b))) for b in net.b]
 
 
 def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -139,64 +87,14 @@ def gamma_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequen
     [[0, 3, 1], [3, 3, 1]]
     """
     require_prime(p, avoid)
-    H, D = _backprop_mod_p(net, X, pattern, p, data)
-    n, N_L = len(X), net.widths[-1]
-    free = np.asarray(free_columns(net, fixed), dtype=np.int64)
-    # Built straight into the output, in row blocks: no full-width temporaries, no concatenated
-    # copy of all columns before the free ones are taken (memory: one copy of Gamma).
-    out = np.empty((n * N_L, len(free)), dtype=np.int64)
-    for l, lo, hi, bias_lo, local in _column_blocks(net, free):
-        width = net.widths[l] * net.widths[l - 1]
-        step = max(N_L, (_BLOCK_ENTRIES // max(width, 1)) // N_L * N_L)
-        for r0 in range(0, n * N_L, step):
-            r1 = min(n * N_L, r0 + step)
-            Hrep = np.repeat(H[l - 1][r0 // N_L:r1 // N_L], N_L, axis=0)
-            if hi > lo:
-                dW = (D[l - 1][r0:r1, :, None] * Hrep[:, None, :]) % p
-                out[r0:r1, lo:hi] = np.take(dW.reshape(r1 - r0, width), local, axis=1)
-            out[r0:r1, bias_lo:bias_lo + net.widths[l]] = D[l - 1][r0:r1]
-    return out
-
-
-#: Entries of the per-block temporaries of :func:`gamma_mod_p` (rows are taken in blocks of about this size).
-_BLOCK_ENTRIES = 1 << 22
+    return jacobian_mod_p(net, X, pattern, p, data, free_columns(net, fixed))
 
 
 def _backprop_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray], p: int,
                     data: ModularData | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``H = [h_0, ..., h_{L-1}]`` (``n x N_l``) and ``D[l - 1] = d f / d z_l`` (``n N_L x N_l``, row
-    ``i N_L + k``), int64 residues mod p: all of ``Gamma`` is ``D[l-1] (x) h_{l-1}`` and ``D[l-1]``."""
-    n, N_L, L = len(X), net.widths[-1], net.L
-    data = data or ModularData(net, X)
-    Xp = data.X.mod(p)
-    Wp = [W.mod(p) for W in data.W]
-    bp = [b.mod(p)[0] for b in data.b]
-    masks = [np.asarray(a, dtype=np.int64).reshape(n, net.widths[l + 1]) for l, a in enumerate(pattern)]
-    from exactident.linalg.modular import matmul_mod
-
-    H = [Xp]
-    for l in range(1, L):
-        Z = (matmul_mod(H[-1], Wp[l - 1].T.copy(), p) + bp[l - 1]) % p
-        H.append(Z * masks[l - 1])
-    D = [np.zeros((0, 0), dtype=np.int64)] * L
-    Dl = np.tile(np.eye(N_L, dtype=np.int64), (n, 1))
-    for l in range(L, 0, -1):
-        D[l - 1] = Dl
-        if l > 1:
-            Dl = matmul_mod(Dl, Wp[l - 1], p) * np.repeat(masks[l - 2], N_L, axis=0)
-    return H, D
-
-
-def _column_blocks(net: Network, free: np.ndarray):
-    """Per layer ``l``: ``(l, lo, hi, bias_lo, local)``: the free ``W_l`` columns are output columns
-    ``lo:hi`` (``local``: their indices inside ``W_l``, row-major), ``b_l`` starts at ``bias_lo``."""
-    offset = 0
-    for l in range(1, net.L + 1):
-        width = net.widths[l] * net.widths[l - 1]
-        lo = int(np.searchsorted(free, offset))
-        hi = int(np.searchsorted(free, offset + width))
-        yield l, lo, hi, hi, free[lo:hi] - offset
-        offset += width + net.widths[l]
+    """``H`` and ``D`` of the builder's pass (:func:`exactident.model.backprop.hidden_and_backprop_mod_p`;
+    this name is what :mod:`exactident.verify.rank_kernel` imports)."""
+    return hidden_and_backprop_mod_p(net, X, pattern, p, data)
 
 
 def gamma_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -265,8 +163,8 @@ def gamma_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     U, V, B = sketch_coefficients(net, p, k, seed)
     free = np.asarray(free_columns(net, fixed), dtype=np.int64)
     out = np.zeros((rows, k))
-    step = max(N_L, (_BLOCK_ENTRIES // max(k, 1)) // N_L * N_L)
-    for l, _lo, _hi, _bias_lo, local in _column_blocks(net, free):
+    step = max(N_L, (backprop._BLOCK_ENTRIES // max(k, 1)) // N_L * N_L)
+    for l, _lo, _hi, local, _bias in column_blocks(net.widths, free):
         n_in = net.widths[l - 1]
         Dl = to_symmetric(D[l - 1], p)
         fixed_local = np.setdiff1d(np.arange(net.widths[l] * n_in), local)
