@@ -18,7 +18,7 @@ from exactident.check_constrained import check_constrained
 from exactident.io.case import load_case
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
-from exactident.verify.constrained import verify_constrained
+from exactident.verify.certificate import verify_constrained
 
 F = flint.fmpq
 

@@ -1,0 +1,115 @@
+"""The verdict rules shared by every network: the smallest verdict over the tie resolutions, no weaker verdict,
+and certificates that need no tie resolution first.
+
+One rule for the plain ReLU MLP (:mod:`exactident.verify.claims`) and the layer graph
+(:func:`exactident.verify.certificate.verify_constrained`):
+
+**Resolution-free certificates first.**  A line of constant outputs on X (the MLP's ``line``, a layer
+graph's ``line``, ``dead_units``, ``constant_units``, ``slope_lines``) is checked by one polynomial pass
+in ``t`` over Q that decides every unit's side along the segment itself (a tie at 0 takes the side of
+its first nonzero coefficient, and no kinked pre-activation may cross 0 inside the segment), so it
+proves ``not-identifiable`` whatever side each tie would take: it needs no tie resolution.  So do the
+certificates that name their one resolution (the MLP's ``entering``, a graph's ``entering_submersion``)
+or need none (``submersion``: no sample on a kink).  These parts are checked before anything that
+enumerates resolutions; when one of them proves ``not-identifiable``, the verifier does not compute
+its own ranks on the ``2^k`` resolutions (:func:`identifiable_proved` is then asked only what the
+certified bounds say): soundly, since ``C_S`` on every resolution would prove the opposite verdict,
+which a valid line excludes.  Rank claims the report makes are still checked, each from its own part.
+
+**The smallest verdict over the resolutions.**  ``identifiable`` needs ``C_S`` (``R_Gamma = dim``,
+``dim_free`` for a layer graph) on every tie resolution the verifier enumerates itself
+(:mod:`exactident.verify.resolutions`); one resolution where it is certified to fail (an upper bound
+below ``dim``) settles that it is not proved, without looking at the others.
+
+**No weaker verdict** (:func:`verdict_strength_problems`).  A report may not claim less than what is
+proved, nor the opposite: ``inconclusive`` (or ``not-identifiable``) where ``identifiable`` is proved,
+``inconclusive`` (or ``identifiable``) where ``not-identifiable`` is proved.  What counts as proved is
+the stricter of what the two verifiers used to apply, now for both kinds:
+
+- ``not-identifiable``: a verified part of the report's certificate (a line, ``entering``,
+  ``submersion``, ...) or, for the plain MLP only, certified ``R_Gamma = R_A < dim`` (Theorem 8);
+- ``identifiable``: ``C_S`` on every resolution from the certified bounds *or from the verifier's own
+  ranks mod its primes* (a rank mod p never exceeds the rank over Q), computed when a verdict short of
+  ``identifiable`` is claimed with nothing proving ``not-identifiable`` and the resolutions are within
+  ``--max-resolutions``.  Before, only a layer graph's verifier looked at its own ranks; a plain MLP's
+  ``inconclusive`` beside ranks reaching ``dim`` on every resolution was accepted when the report
+  certified none.
+
+Pure functions of what the caller certified or recomputed; nothing here reads the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from exactident.verify.rank_rules import RankBounds, proves_identifiable
+
+__all__ = ["RESOLUTION_FREE", "identifiable_proved", "verdict_strength_problems"]
+
+#: Certificate parts that need no enumeration of the tie resolutions, per report kind (module docstring).
+RESOLUTION_FREE = {"mlp": ("line", "entering"),
+                   "graph": ("dead_units", "constant_units", "slope_lines", "line", "submersion",
+                             "entering_submersion")}
+
+
+def identifiable_proved(everyone: Sequence[tuple[bool, ...]] | None, dim: int,
+                        certified: Mapping[tuple[bool, ...], RankBounds | None],
+                        own_reaches: Callable[[tuple[bool, ...], int], bool] | None) -> bool:
+    """``C_S`` on every tie resolution: the smallest verdict over the resolutions is ``identifiable``.
+
+    Parameters
+    ----------
+    everyone : list of sides, or None
+        Every tie resolution, enumerated by the verifier (:func:`exactident.verify.resolutions.every_resolution`);
+        None past its cap (then nothing is proved).
+    dim : int
+        ``dim`` (``dim_free`` for a layer graph).
+    certified : dict sides -> RankBounds
+        Certified bounds on ``R_Gamma(s)`` (missing or None: not certified).
+    own_reaches : callable ``(sides, target) -> bool``, or None
+        The verifier's own ranks mod its primes reach ``target`` at ``sides``; None: use only ``certified``.
+
+    Examples
+    --------
+    >>> identifiable_proved([(True,), (False,)], 3, {(True,): RankBounds(3, 3)}, lambda s, v: True)
+    True
+    >>> identifiable_proved([(True,), (False,)], 3, {(True,): RankBounds(3, 3)}, None)
+    False
+    >>> identifiable_proved([(True,), (False,)], 3, {(False,): RankBounds(1, 2)}, lambda s, v: 1 / 0)
+    False
+    """
+    if everyone is None or not everyone:
+        return False
+    # one resolution certified below dim settles it (no own rank is computed)
+    if any((b := certified.get(s)) is not None and b.hi < dim for s in everyone):
+        return False
+    for s in everyone:
+        if proves_identifiable(certified.get(s), dim):
+            continue
+        if own_reaches is None or not own_reaches(s, dim):
+            return False
+    return True
+
+
+def verdict_strength_problems(verdict: str | None, identifiable: bool, not_identifiable: bool,
+                              why_identifiable: str = "", why_not: str = "") -> list[str]:
+    """A verdict weaker than, or opposite to, what the report's own verified certificate proves.
+
+    ``identifiable`` / ``not_identifiable``: what the verifier proved from the report's certificate (and the
+    case).  ``inconclusive`` beside a proof is a downgrade; the opposite verdict beside a proof is false.
+    (Whether the claimed verdict itself is proved is checked by the caller.)
+
+    Examples
+    --------
+    >>> verdict_strength_problems("inconclusive", False, True, why_not="a valid dead_units part")
+    ['verdict: report says inconclusive, but the certificate proves not-identifiable (a valid dead_units part)']
+    """
+    proved = [(name, why) for name, ok, why in (("identifiable", identifiable, why_identifiable),
+                                                ("not-identifiable", not_identifiable, why_not)) if ok]
+    if len(proved) == 2:
+        return [f"verdict: the certificate proves both identifiable ({why_identifiable}) and not-identifiable "
+                f"({why_not}): a contradiction, nothing is valid"]
+    if not proved or verdict is None or verdict == proved[0][0]:
+        return []
+    name, why = proved[0]
+    return [f"verdict: report says {verdict}, but the certificate proves {name}" + (f" ({why})" if why else "")]
