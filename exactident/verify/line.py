@@ -44,12 +44,11 @@ tie resolution: the pass decides every unit's side along the segment itself, so 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.line_forward import LinePass, line_pass
 from exactident.verify.arith import (
     BadField,
@@ -65,6 +64,9 @@ from exactident.verify.facts import CaseFacts, ConstrainedFacts
 from exactident.verify.forward import integer_forward
 from exactident.verify.nonequivalence import check_nonequivalence
 from exactident.verify.structural import check_slope_units, check_units_output
+
+if TYPE_CHECKING:
+    from exactident.model.constrained import ConstrainedNetwork
 
 __all__ = ["check_graph_line", "check_line_part", "line_along", "line_is_constant", "outputs_at", "verify_line"]
 
