@@ -58,13 +58,10 @@ from exactident.model.constrained import ConstrainedNetwork
 from exactident.verify.arith import BadField, need
 from exactident.verify.boundary import verify_boundary
 from exactident.verify.claims import (
-    GRAPH_RULES,
     NOT_VERIFIED,
     Proofs,
-    architecture_claims,
     decided_by_claim,
     extra_claims,
-    free_pattern_claims,
     identity_claims,
     rank_and_pattern_claims,
     structural_claims,
@@ -72,21 +69,21 @@ from exactident.verify.claims import (
     verdict_claim,
     verify_degenerate,
 )
+from exactident.verify.common_claims import architecture_claims
 from exactident.verify.entering import verify_entering
 from exactident.verify.explained import verify_free_explained
 from exactident.verify.facts import CaseFacts, ConstrainedFacts
 from exactident.verify.line import check_graph_line, check_line_part, verify_line
-from exactident.verify.rank_free import OwnRanks, check_free_rank
+from exactident.verify.rank_free import OwnRanks, free_pattern_claims, free_rank_claims
 from exactident.verify.rank_kernel import closed_by
-from exactident.verify.rank_rules import RankBounds, rank_claim_problems, smallest
-from exactident.verify.resolutions import cover_problems, every_resolution, n_free_sides, persistent_ties
+from exactident.verify.rank_rules import RankBounds
+from exactident.verify.resolutions import every_resolution, persistent_ties
 from exactident.verify.schema import GRAPH_REPORT, validate, validate_report
 from exactident.verify.structural import verify_structural
 from exactident.verify.submersion import check_entering_submersion, check_submersion
-from exactident.verify.verdict import identifiable_proved, verdict_strength_problems
+from exactident.verify.verdict import graph_verdict_problems, identifiable_proved
 
-__all__ = ["EXPLAIN_NOT_VERIFIED", "MAX_RESOLUTIONS", "NOT_VERIFIED_MARK", "PARTS", "run_verify_certificate",
-           "verify_certificate", "verify_constrained"]
+__all__ = ["NOT_VERIFIED_MARK", "PARTS", "run_verify_certificate", "verify_certificate", "verify_constrained"]
 
 #: What a failure line past one of the verifier's caps (``--max-exact-entries``, ``--max-resolutions``) says.
 NOT_VERIFIED_MARK = "past the verifier's limit"
@@ -310,9 +307,9 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
 
 def _own_reaches(case, facts: CaseFacts):
     """``(sides, target) -> bool``: the verifier's own ranks of ``Gamma`` mod p at a resolution (sides over
-    ``facts.visible``) reach ``target`` (:func:`exactident.verify.rank.own_rank_reaches`); None without it."""
+    ``facts.visible``) reach ``target`` (:func:`exactident.verify.rank_kernel.own_rank_reaches`); None without it."""
     try:
-        from exactident.verify.rank import own_rank_reaches
+        from exactident.verify.rank_kernel import own_rank_reaches
     except ImportError:
         return None
 
@@ -378,11 +375,6 @@ def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits 
     return 0 if valid else 3
 
 
-#: The explain field of a layer graph's report that is prose (the others are verified).
-EXPLAIN_NOT_VERIFIED = ("explanation",)
-#: Tie resolutions the verifier enumerates by default (``2^ties``; ``--max-resolutions``); beyond, a claim that
-#: needs them is not verified.
-MAX_RESOLUTIONS = DEFAULT_WORK_LIMITS.max_resolutions
 #: A layer graph's certificate parts that prove ``not-identifiable``, each with why (checked first: none needs the
 #: tie resolutions, :mod:`exactident.verify.verdict`).
 _GRAPH_PROOFS = ("dead_units", "constant_units", "slope_lines", "submersion", "entering_submersion", "line")
@@ -404,8 +396,7 @@ def _graph_proof(facts: ConstrainedFacts, key: str, part: dict) -> tuple[list[st
 def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], report: Any, *,
                        name: str | None = None, input_shape: Sequence[int] | None = None,
                        provenance: Any = None, limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[bool, list[str]]:
-    """Re-check a layer graph's report (convolution, pooling, skips, leaky ReLU, PReLU) from the network and the
-    sample alone.
+    """Re-check a layer graph's report (convolution, pooling, skips, leaky ReLU, PReLU) from its case alone.
 
     From the compiled network and the sample the verifier recomputes, with its own code
     (:class:`~exactident.verify.facts.ConstrainedFacts`), the pre-activations and ties, ``Gamma_free`` mod
@@ -413,7 +404,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     softmax bound, then checks every claim:
 
     - ``widths``, ``n_samples``, ``dim`` (``= dim_free``), ``architecture``, ``on_boundary``, ``n_ties``
-      (:func:`~exactident.verify.claims.architecture_claims`); ``rank_a`` and ``cn`` must be null (also in
+      (:func:`~exactident.verify.common_claims.architecture_claims`); ``rank_a`` and ``cn`` must be null (also in
       ``patterns``): Theorem 8 (``C_N``) is proved for the plain layered ReLU MLP only; so is ``degenerate``;
     - the parts that need no tie resolution first (``dead_units``, ``constant_units``, ``slope_lines``,
       ``line``, ``submersion``, ``entering_submersion``; :mod:`exactident.verify.line`,
@@ -422,11 +413,11 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
       ``--max-resolutions``): a ``free_rank`` part (:mod:`exactident.verify.rank_free`) lists every one;
     - ``rank_gamma``, ``cs``, ``rank_gamma_interval``, ``montecarlo`` against the smallest rank over every
       resolution (:func:`exactident.verify.rank_rules.rank_claim_problems`); ``patterns``
-      (:func:`~exactident.verify.claims.free_pattern_claims`);
+      (:func:`~exactident.verify.rank_free.free_pattern_claims`);
     - the verdict by the rules of :mod:`exactident.verify.verdict` (``identifiable``: ``C_S`` on every
       resolution, certified or by the verifier's own ranks mod p, not computed when a resolution-free part
       proves ``not-identifiable``; no weaker verdict); ``decided_by`` must name a rule giving the verdict
-      (:data:`~exactident.verify.claims.GRAPH_RULES`), backed by its part;
+      (:data:`~exactident.verify.verdict.GRAPH_RULES`), backed by its part;
     - ``rules``: only the ``decided_by`` rule may be ``decided``, and Theorem 8 must be ``not-applicable``;
     - the explain fields (:func:`~exactident.verify.explained.verify_free_explained`).
 
@@ -475,72 +466,23 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     persistent = persistent_ties(facts)  # a side that changes nothing: enumerated active only
     everyone = every_resolution(facts, max_resolutions)  # None past the cap
     ranks = OwnRanks(facts)
-    proved: dict[tuple[bool, ...], tuple[int, int]] = {}
-    if "free_rank" in cert:
-        bad, proved = check_free_rank(facts, cert["free_rank"], limits)
-        if not bad and everyone is not None:  # the rule shared with the MLP: every resolution the verifier enumerates
-            bad = cover_problems(proved, everyone, "certificate.free_rank.resolutions", show=list)
-        elif not bad:
-            bad = [f"certificate.free_rank.resolutions: 2^{n_free_sides(facts)} tie resolutions are past the "
-                   f"verifier's limit of {max_resolutions} (--max-resolutions): not verified"]
-        fails += bad
-        if not bad:
-            open_ = sorted({(lo, hi) for lo, hi in proved.values() if lo < hi})
-            msgs.append(f"free_rank part valid: all {len(proved)} tie resolution(s), ranks "
-                        f"{sorted({lo for lo, hi in proved.values() if lo == hi})} certified"
-                        + (f", intervals {[list(b) for b in open_]}" if open_ else ""))
-        else:
-            proved = {}
-    top = min(len(facts.X) * cn.widths[-1], sym.dim_free)
-
-    def own(s: tuple[bool, ...]) -> RankBounds:  # no certificate: the verifier's ranks mod p, and the proven top
-        return RankBounds(min(ranks.at(s, sym.dim_free), top), top)
-
-    claims_rank = any(report.get(k) is not None for k in ("rank_gamma", "cs", "rank_gamma_interval", "montecarlo"))
-    bounds: RankBounds | None = None
-    if proved and everyone is not None:
-        bounds = smallest(RankBounds(*proved[s]) for s in everyone)
-    elif "free_rank" not in cert and everyone is not None and claims_rank:
-        bounds = smallest(own(s) for s in everyone)
-    fails += rank_claim_problems(report, bounds, sym.dim_free, "rank Gamma_free (smallest over the tie resolutions)",
-                                 reaches=lambda v: everyone is not None and all(ranks.at(s, v) >= v for s in everyone))
-    if bounds is not None and not fails and everyone is not None:
-        msgs.append(f"rank valid: the smallest rank Gamma_free over the {len(everyone)} tie resolution(s) is "
-                    f"{'certified ' + bounds.text if bounds.exact is None else bounds.text}, dim_free = {sym.dim_free}")
+    bad, more, proved = free_rank_claims(report, facts, cert, everyone, ranks, limits, clean=not fails)
+    fails += bad
+    msgs += more
     fails += free_pattern_claims(report, facts, persistent, proved)
     for key, (bad, why) in proofs.items():
         fails += bad
         if not bad:
             msgs.append(f"{key} part valid: {why}")
     verdict, rule = report.get("verdict"), report.get("decided_by")
-    if rule is not None and (rule not in GRAPH_RULES or (verdict is not None and GRAPH_RULES[rule] != verdict)):
-        why = "Theorem 8 (C_N) is not proved for " + features if rule == "theorem-8" else \
-            f"not a rule giving {verdict} for a constrained network"
-        fails.append(f"decided_by: {rule!r}: {why}")
-    # every not-identifiable rule names its part (as the plain MLP's line / entering / structural rules do)
-    if rule in GRAPH_RULES and GRAPH_RULES[rule] == "not-identifiable" and not line_ok.get(rule.replace("-", "_")):
-        fails.append(f"decided_by: {rule} without a verified {rule.replace('-', '_')} part")
     # identifiable: C_S on every resolution (certified, or the verifier's own ranks mod p: a rank mod p never
     # exceeds the rank over Q); not computed past a valid resolution-free proof of the opposite (verify.verdict)
     certified = {s: RankBounds(*b) for s, b in proved.items()}
     identifiable = identifiable_proved(everyone, sym.dim_free, certified,
                                        None if not_identifiable else lambda s, v: ranks.at(s, v) >= v)
-    if verdict == "identifiable":
-        if not identifiable:
-            fails.append(f"verdict: identifiable needs rank Gamma_free = dim_free = {sym.dim_free} on every tie "
-                         "resolution; the verifier finds less")
-        else:
-            msgs.append("verdict identifiable verified: rank Gamma_free = dim_free on every tie resolution")
-    elif verdict == "not-identifiable":
-        if not not_identifiable:
-            fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units, "
-                         "constant_units, slope_lines, submersion, entering_submersion or line), verified")
-    elif verdict == "degenerate":
-        fails.append("verdict: no degenerate rule is proved for constrained networks")
-    # the rule shared with the MLP: no verdict weaker than (or opposite to) what is proved
-    fails += verdict_strength_problems(
-        verdict, identifiable, not_identifiable, "rank Gamma_free = dim_free on every tie resolution",
-        "a valid " + " / ".join(k for k, ok in line_ok.items() if ok) + " part")
+    bad, more = graph_verdict_problems(verdict, rule, line_ok, identifiable, sym.dim_free, features)
+    fails += bad
+    msgs += more
     bad, more = verify_free_explained(
         facts, report, persistent=persistent, everyone=everyone or [], rank_at=ranks.at,
         verified_parts={**line_ok, "dead_units": line_ok.get("dead_units", False)})

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from math import prod
 from typing import Any
 
 from exactident.model.conditions import cn_from_bounds, cs_from_bounds
@@ -36,13 +35,11 @@ from exactident.verify.boundary import BoundaryResult, Resolution
 from exactident.verify.common_claims import identity_claims, reachable_claim, uncertified_claims
 from exactident.verify.common_claims import same_json as _same
 from exactident.verify.common_claims import typed_field as _typed
-from exactident.verify.facts import CaseFacts, ConstrainedFacts
+from exactident.verify.facts import CaseFacts
 from exactident.verify.rank_rules import RankBounds, proves_identifiable, rank_claim_problems, smallest
-from exactident.verify.symmetry import softmax_rank_bound
 from exactident.verify.verdict import identifiable_proved, verdict_strength_problems
 
-__all__ = ["GRAPH_RULES", "NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "architecture_claims",
-           "decided_by_claim", "extra_claims", "free_pattern_claims",
+__all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
            "identity_claims", "rank_and_pattern_claims", "reachable_claim",
            "structural_claims", "uncertified_claims", "verdict_claim", "verify_degenerate"]
 
@@ -448,75 +445,3 @@ def decided_by_claim(report: dict, verdict: str | None, facts: CaseFacts, proofs
                                                                  "structural part")
         return [f"decided_by: report says {rule}, but the certificate has no {what}"]
     return []
-
-
-#: ``decided_by`` values a layer graph's report may carry, with the verdict each gives.
-GRAPH_RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-units": "not-identifiable",
-               "constant-units": "not-identifiable", "slope-lines": "not-identifiable",
-               "submersion": "not-identifiable",
-               "entering-submersion": "not-identifiable", "line": "not-identifiable", "none": "inconclusive"}
-
-
-def architecture_claims(report: dict, facts: ConstrainedFacts, name: str | None, input_shape: Any,
-                        provenance: Any) -> list[str]:
-    """A layer graph's ``name``, ``widths``, ``n_samples``, ``dim`` (``= dim_free``), ``on_boundary``, ``n_ties``,
-    ``provenance``, ``architecture`` and the fields Theorem 8 would need (``cn``, ``rank_a``: null), recomputed."""
-    cn, sym, fails = facts.cn, facts.symmetry, []
-    features = ", ".join(cn.features) or "this architecture"
-
-    def claim(field: str, found: Any, claimed: Any) -> None:
-        if claimed != found:
-            fails.append(f"{field}: the case gives {found!r}, the report claims {claimed!r}")
-
-    arch = report["architecture"]
-    for key, found in (("name", name), ("widths", cn.layer_widths), ("n_samples", len(facts.X)),
-                       ("dim", sym.dim_free), ("on_boundary", bool(facts.ties)), ("n_ties", len(facts.ties)),
-                       ("provenance", provenance)):
-        if key in report and (found is not None or key not in ("name", "provenance")):
-            claim(key, found, report[key])
-    claim("architecture.features", sorted(cn.features), sorted(arch["features"]))
-    for key, found in (("n_params", cn.n_params), ("rank_t", sym.rank_t), ("symmetry_dim", sym.symmetry_dim),
-                       ("dim_free", sym.dim_free)):
-        claim(f"architecture.{key}", found, arch[key])
-    if "softmax_rank_bound" in arch:
-        claim("architecture.softmax_rank_bound", softmax_rank_bound(cn, sym), arch["softmax_rank_bound"])
-    if "input_shape" in arch:
-        if input_shape is not None:
-            claim("architecture.input_shape", list(input_shape), arch["input_shape"])
-        elif prod(arch["input_shape"]) != cn.widths[0]:
-            fails.append(f"architecture.input_shape: {arch['input_shape']} does not hold {cn.widths[0]} inputs")
-    if report.get("cn") is not None:
-        fails.append(f"cn: Theorem 8 (C_N) is not proved for {features}: a constrained report must say null")
-    if report.get("rank_a") is not None:
-        fails.append(f"rank_a: R_A is not used for {features} (Theorem 8 is not proved for it): must be null")
-    if report.get("degenerate"):
-        fails.append("degenerate: no degenerate rule is proved for constrained networks")
-    return fails
-
-
-def free_pattern_claims(report: dict, facts: ConstrainedFacts, persistent: set,
-                        proved: dict[tuple[bool, ...], tuple[int, int]]) -> list[str]:
-    """A layer graph's ``patterns``: each a tie resolution certified by the ``free_rank`` part, with its rank."""
-    fails: list[str] = []
-    features = ", ".join(facts.cn.features) or "this architecture"
-    for m, pat in enumerate(report.get("patterns", [])):
-        side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
-        sides = tuple(True if t in persistent else side.get(t, True) for t in facts.ties)
-        # checked before anything else: a pattern without a rank still claims these (no witness part exists)
-        if pat["cn"] is not None or pat["rank_a"] is not None:
-            fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
-        fails += reachable_claim(pat, f"patterns[{m}]", witnessed=False)
-        if len(pat["ties"]) != len(side):  # one tie twice, maybe on both sides: names no resolution
-            fails.append(f"patterns[{m}].ties: a tie listed more than once")
-            continue
-        if set(side) == set(facts.ties) and pat["rank_gamma"] is None and pat["cs"] is None:
-            continue  # a resolution enumerated without a certified rank: it claims nothing more
-        if set(side) != set(facts.ties) or sides not in proved:
-            fails.append(f"patterns[{m}].ties: not a tie resolution certified by the free_rank part")
-            continue
-        lo, hi = proved[sides]
-        for key, found in (("rank_gamma", lo if lo == hi else None),
-                           ("cs", cs_from_bounds(lo, hi, facts.symmetry.dim_free))):
-            if pat[key] is not None and pat[key] != found:
-                fails.append(f"patterns[{m}].{key}: the case gives {found!r}, the report claims {pat[key]!r}")
-    return fails

@@ -67,6 +67,7 @@ from exactident.verify.claims import Proofs
 from exactident.verify.facts import CaseFacts, ConstrainedFacts
 from exactident.verify.gamma import directional_derivative
 from exactident.verify.line import line_is_constant
+from exactident.verify.symmetry import gauge_spans, into_chart
 from exactident.verify.units_check import INTEGER, check_channels, check_units, free_parameter_names
 
 __all__ = ["EXPLAIN_FIELDS", "verify_explained", "verify_free_explained"]
@@ -347,17 +348,6 @@ def verify_explained(case: Any, report: dict, facts: CaseFacts, proofs: Proofs) 
     return fails, msgs
 
 
-def _gauge_ok(facts: ConstrainedFacts, gauge: list[int]) -> bool:
-    sym = facts.symmetry
-    if len(gauge) != sym.symmetry_dim:
-        return False
-    if not gauge:
-        return True
-    rows = flint.fmpq_mat(len(gauge), sym.symmetry_dim, [sym.basis[j, c] for j in gauge
-                                                         for c in range(sym.symmetry_dim)])
-    return rows.rank() == len(gauge)
-
-
 class _FreeBlock:
     def __init__(self, sides: tuple[bool, ...], vectors: list[list[flint.fmpq]], lines: list[bool],
                  complete: bool) -> None:
@@ -416,17 +406,6 @@ def _free_blocks(facts: ConstrainedFacts, blocks: list[dict[str, Any]], gauge: l
     return out
 
 
-def _chart(delta: list[flint.fmpq], facts: ConstrainedFacts, gauge: list[int]) -> list[flint.fmpq]:
-    """``delta - sigma``, ``sigma`` in ``S_H`` with ``sigma_F = delta_F`` (the gauge has been checked)."""
-    sym = facts.symmetry
-    m = sym.symmetry_dim
-    if not m:
-        return delta
-    B_F = flint.fmpq_mat(m, m, [sym.basis[j, c] for j in gauge for c in range(m)])
-    c = B_F.solve(flint.fmpq_mat(m, 1, [delta[j] for j in gauge]))
-    return [delta[j] - sum((sym.basis[j, a] * c[a, 0] for a in range(m)), flint.fmpq(0)) for j in range(len(delta))]
-
-
 def _moved_by_certificate(facts: ConstrainedFacts, cert: dict[str, Any], key: str, gauge: list[int]) -> set[int]:
     part = cert.get(key)
     if not isinstance(part, dict):
@@ -440,7 +419,7 @@ def _moved_by_certificate(facts: ConstrainedFacts, cert: dict[str, Any], key: st
         if 0 <= j < k:
             num, _, den = str(v).partition("/")
             delta[j] = flint.fmpq(int(num), int(den or 1))
-    return {j for j, v in enumerate(_chart(delta, facts, gauge)) if v != 0}
+    return {j for j, v in enumerate(into_chart(facts.symmetry, delta, gauge)) if v != 0}
 
 
 def _free_parameters(facts: ConstrainedFacts, report: dict[str, Any], blocks: list[_FreeBlock], gauge: list[int],
@@ -501,7 +480,7 @@ def verify_free_explained(facts: ConstrainedFacts, report: dict[str, Any], *, pe
     gauge = None
     if "parameters" in report:
         gauge = [j for j, e in enumerate(report["parameters"]) if e.get("class") == "gauge"]
-        if not _gauge_ok(facts, gauge):
+        if not gauge_spans(facts.symmetry, gauge):
             fails.append(f"parameters: the gauge ({len(gauge)} parameters) does not meet S_H (dim "
                          f"{facts.symmetry.symmetry_dim}) in a basis of its rows")
             gauge = None

@@ -44,7 +44,7 @@ tie resolution: the pass decides every unit's side along the segment itself, so 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import flint
 import numpy as np
@@ -64,9 +64,6 @@ from exactident.verify.facts import CaseFacts, ConstrainedFacts
 from exactident.verify.forward import integer_forward
 from exactident.verify.nonequivalence import check_nonequivalence
 from exactident.verify.structural import check_slope_units, check_units_output
-
-if TYPE_CHECKING:
-    from exactident.model.constrained import ConstrainedNetwork
 
 __all__ = ["check_graph_line", "check_line_part", "line_along", "line_is_constant", "outputs_at", "verify_line"]
 
@@ -165,8 +162,11 @@ def verify_line(case, line: dict, facts: CaseFacts | None = None) -> tuple[bool,
                   + " and ".join(shown) + " (small t > 0)"]
 
 
-def line_along(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delta: Sequence[flint.fmpq]) -> LinePass:
+def line_along(cn: Any, X: Sequence[Sequence[flint.fmpq]], delta: Sequence[flint.fmpq]) -> LinePass:
     """The pre-activations on ``X`` along ``theta + t delta`` as polynomials in ``t`` (exact).
+
+    ``cn`` is a :class:`~exactident.model.constrained.ConstrainedNetwork` (its container only: this module
+    imports nothing of the engine but the line primitive).
 
     The dense direction (weights, biases, PReLU slopes) is read here from ``cn``'s index arrays
     and ``delta`` (length ``n_params``, Q); the polynomial pass is the shared primitive
@@ -190,7 +190,7 @@ def line_along(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delta:
     return line_pass(cn.W, cn.b, dW, db, [list(row) for row in X], slopes=cn.negative_slope, dslopes=da)
 
 
-def line_is_constant(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
+def line_is_constant(cn: Any, X: Sequence[Sequence[flint.fmpq]],
                      delta: Sequence[flint.fmpq]) -> tuple[bool, str]:
     """Are the outputs on ``X`` the same at ``theta + t delta`` for every small enough ``t > 0``? (exact)
 
@@ -213,7 +213,7 @@ def line_is_constant(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     return True, ""
 
 
-def outputs_at(cn: ConstrainedNetwork, x: Sequence[flint.fmpq], theta: Sequence[flint.fmpq]) -> list[flint.fmpq]:
+def outputs_at(cn: Any, x: Sequence[flint.fmpq], theta: Sequence[flint.fmpq]) -> list[flint.fmpq]:
     """The outputs ``f_theta(x)`` at one input (exact, by :func:`integer_forward`)."""
     Z, S = integer_forward(cn.with_theta(list(theta)), [list(x)])[-1]
     return [flint.fmpq(int(z), S) for z in Z.entries()]

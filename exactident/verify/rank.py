@@ -74,7 +74,7 @@ from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
 from exactident.verify.rank_rules import own_ranks_reach
 
-__all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate", "own_rank_reaches",
+__all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
            "verify_rank_certificate"]
 
 #: Most primes the verifier uses for one check ``M K = 0`` (the engine's cap for its own checks).
@@ -495,23 +495,3 @@ def verify_rank_certificate(case: Any, rank_certificate: Any,
         return check_rank_certificate(case, rank_certificate, pattern, "rank")[0]
     except BadField as exc:
         return [f"{exc.where}: malformed certificate ({exc})"]
-
-
-def own_rank_reaches(case: Any, pattern: Sequence[np.ndarray], target: int) -> bool:
-    """The verifier's own ranks of ``Gamma`` at ``pattern`` mod its primes reach ``target`` (then ``R_Gamma >=
-    target``).
-
-    No certificate is read: ``Gamma`` mod the verifier's own primes
-    (:func:`exactident.verify.rank_rules.own_ranks_reach`, default fixed edges).  False proves nothing
-    (a rank mod p may fall below the rank).  Used by the rule against weaker verdicts
-    (:mod:`exactident.verify.verdict`).
-    """
-    net, X = case.network, case.X
-    if len(X) * net.widths[-1] < target or net.dim < target:
-        return False  # R_Gamma <= min(rows, dim): no prime can show more
-    fixed = _fixed(net, [])
-    avoid = data_denominator(net, X)
-    data = ModularData(net, X)
-    return own_ranks_reach(
-        (len(X) * net.widths[-1], net.dim), avoid, lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
-        lambda q, k, seed: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, seed, avoid, data), _SKETCH_SEED)(target)

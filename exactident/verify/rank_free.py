@@ -17,15 +17,21 @@ The resolutions listed are compared with the verifier's own enumeration
 
 from __future__ import annotations
 
+from typing import Any
+
 import flint
 
 from exactident.io.limits import DEFAULT_WORK_LIMITS, WorkLimits
+from exactident.model.conditions import cs_from_bounds
 from exactident.verify.arith import capped_exact_rank, rational
+from exactident.verify.common_claims import reachable_claim
 from exactident.verify.facts import ConstrainedFacts
 from exactident.verify.gamma import directional_derivative, rank_mod_p, usable_prime, verifier_primes
-from exactident.verify.resolutions import persistent_ties
+from exactident.verify.rank_rules import RankBounds, rank_claim_problems, smallest
+from exactident.verify.resolutions import cover_problems, n_free_sides, persistent_ties
 
-__all__ = ["N_PRIMES", "OwnRanks", "check_free_rank", "check_rank_one"]
+__all__ = ["N_PRIMES", "OwnRanks", "check_free_rank", "check_rank_one", "free_pattern_claims",
+           "free_rank_claims"]
 
 #: Primes tried per resolution before a rank mod p below the claim counts as a failure.
 N_PRIMES = 3
@@ -181,3 +187,85 @@ class OwnRanks:
                     break
             self.cache[sides] = best
         return self.cache[sides]
+
+
+def free_pattern_claims(report: dict, facts: ConstrainedFacts, persistent: set,
+                        proved: dict[tuple[bool, ...], tuple[int, int]]) -> list[str]:
+    """A layer graph's ``patterns``: each a tie resolution certified by the ``free_rank`` part, with its rank."""
+    fails: list[str] = []
+    features = ", ".join(facts.cn.features) or "this architecture"
+    for m, pat in enumerate(report.get("patterns", [])):
+        side = {(t["sample"], t["layer"], t["neuron"]): t["active"] for t in pat["ties"]}
+        sides = tuple(True if t in persistent else side.get(t, True) for t in facts.ties)
+        # checked before anything else: a pattern without a rank still claims these (no witness part exists)
+        if pat["cn"] is not None or pat["rank_a"] is not None:
+            fails.append(f"patterns[{m}]: cn and rank_a must be null (Theorem 8 is not proved for {features})")
+        fails += reachable_claim(pat, f"patterns[{m}]", witnessed=False)
+        if len(pat["ties"]) != len(side):  # one tie twice, maybe on both sides: names no resolution
+            fails.append(f"patterns[{m}].ties: a tie listed more than once")
+            continue
+        if set(side) == set(facts.ties) and pat["rank_gamma"] is None and pat["cs"] is None:
+            continue  # a resolution enumerated without a certified rank: it claims nothing more
+        if set(side) != set(facts.ties) or sides not in proved:
+            fails.append(f"patterns[{m}].ties: not a tie resolution certified by the free_rank part")
+            continue
+        lo, hi = proved[sides]
+        for key, found in (("rank_gamma", lo if lo == hi else None),
+                           ("cs", cs_from_bounds(lo, hi, facts.symmetry.dim_free))):
+            if pat[key] is not None and pat[key] != found:
+                fails.append(f"patterns[{m}].{key}: the case gives {found!r}, the report claims {pat[key]!r}")
+    return fails
+
+
+def free_rank_claims(report: dict[str, Any], facts: ConstrainedFacts, cert: dict[str, Any],
+                     everyone: list[tuple[bool, ...]] | None, ranks: OwnRanks, limits: WorkLimits, clean: bool
+                     ) -> tuple[list[str], list[str], dict[tuple[bool, ...], tuple[int, int]]]:
+    """A layer graph's ``free_rank`` part and its ``rank_gamma``, ``cs``, ``rank_gamma_interval``, ``montecarlo``.
+
+    The part lists every resolution the verifier enumerates (``everyone``, None past its cap:
+    :mod:`exactident.verify.resolutions`); the claims are checked against the smallest rank over them
+    (:func:`exactident.verify.rank_rules.rank_claim_problems`): the certified bounds, or without a part the
+    verifier's own ranks mod p (``ranks``) and ``min(rows, dim_free)``.  ``clean``: nothing failed before
+    (the rank message is printed only then).
+
+    Returns
+    -------
+    (failures, messages, proved)
+        ``proved``: the certified ``(lo, hi)`` per resolution (empty unless the part is valid).
+    """
+    cn, sym = facts.cn, facts.symmetry
+    fails: list[str] = []
+    msgs: list[str] = []
+    proved: dict[tuple[bool, ...], tuple[int, int]] = {}
+    if "free_rank" in cert:
+        bad, proved = check_free_rank(facts, cert["free_rank"], limits)
+        if not bad and everyone is not None:  # the rule shared with the MLP: every resolution the verifier enumerates
+            bad = cover_problems(proved, everyone, "certificate.free_rank.resolutions", show=list)
+        elif not bad:
+            bad = [f"certificate.free_rank.resolutions: 2^{n_free_sides(facts)} tie resolutions are past the "
+                   f"verifier's limit of {limits.max_resolutions} (--max-resolutions): not verified"]
+        fails += bad
+        if not bad:
+            open_ = sorted({(lo, hi) for lo, hi in proved.values() if lo < hi})
+            msgs.append(f"free_rank part valid: all {len(proved)} tie resolution(s), ranks "
+                        f"{sorted({lo for lo, hi in proved.values() if lo == hi})} certified"
+                        + (f", intervals {[list(b) for b in open_]}" if open_ else ""))
+        else:
+            proved = {}
+    top = min(len(facts.X) * cn.widths[-1], sym.dim_free)
+
+    def own(s: tuple[bool, ...]) -> RankBounds:  # no certificate: the verifier's ranks mod p, and the proven top
+        return RankBounds(min(ranks.at(s, sym.dim_free), top), top)
+
+    claims_rank = any(report.get(k) is not None for k in ("rank_gamma", "cs", "rank_gamma_interval", "montecarlo"))
+    bounds: RankBounds | None = None
+    if proved and everyone is not None:
+        bounds = smallest(RankBounds(*proved[s]) for s in everyone)
+    elif "free_rank" not in cert and everyone is not None and claims_rank:
+        bounds = smallest(own(s) for s in everyone)
+    fails += rank_claim_problems(report, bounds, sym.dim_free, "rank Gamma_free (smallest over the tie resolutions)",
+                                 reaches=lambda v: everyone is not None and all(ranks.at(s, v) >= v for s in everyone))
+    if bounds is not None and clean and not fails and everyone is not None:
+        msgs.append(f"rank valid: the smallest rank Gamma_free over the {len(everyone)} tie resolution(s) is "
+                    f"{'certified ' + bounds.text if bounds.exact is None else bounds.text}, dim_free = {sym.dim_free}")
+    return fails, msgs, proved

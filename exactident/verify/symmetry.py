@@ -6,7 +6,9 @@
   weight, ``s_v = 0`` under a fixed nonzero bias, 0 across a weight tied to a slope),
   their orbit tangent ``S_H`` at ``theta`` exactly over Q, widened by the affine group of linear
   units (:mod:`exactident.verify.linear_symmetry`), ``rank T`` and ``dim_free = rank T - dim S_H``;
-- :func:`softmax_rank_bound`: ``k - dim(S_H + shifts)`` (shifts of every logit by one amount).
+- :func:`softmax_rank_bound`: ``k - dim(S_H + shifts)`` (shifts of every logit by one amount);
+- :func:`gauge_spans`, :func:`into_chart`: a gauge (parameters held fixed) meeting ``S_H`` in 0, and a
+  direction taken into its chart by subtracting its part in ``S_H``.
 
 A plain ReLU MLP's ``dim`` is the same count for its family (every weight and bias free, no
 linear unit): ``dim_free = n_params - (hidden units)``.
@@ -21,7 +23,7 @@ import numpy as np
 
 from exactident.model.constrained import ConstrainedNetwork
 
-__all__ = ["Symmetry", "rescaling_symmetry", "softmax_rank_bound"]
+__all__ = ["Symmetry", "gauge_spans", "into_chart", "rescaling_symmetry", "softmax_rank_bound"]
 
 
 @dataclass
@@ -182,3 +184,24 @@ def softmax_rank_bound(cn: ConstrainedNetwork, sym: Symmetry) -> int:
             M[i, sym.symmetry_dim + c] = col[i]
     return k - (M.rref()[1] if M.ncols() else 0)
 
+
+def gauge_spans(sym: Symmetry, gauge: list[int]) -> bool:
+    """The ``gauge`` parameters' rows of the basis of ``S_H`` are a basis: ``S_H`` meets the chart in 0."""
+    if len(gauge) != sym.symmetry_dim:
+        return False
+    if not gauge:
+        return True
+    rows = flint.fmpq_mat(len(gauge), sym.symmetry_dim, [sym.basis[j, c] for j in gauge
+                                                         for c in range(sym.symmetry_dim)])
+    return rows.rank() == len(gauge)
+
+
+def into_chart(sym: Symmetry, delta: list[flint.fmpq], gauge: list[int]) -> list[flint.fmpq]:
+    """``delta - sigma``, ``sigma`` in ``S_H`` with ``sigma_F = delta_F`` (the gauge has been checked by
+    :func:`gauge_spans`)."""
+    m = sym.symmetry_dim
+    if not m:
+        return delta
+    B_F = flint.fmpq_mat(m, m, [sym.basis[j, c] for j in gauge for c in range(m)])
+    c = B_F.solve(flint.fmpq_mat(m, 1, [delta[j] for j in gauge]))
+    return [delta[j] - sum((sym.basis[j, a] * c[a, 0] for a in range(m)), flint.fmpq(0)) for j in range(len(delta))]

@@ -56,6 +56,8 @@ def _unit_rows(facts: ConstrainedFacts, hidden: list[list[list[Fraction]]], l: i
 
 
 def check_units(facts: ConstrainedFacts, report: dict[str, Any], fails: list[str]) -> dict[tuple[int, int], Any]:
+    """Append to ``fails`` every ``units`` entry that is not what the case gives; return each unit's parameters
+    and local rows (for :func:`check_channels`)."""
     cn = facts.cn
     names = free_parameter_names(facts)
     hidden = [[[Fraction(int(x.p), int(x.q)) for x in row] for row in facts.X]]
@@ -101,6 +103,7 @@ def check_units(facts: ConstrainedFacts, report: dict[str, Any], fails: list[str
 
 def check_channels(facts: ConstrainedFacts, report: dict[str, Any], rows_of: dict[tuple[int, int], Any],
               fails: list[str]) -> None:
+    """Append to ``fails`` the first ``channels`` entry that is not what the units (checked) and the case give."""
     cn, units = facts.cn, report["units"]
     groups: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
     for u in units:

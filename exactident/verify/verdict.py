@@ -44,12 +44,20 @@ from collections.abc import Callable, Mapping, Sequence
 
 from exactident.verify.rank_rules import RankBounds, proves_identifiable
 
-__all__ = ["RESOLUTION_FREE", "identifiable_proved", "verdict_strength_problems"]
+__all__ = ["GRAPH_RULES", "RESOLUTION_FREE", "graph_verdict_problems", "identifiable_proved",
+           "verdict_strength_problems"]
 
 #: Certificate parts that need no enumeration of the tie resolutions, per report kind (module docstring).
 RESOLUTION_FREE = {"mlp": ("line", "entering"),
                    "graph": ("dead_units", "constant_units", "slope_lines", "line", "submersion",
                              "entering_submersion")}
+
+#: ``decided_by`` values a layer graph's report may carry, with the verdict each gives (the plain MLP's:
+#: :data:`exactident.verify.claims.RULES`).
+GRAPH_RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-units": "not-identifiable",
+               "constant-units": "not-identifiable", "slope-lines": "not-identifiable",
+               "submersion": "not-identifiable",
+               "entering-submersion": "not-identifiable", "line": "not-identifiable", "none": "inconclusive"}
 
 
 def identifiable_proved(everyone: Sequence[tuple[bool, ...]] | None, dim: int,
@@ -113,3 +121,40 @@ def verdict_strength_problems(verdict: str | None, identifiable: bool, not_ident
         return []
     name, why = proved[0]
     return [f"verdict: report says {verdict}, but the certificate proves {name}" + (f" ({why})" if why else "")]
+
+
+def graph_verdict_problems(verdict: str | None, rule: str | None, proofs: Mapping[str, bool], identifiable: bool,
+                           dim_free: int, features: str) -> tuple[list[str], list[str]]:
+    """``(failures, messages)`` of a layer graph's ``verdict`` and ``decided_by``.
+
+    ``proofs``: each resolution-free part present and whether it was verified; ``identifiable``: what
+    :func:`identifiable_proved` gave.  ``decided_by`` must be a rule of :data:`GRAPH_RULES` giving the
+    verdict, backed by its part; the verdict must be proved; no weaker verdict
+    (:func:`verdict_strength_problems`, the plain MLP's rule).
+    """
+    fails: list[str] = []
+    msgs: list[str] = []
+    not_identifiable = any(proofs.values())
+    if rule is not None and (rule not in GRAPH_RULES or (verdict is not None and GRAPH_RULES[rule] != verdict)):
+        why = "Theorem 8 (C_N) is not proved for " + features if rule == "theorem-8" else \
+            f"not a rule giving {verdict} for a constrained network"
+        fails.append(f"decided_by: {rule!r}: {why}")
+    # every not-identifiable rule names its part (as the plain MLP's line / entering / structural rules do)
+    if rule in GRAPH_RULES and GRAPH_RULES[rule] == "not-identifiable" and not proofs.get(rule.replace("-", "_")):
+        fails.append(f"decided_by: {rule} without a verified {rule.replace('-', '_')} part")
+    if verdict == "identifiable":
+        if not identifiable:
+            fails.append(f"verdict: identifiable needs rank Gamma_free = dim_free = {dim_free} on every tie "
+                         "resolution; the verifier finds less")
+        else:
+            msgs.append("verdict identifiable verified: rank Gamma_free = dim_free on every tie resolution")
+    elif verdict == "not-identifiable":
+        if not not_identifiable:
+            fails.append(f"verdict: not-identifiable needs an exact certificate for {features} (dead_units, "
+                         "constant_units, slope_lines, submersion, entering_submersion or line), verified")
+    elif verdict == "degenerate":
+        fails.append("verdict: no degenerate rule is proved for constrained networks")
+    fails += verdict_strength_problems(
+        verdict, identifiable, not_identifiable, "rank Gamma_free = dim_free on every tie resolution",
+        "a valid " + " / ".join(k for k, ok in proofs.items() if ok) + " part")
+    return fails, msgs
