@@ -96,3 +96,42 @@ def test_not_identifiable_without_the_line_refused():
     cn, X = _case()
     assert not verify_constrained(cn, X, _report("not-identifiable", "dead-units", with_part=False),
                                   limits=WorkLimits(max_resolutions=8))[0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the rule against weaker verdicts, one for both kinds: the verifier's own ranks count for the plain MLP too
+
+def _mlp(xs):
+    from exactident.io.case import parse_case
+
+    # f = 3 relu(2 x + 1) + 0: sample -1/2 is on the kink (a visible tie)
+    return parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
+                       "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[x] for x in xs]})
+
+
+def _gamma_rank_by_hand(xs, tie_active: bool) -> int:
+    # Gamma over the free parameters (w, b, c) (the outgoing weight v = 3 is the fixed edge): an active sample
+    # gives (v x, v, 1), an inactive one (0, 0, 1); the tie takes the side of the resolution
+    import sympy as sp
+
+    rows = []
+    for x in map(Fraction, xs):
+        z = 2 * x + 1
+        active = z > 0 or (z == 0 and tie_active)
+        rows.append([3 * x, 3, 1] if active else [0, 0, 1])
+    return sp.Matrix(rows).rank()
+
+
+@pytest.mark.parametrize("xs, refused", [(("-1/2", "1", "2", "-1"), True), (("-1/2", "1", "2"), False)])
+def test_mlp_inconclusive_refused_when_own_ranks_prove_identifiable(xs, refused):
+    from exactident.verify.certificate import verify_certificate
+
+    dim = 3  # 1 * 1 + 1 * 1 + 1
+    by_hand = [_gamma_rank_by_hand(xs, side) for side in (True, False)]
+    assert (all(r == dim for r in by_hand)) is refused  # C_S on both tie resolutions iff refused
+    report = {"name": "k", "verdict": "inconclusive", "on_boundary": True, "n_ties": 1,
+              "certificate": {"boundary": {"ties": [{"sample": 0, "layer": 1, "neuron": 0}], "invisible_ties": []}}}
+    valid, msgs = verify_certificate(_mlp(xs), report)
+    assert valid is not refused, msgs
+    if refused:
+        assert any("proves identifiable" in m for m in msgs), msgs

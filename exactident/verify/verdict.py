@@ -14,7 +14,9 @@ or need none (``submersion``: no sample on a kink).  These parts are checked bef
 enumerates resolutions; when one of them proves ``not-identifiable``, the verifier does not compute
 its own ranks on the ``2^k`` resolutions (:func:`identifiable_proved` is then asked only what the
 certified bounds say): soundly, since ``C_S`` on every resolution would prove the opposite verdict,
-which a valid line excludes.  Rank claims the report makes are still checked, each from its own part.
+which a valid line excludes.  Rank claims the report makes beside it (``rank_gamma``, an
+interval, a ``free_rank`` or ``boundary`` part) are claims too and are still checked, which may need
+every resolution: a report decided by a line that claims no rank needs none.
 
 **The smallest verdict over the resolutions.**  ``identifiable`` needs ``C_S`` (``R_Gamma = dim``,
 ``dim_free`` for a layer graph) on every tie resolution the verifier enumerates itself
