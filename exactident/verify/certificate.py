@@ -81,7 +81,7 @@ from exactident.verify.resolutions import every_resolution, persistent_ties
 from exactident.verify.schema import GRAPH_REPORT, validate, validate_report
 from exactident.verify.structural import verify_structural
 from exactident.verify.submersion import check_entering_submersion, check_submersion
-from exactident.verify.verdict import graph_verdict_problems, identifiable_proved
+from exactident.verify.verdict import RESOLUTION_FREE, graph_verdict_problems, identifiable_proved
 
 __all__ = ["NOT_VERIFIED_MARK", "PARTS", "run_verify_certificate", "verify_certificate", "verify_constrained"]
 
@@ -375,9 +375,6 @@ def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits 
     return 0 if valid else 3
 
 
-#: A layer graph's certificate parts that prove ``not-identifiable``, each with why (checked first: none needs the
-#: tie resolutions, :mod:`exactident.verify.verdict`).
-_GRAPH_PROOFS = ("dead_units", "constant_units", "slope_lines", "submersion", "entering_submersion", "line")
 
 
 def _graph_proof(facts: ConstrainedFacts, key: str, part: dict) -> tuple[list[str], str]:
@@ -460,7 +457,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     cert = report.get("certificate") or {}
     # the parts that need no tie resolution, first (their messages keep their place below)
     proofs: dict[str, tuple[list[str], str]] = {key: _graph_proof(facts, key, cert[key])
-                                                for key in _GRAPH_PROOFS if key in cert}
+                                                for key in RESOLUTION_FREE if key in cert}
     line_ok = {key: not bad for key, (bad, _why) in proofs.items()}
     not_identifiable = any(line_ok.values())
     persistent = persistent_ties(facts)  # a side that changes nothing: enumerated active only

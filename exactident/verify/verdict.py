@@ -49,10 +49,9 @@ from exactident.verify.rank_rules import RankBounds, proves_identifiable
 __all__ = ["GRAPH_RULES", "RESOLUTION_FREE", "graph_verdict_problems", "identifiable_proved",
            "verdict_strength_problems"]
 
-#: Certificate parts that need no enumeration of the tie resolutions, per report kind (module docstring).
-RESOLUTION_FREE = {"mlp": ("line", "entering"),
-                   "graph": ("dead_units", "constant_units", "slope_lines", "line", "submersion",
-                             "entering_submersion")}
+#: A layer graph's certificate parts that prove ``not-identifiable`` and need no enumeration of the tie
+#: resolutions (module docstring), in the order they are checked; the plain MLP's are ``line`` and ``entering``.
+RESOLUTION_FREE = ("dead_units", "constant_units", "slope_lines", "submersion", "entering_submersion", "line")
 
 #: ``decided_by`` values a layer graph's report may carry, with the verdict each gives (the plain MLP's:
 #: :data:`exactident.verify.claims.RULES`).
