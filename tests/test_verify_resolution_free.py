@@ -99,39 +99,54 @@ def test_not_identifiable_without_the_line_refused():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the rule against weaker verdicts, one for both kinds: the verifier's own ranks count for the plain MLP too
+# the rule against weaker verdicts, one for both kinds: the verifier's own ranks count against `inconclusive`
+# on the tie resolutions the report analysed; a report that enumerated none (past the engine's cap) says only
+# that it did not decide within its limits
 
-def _mlp(xs):
-    from exactident.io.case import parse_case
-
-    # f = 3 relu(2 x + 1) + 0: sample -1/2 is on the kink (a visible tie)
-    return parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
-                       "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[x] for x in xs]})
+XS_FULL = ("-1/2", "1", "2", "-1")  # f = 3 relu(2 x + 1): sample -1/2 on the kink, -1 inactive
 
 
-def _gamma_rank_by_hand(xs, tie_active: bool) -> int:
-    # Gamma over the free parameters (w, b, c) (the outgoing weight v = 3 is the fixed edge): an active sample
-    # gives (v x, v, 1), an inactive one (0, 0, 1); the tie takes the side of the resolution
+def _gamma_free_rank_by_hand(tie_active: bool) -> int:
+    # Gamma_free over (w, b, v, c) at w = 2, b = 1, v = 3: an active sample gives (v x, v, w x + b, 1), an
+    # inactive one (0, 0, 0, 1); the tie (x = -1/2) takes the side of the resolution
     import sympy as sp
 
     rows = []
-    for x in map(Fraction, xs):
+    for x in map(Fraction, XS_FULL):
         z = 2 * x + 1
-        active = z > 0 or (z == 0 and tie_active)
-        rows.append([3 * x, 3, 1] if active else [0, 0, 1])
+        rows.append([3 * x, 3, z, 1] if z > 0 or (z == 0 and tie_active) else [0, 0, 0, 1])
     return sp.Matrix(rows).rank()
 
 
-@pytest.mark.parametrize("xs, refused", [(("-1/2", "1", "2", "-1"), True), (("-1/2", "1", "2"), False)])
-def test_mlp_inconclusive_refused_when_own_ranks_prove_identifiable(xs, refused):
+def _graph_report(patterns: bool) -> dict:
+    report = {"format": "exactident-report/1", "name": "k", "verdict": "inconclusive", "decided_by": "none",
+              "widths": [1, 1, 1], "n_samples": 4, "rank_gamma": None, "rank_a": None, "cn": None,
+              "architecture": {"features": [], "n_params": 4, "rank_t": 4, "symmetry_dim": 1, "dim_free": 3}}
+    if patterns:  # the resolutions the report says it analysed, with no rank certified
+        report["patterns"] = [{"ties": [{"sample": 0, "layer": 1, "neuron": 0, "active": a}], "rank_gamma": None,
+                               "rank_a": None, "cs": None, "cn": None} for a in (True, False)]
+    return report
+
+
+def test_inconclusive_on_analysed_resolutions_refused_where_own_ranks_prove_cs():
+    # dim_free = 4 parameters - 1 rescaling = 3, and Gamma_free has rank 3 on both resolutions: C_S everywhere
+    assert [_gamma_free_rank_by_hand(side) for side in (True, False)] == [3, 3]
+    net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]])
+    cn, X = from_network(net), [[q(Fraction(x).numerator, Fraction(x).denominator)] for x in XS_FULL]
+    valid, msgs = verify_constrained(cn, X, _graph_report(patterns=True))
+    assert not valid and any("proves identifiable" in m for m in msgs), msgs
+    # nothing enumerated (past the engine's cap): the verdict says only that nothing was decided
+    valid, msgs = verify_constrained(cn, X, _graph_report(patterns=False))
+    assert valid, msgs
+
+
+def test_mlp_inconclusive_past_the_engine_cap_accepted():
+    from exactident.io.case import parse_case
     from exactident.verify.certificate import verify_certificate
 
-    dim = 3  # 1 * 1 + 1 * 1 + 1
-    by_hand = [_gamma_rank_by_hand(xs, side) for side in (True, False)]
-    assert (all(r == dim for r in by_hand)) is refused  # C_S on both tie resolutions iff refused
+    case = parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
+                       "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[x] for x in XS_FULL]})
     report = {"name": "k", "verdict": "inconclusive", "on_boundary": True, "n_ties": 1,
               "certificate": {"boundary": {"ties": [{"sample": 0, "layer": 1, "neuron": 0}], "invisible_ties": []}}}
-    valid, msgs = verify_certificate(_mlp(xs), report)
-    assert valid is not refused, msgs
-    if refused:
-        assert any("proves identifiable" in m for m in msgs), msgs
+    valid, msgs = verify_certificate(case, report)
+    assert valid, msgs

@@ -81,7 +81,7 @@ from exactident.verify.resolutions import every_resolution, persistent_ties
 from exactident.verify.schema import GRAPH_REPORT, validate, validate_report
 from exactident.verify.structural import verify_structural
 from exactident.verify.submersion import check_entering_submersion, check_submersion
-from exactident.verify.verdict import RESOLUTION_FREE, graph_verdict_problems, identifiable_proved
+from exactident.verify.verdict import RESOLUTION_FREE, graph_verdict_problems, identifiable_proved, own_ranks_count
 
 __all__ = ["NOT_VERIFIED_MARK", "PARTS", "run_verify_certificate", "verify_certificate", "verify_constrained"]
 
@@ -475,8 +475,10 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
     # identifiable: C_S on every resolution (certified, or the verifier's own ranks mod p: a rank mod p never
     # exceeds the rank over Q); not computed past a valid resolution-free proof of the opposite (verify.verdict)
     certified = {s: RankBounds(*b) for s, b in proved.items()}
+    enumerated = bool(proved) or bool(report.get("patterns")) or not facts.ties
+    own = own_ranks_count(verdict, not_identifiable, enumerated)
     identifiable = identifiable_proved(everyone, sym.dim_free, certified,
-                                       None if not_identifiable else lambda s, v: ranks.at(s, v) >= v)
+                                       (lambda s, v: ranks.at(s, v) >= v) if own else None)
     bad, more = graph_verdict_problems(verdict, rule, line_ok, identifiable, sym.dim_free, features)
     fails += bad
     msgs += more

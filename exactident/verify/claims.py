@@ -37,7 +37,7 @@ from exactident.verify.common_claims import same_json as _same
 from exactident.verify.common_claims import typed_field as _typed
 from exactident.verify.facts import CaseFacts
 from exactident.verify.rank_rules import RankBounds, proves_identifiable, rank_claim_problems, smallest
-from exactident.verify.verdict import identifiable_proved, verdict_strength_problems
+from exactident.verify.verdict import identifiable_proved, own_ranks_count, verdict_strength_problems
 
 __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
            "identity_claims", "rank_and_pattern_claims", "reachable_claim",
@@ -308,8 +308,9 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs,
 
     ``everyone`` (every tie resolution, sides over ``facts.visible``; :mod:`exactident.verify.resolutions`)
     and ``own_reaches`` (the verifier's own ranks mod p) serve the rule against weaker verdicts
-    (:mod:`exactident.verify.verdict`): an ``inconclusive`` verdict with nothing proving not-identifiable is
-    refused when ``C_S`` holds on every resolution by the certified bounds or the verifier's own ranks.
+    (:mod:`exactident.verify.verdict`): an ``inconclusive`` verdict with nothing proving not-identifiable, on
+    resolutions the report analysed, is refused when ``C_S`` holds on every one by the certified bounds or the
+    verifier's own ranks.
     """
     if verdict not in VERDICTS:
         return [f"verdict: report says {verdict!r}, not one of {list(VERDICTS)}"]
@@ -345,7 +346,9 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs,
         return [f"verdict: report says not-identifiable, but no valid entering or line part proves it and the "
                 f"ranks do not ({shown}, dim = {dim})"]
     why_identifiable = "C_S certified on every tie resolution"
-    if verdict == "inconclusive" and not identifiable and not not_identifiable and own_reaches is not None:
+    enumerated = not facts.visible or bool(res)  # the report analysed the resolutions (verify.verdict)
+    if not identifiable and own_reaches is not None and own_ranks_count(verdict, not_identifiable, enumerated) \
+            and verdict == "inconclusive":
         # the rule shared with layer graphs: the verifier's own ranks count as a proof against a weaker verdict
         certified = _certified_by_resolution(facts, proofs)
         if identifiable_proved(everyone, dim, certified, own_reaches):

@@ -31,11 +31,17 @@ the stricter of what the two verifiers used to apply, now for both kinds:
 - ``not-identifiable``: a verified part of the report's certificate (a line, ``entering``,
   ``submersion``, ...) or, for the plain MLP only, certified ``R_Gamma = R_A < dim`` (Theorem 8);
 - ``identifiable``: ``C_S`` on every resolution from the certified bounds *or from the verifier's own
-  ranks mod its primes* (a rank mod p never exceeds the rank over Q), computed when a verdict short of
-  ``identifiable`` is claimed with nothing proving ``not-identifiable`` and the resolutions are within
-  ``--max-resolutions``.  Before, only a layer graph's verifier looked at its own ranks; a plain MLP's
-  ``inconclusive`` beside ranks reaching ``dim`` on every resolution was accepted when the report
-  certified none.
+  ranks mod its primes* (a rank mod p never exceeds the rank over Q), within ``--max-resolutions``
+  (:func:`own_ranks_count`): asked against an ``inconclusive`` verdict with nothing proving
+  ``not-identifiable``, when the report analysed the tie resolutions (it lists them, certified or as
+  ``patterns``, or the case has none visible).  Before, only a layer graph's verifier looked at its own
+  ranks against a weaker verdict; a plain MLP's ``inconclusive`` beside a certificate leaving the rank
+  unsettled (an interval reaching ``dim``) was accepted where the ranks reach ``dim``.  A report that
+  enumerated no resolution (past the engine's own ``--max-resolutions``) claims only that it did not
+  decide within its limits: its ``inconclusive`` is accepted for both kinds (before, a layer graph's was
+  refused when the verifier, with a larger cap, found ``C_S`` on every resolution; the plain MLP's
+  past-the-cap report was accepted, and that behaviour is kept: a report true to the limits it ran
+  under is not made invalid by the verifier's larger ones).
 
 Pure functions of what the caller certified or recomputed; nothing here reads the report.
 """
@@ -46,7 +52,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from exactident.verify.rank_rules import RankBounds, proves_identifiable
 
-__all__ = ["GRAPH_RULES", "RESOLUTION_FREE", "graph_verdict_problems", "identifiable_proved",
+__all__ = ["GRAPH_RULES", "RESOLUTION_FREE", "graph_verdict_problems", "identifiable_proved", "own_ranks_count",
            "verdict_strength_problems"]
 
 #: A layer graph's certificate parts that prove ``not-identifiable`` and need no enumeration of the tie
@@ -59,6 +65,25 @@ GRAPH_RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-u
                "constant-units": "not-identifiable", "slope-lines": "not-identifiable",
                "submersion": "not-identifiable",
                "entering-submersion": "not-identifiable", "line": "not-identifiable", "none": "inconclusive"}
+
+
+def own_ranks_count(verdict: str | None, not_identifiable: bool, enumerated: bool) -> bool:
+    """Do the verifier's own ranks mod p count towards ``identifiable`` (module docstring)?
+
+    Yes for an ``identifiable`` verdict (they may prove it; a plain MLP's verdict is then still checked
+    against its certificate), and against an ``inconclusive`` one when the report ``enumerated`` the tie
+    resolutions; never past a valid proof of ``not-identifiable`` (no resolution is then enumerated).
+
+    Examples
+    --------
+    >>> own_ranks_count("inconclusive", False, True), own_ranks_count("inconclusive", False, False)
+    (True, False)
+    >>> own_ranks_count("inconclusive", True, True), own_ranks_count("identifiable", False, False)
+    (False, True)
+    """
+    if not_identifiable:
+        return False
+    return verdict == "identifiable" or (verdict == "inconclusive" and enumerated)
 
 
 def identifiable_proved(everyone: Sequence[tuple[bool, ...]] | None, dim: int,
