@@ -1,6 +1,6 @@
 """Claims every report makes, checked by one rule for the plain MLP and the layer graph.
 
-:mod:`exactident.verify.claims` (the plain MLP) and :mod:`exactident.verify.constrained` (the layer
+:mod:`exactident.verify.claims` (the plain MLP) and :func:`exactident.verify.certificate.verify_constrained` (the layer
 graph) both call these: is the report about this case (:func:`identity_claims`), does it say it is not
 certified (:func:`uncertified_claims`), and is a tie resolution's ``reachable: true`` backed by a
 verified witness (:func:`reachable_claim`).  Nothing here trusts the report: each function compares

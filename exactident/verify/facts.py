@@ -213,7 +213,7 @@ class ConstrainedFacts:
     ----------
     cn : ConstrainedNetwork
     X : n rows of ``N_0`` fmpq
-    forward : per layer ``(Z_l, S_l)`` from :func:`integer_forward`
+    forward : per layer ``(Z_l, S_l)`` from :func:`exactident.verify.forward.integer_forward`
     symmetry : Symmetry
     ties : list of ``(sample, layer, unit)``
         ``z = 0`` at a kinked unit, ordered by layer, then sample, then unit.
@@ -259,5 +259,5 @@ class ConstrainedFacts:
         return pat
 
     def gamma_mod_p(self, p: int, active: Sequence[np.ndarray] | None = None) -> np.ndarray:
-        """:func:`gamma_free_mod_p` on this sample."""
+        """:func:`exactident.verify.gamma.gamma_free_mod_p` on this sample."""
         return gamma_free_mod_p(self.cn, self.X, self.forward, p, active)

@@ -59,7 +59,7 @@ def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     ----------
     cn : ConstrainedNetwork
     X : n rows of ``N_0`` fmpq (the sample)
-    forward : the output of :func:`integer_forward` on ``X``
+    forward : the output of :func:`exactident.verify.forward.integer_forward` on ``X``
     p : prime in ``[3, 2**31)`` dividing no denominator of the case (``pow`` raises ``ValueError`` otherwise)
     active : list of bool arrays ``(n, N_l)``, optional
         The side of every (sample, hidden unit): ``True`` slope 1, ``False`` the unit's slope.

@@ -214,7 +214,7 @@ def line_is_constant(cn: Any, X: Sequence[Sequence[flint.fmpq]],
 
 
 def outputs_at(cn: Any, x: Sequence[flint.fmpq], theta: Sequence[flint.fmpq]) -> list[flint.fmpq]:
-    """The outputs ``f_theta(x)`` at one input (exact, by :func:`integer_forward`)."""
+    """The outputs ``f_theta(x)`` at one input (exact, by :func:`exactident.verify.forward.integer_forward`)."""
     Z, S = integer_forward(cn.with_theta(list(theta)), [list(x)])[-1]
     return [flint.fmpq(int(z), S) for z in Z.entries()]
 

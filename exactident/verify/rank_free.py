@@ -10,6 +10,7 @@ Every fact comes from :class:`~exactident.verify.facts.ConstrainedFacts` (the ve
     ``dim_free``), ``kernel`` (each column checked over Q by forward-mode derivatives; with ``S_H``
     they bound the rank by ``n_params - rank [K | S_H]``) or ``exact-elimination`` (the verifier's
     own exact rank, up to ``--max-exact-entries``).  A claimed ``rank`` must sit between the two bounds.
+
 The resolutions listed are compared with the verifier's own enumeration
 (:mod:`exactident.verify.resolutions`), the rule of the plain MLP's ``boundary`` part.
 :class:`OwnRanks` gives the verifier's own ranks mod p where no certificate is given.

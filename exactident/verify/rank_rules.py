@@ -1,8 +1,8 @@
 """The rules that turn certified rank bounds into accepted claims and verdicts, for every architecture.
 
 One mechanism for the plain ReLU MLP (:mod:`exactident.verify.claims`, :mod:`exactident.verify.boundary`)
-and for layer graphs (:mod:`exactident.verify.constrained`), so that a forgery refused for one is refused
-for the other (docs/boundary.md, "What VALID means"):
+and for layer graphs (:func:`exactident.verify.certificate.verify_constrained`), so that a forgery refused for
+one is refused for the other (docs/boundary.md, "What VALID means"):
 
 - **every tie resolution, enumerated by the verifier** (:mod:`exactident.verify.resolutions`): a
   certificate's resolutions are compared with the verifier's own enumeration of the case's resolutions;

@@ -8,7 +8,7 @@ report is invalid (exit 3).  The checkers of :mod:`exactident.verify` then read
 fields that are known to have the right shape; which *values* are true is theirs
 to decide.  The schema is declarative (a few combinators below, no dependency);
 docs/boundary.md ("What VALID means") lists the rules.  A layer graph's report (with
-``architecture``) is checked against :data:`GRAPH_REPORT`.
+``architecture``) is checked against ``GRAPH_REPORT``.
 
 What the schema leaves open, on purpose: ``numeric`` and ``provenance`` are JSON
 objects of any content (the float cross-check is not verified; ``provenance`` must
@@ -273,7 +273,7 @@ CERTIFICATE = Obj({}, {
                                                                    "value": RAT}, {"active": BOOL})),
                      "rank_gamma": NAT, "rank_a": NAT, "dim": NAT}, {"nonequivalence": NONEQUIVALENCE}),
     # the plain MLP's line (delta by name), or a layer graph's (kind, delta by index, names; the strict form is
-    # exactident.verify.constrained.CONSTRAINED_REPORT's, and the plain verifier refuses a part with a kind)
+    # exactident.verify.schema.GRAPH_REPORT's, and the plain verifier refuses a part with a kind)
     "line": Obj({"delta": AnyOf(ParamMap(), List(Tuple(NAT, RAT))), "t0": Null(RAT)},
                 {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE, "kind": Enum("line"), "names": List(STR)}),
     "structural": Obj({"mechanism": Enum("dead-neuron", "untouched-input", "proportional-neurons",
