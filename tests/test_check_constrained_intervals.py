@@ -17,7 +17,7 @@ from exactident.check import check, check_constrained
 from exactident.io.case import load_case
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
-from exactident.verify.constrained import verify_constrained
+from exactident.verify.certificate import verify_constrained
 
 F = flint.fmpq
 

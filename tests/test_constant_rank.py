@@ -1,4 +1,4 @@
-"""Theorem 8's argument beyond the dense ReLU MLP (boundary.constant_rank, verify.constrained_constant_rank), and the
+"""Theorem 8's argument beyond the dense ReLU MLP (boundary.constant_rank, verify.constant_rank), and the
 two counterexamples of docs/theory.md, "A necessary condition beyond the dense ReLU MLP".
 
 Truth, all independent of the code under test:
@@ -29,8 +29,8 @@ from exactident.boundary.constant_rank import alpha_gram, find_constant_rank, ra
 from exactident.boundary.rules import GRAPH_RULES
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
-from exactident.verify.constrained_constant_rank import check_constant_rank, rank_alpha
-from exactident.verify.constrained_facts import ConstrainedFacts
+from exactident.verify.constant_rank import check_constant_rank, rank_alpha
+from exactident.verify.facts import ConstrainedFacts
 
 Q = flint.fmpq
 
@@ -309,7 +309,7 @@ def test_engine_reaches_the_rule_and_the_verifier_accepts():
     submersion or straight line among the candidates settles it, the constant-rank certificate does, and
     verify-certificate's constrained verifier accepts the report."""
     from exactident.check import check_constrained
-    from exactident.verify.constrained import verify_constrained
+    from exactident.verify.certificate import verify_constrained
 
     rng = random.Random(0)
     for _trial in range(400):

@@ -1,5 +1,5 @@
 """The layer-graph engine's rules with their hypotheses (boundary.rules) and the line rule
-(boundary.kernel_line, verified by verify.constrained_parts.check_graph_line).
+(boundary.kernel_line, verified by verify.line.check_graph_line).
 
 Truth: hand derivations written here, checked with an independent forward pass in ``fractions.Fraction``
 (``_f`` below: the three-layer graph ``f(x) = v leaky(w x + b) + d`` evaluated directly, no project code).

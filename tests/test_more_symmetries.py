@@ -29,7 +29,7 @@ from exactident.check import check_constrained
 from exactident.model.architecture import Architecture, Layer, exact_array
 from exactident.model.compile import compile_architecture
 from exactident.model.symmetry import rescaling_symmetry
-from exactident.verify.constrained import verify_constrained
+from exactident.verify.certificate import verify_constrained
 
 
 class D:

@@ -170,7 +170,8 @@ def test_a_float_zero_of_either_sign_is_a_tie_on_the_active_side():
 
 def test_rescaling_the_channel_changes_no_rank():
     # (u1, u2, c) * 2 and (v1, v2) / 2 is the channel's rescaling: same function, same ranks, same dim_free
-    from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, verifier_primes
+    from exactident.verify.facts import ConstrainedFacts
+    from exactident.verify.gamma import rank_mod_p, verifier_primes
 
     X = [[q(v) for v in row] for row in [[1, 0, 2], [0, 1, 0], [2, 1, 3], [3, 3, 1], [1, 2, 0], [2, 0, 1]]]
     a, b = conv1d_net(1, -1, 1, 2, 3, 0), conv1d_net(2, -2, 2, 1, q(3, 2), 0)

@@ -1,4 +1,4 @@
-"""verify-certificate for constrained networks (exactident.verify.constrained): facts against the sympy
+"""verify-certificate for constrained networks (verify.certificate.verify_constrained): facts against the sympy
 oracle, genuine reports accepted, every mutated field rejected, hand-derived cases.
 
 Genuine reports are built here from the oracle's values (tests/xverify_oracle.py: sympy
@@ -19,8 +19,9 @@ import sympy as sp
 from xverify_oracle import Oracle, conv1d_net, random_constrained, residual_net
 
 from exactident.model.constrained import ConstrainedNetwork
-from exactident.verify.constrained import verify_constrained
-from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p, verifier_primes
+from exactident.verify.certificate import verify_constrained
+from exactident.verify.facts import ConstrainedFacts
+from exactident.verify.gamma import rank_mod_p, verifier_primes
 
 q = flint.fmpq
 
@@ -428,7 +429,7 @@ def test_entering_submersion_by_hand():
 
 def test_persistent_tie():
     # one channel, kernel (1, 2), no bias (fixed 0): at x = (0, 0, 1) pixel 0 sees (0, 0): z = 0 for every theta
-    from exactident.verify.constrained_submersion import persistent_ties
+    from exactident.verify.resolutions import persistent_ties
 
     cn = ConstrainedNetwork((3, 2, 1), [flint.fmpq_mat([[1, 2, 0], [0, 1, 2]]), flint.fmpq_mat([[1, -1]])],
                             [[q(0), q(0)], [q(1)]], [np.array([[0, 1, -1], [-1, 0, 1]]), np.array([[2, 3]])],

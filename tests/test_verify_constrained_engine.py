@@ -1,7 +1,7 @@
 """The engine's constrained reports through verify-certificate: genuine ones VALID, mutated ones INVALID;
 the float numeric block and crosscheck beside them.
 
-The engine (exactident.check, its layer-graph stages) and the verifier (exactident.verify.constrained*) share no
+The engine (exactident.check, its layer-graph stages) and the verifier (exactident.verify) share no
 code path; the cases are the shipped format-2 cases and random constrained networks.
 """
 
@@ -19,8 +19,11 @@ pytest.importorskip("exactident.model.compile")
 
 from exactident.check import check  # noqa: E402
 from exactident.io.case import load_case  # noqa: E402
-from exactident.verify.certificate import run_verify_certificate, verify_certificate  # noqa: E402
-from exactident.verify.constrained import verify_constrained  # noqa: E402
+from exactident.verify.certificate import (  # noqa: E402
+    run_verify_certificate,
+    verify_certificate,
+    verify_constrained,
+)
 
 # the small hand-made cases: the trained digits models (cases/architectures/digits-*, 700-1,500 parameters on
 # 200 rows) take minutes per check and are far past the sympy oracle; tests/test_architecture_cases.py loads them

@@ -28,8 +28,11 @@ from exactident.check import check, check_constrained  # noqa: E402
 from exactident.io.case import load_case, parse_case  # noqa: E402
 from exactident.io.limits import WorkLimits  # noqa: E402
 from exactident.io.report import reports_to_json  # noqa: E402
-from exactident.verify.certificate import run_verify_certificate, verify_certificate  # noqa: E402
-from exactident.verify.constrained import verify_constrained  # noqa: E402
+from exactident.verify.certificate import (  # noqa: E402
+    run_verify_certificate,
+    verify_certificate,
+    verify_constrained,
+)
 
 # ----------------------------------------------------------------------------------------------------------
 # the independent truth for plain MLPs: Fraction Jacobians over every parameter, sympy ranks

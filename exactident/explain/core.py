@@ -24,7 +24,7 @@ exact forward pass and ties (:func:`exactident.model.gamma_free.free_state`),
 parameter (:func:`exactident.explain.parameters.classify_free`), per unit and per
 channel (:mod:`exactident.explain.neurons`); fields ``parameters``, ``units``,
 ``channels``, ``kernel_basis``, ``explanation``, re-checked by
-:mod:`exactident.verify.constrained_explained`.
+:func:`exactident.verify.explained.verify_free_explained`.
 
 Called by :mod:`exactident.explain.command` and ``exactident check --explain``.
 """

@@ -139,7 +139,7 @@ def persistent_tie_indices(cn: ConstrainedNetwork, X: Sequence[Sequence[Any]],
     """The rule of :func:`persistent_ties` on ties ``(sample, layer, unit)`` computed by the caller.
 
     A pure function of the compiled network, the sample and the ties, so that the verifier applies the
-    engine's rule to the ties it recomputed itself (:mod:`exactident.verify.constrained`).
+    engine's rule to the ties it recomputed itself (:mod:`exactident.verify.resolutions`).
     """
     out = []
     for t, (i, l, v) in enumerate(ties):

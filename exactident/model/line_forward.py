@@ -2,8 +2,8 @@
 
 Shared by the engine (:mod:`exactident.boundary.line`, :mod:`exactident.boundary.structural`,
 :mod:`exactident.explain.parameters`, and for layer graphs :mod:`exactident.boundary.dead_units`)
-and the verifier (:mod:`exactident.verify.line`, :mod:`exactident.verify.explained`,
-:mod:`exactident.verify.constrained_facts`), like :mod:`exactident.linalg.blas_modp`: each caller
+and the verifier (:mod:`exactident.verify.line`, for the plain MLP and the layer graph, and
+:mod:`exactident.verify.explained`), like :mod:`exactident.linalg.blas_modp`: each caller
 builds ``theta``, ``delta`` and ``X`` from its own reading of the case.
 
 Along the line every pre-activation ``z_l(x^i; t)`` is, on a segment ``(0, t0)``, a

@@ -35,6 +35,7 @@ __all__ = [
     "parse_fraction",
     "parse_parameter",
     "rank_qq",
+    "rational",
     "show",
     "tie_key",
     "unknown_fields",
@@ -394,3 +395,9 @@ def capped_exact_rank(shape: tuple[int, int], build: Any, max_words: int, where:
         return None, (f"{where}: exact elimination of a {rows} x {cols} matrix of {words} 64-bit words is past "
                       f"the verifier's limit of {max_words} words (--max-exact-entries): not verified")
     return int(M.rank()), ""
+
+
+def rational(text: str) -> flint.fmpq:
+    """``"p/q"`` or ``"p"`` (already checked by the report's schema) as an exact fmpq."""
+    num, _, den = text.partition("/")
+    return flint.fmpq(int(num), int(den or 1))

@@ -27,7 +27,6 @@ of every tie resolution, on which Theorems 8 and 9 apply directly.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -45,7 +44,8 @@ from exactident.verify.arith import (
     unknown_fields,
 )
 from exactident.verify.facts import CaseFacts, Tie
-from exactident.verify.rank_rules import RankBounds, cover_problems
+from exactident.verify.rank_rules import RankBounds
+from exactident.verify.resolutions import cover_problems, every_resolution
 
 __all__ = ["BoundaryResult", "Resolution", "verify_boundary"]
 
@@ -242,10 +242,9 @@ def verify_boundary(case: Any, part: Any, facts: CaseFacts, check_rank: Any,
         verified.append(Resolution(tuple(active), ranks.rank_gamma, ranks.rank_a, reachable,
                                    getattr(ranks, "rank_gamma_interval", None)))
     # the verifier's own enumeration (each class of equal sample points on one side; the count was checked
-    # above, so it is as long as the list), against which the listed ones are compared by the rule shared
-    # with layer graphs: every resolution once, no other
-    class_of = {t: k for k, members in enumerate(facts.classes) for t in members}
-    everyone = [tuple(side[class_of[t]] for t in ties) for side in itertools.product((True, False), repeat=n_cls)]
+    # above, so it is within the cap), against which the listed ones are compared by the rule shared with
+    # layer graphs: every resolution once, no other
+    everyone = every_resolution(facts, max_resolutions, order=ties) or []
     out.fails += cover_problems(listed, everyone, f"{where}.resolutions", show=list)
     if not out.fails:
         out.resolutions = verified

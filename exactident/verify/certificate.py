@@ -38,19 +38,23 @@ report: every field is first checked against the one schema of the report
 names the field's JSON path.  The rules are in ``docs/boundary.md``.
 
 A case whose layer graph is more than a plain ReLU MLP (convolution, pooling, skips, leaky
-ReLU, PReLU) is verified by :func:`exactident.verify.constrained.verify_constrained` on the
-case's own compilation.
+ReLU, PReLU) is verified by :func:`verify_constrained` on the case's own compilation, with the
+same rules (:mod:`exactident.verify.resolutions`: every tie resolution enumerated by the verifier;
+:mod:`exactident.verify.verdict`: the smallest verdict over them, no weaker verdict, and the
+certificates that need no resolution first) and the same primitives.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
 from exactident.io.limits import DEFAULT_WORK_LIMITS, ReadLimits, WorkLimits
 from exactident.io.report_file import looks_like_case, looks_like_report, read_report_json
+from exactident.model.constrained import ConstrainedNetwork
 from exactident.verify.arith import BadField, need
 from exactident.verify.boundary import verify_boundary
 from exactident.verify.claims import (
@@ -65,14 +69,26 @@ from exactident.verify.claims import (
     verdict_claim,
     verify_degenerate,
 )
+from exactident.verify.common_claims import architecture_claims
 from exactident.verify.entering import verify_entering
-from exactident.verify.facts import CaseFacts
+from exactident.verify.explained import verify_free_explained
+from exactident.verify.facts import CaseFacts, ConstrainedFacts
 from exactident.verify.line import verify_line
+from exactident.verify.rank_free import OwnRanks, free_pattern_claims, free_rank_claims
 from exactident.verify.rank_kernel import closed_by
-from exactident.verify.schema import validate_report
+from exactident.verify.rank_rules import RankBounds
+from exactident.verify.resolutions import every_resolution, persistent_ties
+from exactident.verify.schema import GRAPH_REPORT, validate, validate_report
 from exactident.verify.structural import verify_structural
+from exactident.verify.verdict import (
+    RESOLUTION_FREE,
+    graph_verdict_problems,
+    identifiable_proved,
+    own_ranks_count,
+    resolution_free_proof,
+)
 
-__all__ = ["NOT_VERIFIED_MARK", "PARTS", "run_verify_certificate", "verify_certificate"]
+__all__ = ["NOT_VERIFIED_MARK", "PARTS", "run_verify_certificate", "verify_certificate", "verify_constrained"]
 
 #: What a failure line past one of the verifier's caps (``--max-exact-entries``, ``--max-resolutions``) says.
 NOT_VERIFIED_MARK = "past the verifier's limit"
@@ -141,9 +157,7 @@ def verify_certificate(case, report: Any, source: str = "<report>", *,
 
 def _verify_constrained_case(case, report: Any, require_claims: bool,
                              limits: WorkLimits) -> tuple[bool, list[str]]:
-    """A constrained network's report (:mod:`exactident.verify.constrained`), from the case's own compilation."""
-    from exactident.verify.constrained import verify_constrained
-
+    """A layer graph's report (:func:`verify_constrained`), from the case's own compilation."""
     if isinstance(report, dict) and require_claims:
         for key in ("name", "verdict"):
             if key not in report:
@@ -289,10 +303,24 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
     bad, more = verify_explained(case, report, facts, proofs)
     fails += bad
     msgs += more
-    if verdict is not None:
-        fails += verdict_claim(verdict, facts, proofs)
+    if verdict is not None:  # the rules of verify.verdict: every resolution, the verifier's own ranks if needed
+        fails += verdict_claim(verdict, facts, proofs, every_resolution(facts, limits.max_resolutions),
+                               _own_reaches(case, facts))
     msgs += [f"not verified: {key} ({why})" for key, why in NOT_VERIFIED.items() if key in report]
     return not fails, msgs + fails
+
+
+def _own_reaches(case, facts: CaseFacts):
+    """``(sides, target) -> bool``: the verifier's own ranks of ``Gamma`` mod p at a resolution (sides over
+    ``facts.visible``) reach ``target`` (:func:`exactident.verify.rank_kernel.own_rank_reaches`); None without it."""
+    try:
+        from exactident.verify.rank_kernel import own_rank_reaches
+    except ImportError:
+        return None
+
+    def reaches(sides: tuple[bool, ...], target: int) -> bool:
+        return own_rank_reaches(case, facts.pattern(dict(zip(facts.visible, sides))), target)
+    return reaches
 
 
 def _load_case_or_explain(case_path: str, limits: ReadLimits | None):
@@ -350,3 +378,112 @@ def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits 
     print("certificate VALID" if valid else "certificate NOT VERIFIED (past a --max-* limit of the verifier)"
           if capped else "certificate INVALID")
     return 0 if valid else 3
+
+
+def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], report: Any, *,
+                       name: str | None = None, input_shape: Sequence[int] | None = None,
+                       provenance: Any = None, limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[bool, list[str]]:
+    """Re-check a layer graph's report (convolution, pooling, skips, leaky ReLU, PReLU) from its case alone.
+
+    From the compiled network and the sample the verifier recomputes, with its own code
+    (:class:`~exactident.verify.facts.ConstrainedFacts`), the pre-activations and ties, ``Gamma_free`` mod
+    primes for any tie resolution, the rescaling symmetry ``S_H``, ``dim_free = rank T - dim S_H`` and the
+    softmax bound, then checks every claim:
+
+    - ``widths``, ``n_samples``, ``dim`` (``= dim_free``), ``architecture``, ``on_boundary``, ``n_ties``
+      (:func:`~exactident.verify.common_claims.architecture_claims`); ``rank_a`` and ``cn`` must be null (also in
+      ``patterns``): Theorem 8 (``C_N``) is proved for the plain layered ReLU MLP only; so is ``degenerate``;
+    - the parts that need no tie resolution first (``dead_units``, ``constant_units``, ``slope_lines``,
+      ``line``, ``submersion``, ``entering_submersion``; :mod:`exactident.verify.line`,
+      :mod:`exactident.verify.submersion`);
+    - the tie resolutions, enumerated by the verifier (:mod:`exactident.verify.resolutions`, up to
+      ``--max-resolutions``): a ``free_rank`` part (:mod:`exactident.verify.rank_free`) lists every one;
+    - ``rank_gamma``, ``cs``, ``rank_gamma_interval``, ``montecarlo`` against the smallest rank over every
+      resolution (:func:`exactident.verify.rank_rules.rank_claim_problems`); ``patterns``
+      (:func:`~exactident.verify.rank_free.free_pattern_claims`);
+    - the verdict by the rules of :mod:`exactident.verify.verdict` (``identifiable``: ``C_S`` on every
+      resolution, certified or by the verifier's own ranks mod p, not computed when a resolution-free part
+      proves ``not-identifiable``; no weaker verdict); ``decided_by`` must name a rule giving the verdict
+      (:data:`~exactident.verify.verdict.GRAPH_RULES`), backed by its part;
+    - ``rules``: only the ``decided_by`` rule may be ``decided``, and Theorem 8 must be ``not-applicable``;
+    - the explain fields (:func:`~exactident.verify.explained.verify_free_explained`).
+
+    Parameters
+    ----------
+    cn : ConstrainedNetwork
+        The compiled case (never taken from the report).
+    X : n rows of ``N_0`` exact numbers (fmpq or int)
+    report : dict
+        The report (``exactident-report/1`` with ``architecture``).
+    name, input_shape, provenance : optional
+        The case's, compared with the report's when given.
+    limits : WorkLimits
+        Caps on the verifier's own work (tie resolutions enumerated, exact eliminations); past one, the
+        claim that needs it is not verified (a failure saying so), never a hang.
+
+    Returns
+    -------
+    (valid, messages) : (bool, list of str)
+        What was checked, then what failed (each failure names the field, found and claimed).
+        A malformed report is a failure naming its field's JSON path, never an exception.
+    """
+    facts = ConstrainedFacts.from_network(cn, X)
+    if isinstance(report, dict):  # a report of another case: say so before its parts fail for shape reasons
+        identity = identity_claims(report, name, list(cn.layer_widths), len(facts.X), dim=facts.symmetry.dim_free)
+        if identity:
+            return False, identity + ["the report is not about this case: its certificate was not checked"]
+    problem = validate(report, GRAPH_REPORT)
+    if problem is not None:
+        return False, [problem]
+    uncertified = uncertified_claims(report)
+    if uncertified:  # timed out or Monte Carlo: the report itself says nothing is proved
+        return False, uncertified
+    max_resolutions = limits.max_resolutions
+    sym, msgs = facts.symmetry, []
+    features = ", ".join(cn.features) or "this architecture"
+    fails = architecture_claims(report, facts, name, input_shape, provenance)
+    msgs.append(f"recomputed: {cn.n_params} parameters, rank T = {sym.rank_t}, dim S_H = {sym.symmetry_dim}, "
+                f"dim_free = {sym.dim_free}, {len(facts.ties)} tie(s)")
+    cert = report.get("certificate") or {}
+    # the parts that need no tie resolution, first (their messages keep their place below)
+    proofs: dict[str, tuple[list[str], str]] = {key: resolution_free_proof(facts, key, cert[key])
+                                                for key in RESOLUTION_FREE if key in cert}
+    line_ok = {key: not bad for key, (bad, _why) in proofs.items()}
+    not_identifiable = any(line_ok.values())
+    persistent = persistent_ties(facts)  # a side that changes nothing: enumerated active only
+    everyone = every_resolution(facts, max_resolutions)  # None past the cap
+    ranks = OwnRanks(facts)
+    bad, more, proved = free_rank_claims(report, facts, cert, everyone, ranks, limits, clean=not fails)
+    fails += bad
+    msgs += more
+    fails += free_pattern_claims(report, facts, persistent, proved)
+    for key, (bad, why) in proofs.items():
+        fails += bad
+        if not bad:
+            msgs.append(f"{key} part valid: {why}")
+    verdict, rule = report.get("verdict"), report.get("decided_by")
+    # identifiable: C_S on every resolution (certified, or the verifier's own ranks mod p: a rank mod p never
+    # exceeds the rank over Q); not computed past a valid resolution-free proof of the opposite (verify.verdict)
+    certified = {s: RankBounds(*b) for s, b in proved.items()}
+    enumerated = bool(proved) or bool(report.get("patterns")) or not facts.ties
+    own = own_ranks_count(verdict, not_identifiable, enumerated)
+    identifiable = identifiable_proved(everyone, sym.dim_free, certified,
+                                       (lambda s, v: ranks.at(s, v) >= v) if own else None)
+    bad, more = graph_verdict_problems(verdict, rule, line_ok, identifiable, sym.dim_free, features)
+    fails += bad
+    msgs += more
+    bad, more = verify_free_explained(
+        facts, report, persistent=persistent, everyone=everyone or [], rank_at=ranks.at,
+        verified_parts={**line_ok, "dead_units": line_ok.get("dead_units", False)})
+    fails += bad
+    msgs += more
+    for m, entry in enumerate(report.get("rules", [])):  # the engine's account: only its decided rule is checked
+        if entry["status"] == "decided" and entry["rule"] != rule:
+            fails.append(f"rules[{m}]: {entry['rule']} is said to decide, but decided_by is {rule!r}")
+        if entry["rule"] == "theorem-8" and entry["status"] != "not-applicable":
+            fails.append(f"rules[{m}]: Theorem 8 (C_N) is proved for the dense ReLU MLP only, never for {features}")
+    if "rules" in report:
+        msgs.append("not verified: rules (why each rule ran or not: prose)")
+    if "explanation" in report:
+        msgs.append("not verified: explanation (prose)")
+    return not fails, msgs + fails

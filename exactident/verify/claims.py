@@ -25,6 +25,7 @@ names the value found and the value claimed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,13 +36,8 @@ from exactident.verify.common_claims import identity_claims, reachable_claim, un
 from exactident.verify.common_claims import same_json as _same
 from exactident.verify.common_claims import typed_field as _typed
 from exactident.verify.facts import CaseFacts
-from exactident.verify.rank_rules import (
-    RankBounds,
-    proves_identifiable,
-    rank_claim_problems,
-    smallest,
-    verdict_strength_problems,
-)
+from exactident.verify.rank_rules import RankBounds, proves_identifiable, rank_claim_problems, smallest
+from exactident.verify.verdict import identifiable_proved, own_ranks_count, verdict_strength_problems
 
 __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
            "identity_claims", "rank_and_pattern_claims", "reachable_claim",
@@ -307,8 +303,17 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
     return fails
 
 
-def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
-    """The verdict must be what the verified parts prove, by the rules of docs/boundary.md."""
+def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs,
+                  everyone: list[tuple[bool, ...]] | None = None,
+                  own_reaches: Callable[[tuple[bool, ...], int], bool] | None = None) -> list[str]:
+    """The verdict must be what the verified parts prove, by the rules of docs/boundary.md.
+
+    ``everyone`` (every tie resolution, sides over ``facts.visible``; :mod:`exactident.verify.resolutions`)
+    and ``own_reaches`` (the verifier's own ranks mod p) serve the rule against weaker verdicts
+    (:mod:`exactident.verify.verdict`): an ``inconclusive`` verdict with nothing proving not-identifiable, on
+    resolutions the report analysed, is refused when ``C_S`` holds on every one by the certified bounds or the
+    verifier's own ranks.
+    """
     if verdict not in VERDICTS:
         return [f"verdict: report says {verdict!r}, not one of {list(VERDICTS)}"]
     if facts.degenerate:
@@ -342,8 +347,18 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
     if verdict == "not-identifiable" and not not_identifiable:
         return [f"verdict: report says not-identifiable, but no valid entering or line part proves it and the "
                 f"ranks do not ({shown}, dim = {dim})"]
+    why_identifiable = "C_S certified on every tie resolution"
+    enumerated = not facts.visible or bool(res)  # the report analysed the resolutions (verify.verdict)
+    if not identifiable and own_reaches is not None and own_ranks_count(verdict, not_identifiable, enumerated) \
+            and verdict == "inconclusive":
+        # the rule shared with layer graphs: the verifier's own ranks count as a proof against a weaker verdict
+        certified = _certified_by_resolution(facts, proofs)
+        if identifiable_proved(everyone, dim, certified, own_reaches):
+            identifiable = True
+            why_identifiable = (f"C_S on every tie resolution: the certified ranks or the verifier's own ranks mod p "
+                                f"reach dim = {dim}")
     strength = verdict_strength_problems(
-        verdict, identifiable, not_identifiable, "C_S certified on every tie resolution",
+        verdict, identifiable, not_identifiable, why_identifiable,
         "a valid entering or line part" if proofs.nonequivalence else "certified R_Gamma = R_A < dim (Theorem 8)")
     if strength:
         return strength
@@ -357,6 +372,17 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs) -> list[str]:
             return [f"verdict: report says inconclusive, but the certificate does not certify the ranks that would "
                     f"show C_S failing and C_N holding ({shown})"]
     return []
+
+
+def _certified_by_resolution(facts: CaseFacts, proofs: Proofs) -> dict[tuple[bool, ...], RankBounds | None]:
+    """Certified ``R_Gamma`` bounds per tie resolution, keyed by sides over ``facts.visible`` (sorted)."""
+    if not facts.visible:
+        return {(): gamma_bounds(facts, proofs)}
+    res = proofs.boundary.resolutions if proofs.boundary else None
+    if not res or proofs.boundary is None:
+        return {}
+    order = [proofs.boundary.ties.index(t) for t in facts.visible]
+    return {tuple(r.active[k] for k in order): r.bounds for r in res}
 
 
 def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any) -> list[str]:

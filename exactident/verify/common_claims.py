@@ -1,6 +1,6 @@
 """Claims every report makes, checked by one rule for the plain MLP and the layer graph.
 
-:mod:`exactident.verify.claims` (the plain MLP) and :mod:`exactident.verify.constrained` (the layer
+:mod:`exactident.verify.claims` (the plain MLP) and :func:`exactident.verify.certificate.verify_constrained` (the layer
 graph) both call these: is the report about this case (:func:`identity_claims`), does it say it is not
 certified (:func:`uncertified_claims`), and is a tie resolution's ``reachable: true`` backed by a
 verified witness (:func:`reachable_claim`).  Nothing here trusts the report: each function compares
@@ -9,11 +9,17 @@ it with facts its caller recomputed from the case.
 
 from __future__ import annotations
 
-from typing import Any
+from math import prod
+from typing import TYPE_CHECKING, Any
 
 from exactident.verify.arith import need
+from exactident.verify.symmetry import softmax_rank_bound
 
-__all__ = ["identity_claims", "reachable_claim", "same_json", "typed_field", "uncertified_claims"]
+if TYPE_CHECKING:
+    from exactident.verify.facts import ConstrainedFacts
+
+__all__ = ["architecture_claims", "identity_claims", "reachable_claim", "same_json", "typed_field",
+           "uncertified_claims"]
 
 
 def same_json(a: Any, b: Any) -> bool:
@@ -123,4 +129,41 @@ def uncertified_claims(report: dict) -> list[str]:
         shown = f", error probability <= {prob}" if isinstance(prob, (int, float)) else ""
         fails.append(f"certified: the report says its ranks are Monte Carlo ranks, not certified{shown}: "
                      "nothing backs its ranks or verdict")
+    return fails
+
+
+def architecture_claims(report: dict, facts: ConstrainedFacts, name: str | None, input_shape: Any,
+                        provenance: Any) -> list[str]:
+    """A layer graph's ``name``, ``widths``, ``n_samples``, ``dim`` (``= dim_free``), ``on_boundary``, ``n_ties``,
+    ``provenance``, ``architecture`` and the fields Theorem 8 would need (``cn``, ``rank_a``: null), recomputed."""
+    cn, sym, fails = facts.cn, facts.symmetry, []
+    features = ", ".join(cn.features) or "this architecture"
+
+    def claim(field: str, found: Any, claimed: Any) -> None:
+        if claimed != found:
+            fails.append(f"{field}: the case gives {found!r}, the report claims {claimed!r}")
+
+    arch = report["architecture"]
+    for key, found in (("name", name), ("widths", cn.layer_widths), ("n_samples", len(facts.X)),
+                       ("dim", sym.dim_free), ("on_boundary", bool(facts.ties)), ("n_ties", len(facts.ties)),
+                       ("provenance", provenance)):
+        if key in report and (found is not None or key not in ("name", "provenance")):
+            claim(key, found, report[key])
+    claim("architecture.features", sorted(cn.features), sorted(arch["features"]))
+    for key, found in (("n_params", cn.n_params), ("rank_t", sym.rank_t), ("symmetry_dim", sym.symmetry_dim),
+                       ("dim_free", sym.dim_free)):
+        claim(f"architecture.{key}", found, arch[key])
+    if "softmax_rank_bound" in arch:
+        claim("architecture.softmax_rank_bound", softmax_rank_bound(cn, sym), arch["softmax_rank_bound"])
+    if "input_shape" in arch:
+        if input_shape is not None:
+            claim("architecture.input_shape", list(input_shape), arch["input_shape"])
+        elif prod(arch["input_shape"]) != cn.widths[0]:
+            fails.append(f"architecture.input_shape: {arch['input_shape']} does not hold {cn.widths[0]} inputs")
+    if report.get("cn") is not None:
+        fails.append(f"cn: Theorem 8 (C_N) is not proved for {features}: a constrained report must say null")
+    if report.get("rank_a") is not None:
+        fails.append(f"rank_a: R_A is not used for {features} (Theorem 8 is not proved for it): must be null")
+    if report.get("degenerate"):
+        fails.append("degenerate: no degenerate rule is proved for constrained networks")
     return fails

@@ -21,14 +21,40 @@ Nothing is trusted.  From the case alone:
 - each ``neurons`` entry's counts, hyperplane rank (sympy over QQ), flags, twins
   and couplings, recomputed with Fractions; ``why`` is prose.
 
+A layer graph's report (:func:`verify_free_explained`: ``kernel_basis``, ``parameters`` in the chart of the
+free parameters, ``units``, ``channels``, docs/explain.md, "Constrained networks").  Nothing is
+trusted; from the compiled network and the sample, with the verifier's own facts
+(:class:`~exactident.verify.facts.ConstrainedFacts`):
+
+- the gauge (the ``parameters`` of class ``gauge``) has ``dim S_H`` parameters whose rows of the
+  verifier's own basis of ``S_H`` are independent (exact over Q), so ``S_H`` meets the chart in 0;
+- each ``kernel_basis`` block: its directions (integers) are zero on the gauge, in ``ker Gamma_free(s)``
+  (``Gamma_free(s) delta = 0`` exactly, forward mode, for the block's tie resolution ``s``) and
+  independent (exact rank); its ``rank_gamma`` is proved from both sides: a rank mod p at least
+  that large (a lower bound), and ``k - dim S_H - (number of directions)`` equal to it (the
+  directions and ``S_H`` span independent parts of the kernel, an upper bound), which also makes the
+  block a complete basis of the kernel in the chart; ``line: true`` is re-checked by the verifier's
+  polynomial forward pass in ``t`` (:func:`~exactident.verify.line.line_is_constant`) along
+  ``delta`` and ``-delta``;
+- each ``parameters`` entry's class against its witness: ``identifiable`` needs the identifiable
+  verdict (itself verified); ``not-identifiable`` a verified certificate part of its ``by`` whose
+  direction (``-e_j`` for a dead-unit line, ``+e_j`` for a slope line, the listed ``delta`` otherwise),
+  taken into the chart by subtracting its part in ``S_H``, moves the parameter;
+  ``first-order-determined`` complete blocks for every tie resolution, none moving it;
+  ``undetermined`` a verified direction (its ``witness``) moving it;
+- each ``units`` and ``channels`` entry recomputed (:mod:`exactident.verify.units_check`).
+
 Called by :mod:`exactident.verify.certificate`.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
+
+import flint
 
 from exactident.linalg.certified import has_full_column_rank, kernel_is_zero_mod
 from exactident.linalg.modular import random_primes
@@ -38,9 +64,13 @@ from exactident.model.integer_forward import data_denominator
 from exactident.model.line_forward import line_pass
 from exactident.verify.arith import BadField, direction, need, parse_fraction, unknown_fields
 from exactident.verify.claims import Proofs
-from exactident.verify.facts import CaseFacts
+from exactident.verify.facts import CaseFacts, ConstrainedFacts
+from exactident.verify.gamma import directional_derivative
+from exactident.verify.line import line_is_constant
+from exactident.verify.symmetry import gauge_spans, into_chart
+from exactident.verify.units_check import INTEGER, check_channels, check_units, free_parameter_names
 
-__all__ = ["EXPLAIN_FIELDS", "verify_explained"]
+__all__ = ["EXPLAIN_FIELDS", "verify_explained", "verify_free_explained"]
 
 #: The report fields checked here.
 EXPLAIN_FIELDS = ("parameters", "neurons", "kernel_basis")
@@ -317,3 +347,153 @@ def verify_explained(case: Any, report: dict, facts: CaseFacts, proofs: Proofs) 
             msgs.append("neurons valid: counts, hyperplane ranks, flags, twins and couplings recomputed")
     return fails, msgs
 
+
+class _FreeBlock:
+    def __init__(self, sides: tuple[bool, ...], vectors: list[list[flint.fmpq]], lines: list[bool],
+                 complete: bool) -> None:
+        self.sides, self.vectors, self.lines, self.complete = sides, vectors, lines, complete
+
+
+def _free_blocks(facts: ConstrainedFacts, blocks: list[dict[str, Any]], gauge: list[int] | None, persistent: set,
+                 rank_at: Callable[[tuple[bool, ...], int], int], fails: list[str]) -> list[_FreeBlock]:
+    cn, k = facts.cn, facts.cn.n_params
+    index = {name: j for j, name in enumerate(free_parameter_names(facts))}
+    zero = flint.fmpq(0)
+    out = []
+    for b, blk in enumerate(blocks):
+        where = f"kernel_basis[{b}]"
+        active = blk["active"]
+        if (active is None) != (not facts.ties) or (active is not None and len(active) != len(facts.ties)):
+            fails.append(f"{where}.active: expected {'null' if not facts.ties else f'{len(facts.ties)} sides'}")
+            out.append(_FreeBlock((), [], [], False))
+            continue
+        sides = tuple(True if t in persistent else bool(a) for t, a in zip(facts.ties, active or []))
+        pattern = facts.resolution(sides) if facts.ties else None
+        vectors, lines, ok = [], [], True
+        for d, direc in enumerate(blk["directions"]):
+            vec = [zero] * k
+            for name, value in direc["delta"].items():
+                if name not in index or not isinstance(value, str) or not INTEGER.fullmatch(value) or int(value) == 0:
+                    fails.append(f"{where}.directions[{d}].delta[{name!r}]: not a parameter with a nonzero integer")
+                    ok = False
+                    break
+                vec[index[name]] = flint.fmpq(int(value))
+            if not ok:
+                break
+            if gauge is not None and any(vec[j] != zero for j in gauge):
+                fails.append(f"{where}.directions[{d}]: moves a gauge parameter")
+                ok = False
+            elif any(v != zero for v in directional_derivative(cn, facts.X, vec, pattern)):
+                fails.append(f"{where}.directions[{d}]: Gamma_free(s) delta != 0 (not a kernel vector)")
+                ok = False
+            line = bool(direc.get("line"))
+            if ok and line and not (line_is_constant(cn, facts.X, vec)[0]
+                                    and line_is_constant(cn, facts.X, [-v for v in vec])[0]):
+                fails.append(f"{where}.directions[{d}].line: the outputs on X move along theta + t delta")
+                ok = False
+            vectors.append(vec)
+            lines.append(line)
+        if ok and vectors and flint.fmpq_mat(vectors).rank() != len(vectors):
+            fails.append(f"{where}.directions: not independent")
+            ok = False
+        rank = blk["rank_gamma"]
+        if ok and (gauge is None or k - facts.symmetry.symmetry_dim - len(vectors) != rank
+                   or rank_at(sides, rank) < rank):
+            fails.append(f"{where}.rank_gamma: {rank} is not proved (a rank mod p at least {rank}, and "
+                         f"k - dim S_H - {len(vectors)} directions = {k - facts.symmetry.symmetry_dim - len(vectors)})")
+            ok = False
+        out.append(_FreeBlock(sides, vectors if ok else [], lines if ok else [], ok))
+    return out
+
+
+def _moved_by_certificate(facts: ConstrainedFacts, cert: dict[str, Any], key: str, gauge: list[int]) -> set[int]:
+    part = cert.get(key)
+    if not isinstance(part, dict):
+        return set()
+    k = facts.cn.n_params
+    delta = [flint.fmpq(0)] * k
+    single = key in ("dead_units", "slope_lines")  # one parameter moved: lowered (dead unit), raised (slope)
+    if single and 0 <= int(part["parameter"]) < k:
+        delta[int(part["parameter"])] = flint.fmpq(-1 if key == "dead_units" else 1)
+    for j, v in part.get("delta", []) if not single else []:
+        if 0 <= j < k:
+            num, _, den = str(v).partition("/")
+            delta[j] = flint.fmpq(int(num), int(den or 1))
+    return {j for j, v in enumerate(into_chart(facts.symmetry, delta, gauge)) if v != 0}
+
+
+def _free_parameters(facts: ConstrainedFacts, report: dict[str, Any], blocks: list[_FreeBlock], gauge: list[int],
+                verified_parts: dict[str, bool], everyone: list[tuple[bool, ...]], fails: list[str]) -> None:
+    names = free_parameter_names(facts)
+    entries = report["parameters"]
+    if [(e["index"], e["name"]) for e in entries] != list(enumerate(names)):
+        fails.append("parameters: not one entry per free parameter in theta order with its name")
+        return
+    covered = {b.sides for b in blocks if b.complete}
+    cert = report.get("certificate") or {}
+    for j, e in enumerate(entries):
+        where, cls = f"parameters[{j}]", e["class"]
+        moved_any = any(b.vectors[d][j] != 0 for b in blocks for d in range(len(b.vectors)))
+        if cls == "identifiable" and report.get("verdict") != "identifiable":
+            fails.append(f"{where}: identifiable needs the identifiable verdict")
+        elif cls == "not-identifiable":
+            key = str(e.get("by", "")).replace("-", "_")
+            if not verified_parts.get(key) or j not in _moved_by_certificate(facts, cert, key, gauge):
+                fails.append(f"{where}: not-identifiable needs a verified certificate part {key!r} moving it")
+        elif cls == "first-order-determined" and (moved_any or not everyone or not set(everyone) <= covered):
+            fails.append(f"{where}: first-order-determined needs complete kernel blocks of every tie resolution, "
+                         "none moving it")
+        elif cls == "undetermined":
+            w = e.get("witness")
+            ok = isinstance(w, list) and len(w) == 2 and 0 <= w[0] < len(blocks) \
+                and 0 <= w[1] < len(blocks[w[0]].vectors) and blocks[w[0]].vectors[w[1]][j] != 0
+            if ok and e.get("line") and not blocks[w[0]].lines[w[1]]:
+                ok = False
+            if not ok:
+                fails.append(f"{where}: undetermined needs a verified kernel direction (its witness) moving it")
+
+def verify_free_explained(facts: ConstrainedFacts, report: dict[str, Any], *, persistent: set,
+                          everyone: list[tuple[bool, ...]], rank_at: Callable[[tuple[bool, ...], int], int],
+                          verified_parts: dict[str, bool]) -> tuple[list[str], list[str]]:
+    """``(failures, messages)`` for the explain fields of a layer graph's report (module docstring).
+
+    Parameters
+    ----------
+    facts : ConstrainedFacts
+        The verifier's own facts on the case.
+    report : dict
+        The report, already validated by the schema.
+    persistent : set of (sample, layer, unit)
+        The persistent ties (their side changes nothing; taken active).
+    everyone : list of tuple of bool
+        Every tie resolution (persistent ties active); empty past the verifier's cap.
+    rank_at : callable (sides, target) -> int
+        The verifier's largest rank mod p of ``Gamma_free(s)`` over its primes.
+    verified_parts : dict str -> bool
+        The certificate parts verified (``dead_units``, ``constant_units``, ``slope_lines``, ``line``,
+        ``submersion``, ``entering_submersion``).
+    """
+    fails: list[str] = []
+    shown = [k for k in ("parameters", "units", "channels", "kernel_basis") if k in report]
+    if not shown:
+        return [], []
+    gauge = None
+    if "parameters" in report:
+        gauge = [j for j, e in enumerate(report["parameters"]) if e.get("class") == "gauge"]
+        if not gauge_spans(facts.symmetry, gauge):
+            fails.append(f"parameters: the gauge ({len(gauge)} parameters) does not meet S_H (dim "
+                         f"{facts.symmetry.symmetry_dim}) in a basis of its rows")
+            gauge = None
+    blocks = _free_blocks(facts, report.get("kernel_basis", []), gauge, persistent, rank_at, fails)
+    if "parameters" in report and gauge is not None:
+        _free_parameters(facts, report, blocks, gauge, verified_parts, everyone, fails)
+    rows_of = check_units(facts, report, fails) if "units" in report else {}
+    if "channels" in report:
+        if "units" not in report or "parameters" not in report:
+            fails.append("channels: checked against units and parameters, which the report lacks")
+        elif not any(f.startswith("units") for f in fails):
+            check_channels(facts, report, rows_of, fails)
+    msgs = [] if fails else [f"explain fields valid: {', '.join(shown)} recomputed from the case"
+                             + (f" ({sum(len(b.vectors) for b in blocks)} kernel directions checked exactly)"
+                                if blocks else "")]
+    return fails, msgs

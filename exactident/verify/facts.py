@@ -1,4 +1,7 @@
-"""What the verifier knows about a case: derived from the case file alone, with Fractions.
+"""What the verifier knows about a case: derived from the case file alone, exactly.
+
+:class:`CaseFacts` holds a plain ReLU MLP's facts (with Fractions), :class:`ConstrainedFacts` a layer
+graph's (convolution, pooling, skips, leaky ReLU, PReLU: with FLINT).
 
 Nothing in a report is trusted: the ties, which of them are invisible (and the
 layer that blocks each), the visible ties whose resolutions exist (ties at equal
@@ -13,13 +16,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from math import lcm
 from typing import Any
 
+import flint
 import numpy as np
 
-from exactident.verify.forward import LazyRows, scaled_forward
+from exactident.model.constrained import ConstrainedNetwork
+from exactident.verify.forward import LazyRows, integer_forward, scaled_forward
+from exactident.verify.gamma import gamma_free_mod_p
+from exactident.verify.symmetry import Symmetry, rescaling_symmetry
 
-__all__ = ["CaseFacts", "Tie"]
+__all__ = ["CaseFacts", "ConstrainedFacts", "Tie"]
 
 #: A tie as the verifier keys it: (sample, layer, neuron).
 Tie = tuple[int, int, int]
@@ -195,3 +203,61 @@ def _classes(visible: list[Tie], X: Sequence, Z: Sequence) -> list[list[Tie]]:
             where.setdefault(key, []).append(len(out))
             out.append([t])
     return out
+
+
+@dataclass
+class ConstrainedFacts:
+    """Everything the verifier derives from a compiled network and its sample (nothing from a report).
+
+    Attributes
+    ----------
+    cn : ConstrainedNetwork
+    X : n rows of ``N_0`` fmpq
+    forward : per layer ``(Z_l, S_l)`` from :func:`exactident.verify.forward.integer_forward`
+    symmetry : Symmetry
+    ties : list of ``(sample, layer, unit)``
+        ``z = 0`` at a kinked unit, ordered by layer, then sample, then unit.
+    avoid : int
+        The lcm of every denominator of the case (no prime dividing it is used).
+    """
+
+    cn: ConstrainedNetwork
+    X: list[list[flint.fmpq]]
+    forward: list[tuple[flint.fmpz_mat, int]]
+    symmetry: Symmetry
+    ties: list[tuple[int, int, int]]  # (sample, layer, unit) with z = 0 at a kinked unit
+    avoid: int  # lcm of every denominator of the case
+
+    @classmethod
+    def from_network(cls, cn: ConstrainedNetwork, X: Sequence[Sequence[object]]) -> ConstrainedFacts:
+        Xq = [[v if isinstance(v, flint.fmpq) else flint.fmpq(v) for v in row] for row in X]  # type: ignore[call-overload]
+        fw = integer_forward(cn, Xq)
+        ties = []
+        for l in range(1, cn.L):
+            kinked = [bool(int(cn.slope_index[l - 1][v]) >= 0 or cn.negative_slope[l - 1][v] != 1)
+                      for v in range(cn.widths[l])]
+            Z = fw[l - 1][0]
+            for i in range(Z.nrows()):
+                for v in range(Z.ncols()):
+                    if kinked[v] and Z[i, v] == 0:
+                        ties.append((i, l, v))
+        dens = [int(v.q) for row in Xq for v in row] + [S for _Z, S in fw]
+        dens += [int(M.numer_denom()[1]) for M in cn.W] + [int(x.q) for bl in cn.b for x in bl]
+        dens += [int(x.q) for a in cn.negative_slope for x in a]
+        return cls(cn, Xq, fw, rescaling_symmetry(cn), ties, lcm(1, *dens))
+
+    def sign_pattern(self) -> list[np.ndarray]:
+        """The ``z >= 0`` side of every (sample, hidden unit), bool ``(n, N_l)``."""
+        return [np.array([z >= 0 for z in Z.entries()], dtype=bool).reshape(Z.nrows(), Z.ncols())
+                for Z, _S in self.forward[:-1]]
+
+    def resolution(self, sides: Sequence[bool]) -> list[np.ndarray]:
+        """The pattern with tie ``t`` (in the order of ``ties``) on side ``sides[t]``."""
+        pat = [P.copy() for P in self.sign_pattern()]
+        for (i, l, v), s in zip(self.ties, sides):
+            pat[l - 1][i, v] = bool(s)
+        return pat
+
+    def gamma_mod_p(self, p: int, active: Sequence[np.ndarray] | None = None) -> np.ndarray:
+        """:func:`exactident.verify.gamma.gamma_free_mod_p` on this sample."""
+        return gamma_free_mod_p(self.cn, self.X, self.forward, p, active)

@@ -4,8 +4,9 @@ Independent of the engine (:mod:`exactident.model.integer_forward` is not used):
 case's rationals are brought to integer matrices over one denominator per layer
 (FLINT ``fmpq_mat.numer_denom``) and each layer is one FLINT ``fmpz_mat`` product, so
 no ``Fraction`` is built except for the values a check reads
-(:class:`LazyRows`).  :func:`scaled_forward` gives the pre-activations (the facts of
-:mod:`exactident.verify.facts`: ties, patterns).  The ``line`` part's polynomials in ``t``
+(:class:`LazyRows`).  :func:`scaled_forward` gives the pre-activations of a plain ReLU MLP,
+:func:`integer_forward` those of any layer graph (each unit's negative slope applied exactly;
+the facts of :mod:`exactident.verify.facts`: ties, patterns).  The ``line`` part's polynomials in ``t``
 come from the primitive the engine shares, :mod:`exactident.model.line_forward`.  The
 ``Fraction`` versions in :mod:`exactident.verify.arith` (:func:`~exactident.verify.arith.forward_tangent`,
 :func:`~exactident.verify.arith.line_forward`) are the references both are tested against.
@@ -16,11 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 from math import lcm
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flint
 
-__all__ = ["LazyRows", "pre_activations", "scaled_forward"]
+if TYPE_CHECKING:
+    from exactident.model.constrained import ConstrainedNetwork
+
+__all__ = ["LazyRows", "integer_forward", "pre_activations", "scaled_forward"]
 
 
 def _lcm_den(values) -> int:
@@ -118,3 +122,42 @@ class LazyRows(Sequence):
         if i not in self._rows:
             self._rows[i] = self._make(i)
         return self._rows[i]
+
+
+def _int_rows(M: flint.fmpq_mat) -> tuple[flint.fmpz_mat, int]:
+    num, den = M.numer_denom()
+    return num, int(den)
+
+
+def integer_forward(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]
+                    ) -> list[tuple[flint.fmpz_mat, int]]:
+    """Pre-activations ``z_l(x^i) = Z_l[i, v] / S_l`` exactly, ``l = 1..L`` (``Z_l`` integers, ``S_l > 0``).
+
+    With ``h_{l-1} = H / S``, ``W_l = W' / d_W``, ``b_l = b' / d_b`` and ``S' = lcm(d_W S, d_b)``:
+    ``Z_l = (S' / (d_W S)) H W'^T + (S' / d_b) b'``; a hidden unit with slope ``a_v = p_v / q_v``
+    gives ``h = z`` for ``z >= 0`` and ``a_v z`` below, kept on the scale ``S' lcm(q)``.
+    """
+    n = len(X)
+    N0 = cn.widths[0]
+    H, S = _int_rows(flint.fmpq_mat(n, N0, [v for row in X for v in row])) if n else (flint.fmpz_mat(0, N0), 1)
+    out = []
+    for l in range(1, cn.L + 1):
+        Wn, dW = _int_rows(cn.W[l - 1])
+        bn, db = _int_rows(flint.fmpq_mat(1, cn.widths[l], list(cn.b[l - 1])))
+        S_new = lcm(dW * S, db)
+        if n:
+            Z = H * (Wn.transpose() * (S_new // (dW * S))) \
+                + flint.fmpz_mat(n, cn.widths[l], [v * (S_new // db) for v in bn.entries()] * n)
+        else:
+            Z = flint.fmpz_mat(0, cn.widths[l])
+        out.append((Z, S_new))
+        if l < cn.L:
+            a = cn.negative_slope[l - 1]
+            q = lcm(1, *(int(x.q) for x in a))
+            up = [int(x.p) * (q // int(x.q)) for x in a]
+            N = cn.widths[l]
+            H = flint.fmpz_mat(n, N, [z * q if z >= 0 else z * up[c] for row in Z.tolist()
+                                      for c, z in enumerate(row)]) if n else flint.fmpz_mat(0, N)
+            S = S_new * q
+    return out
+

@@ -1,12 +1,13 @@
 """Reading a rank certificate's parts: its kernel columns (strictly), ``M K = 0`` mod primes or over Q,
-and which bound closed each rank (:func:`closed_by`).
+and which bound closed each rank (:func:`closed_by`); the verifier's own ranks of ``Gamma`` mod its primes
+(:func:`own_rank_reaches`, for the rule against weaker verdicts).
 
 Helpers of :mod:`exactident.verify.rank` (kept apart for size), with the reading of ``fixed_edges``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flint
@@ -14,9 +15,13 @@ import numpy as np
 
 from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.model.fixed_edges import fixed_edges
+from exactident.model.gamma_modular import ModularData, gamma_mod_p, gamma_sketch_mod_p
+from exactident.model.integer_forward import data_denominator
 from exactident.verify.arith import BadField, unknown_fields
+from exactident.verify.rank_rules import own_ranks_reach
 
-__all__ = ["closed_by", "gamma_columns_mod_p", "gamma_product_is_zero", "zero_by_columns"]
+__all__ = ["OWN_SKETCH_SEED", "closed_by", "gamma_columns_mod_p", "gamma_product_is_zero", "own_rank_reaches",
+           "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -123,7 +128,7 @@ def gamma_columns_mod_p(net, X, pattern, fixed, q: int, cols: np.ndarray, avoid:
     """
     from exactident.linalg.modular import require_prime
     from exactident.model.fixed_edges import free_parameters
-    from exactident.model.gamma_modular import ModularData, _backprop_mod_p
+    from exactident.model.gamma_modular import _backprop_mod_p
 
     require_prime(q, avoid)
     data[:] = data or [ModularData(net, X)]
@@ -150,7 +155,7 @@ def gamma_product_is_zero(net, X, pattern, fixed, q: int, cols: list[dict[int, i
     """
     from exactident.linalg.modular import require_prime
     from exactident.model.fixed_edges import free_parameters
-    from exactident.model.gamma_modular import ModularData, _backprop_mod_p
+    from exactident.model.gamma_modular import _backprop_mod_p
 
     require_prime(q, avoid)
     data[:] = data or [ModularData(net, X)]
@@ -208,3 +213,27 @@ def _structural(what: str, kind: str, up: dict, m: Any, bound: int) -> None:
     if value != bound:
         raise _Reject(f"{what}.upper.bound: certificate says {kind} bounds the rank by {bound}, "
                       f"recomputed bound is {value}")
+
+
+#: The verifier's own seed for the sketch of a wide ``Gamma`` (:func:`own_rank_reaches`).
+OWN_SKETCH_SEED = 20_261_207
+
+
+def own_rank_reaches(case: Any, pattern: Sequence[np.ndarray], target: int) -> bool:
+    """The verifier's own ranks of ``Gamma`` at ``pattern`` mod its primes reach ``target`` (then ``R_Gamma >=
+    target``).
+
+    No certificate is read: ``Gamma`` mod the verifier's own primes
+    (:func:`exactident.verify.rank_rules.own_ranks_reach`, default fixed edges).  False proves nothing
+    (a rank mod p may fall below the rank).  Used by the rule against weaker verdicts
+    (:mod:`exactident.verify.verdict`).
+    """
+    net, X = case.network, case.X
+    if len(X) * net.widths[-1] < target or net.dim < target:
+        return False  # R_Gamma <= min(rows, dim): no prime can show more
+    fixed = _fixed(net, [])
+    avoid = data_denominator(net, X)
+    data = ModularData(net, X)
+    return own_ranks_reach(
+        (len(X) * net.widths[-1], net.dim), avoid, lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data),
+        lambda q, k, seed: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, seed, avoid, data), OWN_SKETCH_SEED)(target)

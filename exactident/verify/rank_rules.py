@@ -1,12 +1,11 @@
 """The rules that turn certified rank bounds into accepted claims and verdicts, for every architecture.
 
 One mechanism for the plain ReLU MLP (:mod:`exactident.verify.claims`, :mod:`exactident.verify.boundary`)
-and for layer graphs (:mod:`exactident.verify.constrained`), so that a forgery refused for one is refused
-for the other (docs/boundary.md, "What VALID means"):
+and for layer graphs (:func:`exactident.verify.certificate.verify_constrained`), so that a forgery refused for
+one is refused for the other (docs/boundary.md, "What VALID means"):
 
-- **every tie resolution, enumerated by the verifier**: a certificate's resolutions are compared with the
-  verifier's own enumeration of the case's resolutions (:func:`cover_problems`): one missing, one listed twice
-  or one that is not a resolution of the case is not valid;
+- **every tie resolution, enumerated by the verifier** (:mod:`exactident.verify.resolutions`): a
+  certificate's resolutions are compared with the verifier's own enumeration of the case's resolutions;
 - **the smallest rank over the resolutions** (:func:`smallest`): ``rank_gamma`` means ``min_s R_Gamma(s)``,
   bounded by ``[min_s lo_s, min_s hi_s]`` from the certified bounds ``lo_s <= R_Gamma(s) <= hi_s``;
 - **an interval is never evidence for C_S** (:func:`rank_claim_problems`,
@@ -14,22 +13,20 @@ for the other (docs/boundary.md, "What VALID means"):
   certified *lower* bound to reach ``dim``; an interval whose upper end reaches ``dim`` with its lower end
   below is "rank not settled": ``cs`` must be null, and so must ``rank_gamma`` (its Monte Carlo value is
   labelled in ``montecarlo``); a claimed ``rank_gamma_interval`` must be the certified bounds;
-- **no weaker verdict** (:func:`verdict_strength_problems`): a report whose own certificate proves
-  identifiable or not-identifiable cannot say ``inconclusive``, nor the opposite verdict.
+- **no weaker verdict** (:mod:`exactident.verify.verdict`).
 
 Pure functions of numbers the verifier has already certified; nothing here reads the report's certificate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from exactident.model.conditions import cs_from_bounds
 
-__all__ = ["OWN_PRIMES", "RankBounds", "cover_problems", "own_ranks_reach", "proves_identifiable",
-           "rank_claim_problems", "smallest", "verdict_strength_problems"]
+__all__ = ["OWN_PRIMES", "RankBounds", "own_ranks_reach", "proves_identifiable", "rank_claim_problems", "smallest"]
 
 
 @dataclass(frozen=True)
@@ -72,41 +69,6 @@ def smallest(bounds: Iterable[RankBounds | None]) -> RankBounds | None:
     if not got or any(b is None for b in got):
         return None
     return RankBounds(min(b.lo for b in got if b is not None), min(b.hi for b in got if b is not None))
-
-
-def cover_problems(listed: Iterable[Hashable], everyone: Iterable[Hashable], where: str,
-                   show: Any = repr) -> list[str]:
-    """The certificate's resolutions against the verifier's own enumeration: each exactly once, no other.
-
-    Parameters
-    ----------
-    listed : the resolutions the certificate lists, in its order (keys in the verifier's tie order)
-    everyone : every tie resolution of the case, enumerated by the verifier
-    where : JSON path of the list, for messages
-    show : how a key is printed
-
-    Examples
-    --------
-    >>> cover_problems([(True,)], [(True,), (False,)], "r")
-    ['r: the certificate lists 1 of the 2 tie resolutions; missing: (False,) (a claim about the smallest rank \
-over the resolutions needs every one)']
-    """
-    listed, everyone = list(listed), list(everyone)
-    fails = []
-    seen: set = set()
-    twice = [s for s in listed if s in seen or seen.add(s)]  # type: ignore[func-returns-value]
-    if twice:
-        fails.append(f"{where}: resolution {show(twice[0])} is listed twice")
-    known = set(everyone)
-    other = [s for s in seen if s not in known]
-    if other:
-        fails.append(f"{where}: {show(other[0])} is not a tie resolution of the case")
-    missing = [s for s in everyone if s not in seen]
-    if missing:
-        fails.append(f"{where}: the certificate lists {len(seen & known)} of the {len(everyone)} tie resolutions; "
-                     f"missing: {show(missing[0])}{f' and {len(missing) - 1} more' if len(missing) > 1 else ''} "
-                     "(a claim about the smallest rank over the resolutions needs every one)")
-    return fails
 
 
 def proves_identifiable(bounds: RankBounds | None, dim: int) -> bool:
@@ -186,30 +148,6 @@ must be null']
         elif cs != truth:
             fails.append(f"cs: report says {cs}, the certified ranks give {truth} ({shown}, dim = {dim})")
     return fails
-
-
-def verdict_strength_problems(verdict: str | None, identifiable: bool, not_identifiable: bool,
-                              why_identifiable: str = "", why_not: str = "") -> list[str]:
-    """A verdict weaker than, or opposite to, what the report's own verified certificate proves.
-
-    ``identifiable`` / ``not_identifiable``: what the verifier proved from the report's certificate (and the
-    case).  ``inconclusive`` beside a proof is a downgrade; the opposite verdict beside a proof is false.
-    (Whether the claimed verdict itself is proved is checked by the caller.)
-
-    Examples
-    --------
-    >>> verdict_strength_problems("inconclusive", False, True, why_not="a valid dead_units part")
-    ['verdict: report says inconclusive, but the certificate proves not-identifiable (a valid dead_units part)']
-    """
-    proved = [(name, why) for name, ok, why in (("identifiable", identifiable, why_identifiable),
-                                                ("not-identifiable", not_identifiable, why_not)) if ok]
-    if len(proved) == 2:
-        return [f"verdict: the certificate proves both identifiable ({why_identifiable}) and not-identifiable "
-                f"({why_not}): a contradiction, nothing is valid"]
-    if not proved or verdict is None or verdict == proved[0][0]:
-        return []
-    name, why = proved[0]
-    return [f"verdict: report says {verdict}, but the certificate proves {name}" + (f" ({why})" if why else "")]
 
 
 #: Primes the verifier draws itself to test a Monte Carlo value above a certificate's lower end.

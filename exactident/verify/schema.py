@@ -7,7 +7,8 @@ when required, or not in the schema is reported with its JSON path
 report is invalid (exit 3).  The checkers of :mod:`exactident.verify` then read
 fields that are known to have the right shape; which *values* are true is theirs
 to decide.  The schema is declarative (a few combinators below, no dependency);
-docs/boundary.md ("What VALID means") lists the rules.
+docs/boundary.md ("What VALID means") lists the rules.  A layer graph's report (with
+``architecture``) is checked against ``GRAPH_REPORT``.
 
 What the schema leaves open, on purpose: ``numeric`` and ``provenance`` are JSON
 objects of any content (the float cross-check is not verified; ``provenance`` must
@@ -25,8 +26,8 @@ from typing import Any
 
 from exactident.verify.arith import PARAMETER_NAME
 
-__all__ = ["REPORT", "AnyOf", "Anything", "Enum", "Int", "List", "Null", "Number", "Obj", "ParamMap", "Rational",
-           "SchemaError", "Spec", "Tuple", "Type", "validate", "validate_report"]
+__all__ = ["GRAPH_REPORT", "REPORT", "AnyOf", "Anything", "Enum", "Int", "List", "Null", "Number", "Obj", "ParamMap",
+           "Rational", "SchemaError", "Spec", "Tuple", "Type", "validate", "validate_report"]
 
 
 class SchemaError(Exception):
@@ -272,7 +273,7 @@ CERTIFICATE = Obj({}, {
                                                                    "value": RAT}, {"active": BOOL})),
                      "rank_gamma": NAT, "rank_a": NAT, "dim": NAT}, {"nonequivalence": NONEQUIVALENCE}),
     # the plain MLP's line (delta by name), or a layer graph's (kind, delta by index, names; the strict form is
-    # exactident.verify.constrained.CONSTRAINED_REPORT's, and the plain verifier refuses a part with a kind)
+    # exactident.verify.schema.GRAPH_REPORT's, and the plain verifier refuses a part with a kind)
     "line": Obj({"delta": AnyOf(ParamMap(), List(Tuple(NAT, RAT))), "t0": Null(RAT)},
                 {"probe": List(RAT), "nonequivalence": NONEQUIVALENCE, "kind": Enum("line"), "names": List(STR)}),
     "structural": Obj({"mechanism": Enum("dead-neuron", "untouched-input", "proportional-neurons",
@@ -369,3 +370,58 @@ def validate_report(report: Any, require_claims: bool = True) -> str | None:
             if key not in report:
                 return f"{key}: missing"
     return validate(report, REPORT)
+
+#: A layer graph's rank certificate of ``Gamma_free(s)`` (no ``R_A``: Theorem 8 is not proved for it).
+FREE_RANK_ONE = Obj({"shape": List(NAT, 2)},
+                    {"rank": NAT, "lower": Obj({"prime": NAT, "rank_mod_p": NAT},
+                                                    {"matrix": STR, "rows": AnyOf(Enum("all"), List(NAT))}),
+                     "upper": Obj({"kind": STR}, {"bound": NAT, "source": STR, "nullity": NAT, "primes": List(NAT),
+                                                   "kernel": List(List(Tuple(NAT, RAT)))})})
+WITNESS = {"eps": RAT, "x": List(RAT), "f_0": List(RAT), "f_eps": List(RAT)}
+UNITS = List(Tuple(NAT, NAT))  # (layer, unit); layer 0 is an input coordinate (a blank input, dead_units)
+#: The schema of a layer graph's report (``exactident-report/1`` with ``architecture``).
+GRAPH_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params": NAT, "rank_t": NAT,
+                                          "symmetry_dim": NAT, "dim_free": NAT},
+                                         {"input_shape": List(NAT), "softmax_rank_bound": NAT})}, {
+    "name": STR, "verdict": Enum("identifiable", "not-identifiable", "inconclusive", "degenerate"),
+    "format": Enum("exactident-report/1"), "widths": List(Int(1)), "n_samples": NAT, "dim": NAT,
+    "rank_gamma": Null(NAT), "rank_a": AnyOf(Type(type(None)), NAT), "cs": Null(BOOL),
+    "cn": AnyOf(Type(type(None)), BOOL), "degenerate": BOOL, "on_boundary": Null(BOOL), "n_ties": Null(NAT),
+    "reason": STR, "decided_by": STR, "numeric": Type(dict), "summary": List(STR), "provenance": Anything(),
+    "certified": BOOL, "timed_out": BOOL, "stage": STR, "error_probability": Number(0, 1),
+    "rank_gamma_interval": List(NAT, 2),
+    "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
+    "parameters": List(Obj({"name": STR, "index": NAT, "class": Enum(
+        "gauge", "identifiable", "not-identifiable", "first-order-determined", "undetermined", "unknown")},
+        {"by": STR, "witness": AnyOf(Enum("certificate"), List(NAT, 2)), "line": Enum(True), "why": STR})),
+    "units": List(Obj({key: Anything() for key in (
+        "layer", "unit", "name", "kind", "slope", "slope_parameter", "n_active", "n_tie", "n_slope_side", "dead",
+        "silent", "constant", "local_rank", "local_full", "pinned")})),
+    "channels": List(Type(dict)),
+    "kernel_basis": List(Obj({"active": AnyOf(Type(type(None)), List(BOOL)), "rank_gamma": NAT,
+                              "directions": List(Obj({"delta": Type(dict)}, {"line": Enum(True)}))})),
+    "explanation": List(STR),
+    "patterns": List(Obj({"ties": List(Obj({"sample": NAT, "layer": Int(1), "neuron": NAT, "active": BOOL})),
+                          "rank_gamma": Null(NAT), "rank_a": Null(NAT), "cs": Null(BOOL), "cn": Null(BOOL)},
+                         {"reachable": AnyOf(Enum(True), Enum("unknown"))})),
+    "certificate": Null(Obj({}, {
+        "free_rank": Obj({"kind": Enum("free-rank"), "ties": List(TIE),
+                          "resolutions": List(Obj({"active": List(BOOL), "rank_gamma": FREE_RANK_ONE}))},
+                         {"persistent": List(NAT)}),
+        "submersion": Obj({"kind": Enum("submersion"), "y": List(List(RAT)), "prime": NAT, "rank_x": NAT,
+                           "rank_xy": NAT}),
+        "entering_submersion": Obj({"kind": Enum("entering-submersion"), "active": List(BOOL),
+                                    "delta": List(Tuple(NAT, RAT)), "y": List(RAT), "prime": NAT,
+                                    "rank_x": NAT}),
+        "constant_rank": Obj({"kind": Enum("constant-rank"), "y": List(List(RAT)), "prime": NAT,
+                              "rank_a": NAT, "rank_x": NAT, "rank_xy": NAT}),
+        "dead_units": Obj({"kind": Enum("dead-units"), "parameter": NAT, "name": STR, "units": UNITS,
+                           "direction": Enum("-1"), "t0": Null(RAT), **WITNESS}),
+        "slope_lines": Obj({"kind": Enum("slope-lines"), "parameter": NAT, "name": STR, "units": UNITS,
+                            "direction": Enum("1"), "t0": Null(RAT), **WITNESS}),
+        "constant_units": Obj({"kind": Enum("constant-units"), "units": UNITS, "value": RAT,
+                               "delta": List(Tuple(NAT, RAT)), "names": List(STR), "t0": Null(RAT),
+                               **WITNESS}),
+        "line": Obj({"kind": Enum("line"), "delta": List(Tuple(NAT, RAT)), "names": List(STR),
+                     "t0": Null(RAT), "probe": List(RAT)})})),
+    "rules": List(Obj({"rule": STR, "status": Enum("decided", "tried", "not-applicable", "not-run"), "why": STR}))})

@@ -26,17 +26,27 @@ mechanism's shape:
 
 ``t0`` must equal the exact supremum of the ``t > 0`` for which every sign the mechanism
 relies on holds (``null``: no bound); only the two row mechanisms have a bound.
+
+The same mechanisms on a layer graph (:class:`~exactident.verify.facts.ConstrainedFacts`) are the
+units a ``dead_units``, ``constant_units`` or ``slope_lines`` line names
+(:func:`check_units_output`: every unit listed outputs one value on every sample;
+:func:`check_slope_units`: every unit listed carries the PReLU slope moved and is ``>= 0``
+on every sample), recomputed with the verifier's own integer forward pass; the line itself is
+checked by :func:`exactident.verify.line.check_line_part`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from exactident.verify.arith import BadField, ParamKey, need, parse_fraction, parse_parameter, show, unknown_fields
-from exactident.verify.facts import CaseFacts
+import flint
 
-__all__ = ["MECHANISMS", "line_delta", "verify_structural"]
+from exactident.verify.arith import BadField, ParamKey, need, parse_fraction, parse_parameter, show, unknown_fields
+from exactident.verify.facts import CaseFacts, ConstrainedFacts
+
+__all__ = ["MECHANISMS", "check_slope_units", "check_units_output", "line_delta", "verify_structural"]
 
 #: The mechanisms a ``structural`` certificate part may name (docs/boundary.md).
 MECHANISMS = ("dead-neuron", "untouched-input", "proportional-neurons", "always-active-block",
@@ -220,3 +230,42 @@ def verify_structural(part: Any, line: Any, facts: CaseFacts) -> tuple[list[str]
     bound = "every t > 0" if t0 is None else f"0 < t < {show(t0)}"
     return [], [f"structural part valid: {mech} ({named or 'input ' + str(part.get('input'))}) recomputed from the "
                 f"case; delta has the mechanism's shape; the signs hold for {bound}"], mech
+
+
+def check_units_output(facts: ConstrainedFacts, units: Sequence[Sequence[int]], value: flint.fmpq,
+                       where: str) -> list[str]:
+    """Failures unless every unit listed is hidden, or an input coordinate (``l = 0``), and outputs ``value`` on every
+    sample."""
+    cn, fails = facts.cn, []
+    for u, (l, v) in enumerate(units):
+        if l == 0 and 0 <= v < cn.widths[0]:
+            bad = [i for i, row in enumerate(facts.X) if flint.fmpq(row[v]) != value]
+            if bad:
+                fails.append(f"{where}[{u}]: input x[{v}] is {flint.fmpq(facts.X[bad[0]][v])} on sample {bad[0]}, "
+                             f"not {value}")
+            continue
+        if not (1 <= l < cn.L and v < cn.widths[l]):
+            fails.append(f"{where}[{u}]: ({l}, {v}) is not a hidden unit or an input")
+            continue
+        Z, S = facts.forward[l - 1]
+        a = cn.negative_slope[l - 1][v]
+        for i in range(Z.nrows()):
+            z = flint.fmpq(int(Z[i, v]), S)
+            if (z if z >= 0 else a * z) != value:
+                fails.append(f"{where}[{u}]: unit ({l}, {v}) outputs {z if z >= 0 else a * z} on sample {i}, "
+                             f"not {value}")
+                break
+    return fails
+
+
+def check_slope_units(facts: ConstrainedFacts, units: Sequence[Sequence[int]], j: int, where: str) -> list[str]:
+    """Failures unless every listed unit has the PReLU slope ``theta_j`` and ``z >= 0`` on every sample."""
+    cn, fails = facts.cn, []
+    for u, (l, v) in enumerate(units):
+        if not (1 <= l < cn.L and 0 <= v < cn.widths[l]) or int(cn.slope_index[l - 1][v]) != j:
+            fails.append(f"{where}[{u}]: ({l}, {v}) is not a unit with the slope theta_{j}")
+            continue
+        Z, _S = facts.forward[l - 1]
+        if any(Z[i, v] < 0 for i in range(Z.nrows())):
+            fails.append(f"{where}[{u}]: unit ({l}, {v}) is negative on some sample")
+    return fails

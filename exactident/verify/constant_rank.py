@@ -1,4 +1,4 @@
-"""The ``constant_rank`` part of a constrained report, re-checked from the case.
+"""The ``constant_rank`` part of a layer graph's report, re-checked from the case.
 
 ``constant_rank`` ``{y, prime, rank_a, rank_x, rank_xy}``
     No sample is on a kink (persistent ties excepted). Then near theta ``F_X(theta') = A psi(theta')`` with
@@ -22,8 +22,11 @@ from collections.abc import Sequence
 
 import flint
 
-from exactident.verify.constrained_facts import ConstrainedFacts, rank_mod_p
-from exactident.verify.constrained_submersion import _q, _usable, _with_points, persistent_ties
+from exactident.verify.arith import rational
+from exactident.verify.facts import ConstrainedFacts
+from exactident.verify.gamma import rank_mod_p, usable_prime
+from exactident.verify.resolutions import persistent_ties
+from exactident.verify.submersion import _with_points
 
 __all__ = ["check_constant_rank", "rank_alpha"]
 
@@ -72,17 +75,17 @@ def check_constant_rank(facts: ConstrainedFacts, part: dict) -> list[str]:
     if set(facts.ties) - persistent_ties(facts):
         return [f"{where}: a sample is on a kink (a non-persistent tie): F_X is not smooth there"]
     p = part["prime"]
-    if not _usable(facts, p):
+    if not usable_prime(p, facts.avoid):
         return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
     ra = cn.widths[-1] * rank_alpha(facts)
     if ra != part["rank_a"] or ra >= rows:
         return [f"{where}.rank_a: rank A is {ra} for {rows} rows, the certificate says {part['rank_a']} "
                 "(fewer than n N_L needed; n N_L is the submersion part)"]
-    Y: Sequence[Sequence[flint.fmpq]] = [[_q(v) for v in y] for y in part["y"]]
+    Y: Sequence[Sequence[flint.fmpq]] = [[rational(v) for v in y] for y in part["y"]]
     both, why = _with_points(facts, Y, f"{where}.y")
     if both is None:
         return [why]
-    if not _usable(both, p):
+    if not usable_prime(p, both.avoid):
         return [f"{where}.prime: {p} divides a denominator of the points y"]
     G = both.gamma_mod_p(p)
     r_x, r_xy = rank_mod_p(G[:rows], p), rank_mod_p(G, p)

@@ -1,7 +1,8 @@
-"""Persistent ties and the ``submersion`` / ``entering_submersion`` parts of a constrained report, re-checked.
+"""The ``submersion`` and ``entering_submersion`` parts of a layer graph's report, re-checked.
 
-Helpers of :mod:`exactident.verify.constrained`, on the verifier's own facts
-(:mod:`exactident.verify.constrained_facts`).
+On the verifier's own facts (:class:`~exactident.verify.facts.ConstrainedFacts`); the persistent ties
+are :func:`exactident.verify.resolutions.persistent_ties`.  ``submersion`` needs no tie resolution (no
+sample on a kink), ``entering_submersion`` names its one resolution: neither enumerates them.
 
 Persistent tie
     A tie at a first-layer unit whose bias is fixed and whose free weights all meet a zero input at
@@ -30,25 +31,12 @@ from collections.abc import Sequence
 
 import flint
 
-from exactident.model.gamma_free import persistent_tie_indices
-from exactident.verify.constrained_facts import ConstrainedFacts, directional_derivative, rank_mod_p
+from exactident.verify.arith import rational
+from exactident.verify.facts import ConstrainedFacts
+from exactident.verify.gamma import directional_derivative, rank_mod_p, usable_prime
+from exactident.verify.resolutions import persistent_ties
 
-__all__ = ["check_entering_submersion", "check_submersion", "persistent_ties"]
-
-
-def _q(text: str) -> flint.fmpq:
-    num, _, den = text.partition("/")
-    return flint.fmpq(int(num), int(den or 1))
-
-
-def persistent_ties(facts: ConstrainedFacts) -> set[tuple[int, int, int]]:
-    """The ties ``(sample, layer, unit)`` of ``facts`` that are persistent (module docstring): the engine's rule
-    (:func:`exactident.model.gamma_free.persistent_tie_indices`, a pure function) on the verifier's own ties."""
-    return {facts.ties[k] for k in persistent_tie_indices(facts.cn, facts.X, facts.ties)}
-
-
-def _usable(facts: ConstrainedFacts, p: int) -> bool:
-    return 2**20 <= p < 2**31 and bool(flint.fmpz(p).is_prime()) and facts.avoid % p != 0
+__all__ = ["check_entering_submersion", "check_submersion"]
 
 
 def _with_points(facts: ConstrainedFacts, Y: Sequence[Sequence[flint.fmpq]], where: str
@@ -72,13 +60,13 @@ def check_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
     if set(facts.ties) - persistent_ties(facts):
         return [f"{where}: a sample is on a kink (a non-persistent tie): F_X is not smooth there"]
     p = part["prime"]
-    if not _usable(facts, p):
+    if not usable_prime(p, facts.avoid):
         return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
-    Y = [[_q(v) for v in y] for y in part["y"]]
+    Y = [[rational(v) for v in y] for y in part["y"]]
     both, why = _with_points(facts, Y, f"{where}.y")
     if both is None:
         return [why]
-    if not _usable(both, p):
+    if not usable_prime(p, both.avoid):
         return [f"{where}.prime: {p} divides a denominator of the points y"]
     G = both.gamma_mod_p(p)
     r_x, r_xy = rank_mod_p(G[:rows], p), rank_mod_p(G, p)
@@ -99,7 +87,7 @@ def check_entering_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
     if len(part["active"]) != len(facts.ties):
         return [f"{where}.active: {len(part['active'])} sides for the case's {len(facts.ties)} ties"]
     p = part["prime"]
-    if not _usable(facts, p):
+    if not usable_prime(p, facts.avoid):
         return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
     sides = tuple(bool(a) for a in part["active"])
     pattern = facts.resolution(sides) if sides else None
@@ -111,7 +99,7 @@ def check_entering_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
     for m, (j, c) in enumerate(part["delta"]):
         if j >= k:
             return [f"{where}.delta[{m}]: {j} is not a parameter (n_params = {k})"]
-        delta[j] = _q(c)
+        delta[j] = rational(c)
     hidden: list[flint.fmpq_mat] = []
     if any(d != 0 for d in directional_derivative(cn, facts.X, delta, pattern, hidden)):
         return [f"{where}.delta: Gamma_free(active) delta is not 0 (exact)"]
@@ -123,7 +111,7 @@ def check_entering_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
         if not (dz > 0 if side else dz < 0):
             return [f"{where}.delta: the tie of unit ({l}, {v}) at sample {i} moves by {dz} along delta, not "
                     f"strictly to its {'active' if side else 'inactive'} side"]
-    y = [_q(v) for v in part["y"]]
+    y = [rational(v) for v in part["y"]]
     both, why = _with_points(facts, [y], f"{where}.y")
     if both is None:
         return [why]
