@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import flint
 
@@ -37,9 +37,6 @@ from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits
 from exactident.io.rationals import describe_json_value, format_fmpq, parse_number
 from exactident.model.architecture import Architecture
 from exactident.model.network import Network
-
-if TYPE_CHECKING:  # the layer-graph compiler loads with the first layer graph (start-up of a plain case)
-    from exactident.model.constrained import ConstrainedNetwork
 
 __all__ = [
     "CASE_FORMAT",
@@ -124,12 +121,13 @@ class Case:
                  architecture: Architecture | None = None) -> None:
         if network is None and architecture is None:
             raise CaseFormatError(source, "", "a case needs a network or an architecture")
-        self._compiled: ConstrainedNetwork | None = None
+        self._compiled: Network | None = None
         if network is None and architecture is not None:
-            from exactident.model.compile import compile_architecture, plain_network
+            # the layer-graph compiler loads with the first layer graph (start-up of a plain case)
+            from exactident.model.compile import compile_architecture
 
             self._compiled = compile_architecture(architecture)
-            network = plain_network(self._compiled)
+            network = self._compiled if self._compiled.is_plain() else None
         self.name, self.plain_network, self.X = name, network, X if X is not None else []
         self.description, self.expected, self.source = description, expected, source
         self.generator, self.provenance, self.architecture = generator, provenance, architecture
@@ -145,14 +143,16 @@ class Case:
         return self.plain_network
 
     @property
-    def compiled(self) -> ConstrainedNetwork:
-        """The network in the one compiled form (:mod:`exactident.model.constrained`), for every case."""
+    def compiled(self) -> Network:
+        """The network in the compiled layered form (:mod:`exactident.model.compile`), for every case.
+
+        A plain case without a layer graph is its :attr:`network` (``T = I``, slopes 0).
+        """
         if self._compiled is None:
             from exactident.model.compile import compile_architecture
-            from exactident.model.constrained import from_network
 
             self._compiled = (compile_architecture(self.architecture) if self.architecture is not None
-                              else from_network(self.network))
+                              else self.network)
         return self._compiled
 
     @property

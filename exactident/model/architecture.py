@@ -80,12 +80,12 @@ def exact_array(values: object, shape: Sequence[int] | None = None) -> np.ndarra
     CaseFormatError
         On a float or any other inexact value, or a shape other than ``shape``.
     """
-    from exactident.model.network import _exact
+    from exactident.model.param_index import exact
 
     arr = np.array(values, dtype=object)
     if shape is not None and arr.shape != tuple(shape):
         raise CaseFormatError("<Architecture>", "", f"expected shape {tuple(shape)}, found {arr.shape}")
-    flat = [_exact(v, f"[{i}]") for i, v in enumerate(arr.ravel())]
+    flat = [exact(v, f"[{i}]") for i, v in enumerate(arr.ravel())]
     out = np.empty(arr.shape, dtype=object)
     out.ravel()[:] = flat if flat else []
     return out

@@ -56,7 +56,6 @@ __all__ = [
     "MAX_DENSE_ENTRIES",
     "as_plain_network",
     "compile_architecture",
-    "plain_network",
     "plain_parameter_names",
 ]
 
@@ -459,12 +458,8 @@ def as_plain_network(arch: Architecture) -> Network | None:
     hidden slope 0 (``linear``/``relu`` alternation with biases, ``identity`` and ``flatten``
     allowed, ending with ``linear``).  Such a case is analysed by the plain engine.
     """
-    return plain_network(compile_architecture(arch))
-
-
-def plain_network(cn: ConstrainedNetwork) -> Network | None:
-    """``cn`` as a plain :class:`~exactident.model.network.Network` when ``cn.is_plain()``, else None."""
-    return Network(cn.widths, list(cn.W), [list(v) for v in cn.b]) if cn.is_plain() else None
+    net = compile_architecture(arch)
+    return net if net.is_plain() else None
 
 
 def plain_parameter_names(arch: Architecture) -> dict[str, str]:

@@ -161,8 +161,8 @@ def to_float_network(net: Any, dtype: object = np.float64, free: Sequence[int] |
     Parameters
     ----------
     net : Network or ConstrainedNetwork
-        Exact values (Q).  A network carrying ``W_index`` (a constrained network) keeps its ``T`` and
-        slopes; a plain one is ``T = I`` with slopes 0.
+        Exact values (Q).  Keeps its ``T`` (``W_index``, ``b_index``, ``slope_index``) and slopes
+        (``T = I`` and slopes 0 for a plain MLP).
     dtype : float64, float32 or float16
     free : list of int, optional
         For a plain network: the dense positions of the free parameters (the paper's order, e.g.
@@ -174,7 +174,7 @@ def to_float_network(net: Any, dtype: object = np.float64, free: Sequence[int] |
     Raises
     ------
     UnsupportedCaseError
-        For bfloat16 (no numpy arithmetic), or ``free`` given with a constrained network.
+        For bfloat16 (no numpy arithmetic), or ``free`` given with a network that is not plain.
     """
     fmt = float_format(dtype)
     nd = numpy_dtype(fmt)
@@ -194,13 +194,12 @@ def to_float_network(net: Any, dtype: object = np.float64, free: Sequence[int] |
         over += [f"b_{l}[{k}]" for k in rb.overflow]
         under += [f"b_{l}[{k}]" for k in rb.underflow]
     fnet = FloatNetwork(tuple(net.widths), W, b, W_err, b_err, over, under)
-    if getattr(net, "W_index", None) is None:
-        if free is not None:
-            fnet.W_index, fnet.b_index = _index_of_free(net.widths, free)
-            fnet.n_params = len(free)
-        return fnet
     if free is not None:
-        raise UnsupportedCaseError("free columns are for a plain network; a constrained one carries its own T")
+        if not net.is_plain():
+            raise UnsupportedCaseError("free columns are for a plain network; a constrained one carries its own T")
+        fnet.W_index, fnet.b_index = _index_of_free(net.widths, free)
+        fnet.n_params = len(free)
+        return fnet
     for l, a in enumerate(net.negative_slope, start=1):
         r = round_values(list(a), fmt)
         fnet.slope[l - 1] = np.array(r.values, dtype=np.float64).astype(nd)

@@ -47,7 +47,6 @@ from exactident.io.rationals import format_fmpq
 from exactident.io.report import Report
 from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
-from exactident.symmetry.canonical import as_plain
 from exactident.symmetry.equiv import Equivalence, equiv
 
 __all__ = ["DEFAULT_EXPLAIN_MAX_DIM", "DEFAULT_MAX_BOXES", "OBSTRUCTIONS_OMITTED", "Audit", "GraphAudit", "audit",
@@ -319,12 +318,9 @@ def audit(victim: Network | ConstrainedNetwork, queries: Sequence[Sequence[flint
     >>> a.report.verdict, a.neurons[0]["under_determined"], a.neurons[0]["always_active"]
     ('not-identifiable', True, True)
     """
-    plain = as_plain(victim)
-    if plain is None:
-        assert isinstance(victim, ConstrainedNetwork)
+    if not victim.is_plain():
         return _audit_graph(victim, queries, extracted=extracted, name=name, box=box, seed=seed,
                             input_shape=input_shape)
-    victim = plain
     from exactident.check import check
     from exactident.explain.design import data_box
     from exactident.explain.obstructions import obstructions

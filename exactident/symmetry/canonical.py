@@ -87,7 +87,7 @@ from exactident.symmetry.group import (
     unit_scales,
 )
 
-__all__ = ["MAX_BRANCHES", "CanonicalForm", "GraphCanonicalForm", "as_plain", "canonical_form", "parameter_vector"]
+__all__ = ["MAX_BRANCHES", "CanonicalForm", "GraphCanonicalForm", "canonical_form", "parameter_vector"]
 
 #: Most tie orders tried before giving up (the product over tie groups of their distinct orders).
 MAX_BRANCHES = 40320
@@ -274,13 +274,6 @@ class _Search:
             self.best = (key, out, perm, scale)
 
 
-def as_plain(net: Network | ConstrainedNetwork) -> Network | None:
-    """The plain ReLU MLP ``net`` is (a ``Network``, or a constrained one with ``is_plain``), else None."""
-    if isinstance(net, Network):
-        return net
-    return Network(net.widths, net.W, net.b) if net.is_plain() else None
-
-
 def canonical_form(net: Network | ConstrainedNetwork) -> CanonicalForm | GraphCanonicalForm:
     """The canonical representative of the orbit of ``net`` (module docstring; docs/symmetries.md).
 
@@ -309,11 +302,7 @@ def canonical_form(net: Network | ConstrainedNetwork) -> CanonicalForm | GraphCa
     >>> cf.network.W[0].entries(), cf.network.b[0], cf.network.W[1].entries(), cf.perm, cf.scale
     ([-1, 1], [2, 0], [10, 21], [[0, 1]], [[1/2, 1/3]])
     """
-    plain = as_plain(net)
-    if plain is None:
-        assert isinstance(net, ConstrainedNetwork)
-        return _graph_form(net)
-    return _mlp_form(plain)
+    return _mlp_form(net) if net.is_plain() else _graph_form(net)
 
 
 def _mlp_form(net: Network) -> CanonicalForm:

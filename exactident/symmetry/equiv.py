@@ -48,12 +48,11 @@ from exactident.symmetry.alignment import (
 from exactident.symmetry.canonical import (
     CanonicalForm,
     GraphCanonicalForm,
-    as_plain,
     canonical_form,
 )
 from exactident.symmetry.group import structure_key, transform
 
-__all__ = ["PROBE_POINTS", "Equivalence", "as_constrained", "compare_outputs", "equiv", "output_difference"]
+__all__ = ["PROBE_POINTS", "Equivalence", "compare_outputs", "equiv", "output_difference"]
 
 #: Random dyadic points (seeded) at which the outputs of two layer graphs are compared to decide "different orbits".
 PROBE_POINTS = 16
@@ -70,11 +69,6 @@ def _float(q: flint.fmpq) -> float:
 
 def _name(l: int, i: int, j: int | None) -> str:
     return f"b_{l}[{i}]" if j is None else f"W_{l}[{i},{j}]"
-
-
-def as_constrained(net: ConstrainedNetwork | Network) -> ConstrainedNetwork:
-    """A plain network as a constrained one (:func:`~exactident.model.constrained.from_network`); else itself."""
-    return net if isinstance(net, ConstrainedNetwork) else from_network(net)
 
 
 @dataclass
@@ -121,13 +115,9 @@ class Equivalence:
 def compare_outputs(a: Network | ConstrainedNetwork, b: Network | ConstrainedNetwork,
                     X: Sequence[Sequence[flint.fmpq]]) -> dict[str, Any]:
     """Exact forward passes of ``a`` and ``b`` on ``X``: equal outputs?  The first difference, the largest one."""
-    if isinstance(a, Network) and isinstance(b, Network):
-        return output_difference(pre_activations(a, X)[-1], pre_activations(b, X)[-1], len(X), a.widths[-1])
-    ca, cb = as_constrained(a), as_constrained(b)
     if not X:
-        return output_difference(None, None, 0, ca.widths[-1])
-    return output_difference(constrained_pre_activations(ca, X)[-1], constrained_pre_activations(cb, X)[-1], len(X),
-                             ca.widths[-1])
+        return output_difference(None, None, 0, a.widths[-1])
+    return output_difference(pre_activations(a, X)[-1], pre_activations(b, X)[-1], len(X), a.widths[-1])
 
 
 def output_difference(Fa: Any, Fb: Any, n: int, n_out: int) -> dict[str, Any]:
@@ -177,10 +167,8 @@ def equiv(a: Network | ConstrainedNetwork, b: Network | ConstrainedNetwork,
     >>> e.same_orbit, e.first_difference["entry"], e.sample["same_outputs"]
     (False, 'b_2[0]', False)
     """
-    pa, pb = as_plain(a), as_plain(b)
-    if pa is None or pb is None:
-        return _equiv_graph(as_constrained(a), as_constrained(b), sample, seed)
-    a, b = pa, pb
+    if not (a.is_plain() and b.is_plain()):
+        return _equiv_graph(a, b, sample, seed)
     if a.widths != b.widths:
         return Equivalence(False, f"different widths: {list(a.widths)} and {list(b.widths)}")
     ca, cb = canonical_form(a), canonical_form(b)

@@ -280,7 +280,7 @@ def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence
     rng = random.Random(seed)
     graph: GraphFacts | None = None
     mechs: list[hidden.Mechanism] = []
-    if isinstance(net, ConstrainedNetwork):  # a layer graph: target dim_free, upper bound dim_free before the cover
+    if not net.is_plain():  # a layer graph: target dim_free, upper bound dim_free before the cover
         from exactident.model.symmetry import rescaling_symmetry
 
         sym = rescaling_symmetry(net)
@@ -314,7 +314,7 @@ def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence
                                         patience=max(64, lines // 8), seconds=walk_seconds)
         if r > lower:
             lower, p, pts = r, q, walked
-    if isinstance(net, Network):
+    if net.is_plain():
         if search and lower < upper:
             stage("point search", lower=lower, upper=upper)
             lower, p, pts = _search(net, pts, box, fixed, lower, p, upper, rng)

@@ -53,12 +53,10 @@ class Layered:
 
     @classmethod
     def of(cls, network: Network | ConstrainedNetwork | Layered) -> Layered:
-        """The layered form of a plain MLP (:func:`~exactident.model.constrained.from_network`) or of a layer graph."""
+        """The layered form of a network: a plain MLP (:meth:`~exactident.model.network.Network.is_plain`) or a layer graph."""
         if isinstance(network, Layered):
             return network
-        if isinstance(network, Network):
-            return cls(from_network(network), network)
-        return cls(network, None)
+        return cls(network, network if network.is_plain() else None)
 
     @property
     def widths(self) -> tuple[int, ...]:

@@ -252,7 +252,7 @@ def settle_by_regions(net: Network | ConstrainedNetwork, box: Box | None, state:
     if cr.complete:
         if cr.rank < lower:
             raise InvariantViolation(f"the complete cover's rank {cr.rank} is below the lower bound {lower}")
-        if isinstance(net, ConstrainedNetwork):
+        if not net.is_plain():
             if cr.rank > upper:
                 raise InvariantViolation(f"the complete cover's rank {cr.rank} is above dim_free = {upper}")
             mechs = list(mechs) + [_graph_mechanism(net, cover, cr, upper)] if cr.rank < upper else list(mechs)
