@@ -19,8 +19,8 @@ import flint
 import numpy as np
 
 from exactident.check import check_constrained
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
+from exactident.model.network import Network
 from exactident.model.symmetry import rescaling_symmetry
 
 
@@ -36,7 +36,7 @@ def conv_prelude(channels: int, K: int, n_conv: int, n_in: int, rng: random.Rand
     return kern, cbias, k, vals, W1, I1, [], np.zeros(n_conv, dtype=np.int64)
 
 
-def digits_cnn(channels: int, seed: int = 0) -> ConstrainedNetwork:
+def digits_cnn(channels: int, seed: int = 0) -> Network:
     rng = random.Random(seed)
     H = Wd = 8
     n_in, n_conv, n_pool, n_out = H * Wd, channels * H * Wd, channels * 16, 10
@@ -73,7 +73,7 @@ def digits_cnn(channels: int, seed: int = 0) -> ConstrainedNetwork:
     bI3 = np.arange(k, k + n_out, dtype=np.int64)
     k += n_out
     zero, one = flint.fmpq(0), flint.fmpq(1)
-    return ConstrainedNetwork((n_in, n_conv, n_pool, n_out), [W1, W2, W3],
+    return Network((n_in, n_conv, n_pool, n_out), [W1, W2, W3],
                               [b1, [zero] * n_pool, b3], [I1, I2, I3],
                               [bI1, np.full(n_pool, -1, dtype=np.int64), bI3],
                               [[zero] * n_conv, [one] * n_pool],

@@ -1,4 +1,4 @@
-"""Time ``ConstrainedNetwork`` construction (its validation and index checks) on an MNIST-sized CNN.
+"""Time ``Network`` construction (its validation and index checks) on an MNIST-sized CNN.
 
 Input 1x28x28, conv 1->C channels 3x3 (no padding, + bias), ReLU, average pooling 2x2 (fixed 1/4, linear
 units), flatten, linear -> 10 (+ bias): dense ``W_1`` of ``C*676 x 784`` entries (9 tied kernel entries per
@@ -20,7 +20,7 @@ import flint
 import numpy as np
 from constrained_engine import conv_prelude  # benchmarks/ is sys.path[0] when run as a script
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 
 def mnist_cnn_parts(channels: int, seed: int = 0) -> tuple:
@@ -71,7 +71,7 @@ def main() -> None:
     widths = parts[0]
     print(f"widths {widths}, {parts[7]} parameters, dense entries {sum(M.nrows() * M.ncols() for M in parts[1])}")
     t = time.perf_counter()
-    cn = ConstrainedNetwork(*parts)
+    cn = Network(*parts)
     print(f"construction (__post_init__): {time.perf_counter() - t:.2f} s")
     t = time.perf_counter()
     theta = cn.theta()

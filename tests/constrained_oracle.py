@@ -1,6 +1,6 @@
 """An independent sympy oracle for constrained networks, and random constrained networks of every feature.
 
-The oracle shares nothing with the engine but the ConstrainedNetwork's fields: it builds
+The oracle shares nothing with the engine but the Network's fields: it builds
 ``f(x^i)`` symbolically in ``theta`` (sympy symbols) with the activation pattern read off the
 exact values at theta (a tie is resolved as asked), differentiates with sympy, and takes
 the exact rank.  ``dim S_H`` is computed another way than the engine's: the log-scales
@@ -21,7 +21,7 @@ import flint
 import numpy as np
 import sympy as sp
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 
 def Q(v) -> sp.Rational:
@@ -33,7 +33,7 @@ def _entry(cn, sym, idx, val):
     return sym[idx] if idx >= 0 else Q(val)
 
 
-def oracle_forward(cn: ConstrainedNetwork, x, sym, values, resolution=None):
+def oracle_forward(cn: Network, x, sym, values, resolution=None):
     """Symbolic outputs at ``x`` with the pattern of ``theta = values``; ties via ``resolution`` (dict)."""
     subs = dict(zip(sym, values))
     h = [Q(v) for v in x]
@@ -63,7 +63,7 @@ def oracle_forward(cn: ConstrainedNetwork, x, sym, values, resolution=None):
     raise AssertionError
 
 
-def oracle_rank(cn: ConstrainedNetwork, X, resolution=None) -> int:
+def oracle_rank(cn: Network, X, resolution=None) -> int:
     """Exact rank of ``d f(X) / d theta`` by sympy; ``resolution`` maps ``(sample, l, v)`` to active."""
     sym = sp.symbols(f"t0:{cn.n_params}")
     values = [Q(v) for v in cn.theta()]
@@ -77,7 +77,7 @@ def oracle_rank(cn: ConstrainedNetwork, X, resolution=None) -> int:
     return sp.Matrix(rows).rank() if rows and cn.n_params else 0
 
 
-def oracle_dim_free(cn: ConstrainedNetwork, seed: int = 0) -> int:
+def oracle_dim_free(cn: Network, seed: int = 0) -> int:
     """``k - dim S_H``: rescalings whose dense change at a generic theta' lies in the family's tangent."""
     rng = random.Random(seed)
     k = cn.n_params
@@ -205,7 +205,7 @@ def _null(cols):
     return [[N[g, c] for g in range(n)] for c in range(int(nullity))]
 
 
-def oracle_composition_directions(cn: ConstrainedNetwork) -> list[list]:
+def oracle_composition_directions(cn: Network) -> list[list]:
     """Moves of ``W_{l+1}[R, Lin]`` (``R`` kinked rows, or every row of the output layer) with the biases
     ``b_{l+1}[R]`` compensating, in the left kernel of ``[W_l[Lin, :] | b_l[Lin]]``: every parameter is a
     unit move of all its entries; defects: entries moved outside that block, and the change of the affine map
@@ -255,7 +255,7 @@ def oracle_composition_directions(cn: ConstrainedNetwork) -> list[list]:
     return out
 
 
-def oracle_slope_trades(cn: ConstrainedNetwork) -> list[list]:
+def oracle_slope_trades(cn: Network) -> list[list]:
     """Slope trades (docs/theory.md): per slope parameter ``g`` of layer ``l`` the unit move ``da_v = 1 - a_v``,
     ``dW_{l+1}[:, v] = W_{l+1}[:, v]``, ``db_{l+1} = -W_{l+1}[:, v] b_l[v]`` (units ``v`` with slope ``g``);
     kept combinations: ``sum_v s_v W_{l+1}[:, v] W_l[v, :] = 0`` (dense FLINT products) and the move in
@@ -296,7 +296,7 @@ def oracle_slope_trades(cn: ConstrainedNetwork) -> list[list]:
     return out
 
 
-def oracle_stretch_directions(cn: ConstrainedNetwork, seed: int = 0) -> list[list]:
+def oracle_stretch_directions(cn: Network, seed: int = 0) -> list[list]:
     """Tangents at theta of the affine group of linear units that keeps the family (module docstring)."""
     lin = {l: us for l, us in _linear_units(cn).items() if us}
     if not lin:
@@ -351,7 +351,7 @@ def oracle_stretch_directions(cn: ConstrainedNetwork, seed: int = 0) -> list[lis
 
 
 def random_constrained(seed: int, widths=None, p_fixed=0.2, p_tie=0.3, leaky=True, prelu=True,
-                       linear=True) -> ConstrainedNetwork:
+                       linear=True) -> Network:
     """A random constrained network with ties, fixed (zero and nonzero) entries, leaky/PReLU/linear units."""
     rng = random.Random(seed)
     widths = widths or [rng.randint(1, 3)] + [rng.randint(1, 3) for _ in range(rng.randint(1, 2))] + [rng.randint(1, 2)]
@@ -418,9 +418,9 @@ def random_constrained(seed: int, widths=None, p_fixed=0.2, p_tie=0.3, leaky=Tru
     WI = [re(I) if I.size else I for I in WI]
     bI = [re(I) if I.size else I for I in bI]
     sI = [re(I) if I.size else I for I in sI]
-    return ConstrainedNetwork(tuple(widths), W, b, WI, bI, slopes, sI, len(used), ("fixed weights",))
+    return Network(tuple(widths), W, b, WI, bI, slopes, sI, len(used), ("fixed weights",))
 
 
-def random_sample(seed: int, n: int, N0: int, ties_with: ConstrainedNetwork | None = None):
+def random_sample(seed: int, n: int, N0: int, ties_with: Network | None = None):
     rng = random.Random(seed)
     return [[flint.fmpq(rng.randint(-4, 4), rng.choice([1, 2])) for _ in range(N0)] for _ in range(n)]

@@ -14,7 +14,7 @@ import pytest
 from exactident.errors import CaseFormatError
 from exactident.model.architecture import Architecture, Layer, exact_array
 from exactident.model.compile import as_plain_network, compile_architecture
-from exactident.model.constrained import constrained_pre_activations, from_network
+from exactident.model.network import pre_activations
 
 # ---------------------------------------------------------------- the float64 reference
 
@@ -136,7 +136,7 @@ def test_compiled_forward_matches_float_reference(seed):
     for label, arch in _architectures(rng):
         cn = compile_architecture(arch)
         X = [[flint.fmpq(int(v), 4) for v in rng.integers(-8, 9, size=arch.n_inputs)] for _ in range(5)]
-        exact = constrained_pre_activations(cn, X)[-1]
+        exact = pre_activations(cn, X)[-1]
         got = _f(np.array(exact.entries(), dtype=object)).reshape(len(X), -1)
         want = np.array([reference_forward(arch, _f(np.array(x, dtype=object))) for x in X])
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=label)
@@ -165,7 +165,7 @@ def test_residual_by_hand():
     assert cn.param_names == ["fc1.weight[0,0]", "fc1.bias[0]", "fc2.weight[0,0]", "fc2.bias[0]"]
     assert cn.features == ("skip connection",)
     # f(x) = x + 3 relu(2x + 1) + 5: at x = -1: -1 + 0 + 5 = 4; at x = 1: 1 + 9 + 5 = 15
-    assert constrained_pre_activations(cn, [[-1], [1]])[-1].entries() == [4, 15]
+    assert pre_activations(cn, [[-1], [1]])[-1].entries() == [4, 15]
 
 
 def test_skip_over_two_layers_is_carried_by_a_chain():
@@ -217,7 +217,7 @@ def test_plain_mlp_is_the_plain_network_in_the_plain_order():
                                Layer("d", "identity", ("r",)), _lin(rng, "fc2", "d", 2, 4)], "fc2")
     net = as_plain_network(arch)
     assert net is not None and net.widths == (3, 4, 2)
-    ref = from_network(net)
+    ref = net
     cn = compile_architecture(arch)
     assert [I.tolist() for I in cn.W_index] == [I.tolist() for I in ref.W_index]
     assert [I.tolist() for I in cn.b_index] == [I.tolist() for I in ref.b_index]
@@ -273,7 +273,7 @@ def test_features_of_an_activation_on_the_input_and_of_an_affine_chain():
     assert cn.W[3].entries() == [1] and cn.W_index[3].tolist() == [[-1]]
     # f(x) = leaky(1/2 (x1' + 2 x2') + (3 x1' + 4 x2') - (5 x1' + 6 x2' + 1) + 2), x' = relu(x)
     # at x = (1, -1): x' = (1, 0): 1/2 + 3 - 6 + 2 = -1/2, leaky: -1/8
-    assert constrained_pre_activations(cn, [[1, -1]])[-1].entries() == [flint.fmpq(-1, 8)]
+    assert pre_activations(cn, [[1, -1]])[-1].entries() == [flint.fmpq(-1, 8)]
 
 
 def _random_graph(rng, n_ops=7):
@@ -342,7 +342,7 @@ def test_random_graphs_compile_to_the_same_function(seed):
         arch = _random_graph(rng)
         cn = compile_architecture(arch)
         X = [[flint.fmpq(int(v), 4) for v in rng.integers(-8, 9, size=arch.n_inputs)] for _ in range(4)]
-        got = _f(np.array(constrained_pre_activations(cn, X)[-1].entries(), dtype=object)).reshape(len(X), -1)
+        got = _f(np.array(pre_activations(cn, X)[-1].entries(), dtype=object)).reshape(len(X), -1)
         want = np.array([reference_forward(arch, _f(np.array(x, dtype=object))) for x in X])
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=str([ly.op for ly in arch.layers]))
         for l in range(1, cn.L):  # carriers are linear units with one fixed weight 1 and bias 0

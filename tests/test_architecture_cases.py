@@ -39,13 +39,13 @@ def test_torch_and_onnx_imports_are_the_same_network(name):
 def test_cases_load_and_compile_to_the_same_function(name):
     """The case reader and compiler (an independent path) compute what the importer's float evaluator computes."""
     from exactident.io.case import load_case
-    from exactident.model.constrained import constrained_pre_activations
+    from exactident.model.network import pre_activations
 
     case = load_case(FOLDER / f"{name}.json")
     assert case.architecture is not None and not case.is_plain
     doc = json.loads((FOLDER / f"{name}.json").read_text())
     rows = case.X[:5]
-    exact = constrained_pre_activations(case.compiled, rows)[-1]
+    exact = pre_activations(case.compiled, rows)[-1]
     X = np.array([[float(Fraction(int(v.p), int(v.q))) for v in row] for row in rows])
     out = graph_forward(doc, X)
     got = np.array([[float(Fraction(int(exact[i, j].p), int(exact[i, j].q))) for j in range(exact.ncols())]

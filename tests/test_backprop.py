@@ -30,7 +30,6 @@ from exactident.io.case import load_case
 from exactident.linalg.modular import random_primes
 from exactident.model import backprop
 from exactident.model.activation import activation_state
-from exactident.model.constrained import from_network
 from exactident.model.fixed_edges import FixedEdges, fixed_edges
 from exactident.model.gamma import gamma_exact
 from exactident.model.gamma_free import free_data_denominator, free_state, gamma_free_exact, gamma_free_mod_p
@@ -270,7 +269,7 @@ def test_the_route_is_chosen_by_structure_and_both_routes_agree(seed):
     """A compiled MLP (T = I, slopes 0) takes the dense route like the plain one; forcing the tied
     route on the same layout gives the same matrix; a leaky slope sends it to the tied route."""
     net, X = random_mlp(seed)
-    cn = from_network(net)
+    cn = net
     st = activation_state(net, X)
     lay = backprop.layout(cn)
     assert lay.dense is not None and lay.dense.tolist() == list(range(lay.n_params))

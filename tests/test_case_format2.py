@@ -14,7 +14,7 @@ from test_architecture import _architectures, _f, reference_forward
 
 from exactident.errors import CaseFormatError, UnsupportedCaseError
 from exactident.io.case import Case, dump_case, load_case, parse_case
-from exactident.model.constrained import constrained_pre_activations
+from exactident.model.network import pre_activations
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "cases" / "architectures").glob("*.json"))
@@ -29,7 +29,7 @@ def test_shipped_round_trip_is_byte_stable_and_forward_matches_reference(path):
     case = load_case(path)
     assert dump_case(case) == path.read_text(encoding="utf-8")
     assert case.architecture is not None and not case.is_plain
-    got = constrained_pre_activations(case.compiled, case.X)[-1]
+    got = pre_activations(case.compiled, case.X)[-1]
     got_f = _f(np.array(got.entries(), dtype=object)).reshape(len(case.X), -1)
     want = np.array([reference_forward(case.architecture, _f(np.array(x, dtype=object))) for x in case.X])
     np.testing.assert_allclose(got_f, want, rtol=1e-12, atol=1e-12)
@@ -40,7 +40,7 @@ def test_leaky_case_by_hand():
     case = load_case(ROOT / "cases" / "architectures" / "leaky-mlp.json")
     a = flint.fmpq(5368709, 536870912)
     assert Fraction(5368709, 536870912) == Fraction(float(np.float32(0.01)))
-    out = constrained_pre_activations(case.compiled, [case.X[0]])[-1]
+    out = pre_activations(case.compiled, [case.X[0]])[-1]
     assert case.X[0] == [0, 0] and out[0, 0] == -a / 2 - flint.fmpq(3, 16)
 
 

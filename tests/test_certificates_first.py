@@ -16,7 +16,6 @@ import flint
 
 from exactident.check import check_constrained
 from exactident.check import pipeline as pipeline_module
-from exactident.model.constrained import from_network
 from exactident.model.network import Network
 
 X = [[0, 1], [0, 2], [0, 3], [1, 0], [2, 0], [1, 1], [2, 3], [3, 1], [1, 4], [4, 2]]
@@ -38,7 +37,7 @@ def _graph():
     q = flint.fmpq
     net = Network((2, 3, 1), [flint.fmpq_mat([[1, 0], [0, 1], [1, 1]]), flint.fmpq_mat([[2, 3, 5]])],
                   [[q(0), q(0), q(-10)], [q(1)]])
-    cn = from_network(net)
+    cn = net
     cn.negative_slope[0][0] = q(1, 10)
     cn.features = ("leaky ReLU",)
     return cn

@@ -15,8 +15,8 @@ from constrained_oracle import oracle_dim_free, oracle_rank, random_constrained,
 from exactident.boundary.dead_units import zero_columns
 from exactident.check import check, check_constrained
 from exactident.io.case import load_case
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
+from exactident.model.network import Network
 from exactident.verify.certificate import verify_constrained
 
 F = flint.fmpq
@@ -100,7 +100,7 @@ def test_interval_reports_verify_and_interval_mutations_fail():
 
 def _cn(widths, W, b, WI, bI, slopes, sI, k, features, names):
     mat = lambda rows: flint.fmpq_mat([[F(v) for v in row] for row in rows])  # noqa: E731
-    return ConstrainedNetwork(tuple(widths), [mat(M) for M in W], [[F(v) for v in bb] for bb in b],
+    return Network(tuple(widths), [mat(M) for M in W], [[F(v) for v in bb] for bb in b],
                               [np.array(I, dtype=np.int64).reshape(len(M), -1) for I, M in zip(WI, W)],
                               [np.array(I, dtype=np.int64) for I in bI], [[F(v) for v in a] for a in slopes],
                               [np.array(I, dtype=np.int64) for I in sI], k, tuple(features), list(names))

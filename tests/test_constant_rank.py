@@ -27,8 +27,8 @@ import sympy as sp
 
 from exactident.boundary.constant_rank import alpha_gram, find_constant_rank, rank_a
 from exactident.boundary.rules import GRAPH_RULES
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_state
+from exactident.model.network import Network
 from exactident.verify.constant_rank import check_constant_rank, rank_alpha
 from exactident.verify.facts import ConstrainedFacts
 
@@ -70,7 +70,7 @@ class Spec:
         def idx(e):
             return e if isinstance(e, int) else -1
 
-        return ConstrainedNetwork(
+        return Network(
             widths, [flint.fmpq_mat([[Q(v.numerator, v.denominator) for v in row] for row in Wl]) for Wl in W],
             [[Q(v.numerator, v.denominator) for v in bl] for bl in b],
             [np.array([[idx(e) for e in row] for row in Wl], dtype=np.int64) for Wl, _b in self.layers],

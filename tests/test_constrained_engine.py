@@ -15,8 +15,8 @@ from exactident.boundary.dead_units import check_constant_units, check_dead_unit
 from exactident.check import check, check_constrained
 from exactident.io.case import parse_case
 from exactident.linalg import exact
-from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.gamma_free import free_state, gamma_free_exact, gamma_free_mod_p, resolve_ties
+from exactident.model.network import Network
 from exactident.model.symmetry import rescaling_symmetry
 from exactident.verify.schema import validate_report
 
@@ -29,7 +29,7 @@ def _mat(rows):
 
 
 def _cn(widths, W, b, WI, bI, slopes, sI, k, features=("fixed weights",), names=()):
-    return ConstrainedNetwork(tuple(widths), [_mat(M) for M in W], [[F(v) for v in bb] for bb in b],
+    return Network(tuple(widths), [_mat(M) for M in W], [[F(v) for v in bb] for bb in b],
                               [np.array(I, dtype=np.int64).reshape(len(M), -1) for I, M in zip(WI, W)],
                               [np.array(I, dtype=np.int64) for I in bI], [[F(v) for v in a] for a in slopes],
                               [np.array(I, dtype=np.int64) for I in sI], k, tuple(features), list(names))
@@ -286,7 +286,7 @@ def test_prelu_slope_column():
 
 @pytest.mark.parametrize("seed", range(8))
 def test_plain_mlp_matches_the_plain_engine(seed):
-    """rank Gamma_free on from_network(net) = the plain engine's rank Gamma and dim_free = its dim (the fixed
+    """rank Gamma_free on net = the plain engine's rank Gamma and dim_free = its dim (the fixed
     edges' columns are in the span through the rescalings when theta is not degenerate): same verdict where
     C_S decides."""
     rng = random.Random(seed)
@@ -300,7 +300,7 @@ def test_plain_mlp_matches_the_plain_engine(seed):
     plain = check(case, numeric=False, structural=False, all_ranks=True)
     if plain.degenerate or plain.on_boundary:
         pytest.skip("degenerate or on the boundary")
-    cn = from_network(case.network)
+    cn = case.network
     mine = check_constrained(cn, case.X, structural=False, exact_ranks=True)  # plain: all_ranks, exact
     assert (mine.rank_gamma, mine.dim) == (plain.rank_gamma, plain.dim)
     assert (mine.verdict == "identifiable") == (plain.verdict == "identifiable")
@@ -324,7 +324,7 @@ def test_ties_are_dense_columns_times_T():
 
 
 def test_check_dispatches_a_constrained_case():
-    """check() sends a case carrying a non-plain ConstrainedNetwork to the constrained engine, a plain one not."""
+    """check() sends a case carrying a non-plain Network to the constrained engine, a plain one not."""
     cn = _residual(1, 0, 2)
     X = _X([[1], [2]])
     case = SimpleNamespace(name="res", X=X, constrained=cn, provenance=None, network=None)
@@ -454,5 +454,5 @@ def test_softmax_bound_of_a_plain_mlp():
 
     net = Network((2, 3, 2), [_mat([[1, 2], [-1, 1], [2, -3]]), _mat([[1, -1, 2], [3, 1, -2]])],
                   [[F(1), F(-1), F(2)], [F(0), F(1)]])
-    sym = rescaling_symmetry(from_network(net))
+    sym = rescaling_symmetry(net)
     assert (sym.dim_free, sym.softmax_rank_bound) == (14, 10)

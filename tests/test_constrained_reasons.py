@@ -9,7 +9,7 @@ import numpy as np
 
 from exactident.check import check, check_constrained
 from exactident.io.case import load_case
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 F = flint.fmpq
 ARCH = Path(__file__).resolve().parent.parent / "cases" / "architectures"
@@ -33,7 +33,7 @@ def test_entering_submersion_reason_names_the_ties_and_the_parameters():
 def _residual(b1, unit_names):
     """f(x) = x + w2 relu(w1 x + b1): hidden unit 0 = relu(w1 x + b1) (free), unit 1 a linear carrier of x."""
     mat = lambda rows: flint.fmpq_mat([[F(v) for v in row] for row in rows])  # noqa: E731
-    return ConstrainedNetwork((1, 2, 1), [mat([[1], [1]]), mat([[2, 1]])], [[F(b1), F(0)], [F(0)]],
+    return Network((1, 2, 1), [mat([[1], [1]]), mat([[2, 1]])], [[F(b1), F(0)], [F(0)]],
                               [np.array([[0], [-1]]), np.array([[2, -1]])], [np.array([1, -1]), np.array([-1])],
                               [[F(0), F(1)]], [np.array([-1, -1])], 3, ("skip connection",),
                               ["fc1.weight[0,0]", "fc1.bias[0]", "head.weight[0,0]"], unit_names)
@@ -47,7 +47,7 @@ def test_dead_unit_reason_names_the_unit_and_the_parameter():
     assert "unit(s) fc1[0] are dead on every sample" in r.reason
     assert f"lowering {r.certificate['dead_units']['name']} keeps" in r.reason
     # the same network without names falls back to (l,v) and theta_j
-    bare = ConstrainedNetwork(*[getattr(_residual(-10, []), f) for f in (
+    bare = Network(*[getattr(_residual(-10, []), f) for f in (
         "widths", "W", "b", "W_index", "b_index", "negative_slope", "slope_index", "n_params", "features")])
     r = check_constrained(bare, X)
     assert "unit(s) (1,0) are dead" in r.reason and "lowering theta_" in r.reason

@@ -1,4 +1,4 @@
-"""ConstrainedNetwork's index checks (numpy, no loop over the dense entries) against a plain loop over the entries.
+"""Network's index checks (numpy, no loop over the dense entries) against a plain loop over the entries.
 
 The reference below is the entry-by-entry loop the constructor used before: for every weight ``W_l[i][j]``
 (then ``b_l[i]``) row by row, layer by layer, then every slope, the first entry whose index is outside
@@ -17,7 +17,7 @@ import pytest
 from constrained_oracle import random_constrained
 
 from exactident.errors import CaseFormatError
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 F = flint.fmpq
 
@@ -98,7 +98,7 @@ def test_index_checks_match_the_entry_loop(seed):
     _corrupt(parts, rng)
     expected = _reference(*parts)
     try:
-        ConstrainedNetwork(*parts)
+        Network(*parts)
         found = None
     except CaseFormatError as e:
         found = (e.field, e.message)
@@ -109,7 +109,7 @@ def test_tie_error_names_the_first_entry_in_order():
     """theta_0 feeds W_1[0][0] = 1, b_1[0] = 2 and W_1[1][0] = 3: the first mismatch in order is b_1[0]."""
     W = [flint.fmpq_mat([[1], [3]]), flint.fmpq_mat([[1, 1]])]
     with pytest.raises(CaseFormatError) as e:
-        ConstrainedNetwork((1, 2, 1), W, [[F(2), F(0)], [F(0)]],
+        Network((1, 2, 1), W, [[F(2), F(0)], [F(0)]],
                            [np.array([[0], [0]]), np.array([[1, 2]])], [np.array([0, -1]), np.array([-1])],
                            [[F(0), F(0)]], [np.array([-1, -1])], 3)
     assert (e.value.field, e.value.message) == ("b_1[0]", "tied to theta_0 = 1 but holds 2")

@@ -16,7 +16,6 @@ from exactident.check import check_constrained
 from exactident.cli import main
 from exactident.explain.core import Explanation, explain, explain_constrained
 from exactident.io.case import parse_case
-from exactident.model.constrained import from_network
 from exactident.model.gamma_free import free_state
 from exactident.model.symmetry import rescaling_symmetry
 
@@ -145,7 +144,7 @@ def test_plain_mlp_through_the_constrained_route_matches_plain_explain(seed):
     assert isinstance(plain, Explanation)
     if report.degenerate or report.on_boundary:
         pytest.skip("degenerate or on the boundary")
-    cn = from_network(case.network)
+    cn = case.network
     mine = explain_constrained(cn, case.X, check_constrained(cn, case.X, structural=False))
     pc = {e["name"]: e["class"] for e in plain.parameters}
     mc = _classes(mine)

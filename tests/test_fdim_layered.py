@@ -25,7 +25,6 @@ from constrained_oracle import random_constrained
 from test_symmetry_graph import _case, _conv3, _residual_dead
 
 from exactident.errors import UnsupportedCaseError
-from exactident.model.constrained import from_network
 from exactident.model.network import Network
 from exactident.model.symmetry import rescaling_symmetry
 from exactident.symmetry.fdim import functional_dimension
@@ -300,8 +299,8 @@ def test_an_mlp_written_as_a_layer_graph_gives_the_mlp_result(seed):
         plain = functional_dimension(net, seed=seed, lines=0, search=False, regions=50_000)
     except UnsupportedCaseError:
         return
-    graph = functional_dimension(from_network(net), seed=seed, lines=0, regions=50_000)
+    graph = functional_dimension(net, seed=seed, lines=0, regions=50_000)
     assert graph.dim == plain.dim and graph.n_params == plain.n_params
     assert graph.lower == graph.upper == plain.lower == plain.upper
-    assert _cover_sides(enumerate_regions(net), _brute_force_regions(_net(from_network(net)))[1]) == \
-        _brute_force_regions(_net(from_network(net)))[0]
+    assert _cover_sides(enumerate_regions(net), _brute_force_regions(_net(net))[1]) == \
+        _brute_force_regions(_net(net))[0]

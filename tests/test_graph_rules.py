@@ -105,11 +105,10 @@ def test_theorem_8_never_applies_to_a_layer_graph():
     """C_N (Theorem 8) is proved for the dense ReLU MLP with every weight free only: its hypothesis fails on any
     constrained network with a feature, and holds on the plain MLP's constrained form."""
     from exactident.boundary.rules import GRAPH_RULES
-    from exactident.model.constrained import from_network
     from exactident.model.network import Network
 
     rule = {g.name: g for g in GRAPH_RULES}["theorem-8"]
-    plain = from_network(Network((1, 1, 1), [[[1]], [[2]]], [[0], [0]]))
+    plain = Network((1, 1, 1), [[[1]], [[2]]], [[0], [0]])
     assert rule.fails(plain) is None
     leaky = _case().compiled
     assert "leaky ReLU" in (rule.fails(leaky) or "")

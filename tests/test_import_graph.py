@@ -324,14 +324,14 @@ def test_keras_refusals_one_line(keras, tmp_path, capsys):
 
 def test_from_torch_returns_a_case_that_compiles_to_the_module():
     from exactident import from_torch
-    from exactident.model.constrained import constrained_pre_activations
+    from exactident.model.network import pre_activations
 
     torch.manual_seed(5)
     m = _cnn()
     X = RNG.random((3, 3, 4, 4)).astype(np.float32)
     case = from_torch(m, X)
     assert case.architecture is not None and case.compiled.widths[0] == 48
-    out = constrained_pre_activations(case.compiled, case.X)[-1]
+    out = pre_activations(case.compiled, case.X)[-1]
     with torch.no_grad():
         ref = m(torch.as_tensor(X)).double().numpy()
     got = np.array([[int(out[i, j].p) / int(out[i, j].q) for j in range(out.ncols())] for i in range(out.nrows())])

@@ -20,7 +20,7 @@ from _importers import bad_input_error
 
 from exactident.errors import CaseFormatError
 from exactident.io.case import parse_case
-from exactident.model.constrained import constrained_pre_activations
+from exactident.model.network import pre_activations
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -30,7 +30,7 @@ RNG = np.random.default_rng(323)
 
 def _exact_outputs(doc):
     case = parse_case(doc, "imported")
-    Z = constrained_pre_activations(case.compiled, case.X)[-1]
+    Z = pre_activations(case.compiled, case.X)[-1]
     return np.array([[float(Fraction(int(Z[i, j].p), int(Z[i, j].q))) for j in range(Z.ncols())]
                      for i in range(Z.nrows())])
 

@@ -27,7 +27,7 @@ from exactident.errors import CaseFormatError
 from exactident.io.case import Case, parse_case
 from exactident.model.architecture import Architecture, Layer, exact_array
 from exactident.model.compile import compile_architecture
-from exactident.model.constrained import constrained_pre_activations
+from exactident.model.network import pre_activations
 
 RNG = np.random.default_rng(32)
 
@@ -188,7 +188,7 @@ def test_compiled_forward_is_the_exact_max_pool(pool, act):
     assert "skip connection" not in cn.features and "linear layer" not in cn.features, cn.features
     X = [list(_fr(rng, (int(np.prod(input_shape)),), den=3)) for _ in range(4)]
     X.append([Fraction(1)] * int(np.prod(input_shape)))  # a constant input: every window a tie of its inputs
-    got = constrained_pre_activations(cn, X)[-1]
+    got = pre_activations(cn, X)[-1]
     for i, x in enumerate(X):
         want = [y.v for y in _forward(net, x)]
         assert [Fraction(int(got[i, j].p), int(got[i, j].q)) for j in range(got.ncols())] == want
@@ -371,5 +371,5 @@ def test_dead_relu_outputs_in_a_window_are_no_tie():
     r = check(case, numeric=False)
     assert not r.on_boundary and r.n_ties == 0
     assert [y.v for x in X for y in _forward(net, x)] == [0, 0, 0]
-    Z = constrained_pre_activations(case.compiled, X)[-1]
+    Z = pre_activations(case.compiled, X)[-1]
     assert [Z[i, 0] for i in range(3)] == [0, 0, 0]

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from xverify_oracle import F32_001, Oracle, conv1d_net, random_constrained, residual_net
 
-from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network
 from exactident.numeric.block import free_numeric_block
 from exactident.numeric.float_network import FloatNetwork, to_float_network
@@ -56,7 +55,7 @@ def test_plain_mlp_is_the_plain_backend():
     from exactident.numeric.gamma_free import gamma_float
 
     full = gamma_float(to_float_network(net), _floats(X), None, None)  # every weight and bias, same order
-    assert np.array_equal(gamma_free_float(to_float_network(from_network(net)), _floats(X)), full)
+    assert np.array_equal(gamma_free_float(to_float_network(net), _floats(X)), full)
 
 
 def test_residual_net_by_hand():
@@ -120,7 +119,7 @@ def test_leaky_slope_float32_is_not_one_hundredth():
     # PyTorch's LeakyReLU(0.01) stores float32(0.01) = 0.00999999977648258209228515625: its Gamma differs
     # from the one with slope 1/100 by ~2e-8 relative, far above float64 noise; the pipeline keeps the stored one
     def net(slope):
-        return ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]],
+        return Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]],
                                   [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([-1])],
                                   [[slope]], [np.array([-1])], 3, ("leaky ReLU",))
 
@@ -137,7 +136,7 @@ def test_leaky_slope_float32_is_not_one_hundredth():
 
 def test_prelu_slope_column():
     # f = 3 prelu_a(2 x + 1): d f / d a = 3 min(z, 0); a shared by the hidden unit; a = 1/4
-    cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]],
+    cn = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]],
                             [np.array([[-1]]), np.array([[-1]])], [np.array([-1]), np.array([-1])],
                             [[q(1, 4)]], [np.array([0])], 1, ("PReLU",))
     X = [[q(-2)], [q(1)]]

@@ -25,9 +25,9 @@ import pytest
 from exactident.crosscheck.core import crosscheck_case
 from exactident.io.case import load_case, parse_case
 from exactident.model.activation import activation_state
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma import free_columns
+from exactident.model.network import Network
 from exactident.numeric.float_network import to_float_network
 from exactident.numeric.gamma_free import dense_columns, gamma_free_float
 from exactident.numeric.numpy_backend import float_operators
@@ -76,7 +76,7 @@ def _fraction_jacobian(widths, W, b, Wi, bi, slope, si, k, X):
 
 def _net(widths, W, b, Wi, bi, slope, si, k):
     q = flint.fmpq
-    return ConstrainedNetwork(tuple(widths), [flint.fmpq_mat([[q(v.numerator, v.denominator) for v in row]
+    return Network(tuple(widths), [flint.fmpq_mat([[q(v.numerator, v.denominator) for v in row]
                                                                for row in M]) for M in W],
                               [[q(v.numerator, v.denominator) for v in vec] for vec in b],
                               [np.array(I, dtype=np.int64) for I in Wi], [np.array(I, dtype=np.int64) for I in bi],

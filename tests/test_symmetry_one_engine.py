@@ -23,7 +23,6 @@ import numpy as np
 
 from exactident.cli import main
 from exactident.io.case import parse_case
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.audit import audit
 from exactident.symmetry.canonical import canonical_form
@@ -38,7 +37,7 @@ def _hand_constrained_mlp(W1, b1, W2, b2):
     (b1[0], b1[1], b2[0], then W1 row by row, then W2), no fixed entry, slopes 0 (T = I up to the numbering)."""
     W_index = [np.array([[3], [4]]), np.array([[5, 6]])]
     b_index = [np.array([0, 1]), np.array([2])]
-    return ConstrainedNetwork((1, 2, 1), [flint.fmpq_mat(W1), flint.fmpq_mat(W2)], [list(map(F, b1)), list(map(F, b2))],
+    return Network((1, 2, 1), [flint.fmpq_mat(W1), flint.fmpq_mat(W2)], [list(map(F, b1)), list(map(F, b2))],
                               W_index, b_index, [[F(0), F(0)]], [np.array([-1, -1])], 7)
 
 
@@ -78,7 +77,7 @@ def test_an_mlp_written_as_a_constrained_network_gets_the_mlp_audit_numbers():
     (w, b, v, c)), independent: rank 2 < 3, not identifiable; the neuron is always active, its hyperplane
     [x, 1] over 2 queries has rank 2 = N_0 + 1 (pinned), yet it is under-determined (the kernel of Gamma moves it)."""
     W_index, b_index = [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([3])]
-    cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[F(1)], [F(0)]],
+    cn = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[F(1)], [F(0)]],
                             W_index, b_index, [[F(0)]], [np.array([-1])], 4)
     X = [[F(0)], [F(1)]]
     got = audit(cn, X, extracted=cn)

@@ -18,7 +18,7 @@ import pytest
 import sympy as sp
 from xverify_oracle import Oracle, conv1d_net, random_constrained, residual_net
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 from exactident.verify.certificate import verify_constrained
 from exactident.verify.facts import ConstrainedFacts
 from exactident.verify.gamma import rank_mod_p, verifier_primes
@@ -219,7 +219,7 @@ def test_conv_channel_keeps_one_rescaling():
 def _dead_net(slope):
     # f = 3 act(2 x - 10) + relu(x) + 1 with act a ReLU (slope 0) or leaky; x in [0, 4]: unit 0 never active.
     # Parameters: w1 = 2, b1 = -10, v0 = 3, v1 = 1 (unit 1's input weight 1 and the output bias 1 fixed)
-    return ConstrainedNetwork((1, 2, 1), [flint.fmpq_mat([[2], [1]]), flint.fmpq_mat([[3, 1]])],
+    return Network((1, 2, 1), [flint.fmpq_mat([[2], [1]]), flint.fmpq_mat([[3, 1]])],
                               [[q(-10), q(0)], [q(1)]],
                               [np.array([[0], [-1]]), np.array([[2, 3]])], [np.array([1, -1]), np.array([-1])],
                               [[slope, q(0)]], [np.array([-1, -1])], 4, ("fixed weights",),
@@ -273,12 +273,11 @@ def test_dead_unit_lines_by_hand():
 def test_constant_unit_line_by_hand():
     # plain 2-2-1 net; unit 1 = relu(x1 + 2) is the constant 2 on samples with x1 = 0: raising its outgoing
     # weight v1 by t and lowering the output bias c by 2 t keeps f on X; at x* = (0, 1) unit 1 is 3, so f moves by t
-    from exactident.model.constrained import from_network
     from exactident.model.network import Network
 
     net = Network((2, 2, 1), [flint.fmpq_mat([[1, 0], [0, 1]]), flint.fmpq_mat([[1, 1]])],
                   [[q(0), q(2)], [q(0)]])
-    cn = from_network(net)  # parameters W_1 row-major (0..3), b_1 (4, 5), W_2 (6, 7), b_2 (8)
+    cn = net  # parameters W_1 row-major (0..3), b_1 (4, 5), W_2 (6, 7), b_2 (8)
     X = [[q(v), q(0)] for v in (1, 2, -1, 3)]
     part = {"kind": "constant-units", "units": [[1, 1]], "value": "2", "delta": [[7, "1"], [8, "-2"]],
             "names": ["W_2[0,1]", "b_2[0]"], "t0": None, "eps": "1", "x": ["0", "1"], "f_0": ["3"], "f_eps": ["4"]}
@@ -411,7 +410,7 @@ def test_entering_submersion_by_hand():
     # a tie.  Active side:
     # Gamma_free = (x, 1, 1) = (1, 1, 1), full row rank; delta = (1, 0, -1) is in its kernel and raises z
     # (x dw + db = 1 > 0): it enters the active piece; at y = 2, d f . delta = y dw + dd = 1 != 0
-    cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])], [[q(-1)], [q(0)]],
+    cn = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])], [[q(-1)], [q(0)]],
                             [np.array([[0]]), np.array([[-1]])], [np.array([1]), np.array([2])], [[q(0)]],
                             [np.array([-1])], 3, ("fixed weights",))
     X = [[q(1)]]
@@ -431,7 +430,7 @@ def test_persistent_tie():
     # one channel, kernel (1, 2), no bias (fixed 0): at x = (0, 0, 1) pixel 0 sees (0, 0): z = 0 for every theta
     from exactident.verify.resolutions import persistent_ties
 
-    cn = ConstrainedNetwork((3, 2, 1), [flint.fmpq_mat([[1, 2, 0], [0, 1, 2]]), flint.fmpq_mat([[1, -1]])],
+    cn = Network((3, 2, 1), [flint.fmpq_mat([[1, 2, 0], [0, 1, 2]]), flint.fmpq_mat([[1, -1]])],
                             [[q(0), q(0)], [q(1)]], [np.array([[0, 1, -1], [-1, 0, 1]]), np.array([[2, 3]])],
                             [np.array([-1, -1]), np.array([4])], [[q(0), q(0)]], [np.array([-1, -1])], 5,
                             ("convolution",))
@@ -464,7 +463,7 @@ def _kink_net():
     b = [[q(2), q(0)], [q(-3), q(0)], [q(1)]]
     W_index = [np.array([[-1, 0], [2, -1]]), np.array([[3, -1], [-1, -1]]), np.array([[5, 6]])]
     b_index = [np.array([1, -1]), np.array([4, -1]), np.array([7])]
-    return ConstrainedNetwork((2, 2, 2, 1), W, b, W_index, b_index, [[q(0), q(1, 10)], [q(0), q(1)]],
+    return Network((2, 2, 2, 1), W, b, W_index, b_index, [[q(0), q(1, 10)], [q(0), q(1)]],
                               [np.array([-1, -1]), np.array([-1, -1])], 8, ("leaky ReLU", "fixed weights"),
                               [f"theta_{j}" for j in range(8)])
 

@@ -16,7 +16,6 @@ import flint
 import pytest
 
 from exactident.io.limits import WorkLimits
-from exactident.model.constrained import from_network
 from exactident.model.network import Network
 from exactident.verify.certificate import verify_constrained
 from exactident.verify.facts import ConstrainedFacts
@@ -38,7 +37,7 @@ def _f(x: Fraction, b0: Fraction) -> Fraction:
 def _case():
     net = Network((1, 5, 1), [flint.fmpq_mat([[1]] * 5), flint.fmpq_mat([[1] * 5])],
                   [[q(-c) for c in CUTS], [q(0)]])
-    return from_network(net), [[q(x)] for x in XS]
+    return net, [[q(x)] for x in XS]
 
 
 def _report(verdict: str, decided_by: str, with_part: bool = True) -> dict:
@@ -132,7 +131,7 @@ def test_inconclusive_on_analysed_resolutions_refused_where_own_ranks_prove_cs()
     # dim_free = 4 parameters - 1 rescaling = 3, and Gamma_free has rank 3 on both resolutions: C_S everywhere
     assert [_gamma_free_rank_by_hand(side) for side in (True, False)] == [3, 3]
     net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[q(1)], [q(0)]])
-    cn, X = from_network(net), [[q(Fraction(x).numerator, Fraction(x).denominator)] for x in XS_FULL]
+    cn, X = net, [[q(Fraction(x).numerator, Fraction(x).denominator)] for x in XS_FULL]
     valid, msgs = verify_constrained(cn, X, _graph_report(patterns=True))
     assert not valid and any("proves identifiable" in m for m in msgs), msgs
     # nothing enumerated (past the engine's cap): the verdict says only that nothing was decided

@@ -18,7 +18,7 @@ import flint
 import numpy as np
 import sympy as sp
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 __all__ = ["Oracle", "conv1d_net", "random_constrained", "residual_net"]
 
@@ -29,7 +29,7 @@ def _q(v: sp.Rational) -> flint.fmpq:
     return flint.fmpq(int(v.p), int(v.q))
 
 
-def random_constrained(seed: int, widths=(3, 3, 3, 2), n: int = 5) -> tuple[ConstrainedNetwork, list[list[flint.fmpq]]]:
+def random_constrained(seed: int, widths=(3, 3, 3, 2), n: int = 5) -> tuple[Network, list[list[flint.fmpq]]]:
     """A random constrained network of ``widths`` and a sample of ``n`` points (exact, small rationals)."""
     rng = random.Random(seed)
 
@@ -82,7 +82,7 @@ def random_constrained(seed: int, widths=(3, 3, 3, 2), n: int = 5) -> tuple[Cons
     used = sorted({int(j) for A in Wi + bi + ai for j in A.ravel() if j >= 0})
     ren = {j: k for k, j in enumerate(used)}
     re = np.vectorize(lambda j: ren[int(j)] if j >= 0 else -1, otypes=[np.int64])
-    cn = ConstrainedNetwork(
+    cn = Network(
         tuple(widths),
         [flint.fmpq_mat(widths[l + 1], widths[l], [_q(v) for row in W[l] for v in row]) for l in range(L)],
         [[_q(v) for v in bl] for bl in b],
@@ -93,19 +93,19 @@ def random_constrained(seed: int, widths=(3, 3, 3, 2), n: int = 5) -> tuple[Cons
     return cn, X
 
 
-def residual_net(w1, b1, w2) -> ConstrainedNetwork:
+def residual_net(w1, b1, w2) -> Network:
     """``f(x) = x + w2 relu(w1 x + b1)`` compiled: hidden (relu unit, carrier of x), output ``w2 h + 1 c``."""
     q = flint.fmpq
-    return ConstrainedNetwork(
+    return Network(
         (1, 2, 1), [flint.fmpq_mat([[q(w1)], [1]]), flint.fmpq_mat([[q(w2), 1]])], [[q(b1), q(0)], [q(0)]],
         [np.array([[0], [-1]]), np.array([[2, -1]])], [np.array([1, -1]), np.array([-1])],
         [[q(0), q(1)]], [np.array([-1, -1])], 3, ("skip connection",), ["w1", "b1", "w2"])
 
 
-def conv1d_net(u1, u2, c, v1, v2, d) -> ConstrainedNetwork:
+def conv1d_net(u1, u2, c, v1, v2, d) -> Network:
     """One channel, kernel 2, stride 1 on 3 pixels (two ReLU units), then ``v . h + d``: 6 parameters."""
     q = flint.fmpq
-    return ConstrainedNetwork(
+    return Network(
         (3, 2, 1), [flint.fmpq_mat([[q(u1), q(u2), 0], [0, q(u1), q(u2)]]), flint.fmpq_mat([[q(v1), q(v2)]])],
         [[q(c), q(c)], [q(d)]],
         [np.array([[0, 1, -1], [-1, 0, 1]]), np.array([[3, 4]])], [np.array([2, 2]), np.array([5])],
@@ -116,11 +116,11 @@ def conv1d_net(u1, u2, c, v1, v2, d) -> ConstrainedNetwork:
 class Oracle:
     """sympy's view of a constrained network: symbolic ``theta``, values, slopes, sample."""
 
-    cn: ConstrainedNetwork
+    cn: Network
     X: list[list[sp.Rational]]
 
     @classmethod
-    def of(cls, cn: ConstrainedNetwork, X) -> Oracle:
+    def of(cls, cn: Network, X) -> Oracle:
         return cls(cn, [[sp.Rational(int(v.p), int(v.q)) for v in row] for row in X])
 
     def _dense(self, theta):

@@ -40,8 +40,8 @@ import flint
 import numpy as np
 
 from exactident.linalg.modular import random_primes
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import FreeState, free_data_denominator, persistent_ties
+from exactident.model.network import Network
 
 __all__ = ["MAX_GRAM_SAMPLES", "alpha_gram", "find_constant_rank", "rank_a", "try_constant_rank"]
 
@@ -50,7 +50,7 @@ __all__ = ["MAX_GRAM_SAMPLES", "alpha_gram", "find_constant_rank", "rank_a", "tr
 MAX_GRAM_SAMPLES = 300
 
 
-def _layer_rows(cn: ConstrainedNetwork, pattern: Sequence[np.ndarray], l: int, n: int) -> flint.fmpq_mat:
+def _layer_rows(cn: Network, pattern: Sequence[np.ndarray], l: int, n: int) -> flint.fmpq_mat:
     """``D_l`` with ``D_l D_l^T = s_l``: per sample, ``d_v`` for a fixed slope (1 on the active side, the slope
     else), and the two indicators (active, negative) for a PReLU unit, whose inner product is ``[same side]``."""
     P, a, idx = pattern[l - 1], cn.negative_slope[l - 1], cn.slope_index[l - 1]
@@ -68,7 +68,7 @@ def _layer_rows(cn: ConstrainedNetwork, pattern: Sequence[np.ndarray], l: int, n
     return flint.fmpq_mat(rows)
 
 
-def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]
+def alpha_gram(cn: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]
                ) -> flint.fmpq_mat:
     """``alpha_s alpha_s^T`` (``n x n``, Q) for the lifting over the complete layered graph (``alpha~`` with PReLU).
 
@@ -82,8 +82,7 @@ def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], patter
     One hidden ReLU unit, ``x = 1`` active and ``x = -1`` dead: rows ``(1, 1, 1)`` and ``(0, 0, 1)``.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]]))
+    >>> cn = Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]])
     >>> pat = [np.array([[True], [False]])]
     >>> print(alpha_gram(cn, [[flint.fmpq(1)], [flint.fmpq(-1)]], pat))
     [3, 1]
@@ -104,14 +103,14 @@ def alpha_gram(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], patter
     return flint.fmpq_mat(n, n, [t + x * p for t, x, p in zip(total, inputs, P)])
 
 
-def rank_a(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]) -> int:
+def rank_a(cn: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray]) -> int:
     """``rank A = N_L rank alpha`` over Q (Prop. 11 of the paper; ``alpha_s``, or ``alpha~`` with PReLU slopes)."""
     if not X:
         return 0
     return cn.widths[-1] * alpha_gram(cn, X, pattern).rank()
 
 
-def find_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+def find_constant_rank(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
                        rng: random.Random, tries: int = 12) -> tuple[dict[str, Any] | None, str]:
     """A checked constant-rank certificate, or None and why not (one line).
 
@@ -156,7 +155,7 @@ def find_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]
     return None, f"rank Gamma_free = rank A = {ra}, but no point y tried moved f(y) along the fibre"
 
 
-def try_constant_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+def try_constant_rank(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
                       rng: random.Random, tried: dict[str, str]) -> dict[str, Any] | None:
     """:func:`find_constant_rank` as the engine's last rule: the certificate, or None with ``tried`` noted."""
     found, why = find_constant_rank(cn, X, state, rng)

@@ -43,9 +43,9 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations
 from exactident.model.gamma_free import FreeState
 from exactident.model.line_forward import LinePass, line_pass
+from exactident.model.network import Network, pre_activations
 
 __all__ = ["along", "candidate_lines", "check_constant_units", "check_dead_units", "constant_lines", "find_dead_units",
            "line_segment", "slope_lines", "zero_columns"]
@@ -56,7 +56,7 @@ _EPS = [flint.fmpq(1), flint.fmpq(1, 8), flint.fmpq(1, 64), flint.fmpq(1, 1024)]
 _NEGATIVE = -12.0
 
 
-def _dead(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
+def _dead(cn: Network, state: FreeState) -> set[tuple[int, int]]:
     """ReLU units (kinked, fixed slope 0) strictly negative on every sample."""
     zero = flint.fmpq(0)
     out = set()
@@ -70,7 +70,7 @@ def _dead(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
     return out
 
 
-def _silent(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
+def _silent(cn: Network, state: FreeState) -> set[tuple[int, int]]:
     """Units ``(l, v)`` whose output is exactly 0 on every sample: hidden units of any kind, and the input
     coordinates ``(0, k)`` that are 0 on every sample (e.g. a border pixel of the digits)."""
     zero = flint.fmpq(0)
@@ -84,7 +84,7 @@ def _silent(cn: ConstrainedNetwork, state: FreeState) -> set[tuple[int, int]]:
     return out
 
 
-def candidate_lines(cn: ConstrainedNetwork, state: FreeState) -> list[tuple[int, int, list[tuple[int, int]]]]:
+def candidate_lines(cn: Network, state: FreeState) -> list[tuple[int, int, list[tuple[int, int]]]]:
     """``(j, layer, units)``: parameters whose every occurrence is a dead unit's bias or a weight leaving a silent unit.
 
     Dead: a ReLU unit strictly negative on every sample; silent: a unit of any kind whose output is 0 on every
@@ -124,7 +124,7 @@ def candidate_lines(cn: ConstrainedNetwork, state: FreeState) -> list[tuple[int,
     return out
 
 
-def zero_columns(cn: ConstrainedNetwork, state: FreeState) -> list[int]:
+def zero_columns(cn: Network, state: FreeState) -> list[int]:
     """Parameters whose column of ``Gamma_free(s)`` is 0 for every tie resolution ``s`` (exact, from the structure).
 
     Every occurrence of ``theta_j`` must be one of: a weight ``W_l[v, k]`` or bias ``b_l[v]`` *entering* a
@@ -160,8 +160,8 @@ def zero_columns(cn: ConstrainedNetwork, state: FreeState) -> list[int]:
     return [int(j) for j in np.flatnonzero(good & ~bad)]
 
 
-def _outputs_and_signs(cn: ConstrainedNetwork, x: list[flint.fmpq]) -> tuple[list[flint.fmpq], list[int]]:
-    Z = constrained_pre_activations(cn, [x])
+def _outputs_and_signs(cn: Network, x: list[flint.fmpq]) -> tuple[list[flint.fmpq], list[int]]:
+    Z = pre_activations(cn, [x])
     signs = []
     for l in range(1, cn.L):
         kinked = cn.kinked(l)
@@ -170,7 +170,7 @@ def _outputs_and_signs(cn: ConstrainedNetwork, x: list[flint.fmpq]) -> tuple[lis
     return list(Z[-1].table()[0]), signs
 
 
-def check_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], j: int,
+def check_dead_units(cn: Network, X: Sequence[Sequence[flint.fmpq]], j: int,
                      x: Sequence[flint.fmpq], eps: flint.fmpq) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
     """The exact check of a dead-unit certificate: ``(f_theta(x*), f_theta(eps)(x*))`` if it holds, else None.
 
@@ -184,7 +184,7 @@ def check_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], 
     return _quick(cn, {j: -flint.fmpq(1)}, [flint.fmpq(v) for v in x], eps)
 
 
-def _floats(cn: ConstrainedNetwork):
+def _floats(cn: Network):
     W = [np.array([[float(v) for v in row] for row in M.table()]).reshape(M.nrows(), M.ncols()) for M in cn.W]
     b = [np.array([float(v) for v in bb]) for bb in cn.b]
     a = [np.array([float(v) for v in s]) for s in cn.negative_slope]
@@ -228,7 +228,7 @@ def _rational(x: np.ndarray) -> list[flint.fmpq]:
     return out
 
 
-def constant_lines(cn: ConstrainedNetwork, state: FreeState
+def constant_lines(cn: Network, state: FreeState
                    ) -> list[tuple[int, int, tuple[int, int], flint.fmpq, flint.fmpq]]:
     """``(j, jb, unit, z, h)``: a unit whose pre-activation is the same ``z`` (output ``h``) on every sample,
     ``theta_j`` its only use being the weight ``W_{l+1}[i, v]`` and ``theta_jb`` its only use being ``b_{l+1}[i]``.
@@ -258,7 +258,7 @@ def constant_lines(cn: ConstrainedNetwork, state: FreeState
     return out
 
 
-def slope_lines(cn: ConstrainedNetwork, state: FreeState) -> list[tuple[int, int, list[tuple[int, int]]]]:
+def slope_lines(cn: Network, state: FreeState) -> list[tuple[int, int, list[tuple[int, int]]]]:
     """``(j, layer, units)``: PReLU slopes ``theta_j`` whose every occurrence is the slope of a unit with ``z >= 0``
     on every sample, all in one layer.
 
@@ -286,7 +286,7 @@ def slope_lines(cn: ConstrainedNetwork, state: FreeState) -> list[tuple[int, int
     return out
 
 
-def _lines(cn: ConstrainedNetwork, state: FreeState):
+def _lines(cn: Network, state: FreeState):
     """``(kind, delta, units, targets, extra)`` of every candidate line; targets ``(l, v, z_now)``."""
     one = flint.fmpq(1)
     for j, _layer, units in candidate_lines(cn, state):
@@ -297,7 +297,7 @@ def _lines(cn: ConstrainedNetwork, state: FreeState):
         yield "slope-lines", {j: one}, units, [(l, v, _NEGATIVE) for l, v in units], {"parameter": j}
 
 
-def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+def find_dead_units(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
                     rng: random.Random, tries: int = 8, max_lines: int = 64) -> dict[str, Any] | None:
     """A checked dead-unit (or constant-unit) certificate, or None.
 
@@ -338,7 +338,7 @@ def find_dead_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     return None
 
 
-def line_segment(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delta: dict[int, flint.fmpq]
+def line_segment(cn: Network, X: Sequence[Sequence[flint.fmpq]], delta: dict[int, flint.fmpq]
                  ) -> tuple[bool, flint.fmpq | None]:
     """Whether the outputs on ``X`` are constant along ``theta + t delta``, and the segment ``[0, t0]`` proved.
 
@@ -351,7 +351,7 @@ def line_segment(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delt
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n rows of ``N_0`` fmpq (Q), ``n >= 0``
     delta : dict ``j -> fmpq``
         The direction in ``theta`` (absent parameters 0).
@@ -367,12 +367,12 @@ def line_segment(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delt
     return run.is_constant(), run.segment_end()
 
 
-def along(cn: ConstrainedNetwork, points: Sequence[Sequence[flint.fmpq]], delta: dict[int, flint.fmpq]) -> LinePass:
+def along(cn: Network, points: Sequence[Sequence[flint.fmpq]], delta: dict[int, flint.fmpq]) -> LinePass:
     """The network on ``points`` along ``theta + t delta`` as polynomials in ``t`` (exact, Q).
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     points : n >= 1 rows of ``N_0`` fmpq
     delta : dict ``j -> fmpq``
         The direction over the free parameters (absent ones 0): weights, biases and PReLU slopes.
@@ -423,7 +423,7 @@ def _segment_text(t0: flint.fmpq | None) -> str:
     return "every t >= 0" if t0 is None else f"0 <= t <= {t0}"
 
 
-def check_constant_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], j: int, jb: int,
+def check_constant_units(cn: Network, X: Sequence[Sequence[flint.fmpq]], j: int, jb: int,
                          x: Sequence[flint.fmpq], eps: flint.fmpq) -> tuple[list[flint.fmpq], list[flint.fmpq]] | None:
     """The exact check of a constant-unit certificate (recomputes the line from ``cn`` and ``X``)."""
     from exactident.model.gamma_free import free_state
@@ -434,7 +434,7 @@ def check_constant_units(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq
     return _quick(cn, {j: flint.fmpq(1), jb: -found[0][4]}, [flint.fmpq(v) for v in x], eps)
 
 
-def _quick(cn: ConstrainedNetwork, delta: dict[int, flint.fmpq], x: list[flint.fmpq], eps: flint.fmpq,
+def _quick(cn: Network, delta: dict[int, flint.fmpq], x: list[flint.fmpq], eps: flint.fmpq,
            floats: tuple | None = None):
     """The exact check at ``x*`` along ``theta + t delta`` (the line itself is already known to keep ``f(X)``);
     with ``floats`` (:func:`_floats`) a float pre-check first skips hopeless points (speed only)."""
@@ -449,7 +449,7 @@ def _quick(cn: ConstrainedNetwork, delta: dict[int, flint.fmpq], x: list[flint.f
     return f0, f1
 
 
-def _float_plausible(cn: ConstrainedNetwork, floats: tuple, delta: dict[int, flint.fmpq], x: list[flint.fmpq],
+def _float_plausible(cn: Network, floats: tuple, delta: dict[int, flint.fmpq], x: list[flint.fmpq],
                      eps: flint.fmpq) -> bool:
     """A float pre-check (speed only: the exact check decides): same strict signs, outputs apart."""
     W, b, a = floats

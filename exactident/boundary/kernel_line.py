@@ -2,7 +2,7 @@
 
 The plain MLP's line certificate (:mod:`exactident.boundary.line`) needs nothing of the dense
 ReLU MLP: only the exact outputs of the network along a straight line in parameter space.  Here
-it runs on every :class:`~exactident.model.constrained.ConstrainedNetwork` (convolution,
+it runs on every :class:`~exactident.model.network.Network` (convolution,
 pooling, skips, leaky ReLU, PReLU, fixed weights).  A direction ``delta`` over the free
 parameters such that
 
@@ -44,8 +44,8 @@ from exactident.boundary.dead_units import along
 from exactident.boundary.entering import primitive_integer
 from exactident.io.rationals import format_fmpq
 from exactident.linalg.exact import nullspace
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import gamma_free_exact
+from exactident.model.network import Network
 
 __all__ = ["MAX_LINE_CANDIDATES", "MAX_LINE_ENTRIES", "MAX_LINE_PATTERNS", "find_graph_line",
            "line_cost_problem", "probe_points"]
@@ -60,12 +60,11 @@ MAX_LINE_CANDIDATES = 64
 PROBE_BATCH = 64
 
 
-def line_cost_problem(cn: ConstrainedNetwork, n_samples: int) -> str | None:
+def line_cost_problem(cn: Network, n_samples: int) -> str | None:
     """Why the line search is not run on this size (one line), or None when it is.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]]))
+    >>> cn = Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]])
     >>> line_cost_problem(cn, 3) is None
     True
     """
@@ -76,7 +75,7 @@ def line_cost_problem(cn: ConstrainedNetwork, n_samples: int) -> str | None:
     return None
 
 
-def probe_points(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
+def probe_points(cn: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
     """Candidate probe inputs, in a fixed order: the samples shifted, scaled coordinate vectors, spread points."""
     n0 = cn.widths[0]
     q = flint.fmpq
@@ -87,7 +86,7 @@ def probe_points(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> l
     return pts
 
 
-def _probe(cn: ConstrainedNetwork, X, delta: dict[int, flint.fmpq]) -> list[flint.fmpq] | None:
+def _probe(cn: Network, X, delta: dict[int, flint.fmpq]) -> list[flint.fmpq] | None:
     pts = probe_points(cn, X)
     for start in range(0, len(pts), PROBE_BATCH):
         batch = pts[start:start + PROBE_BATCH]
@@ -97,13 +96,13 @@ def _probe(cn: ConstrainedNetwork, X, delta: dict[int, flint.fmpq]) -> list[flin
     return None
 
 
-def find_graph_line(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
+def find_graph_line(cn: Network, X: Sequence[Sequence[flint.fmpq]],
                     patterns: Sequence[Sequence[np.ndarray]]) -> dict[str, Any] | None:
     """A checked ``line`` certificate part of a constrained network, or None.
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n >= 1 rows of ``N_0`` fmpq (Q)
     patterns : activation patterns (tie resolutions) whose ``Gamma_free`` kernels give candidates;
         the first :data:`MAX_LINE_PATTERNS` are used.

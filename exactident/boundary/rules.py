@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 __all__ = ["GRAPH_RULES", "STATUSES", "GraphRule", "rule_entries"]
 
@@ -45,7 +45,7 @@ class GraphRule:
         What the network must be for the rule's proof to hold.
     source : str
         Where the proof is (paper, docs).
-    fails : callable ``ConstrainedNetwork -> str or None``
+    fails : callable ``Network -> str or None``
         The first hypothesis that fails on a network, in one line; None when every one holds.
     """
 
@@ -53,14 +53,14 @@ class GraphRule:
     verdict: str
     hypotheses: str
     source: str
-    fails: Callable[[ConstrainedNetwork], str | None]
+    fails: Callable[[Network], str | None]
 
 
-def _any(cn: ConstrainedNetwork) -> str | None:
+def _any(cn: Network) -> str | None:
     return None
 
 
-def _theorem_8(cn: ConstrainedNetwork) -> str | None:
+def _theorem_8(cn: Network) -> str | None:
     if cn.is_plain():
         return None
     what = ", ".join(cn.features) if cn.features else "tied, fixed or shared parameters"
@@ -103,13 +103,13 @@ GRAPH_RULES = (
 )
 
 
-def rule_entries(cn: ConstrainedNetwork, decided: str, tried: dict[str, str],
+def rule_entries(cn: Network, decided: str, tried: dict[str, str],
                  skipped: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The report's ``rules``: one ``{"rule", "status", "why"}`` per rule of :data:`GRAPH_RULES`.
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     decided : str
         The report's ``decided_by`` (``"none"``: no rule decided).
     tried : dict rule -> str
@@ -120,8 +120,7 @@ def rule_entries(cn: ConstrainedNetwork, decided: str, tried: dict[str, str],
     Examples
     --------
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]]))
+    >>> cn = Network((1, 1, 1), [[[1]], [[1]]], [[0], [0]])
     >>> cn.features = ("leaky ReLU",)
     >>> [e["status"] for e in rule_entries(cn, "free-rank", {})][:2]
     ['decided', 'not-applicable']

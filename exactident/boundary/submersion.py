@@ -30,7 +30,6 @@ import flint
 import numpy as np
 
 from exactident.linalg.modular import random_primes, rank_mod_p
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import (
     free_data_denominator,
     free_state,
@@ -39,11 +38,12 @@ from exactident.model.gamma_free import (
     persistent_ties,
     resolve_ties,
 )
+from exactident.model.network import Network
 
 __all__ = ["check_entering_submersion", "check_submersion", "find_entering_submersion", "find_submersion", "tangent"]
 
 
-def _ranks(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], Y: Sequence[Sequence[flint.fmpq]],
+def _ranks(cn: Network, X: Sequence[Sequence[flint.fmpq]], Y: Sequence[Sequence[flint.fmpq]],
            p: int) -> tuple[int, int] | None:
     """``(rank_p Gamma_free(X), rank_p Gamma_free(X + Y))``, or None when a point of ``X + Y`` is on a kink
     (persistent ties excepted: they stay ties near theta, so ``F`` stays smooth)."""
@@ -58,7 +58,7 @@ def _ranks(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], Y: Sequenc
     return rank_mod_p(G[:len(X) * cn.widths[-1]], p), rank_mod_p(G, p)
 
 
-def check_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], Y: Sequence[Sequence[flint.fmpq]],
+def check_submersion(cn: Network, X: Sequence[Sequence[flint.fmpq]], Y: Sequence[Sequence[flint.fmpq]],
                      p: int) -> bool:
     """The exact check of a submersion certificate: no point of ``X`` or ``Y`` on a kink (but persistent ties),
     ``rank_p Gamma_free(X) = n N_L`` and ``rank_p Gamma_free(X + Y) > n N_L``.
@@ -69,10 +69,9 @@ def check_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], 
     point ``y = 2`` adds a rank:
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])],
     ...               [[flint.fmpq(0)], [flint.fmpq(0)]])
-    >>> check_submersion(from_network(net), [[flint.fmpq(1)]], [[flint.fmpq(2)]], 1000003)
+    >>> check_submersion(net, [[flint.fmpq(1)]], [[flint.fmpq(2)]], 1000003)
     True
     """
     got = _ranks(cn, X, Y, p)
@@ -80,7 +79,7 @@ def check_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], 
     return got is not None and got[0] == rows and got[1] > rows
 
 
-def find_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], rng: random.Random,
+def find_submersion(cn: Network, X: Sequence[Sequence[flint.fmpq]], rng: random.Random,
                     tries: int = 6) -> dict[str, Any] | None:
     """A checked submersion certificate ``{"kind": "submersion", "y", "prime", "rank_x", "rank_xy", "why"}``, or None.
 
@@ -109,7 +108,7 @@ def find_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], r
     return None
 
 
-def tangent(cn: ConstrainedNetwork, x: Sequence[flint.fmpq], pattern_row: Sequence[Sequence[bool]],
+def tangent(cn: Network, x: Sequence[flint.fmpq], pattern_row: Sequence[Sequence[bool]],
             delta: Sequence[flint.fmpq]) -> tuple[list[list[flint.fmpq]], list[list[flint.fmpq]]]:
     """Exact forward mode at one input with the pattern held: ``(z_l, d z_l / d theta . delta)`` for ``l = 1..L``.
 
@@ -143,7 +142,7 @@ def _row(pattern: Sequence[np.ndarray], i: int) -> list[list[bool]]:
     return [[bool(b) for b in P[i]] for P in pattern]
 
 
-def check_entering_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], active: Sequence[bool],
+def check_entering_submersion(cn: Network, X: Sequence[Sequence[flint.fmpq]], active: Sequence[bool],
                               delta: Sequence[flint.fmpq], y: Sequence[flint.fmpq], p: int) -> bool:
     """The exact check of an entering submersion (ties on ``X``; docs/theory.md): for the resolution ``active`` of
     the ties, ``rank_p Gamma_free(s) = n N_L``, ``Gamma_free(s) delta = 0`` exactly, every non-persistent tie's
@@ -186,7 +185,7 @@ def _enters(cn, X, st, pattern, active, free, delta) -> bool:
     return True
 
 
-def find_entering_submersion(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], rng: random.Random,
+def find_entering_submersion(cn: Network, X: Sequence[Sequence[flint.fmpq]], rng: random.Random,
                              max_entries: int = 200_000, max_free_ties: int = 6,
                              tries: int = 12) -> dict[str, Any] | None:
     """A checked entering-submersion certificate for a sample with ties, or None (small cases only: exact kernels).

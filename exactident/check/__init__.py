@@ -101,7 +101,7 @@ def check(case: Case | str | os.PathLike[str], options: CheckOptions | None = No
     """
     options = CheckOptions.merged(options, keywords)  # validated once, before any work
     if not isinstance(case, Case) and options.sample is None and getattr(case, "constrained", None) is not None:
-        return check_carried(case, options)  # an object carrying a ConstrainedNetwork
+        return check_carried(case, options)  # an object carrying a Network
     case, options = load(case, options)  # before any budget: a timed-out report needs the case
     return _run(case, options)
 

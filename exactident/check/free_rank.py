@@ -21,7 +21,6 @@ import numpy as np
 
 from exactident.linalg import exact
 from exactident.linalg.certified import certified_rank
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import (
     FreeModularData,
     FreeState,
@@ -30,6 +29,7 @@ from exactident.model.gamma_free import (
     gamma_free_exact,
     gamma_free_mod_p,
 )
+from exactident.model.network import Network
 from exactident.model.symmetry import Symmetry
 
 __all__ = ["MAX_EXACT_FREE_ENTRIES", "MC_PRIMES", "FreeRank", "free_rank", "line_kernel"]
@@ -59,7 +59,7 @@ class FreeRank:
         return int((self.montecarlo or {}).get("rank_gamma", self.interval[0]))
 
 
-def free_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern, sym: Symmetry,
+def free_rank(cn: Network, X: Sequence[Sequence[flint.fmpq]], pattern, sym: Symmetry,
               rng: random.Random, data: FreeModularData | None = None, avoid: int | None = None,
               exact_ranks: bool = False) -> FreeRank:
     """Certified ``rank Gamma_free`` at ``pattern``, with the upper bound ``dim_free`` (``S_H`` is in its kernel).
@@ -130,7 +130,7 @@ def free_rank(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern
     return FreeRank(None, cert, (r_low, ub), montecarlo)
 
 
-def line_kernel(cn: ConstrainedNetwork, state: FreeState, sym: Symmetry, rng: random.Random,
+def line_kernel(cn: Network, state: FreeState, sym: Symmetry, rng: random.Random,
                 max_columns: int = 64) -> tuple[int, list[dict[int, flint.fmpq]]] | None:
     """An upper bound ``k - rank [K | S_H]`` on ``rank Gamma_free(s)`` from exact kernel vectors, or None.
 

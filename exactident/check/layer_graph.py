@@ -1,7 +1,7 @@
 """The stages of :func:`exactident.check.check` on a layer graph (a network beyond the layered ReLU MLP).
 
 A layer graph (convolution, pooling, skips, leaky ReLU, PReLU, no-bias layers, fixed or tied
-weights: a :class:`~exactident.model.constrained.ConstrainedNetwork` whose ``is_plain()`` is false,
+weights: a :class:`~exactident.model.network.Network` whose ``is_plain()`` is false,
 :func:`exactident.check.pipeline.constrained_of`) goes through the same pipeline as the MLP
 (:mod:`exactident.check.pipeline`);
 this module holds what its stages compute for it:
@@ -52,7 +52,6 @@ from exactident.check.options import CheckOptions
 from exactident.errors import InvariantViolation
 from exactident.io.report import Report
 from exactident.model.conditions import cs_from_bounds, with_sample_size
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import (
     FreeModularData,
     FreeState,
@@ -62,6 +61,7 @@ from exactident.model.gamma_free import (
     resolve_ties,
     tie_resolutions,
 )
+from exactident.model.network import Network
 from exactident.model.symmetry import Symmetry, rescaling_symmetry
 
 __all__ = ["CERTIFICATES", "GraphForward", "GraphRanks", "carried_numeric", "certificate_stage",
@@ -116,7 +116,7 @@ class GraphForward:
         return len(self.free_ties)
 
 
-def graph_forward(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> GraphForward:
+def graph_forward(cn: Network, X: Sequence[Sequence[flint.fmpq]]) -> GraphForward:
     """Stages ``forward pass`` and ``rescaling symmetries``: ties, ``S_H``, ``dim_free``, persistent ties."""
     stage("forward pass", samples=len(X), widths="-".join(map(str, cn.layer_widths)))
     state = free_state(cn, X)
@@ -133,7 +133,7 @@ def _tie_dicts(state: FreeState) -> list[dict[str, int]]:
     return [{"sample": i, "layer": l, "neuron": v} for i, l, v in state.ties]
 
 
-def _features_text(cn: ConstrainedNetwork) -> str:
+def _features_text(cn: Network) -> str:
     return ", ".join(cn.features) if cn.features else "this constrained family"
 
 
@@ -154,7 +154,7 @@ class GraphRanks:
 
 
 
-def free_rank_stage(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], fw: GraphForward,
+def free_rank_stage(cn: Network, X: Sequence[Sequence[flint.fmpq]], fw: GraphForward,
                     rng: random.Random, max_resolutions: int, exact_ranks: bool) -> GraphRanks:
     """Stage ``ranks mod p``: ``rank Gamma_free(s)`` on every tie resolution ``s`` (none past the cap).
 
@@ -207,7 +207,7 @@ def free_rank_stage(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], f
     return out
 
 
-def _graph_line(cn: ConstrainedNetwork, X, state: FreeState, n_ties: int, persistent: list[int],
+def _graph_line(cn: Network, X, state: FreeState, n_ties: int, persistent: list[int],
                 tried: dict[str, str], skipped: dict[str, str]) -> dict[str, Any] | None:
     """The ``line`` rule (:mod:`exactident.boundary.kernel_line`) on the first tie resolutions, or None."""
     from exactident.boundary.kernel_line import MAX_LINE_PATTERNS, find_graph_line, line_cost_problem
@@ -228,7 +228,7 @@ def _graph_line(cn: ConstrainedNetwork, X, state: FreeState, n_ties: int, persis
     return found
 
 
-def certificate_stage(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], fw: GraphForward,
+def certificate_stage(cn: Network, X: Sequence[Sequence[flint.fmpq]], fw: GraphForward,
                       seed: int | None, tried: dict[str, str], skipped: dict[str, str]) -> dict[str, Any] | None:
     """The certificates of ``not-identifiable`` on a layer graph, in order, or None (each one's outcome in
     ``tried`` or ``skipped``).
@@ -272,7 +272,7 @@ def certificate_stage(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     return found
 
 
-def graph_report(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], fw: GraphForward, gr: GraphRanks,
+def graph_report(cn: Network, X: Sequence[Sequence[flint.fmpq]], fw: GraphForward, gr: GraphRanks,
                  found: dict[str, Any] | None, tried: dict[str, str], skipped: dict[str, str], *, name: str,
                  max_resolutions: int, structural: bool, first: bool = False,
                  input_shape: Sequence[int] | None = None) -> Report:

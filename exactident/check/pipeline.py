@@ -53,9 +53,9 @@ ENUMERATE_FIRST = 16
 
 
 def constrained_of(case: Any) -> Any:
-    """The :class:`~exactident.model.constrained.ConstrainedNetwork` a case carries, or None for a plain MLP.
+    """The :class:`~exactident.model.network.Network` a case carries, or None for a plain MLP.
 
-    A case object exposing ``constrained`` (a ConstrainedNetwork) or ``architecture`` (compiled by
+    A case object exposing ``constrained`` (a Network) or ``architecture`` (compiled by
     ``exactident.model.compile.compile_architecture``) is a layer graph, unless it compiles to the
     plain layered ReLU MLP (``is_plain()``): that one keeps the MLP's stages (and Theorem 8).
     """
@@ -78,7 +78,7 @@ class Work:
     """One network and sample going through the stages: what each stage reads and writes.
 
     Exactly one of ``net`` (the dense layered ReLU MLP, :class:`~exactident.model.network.Network`) and
-    ``cn`` (a layer graph, :class:`~exactident.model.constrained.ConstrainedNetwork`) is set.
+    ``cn`` (a layer graph, :class:`~exactident.model.network.Network`) is set.
     """
 
     name: str
@@ -351,7 +351,7 @@ def check_constrained(cn: Any, X: Sequence[Sequence[Any]], *, name: str = "const
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n rows of N_0 rationals (the flattened inputs)
     name : str
         The report's ``name``.
@@ -391,10 +391,9 @@ def check_constrained(cn: Any, X: Sequence[Sequence[Any]], *, name: str = "const
     ``f(x) = 3 leaky(2x - 1)`` with slope 1/10 on ``x = 0, 1``: both sides of the kink are seen.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
-    >>> cn = from_network(net)
+    >>> cn = net
     >>> cn.negative_slope[0][0] = flint.fmpq(1, 10); cn.features = ("leaky ReLU",)
     >>> r = check_constrained(cn, [[0], [1], [2]])
     >>> r.verdict, r.rank_gamma, r.dim, r.decided_by

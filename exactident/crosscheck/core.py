@@ -247,10 +247,10 @@ def _exact_side(case: Case, cn: Any) -> _Exact:
         return _Exact(rules, final, net.dim, p_rank_gamma, p_rank_a,
                       verdict_from_ranks(p_rank_gamma, p_rank_a, net.dim, rules.degenerate),
                       activation_state(net, case.X).pattern, fixed_edges(net), list(net.widths))
-    from exactident.model.constrained import constrained_pre_activations
+    from exactident.model.network import pre_activations
 
     rep = check(case, numeric=False, exact_ranks=True)  # floats are compared with the exact rank
-    Z = constrained_pre_activations(cn, case.X)
+    Z = pre_activations(cn, case.X)
     pattern = [np.array([[z >= 0 for z in row] for row in M.table()], dtype=bool).reshape(M.nrows(), M.ncols())
                for M in Z[:-1]]
     p_rank = rep.pattern_ranks[0] if rep.pattern_ranks else rep.rank_gamma

@@ -24,8 +24,8 @@ import numpy as np
 
 from exactident.explain.kernel import integer_kernel, structured_basis
 from exactident.linalg import exact
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.gamma_free import free_data_denominator, gamma_free_exact
+from exactident.model.network import Network
 from exactident.model.symmetry import Symmetry
 
 __all__ = ["CERTIFIED_LINES", "certificate_direction", "chart_kernel", "gauge_parameters", "into_chart",
@@ -38,12 +38,12 @@ CERTIFIED_LINES = {"dead_units": "dead-units", "constant_units": "constant-units
                    "line": "line", "entering_submersion": "entering-submersion"}
 
 
-def gauge_parameters(cn: ConstrainedNetwork, sym: Symmetry) -> list[int]:
+def gauge_parameters(cn: Network, sym: Symmetry) -> list[int]:
     """The gauge set ``F`` (module docstring): ``dim S_H`` parameters whose rows of the ``S_H`` basis are independent.
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     sym : Symmetry
         ``S_H`` of ``cn`` at its theta (exact basis over Q).
 
@@ -57,11 +57,10 @@ def gauge_parameters(cn: ConstrainedNetwork, sym: Symmetry) -> list[int]:
     ``3 relu(2x - 1)`` (parameters ``W_1, b_1, W_2, b_2``): the output weight is the gauge, as the plain
     engine's fixed edge.
 
-    >>> from exactident.model.constrained import from_network
     >>> from exactident.model.network import Network
     >>> from exactident.model.symmetry import rescaling_symmetry
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])], [[-1], [0]])
-    >>> cn = from_network(net)
+    >>> cn = net
     >>> gauge_parameters(cn, rescaling_symmetry(cn))
     [2]
     """
@@ -87,7 +86,7 @@ def gauge_parameters(cn: ConstrainedNetwork, sym: Symmetry) -> list[int]:
     return sorted(out)
 
 
-def _occurrence_layers(cn: ConstrainedNetwork) -> tuple[list[int], list[int]]:
+def _occurrence_layers(cn: Network) -> tuple[list[int], list[int]]:
     """Per parameter: the highest layer it occurs in, and 0 weight / 1 bias / 2 slope (the gauge order)."""
     layer, kind = [0] * cn.n_params, [2] * cn.n_params
     for l in range(1, cn.L + 1):
@@ -101,7 +100,7 @@ def _occurrence_layers(cn: ConstrainedNetwork) -> tuple[list[int], list[int]]:
     return layer, kind
 
 
-def one_layer_lines(cn: ConstrainedNetwork, basis: Sequence[Sequence[int]], smooth: bool) -> list[bool]:
+def one_layer_lines(cn: Network, basis: Sequence[Sequence[int]], smooth: bool) -> list[bool]:
     """Per kernel vector: an exact line of equal outputs on ``X`` by the one-layer lemma.
 
     With no tie but persistent ones (``smooth``), a vector moving one layer's weights and biases only, or one
@@ -116,7 +115,7 @@ def one_layer_lines(cn: ConstrainedNetwork, basis: Sequence[Sequence[int]], smoo
     return out
 
 
-def _one_layer(cn: ConstrainedNetwork) -> list[tuple[str, int]]:
+def _one_layer(cn: Network) -> list[tuple[str, int]]:
     """Per parameter: ``("wb", l)`` when every occurrence is a weight or bias of layer ``l``, ``("a", l)`` for slopes
     of layer ``l`` only, ``("", -1)`` otherwise."""
     seen: list[set[tuple[str, int]]] = [set() for _ in range(cn.n_params)]
@@ -130,13 +129,13 @@ def _one_layer(cn: ConstrainedNetwork) -> list[tuple[str, int]]:
     return [next(iter(s)) if len(s) == 1 else ("", -1) for s in seen]
 
 
-def chart_kernel(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+def chart_kernel(cn: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                  gauge: Sequence[int], names: Sequence[str], rng: random.Random) -> tuple[int, list[list[int]]]:
     """``(rank Gamma_free(s), integer basis of K_F(s))``, exact (the columns outside the gauge).
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n rows of N_0 fmpq
     pattern : activation pattern of the tie resolution ``s``
     gauge : the gauge set ``F``

@@ -15,7 +15,7 @@ them is re-checked by ``exactident verify-certificate``
 (:mod:`exactident.verify.explained`).
 
 Any other network is a layer graph ``W = T theta + c`` with per-unit slopes
-(:class:`~exactident.model.constrained.ConstrainedNetwork`; the plain MLP is
+(:class:`~exactident.model.network.Network`; the plain MLP is
 ``T = I`` and takes the route above, chosen by structure, not by file format).
 :func:`explain_constrained` explains it with the same engine as ``check``: the
 exact forward pass and ties (:func:`exactident.model.gamma_free.free_state`),
@@ -58,10 +58,10 @@ from exactident.explain.render import explanation_lines, free_explanation_lines,
 from exactident.io.case import Case
 from exactident.io.report import Report
 from exactident.model.activation import Tie, activation_state, resolve_ties
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.fixed_edges import fixed_edges, free_parameters
 from exactident.model.gamma_free import free_state, persistent_ties
 from exactident.model.gamma_free import resolve_ties as resolve_free_ties
+from exactident.model.network import Network
 from exactident.model.symmetry import rescaling_symmetry
 
 __all__ = ["MAX_CONSTRAINED_KERNEL_ENTRIES", "MAX_CONSTRAINED_RESOLUTIONS", "MAX_EXPLAIN_RESOLUTIONS",
@@ -362,14 +362,14 @@ def add_explanation(case: Case, report: Report, *, seed: int | None = 0) -> Expl
 
 
 
-def explain_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], report: Report, *,
+def explain_constrained(cn: Network, X: Sequence[Sequence[flint.fmpq]], report: Report, *,
                         seed: int | None = 0) -> ConstrainedExplanation:
     """Explain ``report`` (``check``'s report on the layer graph ``cn`` and ``X``): classes, units, channels,
     kernel directions in the chart (docs/explain.md, "Constrained networks").
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n rows of N_0 fmpq
     report : Report
         ``check``'s report on this case (its verdict and certificate are used).
@@ -387,7 +387,7 @@ def explain_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]
 
     >>> import numpy as np
     >>> from exactident.check import check_constrained
-    >>> cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])],
+    >>> cn = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])],
     ...     [[flint.fmpq(-5)], [flint.fmpq(0)]], [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([-1])],
     ...     [[flint.fmpq(1, 10)]], [np.array([-1])], 3, ("leaky ReLU",), ["fc1.weight[0,0]", "fc1.bias[0]",
     ...     "fc2.weight[0,0]"], [["fc1[0]"], ["fc2[0]"]])

@@ -7,7 +7,7 @@ that an identifying sample reaches.  Both kinds of network provide them:
 
 - the dense layered ReLU MLP (:class:`MLPRows`): ``Gamma`` in the coordinates ``tau`` (fixed edges
   removed), target ``dim`` (Theorem 9: ``rank Gamma = dim`` implies local identifiability);
-- a layer graph (:class:`GraphRows`, ``W = T theta + c``, :mod:`exactident.model.constrained`):
+- a layer graph (:class:`GraphRows`, ``W = T theta + c``, :mod:`exactident.model.network`):
   ``Gamma_free = d f(X) / d theta``, target ``dim_free = rank T - dim S_H``
   (:mod:`exactident.model.symmetry`); ``rank Gamma_free = dim_free`` is the immersion rule the
   layer-graph engine uses (docs/theory.md, "Beyond the layered ReLU MLP").  ``S_H`` (and

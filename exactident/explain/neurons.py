@@ -48,10 +48,10 @@ import numpy as np
 from exactident.io.rationals import format_fmpq
 from exactident.linalg import exact
 from exactident.model.activation import ActivationState
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.diagnostics import hyperplane_rank, neuron_activity, proportional_twins
 from exactident.model.fixed_edges import Parameter
 from exactident.model.gamma_free import FreeState
+from exactident.model.network import Network
 
 __all__ = ["channel_entries", "coactivity", "neuron_entries", "neuron_reason", "unit_entries"]
 
@@ -201,14 +201,14 @@ def neuron_reason(e: dict[str, Any], n: int) -> str:
 _CHANNEL = re.compile(r"^(.*)\[c=(\d+)[,\]]")
 
 
-def _kind(cn: ConstrainedNetwork, l: int, v: int) -> str:
+def _kind(cn: Network, l: int, v: int) -> str:
     a, j = cn.negative_slope[l - 1][v], int(cn.slope_index[l - 1][v])
     if j >= 0:
         return "prelu"
     return "relu" if a == 0 else "linear" if a == 1 else "leaky"
 
 
-def _hidden(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[list[list]]:
+def _hidden(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[list[list]]:
     """``h_0 = X``, ``h_l`` (hidden values with each unit's slope), as row lists."""
     out = [[list(row) for row in X]]
     for l in range(1, cn.L):
@@ -217,7 +217,7 @@ def _hidden(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: Fr
     return out
 
 
-def _local_rows(cn: ConstrainedNetwork, H: list[list[list]], state: FreeState, l: int, v: int
+def _local_rows(cn: Network, H: list[list[list]], state: FreeState, l: int, v: int
                 ) -> tuple[list[int], list[list[flint.fmpq]]]:
     """The direct parameters of unit ``(l, v)``, and the rows ``d z_v(x^i) / d theta`` where its derivative is not 0."""
     I, bI = cn.W_index[l - 1][v], int(cn.b_index[l - 1][v])
@@ -243,7 +243,7 @@ def _rank(rows: list[list[flint.fmpq]], n_cols: int) -> int:
     return exact.rank(flint.fmpq_mat(rows)) if rows and n_cols else 0
 
 
-def unit_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[dict[str, Any]]:
+def unit_entries(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[dict[str, Any]]:
     """One entry per hidden unit (module docstring; docs/cli.md, field ``units``).
 
     Returns
@@ -256,10 +256,9 @@ def unit_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], stat
     --------
     A ReLU unit below zero at both samples is dead; with slope 1/10 it is not.
 
-    >>> from exactident.model.constrained import from_network
     >>> from exactident.model.gamma_free import free_state
     >>> from exactident.model.network import Network
-    >>> cn = from_network(Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])], [[-5], [0]]))
+    >>> cn = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])], [[-5], [0]])
     >>> X = [[flint.fmpq(0)], [flint.fmpq(1)]]
     >>> e = unit_entries(cn, X, free_state(cn, X))[0]; (e["kind"], e["dead"], e["local_rank"], e["local_full"])
     ('relu', True, 0, 2)
@@ -295,7 +294,7 @@ def unit_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], stat
     return out
 
 
-def _parameter_units(cn: ConstrainedNetwork) -> list[set[tuple[int, int]]]:
+def _parameter_units(cn: Network) -> list[set[tuple[int, int]]]:
     """Per parameter: the hidden or output units ``(l, i)`` whose weights, bias or slope it is."""
     out: list[set[tuple[int, int]]] = [set() for _ in range(cn.n_params)]
     for l in range(1, cn.L + 1):
@@ -309,7 +308,7 @@ def _parameter_units(cn: ConstrainedNetwork) -> list[set[tuple[int, int]]]:
     return out
 
 
-def channel_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
+def channel_entries(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeState,
                     units: Sequence[dict[str, Any]], parameters: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per channel of a layer with kinked units or parameters (module docstring; field ``channels``).
 
@@ -362,7 +361,7 @@ def channel_entries(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     return out
 
 
-def _channel_rank(cn: ConstrainedNetwork, H: list[list[list]], state: FreeState, us: Sequence[dict[str, Any]],
+def _channel_rank(cn: Network, H: list[list[list]], state: FreeState, us: Sequence[dict[str, Any]],
                   rows_of: dict[tuple[int, int], dict[str, Any]]) -> tuple[int, int, int]:
     """The channel's local rank (rows of every position stacked), its width, and the best single position's rank."""
     cols: dict[int, int] = {}

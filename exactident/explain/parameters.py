@@ -20,7 +20,7 @@ fixed edges are listed as ``fixed``) gets one class:
 Kernel bases are exact (:mod:`exactident.explain.kernel`); theta in ``S`` makes
 every free parameter ``unknown`` (the theorems do not apply).
 
-A layer graph (``W = T theta + c``, :mod:`exactident.model.constrained`) has the free
+A layer graph (``W = T theta + c``, :mod:`exactident.model.network`) has the free
 parameters ``theta_j`` as coordinates and the chart ``{delta_F = 0}`` across its
 symmetries ``S_H`` (:mod:`exactident.explain.chart`); :func:`classify_free` puts each in
 ``gauge``, ``identifiable`` (``by: free-rank``), ``not-identifiable`` (``by``: the

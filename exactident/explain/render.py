@@ -14,7 +14,7 @@ from typing import Any
 
 from exactident.explain.kernel import combination_text
 from exactident.io.report import Report, escape_nonprintable
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 from exactident.model.symmetry import Symmetry
 
 # ``ex`` below is an :class:`exactident.explain.core.Explanation` (not imported: core imports this module).
@@ -249,7 +249,7 @@ def render_constrained(report: Report, ex: Explanation, *, max_directions: int =
     return "\n".join(lines) + "\n"
 
 
-def plain_rules_line(cn: ConstrainedNetwork) -> str:
+def plain_rules_line(cn: Network) -> str:
     """The one line saying which hypothesis of the plain MLP's rules fails on ``cn`` (so they are not applied).
 
     ``C_N`` (Theorem 8), ``rank A`` and the per-neuron twins and couplings read off ``ker Gamma`` assume a
@@ -259,7 +259,7 @@ def plain_rules_line(cn: ConstrainedNetwork) -> str:
     Examples
     --------
     >>> import flint, numpy as np
-    >>> cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])],
+    >>> cn = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[2]])],
     ...     [[flint.fmpq(-5)], [flint.fmpq(0)]], [np.array([[0]]), np.array([[2]])], [np.array([1]), np.array([-1])],
     ...     [[flint.fmpq(1, 10)]], [np.array([-1])], 3, ("leaky ReLU", "fixed weights"))
     >>> plain_rules_line(cn)

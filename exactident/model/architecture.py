@@ -6,7 +6,7 @@ An :class:`Architecture` is what a framework model is: an input of shape ``input
 the output layer.  Parameters are exact rationals (fmpq) held in numpy object arrays of the
 framework's own shapes (``linear.weight`` is ``(out, in)``, ``conv2d.weight`` is
 ``(out, in, kh, kw)``).  :mod:`exactident.model.compile` turns it into the one compiled form
-:class:`~exactident.model.constrained.ConstrainedNetwork`.
+:class:`~exactident.model.network.Network`.
 
 Ops (docs/case-format.md, format 2): ``linear``, ``conv1d``, ``conv2d`` (stride, zero
 padding, dilation 1, groups 1), ``avgpool1d``, ``avgpool2d`` (zero padding counted in the

@@ -111,8 +111,8 @@ class ModularData:
         self.X = Scaled([v for row in X for v in row], (len(X), net.widths[0]))
         self.W = [Scaled(W.entries(), (W.nrows(), W.ncols())) for W in net.W]
         self.b = [Scaled(b, (1, len(b))) for b in net.b]
-        slopes = getattr(net, "negative_slope", None)
-        self.a = None if slopes is None else [Scaled(a, (1, len(a))) for a in slopes]
+        # a ReLU-only network: every slope 0, the fast path without slope arrays
+        self.a = None if net.is_relu_only() else [Scaled(a, (1, len(a))) for a in net.negative_slope]
 
 
 @dataclass
@@ -183,14 +183,14 @@ def layout(net: Any, free: Sequence[int] | None = None) -> Layout:
 
     Parameters
     ----------
-    net : Network or ConstrainedNetwork
+    net : Network
     free : list of int, optional
         For a plain network: the dense positions of its free parameters
         (:func:`exactident.model.gamma.free_columns`: every weight and bias but the fixed edges).
         Default: all of them.
     """
     widths = tuple(net.widths)
-    if getattr(net, "W_index", None) is not None:
+    if not net.is_plain():  # a layer graph: its own T (a plain network's T is given by ``free``)
         return Layout(widths, list(net.W_index), list(net.b_index), list(net.slope_index), int(net.n_params))
     if free is None:
         free = range(sum(widths[l] * (widths[l - 1] + 1) for l in range(1, len(widths))))
@@ -247,8 +247,7 @@ def _exact_values(net: Any, X: Sequence[Sequence[Any]]) -> tuple[np.ndarray, lis
     Xv = _object_array([flint.fmpq(v) for row in X for v in row], (n, w[0]))
     Wv = [_object_array(W.entries(), (W.nrows(), W.ncols())) for W in net.W]
     bv = [_object_array([flint.fmpq(v) for v in b], (len(b),)) for b in net.b]
-    slopes = getattr(net, "negative_slope", None)
-    av = [] if slopes is None else [_object_array([flint.fmpq(v) for v in a], (len(a),)) for a in slopes]
+    av = [] if net.is_relu_only() else [_object_array([flint.fmpq(v) for v in a], (len(a),)) for a in net.negative_slope]
     return Xv, Wv, bv, av
 
 
@@ -433,7 +432,7 @@ def jacobian_exact(net: Any, X: Sequence[Sequence[Any]], pattern: Sequence[np.nd
 
     Parameters
     ----------
-    net : Network or ConstrainedNetwork
+    net : Network
     X : n rows of N_0 rationals
     pattern : list of bool arrays ``(n, N_l)``, hidden layers
     free : list of int, optional

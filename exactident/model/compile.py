@@ -1,7 +1,7 @@
 """Compile an :class:`~exactident.model.architecture.Architecture` to the one layered form.
 
 :func:`compile_architecture` returns a
-:class:`~exactident.model.constrained.ConstrainedNetwork`: dense ``W_l, b_l`` whose entries are
+:class:`~exactident.model.network.Network`: dense ``W_l, b_l`` whose entries are
 either fixed or equal to one free parameter ``theta_j``, per-unit negative slopes, layered.
 
 How each op compiles (docs/case-format.md, "How a format-2 case is compiled"):
@@ -48,8 +48,7 @@ import numpy as np
 
 from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.model.architecture import Architecture, Layer, pool_pads, pool_window
-from exactident.model.constrained import CARRIER_PREFIX, ConstrainedNetwork
-from exactident.model.network import Network
+from exactident.model.network import CARRIER_PREFIX, Network
 
 __all__ = [
     "FEATURES",
@@ -59,7 +58,7 @@ __all__ = [
     "plain_parameter_names",
 ]
 
-#: Feature words of ``ConstrainedNetwork.features``, in the order they are listed.
+#: Feature words of ``Network.features``, in the order they are listed.
 FEATURES = ("convolution", "average pooling", "max pooling", "skip connection", "leaky ReLU", "PReLU", "linear layer",
             "fixed weights")
 #: The compiled network is dense: an op whose output and input sizes multiply beyond this is refused.
@@ -130,7 +129,7 @@ class _Compiler:
             self.cache[key] = self.materialize(elems, [(-1, _ONE)] * len(elems))
         return self.cache[key]
 
-    def run(self) -> ConstrainedNetwork:
+    def run(self) -> Network:
         arch = self.arch
         names = _element_names("input", arch.input_shape)
         for k in range(arch.n_inputs):
@@ -309,7 +308,7 @@ class _Compiler:
                 _Unit(depth, f"{CARRIER_PREFIX}{self.units[u].name})", {below: (-1, _ONE)}, _FIXED0, (-1, _ONE)))
         return self.carriers[(u, depth)]
 
-    def build(self) -> ConstrainedNetwork:
+    def build(self) -> Network:
         L = max(unit.depth for unit in self.units)
         k = 0
         while k < len(self.units):  # carriers are appended while resolving; they need none themselves
@@ -352,7 +351,7 @@ class _Compiler:
                 slope_index.append(si)
             unit_names.append([self.units[u].name for u in layers[l]])
         features = tuple(f for f in FEATURES if f in self.features)
-        return ConstrainedNetwork(widths, W, b, W_index, b_index, slopes, slope_index, len(used), features,
+        return Network(widths, W, b, W_index, b_index, slopes, slope_index, len(used), features,
                                   [self.params[j][0] for j in used], unit_names)
 
 
@@ -403,7 +402,7 @@ def _element_names(name: str, shape: tuple[int, ...]) -> list[str]:
     return [f"{name}[{','.join(f'{a}={i}' for a, i in zip(axes, idx))}]" for idx in product(*(range(n) for n in shape))]
 
 
-def compile_architecture(arch: Architecture) -> ConstrainedNetwork:
+def compile_architecture(arch: Architecture) -> Network:
     """The layered constrained network computing ``arch`` exactly (see the module docstring).
 
     Parameters
@@ -413,7 +412,7 @@ def compile_architecture(arch: Architecture) -> ConstrainedNetwork:
 
     Returns
     -------
-    ConstrainedNetwork
+    Network
         Widths ``N_0 = prod(input_shape)``, ..., ``N_L = prod(shape of the output)``; inputs and
         outputs in C-order of their tensors; ``param_names`` in framework terms
         (``conv1.weight[o,i,ky,kx]``, ``fc1.bias[3]``, ``pr.weight[c]``), ``unit_names`` like

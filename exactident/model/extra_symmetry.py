@@ -21,7 +21,6 @@ from fractions import Fraction
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.linear_symmetry import (
     _constraints,
     _entries,
@@ -31,6 +30,7 @@ from exactident.model.linear_symmetry import (
     _q,
     linear_units,
 )
+from exactident.model.network import Network
 
 __all__ = ["COMPOSITION_KERNEL", "SLOPE_TRADE", "composition_directions", "slope_trade_directions"]
 
@@ -40,7 +40,7 @@ COMPOSITION_KERNEL = "composition-kernel"
 SLOPE_TRADE = "slope-trade"
 
 
-def composition_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
+def composition_directions(cn: Network) -> list[dict[int, flint.fmpq]]:
     """Directions moving the weights out of linear units along the left kernel of the weights into them (Q).
 
     For a hidden layer ``l`` with linear units ``Lin`` let ``R`` be the *kinked* units of layer ``l + 1``
@@ -70,8 +70,7 @@ def composition_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]
     kernel of ``W1 = [[1], [2]]``, ``(2, -1)``, with ``b2`` compensating ``-(2 b1[0] - b1[1])``.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 2, 1), [[[1], [2]], [[3, 4]]], [[5, 6], [7]]))
+    >>> cn = Network((1, 2, 1), [[[1], [2]], [[3, 4]]], [[5, 6], [7]])
     >>> cn.negative_slope[0][0] = cn.negative_slope[0][1] = flint.fmpq(1)
     >>> [{j: str(v) for j, v in d.items()} for d in composition_directions(cn)]
     [{4: '-2', 5: '1', 6: '4'}]
@@ -124,7 +123,7 @@ def composition_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]
     return out
 
 
-def slope_trade_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
+def slope_trade_directions(cn: Network) -> list[dict[int, flint.fmpq]]:
     """Directions trading the free slopes of a layer against the weights they feed (exact, Q).
 
     A PReLU unit ``v`` of layer ``l`` outputs ``a_v z_v + (1 - a_v) relu(z_v)``: the next layer reads its

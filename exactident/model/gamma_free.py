@@ -1,4 +1,4 @@
-"""``Gamma_free = d f(X) / d theta`` of a :class:`~exactident.model.constrained.ConstrainedNetwork`, exact or mod p.
+"""``Gamma_free = d f(X) / d theta`` of a :class:`~exactident.model.network.Network`, exact or mod p.
 
 The compiled network's front of the one exact builder (:mod:`exactident.model.backprop`,
 which also builds the MLP's ``Gamma``): its exact forward pass, activation pattern and
@@ -29,8 +29,8 @@ import numpy as np
 
 from exactident.linalg.modular import require_prime
 from exactident.model.backprop import ModularData, jacobian_exact, jacobian_mod_p
-from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations
 from exactident.model.integer_forward import common_denominator
+from exactident.model.network import Network, pre_activations
 
 __all__ = [
     "FreeModularData",
@@ -74,7 +74,7 @@ class FreeState:
     zero_inputs: np.ndarray | None = None
 
 
-def free_state(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> FreeState:
+def free_state(cn: Network, X: Sequence[Sequence[flint.fmpq]]) -> FreeState:
     """Exact pre-activations, the ``>= 0`` pattern and the ties (kinked units only).
 
     Examples
@@ -82,14 +82,13 @@ def free_state(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> Fre
     ``f(x) = leaky(x - 1)`` at ``x = 1, 0``: a tie at sample 0, sample 1 on the slope side.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[1]]), flint.fmpq_mat([[1]])],
     ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
-    >>> st = free_state(from_network(net), [[1], [0]])
+    >>> st = free_state(net, [[1], [0]])
     >>> st.ties, st.pattern[0].tolist()
     ([(0, 1, 0)], [[True], [False]])
     """
-    Z = constrained_pre_activations(cn, X)
+    Z = pre_activations(cn, X)
     n = len(X)
     zero = flint.fmpq(0)
     pattern, ties = [], []
@@ -109,7 +108,7 @@ def free_state(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> Fre
     return FreeState(Z, pattern, ties, zero_inputs)
 
 
-def persistent_ties(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[int]:
+def persistent_ties(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeState) -> list[int]:
     """Indices (into ``state.ties``) of ties that stay ties for every theta nearby: first-layer units whose bias is
     fixed and whose free weights all meet a zero input at that sample.
 
@@ -123,8 +122,8 @@ def persistent_ties(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     --------
     ``relu(w x)`` with no bias at ``x = 0``: a persistent tie.
 
-    >>> from exactident.model.constrained import ConstrainedNetwork
-    >>> cn = ConstrainedNetwork((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
+    >>> from exactident.model.network import Network
+    >>> cn = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...     [[flint.fmpq(0)], [flint.fmpq(0)]], [np.array([[0]]), np.array([[1]])], [np.array([-1]), np.array([2])],
     ...     [[flint.fmpq(0)]], [np.array([-1])], 3)
     >>> X = [[flint.fmpq(0)], [flint.fmpq(1)]]
@@ -134,7 +133,7 @@ def persistent_ties(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], s
     return persistent_tie_indices(cn, X, state.ties)
 
 
-def persistent_tie_indices(cn: ConstrainedNetwork, X: Sequence[Sequence[Any]],
+def persistent_tie_indices(cn: Network, X: Sequence[Sequence[Any]],
                            ties: Sequence[tuple[int, int, int]]) -> list[int]:
     """The rule of :func:`persistent_ties` on ties ``(sample, layer, unit)`` computed by the caller.
 
@@ -181,14 +180,14 @@ def resolve_ties(state: FreeState, active: Sequence[bool]) -> list[np.ndarray]:
     return out
 
 
-def gamma_free_exact(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
+def gamma_free_exact(cn: Network, X: Sequence[Sequence[flint.fmpq]],
                      pattern: Sequence[np.ndarray]) -> flint.fmpq_mat:
     """``Gamma_free(X, theta)`` over Q with the pattern held fixed (the one builder,
     :func:`exactident.model.backprop.jacobian_exact`).
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n rows of N_0 fmpq
     pattern : from :func:`free_state` or :func:`resolve_ties`
 
@@ -203,17 +202,16 @@ def gamma_free_exact(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
     ``(d/dw1, d/db1, d/dw2, d/db2) = (w2 x, w2, w1 x + b1, 1)``.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
-    >>> cn = from_network(net)
+    >>> cn = net
     >>> gamma_free_exact(cn, [[1]], free_state(cn, [[1]]).pattern).entries()
     [3, 3, 1, 1]
     """
     return jacobian_exact(cn, X, pattern)
 
 
-def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+def gamma_free_mod_p(cn: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                      p: int, avoid: int = 1, data: ModularData | None = None) -> np.ndarray:
     """``Gamma_free(X, theta) mod p`` (int64 residues; :func:`exactident.model.backprop.jacobian_mod_p`).
 
@@ -241,10 +239,9 @@ def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], 
     Examples
     --------
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
-    >>> cn = from_network(net)
+    >>> cn = net
     >>> gamma_free_mod_p(cn, [[1]], free_state(cn, [[1]]).pattern, 7).tolist()
     [[3, 3, 1, 1]]
     """
@@ -252,7 +249,7 @@ def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], 
     return jacobian_mod_p(cn, X, pattern, p, data)
 
 
-def free_data_denominator(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> int:
+def free_data_denominator(cn: Network, X: Sequence[Sequence[flint.fmpq]]) -> int:
     """``lcm`` of every denominator of ``X``, ``W``, ``b`` and the slopes (primes dividing it are avoided)."""
     d = common_denominator(v for row in X for v in row)
     for W, b in zip(cn.W, cn.b):
@@ -266,7 +263,7 @@ def _max_abs(values) -> flint.fmpq:
     return max((abs(flint.fmpq(v)) for v in values), default=flint.fmpq(0))
 
 
-def gamma_free_entry_bound(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> int:
+def gamma_free_entry_bound(cn: Network, X: Sequence[Sequence[flint.fmpq]]) -> int:
     """An integer ``B >= |S Gamma_free|`` entrywise for ``S = den(X) prod_l den(W_l) den(b_l) den(a_l)``.
 
     ``S Gamma_free`` is an integer matrix: a weight column of layer ``l`` has denominator dividing

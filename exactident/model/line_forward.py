@@ -282,7 +282,7 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
     b, db : per layer a sequence of Fraction / fmpq (Q)
     X : n rows of ``N_0`` Fraction / fmpq (Q)
     slopes, dslopes : per hidden layer ``l = 1..L-1`` a sequence of ``N_l`` Fraction / fmpq (Q), optional
-        The layer-graph form (:class:`exactident.model.constrained.ConstrainedNetwork`): hidden
+        The layer-graph form (:class:`exactident.model.network.Network`): hidden
         unit ``v`` outputs ``z`` for ``z >= 0`` and ``(a_v + t da_v) z`` below, ``a_v`` its
         negative-side slope (0 ReLU, leaky ReLU, PReLU, 1 a linear unit) and ``da_v`` the
         direction of a PReLU slope.  On a segment where ``z`` keeps its sign this is again a

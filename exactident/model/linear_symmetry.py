@@ -39,7 +39,7 @@ import flint
 import numpy as np
 
 from exactident.errors import InvariantViolation
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 __all__ = ["LINEAR_MAP", "MAX_MIXED_UNITS", "TRANSLATION", "linear_units", "stretch_directions"]
 
@@ -51,12 +51,11 @@ LINEAR_MAP = "linear-map"
 TRANSLATION = "bias-translation"
 
 
-def linear_units(cn: ConstrainedNetwork) -> dict[int, list[int]]:
+def linear_units(cn: Network) -> dict[int, list[int]]:
     """Hidden layer ``l`` -> its linear units (slope fixed at 1), for the layers that have some.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 2, 1), [[[1], [1]], [[1, 1]]], [[0, 0], [0]]))
+    >>> cn = Network((1, 2, 1), [[[1], [1]], [[1, 1]]], [[0, 0], [0]])
     >>> cn.negative_slope[0][1] = flint.fmpq(1)
     >>> linear_units(cn)
     {1: [1]}
@@ -90,7 +89,7 @@ class _Vars:
         self.n = n
 
 
-def _delta(cn: ConstrainedNetwork, V: _Vars, Wl, bl, const: bool) -> dict[tuple, dict[int, Fraction]]:
+def _delta(cn: Network, V: _Vars, Wl, bl, const: bool) -> dict[tuple, dict[int, Fraction]]:
     """``delta(g; W)`` as linear forms in the unknowns: dense entry -> {unknown: coefficient}.
 
     ``Wl(l)`` is a dict ``(i, k) -> value`` of the nonzero entries of ``W_l`` of the network the
@@ -130,7 +129,7 @@ def _delta(cn: ConstrainedNetwork, V: _Vars, Wl, bl, const: bool) -> dict[tuple,
     return out
 
 
-def _entries(cn: ConstrainedNetwork):
+def _entries(cn: Network):
     """Parameter -> its dense entries (``("W", l, i, k)``, ``("b", l, i)``, ``("a", l, v)``); fixed entries' index."""
     by_param: dict[int, list[tuple]] = defaultdict(list)
     for l in range(1, cn.L + 1):
@@ -145,7 +144,7 @@ def _entries(cn: ConstrainedNetwork):
     return by_param
 
 
-def _param_of(cn: ConstrainedNetwork, e: tuple) -> int:
+def _param_of(cn: Network, e: tuple) -> int:
     if e[0] == "W":
         return int(cn.W_index[e[1] - 1][e[2], e[3]])
     if e[0] == "a":
@@ -153,7 +152,7 @@ def _param_of(cn: ConstrainedNetwork, e: tuple) -> int:
     return int(cn.b_index[e[1] - 1][e[2]])
 
 
-def _constraints(cn: ConstrainedNetwork, field: dict[tuple, dict[int, Fraction]], by_param, rows: list) -> None:
+def _constraints(cn: Network, field: dict[tuple, dict[int, Fraction]], by_param, rows: list) -> None:
     """Rows saying ``field`` lies in ``image T``: fixed entries 0, a parameter's entries equal."""
     touched: dict[int, list[tuple]] = defaultdict(list)
     for e, form in field.items():
@@ -242,12 +241,12 @@ def _q(v: flint.fmpq) -> Fraction:
     return Fraction(int(v.p), int(v.q))
 
 
-def _near(cn: ConstrainedNetwork, V: _Vars, l: int) -> tuple[list[int], list[int]]:
+def _near(cn: Network, V: _Vars, l: int) -> tuple[list[int], list[int]]:
     """Rows (linear units of layer ``l``) and columns (linear units of layer ``l - 1``) of ``W_l`` a field touches."""
     return V.lin.get(l, []), (V.lin.get(l - 1, []) if l > 1 else [])
 
 
-def _network_part(cn: ConstrainedNetwork, V: _Vars, fixed_only: bool):
+def _network_part(cn: Network, V: _Vars, fixed_only: bool):
     """``(Wl, bl)`` of :func:`_delta` for the fixed part ``C`` (``fixed_only``) or the whole current network."""
     W: list[dict[tuple[int, int], Fraction]] = []
     b: list[dict[int, Fraction]] = []
@@ -263,7 +262,7 @@ def _network_part(cn: ConstrainedNetwork, V: _Vars, fixed_only: bool):
     return (lambda l: W[l - 1]), (lambda l: b[l - 1])
 
 
-def _generators(cn: ConstrainedNetwork, V: _Vars, by_param) -> flint.fmpq_mat:
+def _generators(cn: Network, V: _Vars, by_param) -> flint.fmpq_mat:
     """A basis (columns) of the admissible generators ``g`` (module docstring)."""
     rows: list[dict[int, Fraction]] = []
     Wc, bc = _network_part(cn, V, True)
@@ -282,7 +281,7 @@ def _generators(cn: ConstrainedNetwork, V: _Vars, by_param) -> flint.fmpq_mat:
     return _nullspace_rows([_integer_row(r) for r in rows], V.n)
 
 
-def _touching(cn: ConstrainedNetwork, V: _Vars) -> set[int]:
+def _touching(cn: Network, V: _Vars) -> set[int]:
     out: set[int] = set()
     for l, us in V.lin.items():
         for I in (cn.W_index[l - 1][us, :], cn.b_index[l - 1][us], cn.W_index[l][:, us]):
@@ -290,7 +289,7 @@ def _touching(cn: ConstrainedNetwork, V: _Vars) -> set[int]:
     return out
 
 
-def stretch_directions(cn: ConstrainedNetwork) -> list[tuple[dict[int, flint.fmpq], str]]:
+def stretch_directions(cn: Network) -> list[tuple[dict[int, flint.fmpq], str]]:
     """The tangents at ``theta`` of the admissible linear-unit symmetries, pulled back to ``theta`` (exact, Q).
 
     Returns
@@ -312,8 +311,7 @@ def stretch_directions(cn: ConstrainedNetwork) -> list[tuple[dict[int, flint.fmp
     (``b2 += 1``, ``b3 -= w3``) and one map of the unit (its rescaling ``(w2, b2, -w3)``).
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 1, 1), [[[2]], [[3]]], [[5], [7]]))
+    >>> cn = Network((1, 1, 1), [[[2]], [[3]]], [[5], [7]])
     >>> cn.negative_slope[0][0] = flint.fmpq(1)
     >>> [({j: str(v) for j, v in d.items()}, kind) for d, kind in stretch_directions(cn)]
     [({1: '1', 3: '-3'}, 'bias-translation'), ({0: '2', 1: '5', 2: '-3'}, 'linear-map')]

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 
 import flint
 
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.extra_symmetry import (
     COMPOSITION_KERNEL,
     SLOPE_TRADE,
@@ -46,6 +45,7 @@ from exactident.model.extra_symmetry import (
     slope_trade_directions,
 )
 from exactident.model.linear_symmetry import _nullspace_rows, stretch_directions
+from exactident.model.network import Network
 
 __all__ = ["RESCALING", "Symmetry", "log_scales", "rescaling_symmetry"]
 
@@ -107,7 +107,7 @@ class Symmetry:
         return out
 
 
-def _units(cn: ConstrainedNetwork) -> dict[tuple[int, int], int]:
+def _units(cn: Network) -> dict[tuple[int, int], int]:
     """Column of the log-scale of hidden unit ``(l, v)``."""
     out: dict[tuple[int, int], int] = {}
     for l in range(1, cn.L):
@@ -116,7 +116,7 @@ def _units(cn: ConstrainedNetwork) -> dict[tuple[int, int], int]:
     return out
 
 
-def _occurrences(cn: ConstrainedNetwork):
+def _occurrences(cn: Network):
     """``(kind, l, i, k, index, value)`` for every dense weight (``"W"``), bias (``"b"``) and slope (``"a"``)."""
     for l in range(1, cn.L + 1):
         I, M = cn.W_index[l - 1], cn.W[l - 1]
@@ -158,7 +158,7 @@ def _independent(columns: list[dict[int, flint.fmpq]], k: int) -> list[dict[int,
     return [columns[c] for c in pivots]
 
 
-def _tie_constraints(cn: ConstrainedNetwork, factor, fixed_constrains) -> tuple[list[dict[int, int]],
+def _tie_constraints(cn: Network, factor, fixed_constrains) -> tuple[list[dict[int, int]],
                                                                                dict[int, dict[int, int]]]:
     """Linear constraints on the variables of a family of directions, from the entries of ``cn``.
 
@@ -187,7 +187,7 @@ def _tie_constraints(cn: ConstrainedNetwork, factor, fixed_constrains) -> tuple[
     return rows, first
 
 
-def log_scales(cn: ConstrainedNetwork) -> tuple[list[tuple[int, int]], flint.fmpq_mat, dict[int, dict[int, int]]]:
+def log_scales(cn: Network) -> tuple[list[tuple[int, int]], flint.fmpq_mat, dict[int, dict[int, int]]]:
     """The group ``H`` itself: its hidden units, a basis of its log-scales ``A`` and each parameter's log-factor.
 
     Returns
@@ -203,10 +203,9 @@ def log_scales(cn: ConstrainedNetwork) -> tuple[list[tuple[int, int]], flint.fmp
     Examples
     --------
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
-    >>> units, A, factor = log_scales(from_network(net))
+    >>> units, A, factor = log_scales(net)
     >>> units, A.entries(), factor
     ([(1, 0)], [1], {0: {0: 1}, 1: {0: 1}, 2: {0: -1}, 3: {}})
     """
@@ -217,7 +216,7 @@ def log_scales(cn: ConstrainedNetwork) -> tuple[list[tuple[int, int]], flint.fmp
     return list(units), _nullspace_rows(rows, len(units)), first
 
 
-def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
+def rescaling_symmetry(cn: Network) -> Symmetry:
     """``S_H``, ``dim_free`` and the softmax bound of ``cn`` at its current theta (exact, Q).
 
     Examples
@@ -225,10 +224,9 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     A plain ``1-1-1`` ReLU net keeps its one rescaling: ``dim_free = 4 - 1``.
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
     >>> net = Network((1, 1, 1), [flint.fmpq_mat([[2]]), flint.fmpq_mat([[3]])],
     ...               [[flint.fmpq(-1)], [flint.fmpq(0)]])
-    >>> sym = rescaling_symmetry(from_network(net))
+    >>> sym = rescaling_symmetry(net)
     >>> sym.dim_free, sym.symmetry_dim, [{j: str(v) for j, v in c.items()} for c in sym.basis]
     (3, 1, [{0: '2', 1: '-1', 2: '-3'}])
     """
@@ -260,7 +258,7 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     return Symmetry(k, k, len(basis), k - len(basis), basis, A.ncols(), k - both, kinds)
 
 
-def _shift_directions(cn: ConstrainedNetwork) -> list[dict[int, flint.fmpq]]:
+def _shift_directions(cn: Network) -> list[dict[int, flint.fmpq]]:
     """Directions in theta adding one vector ``u`` to every row of ``W_L`` and one ``c`` to every ``b_L[i]``."""
     L, N = cn.L, cn.widths[cn.L - 1]
     n_var = N + 1  # u_0..u_{N-1}, c

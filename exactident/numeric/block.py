@@ -360,7 +360,7 @@ def free_numeric_block(net: Any, X: Sequence[Sequence[flint.fmpq]], dim_free: in
     Parameters
     ----------
     net, X
-        The compiled network (:class:`~exactident.model.constrained.ConstrainedNetwork`) and the sample (Q).
+        The compiled network (:class:`~exactident.model.network.Network`) and the sample (Q).
     dim_free : int
         ``rank T - dim S_H`` (the exact target of the rank).
     exact_pattern : list of bool arrays ``(n, N_l)``
@@ -449,11 +449,11 @@ def report_numeric_block(net: Any, X: Sequence[Sequence[flint.fmpq]], report: An
     certified rank of ``Gamma_free`` at the ``>= 0`` pattern, the matrix the float one rounds;
     None past the tie cap or for an interval), ``pattern_interval`` (that certified interval) and
     ``verdict``; the exact ``>= 0`` pattern is recomputed
-    (:func:`exactident.model.constrained.constrained_pre_activations`).
+    (:func:`exactident.model.network.pre_activations`).
     """
-    from exactident.model.constrained import constrained_pre_activations
+    from exactident.model.network import pre_activations
 
-    Z = constrained_pre_activations(net, X)
+    Z = pre_activations(net, X)
     pattern = [np.array([z >= 0 for z in M.entries()], dtype=bool).reshape(M.nrows(), M.ncols()) for M in Z[:-1]]
     ranks = getattr(report, "pattern_ranks", None)
     return free_numeric_block(net, X, report.dim, pattern, ranks[0] if ranks else None, report.verdict,

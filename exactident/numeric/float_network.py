@@ -3,7 +3,7 @@
 One float form for any network: the dense weights and biases ``W_l``, ``b_l`` rounded
 once, correctly (:mod:`exactident.numeric.rounding`), the hidden units' negative-side
 slopes (0 for ReLU) and the map from the free parameters to the dense entries
-(``W = T theta + c``, as :class:`~exactident.model.constrained.ConstrainedNetwork`:
+(``W = T theta + c``, as :class:`~exactident.model.network.Network`:
 index ``-1`` a fixed entry, ``j >= 0`` an entry equal to ``theta_j``).  A plain
 :class:`~exactident.model.network.Network` is ``T = I`` (every weight and bias free, in
 the paper's order: per layer ``W_l`` row-major then ``b_l``), slopes 0; with fixed edges
@@ -160,7 +160,7 @@ def to_float_network(net: Any, dtype: object = np.float64, free: Sequence[int] |
 
     Parameters
     ----------
-    net : Network or ConstrainedNetwork
+    net : Network
         Exact values (Q).  Keeps its ``T`` (``W_index``, ``b_index``, ``slope_index``) and slopes
         (``T = I`` and slopes 0 for a plain MLP).
     dtype : float64, float32 or float16

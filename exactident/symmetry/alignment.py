@@ -27,7 +27,6 @@ import flint
 import numpy as np
 
 from exactident.io.rationals import format_fmpq
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.canonical import CanonicalForm, GraphCanonicalForm, parameter_vector
 from exactident.symmetry.group import apply_scales, unit_scales
@@ -184,7 +183,7 @@ def compose(ca: CanonicalForm, cb: CanonicalForm) -> tuple[list[list[int]], list
     return perm, scale
 
 
-def _errors(cn_a: ConstrainedNetwork, ta: Sequence[flint.fmpq], tb: Sequence[flint.fmpq], method: str,
+def _errors(cn_a: Network, ta: Sequence[flint.fmpq], tb: Sequence[flint.fmpq], method: str,
             perm: list[list[int]], scale: list[list[flint.fmpq]]) -> Alignment:
     """Exact parameter-by-parameter errors of B's aligned theta ``tb`` against A's ``ta`` (as for MLPs)."""
     max_abs, max_rel, where_abs, where_rel, mismatch = _ZERO, None, "", "", 0
@@ -201,14 +200,14 @@ def _errors(cn_a: ConstrainedNetwork, ta: Sequence[flint.fmpq], tb: Sequence[fli
     return Alignment(method, perm, scale, max_abs, max_rel, where_abs, where_rel, mismatch)
 
 
-def _by_layer(cn: ConstrainedNetwork, units: Sequence[tuple[int, int]], values: Sequence[Any]) -> list[list[Any]]:
+def _by_layer(cn: Network, units: Sequence[tuple[int, int]], values: Sequence[Any]) -> list[list[Any]]:
     out: list[list[Any]] = [[] for _ in range(1, cn.L)]
     for (l, _v), x in zip(units, values):
         out[l - 1].append(x)
     return out
 
 
-def _undo(form: GraphCanonicalForm, net: ConstrainedNetwork) -> list[flint.fmpq]:
+def _undo(form: GraphCanonicalForm, net: Network) -> list[flint.fmpq]:
     """``net`` (in the coordinates of ``form``'s positions) taken back by the inverse of the element reaching
     ``form``: at A's position ``a`` of layer ``l``, the unit at the form's position ``p`` with ``perm[p] = a``,
     its scale ``lambda_p`` removed (``W_l[a, c] = W'_l[p, q] lambda_{l-1, q} / lambda_{l, p}``)."""
@@ -246,8 +245,8 @@ def _undo(form: GraphCanonicalForm, net: ConstrainedNetwork) -> list[flint.fmpq]
     return [t if t is not None else _ZERO for t in theta]
 
 
-def graph_alignment(a: GraphCanonicalForm, b: GraphCanonicalForm, cn_a: ConstrainedNetwork,
-               cn_b: ConstrainedNetwork) -> Alignment:
+def graph_alignment(a: GraphCanonicalForm, b: GraphCanonicalForm, cn_a: Network,
+               cn_b: Network) -> Alignment:
     """B in A's coordinates, exact errors: by the element the two forms give (B's form taken back by the inverse
     of A's: method ``canonical``) and by the rescalings alone (method ``rescaling``); the smaller largest absolute
     error is kept."""

@@ -45,7 +45,6 @@ from exactident.budget import stage
 from exactident.io.case import Case
 from exactident.io.rationals import format_fmpq
 from exactident.io.report import Report
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.equiv import Equivalence, equiv
 
@@ -272,8 +271,8 @@ def neuron_facts(state: Any, X: Sequence[Sequence[flint.fmpq]], seed: int | None
     return out
 
 
-def audit(victim: Network | ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]], *,
-          extracted: Network | ConstrainedNetwork | None = None, name: str = "victim",
+def audit(victim: Network, queries: Sequence[Sequence[flint.fmpq]], *,
+          extracted: Network | None = None, name: str = "victim",
           box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]] | None = None, seed: int | None = 0,
           explain_max_dim: int = DEFAULT_EXPLAIN_MAX_DIM, max_boxes: int = DEFAULT_MAX_BOXES,
           input_shape: Sequence[int] | None = None) -> Audit | GraphAudit:
@@ -281,12 +280,12 @@ def audit(victim: Network | ConstrainedNetwork, queries: Sequence[Sequence[flint
 
     Parameters
     ----------
-    victim : Network or ConstrainedNetwork
+    victim : Network
         A plain ReLU MLP (also in the constrained form) gets the MLP's audit, any other network the
         layer graph's (module docstring).
     queries : n rows of N_0 fmpq
         The attack's query set (exact; flattened inputs for a layer graph).
-    extracted : Network or ConstrainedNetwork, optional
+    extracted : Network, optional
         The extracted model (:func:`~exactident.symmetry.equiv.equiv` with the victim).
     name : str
     box : (lo, hi), optional
@@ -374,7 +373,7 @@ def audit(victim: Network | ConstrainedNetwork, queries: Sequence[Sequence[flint
     return out
 
 
-def _unit_parameters(cn: ConstrainedNetwork, l: int, v: int) -> list[int]:
+def _unit_parameters(cn: Network, l: int, v: int) -> list[int]:
     """The free parameters entering unit ``(l, v)``: its incoming weights, its bias, its PReLU slope."""
     js = cn.W_index[l - 1][v]
     out = set(js[js >= 0].tolist())
@@ -385,7 +384,7 @@ def _unit_parameters(cn: ConstrainedNetwork, l: int, v: int) -> list[int]:
     return sorted(out)
 
 
-def _audit_graph(cn: ConstrainedNetwork, queries: Sequence[Sequence[flint.fmpq]], *, extracted: Any, name: str,
+def _audit_graph(cn: Network, queries: Sequence[Sequence[flint.fmpq]], *, extracted: Any, name: str,
                  box: tuple[Sequence[flint.fmpq], Sequence[flint.fmpq]] | None, seed: int | None,
                  input_shape: Sequence[int] | None) -> GraphAudit:
     """:func:`audit` of a victim that is not a plain ReLU MLP (module docstring)."""

@@ -72,7 +72,6 @@ import flint
 
 from exactident.errors import UnsupportedCaseError
 from exactident.io.rationals import format_fmpq
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.group import (
     FamilyCodes,
@@ -274,12 +273,12 @@ class _Search:
             self.best = (key, out, perm, scale)
 
 
-def canonical_form(net: Network | ConstrainedNetwork) -> CanonicalForm | GraphCanonicalForm:
+def canonical_form(net: Network) -> CanonicalForm | GraphCanonicalForm:
     """The canonical representative of the orbit of ``net`` (module docstring; docs/symmetries.md).
 
     Parameters
     ----------
-    net : Network or ConstrainedNetwork
+    net : Network
         Exact over Q.  A plain ReLU MLP (also in the constrained form) gets the MLP's form.
 
     Returns
@@ -348,7 +347,7 @@ class GraphCanonicalForm:
 
     Attributes
     ----------
-    network : ConstrainedNetwork
+    network : Network
         The normalised network (same architecture, theta replaced); ``theta`` its free parameters.
     units : list of (l, v)
         The hidden units, in the order of ``scale``: the positive factor applied to each (the group
@@ -370,7 +369,7 @@ class GraphCanonicalForm:
         The classes of interchangeable blocks (:func:`~exactident.symmetry.group.interchangeable_blocks`).
     """
 
-    network: ConstrainedNetwork
+    network: Network
     theta: list[flint.fmpq]
     units: list[tuple[int, int]]
     scale: list[flint.fmpq]
@@ -396,7 +395,7 @@ class GraphCanonicalForm:
         return h.hexdigest()[:16]
 
 
-def _graph_form(cn: ConstrainedNetwork) -> GraphCanonicalForm:
+def _graph_form(cn: Network) -> GraphCanonicalForm:
     """The normal form of a layer graph (module docstring)."""
     units, generators, exponents = scale_classes(cn)
     theta, mu, pivots, left = normalise(cn.n_params, list(cn.theta()), generators, exponents)
@@ -416,7 +415,7 @@ class _BlockSearch:
     """Sort each class of interchangeable blocks by the incoming part of its key; blocks tied there are tried in
     every distinct order (as the MLP's twins), and the lexicographically smallest theta is the form."""
 
-    def __init__(self, cn: ConstrainedNetwork, units: list[tuple[int, int]], generators: list[dict[int, int]],
+    def __init__(self, cn: Network, units: list[tuple[int, int]], generators: list[dict[int, int]],
                  exponents: list[dict[int, int]]):
         self.cn, self.units, self.generators, self.exponents = cn, units, generators, exponents
         self.row = {u: r for r, u in enumerate(units)}

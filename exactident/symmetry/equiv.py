@@ -35,7 +35,6 @@ import flint
 import numpy as np
 
 from exactident.io.rationals import format_fmpq
-from exactident.model.constrained import ConstrainedNetwork, constrained_pre_activations, from_network
 from exactident.model.network import Network, pre_activations
 from exactident.symmetry.alignment import (
     Alignment,
@@ -112,7 +111,7 @@ class Equivalence:
                 "digest_b": None if self.form_b is None else self.form_b.digest()}
 
 
-def compare_outputs(a: Network | ConstrainedNetwork, b: Network | ConstrainedNetwork,
+def compare_outputs(a: Network, b: Network,
                     X: Sequence[Sequence[flint.fmpq]]) -> dict[str, Any]:
     """Exact forward passes of ``a`` and ``b`` on ``X``: equal outputs?  The first difference, the largest one."""
     if not X:
@@ -134,13 +133,13 @@ def output_difference(Fa: Any, Fb: Any, n: int, n_out: int) -> dict[str, Any]:
             "max_abs_output_error": format_fmpq(worst), "max_abs_output_error_float": _float(worst)}
 
 
-def equiv(a: Network | ConstrainedNetwork, b: Network | ConstrainedNetwork,
+def equiv(a: Network, b: Network,
           sample: Sequence[Sequence[flint.fmpq]] | None = None, *, seed: int = 0) -> Equivalence:
     """Decide whether ``a`` and ``b`` are in the same orbit; where they differ, by how much; outputs on a sample.
 
     Parameters
     ----------
-    a, b : Network or ConstrainedNetwork
+    a, b : Network
         Two plain ReLU MLPs are compared by their canonical forms; otherwise see the module docstring.
     sample : n rows of N_0 fmpq, optional
         Run both networks on it exactly.
@@ -203,7 +202,7 @@ def equiv(a: Network | ConstrainedNetwork, b: Network | ConstrainedNetwork,
     return out
 
 
-def _equiv_graph(ca: ConstrainedNetwork, cb: ConstrainedNetwork, sample: Sequence[Sequence[flint.fmpq]] | None,
+def _equiv_graph(ca: Network, cb: Network, sample: Sequence[Sequence[flint.fmpq]] | None,
                  seed: int) -> Equivalence:
     """:func:`equiv` when a layer graph is on either side (module docstring)."""
     from exactident.symmetry.linewalk import domain_points

@@ -24,7 +24,7 @@ symmetries* when ``fdim < dim``.
   dimension`` (:func:`exactident.symmetry.hidden.kernel_dimension`).  Each direction is also checked against the
   Jacobian at the sample used for the lower bound (a failure is a bug).
 
-A **layer graph** (a :class:`~exactident.model.constrained.ConstrainedNetwork`: convolution, pooling,
+A **layer graph** (a :class:`~exactident.model.network.Network`: convolution, pooling,
 skips, leaky ReLU, PReLU) takes the same path: ``J_free`` in its free parameters, target
 ``dim_free = n_params - dim S_H`` (:func:`exactident.model.symmetry.rescaling_symmetry`: every
 generator of the rescalings ``H`` the family keeps is in ``ker J_free`` at every tie-free point),
@@ -50,7 +50,6 @@ from exactident.budget import stage
 from exactident.errors import InvariantViolation, UnsupportedCaseError
 from exactident.linalg.modular import random_primes, rank_mod_p, residues, to_nmod_mat
 from exactident.model.activation import activation_state
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.fixed_edges import FixedEdges, free_parameters
 from exactident.model.gamma_modular import gamma_mod_p
 from exactident.model.integer_forward import data_denominator
@@ -209,7 +208,7 @@ def _check_directions(net: Network, pts, mechs: Sequence[hidden.Mechanism], rng:
                 raise InvariantViolation(f"a {m.kind} direction is not in the kernel of the Jacobian")
 
 
-def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]] = (), *,
+def functional_dimension(net: Network, X: Sequence[Sequence[flint.fmpq]] = (), *,
                          box: Box | None = None, seed: int = 0, rounds: int = 8, search: bool = True,
                          max_boxes: int = 2048, lines: int = 256, walk_seconds: float | None = 120.0,
                          regions: int | None = None, region_seconds: float | None = 120.0,
@@ -218,7 +217,7 @@ def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence
 
     Parameters
     ----------
-    net : Network or ConstrainedNetwork
+    net : Network
         A plain ReLU MLP (``J`` in all its weights and biases, target ``dim``) or a layer graph in its
         compiled form (``J_free`` in its free parameters, target ``dim_free``).
     X : list of points (Q), optional
@@ -266,8 +265,7 @@ def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence
 
     ``f = 3 leaky(2x - 1) + c`` (slope 1/10), a layer graph: 4 parameters, one rescaling, ``fdim = 3``.
 
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 1, 1), [[[2]], [[3]]], [[-1], [0]]))
+    >>> cn = Network((1, 1, 1), [[[2]], [[3]]], [[-1], [0]])
     >>> cn.negative_slope[0][0] = flint.fmpq(1, 10); cn.features = ("leaky ReLU",)
     >>> r = functional_dimension(cn)
     >>> (r.lower, r.upper, r.dim, r.symmetry_dim)
@@ -329,7 +327,7 @@ def functional_dimension(net: Network | ConstrainedNetwork, X: Sequence[Sequence
     return out
 
 
-def _refuse_constant_units(net: Network | ConstrainedNetwork) -> None:
+def _refuse_constant_units(net: Network) -> None:
     """A kinked hidden unit with zero incoming weights and bias: ``z = 0`` everywhere, every point is a tie."""
     J = Layered.of(net)
     const = [(l, v) for l, v in J.kinked_units() if J.cn.b[l - 1][v] == _ZERO
@@ -344,7 +342,7 @@ def _refuse_constant_units(net: Network | ConstrainedNetwork) -> None:
                                "pre-activation is 0 everywhere and the Jacobian is not defined")
 
 
-def _refuse_tie_domain(net: Network | ConstrainedNetwork, box: Box | None) -> None:
+def _refuse_tie_domain(net: Network, box: Box | None) -> None:
     """A complete cover with no region: every input is a tie, so ``J`` is defined nowhere.
 
     Some kinked unit's pre-activation is then 0 on an open set although its incoming weights need not
@@ -357,14 +355,14 @@ def _refuse_tie_domain(net: Network | ConstrainedNetwork, box: Box | None) -> No
                                "defined nowhere")
 
 
-def _tie_free_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
+def _tie_free_graph(cn: Network, X: Sequence[Sequence[flint.fmpq]]) -> list[list[flint.fmpq]]:
     if not X:
         return []
     _, bad = Layered(cn).state(X)
     return [list(x) for i, x in enumerate(X) if i not in bad]
 
 
-def lower_bound_graph(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], box: Box | None, target: int, *,
+def lower_bound_graph(cn: Network, X: Sequence[Sequence[flint.fmpq]], box: Box | None, target: int, *,
                       seed: int = 0, rounds: int = 8) -> tuple[int, int, list[list[flint.fmpq]]]:
     """``(rank, prime, points)`` of a layer graph: ``rank J_free(points) mod prime = rank``, a lower bound on ``fdim``.
 

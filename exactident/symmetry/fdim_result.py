@@ -15,7 +15,7 @@ from typing import Any
 import flint
 
 from exactident.io.rationals import format_fmpq
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 from exactident.model.symmetry import log_scales
 
 __all__ = ["FdimResult", "GraphFacts", "fdim_fields", "scale_classes_text"]
@@ -167,7 +167,7 @@ def fdim_fields(r: FdimResult) -> dict[str, Any]:
             "seconds": round(r.seconds, 3)}
 
 
-def scale_classes_text(cn: ConstrainedNetwork, limit: int = 4) -> str:
+def scale_classes_text(cn: Network, limit: int = 4) -> str:
     """The generators of ``H`` in words: per generator the units it rescales, by the framework's names."""
     units, A, _factor = log_scales(cn)
     parts = []

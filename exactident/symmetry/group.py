@@ -1,7 +1,7 @@
 """The group acting on a network's parameters: rescalings ``H`` and the permutations of interchangeable blocks.
 
 For any network in the constrained form ``W = T theta + c`` (a plain ReLU MLP is ``T = I``, ``c = 0``,
-slopes 0: :func:`exactident.model.constrained.from_network`), docs/symmetries.md:
+slopes 0: :meth:`~exactident.model.network.Network.is_plain`), docs/symmetries.md:
 
 - **a plain ReLU MLP**: per hidden layer a permutation and positive rational scales of its neurons
   (:func:`transform`, docs/symmetries.md, "The orbit");
@@ -32,7 +32,6 @@ import numpy as np
 
 from exactident.errors import UnsupportedCaseError
 from exactident.io.rationals import format_fmpq
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.model.symmetry import log_scales
 
@@ -47,7 +46,7 @@ _ONE = flint.fmpq(1)
 _Blocks = tuple[int, list[list[tuple[int, int]]]]
 
 
-def structure_key(cn: ConstrainedNetwork) -> str:
+def structure_key(cn: Network) -> str:
     """A digest of everything but theta: widths, index arrays, fixed values, fixed slopes (equal: one family)."""
     h = hashlib.sha256(repr(tuple(cn.widths)).encode())
     for l in range(1, cn.L + 1):
@@ -64,7 +63,7 @@ def structure_key(cn: ConstrainedNetwork) -> str:
     return h.hexdigest()[:16]
 
 
-def scale_classes(cn: ConstrainedNetwork) -> tuple[list[tuple[int, int]], list[dict[int, int]], list[dict[int, int]]]:
+def scale_classes(cn: Network) -> tuple[list[tuple[int, int]], list[dict[int, int]], list[dict[int, int]]]:
     """``(units, generators, exponents)``: the generators of ``H`` and each parameter's exponents.
 
     ``generators[g]`` maps a unit row ``u`` to the integer ``e``: the generator with scale ``mu``
@@ -111,7 +110,7 @@ def unit_scales(n_units: int, generators: Sequence[dict[int, int]], mu: Sequence
 class FamilyCodes:
     """Per layer, the index arrays with each fixed value coded ``-1 - id(value)`` (free entries keep ``j >= 0``)."""
 
-    def __init__(self, cn: ConstrainedNetwork):
+    def __init__(self, cn: Network):
         ids: dict[str, int] = {"0": 0}  # fixed 0 is code -1 (most fixed entries: no lookup for them)
 
         def code(index: np.ndarray, values: Sequence[flint.fmpq]) -> np.ndarray:
@@ -164,7 +163,7 @@ def _moves(widths: Sequence[int], mapping: dict[tuple[int, int], tuple[int, int]
     return pi
 
 
-def interchangeable_blocks(cn: ConstrainedNetwork, units: Sequence[tuple[int, int]],
+def interchangeable_blocks(cn: Network, units: Sequence[tuple[int, int]],
                            generators: Sequence[dict[int, int]], codes: FamilyCodes | None = None) -> list[_Blocks]:
     """The classes (of at least two blocks) of interchangeable blocks (module docstring), by their first unit.
 
@@ -173,8 +172,7 @@ def interchangeable_blocks(cn: ConstrainedNetwork, units: Sequence[tuple[int, in
     Two ReLU units of a plain ``1-2-1`` MLP are interchangeable blocks of one unit each:
 
     >>> from exactident.model.network import Network
-    >>> from exactident.model.constrained import from_network
-    >>> cn = from_network(Network((1, 2, 1), [[[1], [2]], [[3, 4]]], [[0, 1], [5]]))
+    >>> cn = Network((1, 2, 1), [[[1], [2]], [[3, 4]]], [[0, 1], [5]])
     >>> u, gens, _ = scale_classes(cn)
     >>> interchangeable_blocks(cn, u, gens)
     [(1, [[(1, 0)], [(1, 1)]])]
@@ -203,7 +201,7 @@ def interchangeable_blocks(cn: ConstrainedNetwork, units: Sequence[tuple[int, in
     return [(cls[0][0][0], cls) for cls in classes if len(cls) > 1]
 
 
-def block_key(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], block: Sequence[tuple[int, int]],
+def block_key(cn: Network, theta: Sequence[flint.fmpq], block: Sequence[tuple[int, int]],
               outgoing: bool = True) -> tuple[Any, ...]:
     """The sort key of a block: its free parameters' values (exact), each once, in the order met scanning its
     units' incoming weights (by column), bias and slope, then (``outgoing``) their outgoing weights (by row).
@@ -231,7 +229,7 @@ def block_key(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], block: Sequen
     return tuple(out)
 
 
-def permute_theta(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], blocks: Sequence[Sequence[tuple[int, int]]],
+def permute_theta(cn: Network, theta: Sequence[flint.fmpq], blocks: Sequence[Sequence[tuple[int, int]]],
                   order: Sequence[int], codes: FamilyCodes | None = None) -> tuple[list[flint.fmpq], list[np.ndarray]]:
     """Block ``blocks[i]`` takes the values of block ``blocks[order[i]]``: a group element (module docstring).
 

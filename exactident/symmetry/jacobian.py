@@ -3,11 +3,11 @@
 The region cover (:mod:`exactident.symmetry.regions`), its rank
 (:mod:`exactident.symmetry.region_fdim`) and the line walk (:mod:`exactident.symmetry.linewalk`)
 read every network in the compiled layered form of
-:class:`~exactident.model.constrained.ConstrainedNetwork`: hidden unit ``v`` of layer ``l``
+:class:`~exactident.model.network.Network`: hidden unit ``v`` of layer ``l``
 computes ``h = z`` for ``z >= 0`` and ``h = a z`` for ``z < 0`` (``a = 0`` ReLU, a fixed ``a``
 leaky ReLU, the current value of a PReLU slope; a unit whose slope is fixed at exactly 1 is
 linear and has no kink).  The plain MLP is the special case "every entry free, every slope 0"
-(:func:`~exactident.model.constrained.from_network`).  :class:`Layered` holds that form and the
+(:meth:`~exactident.model.network.Network.is_plain`).  :class:`Layered` holds that form and the
 one thing that differs between the two kinds: which Jacobian is ranked.
 
 - A plain MLP (:class:`~exactident.model.network.Network`): ``J`` in all its weights and
@@ -29,7 +29,6 @@ from math import lcm
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork, from_network
 from exactident.model.network import Network
 
 __all__ = ["Layered"]
@@ -41,18 +40,18 @@ class Layered:
 
     Attributes
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
         The layered form: weights, biases, negative slopes, which units are kinked.
     net : Network or None
         The plain MLP when the network is one (``J`` in the full parameter vector), else None
         (``J_free`` in the free parameters of ``cn``).
     """
 
-    cn: ConstrainedNetwork
+    cn: Network
     net: Network | None = None
 
     @classmethod
-    def of(cls, network: Network | ConstrainedNetwork | Layered) -> Layered:
+    def of(cls, network: Network | Layered) -> Layered:
         """The layered form of a network: a plain MLP (:meth:`~exactident.model.network.Network.is_plain`) or a layer graph."""
         if isinstance(network, Layered):
             return network

@@ -42,7 +42,6 @@ import numpy as np
 
 from exactident.errors import InvariantViolation
 from exactident.linalg.modular import random_primes, rank_mod_p, to_nmod_mat
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.jacobian import Layered
 
@@ -228,7 +227,7 @@ class GreedyRank:
 
     Parameters
     ----------
-    net : Network, ConstrainedNetwork or Layered
+    net : Network or Layered
         ``J`` is :class:`~exactident.symmetry.jacobian.Layered`'s (all weights and biases of a plain MLP,
         the free parameters of a layer graph).
     p : int
@@ -240,7 +239,7 @@ class GreedyRank:
         If ``p`` is not a prime below ``2^21``.
     """
 
-    def __init__(self, net: Network | ConstrainedNetwork | Layered, p: int) -> None:
+    def __init__(self, net: Network | Layered, p: int) -> None:
         if not (3 <= p < SMALL_PRIME_RANGE[1] and flint.fmpz(p).is_prime()):
             raise InvariantViolation(f"modulus {p} is not a prime below 2^21")
         self.J, self.p = Layered.of(net), p
@@ -349,7 +348,7 @@ def _t_range(a: np.ndarray, d: np.ndarray, box: tuple[np.ndarray, np.ndarray]) -
     return (lo, hi) if lo < hi else None
 
 
-def walk_lower_bound(net: Network | ConstrainedNetwork | Layered, start: Sequence[Sequence[flint.fmpq]],
+def walk_lower_bound(net: Network | Layered, start: Sequence[Sequence[flint.fmpq]],
                      box: Box | None = None, *,
                      seed: int = 0, target: int | None = None, max_lines: int = 256, patience: int = 64,
                      seconds: float | None = None) -> tuple[int, int, list[list[flint.fmpq]]]:
@@ -370,7 +369,7 @@ def walk_lower_bound(net: Network | ConstrainedNetwork | Layered, start: Sequenc
     Stops at ``target`` (default ``dim`` of a plain MLP, ``dim_free`` of a layer graph), after
     ``max_lines`` lines, after ``patience`` lines in a row without gain, or after ``seconds``.
 
-    A layer graph (:class:`~exactident.model.constrained.ConstrainedNetwork`) is walked in its compiled
+    A layer graph (:class:`~exactident.model.network.Network`) is walked in its compiled
     layered form: its leaky and PReLU units kink at 0 like ReLU, its linear units (slope 1) do not, and
     ``J`` is ``J_free`` in its free parameters (:class:`~exactident.symmetry.jacobian.Layered`).
     """

@@ -25,7 +25,6 @@ import numpy as np
 
 from exactident.budget import stage
 from exactident.errors import InvariantViolation
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry import hidden
 from exactident.symmetry.jacobian import Layered
@@ -64,7 +63,7 @@ class CoverRank:
     complete: bool = False
 
 
-def cover_rank(net: Network | ConstrainedNetwork | Layered, cover: RegionCover, *, seed: int = 0,
+def cover_rank(net: Network | Layered, cover: RegionCover, *, seed: int = 0,
                chunk: int = 2048) -> CoverRank:
     """``rank J`` over Q on the regions of ``cover``: ``fdim`` itself when the cover is complete.
 
@@ -80,7 +79,7 @@ def cover_rank(net: Network | ConstrainedNetwork | Layered, cover: RegionCover, 
 
     Parameters
     ----------
-    net : Network, ConstrainedNetwork or Layered
+    net : Network or Layered
     cover : RegionCover
     seed : int
         Seeds the prime.
@@ -220,7 +219,7 @@ def _cover_mechanisms(net: Network, cover: RegionCover, cr: CoverRank) -> list[h
     return mechs
 
 
-def settle_by_regions(net: Network | ConstrainedNetwork, box: Box | None, state: tuple[int, int, int, list, list],
+def settle_by_regions(net: Network, box: Box | None, state: tuple[int, int, int, list, list],
                       max_regions: int, seconds: float | None, seed: int
                       ) -> tuple[int, int, int, list, list, dict[str, Any]]:
     """The cover stage of :func:`exactident.symmetry.fdim.functional_dimension`.
@@ -230,7 +229,7 @@ def settle_by_regions(net: Network | ConstrainedNetwork, box: Box | None, state:
     The lower bound rises to the exact rank at the kept region points when that is higher; a
     complete cover makes ``upper`` equal to it, the mechanisms the cover proves appended
     (attributed after the proved ones: each counts what it adds).  On a layer graph (``net`` a
-    :class:`~exactident.model.constrained.ConstrainedNetwork`) the upper bound before it is ``dim_free``
+    :class:`~exactident.model.network.Network`) the upper bound before it is ``dim_free``
     and a complete cover appends one mechanism, ``regions``: the exact kernel of ``J_free`` on every region
     beyond ``S_H`` (``dim_free - rank`` dimensions); ``S_H`` is in that kernel, so a rank above ``dim_free``
     is a bug.
@@ -263,7 +262,7 @@ def settle_by_regions(net: Network | ConstrainedNetwork, box: Box | None, state:
     return lower, upper, p, pts, mechs, summary
 
 
-def _graph_mechanism(cn: ConstrainedNetwork, cover: RegionCover, cr: CoverRank, dim_free: int) -> hidden.Mechanism:
+def _graph_mechanism(cn: Network, cover: RegionCover, cr: CoverRank, dim_free: int) -> hidden.Mechanism:
     """The missing dimensions of a layer graph's complete cover: ``ker J_free`` on every region beyond ``S_H``."""
     n = len(cover.regions)
     dead = [(l + 1, v) for l, layer in enumerate(cn.kinked(l) for l in range(1, cn.L)) for v in range(len(layer))

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 import flint
 
 from exactident.budget import stage
-from exactident.model.constrained import ConstrainedNetwork
 from exactident.model.network import Network
 from exactident.symmetry.jacobian import Layered
 from exactident.symmetry.region_lp import Row, decide, floats, lp_solver, scaled, value
@@ -119,7 +118,7 @@ def _root(n0: int, box: Box | None) -> tuple[list[Row], list[flint.fmpq]]:
     return rows, [(box[0][j] + box[1][j]) / 2 for j in range(n0)]
 
 
-def _next_layer(cn: ConstrainedNetwork, l: int, Z: tuple[flint.fmpq_mat, list[flint.fmpq]],
+def _next_layer(cn: Network, l: int, Z: tuple[flint.fmpq_mat, list[flint.fmpq]],
                 side: dict[int, bool]) -> tuple[flint.fmpq_mat, list[flint.fmpq]]:
     """``z_{l+1} = W_{l+1} diag(f) z_l + b_{l+1}`` as an affine map of ``x``, exactly; ``f_v = 1`` on the active side
     (``side[v]``) and for linear units, the unit's negative slope on the other side."""
@@ -133,13 +132,13 @@ def _next_layer(cn: ConstrainedNetwork, l: int, Z: tuple[flint.fmpq_mat, list[fl
                    for i in range(cn.widths[l + 1])]
 
 
-def enumerate_regions(net: Network | ConstrainedNetwork | Layered, box: Box | None = None, *,
+def enumerate_regions(net: Network | Layered, box: Box | None = None, *,
                       max_regions: int = 50_000, seconds: float | None = None) -> RegionCover:
     """Every activation region meeting ``R^n`` (or the open ``box``), each proved (module docstring).
 
     Parameters
     ----------
-    net : Network, ConstrainedNetwork or Layered
+    net : Network or Layered
         A plain ReLU MLP or a layer graph, over Q.
     box : (lo, hi), optional
         Lists of ``n0`` rationals, ``lo < hi``; None: all of ``R^n``.  When some ``lo >= hi`` the
@@ -225,7 +224,7 @@ def enumerate_regions(net: Network | ConstrainedNetwork | Layered, box: Box | No
     return cover
 
 
-def _split(cn: ConstrainedNetwork, units: Sequence[tuple[int, int]],
+def _split(cn: Network, units: Sequence[tuple[int, int]],
            pat: tuple[bool, ...]) -> tuple[tuple[bool, ...], ...]:
     """Per hidden layer, every unit's side (linear units True)."""
     out = [[True] * cn.widths[l] for l in range(1, cn.L)]

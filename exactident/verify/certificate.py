@@ -54,7 +54,7 @@ from typing import Any
 from exactident.errors import CaseFormatError, InvariantViolation, UnsupportedCaseError
 from exactident.io.limits import DEFAULT_WORK_LIMITS, ReadLimits, WorkLimits
 from exactident.io.report_file import looks_like_case, looks_like_report, read_report_json
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 from exactident.verify.arith import BadField, need
 from exactident.verify.boundary import verify_boundary
 from exactident.verify.claims import (
@@ -380,7 +380,7 @@ def run_verify_certificate(case_path: str, report_path: str, limits: ReadLimits 
     return 0 if valid else 3
 
 
-def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], report: Any, *,
+def verify_constrained(cn: Network, X: Sequence[Sequence[object]], report: Any, *,
                        name: str | None = None, input_shape: Sequence[int] | None = None,
                        provenance: Any = None, limits: WorkLimits = DEFAULT_WORK_LIMITS) -> tuple[bool, list[str]]:
     """Re-check a layer graph's report (convolution, pooling, skips, leaky ReLU, PReLU) from its case alone.
@@ -410,7 +410,7 @@ def verify_constrained(cn: ConstrainedNetwork, X: Sequence[Sequence[object]], re
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
         The compiled case (never taken from the report).
     X : n rows of ``N_0`` exact numbers (fmpq or int)
     report : dict

@@ -22,7 +22,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 from exactident.verify.forward import LazyRows, integer_forward, scaled_forward
 from exactident.verify.gamma import gamma_free_mod_p
 from exactident.verify.symmetry import Symmetry, rescaling_symmetry
@@ -211,7 +211,7 @@ class ConstrainedFacts:
 
     Attributes
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n rows of ``N_0`` fmpq
     forward : per layer ``(Z_l, S_l)`` from :func:`exactident.verify.forward.integer_forward`
     symmetry : Symmetry
@@ -221,7 +221,7 @@ class ConstrainedFacts:
         The lcm of every denominator of the case (no prime dividing it is used).
     """
 
-    cn: ConstrainedNetwork
+    cn: Network
     X: list[list[flint.fmpq]]
     forward: list[tuple[flint.fmpz_mat, int]]
     symmetry: Symmetry
@@ -229,7 +229,7 @@ class ConstrainedFacts:
     avoid: int  # lcm of every denominator of the case
 
     @classmethod
-    def from_network(cls, cn: ConstrainedNetwork, X: Sequence[Sequence[object]]) -> ConstrainedFacts:
+    def from_network(cls, cn: Network, X: Sequence[Sequence[object]]) -> ConstrainedFacts:
         Xq = [[v if isinstance(v, flint.fmpq) else flint.fmpq(v) for v in row] for row in X]  # type: ignore[call-overload]
         fw = integer_forward(cn, Xq)
         ties = []

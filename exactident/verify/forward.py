@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import flint
 
 if TYPE_CHECKING:
-    from exactident.model.constrained import ConstrainedNetwork
+    from exactident.model.network import Network
 
 __all__ = ["LazyRows", "integer_forward", "pre_activations", "scaled_forward"]
 
@@ -129,7 +129,7 @@ def _int_rows(M: flint.fmpq_mat) -> tuple[flint.fmpz_mat, int]:
     return num, int(den)
 
 
-def integer_forward(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]]
+def integer_forward(cn: Network, X: Sequence[Sequence[flint.fmpq]]
                     ) -> list[tuple[flint.fmpz_mat, int]]:
     """Pre-activations ``z_l(x^i) = Z_l[i, v] / S_l`` exactly, ``l = 1..L`` (``Z_l`` integers, ``S_l > 0``).
 

@@ -1,7 +1,7 @@
 """``Gamma_free = d f(X) / d theta`` of a layer graph, the verifier's own: mod a prime, and times a direction exactly.
 
 Independent of the engine's code paths (nothing of :mod:`exactident.model` but the
-:class:`~exactident.model.constrained.ConstrainedNetwork` container is used):
+:class:`~exactident.model.network.Network` container is used):
 
 - :func:`gamma_free_mod_p`: ``Gamma_free`` mod a prime by backpropagation on int64 residues (tied
   dense entries summed per parameter, PReLU slopes ``d f / d h_v * min(z_v, 0)``), for any tie
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 __all__ = ["directional_derivative", "gamma_free_mod_p", "rank_mod_p", "usable_prime", "verifier_primes"]
 
@@ -50,14 +50,14 @@ def _mm(A: np.ndarray, B: np.ndarray, p: int) -> np.ndarray:
     return ((((((hi << 16) % p + mid) % p) << 16) % p) + lo) % p
 
 
-def gamma_free_mod_p(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]],
+def gamma_free_mod_p(cn: Network, X: Sequence[Sequence[flint.fmpq]],
                      forward: list[tuple[flint.fmpz_mat, int]], p: int,
                      active: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """``Gamma_free`` mod ``p``, int64 ``(n N_L, n_params)``: row ``i N_L + o`` is ``d f_o(x^i) / d theta``.
 
     Parameters
     ----------
-    cn : ConstrainedNetwork
+    cn : Network
     X : n rows of ``N_0`` fmpq (the sample)
     forward : the output of :func:`exactident.verify.forward.integer_forward` on ``X``
     p : prime in ``[3, 2**31)`` dividing no denominator of the case (``pow`` raises ``ValueError`` otherwise)
@@ -125,7 +125,7 @@ def verifier_primes(count: int, avoid: int, seed: int = 20261202) -> list[int]:
 
 
 
-def directional_derivative(cn: ConstrainedNetwork, X: Sequence[Sequence[flint.fmpq]], delta: Sequence[flint.fmpq],
+def directional_derivative(cn: Network, X: Sequence[Sequence[flint.fmpq]], delta: Sequence[flint.fmpq],
                            active: Sequence[np.ndarray] | None = None,
                            hidden: list[flint.fmpq_mat] | None = None) -> list[flint.fmpq]:
     """``Gamma_free(s) delta`` exactly (forward mode), length ``n N_L`` (row ``i N_L + o``).

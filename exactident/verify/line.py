@@ -165,7 +165,7 @@ def verify_line(case, line: dict, facts: CaseFacts | None = None) -> tuple[bool,
 def line_along(cn: Any, X: Sequence[Sequence[flint.fmpq]], delta: Sequence[flint.fmpq]) -> LinePass:
     """The pre-activations on ``X`` along ``theta + t delta`` as polynomials in ``t`` (exact).
 
-    ``cn`` is a :class:`~exactident.model.constrained.ConstrainedNetwork` (its container only: this module
+    ``cn`` is a :class:`~exactident.model.network.Network` (its container only: this module
     imports nothing of the engine but the line primitive).
 
     The dense direction (weights, biases, PReLU slopes) is read here from ``cn``'s index arrays

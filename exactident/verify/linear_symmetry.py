@@ -35,7 +35,7 @@ from math import lcm
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 __all__ = ["MAX_MIXED_UNITS", "composition_basis", "slope_trade_basis", "stretch_basis"]
 
@@ -43,7 +43,7 @@ __all__ = ["MAX_MIXED_UNITS", "composition_basis", "slope_trade_basis", "stretch
 MAX_MIXED_UNITS = 24
 
 
-def _linear(cn: ConstrainedNetwork) -> dict[int, list[int]]:
+def _linear(cn: Network) -> dict[int, list[int]]:
     out = {}
     for l in range(1, cn.L):
         lin = [v for v in range(cn.widths[l])
@@ -53,7 +53,7 @@ def _linear(cn: ConstrainedNetwork) -> dict[int, list[int]]:
     return out
 
 
-def _dense_at(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq] | None, only: int | None = None):
+def _dense_at(cn: Network, theta: Sequence[flint.fmpq] | None, only: int | None = None):
     """Accessors ``W(l, i, k)``, ``b(l, i)`` of the dense network: at ``theta``, or (``theta`` None) the fixed
     part ``C`` (free entries 0), or the column ``T_only`` (1 where the entry is ``theta_only``, else 0)."""
     zero, one = flint.fmpq(0), flint.fmpq(1)
@@ -73,7 +73,7 @@ def _dense_at(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq] | None, only: 
     return W, b
 
 
-def _field(cn: ConstrainedNetwork, lin: dict[int, list[int]], gen: tuple, Ws, bs,
+def _field(cn: Network, lin: dict[int, list[int]], gen: tuple, Ws, bs,
            const: bool = True) -> dict[tuple, flint.fmpq]:
     """The dense move of one unit generator at the network ``(Ws, bs)`` (accessors): ``("E", l, a, b)`` or
     ``("c", l, a)``; ``const`` adds the move that does not depend on the network (``b_l[Lin[a]] += 1``)."""
@@ -103,13 +103,13 @@ def _field(cn: ConstrainedNetwork, lin: dict[int, list[int]], gen: tuple, Ws, bs
     return out
 
 
-def _param(cn: ConstrainedNetwork, key: tuple) -> int:
+def _param(cn: Network, key: tuple) -> int:
     if key[0] == "W":
         return int(cn.W_index[key[1] - 1][key[2], key[3]])
     return int(cn.b_index[key[1] - 1][key[2]])
 
 
-def composition_basis(cn: ConstrainedNetwork) -> list[list[flint.fmpq]]:
+def composition_basis(cn: Network) -> list[list[flint.fmpq]]:
     """Directions in ``theta`` (dense lists, Q) moving the weights out of linear units inside the left kernel
     of the weights into them, with the next biases compensating; ``cn`` at its current ``theta``.
 
@@ -178,7 +178,7 @@ def composition_basis(cn: ConstrainedNetwork) -> list[list[flint.fmpq]]:
     return out
 
 
-def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[list[flint.fmpq]]:
+def stretch_basis(cn: Network, theta: Sequence[flint.fmpq]) -> list[list[flint.fmpq]]:
     """Directions in ``theta`` spanning the admissible linear-unit symmetries' tangents at ``theta`` (Q).
 
     Every returned direction moves no fixed entry and ties' entries alike (checked: a direction that would
@@ -189,7 +189,7 @@ def stretch_basis(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq]) -> list[l
     return out + slope_trade_basis(cn)
 
 
-def slope_trade_basis(cn: ConstrainedNetwork) -> list[list[flint.fmpq]]:
+def slope_trade_basis(cn: Network) -> list[list[flint.fmpq]]:
     """Tangents in ``theta`` (dense lists, Q) of the slope trades of PReLU layers at the current ``theta``.
 
     The unit trade of slope parameter ``g`` of layer ``l`` moves, for every unit ``v`` of layer ``l`` whose
@@ -257,12 +257,12 @@ def slope_trade_basis(cn: ConstrainedNetwork) -> list[list[flint.fmpq]]:
     return out
 
 
-def _param_a(cn: ConstrainedNetwork, key: tuple) -> int:
+def _param_a(cn: Network, key: tuple) -> int:
     """The parameter of a dense weight, bias or slope (``("a", l, v)``) entry; -1 when fixed."""
     return int(cn.slope_index[key[1] - 1][key[2]]) if key[0] == "a" else _param(cn, key)
 
 
-def _tie_rows(cn: ConstrainedNetwork, l: int, fields: list[dict[tuple, flint.fmpq]],
+def _tie_rows(cn: Network, l: int, fields: list[dict[tuple, flint.fmpq]],
               count: np.ndarray) -> list[dict[int, flint.fmpq]]:
     """Rows ``sum_c s_c (move_c(e) - move_c(e_0)) = 0`` for the entries ``e`` of each moved parameter."""
     zero = flint.fmpq(0)
@@ -315,7 +315,7 @@ def _nullspace_q(rows: list[dict[int, flint.fmpq]], n: int) -> tuple[int, list[l
     return n - rank, basis
 
 
-def _stretch(cn: ConstrainedNetwork, theta: Sequence[flint.fmpq], lin: dict[int, list[int]]) -> list[list[flint.fmpq]]:
+def _stretch(cn: Network, theta: Sequence[flint.fmpq], lin: dict[int, list[int]]) -> list[list[flint.fmpq]]:
     """The linear-unit generators' admissible directions (module docstring)."""
     k = cn.n_params
     gens: list[tuple] = []

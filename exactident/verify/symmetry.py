@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import flint
 import numpy as np
 
-from exactident.model.constrained import ConstrainedNetwork
+from exactident.model.network import Network
 
 __all__ = ["Symmetry", "gauge_spans", "into_chart", "rescaling_symmetry", "softmax_rank_bound"]
 
@@ -51,7 +51,7 @@ class Symmetry:
     basis: flint.fmpq_mat
 
 
-def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
+def rescaling_symmetry(cn: Network) -> Symmetry:
     """``H``, ``S_H`` and ``dim_free`` of ``cn`` at its current ``theta`` (exact over Q)."""
     L, k = cn.L, cn.n_params
     ids: dict[tuple[int, int], int] = {}
@@ -139,7 +139,7 @@ def rescaling_symmetry(cn: ConstrainedNetwork) -> Symmetry:
     return Symmetry(rank_t, int(nullity), int(rank), rank_t - int(rank), basis)
 
 
-def softmax_rank_bound(cn: ConstrainedNetwork, sym: Symmetry) -> int:
+def softmax_rank_bound(cn: Network, sym: Symmetry) -> int:
     """``k - dim(S_H + shifts)``: the shifts add one ``u`` to every row of ``W_L`` and one ``c`` to every ``b_L[o]``.
 
     A shift direction must stay in the family: a fixed entry of layer ``L`` cannot move, the
