@@ -121,7 +121,7 @@ def test_check_loads_only_what_it_uses():
     loaded = _loaded_after(code)
     unused = ("sympy", "networkx", "torch", "scipy", "pandas", "sklearn", "onnx", "matplotlib", "exactident.explain",
               "exactident.symmetry", "exactident.suites", "exactident.crosscheck", "exactident.boundary",
-              "exactident.model.compile", "exactident.model.constrained")  # the layer-graph compiler: not for an MLP
+              "exactident.model.compile")  # the layer-graph compiler: not for an MLP
     assert sorted(m for m in loaded if any(m == u or m.startswith(u + ".") for u in unused)) == []
 
 

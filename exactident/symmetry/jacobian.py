@@ -52,7 +52,7 @@ class Layered:
 
     @classmethod
     def of(cls, network: Network | Layered) -> Layered:
-        """The layered form of a network: a plain MLP (:meth:`~exactident.model.network.Network.is_plain`) or a layer graph."""
+        """The layered form of a plain MLP (:meth:`~exactident.model.network.Network.is_plain`) or of a layer graph."""
         if isinstance(network, Layered):
             return network
         return cls(network, network if network.is_plain() else None)
