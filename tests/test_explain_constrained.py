@@ -129,8 +129,9 @@ def test_conv_channel_tied_weight_determined_though_no_position_alone_is():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_plain_mlp_through_the_constrained_route_matches_plain_explain(seed):
-    """The plain MLP in the constrained engine: the gauge is the plain engine's fixed edges, the first-order-determined parameters and
-    the parameters the kernel moves are the same (off the boundary, theta not degenerate)."""
+    """The plain MLP in the constrained engine: the gauge is the plain engine's fixed edges, the
+    first-order-determined parameters and the parameters the kernel moves are the same (off the boundary,
+    theta not degenerate)."""
     rng = random.Random(seed)
     widths = [rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 2)]
     weights = [[[str(rng.choice([-3, -2, -1, 1, 2, 3])) for _ in range(widths[l - 1])] for _ in range(widths[l])]

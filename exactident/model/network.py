@@ -241,6 +241,9 @@ class Network(Names):
         (Theorem 8 and ``C_N`` among them); anything else is a layer graph, analysed in its free
         parameters against ``dim_free``.
         """
+        if (self._dense and self._W_index is None and self._b_index is None and self._negative_slope is None
+                and self._slope_index is None):
+            return not self.features  # built as Network(widths, W, b) and no structure read since: O(1)
         return not self.features and self.is_relu_only() and self.all_free()
 
     @property
