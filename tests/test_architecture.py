@@ -217,10 +217,12 @@ def test_plain_mlp_is_the_plain_network_in_the_plain_order():
                                Layer("d", "identity", ("r",)), _lin(rng, "fc2", "d", 2, 4)], "fc2")
     net = as_plain_network(arch)
     assert net is not None and net.widths == (3, 4, 2)
-    ref = net
     cn = compile_architecture(arch)
-    assert [I.tolist() for I in cn.W_index] == [I.tolist() for I in ref.W_index]
-    assert [I.tolist() for I in cn.b_index] == [I.tolist() for I in ref.b_index]
+    # the plain order (T = I): W_1 row-major (0..11), b_1 (12..15), W_2 row-major (16..23), b_2 (24, 25)
+    assert [I.tolist() for I in cn.W_index] == [[[3 * i + j for j in range(3)] for i in range(4)],
+                                                [[16 + 4 * i + j for j in range(4)] for i in range(2)]]
+    assert [I.tolist() for I in cn.b_index] == [[12, 13, 14, 15], [24, 25]]
+    assert cn.is_plain() and cn.n_params == 26 == net.dim + 4  # dim counts one fixed edge per hidden neuron
     assert cn.param_names[:2] == ["fc1.weight[0,0]", "fc1.weight[0,1]"] and cn.param_names[12] == "fc1.bias[0]"
     # no bias, a leaky slope, a final ReLU: not plain
     for layers in ([_lin(rng, "fc1", "input", 2, 3, bias=False)],

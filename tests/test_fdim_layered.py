@@ -293,14 +293,24 @@ def _random_mlp(seed, widths):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_an_mlp_written_as_a_layer_graph_gives_the_mlp_result(seed):
+def test_an_mlp_through_the_layer_graph_route_gives_the_mlp_result(seed):
     net = _random_mlp(seed, [2, 3, 2, 1] if seed % 2 else [1, 3, 3, 1])
     try:
         plain = functional_dimension(net, seed=seed, lines=0, search=False, regions=50_000)
     except UnsupportedCaseError:
         return
-    graph = functional_dimension(net, seed=seed, lines=0, regions=50_000)
-    assert graph.dim == plain.dim and graph.n_params == plain.n_params
-    assert graph.lower == graph.upper == plain.lower == plain.upper
+    # the layer-graph route, forced (a plain MLP goes the MLP route): J_free in the free parameters against
+    # dim_free, by random points and by the region cover
+    from exactident.symmetry.fdim import lower_bound_graph
+    from exactident.symmetry.jacobian import Layered
+    from exactident.symmetry.region_fdim import cover_rank
+
+    dim_free = rescaling_symmetry(net).dim_free
+    assert dim_free == plain.dim and net.n_params == plain.n_params
+    lower, _, _ = lower_bound_graph(net, [], None, dim_free, seed=seed)
+    cover = enumerate_regions(net, max_regions=50_000)
+    cr = cover_rank(Layered(net), cover, seed=seed)
+    assert cover.complete and cr.complete
+    assert lower <= cr.rank == plain.lower == plain.upper
     assert _cover_sides(enumerate_regions(net), _brute_force_regions(_net(net))[1]) == \
         _brute_force_regions(_net(net))[0]
