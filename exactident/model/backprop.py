@@ -247,7 +247,8 @@ def _exact_values(net: Any, X: Sequence[Sequence[Any]]) -> tuple[np.ndarray, lis
     Xv = _object_array([flint.fmpq(v) for row in X for v in row], (n, w[0]))
     Wv = [_object_array(W.entries(), (W.nrows(), W.ncols())) for W in net.W]
     bv = [_object_array([flint.fmpq(v) for v in b], (len(b),)) for b in net.b]
-    av = [] if net.is_relu_only() else [_object_array([flint.fmpq(v) for v in a], (len(a),)) for a in net.negative_slope]
+    av = [] if net.is_relu_only() else [_object_array([flint.fmpq(v) for v in a], (len(a),))
+                                        for a in net.negative_slope]
     return Xv, Wv, bv, av
 
 
