@@ -61,6 +61,7 @@ from exactident.ranks.shifted import structural_kernel
 from exactident.verify.arith import BadField, capped_exact_rank, need, unknown_fields
 from exactident.verify.rank_blocks import active_blocks_bound
 from exactident.verify.rank_kernel import (
+    GammaRowSupport,
     _fixed,
     _json_int,
     _kernel_columns,
@@ -68,7 +69,6 @@ from exactident.verify.rank_kernel import (
     _Reject,
     _structural,
     _zero_mod,
-    gamma_product_is_zero,
 )
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
@@ -167,12 +167,45 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
             raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is at "
                           f"least {r_sketch}")
     image = m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p)
+    if m.lower_image is None and p < BLAS_PRIME_HI and image.shape[0] > 2 * image.shape[1] + 64:
+        r_rows = _tall_lower(image, p, claimed)
+        if r_rows == claimed:
+            return claimed, p
+        if r_rows > claimed:
+            raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is at "
+                          f"least {r_rows}")
     # below 2**21 (the engine's primes): float64 BLAS elimination on the int64 residues, no Python ints
     # (linalg.blas_modp, tested against FLINT's nmod_mat); above, FLINT
     rp = rank_blas(image, p) if p < BLAS_PRIME_HI else rank_mod_p(image, p)
     if claimed != rp:
         raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is {rp}")
     return rp, p
+
+
+def _tall_lower(image: np.ndarray, p: int, claimed: int) -> int:
+    """A lower bound on ``rank_p`` of a very tall ``image`` (``m > 2 n + 64``) from fewer than ``m`` rows.
+
+    The rank ``r1`` of ``n + 16`` rows drawn with the verifier's own seed, stacked (when ``r1`` is below
+    ``claimed``) with ``R A_rest`` for a random ``(claimed - r1 + 16) x (m - n - 16)`` matrix ``R`` of the
+    other rows: any such stack has rank at most ``rank_p(A)`` (its rows are combinations of ``A``'s), so
+    its rank is a lower bound whatever ``R`` is; it equals ``rank_p(A)`` unless ``R`` is unlucky (then the
+    caller eliminates all of ``A``).  The elimination runs on ``n + claimed - r1 + 32`` rows, not ``m``.
+    """
+    from exactident.linalg.blas_modp import sketch_rows, symmetric_rows
+
+    m, n = image.shape
+    rng = random.Random(_SKETCH_SEED)
+    rows = sorted(rng.sample(range(m), n + 16))
+    r1 = rank_blas(symmetric_rows(image, rows, p, np.empty((n + 16, n))), p)
+    if r1 >= claimed:
+        return r1
+    rest = np.ones(m, dtype=bool)
+    rest[rows] = False
+    k = claimed - r1 + 16
+    stack = np.empty((n + 16 + k, n))
+    symmetric_rows(image, rows, p, stack[:n + 16])
+    symmetric_rows(sketch_rows(image, k, p, rng, rows=np.flatnonzero(rest)), range(k), p, stack[n + 16:])
+    return rank_blas(stack, p)
 
 
 def _check_one(what: str, c: Any, m: _Matrix) -> int:
@@ -463,7 +496,7 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed),
                  "shifted": lambda: structural_kernel(net, X, pattern, fixed)},
-                sketch=sketch, columns=lambda q, c: gamma_product_is_zero(net, X, pattern, fixed, q, c, avoid, data))
+                sketch=sketch, columns=GammaRowSupport(net, X, pattern, fixed, avoid))
     rank_gamma = interval = None
     try:
         if "rank" not in c and "upper" in c and "lower" in c:
