@@ -184,19 +184,25 @@ def _plan(col: dict[int, int], params: list) -> list[tuple[int, np.ndarray, np.n
     return out
 
 
-def _plan_is_zero(plan: list, H: list[np.ndarray], D: list[np.ndarray], N_L: int, q: int) -> bool:
-    """``Gamma K_c = 0 mod q`` on the rows of ``D`` for a column planned by :func:`_plan`."""
+def _plan_is_zero(plan: list, H: list[np.ndarray], D: list[np.ndarray], N_L: int, q: int,
+                  rows: np.ndarray | None = None) -> bool:
+    """``Gamma K_c = 0 mod q`` on the rows of ``D`` (of the samples ``rows`` only, when given) for a
+    column planned by :func:`_plan`."""
     from exactident.linalg.modular import matmul_mod
 
-    n = len(H[0])
+    n = len(H[0]) if rows is None else len(rows)
+    idx = None if rows is None else (rows[:, None] * N_L + np.arange(N_L)).ravel()
     total = np.zeros(n * N_L, dtype=np.int64)
     for l, j_idx, v_idx, j_at, v_at, values in plan:
         K_l = np.zeros((len(j_idx), len(v_idx)), dtype=np.int64)
         K_l[j_at, v_at] = [v % q for v in values]  # each (input, neuron) at most once: a parameter
-        Hl = np.where(j_idx < 0, 1, H[l - 1][:, np.maximum(j_idx, 0)]) if len(j_idx) else np.zeros((n, 0), np.int64)
-        U = matmul_mod(Hl.astype(np.int64), K_l, q)  # u_v(i) mod q, n x touched neurons
+        js = np.maximum(j_idx, 0)
+        h = H[l - 1][:, js] if rows is None else H[l - 1][np.ix_(rows, js)]
+        Hl = np.where(j_idx < 0, 1, h).astype(np.int64)
+        U = matmul_mod(Hl, K_l, q)  # u_v(i) mod q, n x touched neurons
+        d = D[l - 1][:, v_idx] if idx is None else D[l - 1][np.ix_(idx, v_idx)]
         # residues below 2^31: each product below 2^62, reduced before the sum over neurons
-        total = (total + ((D[l - 1][:, v_idx] * np.repeat(U, N_L, axis=0)) % q).sum(axis=1)) % q
+        total = (total + ((d * np.repeat(U, N_L, axis=0)) % q).sum(axis=1)) % q
     return not total.any()
 
 
@@ -331,16 +337,15 @@ class GammaRowSupport:
         for key, todo in groups.items():
             rows = np.flatnonzero(np.frombuffer(key, dtype=bool))
             if full is not None:
-                idx = (rows[:, None] * N_L + np.arange(N_L)).ravel()
-                H = [h[rows] for h in full[0]]
-                D = [d[idx] if d.size else d for d in full[1]]
+                H, D, sub = full[0], full[1], rows
             else:
                 if key not in self._subcases:
                     X_S = [self.X[int(i)] for i in rows]
                     self._subcases[key] = (rows, ModularData(self.net, X_S), X_S, [a[rows] for a in self.pattern])
                 _rows, data, X_S, pattern_S = self._subcases[key]
                 H, D = _backprop_mod_p(self.net, X_S, pattern_S, q, data)
-            if not all(_plan_is_zero(self._plans(col), H, D, N_L, q) for col in todo):
+                sub = None
+            if not all(_plan_is_zero(self._plans(col), H, D, N_L, q, sub) for col in todo):
                 return False
         return True
 
