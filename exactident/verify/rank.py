@@ -302,7 +302,8 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     """``K`` of full column rank and ``M K = 0``: mod enough primes (at most the cap), or exactly."""
     rows, n = m.shape
     K_int = kernel_to_integer_columns(K)
-    size = n * m.entry_bound() * max((abs(v) for col in K_int for v in col.values()), default=0)
+    entry_bound = m.entry_bound()  # an exact forward pass: once
+    size = n * entry_bound * max((abs(v) for col in K_int for v in col.values()), default=0)
     exact_check = False
     if "primes" in up:
         given = need(up, "primes", list, f"{what}.upper")
@@ -329,7 +330,7 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     if m.columns is not None and not exact_check and "primes" not in up:  # each column its own count, its support
         from exactident.verify.rank_kernel import zero_by_columns
 
-        zero = zero_by_columns(m.columns, K_int, primes, n * m.entry_bound())
+        zero = zero_by_columns(m.columns, K_int, primes, n * entry_bound)
     else:
         zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:
