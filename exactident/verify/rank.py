@@ -17,7 +17,11 @@ lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``): ``R_A >
 ``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``, at most :data:`MAX_VERIFY_PRIMES`;
 past that, by one exact product over Q on the support of ``K`` if ``M`` has at most
 :data:`~exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries (else not verified); the engine uses
-only kernels that fit (:func:`exactident.linalg.certified.kernel_is_checkable`).
+only kernels that fit (:func:`exactident.linalg.certified.kernel_is_checkable`).  For ``Gamma`` (no ``primes``
+given) each vector is checked on its exact *row support* only
+(:class:`~exactident.verify.rank_kernel.GammaRowSupport`: a shifted vector on its block's few samples).
+The rank mod p of a very tall ``Gamma`` is proved from a row sample and a row sketch of the verifier's own
+seed when they reach the claim (:func:`_tall_lower`), else by eliminating all rows.
 """
 
 from __future__ import annotations
