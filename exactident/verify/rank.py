@@ -175,9 +175,10 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
         r_rows = _tall_lower(image, p, claimed)
         if r_rows == claimed:
             return claimed, p
-        if r_rows > claimed:
-            raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is at "
-                          f"least {r_rows}")
+        if r_rows > claimed:  # at the column count the rank mod p is known exactly
+            exactly = "" if r_rows == min(image.shape) else "at least "
+            raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is "
+                          f"{exactly}{r_rows}")
     # below 2**21 (the engine's primes): float64 BLAS elimination on the int64 residues, no Python ints
     # (linalg.blas_modp, tested against FLINT's nmod_mat); above, FLINT
     rp = rank_blas(image, p) if p < BLAS_PRIME_HI else rank_mod_p(image, p)
