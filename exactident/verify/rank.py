@@ -17,11 +17,7 @@ lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``): ``R_A >
 ``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``, at most :data:`MAX_VERIFY_PRIMES`;
 past that, by one exact product over Q on the support of ``K`` if ``M`` has at most
 :data:`~exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries (else not verified); the engine uses
-only kernels that fit (:func:`exactident.linalg.certified.kernel_is_checkable`).  For ``Gamma`` (no ``primes``
-given) each vector is checked on its exact *row support* only
-(:class:`~exactident.verify.rank_kernel.GammaRowSupport`: a shifted vector on its block's few samples).
-The rank mod p of a very tall ``Gamma`` is proved from a row sample and a row sketch of the verifier's own
-seed when they reach the claim (:func:`_tall_lower`), else by eliminating all rows.
+only kernels that fit (:func:`exactident.linalg.certified.kernel_is_checkable`); ``Gamma`` on row supports.
 """
 
 from __future__ import annotations
@@ -73,6 +69,7 @@ from exactident.verify.rank_kernel import (
     _Reject,
     _structural,
     _zero_mod,
+    tall_claim_holds,
 )
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
@@ -171,46 +168,14 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
             raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is at "
                           f"least {r_sketch}")
     image = m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p)
-    if m.lower_image is None and p < BLAS_PRIME_HI and image.shape[0] > 2 * image.shape[1] + 64:
-        r_rows = _tall_lower(image, p, claimed)
-        if r_rows == claimed:
-            return claimed, p
-        if r_rows > claimed:  # at the column count the rank mod p is known exactly
-            exactly = "" if r_rows == min(image.shape) else "at least "
-            raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is "
-                          f"{exactly}{r_rows}")
+    if m.lower_image is None and p < BLAS_PRIME_HI and tall_claim_holds(what, image, p, claimed, _SKETCH_SEED):
+        return claimed, p
     # below 2**21 (the engine's primes): float64 BLAS elimination on the int64 residues, no Python ints
     # (linalg.blas_modp, tested against FLINT's nmod_mat); above, FLINT
     rp = rank_blas(image, p) if p < BLAS_PRIME_HI else rank_mod_p(image, p)
     if claimed != rp:
         raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is {rp}")
     return rp, p
-
-
-def _tall_lower(image: np.ndarray, p: int, claimed: int) -> int:
-    """A lower bound on ``rank_p`` of a very tall ``image`` (``m > 2 n + 64``) from fewer than ``m`` rows.
-
-    The rank ``r1`` of ``n + 16`` rows drawn with the verifier's own seed, stacked (when ``r1`` is below
-    ``claimed``) with ``R A_rest`` for a random ``(claimed - r1 + 16) x (m - n - 16)`` matrix ``R`` of the
-    other rows: any such stack has rank at most ``rank_p(A)`` (its rows are combinations of ``A``'s), so
-    its rank is a lower bound whatever ``R`` is; it equals ``rank_p(A)`` unless ``R`` is unlucky (then the
-    caller eliminates all of ``A``).  The elimination runs on ``n + claimed - r1 + 32`` rows, not ``m``.
-    """
-    from exactident.linalg.blas_modp import sketch_rows, symmetric_rows
-
-    m, n = image.shape
-    rng = random.Random(_SKETCH_SEED)
-    rows = sorted(rng.sample(range(m), n + 16))
-    r1 = rank_blas(symmetric_rows(image, rows, p, np.empty((n + 16, n))), p)
-    if r1 >= claimed:
-        return r1
-    rest = np.ones(m, dtype=bool)
-    rest[rows] = False
-    k = claimed - r1 + 16
-    stack = np.empty((n + 16 + k, n))
-    symmetric_rows(image, rows, p, stack[:n + 16])
-    symmetric_rows(sketch_rows(image, k, p, rng, rows=np.flatnonzero(rest)), range(k), p, stack[n + 16:])
-    return rank_blas(stack, p)
 
 
 def _check_one(what: str, c: Any, m: _Matrix) -> int:
@@ -307,8 +272,7 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     """``K`` of full column rank and ``M K = 0``: mod enough primes (at most the cap), or exactly."""
     rows, n = m.shape
     K_int = kernel_to_integer_columns(K)
-    entry_bound = m.entry_bound()  # an exact forward pass: once
-    size = n * entry_bound * max((abs(v) for col in K_int for v in col.values()), default=0)
+    size = n * (entry_bound := m.entry_bound()) * max((abs(v) for col in K_int for v in col.values()), default=0)
     exact_check = False
     if "primes" in up:
         given = need(up, "primes", list, f"{what}.upper")

@@ -17,7 +17,8 @@ from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.model.fixed_edges import fixed_edges
 from exactident.verify.arith import BadField, unknown_fields
 
-__all__ = ["GammaRowSupport", "closed_by", "gamma_columns_mod_p", "gamma_product_is_zero", "zero_by_columns"]
+__all__ = ["GammaRowSupport", "closed_by", "gamma_columns_mod_p", "gamma_product_is_zero", "tall_claim_holds",
+           "tall_lower", "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -348,6 +349,50 @@ class GammaRowSupport:
             if not all(_plan_is_zero(self._plans(col), H, D, N_L, q, sub) for col in todo):
                 return False
         return True
+
+
+def tall_lower(image: np.ndarray, p: int, claimed: int, seed: int) -> int:
+    """A lower bound on ``rank_p`` of a very tall ``image`` (``m > 2 n + 64``) from fewer than ``m`` rows.
+
+    The rank ``r1`` of ``n + 16`` rows drawn with the verifier's own ``seed``, stacked (when ``r1`` is below
+    ``claimed``) with ``R A_rest`` for a random ``(claimed - r1 + 16) x (m - n - 16)`` matrix ``R`` of the
+    other rows: any such stack has rank at most ``rank_p(A)`` (its rows are combinations of ``A``'s), so
+    its rank is a lower bound whatever ``R`` is; it equals ``rank_p(A)`` unless ``R`` is unlucky (then the
+    caller eliminates all of ``A``).  The elimination runs on ``n + claimed - r1 + 32`` rows, not ``m``.
+    """
+    import random
+
+    from exactident.linalg.blas_modp import rank_blas, sketch_rows, symmetric_rows
+
+    m, n = image.shape
+    rng = random.Random(seed)
+    rows = sorted(rng.sample(range(m), n + 16))
+    r1 = rank_blas(symmetric_rows(image, rows, p, np.empty((n + 16, n))), p)
+    if r1 >= claimed:
+        return r1
+    rest = np.ones(m, dtype=bool)
+    rest[rows] = False
+    k = claimed - r1 + 16
+    stack = np.empty((n + 16 + k, n))
+    symmetric_rows(image, rows, p, stack[:n + 16])
+    symmetric_rows(sketch_rows(image, k, p, rng, rows=np.flatnonzero(rest)), range(k), p, stack[n + 16:])
+    return rank_blas(stack, p)
+
+
+def tall_claim_holds(what: str, image: np.ndarray, p: int, claimed: int, seed: int) -> bool:
+    """Does :func:`tall_lower` prove ``rank_p(image) >= claimed`` (a very tall image: rows above ``2 cols + 64``)?
+
+    False when it is not very tall or falls short (the caller eliminates all rows); raises ``_Reject`` when
+    it proves the rank mod p above ``claimed`` (named exactly at the column count).
+    """
+    if image.shape[0] <= 2 * image.shape[1] + 64:
+        return False
+    r_rows = tall_lower(image, p, claimed, seed)
+    if r_rows > claimed:
+        exactly = "" if r_rows == min(image.shape) else "at least "
+        raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is "
+                      f"{exactly}{r_rows}")
+    return r_rows == claimed
 
 
 def zero_by_columns(product_is_zero: Callable[[int, list[dict[int, int]]], bool], K_int: list[dict[int, int]],
