@@ -46,7 +46,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 NAMES = ["digits-64-32-10", "digits-64-64-10", "digits-64-32-32-10", "torch-bc-30-12-6-2",
-         "torch-digits-64-40-20-10", "random-16x4-1", "random-16x3-1"]
+         "torch-digits-64-40-20-10", "random-16x4-1", "random-16x3-1",
+         # fresh nets (2026-12-07, benchmarks/train_deficient.py)
+         "digits-64-48-10-s80713", "digits-64-40-20-10-s80714", "digits-64-32-32-16-10-s80715",
+         "torch-digits-64-40-20-10-s80716", "random-16x3-1-s80717"]
 
 
 def _cpu() -> float:

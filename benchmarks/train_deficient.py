@@ -12,7 +12,10 @@ Seeded, so the same library versions give the same weights.  Cases (``NAME``):
   lr 1e-2, 1500 steps; a seed used in no test); sample = the 1797 float32 rows;
 - ``random-16x4-1``, ``random-16x3-1``: randomly initialised 16-16-16-16-16-1 / 16-16-16-16-1
   nets (``benchmarks/run.py::random_case``, seeds 2 and 0) on 1302 / 1000 Gaussian inputs, with
-  dead neurons.
+  dead neurons;
+- fresh nets of 2026-12-07 (seeds used in no test, in each name): scikit-learn digits 64-48-10 and
+  64-40-20-10 (``lbfgs``), 64-32-32-16-10 (``adam``, 500 iterations); a PyTorch/Adam float32
+  64-40-20-10 (as ``torch-digits-64-40-20-10``); a random 16-16-16-16-1 (seed 80717).
 
 Every weight and input is written as the exact binary value of its float (no rounding).
 
@@ -38,13 +41,19 @@ SKLEARN = {
     "digits-64-32-10": ((32,), "lbfgs", 2000),
     "digits-64-64-10": ((64,), "lbfgs", 2000),
     "digits-64-32-32-10": ((32, 32), "adam", 500),
+    # fresh nets (2026-12-07; random_state used in no test): hidden widths, solver, iterations, seed
+    "digits-64-48-10-s80713": ((48,), "lbfgs", 2000, 80713),
+    "digits-64-40-20-10-s80714": ((40, 20), "lbfgs", 2000, 80714),
+    "digits-64-32-32-16-10-s80715": ((32, 32, 16), "adam", 500, 80715),
 }
-RANDOM = {"random-16x4-1": ((16, 16, 16, 16, 16, 1), 1302, 2), "random-16x3-1": ((16, 16, 16, 16, 1), 1000, 0)}
+RANDOM = {"random-16x4-1": ((16, 16, 16, 16, 16, 1), 1302, 2), "random-16x3-1": ((16, 16, 16, 16, 1), 1000, 0),
+          "random-16x3-1-s80717": ((16, 16, 16, 16, 1), 1000, 80717)}
 #: PyTorch MLPs trained with Adam in float32, full batch: data set, widths, seed, learning rate, steps.
 TORCH = {
     "torch-bc-30-12-6-2": ("breast_cancer", (30, 12, 6, 2), 0, 1e-2, 3000),
     # a fresh digits net (seed used nowhere in the tests): Gamma 17970 x 3570, tall
     "torch-digits-64-40-20-10": ("digits", (64, 40, 20, 10), 70531, 1e-2, 1500),
+    "torch-digits-64-40-20-10-s80716": ("digits", (64, 40, 20, 10), 80716, 1e-2, 1500),
 }
 NAMES = [*SKLEARN, *TORCH, *RANDOM]
 
@@ -59,18 +68,19 @@ def sklearn_case(name: str):
 
     from exactident.io.case import Case
 
-    hidden, solver, iters = SKLEARN[name]
+    hidden, solver, iters, *seed = SKLEARN[name]
+    state = seed[0] if seed else 0
     X_raw, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X_raw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = MLPClassifier(hidden_layer_sizes=hidden, solver=solver, max_iter=iters, random_state=0).fit(X, y)
+        model = MLPClassifier(hidden_layer_sizes=hidden, solver=solver, max_iter=iters, random_state=state).fit(X, y)
     net = export_network(model.coefs_, model.intercepts_)
     X_exact = export_sample(X)
     check_faithful(net, X_exact, model, X, "classifier")
     return Case(name=name, network=net, X=X_exact,
                 description=f"benchmarks/train_deficient.py, scikit-learn {sklearn.__version__}: "
-                            f"MLPClassifier({hidden}, solver={solver!r}, random_state=0) on standardised "
+                            f"MLPClassifier({hidden}, solver={solver!r}, random_state={state}) on standardised "
                             "load_digits, all 1797 rows; logits; exact float64 values")
 
 

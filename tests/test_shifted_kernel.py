@@ -274,3 +274,227 @@ def test_verifier_product_by_samples_matches_the_oracle():
         col = {rng.randrange(net.dim): rng.randint(-5, 5) for _ in range(4)}
         oracle_zero = all(sum(row[c] * v for c, v in col.items()) == 0 for row in G)  # over Q (mod q: same here)
         assert gamma_product_is_zero(net, X, st.pattern, fixed, q, [col], avoid, []) == oracle_zero
+
+
+# --- the verifier's row support (verify/rank_kernel.py::GammaRowSupport) and forgeries aimed at it ---
+
+
+def _oracle_rows(G, N_L: int, vec: dict) -> set[int]:
+    """Samples ``i`` with a nonzero row ``(i, k)`` of ``G K`` (exact Fraction products)."""
+    return {r // N_L for r, row in enumerate(G) if sum(row[c] * _fr(v) for c, v in vec.items()) != 0}
+
+
+def _int_col(vec: dict) -> dict[int, int]:
+    d = math.lcm(*(int(v.q) for v in vec.values()))
+    return {c: int(v.p) * (d // int(v.q)) for c, v in vec.items()}
+
+
+def _support(net, X, col):
+    from exactident.model.integer_forward import data_denominator
+    from exactident.verify.rank_kernel import GammaRowSupport
+
+    st = activation_state(net, X)
+    g = GammaRowSupport(net, X, st.pattern, fixed_edges(net), data_denominator(net, X))
+    return g, set(int(i) for i in g.support(col).nonzero()[0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_row_support_holds_every_nonzero_row_of_the_oracle(seed):
+    """Soundness of the row support: each sample with a nonzero row of the oracle's ``Gamma K`` is in it,
+    for random sparse columns, random combinations of shifted columns ``e_W[v, 0] + (1/3) e_b[v]`` (input 0
+    is ``-1/3`` except on the rare samples: support within them, by Prop. 10) and the structural kernel
+    vectors (oracle product zero); the verifier's product mod q agrees with the oracle's zero test."""
+    net, X = _rare_net(seed, rare=2)
+    st = activation_state(net, X)
+    if st.ties:
+        pytest.skip("a tie")
+    G, N_L = _oracle_gamma(net, X), net.widths[-1]
+    params = free_parameters(net, fixed_edges(net))
+    index = {(p.l, p.i, p.j): c for c, p in enumerate(params)}
+    rare = {0, 1}  # _rare_net: x[0] != -1/3 exactly on samples 0 .. rare-1
+    rng = random.Random(seed)
+    cands = [({rng.randrange(net.dim): flint.fmpq(rng.randint(-5, 5) or 1) for _ in range(3)}, False)
+             for _ in range(15)]
+    for _ in range(10):
+        vec: dict = {}
+        for v in rng.sample(range(net.widths[1]), 3):
+            if (1, v, 0) in index:
+                t = flint.fmpq(rng.randint(1, 4))
+                vec[index[(1, v, 0)]] = t
+                vec[index[(1, v, None)]] = t / 3
+        cands.append((vec, True))
+    cands += [(vec, False) for vec in structural_kernel(net, X, st.pattern, fixed_edges(net))]
+    q = 1_000_003
+    for vec, shifted in cands:
+        vec = {c: v for c, v in vec.items() if v != 0}
+        if not vec:
+            continue
+        col = _int_col(vec)
+        g, support = _support(net, X, col)
+        nonzero = _oracle_rows(G, N_L, vec)
+        assert nonzero <= support
+        if shifted:
+            assert support <= rare  # a combination of shifted columns: only the rare samples
+        # Gamma K mod q from the oracle's exact rows (Fraction -> residue), against the verifier's product
+        residues = [sum(row[c] * _fr(v) for c, v in vec.items()) for row in G]
+        zero_mod_q = all(r.numerator * pow(r.denominator, -1, q) % q == 0 for r in residues)
+        assert g(q, [col]) == zero_mod_q
+
+
+def _explicit_certificate(rank_cert, vectors):
+    """``rank_cert`` with its ``rank_gamma`` upper part replaced by explicit kernel columns (source dixon)."""
+    cert = copy.deepcopy(rank_cert)
+    cols = [[[i, str(_fr(v))] for i, v in sorted(col.items())] for col in vectors]
+    cert["rank_gamma"]["upper"] = {"kind": "kernel", "bound": cert["rank_gamma"]["upper"]["bound"],
+                                   "source": "dixon", "kernel": cols}
+    return cert
+
+
+def _nullspace(rows: list[list[Fraction]]) -> list[list[Fraction]]:
+    """A basis of ``{y : rows y = 0}`` by Fraction elimination (reduced echelon form)."""
+    ncols = len(rows[0])
+    R = [list(r) for r in rows]
+    pivots: list[int] = []
+    r = 0
+    for c in range(ncols):
+        piv = next((i for i in range(r, len(R)) if R[i][c] != 0), None)
+        if piv is None:
+            continue
+        R[r], R[piv] = R[piv], R[r]
+        R[r] = [a / R[r][c] for a in R[r]]
+        for i in range(len(R)):
+            if i != r and R[i][c] != 0:
+                R[i] = [a - R[i][c] * b for a, b in zip(R[i], R[r])]
+        pivots.append(c)
+        r += 1
+    basis = []
+    for free in (c for c in range(ncols) if c not in pivots):
+        y = [Fraction(0)] * ncols
+        y[free] = Fraction(1)
+        for i, pc in enumerate(pivots):
+            y[pc] = -R[i][free]
+        basis.append(y)
+    return basis
+
+
+def _forge(K, forged, net, G):
+    """``K`` with its last vector replaced by ``forged``, after checking with the oracle that the set is
+    still independent (so the refusal must come from ``Gamma K != 0``)."""
+    vectors = K[:-1] + [{c: v for c, v in forged.items() if v != 0}]
+    assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in vectors]) == len(vectors)
+    return vectors
+
+
+def test_verifier_refuses_forged_vectors_aimed_at_the_row_support():
+    """Three forgeries of a shifted kernel vector, each given as explicit columns (checked through the row
+    support); the oracle shows each is not in ``ker Gamma`` and where it is nonzero, so the verifier must
+    answer "M K is not 0":
+
+    - a wrong block kernel vector: a combination of shifted columns (nonzero only on the rare rows, by
+      Prop. 10) that is not in the block's kernel;
+    - a true block vector plus a column that vanishes on the block rows but not outside them
+      (``e_W[v, 1] - x_t[1] e_b[v]`` with ``t`` the rare sample: zero at ``t``, input 1 varies elsewhere);
+    - a "block" on a non-constant input: input 1 shifted by ``c = x_1[1]`` as if it were constant except on
+      sample 0, the exact kernel of that block's rows (zero on sample 0, nonzero where input 1 differs).
+    """
+    case, _rep, rank_cert, G = _shifted_certificate()
+    net, X = case.network, case.X
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    K = structural_kernel(net, X, st.pattern, fixed)
+    N_L, n = net.widths[-1], len(X)
+    params = free_parameters(net, fixed)
+    index = {(p.l, p.i, p.j): c for c, p in enumerate(params)}
+    rare = {0}  # _rare_net(seed) with rare=1: x[0] = -1/3 on every sample but sample 0
+    assert [i for i in range(n) if X[i][0] != flint.fmpq(-1, 3)] == [0]
+    assert verify_rank_certificate(case, _explicit_certificate(rank_cert, K)) == []
+    last = K[-1]
+    assert _oracle_rows(G, N_L, last) == set()
+    live = [v for v in range(net.widths[1]) if st.pattern[0][0, v] and (1, v, 0) in index and (1, v, 1) in index]
+    # (a) a wrong block kernel vector
+    wrong = None
+    for v in live:
+        cand = dict(last)
+        for c, d in ((index[(1, v, 0)], flint.fmpq(1)), (index[(1, v, None)], flint.fmpq(1, 3))):
+            cand[c] = cand.get(c, flint.fmpq(0)) + d
+        rows = _oracle_rows(G, N_L, cand)
+        if rows:
+            assert rows <= rare  # only the block's rows: a block forgery, not an outside one
+            wrong = cand
+            break
+    assert wrong is not None
+    # (b) a column nonzero outside the block rows (zero on them)
+    outside = None
+    for v in live:
+        cand = dict(last)
+        x01 = X[0][1]
+        for c, d in ((index[(1, v, 1)], flint.fmpq(1)), (index[(1, v, None)], -x01)):
+            cand[c] = cand.get(c, flint.fmpq(0)) + d
+        rows = _oracle_rows(G, N_L, cand)
+        if rows:
+            assert not rows & rare and rows  # zero on the block's rows, nonzero outside
+            outside = cand
+            break
+    assert outside is not None
+    # (c) a claimed block on the non-constant input 1 (c = x_1[1], "rare" sample 0)
+    c1 = X[1][1]
+    assert len({X[i][1] for i in range(n)}) > 2  # input 1 is not constant off sample 0
+    cols = [{index[(1, v, 1)]: flint.fmpq(1), index[(1, v, None)]: -c1} for v in live]
+    block = [[sum(G[r][c] * _fr(w) for c, w in col.items()) for col in cols] for r in range(N_L)]  # sample 0
+    fake = None
+    for y in _nullspace(block):
+        cand: dict = {}
+        for coef, col in zip(y, cols):
+            for c, w in col.items():
+                cand[c] = cand.get(c, flint.fmpq(0)) + flint.fmpq(coef.numerator, coef.denominator) * w
+        cand = {c: v for c, v in cand.items() if v != 0}
+        rows = _oracle_rows(G, N_L, cand)
+        if cand and rows:
+            assert 0 not in rows  # the block's own rows are zero: only the rows outside betray it
+            fake = cand
+            break
+    assert fake is not None
+    for forged in (wrong, outside, fake):
+        msgs = verify_rank_certificate(case, _explicit_certificate(rank_cert, _forge(K, forged, net, G)))
+        assert any("M K is not 0" in m for m in msgs), msgs
+        _g, support = _support(net, X, _int_col(forged))
+        assert _oracle_rows(G, N_L, forged) <= support  # the rows that betray it are checked
+
+
+def test_tall_lower_bound_refuses_a_wrong_rank_mod_p():
+    """A tall ``Gamma`` (rows > 2 dim + 64, rank near ``dim``: the verifier's row sample and row sketch, not
+    its column sketch): the claimed rank mod p is compared with the rank mod p of the oracle's exact rows
+    (reduced mod p in the test, FLINT's ``nmod_mat`` rank); one above it must be refused."""
+    from exactident.linalg.modular import rank_mod_p
+
+    rng = random.Random(7)
+    W1 = flint.fmpq_mat([[flint.fmpq(rng.randint(-6, 6) or 1, 4) for _ in range(2)] for _ in range(3)])
+    W2 = flint.fmpq_mat([[flint.fmpq(rng.choice([-3, -1, 1, 2]), 3) for _ in range(3)]])
+    b = [[flint.fmpq(rng.randint(-4, 4), 3) for _ in range(3)], [flint.fmpq(1, 5)]]
+    net = Network((2, 3, 1), [W1, W2], b)
+    X = [[flint.fmpq(rng.randint(-40, 40), 17) for _ in range(2)] for _ in range(100)]
+    st = activation_state(net, X)
+    if st.ties:
+        pytest.skip("a tie")
+    case = Case(name="tall", network=net, X=X)
+    _r, rep = _report(case)
+    cert = copy.deepcopy(rep["certificate"]["rank"])
+    G = _oracle_gamma(net, X)
+    assert len(G) > 2 * net.dim + 64
+    p = cert["rank_gamma"]["lower"]["prime"]
+    import numpy as np
+
+    Gp = np.array([[(v.numerator * pow(v.denominator, -1, p)) % p for v in row] for row in G], dtype=np.int64)
+    true_p = rank_mod_p(Gp, p)
+    assert cert["rank_gamma"]["lower"]["rank_mod_p"] == true_p
+    assert verify_rank_certificate(case, cert) == []
+    # above the rank mod p: no lower bound can reach it (the row sample and sketch fall short, then the
+    # full elimination gives true_p)
+    bad = copy.deepcopy(cert)
+    bad["rank_gamma"]["lower"]["rank_mod_p"] = true_p + 1
+    msgs = verify_rank_certificate(case, bad)
+    assert any("rank_mod_p" in m and f"says {true_p + 1}" in m for m in msgs), msgs
+    if "rank" in cert["rank_gamma"]:  # exact form: a lower claim is a weaker bound, and no longer the rank
+        bad = copy.deepcopy(cert)
+        bad["rank_gamma"]["lower"]["rank_mod_p"] = true_p - 1
+        assert verify_rank_certificate(case, bad) != []

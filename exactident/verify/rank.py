@@ -17,7 +17,7 @@ lower-bound form (``{"shape", "lower", "rank_a_lower"}``, no ``upper``): ``R_A >
 ``M K = 0`` is checked mod primes whose product exceeds the bound on ``|M K|``, at most :data:`MAX_VERIFY_PRIMES`;
 past that, by one exact product over Q on the support of ``K`` if ``M`` has at most
 :data:`~exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries (else not verified); the engine uses
-only kernels that fit (:func:`exactident.linalg.certified.kernel_is_checkable`).
+only kernels that fit (:func:`exactident.linalg.certified.kernel_is_checkable`); ``Gamma`` on row supports.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from exactident.ranks.shifted import structural_kernel
 from exactident.verify.arith import BadField, capped_exact_rank, need, unknown_fields
 from exactident.verify.rank_blocks import active_blocks_bound
 from exactident.verify.rank_kernel import (
+    GammaRowSupport,
     _fixed,
     _json_int,
     _kernel_columns,
@@ -68,7 +69,7 @@ from exactident.verify.rank_kernel import (
     _Reject,
     _structural,
     _zero_mod,
-    gamma_product_is_zero,
+    tall_claim_holds,
 )
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
@@ -167,6 +168,8 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
             raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is at "
                           f"least {r_sketch}")
     image = m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p)
+    if m.lower_image is None and p < BLAS_PRIME_HI and tall_claim_holds(what, image, p, claimed, _SKETCH_SEED):
+        return claimed, p
     # below 2**21 (the engine's primes): float64 BLAS elimination on the int64 residues, no Python ints
     # (linalg.blas_modp, tested against FLINT's nmod_mat); above, FLINT
     rp = rank_blas(image, p) if p < BLAS_PRIME_HI else rank_mod_p(image, p)
@@ -269,7 +272,7 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     """``K`` of full column rank and ``M K = 0``: mod enough primes (at most the cap), or exactly."""
     rows, n = m.shape
     K_int = kernel_to_integer_columns(K)
-    size = n * m.entry_bound() * max((abs(v) for col in K_int for v in col.values()), default=0)
+    size = n * (entry_bound := m.entry_bound()) * max((abs(v) for col in K_int for v in col.values()), default=0)
     exact_check = False
     if "primes" in up:
         given = need(up, "primes", list, f"{what}.upper")
@@ -296,7 +299,7 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     if m.columns is not None and not exact_check and "primes" not in up:  # each column its own count, its support
         from exactident.verify.rank_kernel import zero_by_columns
 
-        zero = zero_by_columns(m.columns, K_int, primes, n * m.entry_bound())
+        zero = zero_by_columns(m.columns, K_int, primes, n * entry_bound)
     else:
         zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:
@@ -463,7 +466,7 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed),
                  "shifted": lambda: structural_kernel(net, X, pattern, fixed)},
-                sketch=sketch, columns=lambda q, c: gamma_product_is_zero(net, X, pattern, fixed, q, c, avoid, data))
+                sketch=sketch, columns=GammaRowSupport(net, X, pattern, fixed, avoid))
     rank_gamma = interval = None
     try:
         if "rank" not in c and "upper" in c and "lower" in c:

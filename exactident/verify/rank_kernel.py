@@ -7,6 +7,7 @@ Helpers of :mod:`exactident.verify.rank` (kept apart for size), with the reading
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,8 +21,8 @@ from exactident.model.integer_forward import data_denominator
 from exactident.verify.arith import BadField, unknown_fields
 from exactident.verify.rank_rules import own_ranks_reach
 
-__all__ = ["OWN_SKETCH_SEED", "closed_by", "gamma_columns_mod_p", "gamma_product_is_zero", "own_rank_reaches",
-           "zero_by_columns"]
+__all__ = ["OWN_SKETCH_SEED", "GammaRowSupport", "closed_by", "gamma_columns_mod_p", "gamma_product_is_zero",
+           "own_rank_reaches", "tall_claim_holds", "tall_lower", "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -160,24 +161,242 @@ def gamma_product_is_zero(net, X, pattern, fixed, q: int, cols: list[dict[int, i
     require_prime(q, avoid)
     data[:] = data or [ModularData(net, X)]
     H, D = _backprop_mod_p(net, X, pattern, q, data[0])
-    params = free_parameters(net, fixed)
-    n, N_L = len(X), net.widths[-1]
-    for col in cols:
-        by_neuron: dict[tuple[int, int], np.ndarray] = {}
-        for c, v in col.items():
+    return _columns_are_zero(H, D, free_parameters(net, fixed), net.widths[-1], q, cols)
+
+
+def _columns_are_zero(H: list[np.ndarray], D: list[np.ndarray], params: list, N_L: int, q: int,
+                      cols: list[dict[int, int]]) -> bool:
+    """``sum_v D_l[:, v] u_v = 0 mod q`` for each column (the sum of :func:`gamma_product_is_zero`)."""
+    return all(_plan_is_zero(_plan(col, params), H, D, N_L, q) for col in cols)
+
+
+def _plan(col: dict[int, int], params: list) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list]]:
+    """Per layer ``l`` a column touches: its inputs ``js`` (``-1``: the bias), neurons ``vs``, and each
+    nonzero as ``(row into js, column into vs, value)``: ``u = [h_{l-1}, 1][:, js] K_l`` in one product."""
+    by_layer: dict[int, tuple[list[int], list[int], list[int]]] = {}
+    for c, v in col.items():
+        if v:
             prm = params[c]
-            r = v % q
-            if r == 0:
+            js, vs, values = by_layer.setdefault(prm.l, ([], [], []))
+            js.append(-1 if prm.j is None else prm.j)
+            vs.append(prm.i)
+            values.append(v)
+    out = []
+    for l, (js, vs, values) in sorted(by_layer.items()):
+        j_idx, j_at = np.unique(np.array(js, dtype=np.int64), return_inverse=True)
+        v_idx, v_at = np.unique(np.array(vs, dtype=np.int64), return_inverse=True)
+        out.append((l, j_idx, v_idx, j_at.ravel(), v_at.ravel(), values))
+    return out
+
+
+def _plan_is_zero(plan: list, H: list[np.ndarray], D: list[np.ndarray], N_L: int, q: int,
+                  rows: np.ndarray | None = None) -> bool:
+    """``Gamma K_c = 0 mod q`` on the rows of ``D`` (of the samples ``rows`` only, when given) for a
+    column planned by :func:`_plan`."""
+    from exactident.linalg.modular import matmul_mod
+
+    n = len(H[0]) if rows is None else len(rows)
+    idx = None if rows is None else (rows[:, None] * N_L + np.arange(N_L)).ravel()
+    total = np.zeros(n * N_L, dtype=np.int64)
+    for l, j_idx, v_idx, j_at, v_at, values in plan:
+        K_l = np.zeros((len(j_idx), len(v_idx)), dtype=np.int64)
+        K_l[j_at, v_at] = [v % q for v in values]  # each (input, neuron) at most once: a parameter
+        js = np.maximum(j_idx, 0)
+        h = H[l - 1][:, js] if rows is None else H[l - 1][np.ix_(rows, js)]
+        Hl = np.where(j_idx < 0, 1, h).astype(np.int64)
+        U = matmul_mod(Hl, K_l, q)  # u_v(i) mod q, n x touched neurons
+        d = D[l - 1][:, v_idx] if idx is None else D[l - 1][np.ix_(idx, v_idx)]
+        # residues below 2^31: each product below 2^62, reduced before the sum over neurons
+        total = (total + ((d * np.repeat(U, N_L, axis=0)) % q).sum(axis=1)) % q
+    return not total.any()
+
+
+class GammaRowSupport:
+    """``Gamma K_c = 0 mod q`` checked on the samples where ``Gamma K_c`` can be nonzero, found exactly.
+
+    Row ``(i, k)`` of ``Gamma K_c`` is ``sum D_l[(i, k), v] u_v(i)`` over the neurons ``(l, v)`` that
+    ``K_c`` touches (Prop. 10, :func:`gamma_product_is_zero`), and ``D_l[:, v]`` is zero on the rows of
+    a sample where hidden neuron ``v`` is inactive.  Let ``c_j`` be the most common value of
+    ``h_{l-1}[j]`` over the sample (exact, from the integer forward pass of the case) and
+    ``r_v = K_c[b_l[v]] + sum_j c_j K_c[W_l[v, j]]`` (exact integers): when ``r_v = 0``,
+    ``u_v(i) = sum_j (h_{l-1}(x_i)[j] - c_j) K_c[W_l[v, j]]`` vanishes on every sample where each input
+    ``j`` that ``K_c`` touches at ``v`` takes its common value.  So sample ``i``'s rows of ``Gamma K_c``
+    are zero unless some touched ``(l, v)`` is active at ``x_i`` (output neurons always are) and either
+    ``r_v != 0`` or a touched ``h_{l-1}(x_i)[j] != c_j``: the *row support* of ``K_c``.  That is what
+    makes the shifted kernel vectors of :mod:`exactident.ranks.shifted` cheap to check: their shifted
+    columns cancel ``r_v`` by construction, so their support is the few samples ``T_j`` of their block,
+    and ``Gamma K_c = 0`` is checked mod q on those rows only (rows of ``Gamma`` for a sample depend on that
+    sample alone, so the sub-case of those samples gives them), never on all ``n N_L`` rows.  A column whose
+    ``r_v`` does not vanish is checked on the samples where its neurons are active, hence everywhere at worst.
+
+    Everything is recomputed from the case (``net``, ``X``) and the caller's ``pattern``; if the pattern
+    disagrees with the sign of a nonzero pre-activation (then ``Gamma``'s ``h = z * pattern`` is not
+    ``relu(z)``), every sample is in every support.  Called as ``product_is_zero(q, cols)`` by
+    :func:`zero_by_columns` (integer columns: a positive multiple of ``K_c`` has the same support).
+    """
+
+    def __init__(self, net, X, pattern, fixed, avoid: int) -> None:
+        from exactident.model.fixed_edges import free_parameters
+
+        self.net, self.X, self.fixed, self.avoid = net, X, fixed, avoid
+        self.pattern = [np.asarray(a, dtype=bool) for a in pattern]
+        self.params = free_parameters(net, fixed)
+        self.n = len(X)
+        self._fw: Any = None
+        self._H: dict[int, np.ndarray] = {}
+        self._moved: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
+        self._consistent: bool | None = None
+        self._support: dict[int, tuple[dict, bytes]] = {}  # id(col) -> (col kept alive, support mask)
+        self._subcases: dict[bytes, tuple[np.ndarray, Any, list, list]] = {}
+        self._full: list = []
+        self._plan_of: dict[int, tuple[dict, list]] = {}
+
+    def _forward(self):
+        if self._fw is None:
+            from exactident.model.integer_forward import integer_forward
+
+            self._fw = integer_forward(self.net, self.X)
+        return self._fw
+
+    def _pattern_is_relu(self) -> bool:
+        """Does the pattern agree with the sign of every nonzero hidden pre-activation (so ``h = relu(z)``)?"""
+        if self._consistent is None:
+            fw, n = self._forward(), self.n
+            ok = True
+            for l in range(1, self.net.L):
+                Z = np.array([int(z) for z in fw.Z_int[l - 1].entries()], dtype=object).reshape(n, self.net.widths[l])
+                mask = self.pattern[l - 1]
+                if mask.shape != Z.shape or (mask & (Z < 0)).any() or (~mask & (Z > 0)).any():
+                    ok = False
+                    break
+            self._consistent = ok
+        return self._consistent
+
+    def _common(self, l: int, j: int) -> tuple[int, np.ndarray]:
+        """``(C_j, moved)``: the most common integer ``H_int[l-1][:, j]`` and the samples where it differs."""
+        key = (l, j)
+        if key not in self._moved:
+            if l not in self._H:
+                fw, n = self._forward(), self.n
+                self._H[l] = np.array([int(v) for v in fw.H_int[l - 1].entries()],
+                                      dtype=object).reshape(n, self.net.widths[l - 1])
+            column = self._H[l][:, j]
+            mode = Counter(column.tolist()).most_common(1)[0][0] if self.n else 0
+            self._moved[key] = (mode, column != mode)
+        return self._moved[key]
+
+    def _plans(self, col: dict[int, int]) -> list:
+        hit = self._plan_of.get(id(col))
+        if hit is None or hit[0] is not col:
+            hit = self._plan_of[id(col)] = (col, _plan(col, self.params))
+        return hit[1]
+
+    def support(self, col: dict[int, int]) -> np.ndarray:
+        """The row support of ``col`` (class docstring): a bool mask over the samples."""
+        hit = self._support.get(id(col))
+        if hit is not None and hit[0] is col:
+            return np.frombuffer(hit[1], dtype=bool)
+        n, L = self.n, self.net.L
+        by_neuron: dict[tuple[int, int], dict[int | None, int]] = {}
+        for c, v in col.items():
+            if v:
+                prm = self.params[c]
+                by_neuron.setdefault((prm.l, prm.i), {})[prm.j] = v
+        S = np.zeros(n, dtype=bool)
+        for (l, v), entries in by_neuron.items():
+            active = self.pattern[l - 1][:, v] if l < L else np.ones(n, dtype=bool)
+            if l > 1 and not self._pattern_is_relu():
+                S |= active
                 continue
-            u = by_neuron.get((prm.l, prm.i))
-            term = np.full(n, r, dtype=np.int64) if prm.j is None else (H[prm.l - 1][:, prm.j] * r) % q
-            by_neuron[(prm.l, prm.i)] = term if u is None else (u + term) % q
-        total = np.zeros(n * N_L, dtype=np.int64)
-        for (l, v), u in by_neuron.items():
-            total = (total + D[l - 1][:, v] * np.repeat(u, N_L)) % q
-        if total.any():
-            return False
-    return True
+            den = self._forward().den[l - 1]  # h_{l-1} = H_int[l-1] / den exactly
+            weights = [(j, w) for j, w in entries.items() if j is not None]
+            if entries.get(None, 0) * den + sum(self._common(l, j)[0] * w for j, w in weights) != 0:
+                S |= active  # r_v != 0
+                continue
+            moved = np.zeros(n, dtype=bool)
+            for j, _w in weights:
+                moved |= self._common(l, j)[1]
+            S |= active & moved
+        self._support[id(col)] = (col, S.tobytes())
+        return S
+
+    def __call__(self, q: int, cols: list[dict[int, int]]) -> bool:
+        """``Gamma K_c = 0 mod q`` for every column, each on its row support only."""
+        from exactident.linalg.modular import require_prime
+        from exactident.model.gamma_modular import ModularData, _backprop_mod_p
+
+        require_prime(q, self.avoid)
+        groups: dict[bytes, list[dict[int, int]]] = {}
+        for col in cols:
+            S = self.support(col)
+            if S.any():  # an empty support: Gamma K_c = 0 exactly, nothing to check
+                groups.setdefault(S.tobytes(), []).append(col)
+        if not groups:
+            return True
+        N_L = self.net.widths[-1]
+        rows_total = sum(int(np.frombuffer(key, dtype=bool).sum()) for key in groups)
+        full = None
+        if rows_total >= self.n:  # one backpropagation on every sample, sliced, costs less
+            self._full[:] = self._full or [ModularData(self.net, self.X)]
+            full = _backprop_mod_p(self.net, self.X, self.pattern, q, self._full[0])
+        for key, todo in groups.items():
+            rows = np.flatnonzero(np.frombuffer(key, dtype=bool))
+            if full is not None:
+                H, D, sub = full[0], full[1], rows
+            else:
+                if key not in self._subcases:
+                    X_S = [self.X[int(i)] for i in rows]
+                    self._subcases[key] = (rows, ModularData(self.net, X_S), X_S, [a[rows] for a in self.pattern])
+                _rows, data, X_S, pattern_S = self._subcases[key]
+                H, D = _backprop_mod_p(self.net, X_S, pattern_S, q, data)
+                sub = None
+            if not all(_plan_is_zero(self._plans(col), H, D, N_L, q, sub) for col in todo):
+                return False
+        return True
+
+
+def tall_lower(image: np.ndarray, p: int, claimed: int, seed: int) -> int:
+    """A lower bound on ``rank_p`` of a very tall ``image`` (``m > 2 n + 64``) from fewer than ``m`` rows.
+
+    The rank ``r1`` of ``n + 16`` rows drawn with the verifier's own ``seed``, stacked (when ``r1`` is below
+    ``claimed``) with ``R A_rest`` for a random ``(claimed - r1 + 16) x (m - n - 16)`` matrix ``R`` of the
+    other rows: any such stack has rank at most ``rank_p(A)`` (its rows are combinations of ``A``'s), so
+    its rank is a lower bound whatever ``R`` is; it equals ``rank_p(A)`` unless ``R`` is unlucky (then the
+    caller eliminates all of ``A``).  The elimination runs on ``n + claimed - r1 + 32`` rows, not ``m``.
+    """
+    import random
+
+    from exactident.linalg.blas_modp import rank_blas, sketch_rows, symmetric_rows
+
+    m, n = image.shape
+    rng = random.Random(seed)
+    rows = sorted(rng.sample(range(m), n + 16))
+    r1 = rank_blas(symmetric_rows(image, rows, p, np.empty((n + 16, n))), p)
+    if r1 >= claimed:
+        return r1
+    rest = np.ones(m, dtype=bool)
+    rest[rows] = False
+    k = claimed - r1 + 16
+    stack = np.empty((n + 16 + k, n))
+    symmetric_rows(image, rows, p, stack[:n + 16])
+    symmetric_rows(sketch_rows(image, k, p, rng, rows=np.flatnonzero(rest)), range(k), p, stack[n + 16:])
+    return rank_blas(stack, p)
+
+
+def tall_claim_holds(what: str, image: np.ndarray, p: int, claimed: int, seed: int) -> bool:
+    """Does :func:`tall_lower` prove ``rank_p(image) >= claimed`` (a very tall image: rows above ``2 cols + 64``)?
+
+    False when it is not very tall or falls short (the caller eliminates all rows); raises ``_Reject`` when
+    it proves the rank mod p above ``claimed`` (named exactly at the column count).
+    """
+    if image.shape[0] <= 2 * image.shape[1] + 64:
+        return False
+    r_rows = tall_lower(image, p, claimed, seed)
+    if r_rows > claimed:
+        exactly = "" if r_rows == min(image.shape) else "at least "
+        raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is "
+                      f"{exactly}{r_rows}")
+    return r_rows == claimed
 
 
 def zero_by_columns(product_is_zero: Callable[[int, list[dict[int, int]]], bool], K_int: list[dict[int, int]],
