@@ -75,7 +75,7 @@ def test_decided_by_messages():
                                   "'boundary-entering' or 'line' or 'dead-neuron' or 'untouched-input' or "
                                   "'proportional-neurons' or 'always-active-block' or 'unpinned-hyperplane' or "
                                   "'degenerate' or 'none' or 'free-rank' or 'dead-units' or 'constant-units' or "
-                                  "'slope-lines' or 'submersion' or 'entering-submersion', "
+                                  "'slope-lines' or 'submersion' or 'entering-submersion' or 'constant-rank', "
                                   "found 'magic'"]
     valid, msgs = verify_certificate(case, dict(rep, decided_by=8), "r.json", require_claims=True)
     assert not valid and len(msgs) == 1 and msgs[0].startswith("decided_by: expected 'theorem-9'")

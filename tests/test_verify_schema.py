@@ -184,6 +184,7 @@ def test_every_field_of_the_schema_is_walked(reports):
                  "certificate.submersion", "certificate.entering_submersion", "rules", "certificate.line.kind",
                  "certificate.line.names",
                  "certificate.slope_lines",  # tests/test_linear_symmetry.py
+                 "certificate.constant_rank",  # tests/test_constant_rank.py
                  # only when the cost model keeps an interval (large Gamma): tests/test_report_interval.py
                  "rank_gamma_interval_why.exact_seconds", "rank_gamma_interval_why.verdict_seconds",
                  "rank_gamma_interval_why.budget_seconds"}
