@@ -41,6 +41,7 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.linalg.modular import matmul_mod, require_prime
 from exactident.model.integer_forward import common_denominator
+from exactident.model.param_index import index_of_free
 
 __all__ = [
     "Layout",
@@ -49,7 +50,6 @@ __all__ = [
     "column_blocks",
     "gamma_free_columns",
     "hidden_and_backprop_mod_p",
-    "index_of_free",
     "jacobian_exact",
     "jacobian_mod_p",
     "layout",
@@ -153,29 +153,6 @@ class Layout:
     @property
     def L(self) -> int:
         return len(self.widths) - 1
-
-
-def index_of_free(widths: Sequence[int], free: Sequence[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``W_index``, ``b_index`` of a plain network whose free entries are the dense positions ``free`` (in order).
-
-    Examples
-    --------
-    ``(1, 1, 1)`` with ``W_2`` fixed (dense positions 0, 1, 3 free):
-
-    >>> W_index, b_index = index_of_free((1, 1, 1), [0, 1, 3])
-    >>> [I.tolist() for I in W_index], [I.tolist() for I in b_index]
-    ([[[0]], [[-1]]], [[1], [2]])
-    """
-    total = sum(widths[l] * (widths[l - 1] + 1) for l in range(1, len(widths)))
-    flat = np.full(total, -1, dtype=np.int64)
-    flat[np.asarray(free, dtype=np.int64)] = np.arange(len(free), dtype=np.int64)
-    W_index, b_index, k = [], [], 0
-    for l in range(1, len(widths)):
-        n_w = widths[l] * widths[l - 1]
-        W_index.append(flat[k:k + n_w].reshape(widths[l], widths[l - 1]))
-        b_index.append(flat[k + n_w:k + n_w + widths[l]])
-        k += n_w + widths[l]
-    return W_index, b_index
 
 
 def layout(net: Any, free: Sequence[int] | None = None) -> Layout:

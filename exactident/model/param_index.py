@@ -24,7 +24,8 @@ import numpy as np
 
 from exactident.errors import CaseFormatError
 
-__all__ = ["check_indices", "dense_indices", "dense_names", "exact", "exact_matrix", "exact_vector", "index_array"]
+__all__ = ["check_indices", "dense_indices", "dense_names", "exact", "exact_matrix", "exact_vector", "index_array",
+           "index_of_free"]
 
 _HINT = "numpy arrays and floats: use Case.from_arrays, which converts them exactly"
 
@@ -110,6 +111,29 @@ def dense_indices(widths: Sequence[int]) -> tuple[list[np.ndarray], list[np.ndar
         b_index.append(np.arange(k, k + n_out, dtype=np.int64))
         k += n_out
     return W_index, b_index, k
+
+
+def index_of_free(widths: Sequence[int], free: Sequence[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``W_index``, ``b_index`` of a plain network whose free entries are the dense positions ``free`` (in order).
+
+    Examples
+    --------
+    ``(1, 1, 1)`` with ``W_2`` fixed (dense positions 0, 1, 3 free):
+
+    >>> W_index, b_index = index_of_free((1, 1, 1), [0, 1, 3])
+    >>> [I.tolist() for I in W_index], [I.tolist() for I in b_index]
+    ([[[0]], [[-1]]], [[1], [2]])
+    """
+    total = sum(widths[l] * (widths[l - 1] + 1) for l in range(1, len(widths)))
+    flat = np.full(total, -1, dtype=np.int64)
+    flat[np.asarray(free, dtype=np.int64)] = np.arange(len(free), dtype=np.int64)
+    W_index, b_index, k = [], [], 0
+    for l in range(1, len(widths)):
+        n_w = widths[l] * widths[l - 1]
+        W_index.append(flat[k:k + n_w].reshape(widths[l], widths[l - 1]))
+        b_index.append(flat[k + n_w:k + n_w + widths[l]])
+        k += n_w + widths[l]
+    return W_index, b_index
 
 
 def dense_names(widths: Sequence[int]) -> list[str]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from exactident.errors import UnsupportedCaseError
 from exactident.model.fixed_edges import Parameter
+from exactident.model.param_index import index_of_free
 from exactident.numeric.rounding import FloatFormat, float_format, round_values
 
 __all__ = [
@@ -141,20 +142,6 @@ def _error_bound(values: np.ndarray, inexact: list[int], fmt: FloatFormat) -> np
     return err
 
 
-def _index_of_free(widths: Sequence[int], free: Sequence[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``W_index``, ``b_index`` of a plain network whose free entries are the dense positions ``free`` (in order)."""
-    total = sum(widths[l] * (widths[l - 1] + 1) for l in range(1, len(widths)))
-    flat = np.full(total, -1, dtype=np.int64)
-    flat[np.asarray(free, dtype=np.int64)] = np.arange(len(free), dtype=np.int64)
-    W_index, b_index, k = [], [], 0
-    for l in range(1, len(widths)):
-        n_w = widths[l] * widths[l - 1]
-        W_index.append(flat[k:k + n_w].reshape(widths[l], widths[l - 1]))
-        b_index.append(flat[k + n_w:k + n_w + widths[l]])
-        k += n_w + widths[l]
-    return W_index, b_index
-
-
 def to_float_network(net: Any, dtype: object = np.float64, free: Sequence[int] | None = None) -> FloatNetwork:
     """Round every dense weight, bias and slope once to the nearest float of ``dtype`` (:func:`.rounding.round_values`).
 
@@ -197,7 +184,7 @@ def to_float_network(net: Any, dtype: object = np.float64, free: Sequence[int] |
     if free is not None:
         if not net.is_plain():
             raise UnsupportedCaseError("free columns are for a plain network; a constrained one carries its own T")
-        fnet.W_index, fnet.b_index = _index_of_free(net.widths, free)
+        fnet.W_index, fnet.b_index = index_of_free(net.widths, free)
         fnet.n_params = len(free)
         return fnet
     for l, a in enumerate(net.negative_slope, start=1):

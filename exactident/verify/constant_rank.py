@@ -18,15 +18,10 @@ ranks), not its Gram matrix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import flint
 
-from exactident.verify.arith import rational
 from exactident.verify.facts import ConstrainedFacts
-from exactident.verify.gamma import rank_mod_p, usable_prime
-from exactident.verify.resolutions import persistent_ties
-from exactident.verify.submersion import _with_points
+from exactident.verify.submersion import ranks_with_points, smooth_at_x
 
 __all__ = ["check_constant_rank", "rank_alpha"]
 
@@ -70,25 +65,19 @@ def rank_alpha(facts: ConstrainedFacts) -> int:
 
 def check_constant_rank(facts: ConstrainedFacts, part: dict) -> list[str]:
     """Failures of a ``constant_rank`` part (empty: theta is not locally identifiable)."""
-    where, cn = "certificate.constant_rank", facts.cn
+    where, cn, p = "certificate.constant_rank", facts.cn, part["prime"]
     rows = len(facts.X) * cn.widths[-1]
-    if set(facts.ties) - persistent_ties(facts):
-        return [f"{where}: a sample is on a kink (a non-persistent tie): F_X is not smooth there"]
-    p = part["prime"]
-    if not usable_prime(p, facts.avoid):
-        return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
+    bad = smooth_at_x(facts, p, where)
+    if bad:
+        return bad
     ra = cn.widths[-1] * rank_alpha(facts)
     if ra != part["rank_a"] or ra >= rows:
         return [f"{where}.rank_a: rank A is {ra} for {rows} rows, the certificate says {part['rank_a']} "
                 "(fewer than n N_L needed; n N_L is the submersion part)"]
-    Y: Sequence[Sequence[flint.fmpq]] = [[rational(v) for v in y] for y in part["y"]]
-    both, why = _with_points(facts, Y, f"{where}.y")
-    if both is None:
-        return [why]
-    if not usable_prime(p, both.avoid):
-        return [f"{where}.prime: {p} divides a denominator of the points y"]
-    G = both.gamma_mod_p(p)
-    r_x, r_xy = rank_mod_p(G[:rows], p), rank_mod_p(G, p)
+    ranks = ranks_with_points(facts, part, where)
+    if isinstance(ranks, str):
+        return [ranks]
+    r_x, r_xy = ranks
     fails = []
     if r_x != part["rank_x"] or r_x != ra:
         fails.append(f"{where}.rank_x: Gamma_free(X) has rank {r_x} mod {p}, the certificate says {part['rank_x']} "

@@ -36,7 +36,7 @@ from exactident.verify.facts import ConstrainedFacts
 from exactident.verify.gamma import directional_derivative, rank_mod_p, usable_prime
 from exactident.verify.resolutions import persistent_ties
 
-__all__ = ["check_entering_submersion", "check_submersion"]
+__all__ = ["check_entering_submersion", "check_submersion", "ranks_with_points", "smooth_at_x"]
 
 
 def _with_points(facts: ConstrainedFacts, Y: Sequence[Sequence[flint.fmpq]], where: str
@@ -53,23 +53,48 @@ def _with_points(facts: ConstrainedFacts, Y: Sequence[Sequence[flint.fmpq]], whe
     return both, ""
 
 
-def check_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
-    """Failures of a ``submersion`` part (empty: theta is not locally identifiable)."""
-    where, cn = "certificate.submersion", facts.cn
-    rows = len(facts.X) * cn.widths[-1]
+def smooth_at_x(facts: ConstrainedFacts, p: int, where: str) -> list[str]:
+    """Failures of the hypotheses a submersion-like part (``submersion``, ``constant_rank``) needs at ``X``.
+
+    No sample on a kink (persistent ties excepted: ``F_X`` is smooth near theta) and ``p`` a prime in
+    ``[2^20, 2^31)`` dividing no denominator of the case.
+    """
     if set(facts.ties) - persistent_ties(facts):
         return [f"{where}: a sample is on a kink (a non-persistent tie): F_X is not smooth there"]
-    p = part["prime"]
     if not usable_prime(p, facts.avoid):
         return [f"{where}.prime: {p} is not a prime in [2^20, 2^31) dividing no denominator"]
+    return []
+
+
+def ranks_with_points(facts: ConstrainedFacts, part: dict, where: str) -> tuple[int, int] | str:
+    """``(rank_p Gamma_free(X), rank_p [Gamma_free(X); Gamma_free(y)])`` for the part's points ``y`` and prime.
+
+    Recomputed from the case with the verifier's own forward pass; a string (why) when a point of ``y``
+    is malformed or on a kink, or the prime divides a denominator of the points.
+    """
+    p = part["prime"]
     Y = [[rational(v) for v in y] for y in part["y"]]
     both, why = _with_points(facts, Y, f"{where}.y")
     if both is None:
-        return [why]
+        return why
     if not usable_prime(p, both.avoid):
-        return [f"{where}.prime: {p} divides a denominator of the points y"]
+        return f"{where}.prime: {p} divides a denominator of the points y"
     G = both.gamma_mod_p(p)
-    r_x, r_xy = rank_mod_p(G[:rows], p), rank_mod_p(G, p)
+    rows = len(facts.X) * facts.cn.widths[-1]
+    return rank_mod_p(G[:rows], p), rank_mod_p(G, p)
+
+
+def check_submersion(facts: ConstrainedFacts, part: dict) -> list[str]:
+    """Failures of a ``submersion`` part (empty: theta is not locally identifiable)."""
+    where, cn, p = "certificate.submersion", facts.cn, part["prime"]
+    rows = len(facts.X) * cn.widths[-1]
+    bad = smooth_at_x(facts, p, where)
+    if bad:
+        return bad
+    ranks = ranks_with_points(facts, part, where)
+    if isinstance(ranks, str):
+        return [ranks]
+    r_x, r_xy = ranks
     fails = []
     if r_x != part["rank_x"] or r_x != rows:
         fails.append(f"{where}.rank_x: Gamma_free(X) has rank {r_x} mod {p} for {rows} rows, the certificate says "
