@@ -246,7 +246,13 @@ def test_a_signal_while_writing_exits_130_and_keeps_the_old_file(capsys, monkeyp
         os.kill(os.getpid(), getattr(signal, sig))
 
     monkeypatch.setattr(crosscheck_command, "write_stdout", signalled)
-    status, _, err = run(capsys, ["crosscheck", TINY, "--csv", str(csv)])
+    # a shell starts background jobs with SIGINT ignored (then Ctrl-C cannot reach them, nor this test's
+    # signal): Python's own default, KeyboardInterrupt, as in a terminal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        status, _, err = run(capsys, ["crosscheck", TINY, "--csv", str(csv)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert status == 130 and err == "interrupted\n"
     assert csv.read_text(encoding="utf-8") == "GOOD" and _leftovers(tmp_path) == []
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL or sig == "SIGINT"  # main() put it back
