@@ -25,7 +25,7 @@ from exactident.io.case import Case, load_case
 from exactident.model.network import Network
 
 ROOT = Path(__file__).resolve().parent.parent
-check_module = sys.modules["exactident.check.mlp"]  # the MLP stages (rank_stage calls certify_ranks)
+check_module = sys.modules["exactident.check.dense_route"]  # the MLP stages (rank_stage calls certify_ranks)
 
 
 def tiny_case(samples=(0, 1, -1)) -> Case:

@@ -210,7 +210,7 @@ def test_broken_proposition_10_exits_70(capsys, monkeypatch, good):
 
 
 def test_unexpected_exception_exits_70(capsys, monkeypatch, good):
-    check_mod = sys.modules["exactident.check.mlp"]  # the MLP stages (rank_stage calls certify_ranks)
+    check_mod = sys.modules["exactident.check.dense_route"]  # the MLP stages (rank_stage calls certify_ranks)
 
     def crash(*a, **k):
         raise RuntimeError("boom")

@@ -224,7 +224,7 @@ def test_api_reference_covers_every_module():
 # budget (stage names and the time budget, standard library only) is at the bottom with errors: every
 # layer may announce its stage.  io sits above model: io/case.py builds a Network (and model never imports io).
 # progress (the stage display of the library calls) only listens to budget; api holds the library calls.
-# check holds one pipeline for the MLP and the layer graph (its layer-graph stages are check.layer_graph).
+# check holds one pipeline for the MLP and the layer graph (its layer-graph stages are check.free_route).
 LAYER = {"errors": 0, "budget": 1, "progress": 2, "linalg": 2, "model": 3, "ranks": 4, "io": 4,
          "boundary": 5, "verify": 5, "numeric": 5, "check": 6, "run_cases": 7,
          "crosscheck": 7, "explain": 7, "api": 8, "suites": 8, "symmetry": 8, "testing": 8.5, "track": 8.5, "cli": 9}

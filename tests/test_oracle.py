@@ -382,6 +382,6 @@ def test_gram_route_gives_rank_alpha(widths, seed, n, rational, monkeypatch):
     st = activation_state(case.network, case.X)
     r_alpha = orc.ranks()[1] // widths[-1]
     assert exact_rank(alpha_gram(st.pattern, case.X)) == r_alpha
-    check_mod = sys.modules["exactident.check.mlp"]  # the MLP stages (rank_alpha)
+    check_mod = sys.modules["exactident.check.dense_route"]  # the MLP stages (rank_alpha)
     monkeypatch.setattr(check_mod, "MAX_EXPLICIT_ALPHA", 0)  # force the Gram route
     assert check_mod.rank_alpha(st.pattern, case.X, widths) == r_alpha

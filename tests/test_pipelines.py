@@ -25,7 +25,7 @@ from exactident.io.case import Case, load_case
 from exactident.verify.certificate import verify_certificate
 
 ROOT = Path(__file__).resolve().parent.parent
-check_module = sys.modules["exactident.check.mlp"]  # the MLP stages (rank_stage calls certify_ranks)
+check_module = sys.modules["exactident.check.dense_route"]  # the MLP stages (rank_stage calls certify_ranks)
 IRIS = ROOT / "cases" / "iris-mlp-4-8-8-3.json"    # R_Gamma 109 < dim 123: the float verdict needs R_A
 WINE = ROOT / "cases" / "wine-mlp-13-8-3.json"     # R_Gamma = dim: identifiable, no R_A needed
 

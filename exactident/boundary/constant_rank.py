@@ -27,7 +27,7 @@ Ranks: ``rank A = N_L rank alpha`` is computed exactly over Q from the Gram matr
 bound of the rank over Q, so ``rank_p Gamma_free(X) = rank A`` proves ``rank Gamma_free(X) = rank A`` and
 ``rank_p [Gamma_free(X); Gamma_free(y)] > rank A`` proves the increase.
 
-Called by :func:`exactident.check.layer_graph.certificate_stage` after the other certificates.
+Called by :func:`exactident.check.free_route.certificate_stage` after the other certificates.
 """
 
 from __future__ import annotations

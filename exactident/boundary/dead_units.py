@@ -30,7 +30,7 @@ layered ReLU MLP").
 The point ``x*`` is searched in float64 (Newton steps moving one unit away from its value on
 the sample) and accepted only after the exact check above.
 
-Called by :mod:`exactident.check.layer_graph` (the layer-graph stages of :func:`exactident.check.check`).
+Called by :mod:`exactident.check.free_route` (the layer-graph stages of :func:`exactident.check.check`).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ first order); each is checked exactly, none is trusted.
 Source: the line certificate of the plain engine (docs/boundary.md, "Straight lines"), whose
 argument uses only exact evaluation; docs/theory.md, "Beyond the layered ReLU MLP".
 
-Called by :mod:`exactident.check.layer_graph` when the rank stage, the dead-unit and the
+Called by :mod:`exactident.check.free_route` when the rank stage, the dead-unit and the
 submersion certificates leave the case ``inconclusive``.
 """
 

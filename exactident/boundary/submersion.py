@@ -16,7 +16,7 @@ Both ranks are *lower* bounds mod a prime (a rank mod p never exceeds the rank o
 all the argument needs: ``rank_p Gamma_free(X) = n N_L`` proves full row rank, and
 ``rank_p [Gamma_free(X); Gamma_free(y)] > n N_L`` proves the increase.
 
-Called by :mod:`exactident.check.layer_graph` (the layer-graph stages of :func:`exactident.check.check`).
+Called by :mod:`exactident.check.free_route` (the layer-graph stages of :func:`exactident.check.check`).
 """
 
 from __future__ import annotations

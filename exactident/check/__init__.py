@@ -8,23 +8,23 @@ on another it says in one line which fails:
 
 1. :func:`load`: the case (a model file imported exactly with its sample) and the options it implies;
 2. ``forward pass``: the exact forward pass, the ties, the degenerate set ``S`` and the fixed edges
-   (:func:`~exactident.check.mlp.forward_pass`), or a layer graph's ``dim_free``
-   (:func:`~exactident.check.layer_graph.graph_forward`);
+   (:func:`~exactident.check.dense_route.forward_pass`), or a layer graph's ``dim_free``
+   (:func:`~exactident.check.free_route.graph_forward`);
 3. ``certificates first``: with many tie resolutions, the certificates valid on every resolution
-   before any is enumerated (:func:`~exactident.check.layer_graph.certificate_stage`);
+   before any is enumerated (:func:`~exactident.check.free_route.certificate_stage`);
 4. ``ranks``: certified ``rank_gamma`` and ``rank_a`` at the ``>= 0`` pattern
-   (:func:`~exactident.check.mlp.rank_stage`, the stages of :mod:`exactident.ranks.certify`), or
-   ``rank Gamma_free`` on every tie resolution (:func:`~exactident.check.layer_graph.free_rank_stage`);
+   (:func:`~exactident.check.dense_route.rank_stage`, the stages of :mod:`exactident.ranks.certify`), or
+   ``rank Gamma_free`` on every tie resolution (:func:`~exactident.check.free_route.free_rank_stage`);
 5. ``verdict``: Theorems 8 and 9 or the tie resolutions (:func:`~exactident.check.verdict.decide`;
    Theorem 8 on the dense ReLU MLP only), the free-rank rule on a layer graph;
 6. ``structural certificates``: certificates that settle an ``inconclusive`` verdict
    (:func:`~exactident.check.verdict.settle_structurally`,
-   :func:`~exactident.check.layer_graph.certificate_stage`);
+   :func:`~exactident.check.free_route.certificate_stage`);
 7. ``propositions``: the optional exact check of Props. 1 and 10 (the MLP's lifting);
 8. ``report``: :func:`~exactident.check.verdict.assemble`,
-   :func:`~exactident.check.layer_graph.graph_report`;
+   :func:`~exactident.check.free_route.graph_report`;
 9. ``float cross-check``: the float pipelines beside the exact ranks
-   (:func:`~exactident.check.mlp.numeric_stage`, :func:`~exactident.check.layer_graph.carried_numeric`).
+   (:func:`~exactident.check.dense_route.numeric_stage`, :func:`~exactident.check.free_route.carried_numeric`).
 
 The stage names are what progress displays and ``--timeout`` (``time budget exhausted at <stage>``)
 report.  With a budget (``timeout``) or a stage listener the analysis runs in a child process; the
@@ -40,7 +40,7 @@ from dataclasses import replace
 from typing import Any
 
 from exactident.budget import run_isolated
-from exactident.check.mlp import MAX_EXPLICIT_ALPHA, forward_pass, numeric_stage, rank_alpha, rank_stage
+from exactident.check.dense_route import MAX_EXPLICIT_ALPHA, forward_pass, numeric_stage, rank_alpha, rank_stage
 from exactident.check.options import CheckOptions
 from exactident.check.pipeline import analyse, check_carried, check_constrained, constrained_of
 from exactident.check.timed_out import keep_verdict, timed_out_report

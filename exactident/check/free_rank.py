@@ -7,7 +7,7 @@ the tie resolution ``s``; its rank is certified mod random primes with the prove
 its Monte Carlo value; :func:`line_kernel` lowers the interval's upper end by exact kernel vectors
 from dead, silent or constant units (valid for every tie resolution).
 
-Called by :mod:`exactident.check.layer_graph` (the layer-graph stages of :func:`exactident.check.check`).
+Called by :mod:`exactident.check.free_route` (the layer-graph stages of :func:`exactident.check.check`).
 """
 
 from __future__ import annotations

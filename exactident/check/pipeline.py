@@ -4,8 +4,8 @@ Every network, the dense layered ReLU MLP and a layer graph alike (convolution, 
 ReLU, PReLU, fixed or tied weights: :func:`constrained_of`), goes through
 the stages of :data:`STAGES`, in order.  A stage runs on every network that meets its hypotheses; on
 another it does not run and says in one line which hypothesis fails (``Stage.fails``, recorded in
-``Work.not_run``).  What a stage computes on the MLP is :mod:`exactident.check.mlp` and
-:mod:`exactident.check.verdict`; on a layer graph, :mod:`exactident.check.layer_graph`.  The rules a
+``Work.not_run``).  What a stage computes on the MLP is :mod:`exactident.check.dense_route` and
+:mod:`exactident.check.verdict`; on a layer graph, :mod:`exactident.check.free_route`.  The rules a
 verdict rests on state their own hypotheses (:mod:`exactident.boundary.rules`, docs/theory.md, "Rules
 and their hypotheses"): Theorem 8 (``C_N``) only ever runs on the dense ReLU MLP.
 
@@ -32,13 +32,13 @@ from typing import Any
 
 import flint
 
-from exactident.check.mlp import forward_pass, numeric_stage, rank_stage
+from exactident.check.dense_route import forward_pass, numeric_stage, rank_stage
 from exactident.check.options import CheckOptions
 from exactident.check.verdict import assemble, decide, settle_structurally
 from exactident.io.report import Report
 from exactident.model.conditions import INCONCLUSIVE
 
-# The layer-graph stages (exactident.check.layer_graph) are imported where a layer graph needs them: an MLP
+# The layer-graph stages (exactident.check.free_route) are imported where a layer graph needs them: an MLP
 # loads neither them nor the layer-graph model.
 
 __all__ = ["ENUMERATE_FIRST", "STAGES", "Stage", "Work", "analyse", "check_carried", "check_constrained",
@@ -91,7 +91,7 @@ class Work:
     provenance: dict[str, Any] | None = None
     start: float = field(default_factory=time.perf_counter)
     #: The records of the stages (:class:`~exactident.check.verdict.Forward` or
-    #: :class:`~exactident.check.layer_graph.GraphForward`, ...).
+    #: :class:`~exactident.check.free_route.GraphForward`, ...).
     forward: Any = None
     ranks: Any = None
     decided: Any = None
@@ -139,7 +139,7 @@ def _forward(work: Work) -> None:
     if work.is_mlp:
         work.forward = forward_pass(work.net, work.X, work.options)
     else:
-        from exactident.check.layer_graph import graph_forward
+        from exactident.check.free_route import graph_forward
 
         work.forward = graph_forward(work.cn, work.X)
 
@@ -163,7 +163,7 @@ def _first_fails(work: Work) -> str | None:
 
 
 def _first(work: Work) -> None:
-    from exactident.check.layer_graph import certificate_stage
+    from exactident.check.free_route import certificate_stage
 
     tried: dict[str, str] = {}
     skipped: dict[str, str] = {}
@@ -180,7 +180,7 @@ def _ranks(work: Work) -> None:
     if work.is_mlp:
         work.ranks = rank_stage(work.net, work.X, work.forward, o)
         return
-    from exactident.check.layer_graph import GraphRanks, free_rank_stage
+    from exactident.check.free_route import GraphRanks, free_rank_stage
 
     if work.found is not None:  # a certificate valid on every resolution settled the case: none enumerated
         work.ranks = GraphRanks(enumerable=2 ** work.forward.n_resolutions_bits() <= o.max_resolutions)
@@ -228,7 +228,7 @@ def _structural(work: Work) -> None:
     if work.is_mlp:
         work.decided = settle_structurally(work.net, work.X, work.forward.state, work.decided)
     else:
-        from exactident.check.layer_graph import certificate_stage
+        from exactident.check.free_route import certificate_stage
 
         work.found = certificate_stage(work.cn, work.X, work.forward, work.options.seed, work.tried, work.skipped)
 
@@ -259,7 +259,7 @@ def _report(work: Work) -> None:
         # the >= 0 pattern's: what a float tool rounds
         report.pattern_ranks = (work.ranks.rank_gamma, work.ranks.rank_a)
     else:
-        from exactident.check.layer_graph import graph_report
+        from exactident.check.free_route import graph_report
 
         o, gr = work.options, work.ranks
         report = graph_report(work.cn, work.X, work.forward, gr, work.found, work.tried, work.skipped,
@@ -291,7 +291,7 @@ def _numeric(work: Work) -> None:
                           work.report, work.options)
         work.report.seconds = time.perf_counter() - work.start
     else:
-        from exactident.check.layer_graph import carried_numeric
+        from exactident.check.free_route import carried_numeric
 
         carried_numeric(work.case, work.cn, work.report, work.options)
 

@@ -13,7 +13,7 @@ its dense columns (``Gamma_free = Gamma_dense T``) and a PReLU slope ``a_v`` has
 column ``d f / d h_v * min(z_v, 0)``.  The builder takes the MLP's dense route when ``T``
 only selects entries and every slope is 0.
 
-Called by :mod:`exactident.check.layer_graph` (the layer-graph stages of :func:`exactident.check.check`).
+Called by :mod:`exactident.check.free_route` (the layer-graph stages of :func:`exactident.check.check`).
 """
 
 from __future__ import annotations

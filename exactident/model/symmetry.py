@@ -29,7 +29,7 @@ of two affine maps through linear units unchanged), and the slope trades of PReL
 (``slope-trade``: free slopes traded against the weights they feed).  Missing symmetries only make
 ``dim_free`` too big, which can make a verdict inconclusive, never wrong.
 
-Called by :mod:`exactident.check.layer_graph`.
+Called by :mod:`exactident.check.free_route`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The stages of :func:`exactident.check.check` on the dense layered ReLU MLP, up to the verdict.
+"""The dense route of :func:`exactident.check.check`'s stages (``T = I``, ReLU only), up to the verdict.
 
 What the MLP's stages of the pipeline (:mod:`exactident.check.pipeline`) compute:
 

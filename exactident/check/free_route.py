@@ -1,4 +1,4 @@
-"""The stages of :func:`exactident.check.check` on a layer graph (a network beyond the layered ReLU MLP).
+"""The free route of :func:`exactident.check.check`'s stages: ``Gamma_free`` of any other ``T`` or slopes.
 
 A layer graph (convolution, pooling, skips, leaky ReLU, PReLU, no-bias layers, fixed or tied
 weights: a :class:`~exactident.model.network.Network` whose ``is_plain()`` is false,
