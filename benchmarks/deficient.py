@@ -29,6 +29,16 @@ the case is loaded before the clock starts.  Methods:
   ``alpha`` when ``rank Gamma < dim`` (skipped with ``--no-torch``).
 
 CPU time and peak RSS of a cell come from the same child process (one run).
+
+``--whole`` measures what a user waits for instead: each cell is a whole process, imports and
+reading the case file included, its CPU time and peak RSS read by ``os.wait4`` on that child:
+
+- ``cli``: ``python -m exactident check CASE --json --no-numeric`` (the default certified check:
+  rank rules, structural certificates, the report written), its report kept beside the case as
+  ``CASE.cli.report.json``;
+- ``cli-verify``: ``python -m exactident verify-certificate CASE CASE.cli.report.json``;
+- ``float1-whole`` / ``torch-whole``: the ``float1`` / ``torch`` cells above as whole processes (the
+  case read by the same exact reader, then converted to float64).
 """
 
 from __future__ import annotations
@@ -163,6 +173,84 @@ def run_one(method: str, path: str, timeout: float) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
+WHOLE_COMMANDS = {
+    "cli": lambda path: [sys.executable, "-m", "exactident", "check", path, "--json", "--no-numeric",
+                         "--max-file-size", "1GiB"],
+    "cli-verify": lambda path: [sys.executable, "-m", "exactident", "verify-certificate", path,
+                                path + ".cli.report.json", "--max-file-size", "1GiB"],
+    "float1-whole": lambda path: [sys.executable, __file__, "--measure", "float1", path],
+    "torch-whole": lambda path: [sys.executable, __file__, "--measure", "torch", path],
+}
+
+
+def run_whole(method: str, path: str, timeout: float) -> dict:
+    """One whole child process: its CPU time (user + system) and peak RSS from ``os.wait4``."""
+    import tempfile
+    import threading
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(WHOLE_COMMANDS[method](path), stdout=out, stderr=err, env=env, cwd=ROOT,
+                                start_new_session=True)
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+        timer.start()
+        _, status, ru = os.wait4(proc.pid, 0)
+        timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if wall >= timeout:
+        return {"timeout": timeout}
+    res: dict = {"cpu": ru.ru_utime + ru.ru_stime, "wall": wall, "peak_mb": ru.ru_maxrss / 1024,
+                 "exit": proc.returncode}
+    if method == "cli":
+        report = json.loads(stdout)
+        report = report[0] if isinstance(report, list) else report
+        res.update(verdict=report["verdict"], rank_gamma=report["rank_gamma"],
+                   interval=report.get("rank_gamma_interval"), dim=report["dim"],
+                   certified_by=(report.get("certified_by") or {}).get("rank_gamma"),
+                   montecarlo=report.get("montecarlo"))
+        from exactident.io.atomic import atomic_write_text
+
+        atomic_write_text(path + ".cli.report.json", stdout)
+    elif method == "cli-verify":
+        res["valid"] = proc.returncode == 0
+        if proc.returncode != 0:
+            res["problems"] = (stdout + stderr).strip().splitlines()[-3:]
+    elif proc.returncode == 0:
+        res.update({k: v for k, v in json.loads(stdout.strip().splitlines()[-1]).items()
+                    if k in ("rank_gamma", "rank_a")})
+    else:
+        res["error"] = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {proc.returncode}"
+    return res
+
+
+def whole_table(results: dict) -> str:
+    """The markdown table of a ``--whole`` run."""
+    lines = ["| network | dim | exactident check (verdict; rank_gamma, closed by) | verify-certificate | "
+             "float64 numpy | torch jacrev | check / numpy (CPU; peak RSS) | check / torch (CPU; peak RSS) | "
+             "verify / check | interval width, % of dim |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, res in results.items():
+        ex, ve = res.get("cli") or {}, res.get("cli-verify") or {}
+        fl, th = res.get("float1-whole") or {}, res.get("torch-whole") or {}
+        if "verdict" in ex:
+            iv = ex.get("interval")
+            rg = f"[{iv[0]}, {iv[1]}]" if iv else f"{ex['rank_gamma']} exact"
+            width = f"{iv[1] - iv[0]} ({100 * (iv[1] - iv[0]) / ex['dim']:.2f} %)" if iv else "0 (exact)"
+            head = f"{_cell(ex)} ({ex['verdict']}; {rg}, `{ex.get('certified_by')}`)"
+        else:
+            head, width = _cell(ex), "-"
+        rk = f" (rank {fl['rank_gamma']})" if "rank_gamma" in fl else ""
+        rt = f" (rank {th['rank_gamma']})" if "rank_gamma" in th else ""
+        lines.append(f"| {name} | {ex.get('dim', '-')} | {head} | {verify_cell(ve)} | {_cell(fl)}{rk} | "
+                     f"{_cell(th)}{rt} | {_ratio(ex, fl)} | {_ratio(ex, th)} | {_ratio(ve, ex)} | {width} |")
+    return "\n".join(lines) + "\n"
+
+
 def _cell(r: dict | None) -> str:
     if not r:
         return "-"
@@ -196,6 +284,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--with-exact-ranks", action="store_true")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch column")
+    ap.add_argument("--whole", action="store_true",
+                    help="whole processes: the exactident CLI against the float pipelines as scripts")
     ap.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.measure:
@@ -210,6 +300,18 @@ def main(argv=None) -> int:
     if missing:
         subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "train_deficient.py"), "--out", args.cases,
                         *missing], check=True)
+    if args.whole:
+        methods = ["cli", "cli-verify", "float1-whole"] + ([] if args.no_torch else ["torch-whole"])
+        results = {}
+        for name in names:
+            path = os.path.join(args.cases, name + ".json")
+            results[name] = {}
+            for m in methods:
+                print(f"{name} {m} start {time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.1f}", flush=True)
+                results[name][m] = run_whole(m, path, args.timeout)
+            print(name, results[name], flush=True)
+        _write(args, whole_table(results), results)
+        return 0
     methods = ["exact", "verify", "float1"] + ([] if args.no_torch else ["torch"]) + \
         (["exact-ranks"] if args.with_exact_ranks else [])
     results: dict = {}
@@ -232,7 +334,11 @@ def main(argv=None) -> int:
             rg, verdict = "-", "-"
         lines.append(f"| {name} | {_cell(ex)} ({verdict}) | {_cell(fl)} | {_cell(th)} | {_ratio(ex, fl)} | "
                      f"{_ratio(ex, th)} | {rg} | {_cell(res.get('exact-ranks'))} | {verify_cell(res.get('verify'))} |")
-    text = "\n".join(lines) + "\n"
+    _write(args, "\n".join(lines) + "\n", results)
+    return 0
+
+
+def _write(args, text: str, results: dict) -> None:
     print(text)
     if args.out:
         from exactident.io.atomic import atomic_write_text
@@ -242,7 +348,6 @@ def main(argv=None) -> int:
         from exactident.io.atomic import atomic_write_text
 
         atomic_write_text(args.json, json.dumps(results, indent=1))
-    return 0
 
 
 if __name__ == "__main__":
