@@ -304,10 +304,7 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
     bad, more = verify_explained(case, report, facts, proofs)
     fails += bad
     msgs += more
-    # a report listing no resolution records the cap it stopped at: held against the count recomputed here
-    part = cert.get("boundary")
-    listed = (isinstance(part, dict) and "resolutions" in part) or bool(report.get("patterns"))
-    bad, more = not_enumerated_problems(report, facts, listed)
+    bad, more = not_enumerated_problems(report, facts, "boundary")  # the cap a report stopped at, against k
     fails += bad
     msgs += more
     if verdict is not None:  # the rules of verify.verdict: every resolution, the verifier's own ranks if needed
@@ -475,15 +472,11 @@ def verify_constrained(cn: Network, X: Sequence[Sequence[object]], report: Any, 
     own = own_ranks_count(verdict, not_identifiable)  # also past the report's recorded cap (verify.verdict)
     identifiable = identifiable_proved(everyone, sym.dim_free, certified,
                                        (lambda s, v: ranks.at(s, v) >= v) if own else None)
-    # a report listing no resolution records the cap it stopped at: held against the count recomputed here
-    part = cert.get("free_rank")
-    listed = (isinstance(part, dict) and bool(part.get("resolutions"))) or bool(report.get("patterns"))
-    bad, more = not_enumerated_problems(report, facts, listed)
+    bad, more = not_enumerated_problems(report, facts, "free_rank")  # the cap a report stopped at, against k
     fails += bad
     msgs += more
     bad, more = graph_verdict_problems(verdict, rule, line_ok, identifiable, sym.dim_free, features,
-                                       note=past_cap_note(report.get(NOT_ENUMERATED), everyone) if not listed
-                                       else "")
+                                       note=past_cap_note(report.get(NOT_ENUMERATED), everyone))
     fails += bad
     msgs += more
     bad, more = verify_free_explained(

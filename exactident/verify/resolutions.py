@@ -140,7 +140,7 @@ def _power(k: int) -> str:
 
 
 def not_enumerated_problems(report: Any, facts: CaseFacts | ConstrainedFacts,
-                            listed: bool) -> tuple[list[str], list[str]]:
+                            part: str) -> tuple[list[str], list[str]]:
     """The report's ``resolutions_not_enumerated`` against the tie resolutions the verifier counts (module docstring).
 
     Parameters
@@ -150,8 +150,9 @@ def not_enumerated_problems(report: Any, facts: CaseFacts | ConstrainedFacts,
         ``{"why": "cap", "max_resolutions": int, "log2_resolutions": int}``).
     facts : CaseFacts or ConstrainedFacts
         The verifier's own facts; ``k = n_free_sides(facts)``.
-    listed : bool
-        The report lists tie resolutions (a certificate's ``resolutions``, or ``patterns``).
+    part : str
+        The certificate part that lists the resolutions (``boundary`` for a plain MLP, ``free_rank`` for a
+        layer graph); its ``resolutions`` or the report's ``patterns`` list them.
 
     Returns
     -------
@@ -167,15 +168,17 @@ def not_enumerated_problems(report: Any, facts: CaseFacts | ConstrainedFacts,
     >>> facts = CaseFacts.from_case(parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
     ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [["-1/2"], ["1"]]}))
     >>> record = {"why": "cap", "max_resolutions": 1, "log2_resolutions": 1}
-    >>> not_enumerated_problems({"verdict": "inconclusive", NOT_ENUMERATED: record}, facts, False)[0]
+    >>> not_enumerated_problems({"verdict": "inconclusive", NOT_ENUMERATED: record}, facts, "boundary")[0]
     []
-    >>> not_enumerated_problems({"verdict": "inconclusive"}, facts, False)[0][0][:71]
+    >>> not_enumerated_problems({"verdict": "inconclusive"}, facts, "boundary")[0][0][:71]
     'resolutions_not_enumerated: missing: the verdict is inconclusive and th'
-    >>> not_enumerated_problems({NOT_ENUMERATED: dict(record, max_resolutions=2)}, facts, False)[0][0][:66]
+    >>> not_enumerated_problems({NOT_ENUMERATED: dict(record, max_resolutions=2)}, facts, "boundary")[0][0][:66]
     'resolutions_not_enumerated.max_resolutions: the case has 2^1 = 2 t'
     """
     if not isinstance(report, dict):
         return [], []
+    found = (report.get("certificate") or {}).get(part)
+    listed = (isinstance(found, dict) and bool(found.get("resolutions"))) or bool(report.get("patterns"))
     k = n_free_sides(facts)
     record = report.get(NOT_ENUMERATED)
     if record is None:

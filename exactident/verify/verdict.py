@@ -112,7 +112,7 @@ def past_cap_note(capped: Mapping | None, everyone: Sequence | None) -> str:
     >>> past_cap_note(None, [(True,)])
     ''
     """
-    if not capped or everyone is None:
+    if not isinstance(capped, Mapping) or everyone is None:
         return ""
     return (f"; the report stopped at its cap of {capped.get('max_resolutions')} (resolutions_not_enumerated), "
             f"the verifier enumerated all {len(everyone)}")
