@@ -311,9 +311,9 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs,
 
     ``everyone`` (every tie resolution, sides over ``facts.visible``; :mod:`exactident.verify.resolutions`)
     and ``own_reaches`` (the verifier's own ranks mod p) serve the rule against weaker verdicts
-    (:mod:`exactident.verify.verdict`): an ``inconclusive`` verdict with nothing proving not-identifiable, on
-    resolutions the report analysed, is refused when ``C_S`` holds on every one by the certified bounds or the
-    verifier's own ranks, also when the report stopped at the cap it records (``capped``, its
+    (:mod:`exactident.verify.verdict`): an ``inconclusive`` verdict with nothing proving not-identifiable is
+    refused when ``C_S`` holds on every resolution by the certified bounds or the verifier's own ranks, whether
+    the report lists the resolutions or stopped at the cap it records (``capped``, its
     ``resolutions_not_enumerated``, named in the message).
     """
     if verdict not in VERDICTS:
