@@ -226,10 +226,18 @@ def test_past_the_cap_without_a_line_is_inconclusive_and_says_how_to_raise_it():
     # so no kernel direction exists there; one tie gives 2^1 = 2 resolutions > 1.
     case = _case("kp", [1, 1, 1], [[[2]], [[3]]], [[1], [0]], [[0], [1], ["-1/2"], [-1]])
     r = check(case, numeric=False, max_resolutions=1)
-    # Nothing enumerated: the certificate backs only the ties and the >= 0 pattern's ranks (no resolution).
+    # Nothing enumerated: the certificate backs only the ties and the >= 0 pattern's ranks (no resolution);
+    # the report records the cap it stopped at.
     assert r.verdict == "inconclusive" and set(r.certificate) == {"boundary", "rank"}
     assert "resolutions" not in r.certificate["boundary"]
-    assert verify_certificate(case, r.to_dict(), require_claims=True)[0]
+    assert r.to_dict()["resolutions_not_enumerated"] == {"why": "cap", "max_resolutions": 1, "log2_resolutions": 1}
+    from exactident.io.limits import WorkLimits
+
+    assert verify_certificate(case, r.to_dict(), require_claims=True, limits=WorkLimits(max_resolutions=1))[0]
+    # the verifier's own cap (4096) lets it enumerate both resolutions: its ranks prove C_S on each (rows
+    # (0,3,1), (3,3,1), (0,0,1) over (w_1, b_1, b_2) on either side of the tie), so inconclusive is too weak
+    valid, msgs = verify_certificate(case, r.to_dict(), require_claims=True)
+    assert not valid and "but the certificate proves identifiable" in msgs[-1]
     assert "2^1 = 2 tie resolutions, more than the limit 1" in r.reason and "--max-resolutions 2" in r.reason
 
 

@@ -99,8 +99,9 @@ def test_not_identifiable_without_the_line_refused():
 
 # ---------------------------------------------------------------------------------------------------------
 # the rule against weaker verdicts, one for both kinds: the verifier's own ranks count against `inconclusive`
-# on the tie resolutions the report analysed; a report that enumerated none (past the engine's cap) says only
-# that it did not decide within its limits
+# within its --max-resolutions, on the tie resolutions the report analysed and past the cap a report records
+# alike (a recorded cap is a fact about the run, which no verifier can recompute); a report that lists none
+# and records no cap is refused (tests/test_verify_resolution_cap.py has the engine's own reports)
 
 XS_FULL = ("-1/2", "1", "2", "-1")  # f = 3 relu(2 x + 1): sample -1/2 on the kink, -1 inactive
 
@@ -127,6 +128,9 @@ def _graph_report(patterns: bool) -> dict:
     return report
 
 
+CAP_1 = {"why": "cap", "max_resolutions": 1, "log2_resolutions": 1}  # 2^1 resolutions past a cap of 1
+
+
 def test_inconclusive_on_analysed_resolutions_refused_where_own_ranks_prove_cs():
     # dim_free = 4 parameters - 1 rescaling = 3, and Gamma_free has rank 3 on both resolutions: C_S everywhere
     assert [_gamma_free_rank_by_hand(side) for side in (True, False)] == [3, 3]
@@ -134,18 +138,35 @@ def test_inconclusive_on_analysed_resolutions_refused_where_own_ranks_prove_cs()
     cn, X = net, [[q(Fraction(x).numerator, Fraction(x).denominator)] for x in XS_FULL]
     valid, msgs = verify_constrained(cn, X, _graph_report(patterns=True))
     assert not valid and any("proves identifiable" in m for m in msgs), msgs
-    # nothing enumerated (past the engine's cap): the verdict says only that nothing was decided
+    # nothing enumerated and no cap recorded: it may have dropped them (and the verifier's ranks prove C_S)
     valid, msgs = verify_constrained(cn, X, _graph_report(patterns=False))
+    assert not valid and any(m.startswith("resolutions_not_enumerated: missing") for m in msgs), msgs
+    # a cap recorded: consistent with the case (2^1 > 1), but the verifier enumerates the 2 resolutions itself
+    capped = dict(_graph_report(patterns=False), resolutions_not_enumerated=CAP_1)
+    valid, msgs = verify_constrained(cn, X, capped)
+    assert not valid and any("proves identifiable" in m and "cap of 1" in m for m in msgs), msgs
+    # past the verifier's own cap too, the consistent record is all it can check: inconclusive is not false
+    valid, msgs = verify_constrained(cn, X, capped, limits=WorkLimits(max_resolutions=1))
     assert valid, msgs
 
 
-def test_mlp_inconclusive_past_the_engine_cap_accepted():
+def test_mlp_inconclusive_past_the_engine_cap():
+    import sympy as sp
+
     from exactident.io.case import parse_case
     from exactident.verify.certificate import verify_certificate
 
+    # the plain MLP's Gamma over (w, b, c) (v = 3 the fixed edge): (v x, v, 1) active, (0, 0, 1) inactive
+    ranks = [sp.Matrix([[3 * x, 3, 1] if 2 * x + 1 > 0 or (2 * x + 1 == 0 and side) else [0, 0, 1]
+                        for x in map(Fraction, XS_FULL)]).rank() for side in (True, False)]
+    assert ranks == [3, 3]  # dim = 1 + 1 + 1: C_S on both resolutions, identifiable
     case = parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
                        "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [[x] for x in XS_FULL]})
     report = {"name": "k", "verdict": "inconclusive", "on_boundary": True, "n_ties": 1,
               "certificate": {"boundary": {"ties": [{"sample": 0, "layer": 1, "neuron": 0}], "invisible_ties": []}}}
+    valid, msgs = verify_certificate(case, report, limits=WorkLimits(max_resolutions=1))
+    assert not valid and msgs[-1].startswith("resolutions_not_enumerated: missing"), msgs
+    report["resolutions_not_enumerated"] = CAP_1
+    assert verify_certificate(case, report, limits=WorkLimits(max_resolutions=1))[0]
     valid, msgs = verify_certificate(case, report)
-    assert valid, msgs
+    assert not valid and "proves identifiable" in msgs[-1], msgs

@@ -32,7 +32,9 @@ Decisions made here (the reasoning is in ``docs/boundary.md``):
 - **Cap.**  Beyond ``max_resolutions`` resolutions nothing is enumerated and
   the verdict is ``inconclusive`` with the count as ``2^k`` (and the option to
   raise only while ``k <= MAX_ADVISED_TIES``) unless a straight line is found on the
-  kernel at the ``>= 0`` pattern; ``rank_gamma`` is ``None``: no resolution enumerated.
+  kernel at the ``>= 0`` pattern; ``rank_gamma`` is ``None``: no resolution enumerated.  The
+  report records the cap and ``k`` (``resolutions_not_enumerated``), which the verifier holds
+  against the count it recomputes from the case.
 - **Canonical search order** (:mod:`exactident.boundary.canonical`): ties,
   resolutions, kernel bases, LPs and probe points are taken in an order and a
   scale computed from invariants, so rescaling or permuting neurons and
@@ -78,6 +80,7 @@ from exactident.boundary.entering import TieGradients, find_strict_direction, pr
 from exactident.boundary.line import find_line, line_summary, segment_text
 from exactident.errors import InvariantViolation
 from exactident.io.rationals import short_text
+from exactident.io.report import NOT_ENUMERATED, past_the_cap
 from exactident.model.activation import ActivationState, Tie, resolve_ties
 from exactident.model.conditions import (
     IDENTIFIABLE,
@@ -126,7 +129,8 @@ class BoundaryOutcome:
         ``resolutions`` past the cap), plus ``"entering"`` or ``"line"`` for
         ``not-identifiable`` (docs/boundary.md, "Certificates").
     extra : dict
-        ``summary``: readable lines for the human table.
+        ``summary``: readable lines for the human table; past the cap, ``resolutions_not_enumerated``
+        (:func:`exactident.io.report.past_the_cap`).
     """
 
     verdict: str
@@ -361,14 +365,17 @@ def analyse_boundary(net: Network, X: Sequence[Sequence[flint.fmpq]], state: Act
         K0 = canonical_nullspace(canon.search_matrix(gamma_exact(net, X, state.Z, state.pattern, canon.fixed)))
         line = find_line(net, canon, [(K0, [])]) if K0 else None
         part = {"boundary": builder.part(enumerated=False)}  # check adds the rank part (>= 0 pattern)
+        # the cap the resolutions were left at, for the verifier to hold against the count it recomputes
+        capped = {NOT_ENUMERATED: past_the_cap(max_resolutions, n_cls)}
         if line is None:
             reason += f"; nothing was enumerated, so no exact verdict was reached ({raise_hint})"
-            return BoundaryOutcome(INCONCLUSIVE, reason, certificate=part, extra={"summary": summary})
+            return BoundaryOutcome(INCONCLUSIVE, reason, certificate=part, extra={"summary": summary, **capped})
         reason += (" (none enumerated), but the segment theta + t delta (a kernel direction of Gamma at the "
                    f">= 0 pattern) keeps every output on X exactly {_line_shows(line)} "
                    "(straight-line certificate)")
         summary.append(line_summary(line))
-        return BoundaryOutcome(NOT_IDENTIFIABLE, reason, certificate={**part, **line}, extra={"summary": summary})
+        return BoundaryOutcome(NOT_IDENTIFIABLE, reason, certificate={**part, **line},
+                               extra={"summary": summary, **capped})
     n_res = 2 ** n_cls
 
     grads = TieGradients(net, X, state.Z, fixed)

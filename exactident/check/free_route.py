@@ -50,7 +50,7 @@ from exactident.budget import deliver, stage
 from exactident.check.free_rank import FreeRank, free_rank, line_kernel
 from exactident.check.options import CheckOptions
 from exactident.errors import InvariantViolation
-from exactident.io.report import Report
+from exactident.io.report import NOT_ENUMERATED, Report, past_the_cap
 from exactident.model.conditions import cs_from_bounds, with_sample_size
 from exactident.model.gamma_free import (
     FreeModularData,
@@ -343,6 +343,8 @@ def graph_report(cn: Network, X: Sequence[Sequence[flint.fmpq]], fw: GraphForwar
             reason += f"; C_N is not proved for {_features_text(cn)}; no certificate found"
     if not structural:
         skipped.update(dict.fromkeys(CERTIFICATES, "the certificate search is off (structural=False)"))
+    if not gr.enumerable:  # the cap the resolutions were left at, for the verifier to hold against its count
+        extra[NOT_ENUMERATED] = past_the_cap(max_resolutions, len(free_ties))
     extra["rules"] = rule_entries(cn, decided, tried, skipped)
     return Report(name=name, widths=cn.layer_widths, n_samples=len(X), dim=sym.dim_free,
                   # null past the cap, and beside an interval (its Monte Carlo value is montecarlo's)

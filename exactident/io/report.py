@@ -7,10 +7,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["REPORT_FORMAT", "Report", "escape_nonprintable", "render_table", "reports_to_json"]
+__all__ = ["NOT_ENUMERATED", "REPORT_FORMAT", "Report", "escape_nonprintable", "past_the_cap", "render_table",
+           "reports_to_json"]
 
 #: The ``format`` field of a report (docs/cli.md).
 REPORT_FORMAT = "exactident-report/1"
+#: The report field saying why the tie resolutions were not enumerated (docs/cli.md).
+NOT_ENUMERATED = "resolutions_not_enumerated"
+
+
+def past_the_cap(max_resolutions: int, k: int) -> dict[str, Any]:
+    """The value of :data:`NOT_ENUMERATED` when the ``2^k`` tie resolutions exceed ``--max-resolutions``.
+
+    ``k`` is the number of free sides: a plain MLP's classes of visible ties (ties at equal sample
+    points take one side), a layer graph's non-persistent ties.  The count is given as its exponent
+    (``2^k`` can have any number of digits); ``exactident verify-certificate`` recomputes ``k`` from
+    the case and refuses the record unless ``2^k > max_resolutions``.
+
+    Examples
+    --------
+    >>> past_the_cap(16, 6)
+    {'why': 'cap', 'max_resolutions': 16, 'log2_resolutions': 6}
+    """
+    return {"why": "cap", "max_resolutions": max_resolutions, "log2_resolutions": k}
 
 
 @dataclass

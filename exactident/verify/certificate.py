@@ -77,7 +77,7 @@ from exactident.verify.line import verify_line
 from exactident.verify.rank_free import OwnRanks, free_pattern_claims, free_rank_claims
 from exactident.verify.rank_kernel import closed_by
 from exactident.verify.rank_rules import RankBounds
-from exactident.verify.resolutions import every_resolution, persistent_ties
+from exactident.verify.resolutions import NOT_ENUMERATED, every_resolution, not_enumerated_problems, persistent_ties
 from exactident.verify.schema import GRAPH_REPORT, validate, validate_report
 from exactident.verify.structural import verify_structural
 from exactident.verify.verdict import (
@@ -85,6 +85,7 @@ from exactident.verify.verdict import (
     graph_verdict_problems,
     identifiable_proved,
     own_ranks_count,
+    past_cap_note,
     resolution_free_proof,
 )
 
@@ -303,9 +304,12 @@ def _verify(case, report: Any, require_claims: bool, limits: WorkLimits) -> tupl
     bad, more = verify_explained(case, report, facts, proofs)
     fails += bad
     msgs += more
+    bad, more = not_enumerated_problems(report, facts, "boundary")  # the cap a report stopped at, against k
+    fails += bad
+    msgs += more
     if verdict is not None:  # the rules of verify.verdict: every resolution, the verifier's own ranks if needed
         fails += verdict_claim(verdict, facts, proofs, every_resolution(facts, limits.max_resolutions),
-                               _own_reaches(case, facts))
+                               _own_reaches(case, facts), capped=report.get(NOT_ENUMERATED))
     msgs += [f"not verified: {key} ({why})" for key, why in NOT_VERIFIED.items() if key in report]
     return not fails, msgs + fails
 
@@ -465,11 +469,14 @@ def verify_constrained(cn: Network, X: Sequence[Sequence[object]], report: Any, 
     # identifiable: C_S on every resolution (certified, or the verifier's own ranks mod p: a rank mod p never
     # exceeds the rank over Q); not computed past a valid resolution-free proof of the opposite (verify.verdict)
     certified = {s: RankBounds(*b) for s, b in proved.items()}
-    enumerated = bool(proved) or bool(report.get("patterns")) or not facts.ties
-    own = own_ranks_count(verdict, not_identifiable, enumerated)
+    own = own_ranks_count(verdict, not_identifiable)  # also past the report's recorded cap (verify.verdict)
     identifiable = identifiable_proved(everyone, sym.dim_free, certified,
                                        (lambda s, v: ranks.at(s, v) >= v) if own else None)
-    bad, more = graph_verdict_problems(verdict, rule, line_ok, identifiable, sym.dim_free, features)
+    bad, more = not_enumerated_problems(report, facts, "free_rank")  # the cap a report stopped at, against k
+    fails += bad
+    msgs += more
+    bad, more = graph_verdict_problems(verdict, rule, line_ok, identifiable, sym.dim_free, features,
+                                       note=past_cap_note(report.get(NOT_ENUMERATED), everyone))
     fails += bad
     msgs += more
     bad, more = verify_free_explained(

@@ -37,7 +37,7 @@ from exactident.verify.common_claims import same_json as _same
 from exactident.verify.common_claims import typed_field as _typed
 from exactident.verify.facts import CaseFacts
 from exactident.verify.rank_rules import RankBounds, proves_identifiable, rank_claim_problems, smallest
-from exactident.verify.verdict import identifiable_proved, own_ranks_count, verdict_strength_problems
+from exactident.verify.verdict import identifiable_proved, own_ranks_count, past_cap_note, verdict_strength_problems
 
 __all__ = ["NOT_VERIFIED", "REPORT_FIELDS", "RULES", "Proofs", "decided_by_claim", "extra_claims",
            "identity_claims", "rank_and_pattern_claims", "reachable_claim",
@@ -48,7 +48,7 @@ REPORT_FIELDS = ("format", "name", "widths", "n_samples", "dim", "rank_gamma", "
                  "on_boundary", "n_ties", "verdict", "reason", "decided_by", "patterns", "numeric", "certificate",
                  "summary", "certified_by", "rank_a_lower_bound", "provenance", "certified", "error_probability",
                  "timed_out", "stage", "parameters", "neurons", "kernel_basis", "explanation",
-                 "rank_gamma_interval", "montecarlo", "rank_gamma_interval_why")
+                 "rank_gamma_interval", "montecarlo", "rank_gamma_interval_why", "resolutions_not_enumerated")
 #: Fields that are not claims about the exact facts, with why.
 NOT_VERIFIED = {"reason": "prose", "summary": "prose", "numeric": "the float cross-check, not an exact claim",
                 "stage": "where a timed-out analysis stopped, not an exact claim", "explanation": "prose",
@@ -305,14 +305,16 @@ def _pattern_claims(report: dict, facts: CaseFacts, proofs: Proofs) -> list[str]
 
 def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs,
                   everyone: list[tuple[bool, ...]] | None = None,
-                  own_reaches: Callable[[tuple[bool, ...], int], bool] | None = None) -> list[str]:
+                  own_reaches: Callable[[tuple[bool, ...], int], bool] | None = None,
+                  capped: dict | None = None) -> list[str]:
     """The verdict must be what the verified parts prove, by the rules of docs/boundary.md.
 
     ``everyone`` (every tie resolution, sides over ``facts.visible``; :mod:`exactident.verify.resolutions`)
     and ``own_reaches`` (the verifier's own ranks mod p) serve the rule against weaker verdicts
-    (:mod:`exactident.verify.verdict`): an ``inconclusive`` verdict with nothing proving not-identifiable, on
-    resolutions the report analysed, is refused when ``C_S`` holds on every one by the certified bounds or the
-    verifier's own ranks.
+    (:mod:`exactident.verify.verdict`): an ``inconclusive`` verdict with nothing proving not-identifiable is
+    refused when ``C_S`` holds on every resolution by the certified bounds or the verifier's own ranks, whether
+    the report lists the resolutions or stopped at the cap it records (``capped``, its
+    ``resolutions_not_enumerated``, named in the message).
     """
     if verdict not in VERDICTS:
         return [f"verdict: report says {verdict!r}, not one of {list(VERDICTS)}"]
@@ -348,15 +350,15 @@ def verdict_claim(verdict: str, facts: CaseFacts, proofs: Proofs,
         return [f"verdict: report says not-identifiable, but no valid entering or line part proves it and the "
                 f"ranks do not ({shown}, dim = {dim})"]
     why_identifiable = "C_S certified on every tie resolution"
-    enumerated = not facts.visible or bool(res)  # the report analysed the resolutions (verify.verdict)
-    if not identifiable and own_reaches is not None and own_ranks_count(verdict, not_identifiable, enumerated) \
+    if not identifiable and own_reaches is not None and own_ranks_count(verdict, not_identifiable) \
             and verdict == "inconclusive":
-        # the rule shared with layer graphs: the verifier's own ranks count as a proof against a weaker verdict
+        # the rule shared with layer graphs: the verifier's own ranks count as a proof against a weaker verdict,
+        # also for a report that stopped at its cap (verify.verdict: a recorded cap proves nothing)
         certified = _certified_by_resolution(facts, proofs)
         if identifiable_proved(everyone, dim, certified, own_reaches):
             identifiable = True
             why_identifiable = (f"C_S on every tie resolution: the certified ranks or the verifier's own ranks mod p "
-                                f"reach dim = {dim}")
+                                f"reach dim = {dim}" + (past_cap_note(capped, everyone) if not res else ""))
     strength = verdict_strength_problems(
         verdict, identifiable, not_identifiable, why_identifiable,
         "a valid entering or line part" if proofs.nonequivalence else "certified R_Gamma = R_A < dim (Theorem 8)")

@@ -24,6 +24,13 @@ Which sides are free, recomputed from the case (:class:`~exactident.verify.facts
 Past ``--max-resolutions`` the verifier enumerates nothing (:func:`every_resolution` returns None)
 and a claim that needs every resolution is not verified.  A certificate that does not depend on a
 resolution (a line of constant outputs) is checked without them (:mod:`exactident.verify.verdict`).
+
+A report that lists no resolution says why in ``resolutions_not_enumerated`` (the engine's cap
+``max_resolutions`` and ``log2_resolutions = k``); :func:`not_enumerated_problems` holds it against
+the ``k`` recomputed here: the record must give the case's ``k`` and ``2^k > max_resolutions``, and an
+``inconclusive`` report on a case with resolutions to enumerate that lists none and records no cap
+is refused (it may just have dropped them).  Whether the verifier's own ranks then prove a stronger
+verdict is :mod:`exactident.verify.verdict`'s rule.
 """
 
 from __future__ import annotations
@@ -32,10 +39,12 @@ import itertools
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
+from exactident.io.report import NOT_ENUMERATED
 from exactident.model.gamma_free import persistent_tie_indices, tie_resolutions
 from exactident.verify.facts import CaseFacts, ConstrainedFacts
 
-__all__ = ["cover_problems", "every_resolution", "n_free_sides", "persistent_ties"]
+__all__ = ["NOT_ENUMERATED", "cover_problems", "every_resolution", "n_free_sides", "not_enumerated_problems",
+           "persistent_ties"]
 
 
 def persistent_ties(facts: ConstrainedFacts) -> set[tuple[int, int, int]]:
@@ -123,3 +132,72 @@ over the resolutions needs every one)']
                      f"missing: {show(missing[0])}{f' and {len(missing) - 1} more' if len(missing) > 1 else ''} "
                      "(a claim about the smallest rank over the resolutions needs every one)")
     return fails
+
+
+def _power(k: int) -> str:
+    """``2^k``, with its value when short."""
+    return f"2^{k} = {2 ** k}" if k <= 64 else f"2^{k}"
+
+
+def not_enumerated_problems(report: Any, facts: CaseFacts | ConstrainedFacts,
+                            part: str) -> tuple[list[str], list[str]]:
+    """The report's ``resolutions_not_enumerated`` against the tie resolutions the verifier counts (module docstring).
+
+    Parameters
+    ----------
+    report : dict
+        The report (already checked against the schema: the field, when present, is
+        ``{"why": "cap", "max_resolutions": int, "log2_resolutions": int}``).
+    facts : CaseFacts or ConstrainedFacts
+        The verifier's own facts; ``k = n_free_sides(facts)``.
+    part : str
+        The certificate part that lists the resolutions (``boundary`` for a plain MLP, ``free_rank`` for a
+        layer graph); its ``resolutions`` or the report's ``patterns`` list them.
+
+    Returns
+    -------
+    (failures, messages) : (list of str, list of str)
+        One line per failure, naming the field (none when the record, or its absence, is consistent
+        with the case); what a consistent record showed.
+
+    Examples
+    --------
+    ``f = 3 relu(2x + 1)`` with the sample ``-1/2`` on the kink: one class of ties, ``2^1`` resolutions.
+
+    >>> from exactident.io.case import parse_case
+    >>> facts = CaseFacts.from_case(parse_case({"format": "exactident-case/1", "name": "k", "widths": [1, 1, 1],
+    ...     "weights": [[["2"]], [["3"]]], "biases": [["1"], ["0"]], "sample": [["-1/2"], ["1"]]}))
+    >>> record = {"why": "cap", "max_resolutions": 1, "log2_resolutions": 1}
+    >>> not_enumerated_problems({"verdict": "inconclusive", NOT_ENUMERATED: record}, facts, "boundary")[0]
+    []
+    >>> not_enumerated_problems({"verdict": "inconclusive"}, facts, "boundary")[0][0][:71]
+    'resolutions_not_enumerated: missing: the verdict is inconclusive and th'
+    >>> not_enumerated_problems({NOT_ENUMERATED: dict(record, max_resolutions=2)}, facts, "boundary")[0][0][:66]
+    'resolutions_not_enumerated.max_resolutions: the case has 2^1 = 2 t'
+    """
+    if not isinstance(report, dict):
+        return [], []
+    found = (report.get("certificate") or {}).get(part)
+    listed = (isinstance(found, dict) and bool(found.get("resolutions"))) or bool(report.get("patterns"))
+    k = n_free_sides(facts)
+    record = report.get(NOT_ENUMERATED)
+    if record is None:
+        # something to enumerate: a plain MLP's visible ties (theta not in S), a layer graph's ties
+        to_resolve = bool(facts.ties) if isinstance(facts, ConstrainedFacts) else bool(facts.visible and
+                                                                                       not facts.degenerate)
+        if report.get("verdict") == "inconclusive" and to_resolve and not listed:
+            return [f"{NOT_ENUMERATED}: missing: the verdict is inconclusive and the report lists none of the "
+                    f"case's {_power(k)} tie resolutions without recording the cap it stopped at (it may have "
+                    "dropped them)"], []
+        return [], []
+    if listed:
+        return [f"{NOT_ENUMERATED}: the report says its tie resolutions were not enumerated, but it lists them"], []
+    claimed, cap = record["log2_resolutions"], record["max_resolutions"]
+    if claimed != k:
+        return [f"{NOT_ENUMERATED}.log2_resolutions: report says {claimed}, the case has {_power(k)} tie "
+                "resolutions"], []
+    if k <= cap.bit_length() - 1:  # 2^k <= cap, without building 2^k
+        return [f"{NOT_ENUMERATED}.max_resolutions: the case has {_power(k)} tie resolutions, within the recorded "
+                f"cap of {cap}: they were not past it"], []
+    return [], [f"{NOT_ENUMERATED} consistent with the case: {_power(k)} tie resolutions, past the report's cap "
+                f"of {cap}"]

@@ -315,6 +315,8 @@ NEURON = Obj({"layer": LAYER, "neuron": NAT, "n_active": NAT, "n_tie": NAT, "n_i
 KERNEL_BLOCK = Obj({"resolution": Null(NAT), "rank_gamma": NAT,
                     "directions": List(Obj({"delta": ParamMap()}, {"line": BOOL}))})
 VERDICT = Enum("identifiable", "not-identifiable", "inconclusive", "degenerate")
+#: Why no tie resolution was enumerated: the engine's ``--max-resolutions`` and ``k`` of the ``2^k`` resolutions.
+NOT_ENUMERATED = Obj({"why": Enum("cap"), "max_resolutions": NAT, "log2_resolutions": NAT})
 RULE = Enum("theorem-9", "boundary-cs", "theorem-8", "boundary-entering", "line", "dead-neuron", "untouched-input",
             "proportional-neurons", "always-active-block", "unpinned-hyperplane", "degenerate", "none", "free-rank",
             "dead-units", "constant-units", "slope-lines", "submersion", "entering-submersion", "constant-rank")
@@ -335,6 +337,7 @@ REPORT = Obj({}, {"name": STR, "verdict": VERDICT,
                                     "budget_seconds": Number(0, math.inf)}),
     "architecture": Obj({"features": List(STR), "n_params": NAT, "rank_t": NAT, "symmetry_dim": NAT, "dim_free": NAT,
                          "input_shape": List(NAT), "softmax_rank_bound": NAT}),
+    "resolutions_not_enumerated": NOT_ENUMERATED,
     "rules": List(Obj({"rule": STR, "status": Enum("decided", "tried", "not-applicable", "not-run"), "why": STR}))})
 
 
@@ -389,7 +392,7 @@ GRAPH_REPORT = Obj({"architecture": Obj({"features": List(STR), "n_params": NAT,
     "cn": AnyOf(Type(type(None)), BOOL), "degenerate": BOOL, "on_boundary": Null(BOOL), "n_ties": Null(NAT),
     "reason": STR, "decided_by": STR, "numeric": Type(dict), "summary": List(STR), "provenance": Anything(),
     "certified": BOOL, "timed_out": BOOL, "stage": STR, "error_probability": Number(0, 1),
-    "rank_gamma_interval": List(NAT, 2),
+    "rank_gamma_interval": List(NAT, 2), "resolutions_not_enumerated": NOT_ENUMERATED,
     "montecarlo": Obj({"rank_gamma": NAT, "error_probability": Number(0, 1)}),
     "parameters": List(Obj({"name": STR, "index": NAT, "class": Enum(
         "gauge", "identifiable", "not-identifiable", "first-order-determined", "undetermined", "unknown")},

@@ -32,16 +32,25 @@ the stricter of what the two verifiers used to apply, now for both kinds:
   ``submersion``, ...) or, for the plain MLP only, certified ``R_Gamma = R_A < dim`` (Theorem 8);
 - ``identifiable``: ``C_S`` on every resolution from the certified bounds *or from the verifier's own
   ranks mod its primes* (a rank mod p never exceeds the rank over Q), within ``--max-resolutions``
-  (:func:`own_ranks_count`): asked against an ``inconclusive`` verdict with nothing proving
-  ``not-identifiable``, when the report analysed the tie resolutions (it lists them, certified or as
-  ``patterns``, or the case has none visible).  Before, only a layer graph's verifier looked at its own
-  ranks against a weaker verdict; a plain MLP's ``inconclusive`` beside a certificate leaving the rank
-  unsettled (an interval reaching ``dim``) was accepted where the ranks reach ``dim``.  A report that
-  enumerated no resolution (past the engine's own ``--max-resolutions``) claims only that it did not
-  decide within its limits: its ``inconclusive`` is accepted for both kinds (before, a layer graph's was
-  refused when the verifier, with a larger cap, found ``C_S`` on every resolution; the plain MLP's
-  past-the-cap report was accepted, and that behaviour is kept: a report true to the limits it ran
-  under is not made invalid by the verifier's larger ones).
+  (:func:`own_ranks_count`): asked against every ``inconclusive`` verdict with nothing proving
+  ``not-identifiable``, whether or not the report analysed the tie resolutions.
+
+**A report past its cap gets no shield.**  A report that enumerated no resolution records the cap it
+stopped at (``resolutions_not_enumerated``: ``max_resolutions`` and ``log2_resolutions = k``); the
+verifier recomputes ``k`` and refuses a record with another ``k`` or with ``2^k`` within the cap, and an
+``inconclusive`` report that lists none and records no cap
+(:func:`exactident.verify.resolutions.not_enumerated_problems`).  The cap itself is a fact about the
+engine's run, not about the case: no verifier can recompute it, and a report could record any cap below
+``2^k``.  So a consistent record is not enough for ``inconclusive``: when ``2^k`` is within the
+verifier's own ``--max-resolutions`` the verifier enumerates the resolutions itself, and where its own
+ranks mod p reach ``dim`` on every one it refuses the weaker verdict, as for any report (the work is
+what it spends on a report that lists them; a report made with a smaller ``--max-resolutions`` is
+verified under the same option, or re-made with a larger one).  Past the verifier's own cap the
+consistent record is all it checks: ``inconclusive`` is then the weakest claim, and it is not false.
+(Before, a report listing no resolution was accepted as ``inconclusive`` whatever the case: one that had
+dropped them could not be told from one past the engine's cap.)  A run whose time budget ended writes
+``timed_out: true`` and no certificate: never valid (it proves nothing, and the verifier does not
+redo the engine's search to find what it would have decided).
 
 Pure functions of what the caller certified or recomputed; nothing here reads the report.
 """
@@ -57,7 +66,7 @@ from exactident.verify.rank_rules import RankBounds, proves_identifiable
 from exactident.verify.submersion import check_entering_submersion, check_submersion
 
 __all__ = ["GRAPH_RULES", "RESOLUTION_FREE", "graph_verdict_problems", "identifiable_proved", "own_ranks_count",
-           "resolution_free_proof", "verdict_strength_problems"]
+           "past_cap_note", "resolution_free_proof", "verdict_strength_problems"]
 
 #: A layer graph's certificate parts that prove ``not-identifiable`` and need no enumeration of the tie
 #: resolutions (module docstring), in the order they are checked; the plain MLP's are ``line`` and ``entering``.
@@ -73,23 +82,40 @@ GRAPH_RULES = {"free-rank": "identifiable", "theorem-9": "identifiable", "dead-u
                "constant-rank": "not-identifiable", "none": "inconclusive"}
 
 
-def own_ranks_count(verdict: str | None, not_identifiable: bool, enumerated: bool) -> bool:
+def own_ranks_count(verdict: str | None, not_identifiable: bool) -> bool:
     """Do the verifier's own ranks mod p count towards ``identifiable`` (module docstring)?
 
     Yes for an ``identifiable`` verdict (they may prove it; a plain MLP's verdict is then still checked
-    against its certificate), and against an ``inconclusive`` one when the report ``enumerated`` the tie
-    resolutions; never past a valid proof of ``not-identifiable`` (no resolution is then enumerated).
+    against its certificate), and against every ``inconclusive`` one, whether the report enumerated the
+    tie resolutions or stopped at its cap (a recorded cap is no proof of anything about the case);
+    never past a valid proof of ``not-identifiable`` (no resolution is then enumerated).
 
     Examples
     --------
-    >>> own_ranks_count("inconclusive", False, True), own_ranks_count("inconclusive", False, False)
+    >>> own_ranks_count("inconclusive", False), own_ranks_count("inconclusive", True)
     (True, False)
-    >>> own_ranks_count("inconclusive", True, True), own_ranks_count("identifiable", False, False)
-    (False, True)
+    >>> own_ranks_count("identifiable", False), own_ranks_count("not-identifiable", False)
+    (True, False)
     """
     if not_identifiable:
         return False
-    return verdict == "identifiable" or (verdict == "inconclusive" and enumerated)
+    return verdict in ("identifiable", "inconclusive")
+
+
+def past_cap_note(capped: Mapping | None, everyone: Sequence | None) -> str:
+    """What to add to the proof of ``identifiable`` against a report that stopped at the cap it records.
+
+    Examples
+    --------
+    >>> past_cap_note({"why": "cap", "max_resolutions": 1, "log2_resolutions": 1}, [(True,), (False,)])
+    '; the report stopped at its cap of 1 (resolutions_not_enumerated), the verifier enumerated all 2'
+    >>> past_cap_note(None, [(True,)])
+    ''
+    """
+    if not isinstance(capped, Mapping) or everyone is None:
+        return ""
+    return (f"; the report stopped at its cap of {capped.get('max_resolutions')} (resolutions_not_enumerated), "
+            f"the verifier enumerated all {len(everyone)}")
 
 
 def identifiable_proved(everyone: Sequence[tuple[bool, ...]] | None, dim: int,
@@ -156,13 +182,13 @@ def verdict_strength_problems(verdict: str | None, identifiable: bool, not_ident
 
 
 def graph_verdict_problems(verdict: str | None, rule: str | None, proofs: Mapping[str, bool], identifiable: bool,
-                           dim_free: int, features: str) -> tuple[list[str], list[str]]:
+                           dim_free: int, features: str, note: str = "") -> tuple[list[str], list[str]]:
     """``(failures, messages)`` of a layer graph's ``verdict`` and ``decided_by``.
 
     ``proofs``: each resolution-free part present and whether it was verified; ``identifiable``: what
-    :func:`identifiable_proved` gave.  ``decided_by`` must be a rule of :data:`GRAPH_RULES` giving the
-    verdict, backed by its part; the verdict must be proved; no weaker verdict
-    (:func:`verdict_strength_problems`, the plain MLP's rule).
+    :func:`identifiable_proved` gave; ``note``: added to its proof in a message (:func:`past_cap_note`).
+    ``decided_by`` must be a rule of :data:`GRAPH_RULES` giving the verdict, backed by its part; the
+    verdict must be proved; no weaker verdict (:func:`verdict_strength_problems`, the plain MLP's rule).
     """
     fails: list[str] = []
     msgs: list[str] = []
@@ -188,7 +214,7 @@ def graph_verdict_problems(verdict: str | None, rule: str | None, proofs: Mappin
     elif verdict == "degenerate":
         fails.append("verdict: no degenerate rule is proved for constrained networks")
     fails += verdict_strength_problems(
-        verdict, identifiable, not_identifiable, "rank Gamma_free = dim_free on every tie resolution",
+        verdict, identifiable, not_identifiable, "rank Gamma_free = dim_free on every tie resolution" + note,
         "a valid " + " / ".join(k for k, ok in proofs.items() if ok) + " part")
     return fails, msgs
 
