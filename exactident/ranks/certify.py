@@ -373,9 +373,12 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         if not verdict_first and not closed:  # the model prices all dim - lo vectors (those left are the hard ones:
             # Dixon, thousands of bits); cheap: exact, if a lifting capped at the budget ends (steps grow with bits)
             from exactident.ranks.estimate import EXACT_FREE_SECONDS, exact_rank_is_cheap
-            from exactident.ranks.intervals import close_within
+            from exactident.ranks.intervals import close_within, lifting_estimate
             cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
             estimate = {"seconds": t_exact, "verdict_seconds": t_verdict, "budget": max(EXACT_FREE_SECONDS, t_verdict)}
+            t_lift = lifting_estimate(net, X, lower, len(struct())) if cheap else None
+            if t_lift is not None and t_lift > estimate["budget"]:  # the lifting would not end within the budget:
+                cheap, estimate["seconds"] = False, max(t_exact, t_lift)  # not started (the solution's bits, priced)
             tried, up = close_within(net, X, pattern, fixed, lower, estimate["budget"], avoid=avoid, data=data, rng=rng,
                                      semi_local=struct, source=struct_source) if cheap else (False, None)
             closed, exact_ranks = up is not None, cheap and (up is not None or not tried)
