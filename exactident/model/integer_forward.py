@@ -124,6 +124,22 @@ def integer_forward(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> IntegerF
     """
     n, N0 = len(X), net.widths[0]
     flat = [flint.fmpq(v) for row in X for v in row]
+    key = (tuple(net.widths), flat, [flint.fmpq_mat(W) for W in net.W], [[flint.fmpq(v) for v in b] for b in net.b])
+    if _LAST and _LAST[0] == key:  # the same network and sample by value (compared, not trusted by identity)
+        fw = _LAST[1]
+        return IntegerForward(list(fw.Z_int), list(fw.H_int), list(fw.den))
+    fw = _integer_forward(net, flat, n, N0)
+    _LAST[:] = [key, fw]
+    return IntegerForward(list(fw.Z_int), list(fw.H_int), list(fw.den))
+
+
+#: The last ``(key, result)`` of :func:`integer_forward`: one case's stages (activation state, entry bounds,
+#: semi-local and shifted kernels, structural search) ask for the same forward pass up to six times.
+_LAST: list = []
+
+
+def _integer_forward(net: Network, flat: list[flint.fmpq], n: int, N0: int) -> IntegerForward:
+    """:func:`integer_forward` on the flattened sample (uncached)."""
     s = common_denominator(flat)
     H = flint.fmpz_mat(n, N0, scaled_rows(flat, s))
     H_int, Z_int, den = [H], [], [s]
