@@ -171,7 +171,9 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
         image = alpha_mod_p(sub, X_res[rows], p)
     else:
         Xsub = [X[i] for i in rows]
-        image = gram_mod_p(sub, Xsub, p, avoid, None, Scaled([v for row in Xsub for v in row], (len(rows), widths[0])))
+        Xs_sub = Xs if len(rows) == n and list(rows) == list(range(n)) else \
+            Scaled([v for row in Xsub for v in row], (len(rows), widths[0]))  # every row: the same scaling
+        image = gram_mod_p(sub, Xsub, p, avoid, None, Xs_sub)
     r_low = -1
     m_img, n_img = image.shape
     if explicit and n_img > m_img + m_img // 8 + 16 and len(rows) == n:
@@ -327,9 +329,13 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     stage("Gamma mod p", rows=rows, cols=dim)
     data = ModularData(net, X)
     stage("ranks mod p", rows=rows, cols=dim)
+    # a hidden neuron inactive on every sample has a zero bias column (Prop. 10: d f / d b_l[v] = 0), so
+    # rank Gamma < dim is known and a tall Gamma's row-sample shortcut to full column rank is skipped
+    short = len(X) > 0 and any(not np.asarray(a, dtype=bool).any(axis=0).all() for a in pattern[:net.L - 1])
     # wide Gamma (e.g. a first layer on images): a Khatri-Rao column sketch first, Gamma never built
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
                                 rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim), uniform=True,
+                                short=short,
                                 sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
         from exactident.ranks.montecarlo import monte_carlo_ranks
