@@ -131,6 +131,8 @@ def close_within(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Seque
     cannot see the bits of the missing kernel vectors, and Dixon's steps grow with them (random-16x4-1: 211
     steps, 4,200-bit solutions, 12 s where the model said 0.4 s); the lifting is capped at
     :func:`lifting_steps` for ``seconds`` instead, a count, so the outcome does not depend on the machine.
+    The caller prices the lifting first (:func:`lifting_estimate`) and does not call this when it cannot end
+    within ``seconds``.
 
     Returns
     -------
@@ -415,7 +417,8 @@ def interval_why(interval: tuple[int, int], exact_estimate: Mapping[str, float] 
 
     ``{"why": "exact-rank-costly", "missing_vectors", "exact_seconds", "verdict_seconds"}`` when the cost
     model (:func:`exactident.ranks.estimate.exact_rank_is_cheap`) priced the exact rank above the verdict's
-    rank stage (and above :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), with its two estimates (CPU
+    rank stage (and above :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), or :func:`lifting_estimate`
+    priced the Dixon lifting above the budget before it started, with its two estimates (CPU
     seconds, 3 significant digits: models of the sizes, not clocks); ``{"why": "lifting-capped", ...,
     "budget_seconds"}`` when the model said cheap but the kernel vectors' lifting did not end within that
     budget (:func:`close_within`); ``{"why": "verdict-first", "missing_vectors"}`` when the interval was asked
