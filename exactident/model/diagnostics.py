@@ -106,7 +106,7 @@ def neuron_activity(state: ActivationState) -> list[NeuronActivity]:
     for l, Z in enumerate(state.Z[:-1], start=1):
         # the signs in one pass over the entries: a numerator's (denominators are positive), compared as fmpz
         nums = [z.p for z in Z.entries()]
-        signs = np.array([(p > 0) - (p < 0) for p in nums], dtype=np.int8).reshape(Z.nrows(), -1)
+        signs = np.array([(p > 0) - (p < 0) for p in nums], dtype=np.int8).reshape(Z.nrows(), Z.ncols())
         for v in range(Z.ncols()):
             pos, zero = int((signs[:, v] > 0).sum()), int((signs[:, v] == 0).sum())
             out.append(NeuronActivity(l, v, pos, zero, Z.nrows() - pos - zero))
