@@ -362,7 +362,7 @@ class GammaRowSupport:
 
         Row ``(i, k)`` of ``Gamma K_c`` is ``sum_l sum_v D_l[(i, k), v] (sum_j h_{l-1}(x_i)[j] K_c[W_l[v, j]] +
         K_c[b_l[v]])`` (Prop. 10), computed in integers from the exact forward pass of the case
-        (:meth:`_backprop_int`) and scaled by one positive integer.  For the columns whose bound on
+        (``_backprop_int``) and scaled by one positive integer.  For the columns whose bound on
         ``|Gamma K_c|`` needs more primes than the verifier's cap, or whose row support is small.
         """
         if not any(cols):
