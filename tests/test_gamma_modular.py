@@ -424,3 +424,31 @@ def test_wide_gamma_with_a_narrow_last_hidden_layer_gets_a_left_kernel_certifica
     bad = copy.deepcopy(res.certificate)
     bad["rank_gamma"]["upper"]["bound"] = r - 1
     assert verify_rank_certificate(case, bad) != []
+
+
+def test_integer_forward_remembers_by_value_not_by_identity():
+    """``integer_forward`` keeps its last results, keyed by the values: a sample or a weight changed in place
+    gives the new pass.  Right values: ``z_1 = W x + b`` by hand, in Fractions."""
+    from fractions import Fraction
+
+    from exactident.model.integer_forward import integer_forward
+    from exactident.model.network import Network
+
+    net = Network((2, 2, 1), [flint.fmpq_mat([[1, 2], [3, -1]]), flint.fmpq_mat([[1, 1]])],
+                  [[flint.fmpq(1, 2), flint.fmpq(0)], [flint.fmpq(0)]])
+    X = [[flint.fmpq(1), flint.fmpq(1, 3)], [flint.fmpq(-2), flint.fmpq(5)]]
+
+    def z1(fw) -> list[Fraction]:
+        return [Fraction(int(v.p), int(v.q)) for v in fw.Z()[0].entries()]
+
+    def by_hand(W, b, X) -> list[Fraction]:
+        return [sum(Fraction(W[v][j]) * x[j] for j in range(2)) + b[v] for x in X for v in range(2)]
+
+    Xf = [[Fraction(1), Fraction(1, 3)], [Fraction(-2), Fraction(5)]]
+    assert z1(integer_forward(net, X)) == by_hand([[1, 2], [3, -1]], [Fraction(1, 2), 0], Xf)
+    assert z1(integer_forward(net, X)) == by_hand([[1, 2], [3, -1]], [Fraction(1, 2), 0], Xf)  # remembered
+    X[1][0] = flint.fmpq(7)  # in place: the same list object, new values
+    Xf[1][0] = Fraction(7)
+    assert z1(integer_forward(net, X)) == by_hand([[1, 2], [3, -1]], [Fraction(1, 2), 0], Xf)
+    net.W[0][0, 1] = flint.fmpq(-4)  # a weight changed in place
+    assert z1(integer_forward(net, X)) == by_hand([[1, -4], [3, -1]], [Fraction(1, 2), 0], Xf)

@@ -337,3 +337,37 @@ def test_default_closes_by_capped_lifting_or_keeps_the_interval(steps, monkeypat
     assert lo <= true_rank <= hi < net.dim and lo < hi
     why = intervals.interval_why((lo, hi), res.exact_estimate)
     assert why["why"] == "lifting-capped" and why["missing_vectors"] == hi - lo and why["budget_seconds"] >= 2.0
+
+
+def test_default_prices_the_lifting_by_the_solution_bits_and_does_not_start_it(monkeypatch):
+    """Issue 31: the lifting is priced before it starts (``lifting_seconds``: the solution's bits per pivot
+    row over the bits of a step, times the step's cost); when that exceeds the budget the capped lifting
+    (``close_within``) is not started and the interval says ``exact-rank-costly`` with the lifting's
+    estimate.  Right value: the rank of Gamma by Fraction elimination lies in the interval."""
+    from exactident.ranks import intervals
+
+    net, X, st, fixed = _case(0, widths=(3, 6, 6, 1), n=120)
+    true_rank = _fraction_rank(gamma_exact(net, X, st.Z, st.pattern, fixed))
+    monkeypatch.setattr(certify_mod, "semi_local_kernel", lambda *a: [])
+    monkeypatch.setattr(certify_mod, "active_block_bound", lambda net, *a: net.dim)  # the kernel path only
+    monkeypatch.setattr(intervals, "DIXON_FIRST_ENTRIES", 0)
+    monkeypatch.setattr(intervals, "SOLUTION_BITS_PER_PIVOT", 1e9)  # a solution no budget can lift
+    calls = []
+    monkeypatch.setattr(intervals, "close_within", lambda *a, **k: calls.append(1))  # the capped lifting
+    res = certify_mod.certify_ranks(net, X, st.pattern, fixed, rng=random.Random(0), allow_rank_a_lower=True,
+                                    exact_ranks=False)
+    lo, hi = res.rank_gamma_interval
+    assert lo <= true_rank <= hi < net.dim and lo < hi and not calls
+    why = intervals.interval_why((lo, hi), res.exact_estimate)
+    assert why["why"] == "exact-rank-costly" and why["exact_seconds"] > 2.0 and "budget_seconds" not in why
+
+
+def test_lifting_seconds_grows_with_the_block_and_the_right_hand_sides():
+    """The model is monotone: a larger block or more right-hand sides never costs less (steps: the next
+    reconstruction attempt after ``4.5 r / 20`` bits, schedule 1, 2, 3, 4, 6, 9, ... of ``dixon_solve``)."""
+    from exactident.ranks.intervals import PER_LIFT_STEP, lifting_seconds
+
+    assert lifting_seconds(10, 1) == 3 * PER_LIFT_STEP * 100  # ceil(4.5 * 10 / 20) = 3 steps, an attempt at 3
+    assert lifting_seconds(760, 3) == 211 * PER_LIFT_STEP * 760 ** 2 * 3  # 171 bits-steps: the attempt at 211
+    for r in (5, 50, 500):
+        assert lifting_seconds(r, 2) <= lifting_seconds(r + 1, 2) and lifting_seconds(r, 2) <= lifting_seconds(r, 3)

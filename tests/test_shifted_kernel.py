@@ -498,3 +498,69 @@ def test_tall_lower_bound_refuses_a_wrong_rank_mod_p():
         bad = copy.deepcopy(cert)
         bad["rank_gamma"]["lower"]["rank_mod_p"] = true_p - 1
         assert verify_rank_certificate(case, bad) != []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_column_check_matches_the_oracle(seed):
+    """``GammaRowSupport.exactly_zero`` (integers from the exact forward and backward pass, no prime) says
+    ``Gamma K_c = 0`` exactly when the hand-written oracle's Fraction product is zero: random sparse columns
+    (mostly nonzero products), the structural kernel vectors (zero), and each kernel vector plus a unit vector."""
+    from exactident.model.integer_forward import data_denominator
+    from exactident.verify.rank_kernel import GammaRowSupport
+
+    net, X = _rare_net(seed, rare=2)
+    st = activation_state(net, X)
+    G = _oracle_gamma(net, X)
+    g = GammaRowSupport(net, X, st.pattern, fixed_edges(net), data_denominator(net, X))
+    rng = random.Random(seed)
+    cands = [{rng.randrange(net.dim): flint.fmpq(rng.randint(-5, 5) or 1) for _ in range(3)} for _ in range(15)]
+    for vec in structural_kernel(net, X, st.pattern, fixed_edges(net)):
+        cands.append(vec)
+        moved = dict(vec)
+        c = rng.randrange(net.dim)
+        moved[c] = moved.get(c, flint.fmpq(0)) + 1
+        cands.append(moved)
+    seen = set()
+    for vec in cands:
+        vec = {c: v for c, v in vec.items() if v != 0}
+        if not vec:
+            continue
+        zero = _in_kernel(G, vec)
+        seen.add(zero)
+        assert g.exactly_zero([_int_col(vec)]) == zero
+    assert seen == {True, False}
+
+
+def test_exact_column_check_on_deeper_nets_against_the_exact_gamma():
+    """The same on two- and three-hidden-layer nets (several outputs, fixed edges), against the product with the
+    exact ``Gamma`` over Q (``gamma_exact``): its nullspace vectors are zero, each of them moved off is not."""
+    from exactident.linalg import exact
+    from exactident.model.gamma import gamma_exact
+    from exactident.model.integer_forward import data_denominator, integer_forward
+    from exactident.verify.rank_kernel import GammaRowSupport
+
+    rng = random.Random(3)
+    for widths in [(3, 4, 3, 2), (3, 5, 4, 4, 1)]:
+        def q() -> flint.fmpq:
+            return flint.fmpq(rng.randint(-9, 9), rng.randint(1, 5))
+        W = [flint.fmpq_mat([[q() for _ in range(widths[l])] for _ in range(widths[l + 1])])
+             for l in range(len(widths) - 1)]
+        b = [[q() for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
+        net = Network(widths, W, b)
+        X = [[q() for _ in range(widths[0])] for _ in range(6)]
+        st = activation_state(net, X)
+        fixed = fixed_edges(net)
+        G = gamma_exact(net, X, integer_forward(net, X).Z(), st.pattern, fixed)
+        K = exact.nullspace(G)
+        g = GammaRowSupport(net, X, st.pattern, fixed, data_denominator(net, X))
+        assert K.ncols() > 0
+        for j in range(K.ncols()):
+            vec = {i: K[i, j] for i in range(K.nrows()) if K[i, j] != 0}
+            assert g.exactly_zero([_int_col(vec)])
+            moved = dict(vec)
+            c = rng.randrange(net.dim)
+            moved[c] = moved.get(c, flint.fmpq(0)) + 1
+            moved = {i: v for i, v in moved.items() if v != 0}
+            column = flint.fmpq_mat([[moved.get(i, flint.fmpq(0))] for i in range(net.dim)])
+            zero = all(v == 0 for v in (G * column).entries())
+            assert g.exactly_zero([_int_col(moved)]) == zero

@@ -285,11 +285,17 @@ def test_huge_entries_kernel_is_checked_by_one_exact_product(monkeypatch):
     case, rep = _report(_huge_dead_neuron())
     assert (rep["verdict"], rep["rank_gamma"], rep["rank_a_lower_bound"]) == ("inconclusive", 7, 8)
     assert rep["certified_by"]["rank_gamma"] == "kernel:semi-local"
-    exact_products = []
-    product = vr._product_is_zero
+    from exactident.verify.rank_kernel import GammaRowSupport
+
+    exact_products, exact_columns = [], []
+    product, columns = vr._product_is_zero, GammaRowSupport.exactly_zero
     monkeypatch.setattr(vr, "_product_is_zero", lambda M, K: exact_products.append(len(K)) or product(M, K))
+    monkeypatch.setattr(GammaRowSupport, "exactly_zero",
+                        lambda self, cols: exact_columns.append(len(cols)) or columns(self, cols))
     assert _verify(case, rep)[0]
-    assert exact_products == [4]  # more than 120 primes would be needed: one exact product instead
+    # more than 120 primes would be needed: Gamma's columns are checked exactly, in integers, column by column
+    # (no exact Gamma over Q is built); a matrix without the column route takes one exact product instead
+    assert exact_columns == [4] and exact_products == []
 
 
 def test_engine_uses_only_kernels_the_verifier_can_check(monkeypatch):

@@ -236,10 +236,17 @@ def canonical_form(net: Network, X: Sequence[Sequence[flint.fmpq]], Z: Sequence[
         sample_class[i] = len(distinct) - 1
     scale, Wn, bn = _normalised(net)
     z_sig = {}
+    reps = [first[c] for c in range(len(distinct))]
     for l in net.hidden_layers():
-        Zl = Z[l - 1].table()
-        for v in range(net.widths[l]):
-            z_sig[(l, v)] = tuple(scale[(l, v)] * Zl[first[c]][v] for c in range(len(distinct)))
+        # scale[(l, v)] * z_l[i, v] on the distinct samples, as one exact FLINT product (Z diag(scale)): the same
+        # rationals as entry by entry, without a Python multiplication per entry
+        N = net.widths[l]
+        D = flint.fmpq_mat(N, N)
+        for v in range(N):
+            D[v, v] = scale[(l, v)]
+        Zl = (Z[l - 1] * D).table()
+        for v in range(N):
+            z_sig[(l, v)] = tuple(Zl[i][v] for i in reps)
     rank = _neuron_ranks(net, Wn, bn, z_sig)
     L = net.L
 

@@ -65,7 +65,7 @@ def dixon_solve(B: flint.fmpz_mat, R: flint.fmpz_mat, B_inv: np.ndarray, p: int,
         modulus *= p
         diff = b - B * flint.fmpz_mat(r, k, [int(v) for v in x.ravel()])
         b = flint.fmpz_mat(r, k, [int(v) // p for v in diff.entries()])  # exact: B x = b mod p
-        if step < next_try:
+        if step < next_try and step < max_steps:  # the last step tries too (a capped lift wastes no steps)
             continue
         next_try = max(step + 1, int(step * 1.5))
         entries = []

@@ -33,7 +33,7 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                         stop_at: int | None = None, blas: bool = False,
                         sketch: Callable[[int, int], np.ndarray] | None = None,
                         shape: tuple[int, int] | None = None,
-                        uniform: bool = False) -> tuple[int, int, np.ndarray | None]:
+                        uniform: bool = False, short: bool = False) -> tuple[int, int, np.ndarray | None]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
     Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
@@ -51,6 +51,10 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     prime is drawn uniformly from the primes of its range (rejection sampling,
     :func:`exactident.linalg.montecarlo.uniform_prime`), so that the rank is also a Monte Carlo
     sample with the bound of :func:`~exactident.linalg.montecarlo.failure_bound`.
+
+    ``short``: the rank is known to be below the column count (e.g. a zero column), so a tall image's
+    random row sample cannot prove full column rank; its rank is then not taken (the rows are still
+    drawn, so the random stream, and every later prime, is the same as without ``short``).
 
     Returns
     -------
@@ -97,6 +101,8 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                 # copy of the sample, no copy by vstack; A is the rank stage's largest array)
                 stack = np.empty((2 * (n + 16), n))
                 r_rows = rank_fn(symmetric_rows(image, rows, p, stack[:n + 16]), p)
+            elif short:  # cannot reach n: the full elimination below decides
+                r_rows = -1
             else:
                 r_rows = rank_fn(image[rows], p)
             if r_rows == n:

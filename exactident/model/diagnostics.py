@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import flint
+import numpy as np
 
 from exactident.linalg.exact import rank
 from exactident.model.activation import ActivationState
@@ -103,11 +104,12 @@ def neuron_activity(state: ActivationState) -> list[NeuronActivity]:
     """
     out = []
     for l, Z in enumerate(state.Z[:-1], start=1):
+        # the signs in one pass over the entries: a numerator's (denominators are positive), compared as fmpz
+        nums = [z.p for z in Z.entries()]
+        signs = np.array([(p > 0) - (p < 0) for p in nums], dtype=np.int8).reshape(Z.nrows(), Z.ncols())
         for v in range(Z.ncols()):
-            col = _column(Z, v)
-            pos = sum(1 for z in col if z > _ZERO)
-            zero = sum(1 for z in col if z == _ZERO)
-            out.append(NeuronActivity(l, v, pos, zero, len(col) - pos - zero))
+            pos, zero = int((signs[:, v] > 0).sum()), int((signs[:, v] == 0).sum())
+            out.append(NeuronActivity(l, v, pos, zero, Z.nrows() - pos - zero))
     return out
 
 

@@ -263,8 +263,8 @@ def gamma_entry_bound(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> int:
     e = 1
     for l in range(L, 0, -1):
         S = lcm(S, e * fw.den[l - 1])
-        # integers: Python ints compare faster than fmpq (a third of this function's time)
-        h_max = flint.fmpq(max((abs(int(v)) for v in fw.H_int[l - 1].entries()), default=0), fw.den[l - 1])
+        entries = fw.H_int[l - 1].entries()  # fmpz compared in C: the largest |entry| is max(max, -min)
+        h_max = flint.fmpq(int(max(max(entries), -min(entries))) if entries else 0, fw.den[l - 1])
         worst = max(worst, D_abs * max(h_max, flint.fmpq(1)))
         D_abs *= colsum[l - 1]
         e *= dW[l - 1]

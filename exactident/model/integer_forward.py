@@ -124,6 +124,30 @@ def integer_forward(net: Network, X: Sequence[Sequence[flint.fmpq]]) -> IntegerF
     """
     n, N0 = len(X), net.widths[0]
     flat = [flint.fmpq(v) for row in X for v in row]
+    if len(flat) > _REMEMBER_ENTRIES:  # a large sample: not kept alive (memory), computed each time
+        return _integer_forward(net, flat, n, N0)
+    key = (tuple(net.widths), flat, [flint.fmpq_mat(W) for W in net.W], [[flint.fmpq(v) for v in b] for b in net.b])
+    for t, (k, fw) in enumerate(_LAST):
+        if k == key:  # the same network and sample by value (compared, not trusted by identity)
+            _LAST.insert(0, _LAST.pop(t))
+            return IntegerForward(list(fw.Z_int), list(fw.H_int), list(fw.den))
+    fw = _integer_forward(net, flat, n, N0)
+    _LAST.insert(0, (key, fw))
+    del _LAST[_REMEMBERED:]
+    return IntegerForward(list(fw.Z_int), list(fw.H_int), list(fw.den))
+
+
+#: The last ``(key, result)`` pairs of :func:`integer_forward`, most recent first: one case's stages (activation
+#: state, entry bounds, semi-local and shifted kernels, structural search) ask for the same forward pass up to
+#: six times, between passes on subsets of the sample.
+_LAST: list = []
+_REMEMBERED = 4
+#: Samples of more entries than this are not remembered (the key and the result would stay in memory).
+_REMEMBER_ENTRIES = 200_000
+
+
+def _integer_forward(net: Network, flat: list[flint.fmpq], n: int, N0: int) -> IntegerForward:
+    """:func:`integer_forward` on the flattened sample (uncached)."""
     s = common_denominator(flat)
     H = flint.fmpz_mat(n, N0, scaled_rows(flat, s))
     H_int, Z_int, den = [H], [], [s]

@@ -171,7 +171,9 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
         image = alpha_mod_p(sub, X_res[rows], p)
     else:
         Xsub = [X[i] for i in rows]
-        image = gram_mod_p(sub, Xsub, p, avoid, None, Scaled([v for row in Xsub for v in row], (len(rows), widths[0])))
+        Xs_sub = Xs if len(rows) == n and list(rows) == list(range(n)) else \
+            Scaled([v for row in Xsub for v in row], (len(rows), widths[0]))  # every row: the same scaling
+        image = gram_mod_p(sub, Xsub, p, avoid, None, Xs_sub)
     r_low = -1
     m_img, n_img = image.shape
     if explicit and n_img > m_img + m_img // 8 + 16 and len(rows) == n:
@@ -292,8 +294,11 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     *interval* form (``shape``, ``lower``, ``upper``; no ``rank``).  Unless ``verdict_first``, the
     interval is kept only when the exact rank would cost much more than the verdict
     (:func:`exactident.ranks.estimate.exact_rank_is_cheap`, a model of the sizes: ``dim - rank_p`` kernel
-    vectors over Q against the rank mod p); a cheap exact rank is certified as with ``exact_ranks``,
-    and an interval carries the estimate (``exact_estimate``).
+    vectors over Q against the rank mod p), and the Dixon lifting of the vectors the structural kernel
+    leaves is priced by the bits of its solution (:func:`exactident.ranks.intervals.lifting_estimate`, not
+    started above the budget); a cheap exact rank is certified as with ``exact_ranks``, and an interval
+    carries the estimate (``exact_estimate``).  Beside an interval at most 1 % of ``dim`` wide no Monte
+    Carlo value is drawn.
 
     With ``certify="none"`` (Monte Carlo) no upper bound is proved: the ranks are
     ranks mod random primes and ``certificate`` is ``{"certified": False,
@@ -327,9 +332,13 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     stage("Gamma mod p", rows=rows, cols=dim)
     data = ModularData(net, X)
     stage("ranks mod p", rows=rows, cols=dim)
+    # a hidden neuron inactive on every sample has a zero bias column (Prop. 10: d f / d b_l[v] = 0), so
+    # rank Gamma < dim is known and a tall Gamma's row-sample shortcut to full column rank is skipped
+    short = len(X) > 0 and any(not np.asarray(a, dtype=bool).any(axis=0).all() for a in pattern[:net.L - 1])
     # wide Gamma (e.g. a first layer on images): a Khatri-Rao column sketch first, Gamma never built
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
                                 rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim), uniform=True,
+                                short=short,
                                 sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
         from exactident.ranks.montecarlo import monte_carlo_ranks
@@ -373,9 +382,12 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         if not verdict_first and not closed:  # the model prices all dim - lo vectors (those left are the hard ones:
             # Dixon, thousands of bits); cheap: exact, if a lifting capped at the budget ends (steps grow with bits)
             from exactident.ranks.estimate import EXACT_FREE_SECONDS, exact_rank_is_cheap
-            from exactident.ranks.intervals import close_within
+            from exactident.ranks.intervals import close_within, lifting_estimate
             cheap, t_exact, t_verdict = exact_rank_is_cheap(rows, dim, lower[0])
             estimate = {"seconds": t_exact, "verdict_seconds": t_verdict, "budget": max(EXACT_FREE_SECONDS, t_verdict)}
+            t_lift = lifting_estimate(net, X, lower, len(struct())) if cheap else None
+            if t_lift is not None and t_lift > estimate["budget"]:  # the lifting would not end within the budget:
+                cheap, estimate["seconds"] = False, max(t_exact, t_lift)  # not started (the solution's bits, priced)
             tried, up = close_within(net, X, pattern, fixed, lower, estimate["budget"], avoid=avoid, data=data, rng=rng,
                                      semi_local=struct, source=struct_source) if cheap else (False, None)
             closed, exact_ranks = up is not None, cheap and (up is not None or not tried)
@@ -466,9 +478,12 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, kerne
     part: dict[str, Any] = {"shape": [len(X) * net.widths[-1], net.dim], "lower": {"prime": p, "rank_mod_p": r}}
     if up["bound"] == r:  # the cheap vectors close the gap: the exact rank, as certified_rank gives it
         return RankResult(r, None, {"rank": r, **part, "upper": up})
-    mc = monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
-                           entry_bound=entry_bound, lower_uniform=True)
-    # mc None: reaching the Monte Carlo target would cost more than the verdict, so no value is given
+    # no Monte Carlo value when the certified interval is already within 1 % of dim (it would cost more ranks
+    # mod p than the verdict's own for a value the interval nearly fixes); else None when reaching the Monte
+    # Carlo target would cost more than the verdict
+    mc = None if 100 * (up["bound"] - r) <= net.dim else \
+        monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
+                          entry_bound=entry_bound, lower_uniform=True)
     return RankResult(mc["rank_gamma"] if mc else r, None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
                       montecarlo=mc)
 

@@ -14,6 +14,7 @@ Called by :mod:`exactident.ranks.certify`.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -35,8 +36,9 @@ from exactident.model.gamma_modular import ModularData, gamma_entry_bound, gamma
 from exactident.model.network import Network
 
 __all__ = ["CHECK_BLOCK", "DIXON_FIRST_ENTRIES", "MAX_DIXON_VECTORS", "MAX_EXACT_DIXON_VECTORS",
-           "MONTE_CARLO_TARGET", "PER_LIFT_STEP", "close_within", "dixon_kernel_vectors", "gamma_upper_bound",
-           "interval_why", "lifting_steps", "monte_carlo_gamma"]
+           "MONTE_CARLO_TARGET", "PER_LIFT_STEP", "SOLUTION_BITS_PER_PIVOT", "close_within", "dixon_kernel_vectors",
+           "gamma_upper_bound", "interval_why", "lifting_estimate", "lifting_seconds", "lifting_steps",
+           "monte_carlo_gamma"]
 
 
 #: Dixon vectors only for ``Gamma`` above this many entries: below it CRT and FLINT's nullspace are quick
@@ -129,6 +131,8 @@ def close_within(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Seque
     cannot see the bits of the missing kernel vectors, and Dixon's steps grow with them (random-16x4-1: 211
     steps, 4,200-bit solutions, 12 s where the model said 0.4 s); the lifting is capped at
     :func:`lifting_steps` for ``seconds`` instead, a count, so the outcome does not depend on the machine.
+    The caller prices the lifting first (:func:`lifting_estimate`) and does not call this when it cannot end
+    within ``seconds``.
 
     Returns
     -------
@@ -322,6 +326,52 @@ def lifting_steps(seconds: float, r: int, k: int) -> int:
     return max(1, int(seconds / (PER_LIFT_STEP * max(r, 1) ** 2 * max(k, 1))))
 
 
+#: Bits of a lifted kernel vector (numerators and denominators together) per row of the ``r x r`` pivot block,
+#: the size Dixon's steps must reach before rational reconstruction can succeed.  Measured on the deep random
+#: nets of ``benchmarks/train_deficient.py``, one BLAS thread, 2026-12-07: random-16x4-1, ``r = 923``, 4,200 bits
+#: (4.55 per row); random-16x3-1-s80717 (a dead neuron), ``r = 760``, 3,752 bits (4.94 per row).  Hadamard's
+#: bound is no guide: 325,000 bits on the latter block.  A model, not a bound: a structured kernel vector can
+#: be much smaller (the semi-local and shifted kernels find those first).
+SOLUTION_BITS_PER_PIVOT = 4.5
+
+
+def lifting_seconds(r: int, k: int, prime_bits: float = 20.0) -> float:
+    """Model CPU seconds for Dixon's lifting to *end* on an ``r x r`` block with ``k`` right-hand sides.
+
+    The steps are those that reach :data:`SOLUTION_BITS_PER_PIVOT` ``* r`` bits (``prime_bits`` per step), rounded
+    up to the next rational reconstruction attempt of :func:`exactident.linalg.dixon.dixon_solve` (after 1, 2,
+    3, 4, 6, 9, ... steps), each costing :data:`PER_LIFT_STEP` ``r^2 k``.
+
+    Examples
+    --------
+    >>> round(lifting_seconds(760, 3), 2)  # random-16x3-1-s80717: 211 steps (2.8 s CPU measured)
+    2.38
+    """
+    need = math.ceil(SOLUTION_BITS_PER_PIVOT * max(r, 1) / prime_bits)
+    step, at = 1, 1
+    while at < need:
+        step += 1
+        at = max(at + 1, int(at * 1.5))
+    return at * PER_LIFT_STEP * max(r, 1) ** 2 * max(k, 1)
+
+
+def lifting_estimate(net: Network, X: Sequence[Sequence[flint.fmpq]], lower: tuple[int, int, np.ndarray | None],
+                     known: int) -> float | None:
+    """:func:`lifting_seconds` of the kernel vectors :func:`close_within` would lift, or None (it lifts none).
+
+    ``known`` is the number of structural kernel vectors already certified.  None when ``Gamma`` has at most
+    :data:`DIXON_FIRST_ENTRIES` entries, when no vector is missing, or when more than
+    :data:`MAX_EXACT_DIXON_VECTORS` are (then :func:`close_within` leaves the exact rank to the exact path).
+    The block is about ``rank_p x rank_p`` and the right-hand sides those of :func:`gamma_upper_bound`
+    (the missing vectors and two spare ones).
+    """
+    dim, rows = net.dim, len(X) * net.widths[-1]
+    missing = dim - lower[0] - known
+    if rows * dim <= DIXON_FIRST_ENTRIES or missing <= 0 or missing > MAX_EXACT_DIXON_VECTORS:
+        return None
+    return lifting_seconds(lower[0], missing + 2)
+
+
 def _new_directions(free: list[int], known: Sequence[dict[int, flint.fmpq]], p: int) -> list[int]:
     """The free columns outside the pivots of the known vectors' free coordinates (mod p), first."""
     from exactident.linalg.blas_modp import pivots_blas
@@ -367,7 +417,8 @@ def interval_why(interval: tuple[int, int], exact_estimate: Mapping[str, float] 
 
     ``{"why": "exact-rank-costly", "missing_vectors", "exact_seconds", "verdict_seconds"}`` when the cost
     model (:func:`exactident.ranks.estimate.exact_rank_is_cheap`) priced the exact rank above the verdict's
-    rank stage (and above :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), with its two estimates (CPU
+    rank stage (and above :data:`~exactident.ranks.estimate.EXACT_FREE_SECONDS`), or :func:`lifting_estimate`
+    priced the Dixon lifting above the budget before it started, with its two estimates (CPU
     seconds, 3 significant digits: models of the sizes, not clocks); ``{"why": "lifting-capped", ...,
     "budget_seconds"}`` when the model said cheap but the kernel vectors' lifting did not end within that
     budget (:func:`close_within`); ``{"why": "verdict-first", "missing_vectors"}`` when the interval was asked

@@ -125,7 +125,8 @@ class _Matrix:
     lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
     lower_image: Callable[[dict, int, str], np.ndarray] | None = None  # what the lower bound is a rank of
     sketch: Callable[[int, int, int], np.ndarray] | None = None  # (p, k, seed) -> M S mod p, M never built
-    columns: Callable[[int, list], bool] | None = None  # (q, sparse int columns) -> M K = 0 mod q
+    # (q, sparse int columns) -> M K = 0 mod q, with .support(col) and .exactly_zero(cols): GammaRowSupport
+    columns: Any = None
 
 
 def _int(obj: Any, key: str, where: str) -> int:
@@ -296,10 +297,20 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
         primes = random_primes(1 if exact_check else count, m.avoid, random.Random(0))
     if not has_full_column_rank(K_int, n, primes[0]):
         raise _Reject(f"{what}.upper.kernel: the kernel basis is not of full column rank {len(K)}")
-    if m.columns is not None and not exact_check and "primes" not in up:  # each column its own count, its support
-        from exactident.verify.rank_kernel import zero_by_columns
+    if m.columns is not None and "primes" not in up:
+        # each column on its row support: exactly in integers when its bound needs more primes than the cap or its
+        # support is at most EXACT_SUPPORT_SAMPLES samples (one integer block of Gamma costs less than its primes),
+        # else mod its own count of primes
+        from exactident.verify.rank_kernel import EXACT_SUPPORT_SAMPLES, zero_by_columns
 
-        zero = zero_by_columns(m.columns, K_int, primes, n * entry_bound)
+        counts = [(n * entry_bound * max((abs(v) for v in col.values()), default=0)).bit_length() // 30 + 1
+                  for col in K_int]
+        exact = [k > MAX_VERIFY_PRIMES or int(m.columns.support(col).sum()) <= EXACT_SUPPORT_SAMPLES
+                 for col, k in zip(K_int, counts)]
+        count = max((k for k, e in zip(counts, exact) if not e), default=1)
+        zero = m.columns.exactly_zero([col for col, e in zip(K_int, exact) if e]) and \
+            zero_by_columns(m.columns, [col for col, e in zip(K_int, exact) if not e],
+                            random_primes(count, m.avoid, random.Random(0)), n * entry_bound)
     else:
         zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:

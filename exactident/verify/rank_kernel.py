@@ -17,12 +17,13 @@ import numpy as np
 from exactident.errors import CaseFormatError, ExactIdentError
 from exactident.model.fixed_edges import fixed_edges
 from exactident.model.gamma_modular import ModularData, gamma_mod_p, gamma_sketch_mod_p
+from exactident.model.integer_forward import common_denominator as common_denominator_of
 from exactident.model.integer_forward import data_denominator
 from exactident.verify.arith import BadField, unknown_fields
 from exactident.verify.rank_rules import own_ranks_reach
 
-__all__ = ["OWN_SKETCH_SEED", "GammaRowSupport", "closed_by", "gamma_columns_mod_p", "gamma_product_is_zero",
-           "own_rank_reaches", "tall_claim_holds", "tall_lower", "zero_by_columns"]
+__all__ = ["EXACT_SUPPORT_SAMPLES", "OWN_SKETCH_SEED", "GammaRowSupport", "closed_by", "gamma_columns_mod_p",
+           "gamma_product_is_zero", "own_rank_reaches", "tall_claim_holds", "tall_lower", "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -211,6 +212,11 @@ def _plan_is_zero(plan: list, H: list[np.ndarray], D: list[np.ndarray], N_L: int
     return not total.any()
 
 
+#: A kernel column whose row support has at most this many samples is checked exactly in integers
+#: (:meth:`GammaRowSupport.exactly_zero`, one block of ``Gamma``), not mod its primes (up to 120 backpropagations).
+EXACT_SUPPORT_SAMPLES = 64
+
+
 class GammaRowSupport:
     """``Gamma K_c = 0 mod q`` checked on the samples where ``Gamma K_c`` can be nonzero, found exactly.
 
@@ -250,6 +256,7 @@ class GammaRowSupport:
         self._subcases: dict[bytes, tuple[np.ndarray, Any, list, list]] = {}
         self._full: list = []
         self._plan_of: dict[int, tuple[dict, list]] = {}
+        self._bp: Any = None
 
     def _forward(self):
         if self._fw is None:
@@ -319,6 +326,75 @@ class GammaRowSupport:
             S |= active & moved
         self._support[id(col)] = (col, S.tobytes())
         return S
+
+    def _backprop_int(self) -> tuple[list[np.ndarray], list[int], list[np.ndarray], list[int]]:
+        """Exact integers ``D_l = Dint_l / e_l`` (rows ``(i, k)``) and ``h_{l-1} = Hint_{l-1} / s_{l-1}``, ``l = 1..L``.
+
+        ``h_{l-1}`` is ``z_{l-1}`` where the pattern is on and 0 elsewhere (as ``Gamma`` reads it), ``D_L`` the
+        identity on each sample's ``N_L`` rows and ``D_l = (D_{l+1} W_{l+1}) * pattern_l`` (Prop. 10).
+        """
+        if self._bp is None:
+            net, n, L = self.net, self.n, self.net.L
+            N_L = net.widths[-1]
+            fw = self._forward()
+            H = [np.array([int(v) for v in fw.H_int[0].entries()] or [0], dtype=object)[:n * net.widths[0]]
+                 .reshape(n, net.widths[0])]
+            s = [int(fw.den[0])]
+            for l in range(1, L):
+                Z = np.array([int(v) for v in fw.Z_int[l - 1].entries()] or [0], dtype=object)[:n * net.widths[l]]
+                H.append(np.where(self.pattern[l - 1], Z.reshape(n, net.widths[l]), 0).astype(object))
+                s.append(int(fw.den[l]))
+            D: list[np.ndarray] = [np.zeros(0)] * L
+            e: list[int] = [1] * L
+            D[L - 1] = np.tile(np.eye(N_L, dtype=np.int64), (n, 1)).astype(object)
+            for l in range(L - 1, 0, -1):  # D_l from D_{l+1}: W_{l+1} = Wint / dW
+                W = net.W[l]
+                dW = common_denominator_of(W.entries())
+                Wint = np.array([int(v.p) * (dW // int(v.q)) for v in W.entries()], dtype=object)
+                mask = np.repeat(self.pattern[l - 1], N_L, axis=0)
+                D[l - 1] = np.where(mask, D[l].dot(Wint.reshape(W.nrows(), W.ncols())), 0).astype(object)
+                e[l - 1] = e[l] * dW
+            self._bp = (D, e, H, s)
+        return self._bp
+
+    def exactly_zero(self, cols: list[dict[int, int]]) -> bool:
+        """``Gamma K_c = 0`` exactly over Z for every column, on every row (no support, no prime).
+
+        Row ``(i, k)`` of ``Gamma K_c`` is ``sum_l sum_v D_l[(i, k), v] (sum_j h_{l-1}(x_i)[j] K_c[W_l[v, j]] +
+        K_c[b_l[v]])`` (Prop. 10), computed in integers from the exact forward pass of the case
+        (``_backprop_int``) and scaled by one positive integer.  For the columns whose bound on
+        ``|Gamma K_c|`` needs more primes than the verifier's cap, or whose row support is small.
+        """
+        if not any(cols):
+            return True
+        from math import lcm
+
+        net, n, L = self.net, self.n, self.net.L
+        N_L = net.widths[-1]
+        D, e, H, s = self._backprop_int()
+        M = lcm(*(e[l - 1] * s[l - 1] for l in range(1, L + 1)))
+        for col in cols:
+            total = np.zeros(n * N_L, dtype=object)
+            by_layer: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            for c, v in col.items():
+                if not v:
+                    continue
+                prm = self.params[c]
+                KW, Kb = by_layer.setdefault(prm.l, (np.zeros((net.widths[prm.l], net.widths[prm.l - 1]), dtype=object),
+                                                     np.zeros(net.widths[prm.l], dtype=object)))
+                if prm.j is None:
+                    Kb[prm.i] += int(v)
+                else:
+                    KW[prm.i, prm.j] += int(v)
+            for l, (KW, Kb) in by_layer.items():
+                vs = np.flatnonzero((KW != 0).any(axis=1) | (Kb != 0))  # the neurons K_c touches (object products
+                js = np.flatnonzero((KW != 0).any(axis=0))              # of big integers: only those entries)
+                U = H[l - 1][:, js].dot(KW[np.ix_(vs, js)].T) + s[l - 1] * Kb[vs][None, :]  # s_{l-1} u_v(x_i)
+                total = total + (M // (e[l - 1] * s[l - 1])) * \
+                    (D[l - 1][:, vs] * np.repeat(U, N_L, axis=0)).sum(axis=1)
+            if (total != 0).any():
+                return False
+        return True
 
     def __call__(self, q: int, cols: list[dict[int, int]]) -> bool:
         """``Gamma K_c = 0 mod q`` for every column, each on its row support only."""
