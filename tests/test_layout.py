@@ -124,7 +124,7 @@ def test_check_loads_only_what_it_uses(options):
     unused = ("sympy", "networkx", "torch", "scipy", "pandas", "sklearn", "onnx", "matplotlib", "keras", "jax",
               "h5py", "safetensors", "rich", "tqdm", "exactident.explain",
               "exactident.symmetry", "exactident.suites", "exactident.crosscheck", "exactident.boundary",
-              "exactident.model.compile",  # the layer-graph compiler: not for an MLP
+              "exactident.model.compile", "exactident.model.architecture",  # layer graphs: not for an MLP
               "exactident.numeric.torch_backend", "exactident.verify")
     assert sorted(m for m in loaded if any(m == u or m.startswith(u + ".") for u in unused)) == []
     # a case file is read by exactident.io.case: no importer of model or sample files is loaded (the package

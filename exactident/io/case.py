@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flint
 
@@ -35,8 +35,10 @@ from exactident.io.case_parts import (
 )
 from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits
 from exactident.io.rationals import describe_json_value, format_fmpq, parse_row
-from exactident.model.architecture import Architecture
 from exactident.model.network import Network
+
+if TYPE_CHECKING:  # a format-2 case's layer graph: loaded by exactident.io.case_parts when one is read
+    from exactident.model.architecture import Architecture
 
 __all__ = [
     "CASE_FORMAT",
