@@ -17,10 +17,9 @@ import argparse
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from exactident.errors import CaseFormatError, OutputError
-from exactident.io.case import load_case
+from exactident.io.case import Case, load_case
 from exactident.io.importers.formats import (
     ASSUME_OPTION,
     DEFAULT_MAX_BYTES,
@@ -28,10 +27,7 @@ from exactident.io.importers.formats import (
     PICKLE_EXTENSIONS,
     SAMPLE_ONLY_EXTENSIONS,
 )
-
-if TYPE_CHECKING:
-    from exactident.io.case import Case
-    from exactident.io.limits import ReadLimits
+from exactident.io.limits import ReadLimits
 
 # The importers (exactident.io.importers.load, .sample) are imported by the functions that read a model
 # or a sample file: ``check CASE.json`` loads none of them (docs/performance.md, "start-up").

@@ -245,7 +245,7 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     sample_rows : slice, optional
         Keep only these rows of the sample.
     fmt : str, optional
-        Force a format (:data:`FORMATS`) instead of detecting it.
+        Force a format (:data:`~exactident.io.importers.formats.FORMATS`) instead of detecting it.
     name : str, optional
         Case name (default: the file's stem).
     max_bytes : int, optional

@@ -5,7 +5,7 @@ network's graph: exactident reads them as a ``Linear -> ReLU -> ... -> Linear``
 chain (:data:`ASSUMED`).  That chain is a guess (a leaky-ReLU or residual MLP
 saves the same tensors), and no verdict is given on a guess: without a
 reference the import is refused (:func:`refuse_guess`) unless the user states
-the architecture (:data:`ASSUME_OPTION`, ``assume_relu_mlp=True`` in Python);
+the architecture (:data:`~exactident.io.importers.formats.ASSUME_OPTION`, ``assume_relu_mlp=True`` in Python);
 the case's ``provenance["architecture"]`` then records it as the user's
 assumption.  With a
 reference (``--reference model.onnx`` run by ``onnx.reference``, an
