@@ -79,12 +79,18 @@ def _known_expected_fields(path: str, expected: dict) -> None:
 
 
 class _LazySubParsers(argparse._SubParsersAction):
-    # A subcommand's options (and the modules defining them) are added only when that subcommand is
-    # parsed: ``exactident check`` imports nothing of ``explain``, ``suite`` or ``symmetry``, and
-    # ``exactident -h`` lists every subcommand from its help line alone.
+    # A subcommand's parser and options (and the modules defining them) are made only when that subcommand
+    # is parsed: ``exactident check`` imports nothing of ``explain``, ``suite`` or ``symmetry`` and builds
+    # one subparser, not fifteen; ``exactident -h`` lists every subcommand from its help line alone.
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fillers: dict[str, tuple[argparse.ArgumentParser, str]] = {}
+        self.fillers: dict[str, str] = {}
+
+    def add_lazy(self, name: str, help_line: str, where: str) -> None:
+        """Register subcommand ``name`` (its help line now, its parser by :func:`_fill_subparser`)."""
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), help_line))
+        self._name_parser_map[name] = None  # a valid choice; the parser is made when it is chosen
+        self.fillers[name] = where
 
     def __call__(self, parser, namespace, values, option_string=None):
         _fill_subparser(self, values[0])
@@ -92,11 +98,13 @@ class _LazySubParsers(argparse._SubParsersAction):
 
 
 def _fill_subparser(sub: argparse._SubParsersAction, name: str) -> None:
-    """Add the options of subcommand ``name`` to its parser (once), importing the module that defines them."""
+    """Make subcommand ``name``'s parser with its options (once), importing the module that defines them."""
     fillers = getattr(sub, "fillers", {})
     if name not in fillers:  # an unknown name: argparse reports it
         return
-    subparser, where = fillers.pop(name)
+    where = fillers.pop(name)
+    subparser = sub._parser_class(prog=f"{sub._prog_prefix} {name}")  # as add_parser names it
+    sub._name_parser_map[name] = subparser
     module, _, function = where.partition(":")
     getattr(importlib.import_module(module), function)(subparser)
 
@@ -149,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     assert isinstance(sub, _LazySubParsers)
     for name, help_line, where in _SUBCOMMANDS:
-        sub.fillers[name] = (sub.add_parser(name, help=help_line), where)
+        sub.add_lazy(name, help_line, where)
     return parser
 
 

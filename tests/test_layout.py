@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 import exactident
 
@@ -113,16 +114,24 @@ def test_public_names_load_on_first_use():
     assert "exactident.io.importers" in loaded and "sklearn" not in loaded  # from_sklearn: the importer, lazily
 
 
-def test_check_loads_only_what_it_uses():
+@pytest.mark.parametrize("options", [["--no-numeric"], []], ids=["exact only", "with the float cross-check"])
+def test_check_loads_only_what_it_uses(options):
     # a tie-free case: no boundary analysis, no explain/suites/symmetry/crosscheck, no optional library
     code = ("import contextlib, io\nfrom exactident.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    assert main(['check', '--no-numeric', 'cases/diabetes-mlp-10-8-1.json']) == 0")
+            f"    assert main(['check', *{options!r}, 'cases/diabetes-mlp-10-8-1.json']) == 0")
     loaded = _loaded_after(code)
-    unused = ("sympy", "networkx", "torch", "scipy", "pandas", "sklearn", "onnx", "matplotlib", "exactident.explain",
+    unused = ("sympy", "networkx", "torch", "scipy", "pandas", "sklearn", "onnx", "matplotlib", "keras", "jax",
+              "h5py", "safetensors", "rich", "tqdm", "exactident.explain",
               "exactident.symmetry", "exactident.suites", "exactident.crosscheck", "exactident.boundary",
-              "exactident.model.compile")  # the layer-graph compiler: not for an MLP
+              "exactident.model.compile", "exactident.model.architecture",  # layer graphs: not for an MLP
+              "exactident.numeric.torch_backend", "exactident.verify")
     assert sorted(m for m in loaded if any(m == u or m.startswith(u + ".") for u in unused)) == []
+    # a case file is read by exactident.io.case: no importer of model or sample files is loaded (the package
+    # itself is, for the model options of ``check`` and the names of model formats: command, formats)
+    importers = sorted(m for m in loaded if m.startswith("exactident.io.importers."))
+    assert importers == ["exactident.io.importers.command", "exactident.io.importers.formats"]
+    assert {"zipfile", "csv"}.isdisjoint(loaded)  # what the importers read files with
 
 
 def test_help_lists_subcommands_without_importing_them():

@@ -7,6 +7,7 @@ decimal/fraction each string spells (written by hand).
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 from fractions import Fraction
 
@@ -146,3 +147,51 @@ def test_parse_number_errors_name_file_and_field(value, match):
 def test_format_fmpq_is_canonical(q, text):
     assert format_fmpq(q) == text
     assert parse(text) == to_fmpq(q)
+
+
+# --------------------------------------------------------------------------- parse_row: parse_number, faster
+
+_ROW_ENTRIES = ["3/4", "-6/4", "+3/9", "0/5", "-0/7", "7", "-7", "+7", "007", "0", "-0", "1/0", "-1/00", "1/",
+                "/3", "/", "", "+", "-", "+-5", "--5", "5/-3", "5/+3", "1//2", "1/2/3", " 1/2", "1/2 ", " 7",
+                "\u0663/4", "\uff13", "\u00b2", "1_000", "1_0/3", "1.5", "1e3", "NaN", "12345678901234567",
+                "123456789012345678", "1234567890123456789", "-123456789012345678", "0" * 30 + "1",
+                "3605131911341389/4503599627370496", "9" * 40 + "/" + "7" * 40, "9" * 41 + "/3", "1/" + "3" * 90,
+                0, -12, 10**30, True, None, 1.5, Decimal("0.25"), Decimal("-1e-3"), [1], {"a": 1}]
+
+
+def _one_by_one(values, where, budget):
+    out = []
+    for j, v in enumerate(values):
+        out.append(parse_number(v, "a.json", f"{where}[{j}]", budget))
+    return out
+
+
+@pytest.mark.parametrize("per_number, max_digits", [(4000, 10**6), (5, 10**6), (40, 60), (4000, 3)])
+@pytest.mark.parametrize("entry", _ROW_ENTRIES, ids=repr)
+def test_parse_row_is_parse_number_entry_by_entry(entry, per_number, max_digits):
+    # The truth: parse_number on each entry with the same budget (the reference, tested above by hand):
+    # the same values, the same digits charged, the same error naming the same field.
+    from exactident.io.limits import DEFAULT_LIMITS, DigitBudget
+    from exactident.io.rationals import parse_row
+
+    limits = dataclasses.replace(DEFAULT_LIMITS, max_number_digits=per_number, max_digits=max_digits)
+    row = ["1/2", entry, "-3"]
+    results = []
+    for parse in (lambda b: parse_row(row, "a.json", "sample[4]", b), lambda b: _one_by_one(row, "sample[4]", b)):
+        budget = DigitBudget(limits, "a.json")
+        try:
+            results.append(("ok", parse(budget), budget.used))
+        except CaseFormatError as exc:
+            results.append(("error", str(exc), budget.used))
+    assert results[0] == results[1]
+
+
+def test_parse_row_values_by_hand():
+    from exactident.io.limits import DEFAULT_LIMITS, DigitBudget
+    from exactident.io.rationals import parse_row
+
+    budget = DigitBudget(DEFAULT_LIMITS, "a.json")
+    got = parse_row(["-6/4", "+3/9", "007", "3605131911341389/4503599627370496"], "a.json", "b[0]", budget)
+    assert [Fraction(int(q.p), int(q.q)) for q in got] == [Fraction(-3, 2), Fraction(1, 3), Fraction(7),
+                                                           Fraction(3605131911341389, 2**52)]
+    assert budget.used == (1 + 1) + (1 + 1) + 3 + (16 + 16)  # digits as written: sign not counted, zeros counted

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flint
 
@@ -34,9 +34,11 @@ from exactident.io.case_parts import (
     require_case_files,
 )
 from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits
-from exactident.io.rationals import describe_json_value, format_fmpq, parse_number
-from exactident.model.architecture import Architecture
+from exactident.io.rationals import describe_json_value, format_fmpq, parse_row
 from exactident.model.network import Network
+
+if TYPE_CHECKING:  # a format-2 case's layer graph: loaded by exactident.io.case_parts when one is read
+    from exactident.model.architecture import Architecture
 
 __all__ = [
     "CASE_FORMAT",
@@ -285,7 +287,7 @@ def _matrix(value: Any, source: str, where: str, rows: int, cols: int,
     out = []
     for i, row in enumerate(_list(value, source, where, rows, f"a list of {rows} rows")):
         entries = _list(row, source, f"{where}[{i}]", cols, f"a list of {cols} numbers")
-        out.append([parse_number(v, source, f"{where}[{i}][{j}]", budget) for j, v in enumerate(entries)])
+        out.append(parse_row(entries, source, f"{where}[{i}]", budget))
     return out
 
 
@@ -355,11 +357,8 @@ def parse_case(obj: Any, source: str = "<case>", limits: ReadLimits | None = Non
         network = _network(obj, source, budget)
         n_inputs = network.widths[0]
     sample = _list(obj["sample"], source, "sample")
-    X = [
-        [parse_number(v, source, f"sample[{i}][{j}]", budget) for j, v in enumerate(
-            _list(row, source, f"sample[{i}]", n_inputs, f"a list of {n_inputs} numbers"))]
-        for i, row in enumerate(sample)
-    ]
+    X = [parse_row(_list(row, source, f"sample[{i}]", n_inputs, f"a list of {n_inputs} numbers"), source,
+                   f"sample[{i}]", budget) for i, row in enumerate(sample)]
     expected = obj.get("expected")
     if expected is not None and not isinstance(expected, dict):
         raise CaseFormatError(source, "expected", f"expected an object, found {describe_json_value(expected)}")
@@ -389,7 +388,7 @@ def _network(obj: dict[str, Any], source: str, budget: DigitBudget) -> Network:
         rows = _matrix(weights[l - 1], source, f"weights[{l - 1}]", widths[l], widths[l - 1], budget)
         W.append(flint.fmpq_mat(widths[l], widths[l - 1], [v for row in rows for v in row]))
         vec = _list(biases[l - 1], source, f"biases[{l - 1}]", widths[l], f"a list of {widths[l]} numbers")
-        b.append([parse_number(v, source, f"biases[{l - 1}][{i}]", budget) for i, v in enumerate(vec)])
+        b.append(parse_row(vec, source, f"biases[{l - 1}]", budget))
     return Network(tuple(widths), W, b)
 
 

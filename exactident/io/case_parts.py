@@ -16,7 +16,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flint
 import numpy as np
@@ -24,7 +24,9 @@ import numpy as np
 from exactident.errors import CaseFormatError
 from exactident.io.limits import DEFAULT_LIMITS, DigitBudget, ReadLimits, read_text
 from exactident.io.rationals import NonFinite, describe_json_value, format_fmpq, parse_number
-from exactident.model.architecture import OPS, Architecture, Layer, unknown_op_message
+
+if TYPE_CHECKING:  # the layer-graph model is loaded by the functions that read a format-2 case
+    from exactident.model.architecture import Architecture, Layer
 
 __all__ = [
     "CASE_FORMAT_2",
@@ -154,6 +156,8 @@ def _array(value: Any, source: str, where: str, ndim: int, budget: DigitBudget) 
 
 
 def _layer(obj: Any, source: str, where: str, budget: DigitBudget) -> Layer:
+    from exactident.model.architecture import OPS, Layer, unknown_op_message
+
     if not isinstance(obj, dict):
         raise CaseFormatError(source, where, f"expected an object, found {describe_json_value(obj)}")
     for key in _LAYER_KEYS:
@@ -216,6 +220,8 @@ def parse_architecture(obj: dict[str, Any], source: str, budget: DigitBudget) ->
     CaseFormatError
         Naming ``source`` and the JSON path (``layers[2].weight[0][1]``, ``layers[3].stride``).
     """
+    from exactident.model.architecture import Architecture
+
     shape = _ints(obj["input_shape"], source, "input_shape", 1)
     if not 1 <= len(shape) <= 3:
         raise CaseFormatError(source, "input_shape", f"expected 1 to 3 axes ((N,), (C, L), (C, H, W)), "

@@ -50,9 +50,7 @@ from exactident.model.conditions import verdict_from_ranks
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.network import Network
 from exactident.numeric.float_network import numpy_dtype, round_sample
-from exactident.numeric.gamma_free import float_flips, float_verdict_free, free_float_rank
 from exactident.numeric.guard import FloatPipelineError, WarningLog, safe_svdvals
-from exactident.numeric.kinks import near_kinks
 from exactident.numeric.numpy_backend import (
     MAX_ALPHA_ENTRIES,
     FloatOperators,
@@ -322,6 +320,8 @@ def numeric_block(net: Network, X: Sequence[Sequence[flint.fmpq]], fixed: FixedE
             block.update(ops.underflow.as_dict())
             block["agrees"] = False
         if "kinks" in chosen:
+            from exactident.numeric.kinks import near_kinks  # an optional pipeline: loaded when asked for
+
             block["near_kinks"] = near_kinks(ops, state)
     block["compared_with"]["verdict"] = exact_verdict if verdict_reached else None
     if rg_p is None and interval is not None:  # the float rank is held against the certified interval
@@ -389,6 +389,8 @@ def free_numeric_block(net: Any, X: Sequence[Sequence[flint.fmpq]], dim_free: in
         ``compared_with``, ``singular_values_near_cut``, ``pattern_differs``, ``band``,
         ``warnings``, ``pipelines``.
     """
+    from exactident.numeric.gamma_free import float_flips, float_verdict_free, free_float_rank  # layer graphs only
+
     log = WarningLog()
     block: dict[str, Any] = {"status": "ok", "dtype": np.dtype(numpy_dtype(dtype)).name, "dim_free": dim_free}
     compared: dict[str, Any] = {"rank_gamma": exact_rank_gamma, "rank_a": None, "verdict": exact_verdict}

@@ -15,10 +15,17 @@ size limit are refused before anything is allocated.  The optional packages
 (onnx, torch, safetensors, h5py) are imported only by the function that needs them.
 """
 
-from exactident.io.importers.common import DEFAULT_MAX_BYTES
-from exactident.io.importers.load import FORMATS, as_case, detect_format, import_model
-from exactident.io.importers.objects import from_flax, from_sklearn, from_torch
-from exactident.io.importers.sample import load_sample, parse_rows
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from exactident import _lazy_name
+from exactident.io.importers.formats import DEFAULT_MAX_BYTES, FORMATS
+
+if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``)
+    from exactident.io.importers.load import as_case, detect_format, import_model
+    from exactident.io.importers.objects import from_flax, from_sklearn, from_torch
+    from exactident.io.importers.sample import load_sample, parse_rows
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -32,3 +39,19 @@ __all__ = [
     "load_sample",
     "parse_rows",
 ]
+
+# Loaded on first use, so that a submodule (``command``, ``formats``) imports no importer: ``exactident
+# check CASE.json`` loads none of them (nor the zip, hash and CSV modules
+# of the standard library they use).
+_LAZY = {"as_case": "exactident.io.importers.load", "detect_format": "exactident.io.importers.load",
+         "import_model": "exactident.io.importers.load", "from_flax": "exactident.io.importers.objects",
+         "from_sklearn": "exactident.io.importers.objects", "from_torch": "exactident.io.importers.objects",
+         "load_sample": "exactident.io.importers.sample", "parse_rows": "exactident.io.importers.sample"}
+
+
+def __getattr__(name: str) -> Any:
+    return _lazy_name(globals(), _LAZY, __name__, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -19,13 +19,18 @@ import re
 from collections.abc import Sequence
 
 from exactident.errors import CaseFormatError, OutputError
-from exactident.io.atomic import atomic_write_text
-from exactident.io.case import Case, dump_case, load_case, write_case
-from exactident.io.importers.common import DEFAULT_MAX_BYTES
-from exactident.io.importers.load import FORMATS, PICKLE_EXTENSIONS, detect_format, import_document, import_model
-from exactident.io.importers.reference import ASSUME_OPTION
-from exactident.io.importers.sample import parse_rows
+from exactident.io.case import Case, load_case
+from exactident.io.importers.formats import (
+    ASSUME_OPTION,
+    DEFAULT_MAX_BYTES,
+    FORMATS,
+    PICKLE_EXTENSIONS,
+    SAMPLE_ONLY_EXTENSIONS,
+)
 from exactident.io.limits import ReadLimits
+
+# The importers (exactident.io.importers.load, .sample) are imported by the functions that read a model
+# or a sample file: ``check CASE.json`` loads none of them (docs/performance.md, "start-up").
 
 __all__ = ["add_arguments", "add_assume_argument", "add_check_arguments", "is_model_file", "load_check_inputs",
            "parse_bytes", "run"]
@@ -101,10 +106,6 @@ def add_check_arguments(parser: argparse.ArgumentParser, sample_help: str | None
     _common(parser)
 
 
-#: Sample formats that are not also model formats (``.npz`` is both): given as CASE, a hint.
-SAMPLE_ONLY_EXTENSIONS = (".npy", ".csv")
-
-
 def is_model_file(path: str, fmt: str | None = None) -> bool:
     """Whether :func:`load_check_inputs` imports ``path`` as a model file rather than reading a case file.
 
@@ -128,7 +129,7 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
         A model file without ``--sample``, ``--sample`` with no model file, any import error.
     """
     sample = getattr(args, "sample", None)
-    rows = parse_rows(getattr(args, "sample_rows", None))
+    rows = _rows(getattr(args, "sample_rows", None))
     command = getattr(args, "command", None) or "check"  # the hints below name the command that was run
     usage = f"exactident {command} " + {"verify-certificate": "MODEL REPORT.json", "equiv": "A B"}.get(command, "MODEL")
     fmt = getattr(args, "format", None)
@@ -148,8 +149,12 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
         if path in models:
             if sample is None:
                 if os.path.splitext(path)[1].lower() in PICKLE_EXTENSIONS and fmt is None:
+                    from exactident.io.importers.load import detect_format
+
                     detect_format(path)  # a pickle is refused as such, not asked for a sample
                 raise CaseFormatError(path, "--sample", "a model file needs a sample: --sample DATA (.npy, .npz, .csv)")
+            from exactident.io.importers.load import import_model
+
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
                                     max_bytes=getattr(args, "max_bytes", None),
                                     reference=getattr(args, "reference", None),
@@ -163,6 +168,15 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
     return out
 
 
+def _rows(text: str | None) -> slice | None:
+    """``--sample-rows`` as a slice (:func:`exactident.io.importers.sample.parse_rows`, loaded only when given)."""
+    if text is None:
+        return None
+    from exactident.io.importers.sample import parse_rows
+
+    return parse_rows(text)
+
+
 def run(args: argparse.Namespace) -> int:
     """``exactident import``: write the case, print a one-line summary (to stderr with ``-o -``-less stdout).
 
@@ -173,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from exactident.io.atomic import check_writable, write_stdout
+    from exactident.io.case import dump_case, write_case
+    from exactident.io.importers.load import import_document
 
     if args.output:  # before any work: an unwritable destination is bad usage (exit 2)
         problem = check_writable(args.output)
@@ -183,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
                              ("--config", getattr(args, "config", None))):
             if isinstance(path, str) and os.path.exists(path) and os.path.realpath(path) == out:
                 raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")
-    doc = import_document(args.model, args.sample, sample_rows=parse_rows(args.sample_rows), fmt=args.format,
+    doc = import_document(args.model, args.sample, sample_rows=_rows(args.sample_rows), fmt=args.format,
                           name=args.name, max_bytes=args.max_bytes, reference=args.reference,
                           config=getattr(args, "config", None), fold_batchnorm=getattr(args, "fold_batchnorm", False),
                           assume_relu_mlp=getattr(args, "assume_relu_mlp", False))
@@ -216,7 +232,8 @@ def _write_document(doc: dict[str, object], args: argparse.Namespace) -> int:
     """``import`` of a layer graph: write the ``exactident-case/2`` dict, print the one-line summary."""
     import sys
 
-    from exactident.io.atomic import write_stdout
+    from exactident.io.atomic import atomic_write_text, write_stdout
+    from exactident.io.case import dump_case
     from exactident.io.importers.graph_case import document_case
 
     prov = doc.get("provenance") or {}

@@ -25,6 +25,7 @@ import numpy as np
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor, join_dtypes, network_from_tensors
+from exactident.io.importers.formats import DEFAULT_MAX_BYTES
 from exactident.io.limits import check_regular
 from exactident.model.network import Network
 
@@ -47,10 +48,6 @@ __all__ = [
     "sha256_file",
 ]
 
-#: Default limit on a model or sample file (and on any one declared tensor): 64 MiB.
-#: An exact analysis of a network that large would not finish anyway; raise it with
-#: ``--max-bytes`` (CLI) or ``max_bytes=`` (Python).
-DEFAULT_MAX_BYTES = 64 * 2**20
 
 
 def _size_text(n: int) -> str:

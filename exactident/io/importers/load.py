@@ -33,6 +33,7 @@ from exactident.io.importers.common import (
     open_zip,
     sha256_file,
 )
+from exactident.io.importers.formats import FORMATS, PICKLE_EXTENSIONS
 from exactident.io.importers.sample import load_sample
 from exactident.io.limits import check_regular
 from exactident.model.network import Network
@@ -47,16 +48,6 @@ __all__ = [
     "plain_case",
 ]
 
-#: ``--format`` names and the extensions that select them.
-FORMATS = {
-    "onnx": (".onnx",),
-    "torch": (".pt", ".pth", ".bin", ".ckpt"),
-    "safetensors": (".safetensors",),
-    "keras": (".keras", ".h5", ".hdf5"),
-    "npz": (".npz",),
-}
-#: Extensions refused by name: pickles are never loaded.
-PICKLE_EXTENSIONS = (".pkl", ".pickle", ".joblib", ".sav", ".dill")
 
 
 def detect_format(path: str) -> str:
@@ -254,7 +245,7 @@ def import_model(path: str | os.PathLike[str], sample: Any = None, *, sample_row
     sample_rows : slice, optional
         Keep only these rows of the sample.
     fmt : str, optional
-        Force a format (:data:`FORMATS`) instead of detecting it.
+        Force a format (:data:`~exactident.io.importers.formats.FORMATS`) instead of detecting it.
     name : str, optional
         Case name (default: the file's stem).
     max_bytes : int, optional

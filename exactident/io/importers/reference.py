@@ -5,7 +5,7 @@ network's graph: exactident reads them as a ``Linear -> ReLU -> ... -> Linear``
 chain (:data:`ASSUMED`).  That chain is a guess (a leaky-ReLU or residual MLP
 saves the same tensors), and no verdict is given on a guess: without a
 reference the import is refused (:func:`refuse_guess`) unless the user states
-the architecture (:data:`ASSUME_OPTION`, ``assume_relu_mlp=True`` in Python);
+the architecture (:data:`~exactident.io.importers.formats.ASSUME_OPTION`, ``assume_relu_mlp=True`` in Python);
 the case's ``provenance["architecture"]`` then records it as the user's
 assumption.  With a
 reference (``--reference model.onnx`` run by ``onnx.reference``, an
@@ -34,6 +34,7 @@ import numpy as np
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.common import Imported, check_file_size, sha256_file
+from exactident.io.importers.formats import ASSUME_OPTION
 from exactident.io.importers.forward_check import forward_check
 from exactident.model.network import Network
 
@@ -64,9 +65,6 @@ def _same_network(reference: Network, net: Network, ref_name: str, source: str) 
                                                          "(not the same network)")
 
 
-#: The command-line option by which the user states that a weight-only file is a plain ReLU MLP
-#: (``assume_relu_mlp=True`` in Python), the same in every command that reads model files.
-ASSUME_OPTION = "--assume-relu-mlp"
 
 
 #: Layer-graph ops (:mod:`exactident.io.importers.graph`) that a weights file read as a chain cannot express.

@@ -202,7 +202,7 @@ def load_sample(path: str | os.PathLike[str], n_inputs: int, rows: slice | None 
     rows : slice, optional
         Keep only these rows (``--sample-rows a:b``).
     max_bytes : int, optional
-        Size limit (default :data:`~exactident.io.importers.common.DEFAULT_MAX_BYTES`).
+        Size limit (default :data:`~exactident.io.importers.formats.DEFAULT_MAX_BYTES`).
     images : bool
         Also accept ``(n, C, H, W)`` (any ``(n, ...)`` of ``n_inputs`` entries a row), read in C-order
         (the sample of a layer graph).
