@@ -498,3 +498,84 @@ def test_tall_lower_bound_refuses_a_wrong_rank_mod_p():
         bad = copy.deepcopy(cert)
         bad["rank_gamma"]["lower"]["rank_mod_p"] = true_p - 1
         assert verify_rank_certificate(case, bad) != []
+
+
+def _int_bits(vec: dict) -> int:
+    """Bits of the largest entry of ``vec`` scaled to integers by its denominators' lcm (Fractions)."""
+    fr = [_fr(v) for v in vec.values()]
+    den = math.lcm(*(f.denominator for f in fr))
+    return max(abs(f.numerator * (den // f.denominator)) for f in fr).bit_length()
+
+
+def test_primitive_form_of_kernel_vectors():
+    """Scaling to coprime integers keeps each vector in the kernel (hand matrix) and undoes determinant factors."""
+    from exactident.ranks.kernels import primitive
+
+    M = [[1, 2, 0], [2, 4, 0]]  # kernel spanned by (2, -1, 0) and (0, 0, 1), by hand
+    vecs = [{0: flint.fmpq(2**101, 3), 1: flint.fmpq(-2**100, 3)}, {2: flint.fmpq(7**40)}, {0: flint.fmpq(-4, 9),
+                                                                                          1: flint.fmpq(2, 9)}]
+    got = primitive(vecs)
+    assert got == [{0: 2, 1: -1}, {2: 1}, {0: -2, 1: 1}]
+    assert all(sum(row[c] * _fr(v) for c, v in vec.items()) == 0 for vec in got for row in M)
+
+
+def test_semi_local_vectors_are_primitive_and_in_the_oracle_kernel():
+    for seed in range(4):
+        net, X = _rare_net(seed)
+        st = activation_state(net, X)
+        if st.ties:
+            continue
+        G = _oracle_gamma(net, X)
+        for vec in semi_local_kernel(net, X, st.pattern, fixed_edges(net)):
+            assert _in_kernel(G, vec)
+            fr = [_fr(v) for v in vec.values()]
+            assert all(f.denominator == 1 for f in fr) and math.gcd(*(f.numerator for f in fr)) == 1
+
+
+def test_large_gamma_leaves_out_wide_semi_local_vectors(monkeypatch):
+    """On a Gamma too large for one exact product (cap patched to 0) the semi-local vectors above the bit cap
+    (patched to the smallest size found) are left out: the rest stay exact kernel vectors (oracle), the source
+    becomes ``shifted`` (the semi-local list is no longer the whole), and the verifier, rebuilding under the
+    same caps, accepts the bound."""
+    import exactident.linalg.certified as certified
+    import exactident.ranks.shifted as shifted
+    from exactident.ranks.shifted import StructuralKernels
+
+    for seed in range(40):
+        net, X = _rare_net(seed)
+        st = activation_state(net, X)
+        if st.ties:
+            continue
+        fixed = fixed_edges(net)
+        semi = semi_local_kernel(net, X, st.pattern, fixed)
+        sizes = sorted({_int_bits(v) for v in semi})
+        if len(sizes) < 2:
+            continue
+        case = Case(name=f"rare-{seed}", network=net, X=X)
+        _r, rep = _report(case)
+        cap = sizes[0]
+        monkeypatch.setattr(certified, "MAX_EXACT_CHECK_ENTRIES", 0)
+        monkeypatch.setattr(shifted, "MAX_SHIFTED_BITS", cap)
+        K = structural_kernel(net, X, st.pattern, fixed)
+        G = _oracle_gamma(net, X)
+        kept = [v for v in semi if _int_bits(v) <= cap]
+        assert len(kept) < len(semi) and K[:len(kept)] == kept
+        assert all(_int_bits(v) <= cap and _in_kernel(G, v) for v in K)
+        assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]) == len(K)
+        assert net.dim - len(K) >= _rank(G)
+        assert StructuralKernels(net, X, st.pattern, fixed).source() == "shifted"
+        cert = copy.deepcopy(rep["certificate"]["rank"])
+        low = cert["rank_gamma"]["lower"]
+        assert net.dim - len(K) >= low["rank_mod_p"]  # a rank mod p is at most the rank
+        cert["rank_gamma"] = {"shape": cert["rank_gamma"]["shape"], "lower": low,
+                              "upper": {"kind": "kernel", "bound": net.dim - len(K), "source": "shifted",
+                                        "nullity": len(K)}}
+        if net.dim - len(K) == low["rank_mod_p"]:
+            cert["rank_gamma"]["rank"] = low["rank_mod_p"]
+        assert verify_rank_certificate(case, cert) == []
+        wrong = copy.deepcopy(cert)  # the unfiltered count is not what the construction gives under the caps
+        wrong["rank_gamma"]["upper"].update(nullity=len(K) + 1, bound=net.dim - len(K) - 1)
+        wrong["rank_gamma"].pop("rank", None)
+        assert verify_rank_certificate(case, wrong) != []
+        return
+    pytest.fail("no case with semi-local vectors of two sizes")

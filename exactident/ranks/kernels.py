@@ -23,7 +23,8 @@ from exactident.model.gamma import gamma_exact
 from exactident.model.integer_forward import integer_forward
 from exactident.model.network import Network
 
-__all__ = ["independent_subset", "input_local_kernel", "neuron_local_kernel", "semi_local_kernel", "sparse_columns"]
+__all__ = ["independent_subset", "input_local_kernel", "neuron_local_kernel", "primitive", "semi_local_kernel",
+           "sparse_columns"]
 
 
 def sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:
@@ -253,7 +254,37 @@ def semi_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     # (fewer rows than the sum); one joint block per connected group that is still small.
     for rows, cols in _merged(families, N_L):
         vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
-    return independent_subset(vectors, net.dim)
+    return independent_subset(primitive(vectors), net.dim)
+
+
+def primitive(vectors: Sequence[dict[int, flint.fmpq]]) -> list[dict[int, flint.fmpq]]:
+    """Each vector scaled to its primitive integer form: coprime integer entries (same span, each one).
+
+    FLINT's integer nullspace returns multiples of determinants (a one-entry kernel vector
+    ``{c: 2^4085}`` on the digits 64-40-20-10 network): a kernel vector scaled by a nonzero
+    rational is still one, and the zero check ``Gamma K = 0`` needs primes for the bits of
+    ``K``'s largest entry, so the smallest integer multiple is kept.
+
+    Examples
+    --------
+    >>> import flint
+    >>> primitive([{0: flint.fmpq(6), 3: flint.fmpq(-4, 3)}, {2: flint.fmpq(2**100)}])
+    [{0: 9, 3: -2}, {2: 1}]
+    """
+    from math import gcd
+
+    out = []
+    for col in vectors:
+        den = 1
+        for v in col.values():
+            den = den * int(v.q) // gcd(den, int(v.q))
+        ints = {i: int(v.p) * (den // int(v.q)) for i, v in col.items()}
+        g = 0
+        for x in ints.values():
+            g = gcd(g, x)
+        g = max(g, 1)
+        out.append({i: flint.fmpq(x // g) for i, x in ints.items()})
+    return out
 
 
 def _merged(families, N_L: int) -> list[tuple[list[int], list[dict[int, flint.fmpq]]]]:

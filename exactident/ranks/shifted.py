@@ -112,15 +112,23 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     Returns
     -------
     list of dict index -> fmpq
-        ``semi`` (all of it, first) then the shifted blocks' vectors that are independent of the
+        ``semi`` (all of it, first; on a ``Gamma`` of more than
+        :data:`~exactident.linalg.certified.MAX_EXACT_CHECK_ENTRIES` entries only its vectors of at most
+        ``MAX_SHIFTED_BITS`` bits) then the shifted blocks' vectors, in primitive integer form
+        (:func:`exactident.ranks.kernels.primitive`), that are independent of the
         earlier ones mod a fixed prime (so independent over Q; deterministic, so the verifier
         rebuilds the same list).  Each block kernel is exact (FLINT nullspace, ``block K = 0``
         checked over Q) and valid for ``Gamma`` by the structure of the block; a block vector with
         an entry above ``2^MAX_SHIFTED_BITS`` (scaled to integers) is left out.
     """
-    from exactident.ranks.kernels import _block_kernel, _merged, independent_subset, semi_local_kernel
+    from exactident.linalg.certified import MAX_EXACT_CHECK_ENTRIES
+    from exactident.ranks.kernels import _block_kernel, _merged, independent_subset, primitive, semi_local_kernel
 
     base = list(semi) if semi is not None else semi_local_kernel(net, X, pattern, fixed)
+    if len(X) * net.widths[-1] * net.dim > MAX_EXACT_CHECK_ENTRIES:
+        # Gamma too large for one exact product: every vector must be checkable mod at most 120 primes (one
+        # semi-local vector of 3,736 bits on digits 64-40-20-10 used to void all 251 of them)
+        base = [v for v in base if _bits(v) <= MAX_SHIFTED_BITS]
     N_L = net.widths[-1]
     families = shifted_families(net, X, pattern, fixed)
     vectors: list[dict[int, flint.fmpq]] = []
@@ -130,13 +138,17 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     # blocks whose rows overlap: jointly they may have more kernel than apart
     for rows, cols in _merged(families, N_L):
         vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
-    from exactident.linalg.certified import kernel_to_integer_columns
-
-    small = [v for v, col in zip(vectors, kernel_to_integer_columns(vectors))
-             if max(abs(x) for x in col.values()).bit_length() <= MAX_SHIFTED_BITS]
+    small = [v for v in primitive(vectors) if _bits(v) <= MAX_SHIFTED_BITS]
     if not small:
         return base
     return independent_subset(base + small, net.dim)
+
+
+def _bits(v: dict[int, flint.fmpq]) -> int:
+    """Bits of the largest entry of ``v`` scaled to integers (by its denominators' lcm)."""
+    from exactident.linalg.certified import kernel_to_integer_columns
+
+    return max((abs(x) for x in kernel_to_integer_columns([v])[0].values()), default=0).bit_length()
 
 
 def kernel_upper(K: Sequence[dict[int, flint.fmpq]], source: str, dim: int, shape: tuple[int, int],
@@ -226,8 +238,14 @@ class StructuralKernels:
         return self._all
 
     def source(self) -> str:
-        """``"semi-local"`` when :meth:`vectors` equals :meth:`semi`, else ``"shifted"``."""
-        return "semi-local" if len(self.vectors()) == len(self.semi()) else "shifted"
+        """``"semi-local"`` when :meth:`vectors` equals :meth:`semi`, else ``"shifted"``.
+
+        Compared vector by vector: on a large ``Gamma`` :func:`structural_kernel` leaves out semi-local
+        vectors above ``2^MAX_SHIFTED_BITS``, so equal counts do not mean equal lists.
+        """
+        vectors, semi = self.vectors(), self.semi()
+        return "semi-local" if len(vectors) == len(semi) and all(a is b for a, b in zip(vectors, semi)) \
+            else "shifted"
 
     def upper(self, lower: tuple[int, int, np.ndarray | None], avoid: int, rng: random.Random,
               data: Any) -> dict[str, Any] | None:
