@@ -579,3 +579,92 @@ def test_large_gamma_leaves_out_wide_semi_local_vectors(monkeypatch):
         assert verify_rank_certificate(case, wrong) != []
         return
     pytest.fail("no case with semi-local vectors of two sizes")
+
+
+def _poly_derivative_gamma(net: Network, X, u: dict) -> list[Fraction]:
+    """``Gamma u`` without any backpropagation: ``f(x_i; theta + t u)`` is, for ``t`` small enough that no
+    pre-activation changes sign, a polynomial of degree at most ``L`` in ``t``; its coefficient of ``t``
+    (Lagrange interpolation at ``L + 1`` exact points, the sign pattern checked equal at each) is ``Gamma u``."""
+    params = free_parameters(net, fixed_edges(net))
+    L = net.L
+
+    def forward(t: Fraction, x):
+        W = [[[_fr(Wl[r, c]) for c in range(Wl.ncols())] for r in range(Wl.nrows())] for Wl in net.W]
+        b = [[_fr(v) for v in bl] for bl in net.b]
+        for c, v in u.items():
+            prm = params[c]
+            if prm.j is None:
+                b[prm.l - 1][prm.i] += t * _fr(v)
+            else:
+                W[prm.l - 1][prm.i][prm.j] += t * _fr(v)
+        h, signs = [_fr(v) for v in x], []
+        for l in range(L):
+            z = [sum(W[l][r][c] * h[c] for c in range(len(h))) + b[l][r] for r in range(len(W[l]))]
+            if l < L - 1:
+                assert all(v != 0 for v in z)
+                signs.append(tuple(v > 0 for v in z))
+                h = [max(v, Fraction(0)) for v in z]
+            else:
+                h = z
+        return h, signs
+
+    ts = [Fraction(k, 10**30) for k in range(L + 1)]
+    out = []
+    for x in X:
+        vals = [forward(t, x) for t in ts]
+        assert all(s == vals[0][1] for _v, s in vals)  # one linear region for every t used
+        for k in range(net.widths[-1]):
+            # d/dt of the Lagrange polynomial through (t_m, f_k(t_m)) at t = 0
+            d = Fraction(0)
+            for m, tm in enumerate(ts):
+                lag = Fraction(0)  # derivative at 0 of prod_{q != m} (t - t_q) / (t_m - t_q)
+                for r in range(len(ts)):
+                    if r == m:
+                        continue
+                    term = Fraction(1)
+                    for q in range(len(ts)):
+                        if q not in (m, r):
+                            term *= -ts[q]
+                    lag += term
+                for q in range(len(ts)):
+                    if q != m:
+                        lag /= tm - ts[q]
+                d += lag * vals[m][0][k]
+            out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tall_shifted_block_of_a_deep_narrow_net(seed):
+    """A rare input on 2 samples of a 3-4-1-2 net: the shifted block has 2 N_L = 4 rows for at most 4 columns,
+    so the old size rule skipped it, but the single neuron of layer 2 makes each sample's rows rank 1 (by hand:
+    ``delta(x_i)[:, v] = W_3 D_2 W_2[:, v]`` with ``W_3 D_2`` of rank 1): a kernel of at least 2.  Every vector is
+    checked by the polynomial oracle above (no backpropagation), their independence and the rank bound by
+    Fraction elimination."""
+    rng = random.Random(500 + seed)
+    widths = (3, 4, 1, 2)
+    W = [flint.fmpq_mat([[flint.fmpq(rng.randint(-6, 6), 4) for _ in range(widths[l])] for _ in range(widths[l + 1])])
+         for l in range(3)]
+    W[1] = flint.fmpq_mat([[flint.fmpq(rng.randint(1, 6), 4) for _ in range(4)]])  # layer 2 sees every neuron
+    b = [[flint.fmpq(rng.randint(4, 9), 2) for _ in range(4)], [flint.fmpq(1, 3)],
+         [flint.fmpq(rng.randint(-3, 3), 5) for _ in range(2)]]
+    X = []
+    for i in range(10):
+        row = [flint.fmpq(rng.randint(-9, 9), 7) + flint.fmpq(1, 101) for _ in range(3)]
+        row[0] = flint.fmpq(3 + i, 2) if i < 2 else flint.fmpq(-1, 3)
+        X.append(row)
+    net = Network(widths, W, b)
+    st = activation_state(net, X)
+    if st.ties or not st.pattern[1][:2].all() or not st.pattern[0][:2].all():
+        pytest.skip("a tie, or the rare samples not active everywhere")
+    fixed = fixed_edges(net)
+    K = structural_kernel(net, X, st.pattern, fixed)
+    T, cols = next((T, cols) for T, cols in shifted_families(net, X, st.pattern, fixed) if T == [0, 1])
+    assert len(T) * net.widths[-1] >= len(cols)  # taller than wide: the old rule skipped it
+    assert all(v == 0 for vec in K for v in _poly_derivative_gamma(net, X, vec))
+    assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]) == len(K)
+    G = [[*col] for col in zip(*[_poly_derivative_gamma(net, X, {c: flint.fmpq(1)}) for c in range(net.dim)])]
+    assert net.dim - len(K) >= _rank(G)
+    # the block (4 columns of per-sample rank 1 on 2 samples) gives at least 2 vectors supported on its columns
+    block_kernel = [vec for vec in K if set(vec) <= {c for col in cols for c in col}]
+    assert len(block_kernel) >= len(cols) - 2

@@ -287,8 +287,11 @@ def primitive(vectors: Sequence[dict[int, flint.fmpq]]) -> list[dict[int, flint.
     return out
 
 
-def _merged(families, N_L: int) -> list[tuple[list[int], list[dict[int, flint.fmpq]]]]:
-    """Unions of families with overlapping rows (connected groups of two or more), if still small."""
+def _merged(families, N_L: int, fits: Any = None) -> list[tuple[list[int], list[dict[int, flint.fmpq]]]]:
+    """Unions of families with overlapping rows (connected groups of two or more), if still small.
+
+    ``fits(rows, cols)``: may the block have a kernel (default: fewer rows ``|rows| N_L`` than columns)?
+    """
     parent = list(range(len(families)))
 
     def find(a: int) -> int:
@@ -313,7 +316,7 @@ def _merged(families, N_L: int) -> list[tuple[list[int], list[dict[int, flint.fm
             continue
         rows = sorted({int(i) for f in members for i in families[f][0]})
         cols = [c for f in members for c in families[f][1]]
-        if len(rows) * N_L < len(cols):
+        if (fits(rows, cols) if fits is not None else len(rows) * N_L < len(cols)):
             out.append((rows, cols))
     return out
 

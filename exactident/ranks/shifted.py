@@ -131,17 +131,76 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         base = [v for v in base if _bits(v) <= MAX_SHIFTED_BITS]
     N_L = net.widths[-1]
     families = shifted_families(net, X, pattern, fixed)
+    fits = _may_have_kernel(net, X, pattern, fixed)
     vectors: list[dict[int, flint.fmpq]] = []
     for rows, cols in families:
-        if len(rows) * N_L < len(cols):
+        if fits(rows, cols):
             vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
     # blocks whose rows overlap: jointly they may have more kernel than apart
-    for rows, cols in _merged(families, N_L):
+    for rows, cols in _merged(families, N_L, fits):
         vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
     small = [v for v in primitive(vectors) if _bits(v) <= MAX_SHIFTED_BITS]
     if not small:
         return base
     return independent_subset(base + small, net.dim)
+
+
+def _may_have_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                     fixed: FixedEdges) -> Callable[[Sequence[int], Sequence[dict[int, flint.fmpq]]], bool]:
+    """``fits(rows, cols)``: is a bound on the rank of the shifted block below its column count?
+
+    The rows of sample ``x_i`` of a shifted column of neuron ``v`` (layer ``l``) are
+    ``delta_{k,v}(x_i)`` times a scalar (module docstring), and ``delta(x_i)[:, V] =
+    W_L D_{L-1} ... W_{l+1} D_l[:, V]`` has rank at most ``N_L``, the active neurons of each layer
+    ``l' > l`` at ``x_i``, and the neurons of ``V`` active at ``x_i`` (``|V|`` on the output layer).
+    So the block's rank is at most the sum over its samples (and layers) of those minima.  When that
+    bound is not below the column count, the block's rank mod the fixed prime of
+    :func:`~exactident.ranks.kernels.independent_subset` decides (a rank mod p is at most the rank over
+    Q, so a block of full column rank mod p has no kernel): a block taller than wide (a few samples of
+    a deep net) may still have a kernel (digits 64-32-32-16-10: the border pixels 24, 31, 40, 48 and 56
+    on 2 to 84 samples, 840 rows for 183 columns and 13 kernel vectors).
+    """
+    from exactident.linalg.blas_modp import pivots_blas
+    from exactident.model.gamma_modular import ModularData, gamma_mod_p
+    from exactident.model.integer_forward import data_denominator
+    from exactident.ranks.kernels import _SELECT_PRIME
+
+    p = _SELECT_PRIME
+    avoid = data_denominator(net, X)
+
+    params = free_parameters(net, fixed)
+    N_L, L = net.widths[-1], net.L
+    live = [np.asarray(a, dtype=bool) for a in pattern]
+    # deep[l][i]: min over hidden layers l' > l of the active count at x_i (N_L when none)
+    deep = [np.full(len(live[0]) if live else 0, N_L) for _ in range(L + 1)]
+    for l in range(L - 2, -1, -1):
+        deep[l] = np.minimum(deep[l + 1], live[l].sum(axis=1)) if l + 1 <= L - 1 else deep[l + 1]
+
+    def fits(rows: Sequence[int], cols: Sequence[dict[int, flint.fmpq]]) -> bool:
+        neurons: dict[int, set[int]] = {}
+        for col in cols:
+            prm = next(params[c] for c in col if params[c].j is not None)
+            neurons.setdefault(prm.l, set()).add(prm.i)
+        bound = 0
+        for i in rows:
+            r = 0
+            for l, V in neurons.items():
+                active = len(V) if l == L else int(live[l - 1][i, sorted(V)].sum())
+                r += min(N_L, active, int(deep[l][i]) if len(deep[l]) else N_L)
+            bound += min(r, N_L)
+        if bound < len(cols):
+            return True
+        if avoid % p == 0:
+            return False
+        S = [int(i) for i in rows]
+        X_S = [X[i] for i in S]
+        G = gamma_mod_p(net, X_S, [a[S] for a in live], fixed, p, avoid, ModularData(net, X_S))
+        block = np.zeros((G.shape[0], len(cols)), dtype=np.int64)
+        for t, col in enumerate(cols):
+            for c, v in col.items():
+                block[:, t] = (block[:, t] + G[:, c] * (int(v.p) % p * pow(int(v.q), -1, p) % p)) % p
+        return len(pivots_blas(block, p)[1]) < len(cols)
+    return fits
 
 
 def _bits(v: dict[int, flint.fmpq]) -> int:
