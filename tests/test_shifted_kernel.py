@@ -668,3 +668,27 @@ def test_tall_shifted_block_of_a_deep_narrow_net(seed):
     # the block (4 columns of per-sample rank 1 on 2 samples) gives at least 2 vectors supported on its columns
     block_kernel = [vec for vec in K if set(vec) <= {c for col in cols for c in col}]
     assert len(block_kernel) >= len(cols) - 2
+
+
+def test_reduced_kernel_is_a_basis_of_the_whole_integer_kernel():
+    """LLL of a huge kernel basis of a primitive row ``a``: the result is in the kernel, and its Gram
+    determinant is ``a . a`` (the integer lattice ``a^perp ∩ Z^n`` of a primitive ``a`` has volume ``|a|``, by
+    hand), so it is a basis of the whole lattice, not of the sublattice the huge vectors span."""
+    import numpy as np
+
+    from exactident.ranks.kernels import _reduced_kernel
+
+    a = [10**12 + 39, 7**15, 2**41 + 1, 3**20]
+    assert math.gcd(*a) == 1
+    # a kernel basis of Q-rank 3 scaled far past any zero-check budget
+    big = 2**4000 + 1
+    K = [[a[1] * big, -a[0] * big, 0, 0], [a[2] * big, 0, -a[0] * big, 0], [a[3] * big, 0, 0, -a[0] * big]]
+    M = np.array([a], dtype=object)
+    R = _reduced_kernel(M, K)
+    assert len(R) == 3 and all(sum(x * y for x, y in zip(a, k)) == 0 for k in R)
+    gram = [[Fraction(sum(x * y for x, y in zip(u, v))) for v in R] for u in R]
+    det = gram[0][0] * (gram[1][1] * gram[2][2] - gram[1][2] * gram[2][1]) \
+        - gram[0][1] * (gram[1][0] * gram[2][2] - gram[1][2] * gram[2][0]) \
+        + gram[0][2] * (gram[1][0] * gram[2][1] - gram[1][1] * gram[2][0])
+    assert det == sum(x * x for x in a)
+    assert max(abs(v) for k in R for v in k).bit_length() < 64
