@@ -122,7 +122,7 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         an entry above ``2^MAX_SHIFTED_BITS`` (scaled to integers) is left out.
     """
     from exactident.linalg.certified import MAX_EXACT_CHECK_ENTRIES
-    from exactident.ranks.kernels import _block_kernel, _merged, independent_subset, primitive, semi_local_kernel
+    from exactident.ranks.kernels import _merged, independent_subset, primitive, semi_local_kernel
 
     base = list(semi) if semi is not None else semi_local_kernel(net, X, pattern, fixed)
     if len(X) * net.widths[-1] * net.dim > MAX_EXACT_CHECK_ENTRIES:
@@ -133,12 +133,13 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     families = shifted_families(net, X, pattern, fixed)
     fits = _may_have_kernel(net, X, pattern, fixed)
     vectors: list[dict[int, flint.fmpq]] = []
+    data: list[Any] = []
     for rows, cols in families:
         if fits(rows, cols):
-            vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
+            vectors += _shifted_block_kernel(net, X, pattern, fixed, rows, cols, data)
     # blocks whose rows overlap: jointly they may have more kernel than apart
     for rows, cols in _merged(families, N_L, fits):
-        vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
+        vectors += _shifted_block_kernel(net, X, pattern, fixed, rows, cols, data)
     small = [v for v in primitive(vectors) if _bits(v) <= MAX_SHIFTED_BITS]
     if not small:
         return base
@@ -201,6 +202,73 @@ def _may_have_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: S
                 block[:, t] = (block[:, t] + G[:, c] * (int(v.p) % p * pow(int(v.q), -1, p) % p)) % p
         return len(pivots_blas(block, p)[1]) < len(cols)
     return fits
+
+
+def _shifted_block_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                          fixed: FixedEdges, rows: Sequence[int], cols: Sequence[dict[int, flint.fmpq]],
+                          cache: list[Any]) -> list[dict[int, flint.fmpq]]:
+    """Exact kernel of ``Gamma[rows of samples S, combinations cols]``, from the columns the block uses only.
+
+    The same block as :func:`exactident.ranks.kernels._block_kernel` (the same exact matrix, so the same
+    nullspace), without the whole ``Gamma`` of the samples: the column of ``W_l[v, j]`` (``b_l[v]``) on
+    the rows of sample ``x_i`` is ``D_l[:, v] H_{l-1}[i, j] / (c_l e_{l-1})`` (``e_{l-1}`` for the bias)
+    in the integer backpropagation of :func:`exactident.model.gamma_modular.gamma_integer`, computed
+    here down to the lowest layer the block touches.  ``cache``: holds the case's
+    :class:`~exactident.model.gamma_modular.ModularData` once built.
+    """
+    from exactident.errors import InvariantViolation
+    from exactident.linalg import exact
+    from exactident.model.gamma_modular import ModularData
+
+    if not cache:
+        cache.append(ModularData(net, X))
+    data = cache[0]
+    params = free_parameters(net, fixed)
+    needed = sorted({c for col in cols for c in col})
+    L, N_L = net.L, net.widths[-1]
+    idx = np.asarray([int(i) for i in rows], dtype=np.int64)
+    n = len(idx)
+    dw = [w.den for w in data.W]
+    db = [b.den for b in data.b]
+    H = [data.X.ints[idx]]
+    e = [data.X.den]
+    masks = [np.asarray(a, dtype=bool)[idx].reshape(n, net.widths[l + 1]) for l, a in enumerate(pattern)]
+    for l in range(1, L):
+        Z = H[-1].dot(data.W[l - 1].ints.T) * db[l - 1] + data.b[l - 1].ints[0] * (e[-1] * dw[l - 1])
+        H.append(np.where(masks[l - 1], Z, 0).astype(object))
+        e.append(e[-1] * dw[l - 1] * db[l - 1])
+    lowest = min(params[c].l for c in needed)
+    D = np.tile(np.eye(N_L, dtype=np.int64), (n, 1)).astype(object)
+    scale = 1
+    column: dict[int, list[flint.fmpq]] = {}
+    for l in range(L, lowest - 1, -1):
+        for c in needed:
+            prm = params[c]
+            if prm.l == l:
+                ints = D[:, prm.i] * (np.repeat(H[l - 1][:, prm.j], N_L) if prm.j is not None else e[l - 1])
+                den = scale * e[l - 1]
+                column[c] = [flint.fmpq(int(v), den) for v in ints]
+        if l > lowest:
+            D = np.where(np.repeat(masks[l - 2], N_L, axis=0), D.dot(data.W[l - 1].ints), 0).astype(object)
+            scale *= dw[l - 1]
+    m = n * N_L
+    block = flint.fmpq_mat(m, len(cols), [sum((column[c][r] * v for c, v in col.items()), flint.fmpq(0))
+                                          for r in range(m) for col in cols])
+    K = exact.nullspace(block)
+    if block * K != flint.fmpq_mat(block.nrows(), K.ncols()):
+        raise InvariantViolation("exact nullspace of a shifted Gamma block is not a kernel")
+    Kt = K.table()
+    out = []
+    for t in range(K.ncols()):
+        vec: dict[int, flint.fmpq] = {}
+        for r, col in enumerate(cols):
+            if Kt[r][t] != 0:
+                for c, v in col.items():
+                    vec[c] = vec.get(c, flint.fmpq(0)) + Kt[r][t] * v
+        vec = {c: v for c, v in vec.items() if v != 0}
+        if vec:
+            out.append(vec)
+    return out
 
 
 def _bits(v: dict[int, flint.fmpq]) -> int:
