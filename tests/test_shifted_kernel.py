@@ -564,3 +564,197 @@ def test_exact_column_check_on_deeper_nets_against_the_exact_gamma():
             column = flint.fmpq_mat([[moved.get(i, flint.fmpq(0))] for i in range(net.dim)])
             zero = all(v == 0 for v in (G * column).entries())
             assert g.exactly_zero([_int_col(moved)]) == zero
+
+
+def _int_bits(vec: dict) -> int:
+    """Bits of the largest entry of ``vec`` scaled to integers by its denominators' lcm (Fractions)."""
+    fr = [_fr(v) for v in vec.values()]
+    den = math.lcm(*(f.denominator for f in fr))
+    return max(abs(f.numerator * (den // f.denominator)) for f in fr).bit_length()
+
+
+def test_primitive_form_of_kernel_vectors():
+    """Scaling to coprime integers keeps each vector in the kernel (hand matrix) and undoes determinant factors."""
+    from exactident.ranks.kernels import primitive
+
+    M = [[1, 2, 0], [2, 4, 0]]  # kernel spanned by (2, -1, 0) and (0, 0, 1), by hand
+    vecs = [{0: flint.fmpq(2**101, 3), 1: flint.fmpq(-2**100, 3)}, {2: flint.fmpq(7**40)}, {0: flint.fmpq(-4, 9),
+                                                                                          1: flint.fmpq(2, 9)}]
+    got = primitive(vecs)
+    assert got == [{0: 2, 1: -1}, {2: 1}, {0: -2, 1: 1}]
+    assert all(sum(row[c] * _fr(v) for c, v in vec.items()) == 0 for vec in got for row in M)
+
+
+def test_semi_local_vectors_are_primitive_and_in_the_oracle_kernel():
+    for seed in range(4):
+        net, X = _rare_net(seed)
+        st = activation_state(net, X)
+        if st.ties:
+            continue
+        G = _oracle_gamma(net, X)
+        for vec in semi_local_kernel(net, X, st.pattern, fixed_edges(net)):
+            assert _in_kernel(G, vec)
+            fr = [_fr(v) for v in vec.values()]
+            assert all(f.denominator == 1 for f in fr) and math.gcd(*(f.numerator for f in fr)) == 1
+
+
+def test_large_gamma_leaves_out_wide_semi_local_vectors(monkeypatch):
+    """On a Gamma too large for one exact product (cap patched to 0) the semi-local vectors above the bit cap
+    (patched to the smallest size found) are left out: the rest stay exact kernel vectors (oracle), the source
+    becomes ``shifted`` (the semi-local list is no longer the whole), and the verifier, rebuilding under the
+    same caps, accepts the bound."""
+    import exactident.linalg.certified as certified
+    import exactident.ranks.shifted as shifted
+    from exactident.ranks.shifted import StructuralKernels
+
+    for seed in range(40):
+        net, X = _rare_net(seed)
+        st = activation_state(net, X)
+        if st.ties:
+            continue
+        fixed = fixed_edges(net)
+        semi = semi_local_kernel(net, X, st.pattern, fixed)
+        sizes = sorted({_int_bits(v) for v in semi})
+        if len(sizes) < 2:
+            continue
+        case = Case(name=f"rare-{seed}", network=net, X=X)
+        _r, rep = _report(case)
+        cap = sizes[0]
+        monkeypatch.setattr(certified, "MAX_EXACT_CHECK_ENTRIES", 0)
+        monkeypatch.setattr(shifted, "MAX_SHIFTED_BITS", cap)
+        K = structural_kernel(net, X, st.pattern, fixed)
+        G = _oracle_gamma(net, X)
+        kept = [v for v in semi if _int_bits(v) <= cap]
+        assert len(kept) < len(semi) and K[:len(kept)] == kept
+        assert all(_int_bits(v) <= cap and _in_kernel(G, v) for v in K)
+        assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]) == len(K)
+        assert net.dim - len(K) >= _rank(G)
+        assert StructuralKernels(net, X, st.pattern, fixed).source() == "shifted"
+        cert = copy.deepcopy(rep["certificate"]["rank"])
+        low = cert["rank_gamma"]["lower"]
+        assert net.dim - len(K) >= low["rank_mod_p"]  # a rank mod p is at most the rank
+        cert["rank_gamma"] = {"shape": cert["rank_gamma"]["shape"], "lower": low,
+                              "upper": {"kind": "kernel", "bound": net.dim - len(K), "source": "shifted",
+                                        "nullity": len(K)}}
+        if net.dim - len(K) == low["rank_mod_p"]:
+            cert["rank_gamma"]["rank"] = low["rank_mod_p"]
+        assert verify_rank_certificate(case, cert) == []
+        wrong = copy.deepcopy(cert)  # the unfiltered count is not what the construction gives under the caps
+        wrong["rank_gamma"]["upper"].update(nullity=len(K) + 1, bound=net.dim - len(K) - 1)
+        wrong["rank_gamma"].pop("rank", None)
+        assert verify_rank_certificate(case, wrong) != []
+        return
+    pytest.fail("no case with semi-local vectors of two sizes")
+
+
+def _poly_derivative_gamma(net: Network, X, u: dict) -> list[Fraction]:
+    """``Gamma u`` without any backpropagation: ``f(x_i; theta + t u)`` is, for ``t`` small enough that no
+    pre-activation changes sign, a polynomial of degree at most ``L`` in ``t``; its coefficient of ``t``
+    (Lagrange interpolation at ``L + 1`` exact points, the sign pattern checked equal at each) is ``Gamma u``."""
+    params = free_parameters(net, fixed_edges(net))
+    L = net.L
+
+    def forward(t: Fraction, x):
+        W = [[[_fr(Wl[r, c]) for c in range(Wl.ncols())] for r in range(Wl.nrows())] for Wl in net.W]
+        b = [[_fr(v) for v in bl] for bl in net.b]
+        for c, v in u.items():
+            prm = params[c]
+            if prm.j is None:
+                b[prm.l - 1][prm.i] += t * _fr(v)
+            else:
+                W[prm.l - 1][prm.i][prm.j] += t * _fr(v)
+        h, signs = [_fr(v) for v in x], []
+        for l in range(L):
+            z = [sum(W[l][r][c] * h[c] for c in range(len(h))) + b[l][r] for r in range(len(W[l]))]
+            if l < L - 1:
+                assert all(v != 0 for v in z)
+                signs.append(tuple(v > 0 for v in z))
+                h = [max(v, Fraction(0)) for v in z]
+            else:
+                h = z
+        return h, signs
+
+    ts = [Fraction(k, 10**30) for k in range(L + 1)]
+    out = []
+    for x in X:
+        vals = [forward(t, x) for t in ts]
+        assert all(s == vals[0][1] for _v, s in vals)  # one linear region for every t used
+        for k in range(net.widths[-1]):
+            # d/dt of the Lagrange polynomial through (t_m, f_k(t_m)) at t = 0
+            d = Fraction(0)
+            for m, tm in enumerate(ts):
+                lag = Fraction(0)  # derivative at 0 of prod_{q != m} (t - t_q) / (t_m - t_q)
+                for r in range(len(ts)):
+                    if r == m:
+                        continue
+                    term = Fraction(1)
+                    for q in range(len(ts)):
+                        if q not in (m, r):
+                            term *= -ts[q]
+                    lag += term
+                for q in range(len(ts)):
+                    if q != m:
+                        lag /= tm - ts[q]
+                d += lag * vals[m][0][k]
+            out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tall_shifted_block_of_a_deep_narrow_net(seed):
+    """A rare input on 2 samples of a 3-4-1-2 net: the shifted block has 2 N_L = 4 rows for at most 4 columns,
+    so the old size rule skipped it, but the single neuron of layer 2 makes each sample's rows rank 1 (by hand:
+    ``delta(x_i)[:, v] = W_3 D_2 W_2[:, v]`` with ``W_3 D_2`` of rank 1): a kernel of at least 2.  Every vector is
+    checked by the polynomial oracle above (no backpropagation), their independence and the rank bound by
+    Fraction elimination."""
+    rng = random.Random(500 + seed)
+    widths = (3, 4, 1, 2)
+    W = [flint.fmpq_mat([[flint.fmpq(rng.randint(-6, 6), 4) for _ in range(widths[l])] for _ in range(widths[l + 1])])
+         for l in range(3)]
+    W[1] = flint.fmpq_mat([[flint.fmpq(rng.randint(1, 6), 4) for _ in range(4)]])  # layer 2 sees every neuron
+    b = [[flint.fmpq(rng.randint(4, 9), 2) for _ in range(4)], [flint.fmpq(1, 3)],
+         [flint.fmpq(rng.randint(-3, 3), 5) for _ in range(2)]]
+    X = []
+    for i in range(10):
+        row = [flint.fmpq(rng.randint(-9, 9), 7) + flint.fmpq(1, 101) for _ in range(3)]
+        row[0] = flint.fmpq(3 + i, 2) if i < 2 else flint.fmpq(-1, 3)
+        X.append(row)
+    net = Network(widths, W, b)
+    st = activation_state(net, X)
+    if st.ties or not st.pattern[1][:2].all() or not st.pattern[0][:2].all():
+        pytest.skip("a tie, or the rare samples not active everywhere")
+    fixed = fixed_edges(net)
+    K = structural_kernel(net, X, st.pattern, fixed)
+    T, cols = next((T, cols) for T, cols in shifted_families(net, X, st.pattern, fixed) if T == [0, 1])
+    assert len(T) * net.widths[-1] >= len(cols)  # taller than wide: the old rule skipped it
+    assert all(v == 0 for vec in K for v in _poly_derivative_gamma(net, X, vec))
+    assert _rank([[_fr(v.get(c, flint.fmpq(0))) for c in range(net.dim)] for v in K]) == len(K)
+    G = [[*col] for col in zip(*[_poly_derivative_gamma(net, X, {c: flint.fmpq(1)}) for c in range(net.dim)])]
+    assert net.dim - len(K) >= _rank(G)
+    # the block (4 columns of per-sample rank 1 on 2 samples) gives at least 2 vectors supported on its columns
+    block_kernel = [vec for vec in K if set(vec) <= {c for col in cols for c in col}]
+    assert len(block_kernel) >= len(cols) - 2
+
+
+def test_reduced_kernel_is_a_basis_of_the_whole_integer_kernel():
+    """LLL of a huge kernel basis of a primitive row ``a``: the result is in the kernel, and its Gram
+    determinant is ``a . a`` (the integer lattice ``a^perp ∩ Z^n`` of a primitive ``a`` has volume ``|a|``, by
+    hand), so it is a basis of the whole lattice, not of the sublattice the huge vectors span."""
+    import numpy as np
+
+    from exactident.ranks.kernels import _reduced_kernel
+
+    a = [10**12 + 39, 7**15, 2**41 + 1, 3**20]
+    assert math.gcd(*a) == 1
+    # a kernel basis of Q-rank 3 scaled far past any zero-check budget
+    big = 2**4000 + 1
+    K = [[a[1] * big, -a[0] * big, 0, 0], [a[2] * big, 0, -a[0] * big, 0], [a[3] * big, 0, 0, -a[0] * big]]
+    M = np.array([a], dtype=object)
+    R = _reduced_kernel(M, K)
+    assert len(R) == 3 and all(sum(x * y for x, y in zip(a, k)) == 0 for k in R)
+    gram = [[Fraction(sum(x * y for x, y in zip(u, v))) for v in R] for u in R]
+    det = gram[0][0] * (gram[1][1] * gram[2][2] - gram[1][2] * gram[2][1]) \
+        - gram[0][1] * (gram[1][0] * gram[2][2] - gram[1][2] * gram[2][0]) \
+        + gram[0][2] * (gram[1][0] * gram[2][1] - gram[1][1] * gram[2][0])
+    assert det == sum(x * x for x in a)
+    assert max(abs(v) for k in R for v in k).bit_length() < 64

@@ -23,7 +23,8 @@ from exactident.model.gamma import gamma_exact
 from exactident.model.integer_forward import integer_forward
 from exactident.model.network import Network
 
-__all__ = ["independent_subset", "input_local_kernel", "neuron_local_kernel", "semi_local_kernel", "sparse_columns"]
+__all__ = ["independent_subset", "input_local_kernel", "neuron_local_kernel", "primitive", "semi_local_kernel",
+           "sparse_columns"]
 
 
 def sparse_columns(K: flint.fmpq_mat) -> list[dict[int, flint.fmpq]]:
@@ -136,7 +137,37 @@ def _integer_kernel(M: np.ndarray, M_res: np.ndarray | None = None) -> list[list
     if K.shape[1] == 0 or (M.dot(K) != 0).any():
         Kf, nullity = flint.fmpz_mat(M.tolist()).nullspace()
         K = np.array([[int(Kf[i, j]) for j in range(int(nullity))] for i in range(c)], dtype=object).reshape(c, -1)
-    return [[int(K[i, j]) for i in range(c)] for j in range(K.shape[1])]
+    out = [[int(K[i, j]) for i in range(c)] for j in range(K.shape[1])]
+    if max((abs(v) for k in out for v in k), default=0).bit_length() > REDUCE_KERNEL_BITS:
+        return _reduced_kernel(M[R] if R else M, out)
+    return out
+
+
+#: Integer kernels of :func:`_integer_kernel` with an entry above ``2^REDUCE_KERNEL_BITS`` are LLL-reduced: the
+#: zero check of a vector needs primes for its bits, and the verifier allows at most 120 of 30 bits.
+REDUCE_KERNEL_BITS = 3200
+
+
+def _reduced_kernel(M: np.ndarray, K: list[list[int]]) -> list[list[int]]:
+    """A basis of short vectors of the integer kernel lattice of ``M`` (LLL), or ``K`` when that fails.
+
+    FLINT's nullspace gives multiples of ``r x r`` minors (digits 64-40-20-10: 3,736 bits after the
+    content, a neuron of layer 2 on 32 samples); the lattice ``ker M ∩ Z^c`` has a basis of about a
+    ``k``-th of those bits (470).  LLL of the rows ``[N M^T | I_c]`` puts that basis first, with a zero
+    left part, when ``N`` exceeds the short vectors by the LLL factor (here ``2^(bits/k + c + 64)``).
+    The result is kept only when it has ``len(K)`` such rows and ``M k = 0`` holds exactly for each
+    (else ``K``): deterministic, so the verifier rebuilds the same vectors.
+    """
+    m, c = M.shape
+    bits = max(abs(v) for k in K for v in k).bit_length()
+    N = 1 << (bits // max(len(K), 1) + c + 64)
+    E = flint.fmpz_mat([[N * int(M[i, r]) for i in range(m)] + [int(r == t) for t in range(c)]
+                        for r in range(c)]).lll(False, 0.75)  # 0.75: a third faster than 0.99, the same 471 bits
+    short = [[int(E[r, m + t]) for t in range(c)] for r in range(c) if all(E[r, i] == 0 for i in range(m))]
+    if len(short) != len(K) or any(any(sum(int(M[i, t]) * k[t] for t in range(c) if k[t]) for i in range(m))
+                                   for k in short):
+        return K
+    return short
 
 
 def input_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
@@ -253,11 +284,44 @@ def semi_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     # (fewer rows than the sum); one joint block per connected group that is still small.
     for rows, cols in _merged(families, N_L):
         vectors += _block_kernel(net, X, pattern, fixed, rows, cols)
-    return independent_subset(vectors, net.dim)
+    return independent_subset(primitive(vectors), net.dim)
 
 
-def _merged(families, N_L: int) -> list[tuple[list[int], list[dict[int, flint.fmpq]]]]:
-    """Unions of families with overlapping rows (connected groups of two or more), if still small."""
+def primitive(vectors: Sequence[dict[int, flint.fmpq]]) -> list[dict[int, flint.fmpq]]:
+    """Each vector scaled to its primitive integer form: coprime integer entries (same span, each one).
+
+    FLINT's integer nullspace returns multiples of determinants (a one-entry kernel vector
+    ``{c: 2^4085}`` on the digits 64-40-20-10 network): a kernel vector scaled by a nonzero
+    rational is still one, and the zero check ``Gamma K = 0`` needs primes for the bits of
+    ``K``'s largest entry, so the smallest integer multiple is kept.
+
+    Examples
+    --------
+    >>> import flint
+    >>> primitive([{0: flint.fmpq(6), 3: flint.fmpq(-4, 3)}, {2: flint.fmpq(2**100)}])
+    [{0: 9, 3: -2}, {2: 1}]
+    """
+    from math import gcd
+
+    out = []
+    for col in vectors:
+        den = 1
+        for v in col.values():
+            den = den * int(v.q) // gcd(den, int(v.q))
+        ints = {i: int(v.p) * (den // int(v.q)) for i, v in col.items()}
+        g = 0
+        for x in ints.values():
+            g = gcd(g, x)
+        g = max(g, 1)
+        out.append({i: flint.fmpq(x // g) for i, x in ints.items()})
+    return out
+
+
+def _merged(families, N_L: int, fits: Any = None) -> list[tuple[list[int], list[dict[int, flint.fmpq]]]]:
+    """Unions of families with overlapping rows (connected groups of two or more), if still small.
+
+    ``fits(rows, cols)``: may the block have a kernel (default: fewer rows ``|rows| N_L`` than columns)?
+    """
     parent = list(range(len(families)))
 
     def find(a: int) -> int:
@@ -282,7 +346,7 @@ def _merged(families, N_L: int) -> list[tuple[list[int], list[dict[int, flint.fm
             continue
         rows = sorted({int(i) for f in members for i in families[f][0]})
         cols = [c for f in members for c in families[f][1]]
-        if len(rows) * N_L < len(cols):
+        if (fits(rows, cols) if fits is not None else len(rows) * N_L < len(cols)):
             out.append((rows, cols))
     return out
 
