@@ -127,3 +127,33 @@ def test_a_leaky_unit_or_a_fixed_entry_is_not_plain_and_has_no_dense_dim():
     assert [str(t) for t in fixed.theta()] == ["1", "0", "-1", "3", "4", "5"]
     with pytest.raises(UnsupportedCaseError):
         _ = fixed.dim
+
+
+def test_plain_mlp_given_to_the_layer_graph_engine_verifies():
+    """A plain ReLU MLP passed to ``check_constrained`` (the layer-graph engine): Theorem 8's hypotheses hold,
+    the engine does not run it and says ``not-run``; the verifier accepts that and refuses a report saying
+    Theorem 8 was tried or that it does not apply.
+
+    Hand truth: ``dim`` of the 1-2-1 MLP is its 7 weights and biases less the 2 hidden rescalings, 5.
+    """
+    import copy
+    import json
+
+    from exactident.check import check_constrained
+    from exactident.io.report import reports_to_json
+    from exactident.verify.certificate import verify_constrained
+
+    net = Network((1, 2, 1), [flint.fmpq_mat([[1], [-1]]), flint.fmpq_mat([[1, 2]])],
+                  [[flint.fmpq(-1), flint.fmpq(2)], [flint.fmpq(0)]])
+    assert net.is_plain() and net.dim == 5
+    X = [[-1], [0], [1], [2], [3]]
+    report = json.loads(reports_to_json([check_constrained(net, X)], as_list=False))
+    entry = next(m for m, e in enumerate(report["rules"]) if e["rule"] == "theorem-8")
+    assert report["rules"][entry]["status"] == "not-run"
+    valid, messages = verify_constrained(net, X, report)
+    assert valid, messages
+    for status in ("tried", "not-applicable"):
+        forged = copy.deepcopy(report)
+        forged["rules"][entry]["status"] = status
+        valid, messages = verify_constrained(net, X, forged)
+        assert not valid and any(m.startswith(f"rules[{entry}]") for m in messages)
