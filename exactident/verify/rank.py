@@ -342,7 +342,8 @@ def _alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[d
                               f"{MAX_ALPHA_ENTRIES} to reduce mod p: not verified (the engine uses 'gram' then)")
             return alpha_mod_p(sub, Xs.mod(p)[rows], p)
         if matrix == "gram":
-            return gram_mod_p(sub, [X[i] for i in rows], p, avoid)
+            # every row, in order: the sample's own scaling (built above from the case), not a second one
+            return gram_mod_p(sub, [X[i] for i in rows], p, avoid, None, Xs if rows == list(range(n)) else None)
         raise _Reject(f"{where}.matrix: expected 'alpha' or 'gram', found {matrix!r}")
     return image
 
