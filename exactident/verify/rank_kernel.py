@@ -268,6 +268,7 @@ class GammaRowSupport:
         self.n = len(X)
         self._fw: Any = None
         self._H: dict[int, np.ndarray] = {}
+        self._Zs: dict[int, np.ndarray] = {}
         self._moved: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
         self._consistent: bool | None = None
         self._support: dict[int, tuple[dict, bytes]] = {}  # id(col) -> (col kept alive, support mask)
@@ -283,13 +284,20 @@ class GammaRowSupport:
             self._fw = integer_forward(self.net, self.X)
         return self._fw
 
+    def _Z(self, l: int) -> np.ndarray:
+        """``Z_int[l-1]`` of the exact forward pass as an ``(n, N_l)`` object array of Python ints (built once)."""
+        if l not in self._Zs:
+            n, N = self.n, self.net.widths[l]
+            self._Zs[l] = np.array([int(v) for v in self._forward().Z_int[l - 1].entries()] or [0],
+                                   dtype=object)[:n * N].reshape(n, N)
+        return self._Zs[l]
+
     def _pattern_is_relu(self) -> bool:
         """Does the pattern agree with the sign of every nonzero hidden pre-activation (so ``h = relu(z)``)?"""
         if self._consistent is None:
-            fw, n = self._forward(), self.n
             ok = True
             for l in range(1, self.net.L):
-                Z = np.array([int(z) for z in fw.Z_int[l - 1].entries()], dtype=object).reshape(n, self.net.widths[l])
+                Z = self._Z(l)
                 mask = self.pattern[l - 1]
                 if mask.shape != Z.shape or (mask & (Z < 0)).any() or (~mask & (Z > 0)).any():
                     ok = False
@@ -359,8 +367,7 @@ class GammaRowSupport:
                  .reshape(n, net.widths[0])]
             s = [int(fw.den[0])]
             for l in range(1, L):
-                Z = np.array([int(v) for v in fw.Z_int[l - 1].entries()] or [0], dtype=object)[:n * net.widths[l]]
-                H.append(np.where(self.pattern[l - 1], Z.reshape(n, net.widths[l]), 0).astype(object))
+                H.append(np.where(self.pattern[l - 1], self._Z(l), 0).astype(object))
                 s.append(int(fw.den[l]))
             D: list[np.ndarray] = [np.zeros(0)] * L
             e: list[int] = [1] * L
