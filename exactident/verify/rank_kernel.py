@@ -218,9 +218,10 @@ EXACT_SUPPORT_SAMPLES = 64
 
 
 def _int_dot(A: np.ndarray, B: np.ndarray, A_flint: flint.fmpz_mat | None = None) -> np.ndarray:
-    """``A @ B`` for object arrays of Python ints, exactly, as one FLINT ``fmpz_mat`` product (Python ints back).
+    """``A @ B`` for object arrays of integers (Python int or fmpz), exactly, as one FLINT ``fmpz_mat`` product.
 
-    numpy's object ``dot`` multiplies and adds one Python int at a time; the product is the same integers.
+    numpy's object ``dot`` multiplies and adds one Python int at a time; the product is the same integers,
+    returned as an object array of ``fmpz`` (no conversion to Python ints: they mix with ints exactly).
     ``A_flint``: ``A`` as an ``fmpz_mat`` already (not converted again).
 
     Examples
@@ -232,7 +233,9 @@ def _int_dot(A: np.ndarray, B: np.ndarray, A_flint: flint.fmpz_mat | None = None
     if 0 in A.shape or 0 in B.shape:
         return A.dot(B)
     P = (A_flint if A_flint is not None else flint.fmpz_mat(A.tolist())) * flint.fmpz_mat(B.tolist())
-    return np.array([int(v) for v in P.entries()], dtype=object).reshape(A.shape[0], B.shape[1])
+    out = np.empty((A.shape[0], B.shape[1]), dtype=object)
+    out[:, :] = P.tolist()
+    return out
 
 
 class GammaRowSupport:
@@ -285,11 +288,12 @@ class GammaRowSupport:
         return self._fw
 
     def _Z(self, l: int) -> np.ndarray:
-        """``Z_int[l-1]`` of the exact forward pass as an ``(n, N_l)`` object array of Python ints (built once)."""
+        """``Z_int[l-1]`` of the exact forward pass as an ``(n, N_l)`` object array of ``fmpz`` (built once)."""
         if l not in self._Zs:
-            n, N = self.n, self.net.widths[l]
-            self._Zs[l] = np.array([int(v) for v in self._forward().Z_int[l - 1].entries()] or [0],
-                                   dtype=object)[:n * N].reshape(n, N)
+            Z = np.empty((self.n, self.net.widths[l]), dtype=object)
+            if Z.size:
+                Z[:, :] = self._forward().Z_int[l - 1].tolist()
+            self._Zs[l] = Z
         return self._Zs[l]
 
     def _pattern_is_relu(self) -> bool:
