@@ -218,14 +218,9 @@ EXACT_SUPPORT_SAMPLES = 64
 
 
 def _int_dot(A: np.ndarray, B: np.ndarray, A_flint: flint.fmpz_mat | None = None) -> np.ndarray:
-    """``A @ B`` for object arrays of integers (Python int or fmpz), exactly, as one FLINT ``fmpz_mat`` product.
+    """``A @ B`` (object arrays of int or fmpz; ``A_flint``: ``A`` as an ``fmpz_mat``) by one FLINT product, exactly:
+    the integers of numpy's object ``dot``, as ``fmpz`` objects (they mix with ints exactly).
 
-    numpy's object ``dot`` multiplies and adds one Python int at a time; the product is the same integers,
-    returned as an object array of ``fmpz`` (no conversion to Python ints: they mix with ints exactly).
-    ``A_flint``: ``A`` as an ``fmpz_mat`` already (not converted again).
-
-    Examples
-    --------
     >>> A = np.array([[2**70, -1], [3, 0]], dtype=object); B = np.array([[1], [5]], dtype=object)
     >>> _int_dot(A, B).tolist() == A.dot(B).tolist()
     True
