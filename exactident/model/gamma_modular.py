@@ -221,6 +221,7 @@ def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
     >>> gram_mod_p([np.array([[True], [False]])], [[flint.fmpq(2)], [flint.fmpq(-1, 2)]], 7).tolist()
     [[6, 1], [1, 1]]
     """
+    from exactident.linalg.blas_modp import BLAS_PRIME_HI, matmul_blas, to_symmetric
     from exactident.linalg.modular import matmul_mod
 
     n = len(X)
@@ -229,12 +230,32 @@ def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
         return np.zeros((0, 0), dtype=np.int64)
     require_prime(p, avoid)
     Xp = (X_scaled or Scaled([v for row in X for v in row], (n, len(X[0])))).mod(p)
+    cs = list(counts if counts is not None else gram_counts(pattern))
+    if p < BLAS_PRIME_HI:  # float64 BLAS, exact in chunks (|residues| <= 2**20)
+        F = to_symmetric(Xp, p)
+        XX = matmul_blas(F, F.T.copy(), p).astype(np.int64) % p
+    else:
+        XX = matmul_mod(Xp, Xp.T.copy(), p)
+    bound = 1  # >= every entry of prod_c (counts are >= 0)
+    for c in cs:
+        bound *= max(int(c.max()), 1) if c.size else 1
+    if p * (len(cs) + 2) * bound < 2**62:
+        # the exact integers fit int64: one reduction at the end, the same residues
+        prod_c = np.ones((n, n), dtype=np.int64)
+        suffix = np.zeros((n, n), dtype=np.int64)
+        for c in cs:
+            prod_c *= c
+            suffix += prod_c
+        XX *= prod_c
+        XX += suffix
+        XX += 1
+        XX %= p
+        return XX
     prod_c = np.ones((n, n), dtype=np.int64)
     suffix = np.zeros((n, n), dtype=np.int64)
-    for c in (counts if counts is not None else gram_counts(pattern)):
+    for c in cs:
         prod_c = prod_c * (c % p) % p
         suffix = (suffix + prod_c) % p
-    XX = matmul_mod(Xp, Xp.T.copy(), p)
     return (XX * prod_c % p + suffix + 1) % p
 
 

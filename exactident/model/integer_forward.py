@@ -148,9 +148,11 @@ _REMEMBER_ENTRIES = 200_000
 
 def _integer_forward(net: Network, flat: list[flint.fmpq], n: int, N0: int) -> IntegerForward:
     """:func:`integer_forward` on the flattened sample (uncached)."""
-    s = common_denominator(flat)
-    H = flint.fmpz_mat(n, N0, scaled_rows(flat, s))
+    # numerators over the lcm of the denominators, in C (the same integers as scaled_rows(flat, lcm))
+    H, s_f = flint.fmpq_mat(n, N0, flat).numer_denom() if n and N0 else (flint.fmpz_mat(n, N0), 1)
+    s = int(s_f)
     H_int, Z_int, den = [H], [], [s]
+    ones = flint.fmpz_mat(n, 1, [1] * n)  # (an n x 1 column; unused when n = 0)
     for l in range(1, net.L + 1):
         W, b = net.W[l - 1], net.b[l - 1]
         dW = common_denominator(W.entries())
@@ -160,7 +162,7 @@ def _integer_forward(net: Network, flat: list[flint.fmpq], n: int, N0: int) -> I
         Z = (H * W_int.transpose()) * (s_new // (s * dW))
         bias = scaled_rows(b, s_new)
         if n and any(bias):
-            Z = Z + flint.fmpz_mat(n, len(bias), bias * n)
+            Z = Z + ones * flint.fmpz_mat(1, len(bias), bias)  # the bias row on every sample, one C product
         Z_int.append(Z)
         s = s_new
         den.append(s)

@@ -324,6 +324,7 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
     widths = [n_in] + [len(bl) for bl in b]
     Hm, S_f = rational_matrix(X, n, widths[0]).numer_denom()
     H, S = [Hm], int(S_f)
+    ones = flint.fmpz_mat(n, 1, [1] * n)
     L = len(W)
     Z_all: list[list[flint.fmpz_mat]] = []
     dens: list[int] = []
@@ -346,7 +347,8 @@ def line_pass(W: Sequence[Any], b: Sequence[Any], dW: Sequence[Any], db: Sequenc
             if k <= 1:
                 vec, d = (bn, dbi) if k == 0 else (en, dei)
                 if not vec.is_zero():
-                    acc = acc + flint.fmpz_mat(n, N, [v * (S_new // d) for v in vec.entries()] * n)
+                    # the row on every sample: a column of ones times it, one C product (not n copies in Python)
+                    acc = acc + ones * flint.fmpz_mat(1, N, [v * (S_new // d) for v in vec.entries()])
             Z.append(acc)
         while len(Z) > 1 and Z[-1].is_zero():
             Z.pop()

@@ -108,6 +108,23 @@ def neuron_local_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern
 _SELECT_PRIME = 1048583
 
 
+def _full_column_rank_sketch(M_res: np.ndarray, p: int) -> bool:
+    """Is ``rank_p(A M) = ncols`` for a fixed pseudo-random ``A`` of ``ncols + 8`` rows (then ``M`` has full column
+    rank over Q: ``rank_p(A M) <= rank_p M <= rank_Q M``)?  False says nothing.  A tall ``M`` costs one product.
+
+    Examples
+    --------
+    >>> M = np.array([[1, 0], [0, 1], [1, 1]] * 8, dtype=np.int64)
+    >>> _full_column_rank_sketch(M, 1048583), _full_column_rank_sketch(M[:, [0, 0]], 1048583)
+    (True, False)
+    """
+    from exactident.linalg.blas_modp import matmul_blas, rank_blas, to_symmetric
+
+    m, c = M_res.shape
+    A = np.random.default_rng(m * 1_000_003 + c).integers(-(p // 2), p // 2 + 1, (c + 8, m)).astype(np.float64)
+    return rank_blas(matmul_blas(A, to_symmetric(M_res, p), p), p) == c
+
+
 def _integer_kernel(M: np.ndarray, M_res: np.ndarray | None = None) -> list[list[int]]:
     """Exact kernel basis (integer columns) of an integer matrix (object array), via a modular row subset.
 
@@ -125,6 +142,8 @@ def _integer_kernel(M: np.ndarray, M_res: np.ndarray | None = None) -> list[list
     p = _SELECT_PRIME
     if M_res is None:
         M_res = (M % p).astype(np.int64)
+    if m > 2 * c + 8 and _full_column_rank_sketch(M_res, p):
+        return []  # rank_Q M >= rank_p(A M) = c: no kernel (the same answer as the pivots below, sooner)
     R, C, _ = pivots_blas(M_res, p)
     if len(C) == c:
         return []

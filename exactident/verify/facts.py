@@ -66,6 +66,8 @@ class CaseFacts:
         are equal, and stay equal for every parameter near theta, so the ties of a class
         are on the same side in every reachable pattern.  The tie resolutions that exist
         are the ``2^len(classes)`` that give each class one side (docs/boundary.md).
+    X_q : sequence of rows of fmpq
+        The case's sample itself (the exact line pass reads it without a ``Fraction`` round trip).
     """
 
     name: str
@@ -80,6 +82,9 @@ class CaseFacts:
     degenerate: list[tuple[int, int, str]]
     classes: list[list[Tie]]
     scaled: list = field(default_factory=list)
+    #: The sample as the case gives it (rows of fmpq), for the exact passes that take FLINT rationals
+    #: (no ``Fraction`` row built and converted back); empty: use ``X``.
+    X_q: Sequence = ()
 
     @property
     def L(self) -> int:
@@ -146,7 +151,7 @@ class CaseFacts:
                     degenerate.append((l, v, "incoming"))
         visible = [t for t in ties if t not in blocked]
         return cls(case.name, widths, W, b, X, Z, ties, blocked, visible, degenerate, _classes(visible, X, Z),
-                   scaled)
+                   scaled, case.X)
 
     def consistent(self, sides: dict[Tie, bool]) -> bool:
         """Every class of ``classes`` has one side under ``sides`` (a resolution that exists)."""

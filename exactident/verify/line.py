@@ -135,7 +135,7 @@ def verify_line(case, line: dict, facts: CaseFacts | None = None) -> tuple[bool,
     if fails:
         return False, fails
     dW, db = direction(widths, vec)
-    along = line_pass(W, b, dW, db, X) if X else None
+    along = line_pass(W, b, dW, db, facts.X_q or X) if X else None  # the case's fmpq rows: no conversion
     for i, k, d, c in along.moving() if along else []:
         fails.append(f"{where}: output {k} at sample {i} moves along theta + eps delta (coefficient of "
                      f"eps^{d} is {show(c)}); the certificate claims it is constant")

@@ -342,7 +342,7 @@ def _alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[d
                               f"{MAX_ALPHA_ENTRIES} to reduce mod p: not verified (the engine uses 'gram' then)")
             return alpha_mod_p(sub, Xs.mod(p)[rows], p)
         if matrix == "gram":
-            return gram_mod_p(sub, [X[i] for i in rows], p, avoid)
+            return gram_mod_p(sub, [X[i] for i in rows], p, avoid, None, Xs if rows == list(range(n)) else None)
         raise _Reject(f"{where}.matrix: expected 'alpha' or 'gram', found {matrix!r}")
     return image
 
@@ -368,7 +368,7 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths, max_words: int) -> tup
         claimed = _int(c, "rank_a_lower", where)
     else:
         claimed = _int(c, "rank_a", where)
-    Xs = Scaled([v for row in X for v in row], (n, widths[0]))
+    Xs = Scaled([v for row in X for v in row], (n, widths[0]))  # also the Gram image's scaling (all rows)
     if alpha_rows:
         x_bound = max((abs(int(v)) for v in Xs.ints.ravel()), default=0)
 

@@ -217,6 +217,22 @@ def _plan_is_zero(plan: list, H: list[np.ndarray], D: list[np.ndarray], N_L: int
 EXACT_SUPPORT_SAMPLES = 64
 
 
+def _int_dot(A: np.ndarray, B: np.ndarray, A_flint: flint.fmpz_mat | None = None) -> np.ndarray:
+    """``A @ B`` (object arrays of int or fmpz; ``A_flint``: ``A`` as an ``fmpz_mat``) by one FLINT product, exactly:
+    the integers of numpy's object ``dot``, as ``fmpz`` objects (they mix with ints exactly).
+
+    >>> A = np.array([[2**70, -1], [3, 0]], dtype=object); B = np.array([[1], [5]], dtype=object)
+    >>> _int_dot(A, B).tolist() == A.dot(B).tolist()
+    True
+    """
+    if 0 in A.shape or 0 in B.shape:
+        return A.dot(B)
+    P = (A_flint if A_flint is not None else flint.fmpz_mat(A.tolist())) * flint.fmpz_mat(B.tolist())
+    out = np.empty((A.shape[0], B.shape[1]), dtype=object)
+    out[:, :] = P.tolist()
+    return out
+
+
 class GammaRowSupport:
     """``Gamma K_c = 0 mod q`` checked on the samples where ``Gamma K_c`` can be nonzero, found exactly.
 
@@ -250,6 +266,7 @@ class GammaRowSupport:
         self.n = len(X)
         self._fw: Any = None
         self._H: dict[int, np.ndarray] = {}
+        self._Zs: dict[int, np.ndarray] = {}
         self._moved: dict[tuple[int, int], tuple[int, np.ndarray]] = {}
         self._consistent: bool | None = None
         self._support: dict[int, tuple[dict, bytes]] = {}  # id(col) -> (col kept alive, support mask)
@@ -265,13 +282,21 @@ class GammaRowSupport:
             self._fw = integer_forward(self.net, self.X)
         return self._fw
 
+    def _Z(self, l: int) -> np.ndarray:
+        """``Z_int[l-1]`` of the exact forward pass as an ``(n, N_l)`` object array of ``fmpz`` (built once)."""
+        if l not in self._Zs:
+            Z = np.empty((self.n, self.net.widths[l]), dtype=object)
+            if Z.size:
+                Z[:, :] = self._forward().Z_int[l - 1].tolist()
+            self._Zs[l] = Z
+        return self._Zs[l]
+
     def _pattern_is_relu(self) -> bool:
         """Does the pattern agree with the sign of every nonzero hidden pre-activation (so ``h = relu(z)``)?"""
         if self._consistent is None:
-            fw, n = self._forward(), self.n
             ok = True
             for l in range(1, self.net.L):
-                Z = np.array([int(z) for z in fw.Z_int[l - 1].entries()], dtype=object).reshape(n, self.net.widths[l])
+                Z = self._Z(l)
                 mask = self.pattern[l - 1]
                 if mask.shape != Z.shape or (mask & (Z < 0)).any() or (~mask & (Z > 0)).any():
                     ok = False
@@ -341,8 +366,7 @@ class GammaRowSupport:
                  .reshape(n, net.widths[0])]
             s = [int(fw.den[0])]
             for l in range(1, L):
-                Z = np.array([int(v) for v in fw.Z_int[l - 1].entries()] or [0], dtype=object)[:n * net.widths[l]]
-                H.append(np.where(self.pattern[l - 1], Z.reshape(n, net.widths[l]), 0).astype(object))
+                H.append(np.where(self.pattern[l - 1], self._Z(l), 0).astype(object))
                 s.append(int(fw.den[l]))
             D: list[np.ndarray] = [np.zeros(0)] * L
             e: list[int] = [1] * L
@@ -352,7 +376,7 @@ class GammaRowSupport:
                 dW = common_denominator_of(W.entries())
                 Wint = np.array([int(v.p) * (dW // int(v.q)) for v in W.entries()], dtype=object)
                 mask = np.repeat(self.pattern[l - 1], N_L, axis=0)
-                D[l - 1] = np.where(mask, D[l].dot(Wint.reshape(W.nrows(), W.ncols())), 0).astype(object)
+                D[l - 1] = np.where(mask, _int_dot(D[l], Wint.reshape(W.nrows(), W.ncols())), 0).astype(object)
                 e[l - 1] = e[l] * dW
             self._bp = (D, e, H, s)
         return self._bp
@@ -373,6 +397,7 @@ class GammaRowSupport:
         N_L = net.widths[-1]
         D, e, H, s = self._backprop_int()
         M = lcm(*(e[l - 1] * s[l - 1] for l in range(1, L + 1)))
+        Hq: dict[int, flint.fmpz_mat] = {}
         for col in cols:
             total = np.zeros(n * N_L, dtype=object)
             by_layer: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -387,9 +412,10 @@ class GammaRowSupport:
                 else:
                     KW[prm.i, prm.j] += int(v)
             for l, (KW, Kb) in by_layer.items():
-                vs = np.flatnonzero((KW != 0).any(axis=1) | (Kb != 0))  # the neurons K_c touches (object products
-                js = np.flatnonzero((KW != 0).any(axis=0))              # of big integers: only those entries)
-                U = H[l - 1][:, js].dot(KW[np.ix_(vs, js)].T) + s[l - 1] * Kb[vs][None, :]  # s_{l-1} u_v(x_i)
+                vs = np.flatnonzero((KW != 0).any(axis=1) | (Kb != 0))  # the neurons K_c touches: only those products
+                if l not in Hq and H[l - 1].size:  # h_{l-1} as an fmpz_mat once, for every column
+                    Hq[l] = flint.fmpz_mat(H[l - 1].tolist())
+                U = _int_dot(H[l - 1], KW[vs].T, Hq.get(l)) + s[l - 1] * Kb[vs][None, :]  # s_{l-1} u_v(x_i)
                 total = total + (M // (e[l - 1] * s[l - 1])) * \
                     (D[l - 1][:, vs] * np.repeat(U, N_L, axis=0)).sum(axis=1)
             if (total != 0).any():

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from math import lcm
 from typing import Any
 
 import flint
@@ -87,31 +88,49 @@ def _row(l: int, v: int, facts: CaseFacts) -> set[ParamKey]:
     return {("W", l, v, c) for c in range(facts.widths[l - 1])} | {("b", l, v, None)}
 
 
-def _h(facts: CaseFacts, i: int, l: int) -> list[Fraction]:
-    """``h_{l-1}(x^i)`` (``relu(0) = 0``: it does not depend on how ties resolve)."""
-    return list(facts.X[i]) if l == 1 else [max(z, Fraction(0)) for z in facts.Z[i][l - 2]]
-
-
 def _row_facts(facts: CaseFacts, l: int, v: int, delta: dict, dead: bool,
                where: str) -> tuple[list[str], Fraction | None]:
-    """Problems with a move of ``(l, v)``'s incoming row, and the exact ``t0`` it allows."""
+    """Problems with a move of ``(l, v)``'s incoming row, and the exact ``t0`` it allows.
+
+    In integers on the verifier's own forward pass (``z_l = Z_l / S_l``, ``h_{l-1} = relu(Z_{l-1}) / S_{l-1}``)
+    and ``delta`` over one denominator ``D``: the rate ``s = num / (D S_{l-1})`` per sample, no ``Fraction`` but
+    the values a message or ``t0`` shows.
+    """
     fails = []
-    zs = [facts.Z[i][l - 1][v] for i in range(facts.n)]
+    Zl, S = facts.scaled[l - 1]
+    zs = [int(Zl[i][v]) for i in range(facts.n)]  # z_l(x^i)_v = zs[i] / S, S > 0: same signs
     if dead and (not zs or any(z >= 0 for z in zs)):
         bad = next((i for i, z in enumerate(zs) if z >= 0), None)
         fails.append(f"{where}: neuron ({l},{v}) is not strictly inactive on every sample "
-                     + (f"(sample {bad}: z = {show(zs[bad])})" if bad is not None else "(there is no sample)"))
+                     + (f"(sample {bad}: z = {show(Fraction(zs[bad], S))})" if bad is not None
+                        else "(there is no sample)"))
+    n_in = facts.widths[l - 1]
+    coef = [Fraction(delta.get(("W", l, v, c), Fraction(0))) for c in range(n_in)]
+    coef_b = Fraction(delta.get(("b", l, v, None), Fraction(0)))
+    D = lcm(coef_b.denominator, *(q.denominator for q in coef))
+    dn = [int(q * D) for q in coef]
+    moved = [c for c in range(n_in) if dn[c]]
+    if l == 1:  # h_0 = x: rows of Fraction over their own denominators
+        H = [[facts.X[i][c] for c in moved] for i in range(facts.n)]
+        S_h = lcm(1, *(x.denominator for row in H for x in row))
+        H = [[int(x * S_h) for x in row] for row in H]
+    else:
+        Zh, S_h = facts.scaled[l - 2]
+        H = [[max(int(Zh[i][c]), 0) for c in moved] for i in range(facts.n)]
+    db = int(coef_b * D) * S_h
+    dm = [dn[c] for c in moved]
+    scale = D * S_h  # s(x^i) = num_i / scale
     t0 = None
     for i, z in enumerate(zs):
-        h = _h(facts, i, l)
-        s = sum((delta.get(("W", l, v, c), Fraction(0)) * h[c] for c in range(len(h))),
-                delta.get(("b", l, v, None), Fraction(0)))
-        if z >= 0 and s != 0:
-            fails.append(f"{where}: delta changes z_{l}(x^{i})_{v} = {show(z)} (>= 0) at rate {show(s)}; the "
-                         "mechanism keeps it unchanged where the neuron is active or tied")
+        num = sum(d * h for d, h in zip(dm, H[i])) + db
+        if z >= 0 and num != 0:
+            fails.append(f"{where}: delta changes z_{l}(x^{i})_{v} = {show(Fraction(z, S))} (>= 0) at rate "
+                         f"{show(Fraction(num, scale))}; the mechanism keeps it unchanged where the neuron is "
+                         "active or tied")
             break
-        if z < 0 < s:
-            t0 = -z / s if t0 is None or -z / s < t0 else t0
+        if z < 0 < num:
+            t = Fraction(-z * scale, S * num)  # -z / s
+            t0 = t if t0 is None or t < t0 else t0
     return fails, t0
 
 
