@@ -197,7 +197,7 @@ def test_a_loose_pattern_rowspace_claim_is_rejected():
 def test_exact_elimination_fallback_takes_the_rank_from_an_unusable_exact_nullspace(monkeypatch, seed):
     # the Gram route computed FLINT's exact nullspace but could not check it by primes (simulated):
     # rank alpha = n - nullity, and the exact-elimination certificate verifies (the verifier eliminates)
-    import exactident.ranks.certify as cm
+    import exactident.ranks.rank_alpha as cm
     from exactident.model.fixed_edges import fixed_edges
 
     def unusable(*args, exact_kernel=None, **kw):

@@ -409,8 +409,7 @@ def verify_constrained(cn: Network, X: Sequence[Sequence[object]], report: Any, 
       resolution, certified or by the verifier's own ranks mod p, not computed when a resolution-free part
       proves ``not-identifiable``; no weaker verdict); ``decided_by`` must name a rule giving the verdict
       (:data:`~exactident.verify.verdict.GRAPH_RULES`), backed by its part;
-    - ``rules``: only the ``decided_by`` rule may be ``decided``, and Theorem 8 must be ``not-applicable``
-      (``not-run`` on a plain ReLU MLP given to this engine: its hypotheses hold, the engine never runs it);
+    - ``rules``: only ``decided_by`` may be ``decided``; Theorem 8 ``not-applicable`` (``not-run`` on a plain MLP);
     - the explain fields (:func:`~exactident.verify.explained.verify_free_explained`).
 
     Parameters
@@ -485,16 +484,15 @@ def verify_constrained(cn: Network, X: Sequence[Sequence[object]], report: Any, 
         verified_parts={**line_ok, "dead_units": line_ok.get("dead_units", False)})
     fails += bad
     msgs += more
-    # a plain ReLU MLP given to the layer-graph engine (check_constrained): Theorem 8's hypotheses hold, it is not run
+    # a plain ReLU MLP in the layer-graph engine: Theorem 8's hypotheses hold, it is not run
     theorem_8_status = "not-run" if cn.is_plain() else "not-applicable"
     for m, entry in enumerate(report.get("rules", [])):  # the engine's account: only its decided rule is checked
         if entry["status"] == "decided" and entry["rule"] != rule:
             fails.append(f"rules[{m}]: {entry['rule']} is said to decide, but decided_by is {rule!r}")
         if entry["rule"] == "theorem-8" and entry["status"] != theorem_8_status:
-            fails.append(f"rules[{m}]: Theorem 8 (C_N) is proved for the dense ReLU MLP only, never for {features}"
-                         if theorem_8_status == "not-applicable" else
-                         f"rules[{m}]: theorem-8 is {entry['status']!r}: the layer-graph engine never runs Theorem 8, "
-                         "and its hypotheses hold on this plain ReLU MLP: 'not-run'")
+            fails.append(f"rules[{m}]: theorem-8 is {entry['status']!r}: " + (
+                f"Theorem 8 (C_N) is proved for the dense ReLU MLP only, never for {features}"
+                if theorem_8_status == "not-applicable" else "never run here, its hypotheses hold: 'not-run'"))
     if "rules" in report:
         msgs.append("not verified: rules (why each rule ran or not: prose)")
     if "explanation" in report:

@@ -82,7 +82,7 @@ __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_ra
 MAX_VERIFY_PRIMES = MAX_CHECK_PRIMES
 
 #: ``alpha`` (or rows of it) is reduced mod p explicitly up to this many entries, as the engine does
-#: (``exactident.ranks.certify.MAX_EXPLICIT_ALPHA_MOD_P``); a certificate asking for more is not verified.
+#: (``exactident.ranks.rank_alpha.MAX_EXPLICIT_ALPHA_MOD_P``); a certificate asking for more is not verified.
 MAX_ALPHA_ENTRIES = 40_000_000
 
 _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
