@@ -49,6 +49,7 @@ __all__ = [
     "rref_kernel_blas",
     "sketch_columns_sparse",
     "sketch_rows",
+    "sketch_rows_sparse",
     "symmetric_rows",
     "to_symmetric",
 ]
@@ -404,6 +405,44 @@ def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random, rows: np.ndar
 
 #: Rows of ``A`` per block of :func:`sketch_rows` (at most :data:`CHUNK`, so each product is exact).
 _SKETCH_ROWS = 1024
+
+
+def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarray | None = None) -> np.ndarray:
+    """``R A[:, cols] mod p`` for a sparse random ``k x m`` matrix ``R``: each row of ``A`` added, times a random
+    nonzero coefficient, into one random row of the result (int64 residues in ``[0, p)``, shape ``(k, len(cols))``).
+
+    ``rank_p(R A) <= rank_p(A)`` whatever ``R`` is (every row of the result is a combination of rows of ``A``),
+    so the rank of the result is a lower bound on ``rank_p(A)``; unlike :func:`sketch_rows` it costs one pass
+    over ``A`` (no ``k x m x n`` product).  ``A`` (residues ``|x| < p``: int64 in ``[0, p)`` or float64
+    symmetric residues) is read in blocks of :data:`_SKETCH_ROWS` rows and left unchanged; ``cols`` (default:
+    all) selects the columns kept (e.g. the nonzero ones).
+
+    Examples
+    --------
+    >>> A = np.array([[1, 2, 0], [2, 4, 0], [3, 6, 0], [1, 0, 0]] * 3)
+    >>> S = sketch_rows_sparse(A, 6, 1048583, 0, cols=np.array([0, 1]))
+    >>> S.shape, rank_blas(S, 1048583)
+    ((6, 2), 2)
+    """
+    _check_prime(p)
+    m = A.shape[0]
+    gen = np.random.default_rng(seed)
+    target = np.asarray(gen.integers(0, k, size=m), dtype=np.int64)
+    coef = gen.integers(1, p, size=m).astype(np.float64)
+    order = np.argsort(target, kind="stable")
+    out = np.zeros((k, A.shape[1]))
+    for s in range(0, m, _SKETCH_ROWS):
+        idx = order[s:s + _SKETCH_ROWS]
+        block = A[idx]
+        # float64: residues |x| < p < 2**21 times coefficients below 2**21 are below 2**42, their sums over at
+        # most _SKETCH_ROWS = 1024 rows below 2**52: exact, one reduction per block
+        F = block.astype(np.float64)
+        F *= coef[idx, None]
+        t = target[idx]  # sorted: each target's rows are contiguous in the block
+        heads = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
+        out[t[heads]] += np.add.reduceat(F, heads, axis=0)
+        out[t[heads]] = _reduce(out[t[heads]], p)
+    return (out if cols is None else out[:, cols]).astype(np.int64) % p
 
 
 def sketch_columns_sparse(A: np.ndarray, k: int, p: int, seed: int, hashes: int = 2) -> np.ndarray:

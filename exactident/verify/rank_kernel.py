@@ -439,12 +439,21 @@ def tall_lower(image: np.ndarray, p: int, claimed: int, seed: int) -> int:
     other rows: any such stack has rank at most ``rank_p(A)`` (its rows are combinations of ``A``'s), so
     its rank is a lower bound whatever ``R`` is; it equals ``rank_p(A)`` unless ``R`` is unlucky (then the
     caller eliminates all of ``A``).  The elimination runs on ``n + claimed - r1 + 32`` rows, not ``m``.
+
+    Tried first: one sparse sketch (each row of ``A`` times a random nonzero coefficient added into one of
+    ``n' + 16`` rows, ``n'`` the columns nonzero mod p, seeded by ``seed``; a stack of combinations of ``A``'s
+    rows too, so a lower bound whatever the draw): one pass over ``A`` and one elimination instead of two.
     """
     import random
 
-    from exactident.linalg.blas_modp import rank_blas, sketch_rows, symmetric_rows
+    from exactident.linalg.blas_modp import rank_blas, sketch_rows, sketch_rows_sparse, symmetric_rows
 
     m, n = image.shape
+    live = np.flatnonzero(image.any(axis=0))  # a zero column mod p adds nothing to rank_p
+    if claimed <= len(live):
+        r0 = rank_blas(sketch_rows_sparse(image, len(live) + 16, p, seed, cols=live), p)
+        if r0 >= claimed:
+            return r0
     rng = random.Random(seed)
     rows = sorted(rng.sample(range(m), n + 16))
     r1 = rank_blas(symmetric_rows(image, rows, p, np.empty((n + 16, n))), p)
