@@ -428,7 +428,7 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     m = A.shape[0]
     gen = np.random.default_rng(seed)
     target = np.asarray(gen.integers(0, k, size=m), dtype=np.int64)
-    coef = gen.integers(1, p, size=m).astype(np.float64)
+    coef = np.asarray(gen.integers(1, p, size=m), dtype=np.float64)
     order = np.argsort(target, kind="stable")
     out = np.zeros((k, A.shape[1]))
     for s in range(0, m, _SKETCH_ROWS):
