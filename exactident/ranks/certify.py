@@ -362,7 +362,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     if blocks < min(rows, dim):
         bounds["active-blocks"] = blocks
     closed = lower[0] in bounds.values()  # the exact rank already: no interval work
-    kernels = StructuralKernels(net, X, pattern, fixed, lambda: semi_local_kernel(net, X, pattern, fixed))
+    kernels = StructuralKernels(net, X, pattern, fixed, closes=dim - lower[0])  # the semi-local kernel by default
     struct, struct_source = kernels.vectors, kernels.source
     kernel_up: dict[str, Any] | None = None
     estimate: dict[str, float] | None = None
