@@ -407,15 +407,19 @@ def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random, rows: np.ndar
 _SKETCH_ROWS = 1024
 
 
-def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarray | None = None) -> np.ndarray:
+def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarray | None = None,
+                       hashes: int = 2) -> np.ndarray:
     """``R A[:, cols] mod p`` for a sparse random ``k x m`` matrix ``R``: each row of ``A`` added, times a random
-    nonzero coefficient, into one random row of the result (int64 residues in ``[0, p)``, shape ``(k, len(cols))``).
+    nonzero coefficient, into ``hashes`` rows of the result (int64 residues in ``[0, p)``, shape ``(k, len(cols))``).
 
     ``rank_p(R A) <= rank_p(A)`` whatever ``R`` is (every row of the result is a combination of rows of ``A``),
     so the rank of the result is a lower bound on ``rank_p(A)``; unlike :func:`sketch_rows` it costs one pass
-    over ``A`` (no ``k x m x n`` product).  ``A`` (residues ``|x| < p``: int64 in ``[0, p)`` or float64
-    symmetric residues) is read in blocks of :data:`_SKETCH_ROWS` rows and left unchanged; ``cols`` (default:
-    all) selects the columns kept (e.g. the nonzero ones).
+    over ``A`` (no ``k x m x n`` product).  Each of the ``hashes`` passes shuffles the rows of ``A`` (``seed``)
+    and cuts them into ``k`` buckets of ``m / k`` rows (one more or less); two passes, not one, keep
+    the sketch's rank at ``rank_p(A)`` on digits 64-48-10 (17970 rows, 3434 buckets) for every seed tried.
+    ``A`` (residues ``|x| < p``: int64 in ``[0, p)`` or float64 symmetric residues) is read in blocks of
+    :data:`_SKETCH_ROWS` rows and left unchanged; ``cols`` (default: all) selects the columns kept (e.g.
+    the nonzero ones).
 
     Examples
     --------
@@ -427,21 +431,19 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     _check_prime(p)
     m = A.shape[0]
     gen = np.random.default_rng(seed)
-    target = np.asarray(gen.integers(0, k, size=m), dtype=np.int64)
-    coef = np.asarray(gen.integers(1, p, size=m), dtype=np.float64)
-    order = np.argsort(target, kind="stable")
     out = np.zeros((k, A.shape[1]))
-    for s in range(0, m, _SKETCH_ROWS):
-        idx = order[s:s + _SKETCH_ROWS]
-        block = A[idx]
-        # float64: residues |x| < p < 2**21 times coefficients below 2**21 are below 2**42, their sums over at
-        # most _SKETCH_ROWS = 1024 rows below 2**52: exact, one reduction per block
-        F = block.astype(np.float64)
-        F *= coef[idx, None]
-        t = target[idx]  # sorted: each target's rows are contiguous in the block
-        heads = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
-        out[t[heads]] += np.add.reduceat(F, heads, axis=0)
-        out[t[heads]] = _reduce(out[t[heads]], p)
+    for _ in range(hashes):  # each pass: row perm[c k + t] goes to row t of the result (buckets of m / k rows)
+        perm = gen.permutation(m)
+        coef = np.asarray(gen.integers(1, p, size=m), dtype=np.float64)
+        for c0 in range(0, m, k):
+            for s in range(c0, min(c0 + k, m), _SKETCH_ROWS):
+                rows = perm[s:min(s + _SKETCH_ROWS, c0 + k, m)]
+                # float64: residues |x| < p < 2**21 times coefficients below 2**21 are below 2**42, and at
+                # most 1000 of them are summed into an entry before it is reduced: exact
+                out[s - c0:s - c0 + len(rows)] += A[rows] * coef[rows, None]
+            if (c0 // k) % 1000 == 999:
+                _reduce(out, p)
+        _reduce(out, p)
     return (out if cols is None else out[:, cols]).astype(np.int64) % p
 
 
