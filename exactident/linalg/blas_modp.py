@@ -432,6 +432,7 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     m = A.shape[0]
     gen = np.random.default_rng(seed)
     out = np.zeros((k, A.shape[1]))
+    buf = np.empty((min(_SKETCH_ROWS, k), A.shape[1]))
     for _ in range(hashes):  # each pass: row perm[c k + t] goes to row t of the result (buckets of m / k rows)
         perm = gen.permutation(m)
         coef = np.asarray(gen.integers(1, p, size=m), dtype=np.float64)
@@ -440,7 +441,10 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
                 rows = perm[s:min(s + _SKETCH_ROWS, c0 + k, m)]
                 # float64: residues |x| < p < 2**21 times coefficients below 2**21 are below 2**42, and at
                 # most 1000 of them are summed into an entry before it is reduced: exact
-                out[s - c0:s - c0 + len(rows)] += A[rows] * coef[rows, None]
+                block = buf[:len(rows)]
+                np.multiply(A[rows], coef[rows, None], out=block)
+                target = out[s - c0:s - c0 + len(rows)]
+                target += block
             if (c0 // k) % 1000 == 999:
                 _reduce(out, p)
         _reduce(out, p)
