@@ -413,13 +413,18 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     nonzero coefficient, into ``hashes`` rows of the result (int64 residues in ``[0, p)``, shape ``(k, len(cols))``).
 
     ``rank_p(R A) <= rank_p(A)`` whatever ``R`` is (every row of the result is a combination of rows of ``A``),
-    so the rank of the result is a lower bound on ``rank_p(A)``; unlike :func:`sketch_rows` it costs one pass
-    over ``A`` (no ``k x m x n`` product).  Each of the ``hashes`` passes shuffles the rows of ``A`` (``seed``)
+    so the rank of the result is a lower bound on ``rank_p(A)``; unlike :func:`sketch_rows` it costs ``hashes``
+    passes over ``A`` (no ``k x m x n`` product).  Each of the ``hashes`` passes shuffles the rows of ``A`` (``seed``)
     and cuts them into ``k`` buckets of ``m / k`` rows (one more or less); two passes, not one, keep
     the sketch's rank at ``rank_p(A)`` on digits 64-48-10 (17970 rows, 3434 buckets) for every seed tried.
     ``A`` (residues ``|x| < p``: int64 in ``[0, p)`` or float64 symmetric residues) is read in blocks of
-    :data:`_SKETCH_ROWS` rows and left unchanged; ``cols`` (default: all) selects the columns kept (e.g.
+    ``_SKETCH_ROWS`` (1024) rows and left unchanged; ``cols`` (default: all) selects the columns kept (e.g.
     the nonzero ones).
+
+    Raises
+    ------
+    InvariantViolation
+        If ``p`` is not a prime below ``2**21``.
 
     Examples
     --------
