@@ -180,6 +180,8 @@ def test_sparse_row_sketch_is_a_lower_bound_and_reaches_a_generic_rank(seed, mon
     # a rank-1 A with few rows: the sketch cannot exceed it whatever the draw
     B = np.outer(np.arange(1, 11), np.arange(1, 5)) % p
     assert _flint_rank(sketch_rows_sparse(B, 8, p, seed), p) <= 1
+    with pytest.raises(InvariantViolation):  # not residues: the float64 sums would not be exact
+        sketch_rows_sparse(B + p, 8, p, seed)
 
 
 def test_sketch_rows_makes_no_copy_of_the_rows_it_reads():

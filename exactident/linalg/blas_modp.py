@@ -424,7 +424,8 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     Raises
     ------
     InvariantViolation
-        If ``p`` is not a prime below ``2**21``.
+        If ``p`` is not a prime below ``2**21``, or an entry of ``A`` is not below ``p`` in magnitude (the
+        float64 sums would not be exact).
 
     Examples
     --------
@@ -434,6 +435,8 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     ((6, 2), 2)
     """
     _check_prime(p)
+    if A.size and (A.min() <= -p or A.max() >= p):
+        raise InvariantViolation(f"sketch_rows_sparse needs residues below {p} in magnitude")
     m = A.shape[0]
     gen = np.random.default_rng(seed)
     out = np.zeros((k, A.shape[1]))
