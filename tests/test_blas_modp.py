@@ -174,7 +174,9 @@ def test_sparse_row_sketch_is_a_lower_bound_and_reaches_a_generic_rank(seed, mon
     A.setflags(write=False)
     for image in (A, to_symmetric(A, p)):
         S = sketch_rows_sparse(image, 60 + 16, p, seed, cols=cols)
-        assert S.shape == (76, 58) and S.dtype == np.int64 and S.min() >= 0 and S.max() < p
+        assert blas_modp.nonzero_columns(image).tolist() == [c for c in range(60) if any(int(v) for v in A[:, c])]
+        assert S.shape == (76, 58) and S.dtype == np.float64 and np.abs(S).max() <= p // 2
+        assert (np.rint(S) == S).all()
         assert _flint_rank(S, p) == expected
         assert _flint_rank(np.vstack([A[:, cols], S]), p) == expected
     # a rank-1 A with few rows: the sketch cannot exceed it whatever the draw

@@ -44,6 +44,7 @@ __all__ = [
     "blas_primes",
     "inverse_blas",
     "matmul_blas",
+    "nonzero_columns",
     "pivots_blas",
     "rank_blas",
     "rref_kernel_blas",
@@ -410,16 +411,13 @@ _SKETCH_ROWS = 1024
 def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarray | None = None,
                        hashes: int = 2) -> np.ndarray:
     """``R A[:, cols] mod p`` for a sparse random ``k x m`` matrix ``R``: each row of ``A`` added, times a random
-    nonzero coefficient, into ``hashes`` rows of the result (int64 residues in ``[0, p)``, shape ``(k, len(cols))``).
+    nonzero coefficient, into ``hashes`` rows of the result (float64 symmetric residues, shape ``(k, len(cols))``).
 
-    ``rank_p(R A) <= rank_p(A)`` whatever ``R`` is (every row of the result is a combination of rows of ``A``),
-    so the rank of the result is a lower bound on ``rank_p(A)``; unlike :func:`sketch_rows` it costs ``hashes``
-    passes over ``A`` (no ``k x m x n`` product).  Each of the ``hashes`` passes shuffles the rows of ``A`` (``seed``)
-    and cuts them into ``k`` buckets of ``m / k`` rows (one more or less); two passes, not one, keep
-    the sketch's rank at ``rank_p(A)`` on digits 64-48-10 (17970 rows, 3434 buckets) for every seed tried.
-    ``A`` (residues ``|x| < p``: int64 in ``[0, p)`` or float64 symmetric residues) is read in blocks of
-    ``_SKETCH_ROWS`` (1024) rows and left unchanged; ``cols`` (default: all) selects the columns kept (e.g.
-    the nonzero ones).
+    ``rank_p(R A) <= rank_p(A)`` whatever ``R`` is (its rows combine rows of ``A``): a lower bound on ``rank_p(A)``
+    for ``hashes`` passes over ``A`` (no ``k x m x n`` product, unlike :func:`sketch_rows`).  Each pass shuffles the
+    rows (``seed``) into ``k`` buckets of ``m / k`` rows; two passes, not one, kept the rank at ``rank_p(A)`` on
+    digits 64-48-10 (17970 rows, 3434 buckets) for every seed tried.  ``A`` (residues ``|x| < p``, int64 or
+    float64) is read in blocks of ``_SKETCH_ROWS`` rows, unchanged; ``cols`` (default: all) are the columns kept.
 
     Raises
     ------
@@ -437,26 +435,35 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     _check_prime(p)
     if A.size and (A.min() <= -p or A.max() >= p):
         raise InvariantViolation(f"sketch_rows_sparse needs residues below {p} in magnitude")
-    m = A.shape[0]
-    gen = np.random.default_rng(seed)
-    out = np.zeros((k, A.shape[1]))
-    buf = np.empty((min(_SKETCH_ROWS, k), A.shape[1]))
+    m, gen = A.shape[0], np.random.default_rng(seed)
+    out, buf = np.zeros((k, A.shape[1])), np.empty((min(_SKETCH_ROWS, k), A.shape[1]))
     for _ in range(hashes):  # each pass: row perm[c k + t] goes to row t of the result (buckets of m / k rows)
         perm = gen.permutation(m)
         coef = np.asarray(gen.integers(1, p, size=m), dtype=np.float64)
         for c0 in range(0, m, k):
             for s in range(c0, min(c0 + k, m), _SKETCH_ROWS):
                 rows = perm[s:min(s + _SKETCH_ROWS, c0 + k, m)]
-                # float64: residues |x| < p < 2**21 times coefficients below 2**21 are below 2**42, and at
-                # most 1000 of them are summed into an entry before it is reduced: exact
-                block = buf[:len(rows)]
-                np.multiply(A[rows], coef[rows, None], out=block)
-                target = out[s - c0:s - c0 + len(rows)]
-                target += block
+                # exact: |x| < p < 2**21 times coefficients below 2**21, at most 1000 summed: below 2**52
+                np.multiply(A[rows], coef[rows, None], out=buf[:len(rows)])
+                out[s - c0:s - c0 + len(rows)] += buf[:len(rows)]
             if (c0 // k) % 1000 == 999:
                 _reduce(out, p)
         _reduce(out, p)
-    return (out if cols is None else out[:, cols]).astype(np.int64) % p
+    return out if cols is None else out[:, cols]
+
+
+def nonzero_columns(A: np.ndarray) -> np.ndarray:
+    """Indices of the columns of ``A`` with a nonzero entry, read in row blocks (no ``m x n`` mask).
+
+    Examples
+    --------
+    >>> nonzero_columns(np.array([[0, 1, 0], [0, 0, 2]])).tolist()
+    [1, 2]
+    """
+    live = np.zeros(A.shape[1], dtype=bool)
+    for s in range(0, A.shape[0], _SKETCH_ROWS):
+        live |= A[s:s + _SKETCH_ROWS].any(axis=0)
+    return np.flatnonzero(live)
 
 
 def sketch_columns_sparse(A: np.ndarray, k: int, p: int, seed: int, hashes: int = 2) -> np.ndarray:

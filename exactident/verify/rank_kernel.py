@@ -440,10 +440,10 @@ def tall_lower(image: np.ndarray, p: int, claimed: int, seed: int) -> int:
     below ``claimed``) with ``R A_rest``, ``R`` random ``(claimed - r1 + 16) x (m - n - 16)``. Each (own ``seed``) has
     rows combining ``A``'s: a lower bound whatever ``R`` is, ``rank_p(A)`` unless ``R`` is unlucky (then all rows).
     """
-    from exactident.linalg.blas_modp import rank_blas, sketch_rows, sketch_rows_sparse, symmetric_rows
+    from exactident.linalg.blas_modp import nonzero_columns, rank_blas, sketch_rows, sketch_rows_sparse, symmetric_rows
 
     m, n = image.shape
-    live = np.flatnonzero(image.any(axis=0))  # a zero column mod p adds nothing to rank_p
+    live = nonzero_columns(image)  # a zero column mod p adds nothing to rank_p
     r0 = rank_blas(sketch_rows_sparse(image, len(live) + 16, p, seed, cols=live), p) if claimed <= len(live) else -1
     if r0 >= claimed:
         return r0
