@@ -27,6 +27,7 @@ from exactident.linalg.blas_modp import (
     rank_blas,
     rref_kernel_blas,
     sketch_rows,
+    sketch_rows_sparse,
     to_symmetric,
 )
 from exactident.linalg.certified import certified_rank
@@ -151,6 +152,38 @@ def test_sketch_rows_of_a_row_subset_keeps_its_rank_and_row_space(r, monkeypatch
     assert S.dtype == np.int64 and S.min() >= 0 and S.max() < p
     assert _flint_rank(S, p) == expected
     assert _flint_rank(np.vstack([A[rows], S]), p) == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_row_sketch_is_a_lower_bound_and_reaches_a_generic_rank(seed, monkeypatch):
+    # R A for a sparse R: every row of the sketch is a combination of rows of A, so rank_p(sketch) <=
+    # rank_p(A) and stacking it under A leaves the rank unchanged (FLINT, independently); with k = n + 16
+    # buckets the rank of a tall L U (generic rows) is reached; the kept columns are A's columns ``cols``.
+    # Two representations of A (int64 in [0, p), float64 symmetric), block seams (_SKETCH_ROWS = 64) and
+    # A read only.
+    import exactident.linalg.blas_modp as blas_modp
+
+    monkeypatch.setattr(blas_modp, "_SKETCH_ROWS", 64)
+    p = 1048573
+    gen = np.random.default_rng(seed)
+    r = int(gen.integers(5, 40))
+    A = prescribed(gen, 900, 60, r, p)
+    A[:, [3, 17]] = 0
+    cols = np.array([c for c in range(60) if c not in (3, 17)])
+    expected = _flint_rank(A, p)
+    A.setflags(write=False)
+    for image in (A, to_symmetric(A, p)):
+        S = sketch_rows_sparse(image, 60 + 16, p, seed, cols=cols)
+        assert blas_modp.nonzero_columns(image).tolist() == [c for c in range(60) if any(int(v) for v in A[:, c])]
+        assert S.shape == (76, 58) and S.dtype == np.float64 and np.abs(S).max() <= p // 2
+        assert (np.rint(S) == S).all()
+        assert _flint_rank(S, p) == expected
+        assert _flint_rank(np.vstack([A[:, cols], S]), p) == expected
+    # a rank-1 A with few rows: the sketch cannot exceed it whatever the draw
+    B = np.outer(np.arange(1, 11), np.arange(1, 5)) % p
+    assert _flint_rank(sketch_rows_sparse(B, 8, p, seed), p) <= 1
+    with pytest.raises(InvariantViolation):  # not residues: the float64 sums would not be exact
+        sketch_rows_sparse(B + p, 8, p, seed)
 
 
 def test_sketch_rows_makes_no_copy_of_the_rows_it_reads():

@@ -758,3 +758,41 @@ def test_reduced_kernel_is_a_basis_of_the_whole_integer_kernel():
         + gram[0][2] * (gram[1][0] * gram[2][1] - gram[1][1] * gram[2][0])
     assert det == sum(x * x for x in a)
     assert max(abs(v) for k in R for v in k).bit_length() < 64
+
+
+
+def test_structural_kernels_skip_the_shifted_blocks_when_the_semi_local_kernel_closes():
+    """``StructuralKernels(closes=dim - rank)``: when the semi-local kernel alone has ``dim - rank`` vectors
+    (the oracle's exact Fraction rank of ``Gamma``), no kernel vector can be added to it, so ``vectors()`` is that
+    list (source ``semi-local``, what the verifier rebuilds) and :func:`structural_kernel` (shifted blocks
+    included) finds no more; one vector short of ``closes`` (a lower ``rank_mod_p``), the blocks are built.
+    Nets 3-5-2 on 60 samples with a constant input 0 (its first-layer weights give input-local vectors)."""
+    from exactident.ranks.shifted import StructuralKernels
+
+    seen = 0
+    for seed in range(8):
+        rng = random.Random(seed)
+        W1 = flint.fmpq_mat([[flint.fmpq(rng.randint(-6, 6) or 1, 4) for _ in range(3)] for _ in range(5)])
+        W2 = flint.fmpq_mat([[flint.fmpq(rng.choice([-5, -3, -2, -1, 1, 2, 3, 5]), 3) for _ in range(5)]
+                             for _ in range(2)])
+        b = [[flint.fmpq(rng.randint(-3, 3), 5) for _ in range(width)] for width in (5, 2)]
+        X = [[flint.fmpq(-1, 3)] + [flint.fmpq(rng.randint(-9, 9), 7) + flint.fmpq(1, 101) for _ in range(2)]
+             for _ in range(60)]
+        net = Network((3, 5, 2), [W1, W2], b)
+        st = activation_state(net, X)
+        if st.ties:
+            continue
+        fixed = fixed_edges(net)
+        semi = semi_local_kernel(net, X, st.pattern, fixed)
+        G = _oracle_gamma(net, X)
+        nullity = net.dim - _rank(G)
+        if len(semi) != nullity:
+            continue
+        seen += 1
+        kernels = StructuralKernels(net, X, st.pattern, fixed, closes=nullity)
+        assert kernels.vectors() == semi and kernels.source() == "semi-local"
+        assert all(_in_kernel(G, v) for v in semi)
+        full = structural_kernel(net, X, st.pattern, fixed)
+        assert len(full) == nullity
+        assert StructuralKernels(net, X, st.pattern, fixed, closes=nullity + 1).vectors() == full
+    assert seen >= 3

@@ -44,11 +44,13 @@ __all__ = [
     "blas_primes",
     "inverse_blas",
     "matmul_blas",
+    "nonzero_columns",
     "pivots_blas",
     "rank_blas",
     "rref_kernel_blas",
     "sketch_columns_sparse",
     "sketch_rows",
+    "sketch_rows_sparse",
     "symmetric_rows",
     "to_symmetric",
 ]
@@ -404,6 +406,64 @@ def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random, rows: np.ndar
 
 #: Rows of ``A`` per block of :func:`sketch_rows` (at most :data:`CHUNK`, so each product is exact).
 _SKETCH_ROWS = 1024
+
+
+def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarray | None = None,
+                       hashes: int = 2) -> np.ndarray:
+    """``R A[:, cols] mod p`` for a sparse random ``k x m`` matrix ``R``: each row of ``A`` added, times a random
+    nonzero coefficient, into ``hashes`` rows of the result (float64 symmetric residues, shape ``(k, len(cols))``).
+
+    ``rank_p(R A) <= rank_p(A)`` whatever ``R`` is (its rows combine rows of ``A``): a lower bound on ``rank_p(A)``
+    for ``hashes`` passes over ``A`` (no ``k x m x n`` product, unlike :func:`sketch_rows`).  Each pass shuffles the
+    rows (``seed``) into ``k`` buckets of ``m / k`` rows; two passes, not one, kept the rank at ``rank_p(A)`` on
+    digits 64-48-10 (17970 rows, 3434 buckets) for every seed tried.  ``A`` (residues ``|x| < p``, int64 or
+    float64) is read in blocks of ``_SKETCH_ROWS`` rows, unchanged; ``cols`` (default: all) are the columns kept.
+
+    Raises
+    ------
+    InvariantViolation
+        If ``p`` is not a prime below ``2**21``, or an entry of ``A`` is not below ``p`` in magnitude (the
+        float64 sums would not be exact).
+
+    Examples
+    --------
+    >>> A = np.array([[1, 2, 0], [2, 4, 0], [3, 6, 0], [1, 0, 0]] * 3)
+    >>> S = sketch_rows_sparse(A, 6, 1048583, 0, cols=np.array([0, 1]))
+    >>> S.shape, rank_blas(S, 1048583)
+    ((6, 2), 2)
+    """
+    _check_prime(p)
+    if A.size and (A.min() <= -p or A.max() >= p):
+        raise InvariantViolation(f"sketch_rows_sparse needs residues below {p} in magnitude")
+    m, gen = A.shape[0], np.random.default_rng(seed)
+    out, buf = np.zeros((k, A.shape[1])), np.empty((min(_SKETCH_ROWS, k), A.shape[1]))
+    for _ in range(hashes):  # each pass: row perm[c k + t] goes to row t of the result (buckets of m / k rows)
+        perm = gen.permutation(m)
+        coef = np.asarray(gen.integers(1, p, size=m), dtype=np.float64)
+        for c0 in range(0, m, k):
+            for s in range(c0, min(c0 + k, m), _SKETCH_ROWS):
+                rows = perm[s:min(s + _SKETCH_ROWS, c0 + k, m)]
+                # exact: |x| < p < 2**21 times coefficients below 2**21, at most 1000 summed: below 2**52
+                np.multiply(A[rows], coef[rows, None], out=buf[:len(rows)])
+                out[s - c0:s - c0 + len(rows)] += buf[:len(rows)]
+            if (c0 // k) % 1000 == 999:
+                _reduce(out, p)
+        _reduce(out, p)
+    return out if cols is None else out[:, cols]
+
+
+def nonzero_columns(A: np.ndarray) -> np.ndarray:
+    """Indices of the columns of ``A`` with a nonzero entry, read in row blocks (no ``m x n`` mask).
+
+    Examples
+    --------
+    >>> nonzero_columns(np.array([[0, 1, 0], [0, 0, 2]])).tolist()
+    [1, 2]
+    """
+    live = np.zeros(A.shape[1], dtype=bool)
+    for s in range(0, A.shape[0], _SKETCH_ROWS):
+        live |= A[s:s + _SKETCH_ROWS].any(axis=0)
+    return np.flatnonzero(live)
 
 
 def sketch_columns_sparse(A: np.ndarray, k: int, p: int, seed: int, hashes: int = 2) -> np.ndarray:

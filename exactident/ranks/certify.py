@@ -51,8 +51,7 @@ __all__ = ["AlphaLowerBound", "RankResult", "certified_by", "certify_rank_alpha"
 def certify_rank_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                        fixed: FixedEdges, *, rng: random.Random | None = None,
                        upper_bounds: Mapping[str, int] | None = None,
-                       lower: tuple[int, int, np.ndarray | None] | None = None,
-                       data: ModularData | None = None,
+                       lower: tuple[int, int, np.ndarray | None] | None = None, data: ModularData | None = None,
                        semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
                        source: Callable[[], str] | None = None,
                        known_upper: Mapping[str, Any] | None = None) -> CertifiedRank:
@@ -232,7 +231,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     if blocks < min(rows, dim):
         bounds["active-blocks"] = blocks
     closed = lower[0] in bounds.values()  # the exact rank already: no interval work
-    kernels = StructuralKernels(net, X, pattern, fixed, lambda: semi_local_kernel(net, X, pattern, fixed))
+    kernels = StructuralKernels(net, X, pattern, fixed, lambda: semi_local_kernel(net, X, pattern, fixed),
+                                dim - lower[0])
     struct, struct_source = kernels.vectors, kernels.source
     kernel_up: dict[str, Any] | None = None
     estimate: dict[str, float] | None = None

@@ -360,11 +360,16 @@ class StructuralKernels:
     ``semi()`` and ``vectors()`` return the vectors, ``source()`` the name the verifier rebuilds them
     by (``"semi-local"`` when the shifted blocks add nothing, else ``"shifted"``), ``upper(...)`` the
     checked ``upper`` part of :func:`kernel_upper`, and ``built`` says whether ``vectors()`` ran.
+    With ``closes`` (``dim`` minus a rank mod p, so at least the nullity of ``Gamma``): when the
+    semi-local kernel alone has that many vectors, all kept by :func:`structural_kernel`, no vector can
+    be added to it, and ``vectors()`` is the semi-local kernel without the shifted blocks (source
+    ``"semi-local"``, which the verifier rebuilds).
     """
 
     def __init__(self, net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                 fixed: FixedEdges, semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None) -> None:
-        self.net, self.X, self.pattern, self.fixed = net, X, pattern, fixed
+                 fixed: FixedEdges, semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
+                 closes: int | None = None) -> None:
+        self.net, self.X, self.pattern, self.fixed, self.closes = net, X, pattern, fixed, closes
         self._build_semi = semi_local  # default: exactident.ranks.kernels.semi_local_kernel of the pattern
         self._semi: list[dict[int, flint.fmpq]] | None = None
         self._all: list[dict[int, flint.fmpq]] | None = None
@@ -394,6 +399,13 @@ class StructuralKernels:
 
     def vectors(self) -> list[dict[int, flint.fmpq]]:
         """:func:`structural_kernel` of the pattern (the semi-local vectors first)."""
+        if self._all is None and self.closes is not None and len(self.semi()) >= self.closes:
+            from exactident.linalg.certified import MAX_EXACT_CHECK_ENTRIES
+
+            net = self.net
+            if len(self.X) * net.widths[-1] * net.dim <= MAX_EXACT_CHECK_ENTRIES or \
+                    all(_bits(v) <= MAX_SHIFTED_BITS for v in self.semi()):
+                self._all = self.semi()  # independent, as many as the nullity can be: the shifted blocks add none
         if self._all is None:
             self._all = structural_kernel(self.net, self.X, self.pattern, self.fixed, self.semi())
         return self._all

@@ -7,6 +7,7 @@ Helpers of :mod:`exactident.verify.rank` (kept apart for size), with the reading
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -460,28 +461,27 @@ class GammaRowSupport:
 def tall_lower(image: np.ndarray, p: int, claimed: int, seed: int) -> int:
     """A lower bound on ``rank_p`` of a very tall ``image`` (``m > 2 n + 64``) from fewer than ``m`` rows.
 
-    The rank ``r1`` of ``n + 16`` rows drawn with the verifier's own ``seed``, stacked (when ``r1`` is below
-    ``claimed``) with ``R A_rest`` for a random ``(claimed - r1 + 16) x (m - n - 16)`` matrix ``R`` of the
-    other rows: any such stack has rank at most ``rank_p(A)`` (its rows are combinations of ``A``'s), so
-    its rank is a lower bound whatever ``R`` is; it equals ``rank_p(A)`` unless ``R`` is unlucky (then the
-    caller eliminates all of ``A``).  The elimination runs on ``n + claimed - r1 + 32`` rows, not ``m``.
+    First the rank of one sparse sketch ``R A`` (:func:`~exactident.linalg.blas_modp.sketch_rows_sparse`, ``n' + 16``
+    rows, ``n'`` the columns nonzero mod p); short of ``claimed``, the rank ``r1`` of ``n + 16`` rows, stacked (when
+    below ``claimed``) with ``R A_rest``, ``R`` random ``(claimed - r1 + 16) x (m - n - 16)``. Each (own ``seed``) has
+    rows combining ``A``'s: a lower bound whatever ``R`` is, ``rank_p(A)`` unless ``R`` is unlucky (then all rows).
     """
-    import random
-
-    from exactident.linalg.blas_modp import rank_blas, sketch_rows, symmetric_rows
+    from exactident.linalg.blas_modp import nonzero_columns, rank_blas, sketch_rows, sketch_rows_sparse, symmetric_rows
 
     m, n = image.shape
+    live = nonzero_columns(image)  # a zero column mod p adds nothing to rank_p
+    r0 = rank_blas(sketch_rows_sparse(image, len(live) + 16, p, seed, cols=live), p) if claimed <= len(live) else -1
+    if r0 >= claimed:
+        return r0
     rng = random.Random(seed)
     rows = sorted(rng.sample(range(m), n + 16))
     r1 = rank_blas(symmetric_rows(image, rows, p, np.empty((n + 16, n))), p)
     if r1 >= claimed:
         return r1
-    rest = np.ones(m, dtype=bool)
-    rest[rows] = False
     k = claimed - r1 + 16
     stack = np.empty((n + 16 + k, n))
     symmetric_rows(image, rows, p, stack[:n + 16])
-    symmetric_rows(sketch_rows(image, k, p, rng, rows=np.flatnonzero(rest)), range(k), p, stack[n + 16:])
+    symmetric_rows(sketch_rows(image, k, p, rng, rows=np.setdiff1d(np.arange(m), rows)), range(k), p, stack[n + 16:])
     return rank_blas(stack, p)
 
 
