@@ -209,7 +209,7 @@ def test_verifier_columns_of_gamma_mod_p_match_the_whole_image():
     import numpy as np
 
     from exactident.model.integer_forward import data_denominator
-    from exactident.verify.rank_kernel import gamma_columns_mod_p
+    from exactident.verify.row_support import gamma_columns_mod_p
 
     net, X = _rare_net(3)
     st = activation_state(net, X)
@@ -256,7 +256,7 @@ def test_deeper_nets_kernel_vectors_against_the_exact_gamma(seed):
 def test_verifier_product_by_samples_matches_the_oracle():
     """``Gamma K_c mod q`` through per-sample sums (the verifier's check) against the oracle's own product."""
     from exactident.model.integer_forward import data_denominator
-    from exactident.verify.rank_kernel import gamma_product_is_zero
+    from exactident.verify.row_support import gamma_product_is_zero
 
     net, X = _rare_net(5)
     st = activation_state(net, X)
@@ -291,7 +291,7 @@ def _int_col(vec: dict) -> dict[int, int]:
 
 def _support(net, X, col):
     from exactident.model.integer_forward import data_denominator
-    from exactident.verify.rank_kernel import GammaRowSupport
+    from exactident.verify.row_support import GammaRowSupport
 
     st = activation_state(net, X)
     g = GammaRowSupport(net, X, st.pattern, fixed_edges(net), data_denominator(net, X))
@@ -506,7 +506,7 @@ def test_exact_column_check_matches_the_oracle(seed):
     ``Gamma K_c = 0`` exactly when the hand-written oracle's Fraction product is zero: random sparse columns
     (mostly nonzero products), the structural kernel vectors (zero), and each kernel vector plus a unit vector."""
     from exactident.model.integer_forward import data_denominator
-    from exactident.verify.rank_kernel import GammaRowSupport
+    from exactident.verify.row_support import GammaRowSupport
 
     net, X = _rare_net(seed, rare=2)
     st = activation_state(net, X)
@@ -537,7 +537,7 @@ def test_exact_column_check_on_deeper_nets_against_the_exact_gamma():
     from exactident.linalg import exact
     from exactident.model.gamma import gamma_exact
     from exactident.model.integer_forward import data_denominator, integer_forward
-    from exactident.verify.rank_kernel import GammaRowSupport
+    from exactident.verify.row_support import GammaRowSupport
 
     rng = random.Random(3)
     for widths in [(3, 4, 3, 2), (3, 5, 4, 4, 1)]:

@@ -285,7 +285,7 @@ def test_huge_entries_kernel_is_checked_by_one_exact_product(monkeypatch):
     case, rep = _report(_huge_dead_neuron())
     assert (rep["verdict"], rep["rank_gamma"], rep["rank_a_lower_bound"]) == ("inconclusive", 7, 8)
     assert rep["certified_by"]["rank_gamma"] == "kernel:semi-local"
-    from exactident.verify.rank_kernel import GammaRowSupport
+    from exactident.verify.row_support import GammaRowSupport
 
     exact_products, exact_columns = [], []
     product, columns = vr._product_is_zero, GammaRowSupport.exactly_zero
@@ -318,10 +318,12 @@ def test_verifier_caps_are_the_engines():
 
 
 def test_alpha_too_large_to_reduce_is_not_verified(monkeypatch):
+    import exactident.verify.alpha_image as va
     import exactident.verify.rank as vr
 
     case, rep = _report(DEAD_NEURON)
     monkeypatch.setattr(vr, "MAX_ALPHA_ENTRIES", 10)  # alpha here is 5 x 7
+    monkeypatch.setattr(va, "MAX_ALPHA_ENTRIES", 10)
     valid, msgs = _verify(case, rep)
     assert not valid and "certificate.rank.rank_a.lower.matrix: alpha on 5 rows has 5 x 7 entries, more than 10 " \
         "to reduce mod p: not verified (the engine uses 'gram' then)" in msgs

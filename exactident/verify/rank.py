@@ -58,10 +58,10 @@ from exactident.model.integer_forward import common_denominator, data_denominato
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.ranks.shifted import structural_kernel
+from exactident.verify.alpha_image import MAX_ALPHA_ENTRIES, alpha_rows_image
 from exactident.verify.arith import BadField, capped_exact_rank, need, unknown_fields
 from exactident.verify.rank_blocks import active_blocks_bound
 from exactident.verify.rank_kernel import (
-    GammaRowSupport,
     _fixed,
     _json_int,
     _kernel_columns,
@@ -74,6 +74,7 @@ from exactident.verify.rank_kernel import (
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
 from exactident.verify.rank_rules import own_ranks_reach
+from exactident.verify.row_support import EXACT_SUPPORT_SAMPLES, GammaRowSupport
 
 __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
            "verify_rank_certificate"]
@@ -81,9 +82,6 @@ __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_ra
 #: Most primes the verifier uses for one check ``M K = 0`` (the engine's cap for its own checks).
 MAX_VERIFY_PRIMES = MAX_CHECK_PRIMES
 
-#: ``alpha`` (or rows of it) is reduced mod p explicitly up to this many entries, as the engine does
-#: (``exactident.ranks.rank_alpha.MAX_EXPLICIT_ALPHA_MOD_P``); a certificate asking for more is not verified.
-MAX_ALPHA_ENTRIES = 40_000_000
 
 _RANK_KEYS = ("fixed_edges", "rank_gamma", "rank_a")
 _ONE_KEYS = ("rank", "shape", "lower", "upper")
@@ -301,7 +299,7 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
         # each column on its row support: exactly in integers when its bound needs more primes than the cap or its
         # support is at most EXACT_SUPPORT_SAMPLES samples (one integer block of Gamma costs less than its primes),
         # else mod its own count of primes
-        from exactident.verify.rank_kernel import EXACT_SUPPORT_SAMPLES, zero_by_columns
+        from exactident.verify.rank_kernel import zero_by_columns
 
         counts = [(n * entry_bound * max((abs(v) for v in col.values()), default=0)).bit_length() // 30 + 1
                   for col in K_int]
@@ -315,36 +313,6 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
         zero = _product_is_zero(m.exact_matrix(), K) if exact_check else _zero_mod(m.image, K_int, primes)
     if not zero:
         raise _Reject(f"{what}.upper.kernel: M K is not 0 (the certificate claims it is)")
-
-
-def _alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[dict, int, str], np.ndarray]:
-    """``lower`` of the alpha-rows form: ``alpha`` (or its Gram matrix) mod p on the rows ``lower.rows``."""
-    n = len(X)
-
-    def image(low: dict, p: int, where: str) -> np.ndarray:
-        matrix = need(low, "matrix", str, where)
-        if "rows" not in low:
-            raise BadField(f"{where}.rows", "missing")
-        rows_field = low["rows"]
-        if rows_field == "all":
-            rows = list(range(n))
-        elif isinstance(rows_field, list):
-            rows = [_json_int(i, f"{where}.rows[{k}]") for k, i in enumerate(rows_field)]
-            if any(not 0 <= i < n for i in rows) or len(set(rows)) != len(rows):
-                raise _Reject(f"{where}.rows: expected distinct sample indices in [0, {n}), found "
-                              f"{short_text(str(rows_field))}")
-        else:
-            raise BadField(f"{where}.rows", f"expected 'all' or a list of ints, found {type(rows_field).__name__}")
-        sub = [np.asarray(a)[rows] for a in pattern]
-        if matrix == "alpha":
-            if len(rows) * P > MAX_ALPHA_ENTRIES:
-                raise _Reject(f"{where}.matrix: alpha on {len(rows)} rows has {len(rows)} x {P} entries, more than "
-                              f"{MAX_ALPHA_ENTRIES} to reduce mod p: not verified (the engine uses 'gram' then)")
-            return alpha_mod_p(sub, Xs.mod(p)[rows], p)
-        if matrix == "gram":
-            return gram_mod_p(sub, [X[i] for i in rows], p, avoid, None, Xs if rows == list(range(n)) else None)
-        raise _Reject(f"{where}.matrix: expected 'alpha' or 'gram', found {matrix!r}")
-    return image
 
 
 def _rowspace(where: str, pattern, X, widths) -> int:
@@ -383,7 +351,7 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths, max_words: int) -> tup
                      "pattern-rowspace": lambda: _rowspace(where, pattern, X, widths)},
                     max_words, lambda: alpha_exact(pattern, X),
                     {"column-blocks": lambda: alpha_column_kernel(pattern, X, widths)},
-                    ("prime", "rank_mod_p", "matrix", "rows"), _alpha_rows_image(pattern, X, Xs, avoid_x, P))
+                    ("prime", "rank_mod_p", "matrix", "rows"), alpha_rows_image(pattern, X, Xs, avoid_x, P))
     else:
         m = _Matrix((n, n), avoid_x, lambda q: gram_mod_p(pattern, X, q, avoid_x), lambda: gram_entry_bound(X, widths),
                     {"shape": n, "paths": P, "patterns": lambda: pattern_rank_bound(pattern, X)},
