@@ -156,7 +156,8 @@ class GammaRowSupport:
     Everything is recomputed from the case (``net``, ``X``) and the caller's ``pattern``; if the pattern
     disagrees with the sign of a nonzero pre-activation (then ``Gamma``'s ``h = z * pattern`` is not
     ``relu(z)``), every sample is in every support.  Called as ``product_is_zero(q, cols)`` by
-    :func:`~exactident.verify.rank_kernel.zero_by_columns` (integer columns: a positive multiple of ``K_c`` has the same support).
+    :func:`~exactident.verify.rank_kernel.zero_by_columns` (integer columns: a positive multiple of ``K_c``
+    has the same support).
     """
 
     def __init__(self, net, X, pattern, fixed, avoid: int) -> None:
