@@ -285,11 +285,12 @@ class GammaRowSupport:
         return self._bp
 
     def exactly_zero(self, cols: list[dict[int, int]]) -> bool:
-        """``Gamma K_c = 0`` exactly over Z for every column, on every row (no support, no prime).
+        """``Gamma K_c = 0`` exactly over Z for every column, on the rows of its row support (no prime).
 
         Row ``(i, k)`` of ``Gamma K_c`` is ``sum_l sum_v D_l[(i, k), v] (sum_j h_{l-1}(x_i)[j] K_c[W_l[v, j]] +
         K_c[b_l[v]])`` (Prop. 10), computed in integers from the exact forward pass of the case
-        (``_backprop_int``) and scaled by one positive integer.  For the columns whose bound on
+        (``_backprop_int``) and scaled by one positive integer.  Only the samples of :meth:`support` are
+        computed: outside them every row is zero exactly (class docstring).  For the columns whose bound on
         ``|Gamma K_c|`` needs more primes than the verifier's cap, or whose row support is small.
         """
         if not any(cols):
@@ -300,9 +301,15 @@ class GammaRowSupport:
         N_L = net.widths[-1]
         D, e, H, s = self._backprop_int()
         M = lcm(*(e[l - 1] * s[l - 1] for l in range(1, L + 1)))
-        Hq: dict[int, flint.fmpz_mat] = {}
+        Hq: dict[tuple[int, bytes], flint.fmpz_mat] = {}  # h_{l-1} on a support, as an fmpz_mat once
         for col in cols:
-            total = np.zeros(n * N_L, dtype=object)
+            S = self.support(col)
+            rows = np.flatnonzero(S)
+            if not len(rows):
+                continue  # an empty support: Gamma K_c = 0 exactly
+            everywhere = len(rows) == n
+            idx = None if everywhere else (rows[:, None] * N_L + np.arange(N_L)).ravel()
+            total = np.zeros(len(rows) * N_L, dtype=object)
             by_layer: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             for c, v in col.items():
                 if not v:
@@ -316,11 +323,13 @@ class GammaRowSupport:
                     KW[prm.i, prm.j] += int(v)
             for l, (KW, Kb) in by_layer.items():
                 vs = np.flatnonzero((KW != 0).any(axis=1) | (Kb != 0))  # the neurons K_c touches: only those products
-                if l not in Hq and H[l - 1].size:  # h_{l-1} as an fmpz_mat once, for every column
-                    Hq[l] = flint.fmpz_mat(H[l - 1].tolist())
-                U = _int_dot(H[l - 1], KW[vs].T, Hq.get(l)) + s[l - 1] * Kb[vs][None, :]  # s_{l-1} u_v(x_i)
-                total = total + (M // (e[l - 1] * s[l - 1])) * \
-                    (D[l - 1][:, vs] * np.repeat(U, N_L, axis=0)).sum(axis=1)
+                h = H[l - 1] if everywhere else H[l - 1][rows]
+                key = (l, S.tobytes())
+                if key not in Hq and h.size:
+                    Hq[key] = flint.fmpz_mat(h.tolist())
+                U = _int_dot(h, KW[vs].T, Hq.get(key)) + s[l - 1] * Kb[vs][None, :]  # s_{l-1} u_v(x_i)
+                d = D[l - 1][:, vs] if idx is None else D[l - 1][np.ix_(idx, vs)]
+                total = total + (M // (e[l - 1] * s[l - 1])) * (d * np.repeat(U, N_L, axis=0)).sum(axis=1)
             if (total != 0).any():
                 return False
         return True
