@@ -74,7 +74,7 @@ from exactident.verify.rank_kernel import (
 from exactident.verify.rank_left import left_kernel_bound
 from exactident.verify.rank_rowspace import rowspace_bound
 from exactident.verify.rank_rules import own_ranks_reach
-from exactident.verify.row_support import EXACT_SUPPORT_SAMPLES, GammaRowSupport
+from exactident.verify.row_support import EXACT_ABOVE_PRIMES, EXACT_SUPPORT_SAMPLES, GammaRowSupport
 
 __all__ = ["MAX_ALPHA_ENTRIES", "MAX_VERIFY_PRIMES", "CertifiedRanks", "check_rank_certificate",
            "verify_rank_certificate"]
@@ -296,14 +296,14 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     if not has_full_column_rank(K_int, n, primes[0]):
         raise _Reject(f"{what}.upper.kernel: the kernel basis is not of full column rank {len(K)}")
     if m.columns is not None and "primes" not in up:
-        # each column on its row support: exactly in integers when its bound needs more primes than the cap or its
-        # support is at most EXACT_SUPPORT_SAMPLES samples (one integer block of Gamma costs less than its primes),
+        # each column on its row support: exactly in integers when its bound needs more than EXACT_ABOVE_PRIMES primes
+        # or its support is at most EXACT_SUPPORT_SAMPLES samples (one integer block of Gamma costs less than its primes),
         # else mod its own count of primes
         from exactident.verify.rank_kernel import zero_by_columns
 
         counts = [(n * entry_bound * max((abs(v) for v in col.values()), default=0)).bit_length() // 30 + 1
                   for col in K_int]
-        exact = [k > MAX_VERIFY_PRIMES or int(m.columns.support(col).sum()) <= EXACT_SUPPORT_SAMPLES
+        exact = [k > EXACT_ABOVE_PRIMES or int(m.columns.support(col).sum()) <= EXACT_SUPPORT_SAMPLES
                  for col, k in zip(K_int, counts)]
         count = max((k for k, e in zip(counts, exact) if not e), default=1)
         zero = m.columns.exactly_zero([col for col, e in zip(K_int, exact) if e]) and \

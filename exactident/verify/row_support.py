@@ -118,6 +118,11 @@ def _plan_is_zero(plan: list, H: list[np.ndarray], D: list[np.ndarray], N_L: int
 #: (:meth:`GammaRowSupport.exactly_zero`, one block of ``Gamma``), not mod its primes (up to 120 backpropagations).
 EXACT_SUPPORT_SAMPLES = 64
 
+#: A kernel column whose bound on ``|Gamma K_c|`` needs more than this many primes is checked exactly in integers
+#: too: one integer pass over its support (``Gamma``'s integers from the case, once for all columns) costs less than
+#: that many backpropagations mod p (random 16x4: 25 columns of up to 75 primes, 5.6 s mod p).
+EXACT_ABOVE_PRIMES = 8
+
 
 def _int_dot(A: np.ndarray, B: np.ndarray, A_flint: flint.fmpz_mat | None = None) -> np.ndarray:
     """``A @ B`` (object arrays of int or fmpz; ``A_flint``: ``A`` as an ``fmpz_mat``) by one FLINT product, exactly:
