@@ -218,3 +218,31 @@ def test_lower_bound_of_a_very_tall_deficient_matrix_by_sample_and_sketch():
     assert r == expected == 25
     assert image.dtype == np.int64 and image.min() >= 0 and image.max() < p
     assert _flint_rank(image, p) == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lower_bound_of_a_very_tall_matrix_by_one_sparse_sketch(seed):
+    # sparse_rows: one sparse sketch R A of n + 16 rows, one elimination.  Its rank never exceeds A's (FLINT over
+    # Z, independently) and, on these matrices, equals it; the image returned is n + 16 combinations of A's rows
+    # (int64 in [0, p)) whose kernel is A's: A's kernel vectors (FLINT nullspace over Q) vanish on it mod p
+    from exactident.linalg.lower_bound import modular_lower_bound
+
+    gen = np.random.default_rng(seed)
+    L = gen.integers(-9, 10, (900, 25))
+    L[:850, 20:] = 0  # five directions only in the last 50 rows
+    A = L @ gen.integers(-9, 10, (25, 40))
+    expected = flint.fmpz_mat(A.tolist()).rank()
+    r, p, image = modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(seed), stop_at=40, blas=True,
+                                      sparse_rows=True)
+    assert r == expected == 25
+    assert image.shape == (40 + 16, 40)
+    assert image.dtype == np.int64 and image.min() >= 0 and image.max() < p
+    assert _flint_rank(image, p) == expected
+    K, nullity = flint.fmpz_mat(A.tolist()).nullspace()  # integer kernel columns (the first nullity)
+    assert nullity == 40 - expected
+    Kp = np.array([[int(K[i, j]) % p for j in range(nullity)] for i in range(40)], dtype=object)
+    assert not (image.astype(object).dot(Kp) % p).any()
+    # a full-column-rank very tall matrix: the sketch proves the column count and stops there
+    B = gen.integers(-9, 10, (900, 40))
+    assert modular_lower_bound(lambda q: B % q, avoid=1, rng=random.Random(seed), stop_at=40, blas=True,
+                               sparse_rows=True)[0] == 40

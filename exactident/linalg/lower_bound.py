@@ -21,6 +21,7 @@ from exactident.linalg.blas_modp import (
     rank_blas,
     sketch_columns_sparse,
     sketch_rows,
+    sketch_rows_sparse,
     symmetric_rows,
 )
 from exactident.linalg.modular import PRIME_HI, PRIME_LO, random_primes, rank_mod_p
@@ -33,7 +34,8 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                         stop_at: int | None = None, blas: bool = False,
                         sketch: Callable[[int, int], np.ndarray] | None = None,
                         shape: tuple[int, int] | None = None,
-                        uniform: bool = False, short: bool = False) -> tuple[int, int, np.ndarray | None]:
+                        uniform: bool = False, short: bool = False,
+                        sparse_rows: bool = False) -> tuple[int, int, np.ndarray | None]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
     Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
@@ -55,6 +57,12 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     ``short``: the rank is known to be below the column count (e.g. a zero column), so a tall image's
     random row sample cannot prove full column rank; its rank is then not taken (the rows are still
     drawn, so the random stream, and every later prime, is the same as without ``short``).
+
+    ``sparse_rows`` (``blas`` only): a very tall image (rows above ``2 cols + 64``) is reduced to one sparse
+    sketch ``R A`` of ``cols + 16`` rows (:func:`~exactident.linalg.blas_modp.sketch_rows_sparse`: two passes over
+    ``A``, one elimination, no random-row elimination first).  Its rank is a lower bound whatever ``R`` is, and
+    ``rank_p(A)`` unless ``R`` is unlucky; no Schwartz-Zippel bound is claimed for a sparse ``R``, so the rank is
+    then not a Monte Carlo trial (callers must not count it as one).
 
     Returns
     -------
@@ -90,6 +98,16 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
         image = image_mod_p(p)
         m, n = image.shape
         first: tuple[list[int], int] | None = None
+        if sparse_rows and blas and stop_at is not None and stop_at == n and m > 2 * n + 64:
+            # one sparse sketch instead of a row sample's elimination and then a stack's: the trained nets
+            # are rank-deficient, so the row sample never proves full rank and two eliminations were paid
+            image = sketch_rows_sparse(image, n + 16, p, seed=p)  # seeded by p: the shared rng is not drawn
+            r = rank_fn(image, p)
+            if best is None or r > best[0]:
+                best = (r, p, image.astype(np.int64) % p)
+            if r >= stop_at:
+                break
+            continue
         if stop_at is not None and stop_at == n and m > n + n // 8 + 16:
             # Tall: a random set of n + 16 rows usually has full column rank already, and the
             # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.

@@ -207,7 +207,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     # wide Gamma (e.g. a first layer on images): a Khatri-Rao column sketch first, Gamma never built
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
                                 rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim), uniform=True,
-                                short=short,
+                                short=short, sparse_rows=True,
                                 sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
         from exactident.ranks.montecarlo import monte_carlo_ranks
@@ -351,9 +351,10 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, kerne
     # no Monte Carlo value when the certified interval is already within 1 % of dim (it would cost more ranks
     # mod p than the verdict's own for a value the interval nearly fixes); else None when reaching the Monte
     # Carlo target would cost more than the verdict
+    # (a very tall Gamma's lower bound is a sparse sketch's rank: no Schwartz-Zippel bound, not a Monte Carlo trial)
     mc = None if 100 * (up["bound"] - r) <= net.dim else \
         monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
-                          entry_bound=entry_bound, lower_uniform=True)
+                          entry_bound=entry_bound, lower_uniform=len(X) * net.widths[-1] <= 2 * net.dim + 64)
     return RankResult(mc["rank_gamma"] if mc else r, None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
                       montecarlo=mc)
 
