@@ -222,8 +222,8 @@ def test_lower_bound_of_a_very_tall_deficient_matrix_by_sample_and_sketch():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_lower_bound_of_a_very_tall_matrix_by_one_sparse_sketch(seed):
-    # sparse_rows: one sparse sketch R A of n + 16 rows, one elimination.  Its rank never exceeds A's (FLINT over
-    # Z, independently) and, on these matrices, equals it; the image returned is n + 16 combinations of A's rows
+    # sparse_rows: one sparse sketch R A of n + 16 rows over 16 dense combinations, one elimination.  Its rank
+    # never exceeds A's (FLINT over Z, independently) and, on these matrices, equals it; the image is n + 32 rows
     # (int64 in [0, p)) whose kernel is A's: A's kernel vectors (FLINT nullspace over Q) vanish on it mod p
     from exactident.linalg.lower_bound import modular_lower_bound
 
@@ -235,7 +235,7 @@ def test_lower_bound_of_a_very_tall_matrix_by_one_sparse_sketch(seed):
     r, p, image = modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(seed), stop_at=40, blas=True,
                                       sparse_rows=True)
     assert r == expected == 25
-    assert image.shape == (40 + 16, 40)
+    assert image.shape == (40 + 32, 40)
     assert image.dtype == np.int64 and image.min() >= 0 and image.max() < p
     assert _flint_rank(image, p) == expected
     K, nullity = flint.fmpz_mat(A.tolist()).nullspace()  # integer kernel columns (the first nullity)
@@ -246,3 +246,17 @@ def test_lower_bound_of_a_very_tall_matrix_by_one_sparse_sketch(seed):
     B = gen.integers(-9, 10, (900, 40))
     assert modular_lower_bound(lambda q: B % q, avoid=1, rng=random.Random(seed), stop_at=40, blas=True,
                                sparse_rows=True)[0] == 40
+
+
+def test_sparse_row_sketch_shortfall_made_up_by_the_dense_rows(monkeypatch):
+    # a sparse sketch that misses everything (all zero, as if every bucket were unlucky): the 16 dense random
+    # combinations under it still reach a rank of at most 16 (here 10, FLINT over Z); never above A's rank
+    import exactident.linalg.lower_bound as lower_bound
+
+    monkeypatch.setattr(lower_bound, "sketch_rows_sparse", lambda A, k, p, seed: np.zeros((k, A.shape[1])))
+    gen = np.random.default_rng(11)
+    A = gen.integers(-9, 10, (600, 10)) @ gen.integers(-9, 10, (10, 30))
+    assert flint.fmpz_mat(A.tolist()).rank() == 10
+    r, p, image = lower_bound.modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(0), stop_at=30,
+                                                  blas=True, sparse_rows=True)
+    assert r == 10 and _flint_rank(image, p) == 10

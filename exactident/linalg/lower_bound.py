@@ -60,9 +60,11 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
 
     ``sparse_rows`` (``blas`` only): a very tall image (rows above ``2 cols + 64``) is reduced to one sparse
     sketch ``R A`` of ``cols + 16`` rows (:func:`~exactident.linalg.blas_modp.sketch_rows_sparse`: two passes over
-    ``A``, one elimination, no random-row elimination first).  Its rank is a lower bound whatever ``R`` is, and
-    ``rank_p(A)`` unless ``R`` is unlucky; no Schwartz-Zippel bound is claimed for a sparse ``R``, so the rank is
-    then not a Monte Carlo trial (callers must not count it as one).
+    ``A``) stacked over 16 dense random combinations of ``A``'s rows (:func:`~exactident.linalg.blas_modp.sketch_rows`),
+    and eliminated once (no random-row elimination first).  Its rank is a lower bound whatever the draw, and
+    ``rank_p(A)`` unless the sparse sketch misses more than 16 of it or the dense rows are unlucky (chance about
+    ``rank / p``); no bound is proved for the sparse part, so the rank is then not a Monte Carlo trial (callers
+    must not count it as one).
 
     Returns
     -------
@@ -101,7 +103,13 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
         if sparse_rows and blas and stop_at is not None and stop_at == n and m > 2 * n + 64:
             # one sparse sketch instead of a row sample's elimination and then a stack's: the trained nets
             # are rank-deficient, so the row sample never proves full rank and two eliminations were paid
-            image = sketch_rows_sparse(image, n + 16, p, seed=p)  # seeded by p: the shared rng is not drawn
+            # seeded by p: the shared rng is not drawn.  16 dense random combinations under the sparse sketch
+            # make up a shortfall of the sparse sketch up to 16 (then the r / p chance of a dense sketch)
+            stack = np.empty((n + 32, n))
+            stack[:n + 16] = sketch_rows_sparse(image, n + 16, p, seed=p)
+            symmetric_rows(sketch_rows(image, 16, p, random.Random(p)), range(16), p, stack[n + 16:])
+            image = stack
+            del stack
             r = rank_fn(image, p)
             if best is None or r > best[0]:
                 best = (r, p, image.astype(np.int64) % p)
