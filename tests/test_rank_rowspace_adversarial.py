@@ -23,7 +23,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_rank_rowspace import _bc_analogue
 
-import exactident.ranks.certify as cm
 import exactident.ranks.rowspace as engine_rowspace
 import exactident.verify.rank_rowspace as verifier_rowspace
 from exactident.io.case import Case, write_case
@@ -124,7 +123,9 @@ def test_engine_falls_back_when_its_mod_p_bound_is_loose(monkeypatch):
     # without the column-block kernel the engine's loose bound 6 cannot close rank 5: the Gram route does
     net, X = _mod_p_case()
     pattern = activation_state(net, X).pattern
-    monkeypatch.setattr(cm, "alpha_column_kernel", lambda *a: [])
+    import exactident.ranks.rank_alpha as rank_alpha
+
+    monkeypatch.setattr(rank_alpha, "alpha_column_kernel", lambda *a: [])
     res = certify_rank_alpha(pattern, X, net.widths, rng=random.Random(0))
     assert res.rank == 5
     assert res.certificate["upper"]["kind"] != "pattern-rowspace"

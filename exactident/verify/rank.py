@@ -296,9 +296,9 @@ def _kernel_is_zero(what: str, up: dict, m: _Matrix, K: list) -> None:
     if not has_full_column_rank(K_int, n, primes[0]):
         raise _Reject(f"{what}.upper.kernel: the kernel basis is not of full column rank {len(K)}")
     if m.columns is not None and "primes" not in up:
-        # each column on its row support: exactly in integers when its bound needs more than EXACT_ABOVE_PRIMES primes
-        # or its support is at most EXACT_SUPPORT_SAMPLES samples (one integer block of Gamma costs less than its primes),
-        # else mod its own count of primes
+        # each column on its row support: exactly in integers when its bound needs more than EXACT_ABOVE_PRIMES
+        # primes or its support is at most EXACT_SUPPORT_SAMPLES samples (one integer block of Gamma costs less
+        # than its primes), else mod its own count of primes
         from exactident.verify.rank_kernel import zero_by_columns
 
         counts = [(n * entry_bound * max((abs(v) for v in col.values()), default=0)).bit_length() // 30 + 1
