@@ -296,8 +296,8 @@ class GammaRowSupport:
         K_c[b_l[v]])`` (Prop. 10), computed in integers from the exact forward pass of the case
         (``_backprop_int``) and scaled by one positive integer.  Only the samples of :meth:`support` are
         computed: outside them every row is zero exactly (class docstring).  For the columns whose bound on
-        ``|Gamma K_c|`` needs more than :data:`EXACT_ABOVE_PRIMES` primes, or whose row support has at most
-        :data:`EXACT_SUPPORT_SAMPLES` samples.
+        ``|Gamma K_c|`` needs more than ``EXACT_ABOVE_PRIMES`` primes, or whose row support has at most
+        ``EXACT_SUPPORT_SAMPLES`` samples.
         """
         if not any(cols):
             return True
