@@ -25,6 +25,7 @@ from exactident.linalg.blas_modp import (
     symmetric_rows,
 )
 from exactident.linalg.modular import PRIME_HI, PRIME_LO, random_primes, rank_mod_p
+from exactident.linalg.montecarlo import uniform_prime, very_tall
 
 __all__ = ["modular_lower_bound"]
 
@@ -76,8 +77,6 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     best: tuple[int, int, np.ndarray | None] | None = None
     rank_fn = rank_blas if blas else rank_mod_p
     if uniform:
-        from exactident.linalg.montecarlo import uniform_prime
-
         lo, hi = (BLAS_PRIME_LO, BLAS_PRIME_HI) if blas else (PRIME_LO, PRIME_HI)
         primes: list[int] = []
         while len(primes) < n_primes:
@@ -100,11 +99,10 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
         image = image_mod_p(p)
         m, n = image.shape
         first: tuple[list[int], int] | None = None
-        if sparse_rows and blas and stop_at is not None and stop_at == n and m > 2 * n + 64:
-            # one sparse sketch instead of a row sample's elimination and then a stack's: the trained nets
-            # are rank-deficient, so the row sample never proves full rank and two eliminations were paid
-            # seeded by p: the shared rng is not drawn.  16 dense random combinations under the sparse sketch
-            # make up a shortfall of the sparse sketch up to 16 (then the r / p chance of a dense sketch)
+        if sparse_rows and blas and stop_at is not None and stop_at == n and very_tall(m, n):
+            # one elimination, not a row sample's and then a stack's (trained nets are rank-deficient: the
+            # sample never proved full rank); the 16 dense rows make up a shortfall of the sparse sketch up
+            # to 16.  Both seeded by p: the shared rng is not drawn
             stack = np.empty((n + 32, n))
             stack[:n + 16] = sketch_rows_sparse(image, n + 16, p, seed=p)
             symmetric_rows(sketch_rows(image, 16, p, random.Random(p)), range(16), p, stack[n + 16:])
@@ -120,7 +118,7 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             # Tall: a random set of n + 16 rows usually has full column rank already, and the
             # rank of a submatrix is a lower bound too; eliminating fewer rows is cheaper.
             rows = sorted(rng.sample(range(m), n + 16))
-            if blas and m > 2 * n + 64:
+            if blas and very_tall(m, n):
                 # Very tall (sketched below when deficient): the sample, then the sketch of the other
                 # rows, are written as float64 symmetric residues into one stack, whose pages are
                 # touched only as they are filled: beside A, memory for the stack alone (no int64
@@ -144,7 +142,7 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             # Seeded by p so the shared rng (and every later prime) is unchanged.
             if blas and rank_fn(sketch_columns_sparse(image, m + 16, p, seed=p), p) == m:
                 return m, p, image
-        if blas and m > 2 * n + 64 and first is not None:
+        if blas and very_tall(m, n) and first is not None:
             # Very tall, rank-deficient rows sample of rank r1: stack it with R A_rest for a random
             # (n - r1 + 16) x (m - n - 16) matrix R.  Any such stack [A_rows; R A_rest] has rank at
             # most rank A (a lower bound), equal to it unless R is unlucky (chance about rank / p),
@@ -159,7 +157,7 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                            stack[n + 16:n + 16 + k])
             image = stack[:n + 16 + k]  # A is freed here
             del stack
-        elif blas and m > 2 * n + 64:
+        elif blas and very_tall(m, n):
             # Very tall: the rank of R A for a random k x m matrix R (k = n + 16) is a lower bound
             # for the rank of A (and equal to it unless R is unlucky, chance about rank / p); one
             # product instead of an elimination over all m rows.  R A has A's row space then, so

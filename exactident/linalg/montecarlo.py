@@ -25,13 +25,26 @@ from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas,
 from exactident.linalg.modular import PRIME_HI, PRIME_LO, rank_mod_p, require_prime
 
 __all__ = ["PRIMES_IN_RANGE", "TARGET_ERROR", "bad_primes_bound", "failure_bound", "monte_carlo_rank",
-           "primes_for", "uniform_prime"]
+           "primes_for", "uniform_prime", "very_tall"]
 
 #: Number of primes in each range (pi(2**21) - pi(2**20), pi(2**31) - pi(2**30)).
 PRIMES_IN_RANGE = {(BLAS_PRIME_LO, BLAS_PRIME_HI): 73_586, (PRIME_LO, PRIME_HI): 50_697_537}
 #: More primes are drawn until the failure bound is at most this (stopping at ``MAX_PRIMES`` primes).
 TARGET_ERROR = 2.0**-40
 MAX_PRIMES = 8
+
+
+def very_tall(m: int, n: int) -> bool:
+    """Is an ``m x n`` matrix *very tall* (``m > 2 n + 64``)?  Its rank mod p is then taken from a sketch of its
+    rows (:func:`~exactident.linalg.blas_modp.sketch_rows`,
+    :func:`~exactident.linalg.blas_modp.sketch_rows_sparse`), never by eliminating all ``m`` rows.
+
+    Examples
+    --------
+    >>> very_tall(17970, 2378), very_tall(1302, 1041), very_tall(2 * 100 + 65, 100)
+    (True, False, True)
+    """
+    return m > 2 * n + 64
 
 
 def uniform_prime(rng: random.Random, lo: int, hi: int, avoid: int, exclude: set[int]) -> int:
@@ -177,7 +190,7 @@ def monte_carlo_rank(image_mod_p: Callable[[int], np.ndarray], shape: tuple[int,
         prime_range = small if failure_bound(shape, B, avoid, *small, 1) <= 0.25 else (PRIME_LO, PRIME_HI)
     lo, hi = prime_range
     rank_fn = rank_blas if lo == BLAS_PRIME_LO else rank_mod_p
-    sketch = m > 2 * n + 64  # very tall: rank of a random row sketch
+    sketch = very_tall(m, n)  # rank of a random row sketch
     used: set[int] = set()
     k = 0
     if first is not None and first_uniform:

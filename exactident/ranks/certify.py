@@ -29,6 +29,7 @@ from exactident.linalg.certified import (
     certified_rank,
 )
 from exactident.linalg.lower_bound import modular_lower_bound
+from exactident.linalg.montecarlo import very_tall
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
 from exactident.model.gamma_modular import (
@@ -354,7 +355,7 @@ def _verdict_first(net, X, pattern, fixed, lower, below, avoid, data, rng, kerne
     # (a very tall Gamma's lower bound is a sparse sketch's rank: no Schwartz-Zippel bound, not a Monte Carlo trial)
     mc = None if 100 * (up["bound"] - r) <= net.dim else \
         monte_carlo_gamma(net, X, pattern, fixed, lower, up["bound"], avoid=avoid, data=data, rng=rng,
-                          entry_bound=entry_bound, lower_uniform=len(X) * net.widths[-1] <= 2 * net.dim + 64)
+                          entry_bound=entry_bound, lower_uniform=not very_tall(len(X) * net.widths[-1], net.dim))
     return RankResult(mc["rank_gamma"] if mc else r, None, {**part, "upper": up}, rank_gamma_interval=(r, up["bound"]),
                       montecarlo=mc)
 

@@ -178,7 +178,7 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     """
     from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO
     from exactident.linalg.modular import PRIME_HI, PRIME_LO
-    from exactident.linalg.montecarlo import monte_carlo_rank, primes_for
+    from exactident.linalg.montecarlo import monte_carlo_rank, primes_for, very_tall
     from exactident.ranks.estimate import EXACT_FREE_SECONDS, verdict_rank_seconds
 
     if lower[0] >= upper:
@@ -187,7 +187,7 @@ def monte_carlo_gamma(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     if rows < dim and rows * dim > MAX_MONTE_CARLO_WIDE:
         return None  # one more rank of a wide Gamma costs what the verdict did, and a BLAS prime's bound is ~1
     B = (entry_bound or (lambda: gamma_entry_bound(net, X)))()
-    sketch = rows > 2 * dim + 64
+    sketch = very_tall(rows, dim)
     first_counts = lower_uniform and dim <= rows + rows // 8 + 16  # not a wide sketch's rank (modular_lower_bound)
     one = verdict_rank_seconds(rows, dim, lower[0])  # one more rank mod p, as the verdict's
     plans = []
@@ -253,6 +253,7 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
     clock); past it no vector is returned, where without it FLINT's solve finishes the job.
     """
     from exactident.linalg.blas_modp import blas_primes, matmul_blas, pivots_blas, to_symmetric
+    from exactident.linalg.montecarlo import very_tall
 
     if count <= 0:
         return []
@@ -260,7 +261,7 @@ def dixon_kernel_vectors(net: Network, X: Sequence[Sequence[flint.fmpq]], patter
     p = blas_primes(1, avoid, rng)[0]
     Gp = gamma_mod_p(net, X, pattern, fixed, p, avoid, data)
     m, n = Gp.shape
-    rows = np.arange(m) if m <= 2 * n + 64 else np.array(sorted(rng.sample(range(m), n + 16)))
+    rows = np.arange(m) if not very_tall(m, n) else np.array(sorted(rng.sample(range(m), n + 16)))
     for _round in range(4):
         R, C, Binv = pivots_blas(Gp[rows], p, need_inv=True)
         pivot_set = set(C)

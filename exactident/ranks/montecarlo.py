@@ -66,11 +66,11 @@ def monte_carlo_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         taken) when no prime range reaches that bound in ``MAX_PRIMES`` draws (:func:`label_range`):
         the caller then certifies the ranks.
     """
-    from exactident.linalg.montecarlo import monte_carlo_rank
+    from exactident.linalg.montecarlo import monte_carlo_rank, very_tall
 
     dim, N_L, n = net.dim, net.widths[-1], len(X)
     B_g = gamma_entry_bound(net, X)
-    range_g = label_range((n * N_L, dim), B_g, avoid, sketch=n * N_L > 2 * dim + 64)
+    range_g = label_range((n * N_L, dim), B_g, avoid, sketch=very_tall(n * N_L, dim))
     if range_g is None:
         return None
     rank_a = None
@@ -83,7 +83,7 @@ def monte_carlo_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
     if need_rank_a or lower is None or lower[0] < dim:  # rank_a may be needed: its range too, before any rank
         B_a = (int(max((abs(int(v)) for v in Xs.ints.ravel()), default=1)) + Xs.den if explicit
                else gram_entry_bound(X, net.widths))
-        range_a = label_range(shape_a, B_a, avoid_x, sketch=shape_a[0] > 2 * shape_a[1] + 64)
+        range_a = label_range(shape_a, B_a, avoid_x, sketch=very_tall(*shape_a))
         if range_a is None:
             return None
     stage("ranks mod p (Monte Carlo)", rows=n * N_L, cols=dim)

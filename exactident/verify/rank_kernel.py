@@ -159,7 +159,9 @@ def tall_claim_holds(what: str, image: np.ndarray, p: int, claimed: int, seed: i
     False when it is not very tall or falls short (the caller eliminates all rows); raises ``_Reject`` when
     it proves the rank mod p above ``claimed`` (named exactly at the column count).
     """
-    if image.shape[0] <= 2 * image.shape[1] + 64:
+    from exactident.linalg.montecarlo import very_tall
+
+    if not very_tall(*image.shape):
         return False
     r_rows = tall_lower(image, p, claimed, seed)
     if r_rows > claimed:
