@@ -309,3 +309,23 @@ def test_dense_route_with_fixed_biases_and_edges_equals_the_fraction_truth(seed)
     assert as_fractions(backprop.jacobian_exact(net, X, st.pattern, free)) == truth
     p = random_primes(1, data_denominator(net, X), random.Random(seed))[0]
     assert backprop.jacobian_mod_p(net, X, st.pattern, p, None, free).tolist() == mod_p(truth, p)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_scaled_rows_taken_over_the_full_denominator_reduce_like_the_rows_alone(seed):
+    """``Scaled.take`` / ``ModularData.take``: rows of the whole sample's scaling, mod p, equal the rows'
+    values mod p by Python's own modular arithmetic (``v = a / q`` is ``a q^-1``), and ``Gamma mod p`` of the
+    taken rows equals that of the rows scaled on their own."""
+    rng = random.Random(seed)
+    net = random_mlp(seed)[0]
+    X = [[flint.fmpq(rng.randint(-2**80, 2**80), rng.choice([1, 3, 7, 2**40 + 15])) for _ in range(net.widths[0])]
+         for _ in range(rng.randint(2, 6))]
+    S = sorted(rng.sample(range(len(X)), rng.randint(1, len(X))))
+    data = backprop.ModularData(net, X)
+    avoid = data_denominator(net, X)
+    for p in random_primes(2, avoid, rng):
+        want = [[int(v.p) * pow(int(v.q), -1, p) % p for v in X[i]] for i in S]
+        assert data.X.take(S).mod(p).tolist() == want
+        pattern = activation_state(net, [X[i] for i in S]).pattern
+        assert (gamma_mod_p(net, [X[i] for i in S], pattern, fixed_edges(net), p, avoid, data.take(S)) ==
+                gamma_mod_p(net, [X[i] for i in S], pattern, fixed_edges(net), p, avoid)).all()

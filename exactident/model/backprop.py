@@ -88,6 +88,14 @@ class Scaled:
         self._limbs = [np.array([(m >> (_LIMB_BITS * j)) & mask for m in mags] or [0],
                                 dtype=np.int64)[:len(ints)].reshape(shape) for j in range(n_limbs)]
 
+    def take(self, rows: Sequence[int] | np.ndarray) -> Scaled:
+        """These rows (first axis), over the same ``den``: no entry is rescaled or re-read."""
+        idx = np.asarray(rows, dtype=np.int64)
+        out = object.__new__(Scaled)
+        out.den, out.ints, out._negative = self.den, self.ints[idx], self._negative[idx]
+        out._limbs = [limb[idx] for limb in self._limbs]
+        return out
+
     def mod(self, p: int) -> np.ndarray:
         if self.den % p == 0:
             raise InvariantViolation(f"prime {p} divides a denominator of the data")
@@ -113,6 +121,12 @@ class ModularData:
         self.b = [Scaled(b, (1, len(b))) for b in net.b]
         # a ReLU-only network: every slope 0, the fast path without slope arrays
         self.a = None if net.is_relu_only() else [Scaled(a, (1, len(a))) for a in net.negative_slope]
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> ModularData:
+        """The same data on the samples ``X[rows]`` (:meth:`Scaled.take`: ``X`` keeps its denominator)."""
+        out = object.__new__(ModularData)
+        out.X, out.W, out.b, out.a = self.X.take(rows), self.W, self.b, self.a
+        return out
 
 
 @dataclass

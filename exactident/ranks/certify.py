@@ -233,7 +233,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
         bounds["active-blocks"] = blocks
     closed = lower[0] in bounds.values()  # the exact rank already: no interval work
     kernels = StructuralKernels(net, X, pattern, fixed, lambda: semi_local_kernel(net, X, pattern, fixed),
-                                dim - lower[0])
+                                dim - lower[0], data)
     struct, struct_source = kernels.vectors, kernels.source
     kernel_up: dict[str, Any] | None = None
     estimate: dict[str, float] | None = None
@@ -268,14 +268,14 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     if need_rank_a or lower[0] < dim:
         ra: CertifiedRank | AlphaLowerBound
         if allow_rank_a_lower and not need_rank_a:
-            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng, lower_only=True)
+            ra = certify_rank_alpha(pattern, X, net.widths, X_scaled=data.X, rng=rng, lower_only=True)
             if isinstance(ra, AlphaLowerBound) and N_L * ra.rank <= lower[0]:
                 # R_Gamma >= lower >= N_L rank alpha mod p: R_Gamma < R_A cannot be proved from this lower
                 # bound, so a kernel of Gamma would be wasted; an upper bound on R_A (cheap bounds first,
                 # then the Gram route) closes both (Prop. 11).
-                ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+                ra = certify_rank_alpha(pattern, X, net.widths, X_scaled=data.X, rng=rng)
         else:
-            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+            ra = certify_rank_alpha(pattern, X, net.widths, X_scaled=data.X, rng=rng)
         if isinstance(ra, AlphaLowerBound):
             # R_A has no cheap certificate; ``ra`` is a rank mod p, a certified lower bound.
             # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved,
@@ -297,7 +297,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
                 cert["rank_a"] = dict(ra.certificate, rank_a_lower=N_L * ra.rank)
                 cert["rank_gamma"] = g.certificate
                 return RankResult(g.rank, None, cert, rank_a_lower=N_L * ra.rank)
-            ra = certify_rank_alpha(pattern, X, net.widths, rng=rng)
+            ra = certify_rank_alpha(pattern, X, net.widths, X_scaled=data.X, rng=rng)
         assert isinstance(ra, CertifiedRank)
         rank_a = N_L * ra.rank
         cert["rank_a"] = dict(ra.certificate, rank_a=rank_a)

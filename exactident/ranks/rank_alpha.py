@@ -33,7 +33,6 @@ from exactident.model.gamma_modular import (
     gram_entry_bound,
     gram_mod_p,
 )
-from exactident.model.integer_forward import common_denominator
 from exactident.ranks.bounds import alpha_column_kernel, pattern_count_bound, pattern_rank_bound
 from exactident.ranks.kernels import sparse_columns
 from exactident.ranks.rowspace import pattern_rowspace_bound
@@ -59,7 +58,7 @@ class AlphaLowerBound:
 
 def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
                        widths: Sequence[int], *, rng: random.Random | None = None,
-                       lower_only: bool = False) -> CertifiedRank | AlphaLowerBound:
+                       lower_only: bool = False, X_scaled: Scaled | None = None) -> CertifiedRank | AlphaLowerBound:
     """Exact ``rank alpha`` with a certificate; ``R_A = N_L`` times it.
 
     Lower bound: the rank mod p of ``alpha`` on the rows of
@@ -71,13 +70,14 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     kernel (:func:`exactident.ranks.bounds.alpha_column_kernel`), the pattern row-space
     bound (:func:`exactident.ranks.rowspace.pattern_rowspace_bound`), then Gram kernels and
     exact elimination.  With ``lower_only``, returns the rank mod p (an
-    :class:`AlphaLowerBound`) unless the shape bounds already certify it.
+    :class:`AlphaLowerBound`) unless the shape bounds already certify it.  ``X_scaled``: ``X`` as a
+    :class:`~exactident.model.backprop.Scaled` (over any common denominator), if already built.
     """
     rng = rng or random.Random()
-    avoid = common_denominator(v for row in X for v in row)
     n = len(X)
     P = n_paths(widths)
-    Xs = Scaled([v for row in X for v in row], (n, widths[0]))
+    Xs = X_scaled if X_scaled is not None else Scaled([v for row in X for v in row], (n, widths[0]))
+    avoid = Xs.den  # a multiple of every denominator of X: a prime not dividing it reduces X
     if n == 0:  # the Gram route handles the empty sample (shape bound 0)
         return _certify_rank_alpha_gram(pattern, X, widths, rng, avoid, Xs)
     p = blas_primes(1, avoid, rng)[0]
@@ -90,8 +90,7 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
         image = alpha_mod_p(sub, X_res[rows], p)
     else:
         Xsub = [X[i] for i in rows]
-        Xs_sub = Xs if len(rows) == n and list(rows) == list(range(n)) else \
-            Scaled([v for row in Xsub for v in row], (len(rows), widths[0]))  # every row: the same scaling
+        Xs_sub = Xs if len(rows) == n and list(rows) == list(range(n)) else Xs.take(rows)
         image = gram_mod_p(sub, Xsub, p, avoid, None, Xs_sub)
     r_low = -1
     m_img, n_img = image.shape

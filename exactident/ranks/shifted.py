@@ -98,8 +98,8 @@ def shifted_families(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: S
 
 
 def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                      fixed: FixedEdges, semi: Sequence[dict[int, flint.fmpq]] | None = None
-                      ) -> list[dict[int, flint.fmpq]]:
+                      fixed: FixedEdges, semi: Sequence[dict[int, flint.fmpq]] | None = None,
+                      data: Any = None) -> list[dict[int, flint.fmpq]]:
     """The semi-local kernel completed by the shifted blocks: independent exact vectors of ``ker Gamma``.
 
     Parameters
@@ -108,6 +108,9 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         As for :func:`shifted_families`.
     semi : list, optional
         :func:`exactident.ranks.kernels.semi_local_kernel` of the same arguments, if already built.
+    data : ModularData, optional
+        :class:`exactident.model.gamma_modular.ModularData` of ``net`` and ``X``, if already built
+        (speed only: the blocks take their samples' rows of it).
 
     Returns
     -------
@@ -131,15 +134,15 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
         base = [v for v in base if _bits(v) <= MAX_SHIFTED_BITS]
     N_L = net.widths[-1]
     families = shifted_families(net, X, pattern, fixed)
-    fits = _may_have_kernel(net, X, pattern, fixed)
+    cache: list[Any] = [] if data is None else [data]  # the case's ModularData, built once when needed
+    fits = _may_have_kernel(net, X, pattern, fixed, cache)
     vectors: list[dict[int, flint.fmpq]] = []
-    data: list[Any] = []
     for rows, cols in families:
         if fits(rows, cols):
-            vectors += _shifted_block_kernel(net, X, pattern, fixed, rows, cols, data)
+            vectors += _shifted_block_kernel(net, X, pattern, fixed, rows, cols, cache)
     # blocks whose rows overlap: jointly they may have more kernel than apart
     for rows, cols in _merged(families, N_L, fits):
-        vectors += _shifted_block_kernel(net, X, pattern, fixed, rows, cols, data)
+        vectors += _shifted_block_kernel(net, X, pattern, fixed, rows, cols, cache)
     small = [v for v in primitive(vectors) if _bits(v) <= MAX_SHIFTED_BITS]
     if not small:
         return base
@@ -147,7 +150,8 @@ def structural_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: 
 
 
 def _may_have_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
-                     fixed: FixedEdges) -> Callable[[Sequence[int], Sequence[dict[int, flint.fmpq]]], bool]:
+                     fixed: FixedEdges, cache: list[Any]
+                     ) -> Callable[[Sequence[int], Sequence[dict[int, flint.fmpq]]], bool]:
     """``fits(rows, cols)``: is a bound on the rank of the shifted block below its column count?
 
     The rows of sample ``x_i`` of a shifted column of neuron ``v`` (layer ``l``) are
@@ -194,8 +198,9 @@ def _may_have_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: S
         if avoid % p == 0:
             return False
         S = [int(i) for i in rows]
-        X_S = [X[i] for i in S]
-        G = gamma_mod_p(net, X_S, [a[S] for a in live], fixed, p, avoid, ModularData(net, X_S))
+        if not cache:
+            cache.append(ModularData(net, X))
+        G = gamma_mod_p(net, [X[i] for i in S], [a[S] for a in live], fixed, p, avoid, cache[0].take(S))
         block = np.zeros((G.shape[0], len(cols)), dtype=np.int64)
         for t, col in enumerate(cols):
             for c, v in col.items():
@@ -368,8 +373,9 @@ class StructuralKernels:
 
     def __init__(self, net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
                  fixed: FixedEdges, semi_local: Callable[[], list[dict[int, flint.fmpq]]] | None = None,
-                 closes: int | None = None) -> None:
+                 closes: int | None = None, data: Any = None) -> None:
         self.net, self.X, self.pattern, self.fixed, self.closes = net, X, pattern, fixed, closes
+        self.data = data  # the case's ModularData when already built (speed only)
         self._build_semi = semi_local  # default: exactident.ranks.kernels.semi_local_kernel of the pattern
         self._semi: list[dict[int, flint.fmpq]] | None = None
         self._all: list[dict[int, flint.fmpq]] | None = None
@@ -407,7 +413,7 @@ class StructuralKernels:
                     all(_bits(v) <= MAX_SHIFTED_BITS for v in self.semi()):
                 self._all = self.semi()  # independent, as many as the nullity can be: the shifted blocks add none
         if self._all is None:
-            self._all = structural_kernel(self.net, self.X, self.pattern, self.fixed, self.semi())
+            self._all = structural_kernel(self.net, self.X, self.pattern, self.fixed, self.semi(), self.data)
         return self._all
 
     def source(self) -> str:

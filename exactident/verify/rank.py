@@ -54,7 +54,7 @@ from exactident.model.gamma_modular import (
     gram_entry_bound,
     gram_mod_p,
 )
-from exactident.model.integer_forward import common_denominator, data_denominator, integer_forward
+from exactident.model.integer_forward import data_denominator, integer_forward
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
 from exactident.ranks.shifted import structural_kernel
@@ -322,12 +322,18 @@ def _rowspace(where: str, pattern, X, widths) -> int:
     return value
 
 
-def _check_rank_a(where: str, c: Any, pattern, X, widths, max_words: int) -> tuple[int | None, int]:
-    """The ``rank_a`` part: (certified ``R_A`` or None, certified lower bound on ``R_A``)."""
+def _check_rank_a(where: str, c: Any, pattern, X, widths, max_words: int,
+                  Xs: Scaled | None = None) -> tuple[int | None, int]:
+    """The ``rank_a`` part: (certified ``R_A`` or None, certified lower bound on ``R_A``).
+
+    ``Xs``: ``X`` scaled to integers (:class:`~exactident.model.gamma_modular.Scaled`), if already built.
+    """
     if not isinstance(c, dict):
         raise BadField(where, f"expected dict, found {type(c).__name__}")
     n, N_L, P = len(X), widths[-1], n_paths(widths)
-    avoid_x = common_denominator(v for row in X for v in row)
+    if Xs is None:
+        Xs = Scaled([v for row in X for v in row], (n, widths[0]))  # also the Gram image's scaling (all rows)
+    avoid_x = Xs.den  # the lcm of the denominators of X
     low = c.get("lower")
     alpha_rows = isinstance(low, dict) and "matrix" in low
     if "rank_a_lower" in c or (alpha_rows and "upper" not in c):  # the lower-bound form
@@ -336,7 +342,6 @@ def _check_rank_a(where: str, c: Any, pattern, X, widths, max_words: int) -> tup
         claimed = _int(c, "rank_a_lower", where)
     else:
         claimed = _int(c, "rank_a", where)
-    Xs = Scaled([v for row in X for v in row], (n, widths[0]))  # also the Gram image's scaling (all rows)
     if alpha_rows:
         x_bound = max((abs(int(v)) for v in Xs.ints.ravel()), default=0)
 
@@ -414,11 +419,17 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
         return problems + [f"{where}.{exc}"], CertifiedRanks(None, None)
     avoid = data_denominator(net, X)
     n, N_L, dim = len(X), net.widths[-1], net.dim
+    data: list[ModularData] = []  # the case's data scaled to integers once, for every prime and check
+
+    def case_data() -> ModularData:
+        data[:] = data or [ModularData(net, X)]
+        return data[0]
+
     rank_a = rank_a_lower = None
     if "rank_a" in certificate:
         try:
             rank_a, rank_a_lower = _check_rank_a(f"{where}.rank_a", certificate["rank_a"], pattern, X, net.widths,
-                                                 limits.max_exact_entries)
+                                                 limits.max_exact_entries, case_data().X)
         except _Reject as exc:
             problems.append(str(exc))
     c = need(certificate, "rank_gamma", dict, where)
@@ -427,15 +438,12 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
                                   "active-blocks": lambda: active_blocks_bound(net, X, pattern, fixed)}
     if rank_a is not None:
         structural["rank_a"] = rank_a
-    data: list[ModularData] = []  # the case's data scaled to integers once, for every prime
 
     def image(q: int) -> np.ndarray:
-        data[:] = data or [ModularData(net, X)]
-        return gamma_mod_p(net, X, pattern, fixed, q, avoid, data[0])
+        return gamma_mod_p(net, X, pattern, fixed, q, avoid, case_data())
 
     def sketch(q: int, k: int, seed: int) -> np.ndarray:
-        data[:] = data or [ModularData(net, X)]
-        return gamma_sketch_mod_p(net, X, pattern, fixed, q, k, seed, avoid, data[0])
+        return gamma_sketch_mod_p(net, X, pattern, fixed, q, k, seed, avoid, case_data())
 
     def gamma() -> flint.fmpq_mat:
         return gamma_exact(net, X, integer_forward(net, X).Z(), pattern, fixed)
@@ -444,8 +452,8 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
                 limits.max_exact_entries, gamma,
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed),
-                 "shifted": lambda: structural_kernel(net, X, pattern, fixed)},
-                sketch=sketch, columns=GammaRowSupport(net, X, pattern, fixed, avoid))
+                 "shifted": lambda: structural_kernel(net, X, pattern, fixed, data=case_data())},
+                sketch=sketch, columns=GammaRowSupport(net, X, pattern, fixed, avoid, data))
     rank_gamma = interval = None
     try:
         if "rank" not in c and "upper" in c and "lower" in c:

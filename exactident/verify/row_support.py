@@ -165,7 +165,7 @@ class GammaRowSupport:
     has the same support).
     """
 
-    def __init__(self, net, X, pattern, fixed, avoid: int) -> None:
+    def __init__(self, net, X, pattern, fixed, avoid: int, data: list | None = None) -> None:
         from exactident.model.fixed_edges import free_parameters
 
         self.net, self.X, self.fixed, self.avoid = net, X, fixed, avoid
@@ -179,7 +179,7 @@ class GammaRowSupport:
         self._consistent: bool | None = None
         self._support: dict[int, tuple[dict, bytes]] = {}  # id(col) -> (col kept alive, support mask)
         self._subcases: dict[bytes, tuple[np.ndarray, Any, list, list]] = {}
-        self._full: list = []
+        self._full: list = [] if data is None else data  # the case's ModularData, built once (may be shared)
         self._plan_of: dict[int, tuple[dict, list]] = {}
         self._bp: Any = None
 
@@ -356,8 +356,8 @@ class GammaRowSupport:
         N_L = self.net.widths[-1]
         rows_total = sum(int(np.frombuffer(key, dtype=bool).sum()) for key in groups)
         full = None
+        self._full[:] = self._full or [ModularData(self.net, self.X)]
         if rows_total >= self.n:  # one backpropagation on every sample, sliced, costs less
-            self._full[:] = self._full or [ModularData(self.net, self.X)]
             full = _backprop_mod_p(self.net, self.X, self.pattern, q, self._full[0])
         for key, todo in groups.items():
             rows = np.flatnonzero(np.frombuffer(key, dtype=bool))
@@ -366,7 +366,7 @@ class GammaRowSupport:
             else:
                 if key not in self._subcases:
                     X_S = [self.X[int(i)] for i in rows]
-                    self._subcases[key] = (rows, ModularData(self.net, X_S), X_S, [a[rows] for a in self.pattern])
+                    self._subcases[key] = (rows, self._full[0].take(rows), X_S, [a[rows] for a in self.pattern])
                 _rows, data, X_S, pattern_S = self._subcases[key]
                 H, D = _backprop_mod_p(self.net, X_S, pattern_S, q, data)
                 sub = None
