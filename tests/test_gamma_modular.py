@@ -452,3 +452,26 @@ def test_integer_forward_remembers_by_value_not_by_identity():
     assert z1(integer_forward(net, X)) == by_hand([[1, 2], [3, -1]], [Fraction(1, 2), 0], Xf)
     net.W[0][0, 1] = flint.fmpq(-4)  # a weight changed in place
     assert z1(integer_forward(net, X)) == by_hand([[1, -4], [3, -1]], [Fraction(1, 2), 0], Xf)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_alpha_and_its_gram_mod_p_on_random_patterns_equal_alpha_exact_reduced(seed):
+    """``alpha_mod_p`` (blocks written in place) and ``gram_mod_p`` (counts one layer at a time, Horner in
+    place; or the counts given) against ``alpha_exact`` of Prop. 11's path enumeration, reduced mod a BLAS
+    prime and a prime above the BLAS range."""
+    import numpy as np
+
+    from exactident.model.gamma_modular import Scaled, alpha_mod_p, gram_counts
+
+    rng = random.Random(seed)
+    widths = [rng.randint(1, 3) for _ in range(rng.randint(2, 5))]  # L = 1 (no hidden layer) included
+    n = rng.randint(1, 7)
+    X = [[flint.fmpq(rng.randint(-9, 9), rng.choice([1, 2, 5])) for _ in range(widths[0])] for _ in range(n)]
+    pattern = [np.array([[rng.random() < 0.6 for _ in range(w)] for _ in range(n)], dtype=bool) for w in widths[1:-1]]
+    A = alpha_exact(pattern, X)
+    for p in (1048573, 2147483629):
+        Xres = Scaled([v for row in X for v in row], (n, widths[0])).mod(p)
+        assert alpha_mod_p(pattern, Xres, p).tolist() == _reduce(A, p)
+        want = _reduce(A * A.transpose(), p)
+        assert gram_mod_p(pattern, X, p).tolist() == want
+        assert gram_mod_p(pattern, X, p, counts=gram_counts(pattern)).tolist() == want

@@ -92,8 +92,10 @@ def _reduce(x: np.ndarray, p: int) -> np.ndarray:
     less than ``2**-19``, so ``round`` can only pick the other neighbour when
     ``x mod p`` is next to ``p / 2``: the residue is still exact and below ``2**20``.
     """
-    q = np.rint(x * (1.0 / p))
-    x -= q * p
+    q = x * (1.0 / p)
+    np.rint(q, out=q)  # in place: one temporary the size of x, not three
+    q *= p
+    x -= q
     return x
 
 
@@ -208,8 +210,9 @@ def _base(A: np.ndarray, p: int, need_inv: bool):
     return rows, cols, G
 
 
-#: Entries of a row block of the Schur-complement update in :func:`_pivots`.
-_UPDATE_ENTRIES = 1 << 22
+#: Entries of a row block of the Schur-complement update in :func:`_pivots` (8 MB of float64: a block of whole
+#: rows of ``A`` is copied before its pivot columns are taken, so the block is counted at ``A``'s width).
+_UPDATE_ENTRIES = 1 << 20
 
 
 def _pivots(A: np.ndarray, p: int, need_inv: bool):
@@ -235,7 +238,7 @@ def _pivots(A: np.ndarray, p: int, need_inv: bool):
     # Only the right half of the other rows is copied (not all of A[oidx]); the update runs in row
     # blocks so its temporaries stay small: peak memory about A plus half of A.
     S = A[oidx, h:]
-    step = max(1, _UPDATE_ENTRIES // max(1, S.shape[1]))
+    step = max(1, _UPDATE_ENTRIES // max(1, w))
     for s0 in range(0, S.shape[0], step):
         A_oC1 = A[oidx[s0:s0 + step]][:, C1] if len(C1) > 0.5 * h else A[np.ix_(oidx[s0:s0 + step], C1)]
         if len(C1) <= CHUNK:  # one exact product (< 2**52), one reduction

@@ -18,7 +18,7 @@ Called by :mod:`exactident.ranks.certify` (certified ranks) and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from math import ceil, lcm, prod
 
 import flint
@@ -198,13 +198,14 @@ def sketch_coefficients(net: Network, p: int, k: int, seed: int) -> tuple[list[n
 def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
     """``c_l = A_l A_l^T`` (int64, exact: counts ``<= N_l``), deepest layer first.
 
-    The products run in float64 BLAS (numpy has no BLAS for integers): 0/1 entries, sums at most
-    ``N_l < 2**53``, so every value is exact.
+    The products run in float BLAS (numpy has no BLAS for integers): 0/1 entries, sums at most
+    ``N_l``, so every value is exact in float32 below ``2**24`` (half the memory), else in float64.
     """
     out = []
     for a in reversed(pattern):
-        f = np.asarray(a, dtype=np.float64)
-        out.append(np.rint(f @ f.T).astype(np.int64))
+        f: np.ndarray = np.asarray(a, dtype=np.float32 if np.shape(a)[-1] < 2**24 else np.float64)
+        c = np.matmul(f, f.T)
+        out.append(np.rint(c, out=c).astype(np.int64))
     return out
 
 
@@ -230,33 +231,32 @@ def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
         return np.zeros((0, 0), dtype=np.int64)
     require_prime(p, avoid)
     Xp = (X_scaled or Scaled([v for row in X for v in row], (n, len(X[0])))).mod(p)
-    cs = list(counts if counts is not None else gram_counts(pattern))
+    if counts is not None:
+        shallow_first: Iterable[np.ndarray] = list(counts)[::-1]
+        maxima = [int(c.max()) if c.size else 0 for c in shallow_first]
+    else:  # one layer's counts at a time (n x n each: never all of them at once)
+        shallow_first = (gram_counts([a])[0] for a in pattern)
+        maxima = [int(np.asarray(a, dtype=bool).sum(axis=1).max()) if np.size(a) else 0 for a in pattern]
     if p < BLAS_PRIME_HI:  # float64 BLAS, exact in chunks (|residues| <= 2**20)
         F = to_symmetric(Xp, p)
-        XX = matmul_blas(F, F.T.copy(), p).astype(np.int64) % p
+        G = matmul_blas(F, F.T.copy(), p).astype(np.int64)
     else:
-        XX = matmul_mod(Xp, Xp.T.copy(), p)
-    bound = 1  # >= every entry of prod_c (counts are >= 0)
-    for c in cs:
-        bound *= max(int(c.max()), 1) if c.size else 1
-    if p * (len(cs) + 2) * bound < 2**62:
-        # the exact integers fit int64: one reduction at the end, the same residues
-        prod_c = np.ones((n, n), dtype=np.int64)
-        suffix = np.zeros((n, n), dtype=np.int64)
-        for c in cs:
-            prod_c *= c
-            suffix += prod_c
-        XX *= prod_c
-        XX += suffix
-        XX += 1
-        XX %= p
-        return XX
-    prod_c = np.ones((n, n), dtype=np.int64)
-    suffix = np.zeros((n, n), dtype=np.int64)
-    for c in cs:
-        prod_c = prod_c * (c % p) % p
-        suffix = (suffix + prod_c) % p
-    return (XX * prod_c % p + suffix + 1) % p
+        G = matmul_mod(Xp, Xp.T.copy(), p)
+    G %= p
+    bound = 1  # >= every entry of prod_l c_l (counts are >= 0; c_l(i, j) <= the active neurons of layer l at x_i)
+    for m in maxima:
+        bound *= max(m, 1)
+    # Horner, shallowest layer first, in place: ((XX + 1) c_1 + 1) c_2 ... c_{L-1} + 1 is the sum above
+    exact = p * (len(maxima) + 2) * bound < 2**62  # every partial value fits int64: one reduction at the end
+    for c in shallow_first:
+        G += 1
+        G *= c if exact else c % p
+        if not exact:
+            G %= p
+        del c  # before the next layer's counts are built
+    G += 1
+    G %= p
+    return G
 
 
 def _max_abs(values) -> flint.fmpq:
@@ -316,15 +316,22 @@ def alpha_mod_p(pattern: Sequence[np.ndarray], X_res: np.ndarray, p: int) -> np.
     [[2, 1, 1], [0, 0, 1]]
     """
     n = X_res.shape[0]
+    acts = [np.asarray(a, dtype=np.int64) for a in pattern]
+    acts = [a.reshape(n, a.shape[-1] if a.ndim == 2 else a.size // max(n, 1)) for a in acts]
+    sizes = [1]  # |tail_l| = N_l ... N_{L-1}, deepest first; the first block has N_0 |tail_1| columns
+    for a in reversed(acts):
+        sizes.append(a.shape[1] * sizes[-1])
+    x = np.asarray(X_res, dtype=np.int64) % p
+    out = np.empty((n, x.shape[1] * sizes[-1] + sum(sizes)), dtype=np.int64)  # written in place: no concatenation
     tail = np.ones((n, 1), dtype=np.int64)
-    blocks = []
-    for a in reversed(pattern):
-        a = np.asarray(a, dtype=np.int64)
-        a = a.reshape(n, a.shape[-1] if a.ndim == 2 else a.size // max(n, 1))
+    end = out.shape[1] - 1
+    out[:, end] = 1
+    for a in reversed(acts):
         tail = (a[:, :, None] * tail[:, None, :]).reshape(n, -1)
-        blocks.append(tail)
-    first = ((np.asarray(X_res, dtype=np.int64) % p)[:, :, None] * tail[:, None, :]).reshape(n, -1)
-    return np.concatenate([first, *blocks[::-1], np.ones((n, 1), dtype=np.int64)], axis=1)
+        out[:, end - tail.shape[1]:end] = tail
+        end -= tail.shape[1]
+    out[:, :end] = (x[:, :, None] * tail[:, None, :]).reshape(n, -1)
+    return out
 
 
 def gamma_integer(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],

@@ -18,7 +18,7 @@ import numpy as np
 
 from exactident.budget import stage
 from exactident.linalg import exact
-from exactident.linalg.blas_modp import blas_primes, rank_blas
+from exactident.linalg.blas_modp import blas_primes, rank_blas, to_symmetric
 from exactident.linalg.certified import (
     CertifiedRank,
     certified_rank,
@@ -94,13 +94,15 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
         image = gram_mod_p(sub, Xsub, p, avoid, None, Xs_sub)
     r_low = -1
     m_img, n_img = image.shape
-    if explicit and n_img > m_img + m_img // 8 + 16 and len(rows) == n:
-        # wide: a random set of n + 16 columns usually has rank n already (a lower bound too)
+    if explicit and n_img > m_img + m_img // 8 + 16:
+        # wide: a random set of m + 16 columns usually has rank m already, the most its m rows can have
         cols = sorted(rng.sample(range(n_img), m_img + 16))
-        if rank_blas(image[:, cols], p) == n:
-            r_low = n
+        if rank_blas(image[:, cols], p) == m_img:
+            r_low = m_img
     if r_low < 0:
+        image = to_symmetric(image, p)  # the float copy the elimination needs, without the int64 one beside it
         r_low = rank_blas(image, p)
+    del image
     upper = {"shape": n, "paths": P}
     lower_info = {"prime": p, "rank_mod_p": r_low, "matrix": "alpha" if explicit else "gram",
                   "rows": [int(i) for i in rows] if len(rows) < n else "all"}
