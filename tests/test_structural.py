@@ -325,3 +325,39 @@ def test_monte_carlo_mode_settles_the_same_way_without_a_certificate():
     _case, rep = _report(SC.DEAD, certify="none")
     assert (rep["verdict"], rep["decided_by"], rep["certified"]) == ("not-identifiable", "dead-neuron", False)
     assert "certificate" not in rep
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_pinned_pretest_agrees_with_the_exact_rank_of_the_hyperplane_rows(seed):
+    """The unpinned-hyperplane finder's pre-test (rank mod a BLAS prime of the integer rows ``[d h, d]``) says
+    "pinned" only when ``[h_{l-1}, 1]`` over the samples with ``z_l >= 0`` has full column rank over Q (sympy's
+    exact rank of the rows read from the sympy forward pass of the oracle), and on these small integer
+    examples it says so whenever that holds (p = 1048573 divides none of their minors but by chance)."""
+    import flint
+    import sympy
+
+    from exactident.boundary.structural import _PinnedTest
+    from exactident.model.activation import activation_state
+    from exactident.model.network import Network
+
+    rng = random.Random(seed)
+    widths = [rng.randint(1, 3) for _ in range(rng.randint(3, 4))]
+    W = [[[rng.randint(-3, 3) for _ in range(widths[l])] for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
+    b = [[rng.randint(-2, 2) for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
+    X = [[F(rng.randint(-4, 4), rng.choice([1, 2])) for _ in range(widths[0])] for _ in range(rng.randint(1, 8))]
+    net = Network(tuple(widths), [flint.fmpq_mat(w) for w in W], [[flint.fmpq(v) for v in bl] for bl in b])
+    Xq = [[flint.fmpq(x.numerator, x.denominator) for x in row] for row in X]
+    pinned = _PinnedTest(Xq, activation_state(net, Xq))
+    for l in range(1, len(widths) - 1):
+        for v in range(widths[l]):
+            rows = []
+            for x in X:
+                h = [sympy.Rational(t) for t in x]
+                for k in range(1, l):
+                    h = [max(sum(W[k - 1][i][j] * h[j] for j in range(len(h))) + b[k - 1][i], 0)
+                         for i in range(widths[k])]
+                z = sum(W[l - 1][v][j] * h[j] for j in range(len(h))) + b[l - 1][v]
+                if z >= 0:
+                    rows.append(h + [1])
+            full = len(rows) > 0 and sympy.Matrix(rows).rank() == widths[l - 1] + 1
+            assert pinned(l, v) == full, (l, v, rows)

@@ -268,23 +268,56 @@ def _block(net, X, state, canon):
     return delta, part, _row_witness(net, delta, l, i), clause
 
 
-#: A fixed prime (checked by :func:`exactident.linalg.modular.require_prime`) for the pinned-hyperplane pre-test.
-_PINNED_PRIME = 2_147_483_647
+#: A fixed BLAS prime (checked by :func:`exactident.linalg.blas_modp.rank_blas`) for the pinned-hyperplane pre-test.
+_PINNED_PRIME = 1_048_573
 
 
-def _full_column_rank_mod_p(rows: list[list[flint.fmpq]]) -> bool:
-    """Full column rank of the rows mod :data:`_PINNED_PRIME` (then over Q too: a nonzero minor of the
-    integer matrix ``d M`` mod p is nonzero); False says nothing (speed only: the exact kernel decides)."""
-    from exactident.linalg.modular import require_prime
+class _PinnedTest:
+    """``pinned(l, v)``: is ``[h_{l-1}(x^i), 1]`` over the samples where ``z_l(x^i)_v >= 0`` of full column rank
+    mod :data:`_PINNED_PRIME`?  Then it is over Q too (a nonzero minor of the integer rows ``[d h, d]``, ``d > 0``
+    the layer's denominator, is nonzero mod p); False says nothing (speed only: the exact kernel decides).
 
-    Mz, _den = flint.fmpq_mat(rows).numer_denom()
-    return flint.nmod_mat(Mz, require_prime(_PINNED_PRIME)).rank() == Mz.ncols()
+    Each layer's rows are reduced once, from the numerators of the exact ``z`` (``relu`` commutes with ``d > 0``).
+    """
+
+    def __init__(self, X: Sequence[Sequence[flint.fmpq]], state: ActivationState) -> None:
+        self.X, self.state = X, state
+        self._rows: dict[int, Any] = {}
+        self._signs: dict[int, Any] = {}
+
+    def _numerators(self, M: flint.fmpq_mat) -> tuple[Any, int]:
+        import numpy as np
+
+        Mz, den = M.numer_denom()
+        return np.array(Mz.tolist(), dtype=object).reshape(M.nrows(), M.ncols()), int(den)
+
+    def __call__(self, l: int, v: int) -> bool:
+        import numpy as np
+
+        from exactident.linalg.blas_modp import rank_blas
+
+        p, n = _PINNED_PRIME, len(self.X)
+        if l not in self._rows:
+            ints, den = self._numerators(flint.fmpq_mat(self.X) if l == 1 else self.state.Z[l - 2])
+            if l > 1:
+                ints = np.where(ints > 0, ints, 0)
+            rows = np.empty((n, ints.shape[1] + 1), dtype=np.int64)
+            rows[:, :-1] = (ints % p).astype(np.int64)
+            rows[:, -1] = den % p
+            self._rows[l] = rows
+        if l not in self._signs:
+            self._signs[l] = self._numerators(self.state.Z[l - 1])[0] >= 0
+        rows = self._rows[l][self._signs[l][:, v]]
+        return rows.shape[0] >= rows.shape[1] and rank_blas(rows, p) == rows.shape[1]
 
 
 def _unpinned(net, X, state, canon):
     hidden = sorted(((l, v) for l in net.hidden_layers() for v in range(net.widths[l])),
                     key=lambda lv: _canonical_key(canon, *lv))
+    pinned = _PinnedTest(X, state)
     for l, v in hidden:
+        if X and pinned(l, v):
+            continue  # pinned (a rank mod p is a lower bound on the rank over Q): no exact kernel needed
         rows = hyperplane_rows(state, X, l, v, ties=True)
         n_in = net.widths[l - 1]
         if not rows:
@@ -292,8 +325,6 @@ def _unpinned(net, X, state, canon):
         # Canonical columns: layer l-1 in canonical order, scaled to the normalised network.
         cols = list(range(n_in)) if l == 1 else sorted(range(n_in), key=lambda u: canon.rank[(l - 1, u)])
         scale = [_ONE if l == 1 else canon.scale[(l - 1, u)] for u in cols]
-        if len(rows) > n_in and _full_column_rank_mod_p(rows):
-            continue  # pinned (a rank mod p is a lower bound on the rank over Q): no exact kernel needed
         M = flint.fmpq_mat([[r[u] * a for u, a in zip(cols, scale)] + [r[-1]] for r in rows])
         K = canonical_nullspace(M)
         if not K:
