@@ -23,8 +23,7 @@ rank over Q (a minor nonzero mod p is nonzero); the small primes used here are
 unlucky (rank drops) more often than word-size ones, which costs time (a later
 prime or a different bound), never correctness.
 
-Imports nothing from the package but :mod:`exactident.linalg.modular` (prime
-guards) and :mod:`exactident.errors`.
+Imports nothing from the package but :mod:`exactident.linalg.modular` (prime guards) and :mod:`exactident.errors`.
 """
 
 from __future__ import annotations
@@ -210,8 +209,7 @@ def _base(A: np.ndarray, p: int, need_inv: bool):
     return rows, cols, G
 
 
-#: Entries of a row block of the Schur-complement update in :func:`_pivots` (8 MB of float64: a block of whole
-#: rows of ``A`` is copied before its pivot columns are taken, so the block is counted at ``A``'s width).
+#: Entries of a row block of the Schur-complement update in :func:`_pivots` (8 MB of float64, at ``A``'s width).
 _UPDATE_ENTRIES = 1 << 20
 
 

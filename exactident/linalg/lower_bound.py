@@ -36,7 +36,8 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                         sketch: Callable[[int, int], np.ndarray] | None = None,
                         shape: tuple[int, int] | None = None,
                         uniform: bool = False, short: bool = False,
-                        sparse_rows: bool = False) -> tuple[int, int, np.ndarray | None]:
+                        sparse_rows: bool = False, row_sketch: Callable[[int, int], np.ndarray] | None = None
+                        ) -> tuple[int, int, np.ndarray | None]:
     """Best rank mod p over up to ``n_primes`` random primes: a lower bound on the rank over Q.
 
     Stops at the first prime whose rank reaches ``stop_at`` (a proven upper
@@ -65,7 +66,9 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
     and eliminated once (no random-row elimination first).  Its rank is a lower bound whatever the draw, and
     ``rank_p(A)`` unless the sparse sketch misses more than 16 of it or the dense rows are unlucky (chance about
     ``rank / p``); no bound is proved for the sparse part, so the rank is then not a Monte Carlo trial (callers
-    must not count it as one).
+    must not count it as one).  ``row_sketch(p, k)`` (with ``shape``), when given, returns that stack (``k`` sparse
+    rows, then the 16 dense ones, float64 symmetric residues) without building ``A``
+    (:func:`exactident.model.gamma_row_sketch.gamma_row_sketch_mod_p`): the same residues, the image never built.
 
     Returns
     -------
@@ -96,18 +99,24 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             if best is None or r_small > best[0]:
                 best = (r_small, p, None)
             continue
-        image = image_mod_p(p)
-        m, n = image.shape
+        fused = False  # the stack below from row_sketch, the image never built
+        if row_sketch is not None and shape is not None and sparse_rows and blas and stop_at == shape[1] \
+                and very_tall(*shape):
+            fused, image, (m, n) = True, row_sketch(p, shape[1] + 16), shape
+        else:
+            image = image_mod_p(p)
+            m, n = image.shape
         first: tuple[list[int], int] | None = None
         if sparse_rows and blas and stop_at is not None and stop_at == n and very_tall(m, n):
             # one elimination, not a row sample's and then a stack's (trained nets are rank-deficient: the
             # sample never proved full rank); the 16 dense rows make up a shortfall of the sparse sketch up
             # to 16.  Both seeded by p: the shared rng is not drawn
-            stack = np.empty((n + 32, n))
-            stack[:n + 16] = sketch_rows_sparse(image, n + 16, p, seed=p)
-            symmetric_rows(sketch_rows(image, 16, p, random.Random(p)), range(16), p, stack[n + 16:])
-            image = stack
-            del stack
+            if not fused:
+                stack = np.empty((n + 32, n))
+                stack[:n + 16] = sketch_rows_sparse(image, n + 16, p, seed=p)
+                symmetric_rows(sketch_rows(image, 16, p, random.Random(p)), range(16), p, stack[n + 16:])
+                image = stack
+                del stack
             r = rank_fn(image, p)
             if best is None or r > best[0]:
                 best = (r, p, image.astype(np.int64) % p)

@@ -166,7 +166,13 @@ def with_sample_size(reason: str, X: Sequence[Sequence[Any]], n_outputs: int, di
                      free: bool = False) -> str:
     """``reason`` led by :func:`too_few_samples`'s clause when (distinct points of ``X``) ``* N_L < dim``
     (said first: it holds for any points), else ``reason`` unchanged.  ``X``: rows of exact numbers (Q)."""
-    clause = too_few_samples(len({tuple(str(v) for v in row) for row in X}), n_outputs, dim, free=free)
+    need = -(-dim // max(n_outputs, 1))  # distinct points that rule the clause out: counted up to there only
+    distinct: set[tuple[str, ...]] = set()
+    for row in X:
+        distinct.add(tuple(str(v) for v in row))
+        if len(distinct) >= need:
+            return reason
+    clause = too_few_samples(len(distinct), n_outputs, dim, free=free)
     return reason if clause is None else f"{clause}; {reason}"
 def decided_by(verdict: str, certificate: dict[str, Any] | None) -> str:
     """The rule that decided a verdict, read off its certificate (one of :data:`exactident.boundary.structural.RULES`).

@@ -38,6 +38,7 @@ from exactident.model.gamma_modular import (
     gamma_mod_p,
     gamma_sketch_mod_p,
 )
+from exactident.model.gamma_row_sketch import gamma_row_sketch_mod_p
 from exactident.model.integer_forward import data_denominator, integer_forward
 from exactident.model.network import Network
 from exactident.ranks.active_blocks import active_block_bound
@@ -208,7 +209,8 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
     # wide Gamma (e.g. a first layer on images): a Khatri-Rao column sketch first, Gamma never built
     lower = modular_lower_bound(lambda q: gamma_mod_p(net, X, pattern, fixed, q, avoid, data), avoid=avoid,
                                 rng=rng, stop_at=min(dim, rows), blas=True, shape=(rows, dim), uniform=True,
-                                short=short, sparse_rows=True,
+                                short=short, sparse_rows=True, row_sketch=None if not net.is_plain() else
+                                lambda q, k: gamma_row_sketch_mod_p(net, X, pattern, fixed, q, k, 16, avoid, data),
                                 sketch=lambda q, k: gamma_sketch_mod_p(net, X, pattern, fixed, q, k, q, avoid, data))
     if certify == "none":
         from exactident.ranks.montecarlo import monte_carlo_ranks
