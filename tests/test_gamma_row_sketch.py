@@ -93,3 +93,19 @@ def test_the_lower_bound_with_the_fused_sketch_equals_the_one_with_the_image(see
     assert fused[:2] == built[:2]
     assert np.array_equal(fused[2], built[2])
     assert fused[0] == rank_blas(image(fused[1]), fused[1])  # and it is the rank of the whole image here
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_live_sketch_is_the_verifiers_sketch_of_the_built_gamma(seed):
+    """``gamma_live_row_sketch_mod_p``: the nonzero columns of ``Gamma mod p`` (``nonzero_columns``) and
+    ``sketch_rows_sparse(Gamma, len(live) + 16, p, seed, cols=live)``, the same residues."""
+    from exactident.linalg.blas_modp import nonzero_columns
+    from exactident.model.gamma_row_sketch import gamma_live_row_sketch_mod_p
+
+    net, X = _net(seed)
+    pattern, fixed = activation_state(net, X).pattern, fixed_edges(net)
+    G = gamma_mod_p(net, X, pattern, fixed, P, data_denominator(net, X))
+    live, S = gamma_live_row_sketch_mod_p(net, X, pattern, fixed, P, 20261207 + seed)
+    assert live.tolist() == nonzero_columns(G).tolist()
+    want = sketch_rows_sparse(G, len(live) + 16, P, 20261207 + seed, cols=live)
+    assert np.array_equal(S.astype(np.int64) % P, want.astype(np.int64) % P)

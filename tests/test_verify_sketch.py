@@ -67,3 +67,42 @@ def test_a_wrong_rank_mod_p_is_rejected_on_either_side(delta):
     valid, messages = verify_certificate(case, bad, "r.json", require_claims=True)
     assert not valid
     assert any("rank_mod_p" in m for m in messages), messages
+
+
+def _tall_case(seed: int) -> Case:
+    # widths (2, 3, 2), 150 samples: Gamma is 300 x 17, very tall (rows above 2 cols + 64)
+    rng = random.Random(seed)
+    W1 = flint.fmpq_mat(3, 2, [flint.fmpq(rng.randint(-9, 9) or 1, rng.randint(1, 4)) for _ in range(6)])
+    W2 = flint.fmpq_mat(2, 3, [flint.fmpq(rng.randint(1, 9)) for _ in range(6)])
+    net = Network((2, 3, 2), [W1, W2], [[flint.fmpq(rng.randint(-20, 20), 11) for _ in range(3)], [flint.fmpq(0)] * 2])
+    X = [[flint.fmpq(rng.randint(-2000, 2000), 997) for _ in range(2)] for _ in range(150)]  # off the boundary
+    return Case("tall", net, X)
+
+
+def _rank_gamma_lower(rep: dict) -> dict:
+    return rep["certificate"]["rank"]["rank_gamma"]["lower"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_genuine_very_tall_report_verifies_from_the_backward_pass_sketch(seed, monkeypatch):
+    """The rank_gamma lower bound of a very tall ``Gamma`` is proved from the fused sparse sketch
+    (``gamma_live_row_sketch_mod_p``): ``Gamma mod p`` is never built for it."""
+    case = _tall_case(seed)
+    rep = _report(case)
+    built = []
+    real = vrank.gamma_mod_p
+    monkeypatch.setattr(vrank, "gamma_mod_p", lambda *a, **k: built.append(1) or real(*a, **k))
+    valid, messages = verify_certificate(case, rep, "r.json", require_claims=True)
+    assert valid, messages
+    assert rep["verdict"] != "identifiable" or not built  # rank = dim: nothing else needs Gamma mod p
+
+
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_a_wrong_very_tall_rank_mod_p_is_rejected_on_either_side(delta):
+    case = _tall_case(1)
+    rep = _report(case)
+    bad = copy.deepcopy(rep)
+    _rank_gamma_lower(bad)["rank_mod_p"] += delta
+    valid, messages = verify_certificate(case, bad, "r.json", require_claims=True)
+    assert not valid
+    assert any("rank_gamma.lower.rank_mod_p" in m for m in messages), messages

@@ -29,7 +29,7 @@ from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import free_columns
 from exactident.model.network import Network
 
-__all__ = ["gamma_row_sketch_mod_p"]
+__all__ = ["gamma_live_row_sketch_mod_p", "gamma_row_sketch_mod_p"]
 
 #: Entries of the gathered ``(R * D_l)`` and ``h_{l-1}`` blocks of the sparse part (8 MB of float64 each).
 _GATHER_ENTRIES = 1 << 20
@@ -83,30 +83,62 @@ def gamma_row_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], patt
     >>> S.shape, rank_blas(S, 1048583)
     ((35, 3), 2)
     """
-    from exactident.linalg.blas_modp import _check_prime, to_symmetric
-
-    require_prime(p, avoid)
-    _check_prime(p)
-    H, D = hidden_and_backprop_mod_p(net, X, pattern, p, data)
+    Hs, Ds, free = _backward(net, X, pattern, fixed, p, avoid, data)
     n, N_L = len(X), net.widths[-1]
-    free = np.asarray(free_columns(net, fixed), dtype=np.int64)
     out = np.zeros((k + dense, free.size))
-    Hs = [to_symmetric(np.asarray(h), p) for h in H]
-    Ds = [to_symmetric(np.asarray(d), p) for d in D]
-    _sparse_rows(Hs, Ds, net.widths, free, n * N_L, p, k, out[:k])
+    _sparse_rows(Hs, Ds, net.widths, free, n * N_L, p, k, p, out[:k])
     if dense:
         _dense_rows(Hs, Ds, net.widths, free, n, p, dense, out[k:])
     return out
 
 
+def gamma_live_row_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray],
+                                fixed: FixedEdges, p: int, seed: int, avoid: int = 1,
+                                data: ModularData | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(live, R_s Gamma[:, live] mod p)``: the columns of ``Gamma`` nonzero mod p and the sparse sketch of
+    ``len(live) + 16`` rows of ``sketch_rows_sparse(Gamma, len(live) + 16, p, seed, cols=live)``, without ``Gamma``.
+
+    Column ``(v, j)`` of layer ``l`` is nonzero mod p iff ``D_l[r, v] h_{l-1}(x_{r // N_L})[j] != 0`` for some row
+    ``r`` (p is prime), a count of 0/1 products; a bias column iff ``D_l[:, v] != 0``.  As the verifier's first
+    try on a very tall ``Gamma`` (:func:`exactident.verify.rank_kernel.tall_lower`).  Same parameters, domains
+    and errors as :func:`gamma_row_sketch_mod_p`; ``live`` is an int64 array of column indices (increasing).
+    """
+    Hs, Ds, free = _backward(net, X, pattern, fixed, p, avoid, data)
+    n, widths = len(X), net.widths
+    N_L = widths[-1]
+    nonzero = np.zeros(free.size, dtype=bool)
+    for l, lo, hi, local, bias in column_blocks(widths, free):
+        Dz = (Ds[l - 1] != 0).astype(np.float64)  # counts below 2**53: exact
+        if hi > lo:
+            Hz = np.repeat((Hs[l - 1] != 0).astype(np.float64), N_L, axis=0)
+            nonzero[lo:hi] = (Dz.T @ Hz).reshape(-1)[local] > 0
+        nonzero[hi:hi + bias.size] = Dz.any(axis=0)[bias]
+    live = np.flatnonzero(nonzero)
+    out = np.zeros((live.size + 16, free.size))
+    _sparse_rows(Hs, Ds, widths, free, n * N_L, p, live.size + 16, seed, out)
+    return live, out[:, live]
+
+
+def _backward(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequence[np.ndarray], fixed: FixedEdges,
+              p: int, avoid: int, data: ModularData | None) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """``h_{l-1}`` and ``D_l`` as float64 symmetric residues mod p, and ``Gamma``'s dense columns (the free ones)."""
+    from exactident.linalg.blas_modp import _check_prime, to_symmetric
+
+    require_prime(p, avoid)
+    _check_prime(p)
+    H, D = hidden_and_backprop_mod_p(net, X, pattern, p, data)
+    free = np.asarray(free_columns(net, fixed), dtype=np.int64)
+    return [to_symmetric(np.asarray(h), p) for h in H], [to_symmetric(np.asarray(d), p) for d in D], free
+
+
 def _sparse_rows(Hs: list[np.ndarray], Ds: list[np.ndarray], widths: Sequence[int], free: np.ndarray, m: int,
-                 p: int, k: int, out: np.ndarray) -> None:
+                 p: int, k: int, seed: int, out: np.ndarray) -> None:
     """``R_s Gamma`` into ``out``: per pass, bucket ``t`` holds rows ``perm[t], perm[t + k], ...`` (as in
     ``sketch_rows_sparse``), gathered as a ``(buckets, c, N_l)`` block and multiplied by its rows of ``h``."""
     from exactident.linalg.blas_modp import CHUNK, _reduce
 
     N_L = widths[-1]
-    gen = np.random.default_rng(p)
+    gen = np.random.default_rng(seed)
     c_max = -(-m // k) if k else 0
     for _ in range(2):
         perm = gen.permutation(m)

@@ -54,6 +54,7 @@ from exactident.model.gamma_modular import (
     gram_entry_bound,
     gram_mod_p,
 )
+from exactident.model.gamma_row_sketch import gamma_live_row_sketch_mod_p
 from exactident.model.integer_forward import data_denominator, integer_forward
 from exactident.ranks.bounds import alpha_column_kernel, pattern_rank_bound
 from exactident.ranks.kernels import neuron_local_kernel, semi_local_kernel
@@ -69,6 +70,7 @@ from exactident.verify.rank_kernel import (
     _Reject,
     _structural,
     _zero_mod,
+    sketch_claim_holds,
     tall_claim_holds,
 )
 from exactident.verify.rank_left import left_kernel_bound
@@ -123,6 +125,7 @@ class _Matrix:
     lower_keys: tuple[str, ...] = ("prime", "rank_mod_p")
     lower_image: Callable[[dict, int, str], np.ndarray] | None = None  # what the lower bound is a rank of
     sketch: Callable[[int, int, int], np.ndarray] | None = None  # (p, k, seed) -> M S mod p, M never built
+    live_sketch: Callable[[int, int], tuple[np.ndarray, np.ndarray]] | None = None  # rank_kernel.sketch_claim_holds
     # (q, sparse int columns) -> M K = 0 mod q, with .support(col) and .exactly_zero(cols): GammaRowSupport
     columns: Any = None
 
@@ -166,6 +169,9 @@ def _lower(what: str, c: dict, m: _Matrix) -> tuple[int, int]:
         if r_sketch > claimed:
             raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is at "
                           f"least {r_sketch}")
+    if m.live_sketch is not None and m.lower_image is None and p < BLAS_PRIME_HI and \
+            sketch_claim_holds(what, m.shape, m.live_sketch, p, claimed, _SKETCH_SEED):
+        return claimed, p  # M never built (when the sketch falls short, M is built below)
     image = m.lower_image(low, p, f"{what}.lower") if m.lower_image else m.image(p)
     if m.lower_image is None and p < BLAS_PRIME_HI and tall_claim_holds(what, image, p, claimed, _SKETCH_SEED):
         return claimed, p
@@ -453,7 +459,9 @@ def check_rank_certificate(case: Any, certificate: Any, pattern: Sequence[np.nda
                 {"local": lambda: neuron_local_kernel(net, X, pattern, fixed),
                  "semi-local": lambda: semi_local_kernel(net, X, pattern, fixed),
                  "shifted": lambda: structural_kernel(net, X, pattern, fixed, data=case_data())},
-                sketch=sketch, columns=GammaRowSupport(net, X, pattern, fixed, avoid, data))
+                sketch=sketch, columns=GammaRowSupport(net, X, pattern, fixed, avoid, data),
+                live_sketch=(lambda q, seed: gamma_live_row_sketch_mod_p(net, X, pattern, fixed, q, seed, avoid,
+                                                                         case_data())) if net.is_plain() else None)
     rank_gamma = interval = None
     try:
         if "rank" not in c and "upper" in c and "lower" in c:

@@ -28,7 +28,8 @@ from exactident.verify.row_support import (
 )
 
 __all__ = ["EXACT_SUPPORT_SAMPLES", "OWN_SKETCH_SEED", "GammaRowSupport", "closed_by", "gamma_columns_mod_p",
-           "gamma_product_is_zero", "own_rank_reaches", "tall_claim_holds", "tall_lower", "zero_by_columns"]
+           "gamma_product_is_zero", "own_rank_reaches", "sketch_claim_holds", "tall_claim_holds", "tall_lower",
+           "zero_by_columns"]
 
 
 class _Reject(Exception):
@@ -164,11 +165,33 @@ def tall_claim_holds(what: str, image: np.ndarray, p: int, claimed: int, seed: i
     if not very_tall(*image.shape):
         return False
     r_rows = tall_lower(image, p, claimed, seed)
-    if r_rows > claimed:
-        exactly = "" if r_rows == min(image.shape) else "at least "
-        raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is "
-                      f"{exactly}{r_rows}")
+    _not_above(what, p, claimed, r_rows, min(image.shape))
     return r_rows == claimed
+
+
+def sketch_claim_holds(what: str, shape: tuple[int, int], live_sketch: Callable[[int, int], tuple[np.ndarray, Any]],
+                       p: int, claimed: int, seed: int) -> bool:
+    """:func:`tall_lower`'s first step, its sketch from ``live_sketch(p, seed)`` (``(live, R M[:, live] mod p)``,
+    :func:`exactident.model.gamma_row_sketch.gamma_live_row_sketch_mod_p`: the matrix never built).
+
+    False when ``shape`` is not very tall or the sketch falls short (the caller builds the matrix); raises
+    ``_Reject`` when the sketch's rank, a lower bound on ``rank_p``, is above ``claimed``.
+    """
+    from exactident.linalg.blas_modp import rank_blas
+    from exactident.linalg.montecarlo import very_tall
+
+    if not very_tall(*shape):
+        return False
+    live, S = live_sketch(p, seed)
+    r = rank_blas(S, p) if claimed <= len(live) else -1
+    _not_above(what, p, claimed, r, min(shape))
+    return r == claimed
+
+
+def _not_above(what: str, p: int, claimed: int, r: int, most: int) -> None:
+    if r > claimed:
+        exactly = "" if r == most else "at least "
+        raise _Reject(f"{what}.lower.rank_mod_p: certificate says {claimed}, recomputed rank mod {p} is {exactly}{r}")
 
 
 def zero_by_columns(product_is_zero: Callable[[int, list[dict[int, int]]], bool], K_int: list[dict[int, int]],
