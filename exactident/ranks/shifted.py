@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from math import lcm
 from typing import Any
 
 import flint
@@ -244,21 +245,29 @@ def _shifted_block_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], patte
     lowest = min(params[c].l for c in needed)
     D = np.tile(np.eye(N_L, dtype=np.int64), (n, 1)).astype(object)
     scale = 1
-    column: dict[int, list[flint.fmpq]] = {}
+    m = n * N_L
+    C = np.empty((m, len(needed)), dtype=object)  # column c of Gamma on these rows is C[:, c] / den[c]
+    den: dict[int, int] = {}
+    at = {c: t for t, c in enumerate(needed)}
     for l in range(L, lowest - 1, -1):
         for c in needed:
             prm = params[c]
             if prm.l == l:
-                ints = D[:, prm.i] * (np.repeat(H[l - 1][:, prm.j], N_L) if prm.j is not None else e[l - 1])
-                den = scale * e[l - 1]
-                column[c] = [flint.fmpq(int(v), den) for v in ints]
+                C[:, at[c]] = D[:, prm.i] * (np.repeat(H[l - 1][:, prm.j], N_L) if prm.j is not None else e[l - 1])
+                den[c] = scale * e[l - 1]
         if l > lowest:
             D = np.where(np.repeat(masks[l - 2], N_L, axis=0), D.dot(data.W[l - 1].ints), 0).astype(object)
             scale *= dw[l - 1]
-    m = n * N_L
-    block = flint.fmpq_mat(m, len(cols), [sum((column[c][r] * v for c, v in col.items()), flint.fmpq(0))
-                                          for r in range(m) for col in cols])
-    K, checked = _nullspace_on_pivot_rows(block)
+    # column t of the block is sum_c C[:, c] w_c (w_c = cols[t][c] / den[c]): integer columns over one
+    # denominator each (object arrays: a few vector operations per column, not an fmpq sum per entry)
+    terms = [[(at[c], v / den[c]) for c, v in col.items()] for col in cols]
+    dens = [lcm(1, *(int(w.q) for _k, w in tt)) for tt in terms]
+    ints = np.zeros((m, len(cols)), dtype=object)
+    for t, tt in enumerate(terms):
+        for k, w in tt:
+            ints[:, t] += C[:, k] * (int(w.p) * (dens[t] // int(w.q)))
+    block = flint.fmpq_mat(m, len(cols), [flint.fmpq(x, d) for row in ints.tolist() for x, d in zip(row, dens)])
+    K, checked = _nullspace_on_pivot_rows(block, _residues(C, terms))
     if not checked and block * K != flint.fmpq_mat(block.nrows(), K.ncols()):
         raise InvariantViolation("exact nullspace of a shifted Gamma block is not a kernel")
     Kt = K.table()
@@ -275,13 +284,31 @@ def _shifted_block_kernel(net: Network, X: Sequence[Sequence[flint.fmpq]], patte
     return out
 
 
-def _nullspace_on_pivot_rows(block: flint.fmpq_mat) -> tuple[flint.fmpq_mat, bool]:
+def _residues(C: np.ndarray, terms: list[list[tuple[int, flint.fmpq]]]) -> np.ndarray | None:
+    """``C V mod _SELECT_PRIME``, ``V[k, t]`` the ``w`` of ``(k, w)`` in ``terms[t]`` (``C`` integers, ``w``
+    rationals), or None when p divides a denominator of a ``w``."""
+    from exactident.linalg.modular import matmul_mod
+    from exactident.ranks.kernels import _SELECT_PRIME
+
+    p = _SELECT_PRIME
+    if C.size == 0 or any(int(w.q) % p == 0 for tt in terms for _k, w in tt):
+        return None
+    Vp = np.zeros((C.shape[1], len(terms)), dtype=np.int64)
+    for t, tt in enumerate(terms):
+        for k, w in tt:
+            Vp[k, t] = (Vp[k, t] + int(w.p) % p * pow(int(w.q), -1, p)) % p
+    return matmul_mod((C % p).astype(np.int64), Vp, p)
+
+
+def _nullspace_on_pivot_rows(block: flint.fmpq_mat, res: np.ndarray | None = None
+                             ) -> tuple[flint.fmpq_mat, bool]:
     """The exact nullspace of ``block``, from its rows independent mod a fixed prime when that is a kernel.
 
     The rows ``R`` of a maximal independent set mod p give ``ker block[R] ⊇ ker block`` with equality when
     the rank mod p is the rank; the nullspace of the short ``block[R]`` (FLINT, deterministic) is kept when
     ``block K = 0`` holds exactly, else the nullspace of the whole block is taken (digits 64-64-10: 840 rows,
     354 columns, 336 pivot rows).  Returns ``(K, checked)``: ``checked`` when ``block K = 0`` was proved here.
+    ``res``: ``block`` mod that prime, if already known (else read from its entries).
     """
     from exactident.linalg import exact
     from exactident.linalg.blas_modp import pivots_blas
@@ -291,15 +318,16 @@ def _nullspace_on_pivot_rows(block: flint.fmpq_mat) -> tuple[flint.fmpq_mat, boo
     m, c = block.nrows(), block.ncols()
     if m <= c:
         return exact.nullspace(block), False
-    entries = block.entries()
-    inverse: dict[int, int] = {}
-    for v in entries:
-        q = int(v.q)
-        if q not in inverse:
-            if q % p == 0:
-                return exact.nullspace(block), False
-            inverse[q] = pow(q, -1, p)
-    res = np.array([int(v.p) % p * inverse[int(v.q)] % p for v in entries], dtype=np.int64).reshape(m, c)
+    if res is None:
+        entries = block.entries()
+        inverse: dict[int, int] = {}
+        for v in entries:
+            q = int(v.q)
+            if q not in inverse:
+                if q % p == 0:
+                    return exact.nullspace(block), False
+                inverse[q] = pow(q, -1, p)
+        res = np.array([int(v.p) % p * inverse[int(v.q)] % p for v in entries], dtype=np.int64).reshape(m, c)
     R = pivots_blas(res, p)[0]
     if not len(R):
         return exact.nullspace(block), False
