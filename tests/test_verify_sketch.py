@@ -99,6 +99,9 @@ def test_genuine_very_tall_report_verifies_from_the_backward_pass_sketch(seed, m
 
 @pytest.mark.parametrize("delta", [-1, 1])
 def test_a_wrong_very_tall_rank_mod_p_is_rejected_on_either_side(delta):
+    """Above the rank mod p: the sketch falls short, ``Gamma mod p`` is built and eliminated.  Below it: the
+    sketch's rank (a lower bound) exceeds the claim here (a claim below what the sketch reaches would still be
+    a true lower bound, accepted as one, as before the sketch came from the backward pass)."""
     case = _tall_case(1)
     rep = _report(case)
     bad = copy.deepcopy(rep)

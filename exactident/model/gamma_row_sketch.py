@@ -108,10 +108,10 @@ def gamma_live_row_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]],
     N_L = widths[-1]
     nonzero = np.zeros(free.size, dtype=bool)
     for l, lo, hi, local, bias in column_blocks(widths, free):
-        Dz = (Ds[l - 1] != 0).astype(np.float64)  # counts below 2**53: exact
-        if hi > lo:
-            Hz = np.repeat((Hs[l - 1] != 0).astype(np.float64), N_L, axis=0)
-            nonzero[lo:hi] = (Dz.T @ Hz).reshape(-1)[local] > 0
+        # sample i has a nonzero D_l[(i, k), v] for some output k: n x N_l, not n N_L x N_l
+        Dz = (Ds[l - 1] != 0).reshape(n, N_L, widths[l]).any(axis=1).astype(np.float64)
+        if hi > lo:  # counts of samples, below 2**53: exact
+            nonzero[lo:hi] = (Dz.T @ (Hs[l - 1] != 0).astype(np.float64)).reshape(-1)[local] > 0
         nonzero[hi:hi + bias.size] = Dz.any(axis=0)[bias]
     live = np.flatnonzero(nonzero)
     out = np.zeros((live.size + 16, free.size))
@@ -150,7 +150,8 @@ def _sparse_rows(Hs: list[np.ndarray], Ds: list[np.ndarray], widths: Sequence[in
         for l, lo, hi, local, bias in column_blocks(widths, free):
             Dl = np.vstack([Ds[l - 1], np.zeros((1, widths[l]))])
             Hl = np.vstack([Hs[l - 1], np.zeros((1, widths[l - 1]))])  # sample m // N_L = n: the zero row
-            step = max(1, _GATHER_ENTRIES // max(1, c_max * max(widths[l], widths[l - 1])))
+            # buckets per block: the gathered (R * D_l) and h rows, and the block's products S
+            step = max(1, _GATHER_ENTRIES // max(1, c_max * max(widths[l], widths[l - 1]) + widths[l] * widths[l - 1]))
             for t0 in range(0, k, step):
                 rows = idx[t0:t0 + step]
                 CD = _reduce(coef[rows][:, :, None] * Dl[rows], p)  # (buckets, c, N_l), |x| <= p / 2
