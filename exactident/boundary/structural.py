@@ -282,14 +282,20 @@ class _PinnedTest:
 
     def __init__(self, X: Sequence[Sequence[flint.fmpq]], state: ActivationState) -> None:
         self.X, self.state = X, state
+        self._num: dict[int, tuple[Any, int]] = {}
         self._rows: dict[int, Any] = {}
         self._signs: dict[int, Any] = {}
 
-    def _numerators(self, M: flint.fmpq_mat) -> tuple[Any, int]:
+    def _numerators(self, l: int) -> tuple[Any, int]:
+        """Numerators (object array ``n x N_l``) and denominator of ``z_l``, or of ``X`` for ``l = 0``: once each
+        (layer ``l``'s rows and layer ``l - 1``'s signs read the same ``z``)."""
         import numpy as np
 
-        Mz, den = M.numer_denom()
-        return np.array(Mz.tolist(), dtype=object).reshape(M.nrows(), M.ncols()), int(den)
+        if l not in self._num:
+            M = flint.fmpq_mat(self.X) if l == 0 else self.state.Z[l - 1]
+            Mz, den = M.numer_denom()
+            self._num[l] = np.array(Mz.tolist(), dtype=object).reshape(M.nrows(), M.ncols()), int(den)
+        return self._num[l]
 
     def __call__(self, l: int, v: int) -> bool:
         import numpy as np
@@ -298,7 +304,7 @@ class _PinnedTest:
 
         p, n = _PINNED_PRIME, len(self.X)
         if l not in self._rows:
-            ints, den = self._numerators(flint.fmpq_mat(self.X) if l == 1 else self.state.Z[l - 2])
+            ints, den = self._numerators(l - 1)
             if l > 1:
                 ints = np.where(ints > 0, ints, 0)
             rows = np.empty((n, ints.shape[1] + 1), dtype=np.int64)
@@ -306,7 +312,7 @@ class _PinnedTest:
             rows[:, -1] = den % p
             self._rows[l] = rows
         if l not in self._signs:
-            self._signs[l] = self._numerators(self.state.Z[l - 1])[0] >= 0
+            self._signs[l] = self._numerators(l)[0] >= 0
         rows = self._rows[l][self._signs[l][:, v]]
         return rows.shape[0] >= rows.shape[1] and rank_blas(rows, p) == rows.shape[1]
 
