@@ -138,6 +138,30 @@ def die_with_parent(parent_pid: int) -> bool:
     return armed
 
 
+def release_freed_memory() -> None:
+    """Give the pages a finished stage freed back to the system: glibc's ``malloc_trim(0)``, a no-op elsewhere.
+
+    A stage frees large numpy arrays and many FLINT integers, but glibc keeps freed heap pages that lie
+    below live small objects, so the next stage's peak would add to what the last one left (peak RSS of
+    ``check`` on a random 16-16-16-16-1 net with 1,000 samples: 86 MB without, 81 MB with; a few ms).
+    """
+    if not _TRIM:
+        trim = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                trim = ctypes.CDLL(None).malloc_trim
+            except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+                trim = None
+        _TRIM.append(trim)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)
+
+
+_TRIM: list = []  # glibc's malloc_trim, or None: looked up once
+
+
 def _watch_parent(fd: int) -> None:  # pragma: no cover - runs in the child
     """A daemon thread of the child: the parent's end of ``fd`` closes when it dies; kill our group."""
     import threading

@@ -53,6 +53,8 @@ def test_rank_pivots_and_kernel_agree_with_flint(block, monkeypatch):
         from exactident.linalg import blas_modp
 
         monkeypatch.setattr(blas_modp, "_UPDATE_ENTRIES", 50)
+        # and every reduction of more than 7 entries in row blocks (the large-array path of _reduce)
+        monkeypatch.setattr(blas_modp, "_REDUCE_BLOCK", 7 if block == 5 else blas_modp._REDUCE_BLOCK)
     # 6 x 400 = 2400 random matrices of prescribed rank, small primes and p = 3 (many zero divisors
     # of pivots), shapes from empty to 70 x 70 (several recursion levels: the base case is 16 columns)
     rng = np.random.default_rng(block)

@@ -457,8 +457,8 @@ def test_integer_forward_remembers_by_value_not_by_identity():
 @pytest.mark.parametrize("seed", range(12))
 def test_alpha_and_its_gram_mod_p_on_random_patterns_equal_alpha_exact_reduced(seed):
     """``alpha_mod_p`` (blocks written in place) and ``gram_mod_p`` (counts one layer at a time, Horner in
-    place; or the counts given) against ``alpha_exact`` of Prop. 11's path enumeration, reduced mod a BLAS
-    prime and a prime above the BLAS range."""
+    place; or the counts given; int64 or float64 symmetric residues) against ``alpha_exact`` of Prop. 11's path
+    enumeration, reduced mod a BLAS prime and a prime above the BLAS range."""
     import numpy as np
 
     from exactident.model.gamma_modular import Scaled, alpha_mod_p, gram_counts
@@ -475,3 +475,8 @@ def test_alpha_and_its_gram_mod_p_on_random_patterns_equal_alpha_exact_reduced(s
         want = _reduce(A * A.transpose(), p)
         assert gram_mod_p(pattern, X, p).tolist() == want
         assert gram_mod_p(pattern, X, p, counts=gram_counts(pattern)).tolist() == want
+        for counts in (None, gram_counts(pattern)):  # float64 throughout below 2**21 (symmetric residues)
+            S = gram_mod_p(pattern, X, p, counts=counts, symmetric=True)
+            assert (S.dtype == np.float64) == (p < 2**21)
+            assert (np.asarray(S, dtype=np.int64) % p).tolist() == want
+            assert p >= 2**21 or np.abs(S).max(initial=0) <= (p + 1) // 2

@@ -566,6 +566,49 @@ def test_exact_column_check_on_deeper_nets_against_the_exact_gamma():
             assert g.exactly_zero([_int_col(moved)]) == zero
 
 
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 15])
+def test_exact_column_check_of_many_columns_at_once(monkeypatch, block):
+    """Columns checked together (grouped by row support, ``M Gamma`` built in row blocks of every size down to
+    one entry's row) give the conjunction of the single checks: the whole nullspace of the exact ``Gamma``
+    is zero; with one of its vectors moved off the kernel anywhere in the list, not zero."""
+    from exactident.linalg import exact
+    from exactident.model.gamma import gamma_exact
+    from exactident.model.integer_forward import data_denominator, integer_forward
+    from exactident.verify import row_support
+    from exactident.verify.row_support import GammaRowSupport
+
+    monkeypatch.setattr(row_support, "_EXACT_BLOCK_ENTRIES", block)
+    rng = random.Random(5)
+    seen = set()
+    for widths in [(2, 4, 3, 1), (3, 4, 3, 2)]:
+        def q() -> flint.fmpq:
+            return flint.fmpq(rng.randint(-9, 9), rng.randint(1, 5))
+        W = [flint.fmpq_mat([[q() for _ in range(widths[l])] for _ in range(widths[l + 1])])
+             for l in range(len(widths) - 1)]
+        b = [[q() for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
+        net = Network(widths, W, b)
+        X = [[q() for _ in range(widths[0])] for _ in range(5)]
+        st = activation_state(net, X)
+        fixed = fixed_edges(net)
+        G = gamma_exact(net, X, integer_forward(net, X).Z(), st.pattern, fixed)
+        K = exact.nullspace(G)
+        assert K.ncols() > 1
+        cols = [_int_col({i: K[i, j] for i in range(K.nrows()) if K[i, j] != 0}) for j in range(K.ncols())]
+        g = GammaRowSupport(net, X, st.pattern, fixed, data_denominator(net, X))
+        assert g.exactly_zero(cols)
+        for t in range(len(cols)):
+            moved = [dict(c) for c in cols]
+            c = rng.randrange(net.dim)
+            moved[t][c] = moved[t].get(c, 0) + 1
+            column = flint.fmpq_mat([[flint.fmpq(moved[t].get(i, 0))] for i in range(net.dim)])
+            zero = all(v == 0 for v in (G * column).entries())
+            g = GammaRowSupport(net, X, st.pattern, fixed, data_denominator(net, X))
+            assert g.exactly_zero(moved) == zero
+            seen.add(zero)
+    assert False in seen  # a moved vector off the kernel was caught
+
+
 def _int_bits(vec: dict) -> int:
     """Bits of the largest entry of ``vec`` scaled to integers by its denominators' lcm (Fractions)."""
     fr = [_fr(v) for v in vec.values()]

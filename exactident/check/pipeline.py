@@ -32,6 +32,7 @@ from typing import Any
 
 import flint
 
+from exactident.budget import release_freed_memory
 from exactident.check.dense_route import forward_pass, numeric_stage, rank_stage
 from exactident.check.options import CheckOptions
 from exactident.check.verdict import assemble, decide, settle_structurally
@@ -324,6 +325,7 @@ def run_stages(work: Work) -> Report:
         why = st.fails(work)
         if why is None:
             st.run(work)
+            release_freed_memory()  # the next stage's peak on top of what this one still holds, not freed
         else:
             work.not_run[st.name] = why
     assert work.report is not None

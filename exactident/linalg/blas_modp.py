@@ -36,23 +36,9 @@ import numpy as np
 from exactident.errors import InvariantViolation
 from exactident.linalg.modular import random_primes, require_prime
 
-__all__ = [
-    "BLAS_PRIME_HI",
-    "BLAS_PRIME_LO",
-    "CHUNK",
-    "blas_primes",
-    "inverse_blas",
-    "matmul_blas",
-    "nonzero_columns",
-    "pivots_blas",
-    "rank_blas",
-    "rref_kernel_blas",
-    "sketch_columns_sparse",
-    "sketch_rows",
-    "sketch_rows_sparse",
-    "symmetric_rows",
-    "to_symmetric",
-]
+__all__ = ["BLAS_PRIME_HI", "BLAS_PRIME_LO", "CHUNK", "blas_primes", "inverse_blas", "matmul_blas", "nonzero_columns",
+           "pivots_blas", "rank_blas", "rref_kernel_blas", "sketch_columns_sparse", "sketch_rows", "sketch_rows_sparse",
+           "symmetric_rows", "to_symmetric"]
 
 #: Primes for BLAS elimination are drawn from ``[BLAS_PRIME_LO, BLAS_PRIME_HI)``.
 BLAS_PRIME_LO = 2**20
@@ -84,6 +70,10 @@ def _check_prime(p: int) -> int:
     return p
 
 
+#: Entries reduced at a time by :func:`_reduce` (its temporary: 2 MB of float64, not a copy of a large ``x``).
+_REDUCE_BLOCK = 1 << 18
+
+
 def _reduce(x: np.ndarray, p: int) -> np.ndarray:
     """Symmetric residues in place: ``x - p round(x / p)``, ``|result| <= (p + 1) / 2``.
 
@@ -91,6 +81,11 @@ def _reduce(x: np.ndarray, p: int) -> np.ndarray:
     less than ``2**-19``, so ``round`` can only pick the other neighbour when
     ``x mod p`` is next to ``p / 2``: the residue is still exact and below ``2**20``.
     """
+    if x.size > _REDUCE_BLOCK and x.shape[0] > 1:
+        step = max(1, _REDUCE_BLOCK * x.shape[0] // x.size)
+        for s in range(0, x.shape[0], step):
+            _reduce(x[s:s + step], p)
+        return x
     q = x * (1.0 / p)
     np.rint(q, out=q)  # in place: one temporary the size of x, not three
     q *= p
@@ -231,8 +226,8 @@ def _pivots(A: np.ndarray, p: int, need_inv: bool):
     others = np.ones(m, dtype=bool)
     others[R1] = False
     oidx = np.flatnonzero(others)
-    A_R1 = A[R1]
-    Y = matmul_blas(G1, A_R1[:, h:], p)  # G1 A[R1, h:], k1 x (w - h)
+    A_R1 = A[R1, h:]  # the right half only: the left one is not read again
+    Y = matmul_blas(G1, A_R1, p)  # G1 A[R1, h:], k1 x (w - h)
     # Only the right half of the other rows is copied (not all of A[oidx]); the update runs in row
     # blocks so its temporaries stay small: peak memory about A plus half of A.
     S = A[oidx, h:]
@@ -252,7 +247,7 @@ def _pivots(A: np.ndarray, p: int, need_inv: bool):
     if not R2s:
         return R, C, G1
     # B = [[A11, A12], [A21, A22]] = A[R, C]; Schur complement A22 - A21 G1 A12 = S[R2s, C2s], inverse G2.
-    A12 = A_R1[:, [h + c for c in C2s]]
+    A12 = A_R1[:, C2s]
     A21 = A[np.ix_(oidx[R2s], C1)]
     G1A12 = matmul_blas(G1, A12, p)             # k1 x k2
     A21G1 = matmul_blas(A21, G1, p)             # k2 x k1

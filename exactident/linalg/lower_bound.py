@@ -136,6 +136,8 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
                 r_rows = rank_fn(symmetric_rows(image, rows, p, stack[:n + 16]), p)
             elif short:  # cannot reach n: the full elimination below decides
                 r_rows = -1
+            elif blas:  # the sample's float64 residues only (no int64 copy of it beside them)
+                r_rows = rank_fn(symmetric_rows(image, rows, p, np.empty((n + 16, n))), p)
             else:
                 r_rows = rank_fn(image[rows], p)
             if r_rows == n:

@@ -201,28 +201,34 @@ def gram_counts(pattern: Sequence[np.ndarray]) -> list[np.ndarray]:
     The products run in float BLAS (numpy has no BLAS for integers): 0/1 entries, sums at most
     ``N_l``, so every value is exact in float32 below ``2**24`` (half the memory), else in float64.
     """
-    out = []
-    for a in reversed(pattern):
-        f: np.ndarray = np.asarray(a, dtype=np.float32 if np.shape(a)[-1] < 2**24 else np.float64)
-        c = np.matmul(f, f.T)
-        out.append(np.rint(c, out=c).astype(np.int64))
-    return out
+    return [_layer_counts(a).astype(np.int64) for a in reversed(pattern)]
+
+
+def _layer_counts(a: np.ndarray) -> np.ndarray:
+    """``A_l A_l^T`` in float BLAS: 0/1 entries, sums at most ``N_l``, exact in float32 below ``2**24``."""
+    f: np.ndarray = np.asarray(a, dtype=np.float32 if np.shape(a)[-1] < 2**24 else np.float64)
+    c = np.matmul(f, f.T)
+    return np.rint(c, out=c)
 
 
 def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]], p: int,
                avoid: int = 1, counts: Sequence[np.ndarray] | None = None,
-               X_scaled: Scaled | None = None) -> np.ndarray:
+               X_scaled: Scaled | None = None, symmetric: bool = False) -> np.ndarray:
     """``alpha alpha^T mod p``, shape ``(n, n)`` (see :func:`exactident.model.activation.alpha_gram`).
 
     ``<alpha(x^i), alpha(x^j)> = (x^i . x^j) prod_l c_l + sum_l prod_{l' >= l} c_l' + 1``,
     ``c_l(i, j)`` = number of neurons of hidden layer ``l`` active at both samples.
+
+    int64 residues in ``[0, p)``; with ``symmetric`` and ``p < 2**21``, float64 symmetric residues
+    (what :func:`~exactident.linalg.blas_modp.rank_blas` eliminates), computed in float64 throughout:
+    no int64 ``n x n`` array is made, each layer's counts stay float32 (half of the int64 copy).
 
     Examples
     --------
     >>> gram_mod_p([np.array([[True], [False]])], [[flint.fmpq(2)], [flint.fmpq(-1, 2)]], 7).tolist()
     [[6, 1], [1, 1]]
     """
-    from exactident.linalg.blas_modp import BLAS_PRIME_HI, matmul_blas, to_symmetric
+    from exactident.linalg.blas_modp import BLAS_PRIME_HI, _reduce, matmul_blas, to_symmetric
     from exactident.linalg.modular import matmul_mod
 
     n = len(X)
@@ -235,8 +241,19 @@ def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
         shallow_first: Iterable[np.ndarray] = list(counts)[::-1]
         maxima = [int(c.max()) if c.size else 0 for c in shallow_first]
     else:  # one layer's counts at a time (n x n each: never all of them at once)
-        shallow_first = (gram_counts([a])[0] for a in pattern)
+        shallow_first = (_layer_counts(a) if symmetric and p < BLAS_PRIME_HI else gram_counts([a])[0] for a in pattern)
         maxima = [int(np.asarray(a, dtype=bool).sum(axis=1).max()) if np.size(a) else 0 for a in pattern]
+    if symmetric and p < BLAS_PRIME_HI:
+        F = to_symmetric(Xp, p)
+        S = matmul_blas(F, F.T.copy(), p)
+        del F
+        for c in shallow_first:  # Horner as below, in float64: |S + 1| <= 2**20 and c <= N_l < 2**32, exact
+            S += 1
+            S *= c
+            _reduce(S, p)
+            del c
+        S += 1
+        return _reduce(S, p)
     if p < BLAS_PRIME_HI:  # float64 BLAS, exact in chunks (|residues| <= 2**20)
         F = to_symmetric(Xp, p)
         G = matmul_blas(F, F.T.copy(), p).astype(np.int64)

@@ -267,6 +267,18 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
             kernel_up = up if closed else kernel_up
             estimate["lifting_capped"] = float(tried and not closed)
 
+    # Gamma mod p is not read while alpha's rank is computed: dropped then (peak memory: its image and
+    # alpha's, not both) and rebuilt after from the same prime, the same residues (a deterministic image;
+    # a row sketch's stack is kept)
+    rebuild = lower[2] is not None and lower[2].shape == (rows, dim) and (need_rank_a or lower[0] < dim)
+
+    def image_back() -> None:
+        nonlocal lower
+        if rebuild and lower[2] is None:
+            lower = (lower[0], lower[1], gamma_mod_p(net, X, pattern, fixed, lower[1], avoid, data))
+
+    if rebuild:
+        lower = (lower[0], lower[1], None)
     if need_rank_a or lower[0] < dim:
         ra: CertifiedRank | AlphaLowerBound
         if allow_rank_a_lower and not need_rank_a:
@@ -278,6 +290,7 @@ def certify_ranks(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern: Sequ
                 ra = certify_rank_alpha(pattern, X, net.widths, X_scaled=data.X, rng=rng)
         else:
             ra = certify_rank_alpha(pattern, X, net.widths, X_scaled=data.X, rng=rng)
+        image_back()
         if isinstance(ra, AlphaLowerBound):
             # R_A has no cheap certificate; ``ra`` is a rank mod p, a certified lower bound.
             # If the certified R_Gamma is below N_L times it, R_Gamma < R_A < ... is proved,

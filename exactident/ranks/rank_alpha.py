@@ -91,7 +91,7 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     else:
         Xsub = [X[i] for i in rows]
         Xs_sub = Xs if len(rows) == n and list(rows) == list(range(n)) else Xs.take(rows)
-        image = gram_mod_p(sub, Xsub, p, avoid, None, Xs_sub)
+        image = gram_mod_p(sub, Xsub, p, avoid, None, Xs_sub, symmetric=True)  # float64: eliminated as it is
     r_low = -1
     m_img, n_img = image.shape
     if explicit and n_img > m_img + m_img // 8 + 16:
@@ -100,7 +100,8 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
         if rank_blas(image[:, cols], p) == m_img:
             r_low = m_img
     if r_low < 0:
-        image = to_symmetric(image, p)  # the float copy the elimination needs, without the int64 one beside it
+        if image.dtype.kind != "f":  # the float copy the elimination needs, without the int64 one beside it
+            image = to_symmetric(image, p)
         r_low = rank_blas(image, p)
     del image
     upper = {"shape": n, "paths": P}

@@ -380,7 +380,10 @@ def kernel_upper(K: Sequence[dict[int, flint.fmpq]], source: str, dim: int, shap
         for c, col in enumerate(K_int):
             for i, v in col.items():
                 Kp[i, c] = v % p
-        if matmul_blas(to_symmetric(np.asarray(image), p), to_symmetric(Kp, p), p).any():
+        Ks = to_symmetric(Kp, p)
+        step = max(1, (1 << 18) // max(1, dim))  # row blocks: no float copy of the whole image beside it
+        if any(matmul_blas(to_symmetric(np.asarray(image[r:r + step]), p), Ks, p).any()
+               for r in range(0, image.shape[0], step)):
             return None
     elif not _zero_guard(image_mod_p, dim, K_int, avoid, rng, [lower[1], q]):
         return None

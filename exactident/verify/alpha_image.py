@@ -48,6 +48,7 @@ def alpha_rows_image(pattern, X, Xs: Scaled, avoid: int, P: int) -> Callable[[di
                               f"{MAX_ALPHA_ENTRIES} to reduce mod p: not verified (the engine uses 'gram' then)")
             return alpha_mod_p(sub, Xs.mod(p)[rows], p)
         if matrix == "gram":
-            return gram_mod_p(sub, [X[i] for i in rows], p, avoid, None, Xs if rows == list(range(n)) else None)
+            return gram_mod_p(sub, [X[i] for i in rows], p, avoid, None, Xs if rows == list(range(n)) else None,
+                              symmetric=True)  # float64 below 2**21: rank_blas eliminates it without a copy
         raise _Reject(f"{where}.matrix: expected 'alpha' or 'gram', found {matrix!r}")
     return image

@@ -123,6 +123,10 @@ EXACT_SUPPORT_SAMPLES = 64
 #: that many backpropagations mod p (random 16x4: 25 columns of up to 75 primes, 5.6 s mod p).
 EXACT_ABOVE_PRIMES = 8
 
+#: Entries of ``M Gamma`` built at a time by :meth:`GammaRowSupport.exactly_zero` (a row block: integers of
+#: hundreds of bits each, a few MB, whatever the support).
+_EXACT_BLOCK_ENTRIES = 1 << 15
+
 
 def _int_dot(A: np.ndarray, B: np.ndarray, A_flint: flint.fmpz_mat | None = None) -> np.ndarray:
     """``A @ B`` (object arrays of int or fmpz; ``A_flint``: ``A`` as an ``fmpz_mat``) by one FLINT product, exactly:
@@ -303,40 +307,59 @@ class GammaRowSupport:
             return True
         from math import lcm
 
-        net, n, L = self.net, self.n, self.net.L
-        N_L = net.widths[-1]
+        L = self.net.L
         D, e, H, s = self._backprop_int()
         M = lcm(*(e[l - 1] * s[l - 1] for l in range(1, L + 1)))
-        Hq: dict[tuple[int, bytes], flint.fmpz_mat] = {}  # h_{l-1} on a support, as an fmpz_mat once
+        groups: dict[bytes, list[dict[int, int]]] = {}
         for col in cols:
             S = self.support(col)
-            rows = np.flatnonzero(S)
-            if not len(rows):
-                continue  # an empty support: Gamma K_c = 0 exactly
-            everywhere = len(rows) == n
-            idx = None if everywhere else (rows[:, None] * N_L + np.arange(N_L)).ravel()
-            total = np.zeros(len(rows) * N_L, dtype=object)
-            by_layer: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            if S.any():  # an empty support: Gamma K_c = 0 exactly
+                groups.setdefault(S.tobytes(), []).append(col)
+        return all(self._group_is_zero(np.flatnonzero(np.frombuffer(key, dtype=bool)), todo, D, e, H, s, M)
+                   for key, todo in groups.items())
+
+    def _group_is_zero(self, rows: np.ndarray, todo: list[dict[int, int]], D: list, e: list, H: list, s: list,
+                       M: int) -> bool:
+        """``Gamma K = 0`` exactly on the rows of the samples ``rows`` for the columns ``todo`` (one row support).
+
+        ``Gamma`` restricted to those rows and to the parameters the columns touch is built in integers,
+        ``Dint_l[(i, k), v] Hint_{l-1}(x_i)[j] = e_l s_{l-1} D_l[(i, k), v] h_{l-1}(x_i)[j]`` (``h_{l-1}[j]``
+        read as 1 for the bias; Prop. 10), in blocks of rows, and multiplied in one FLINT product per block
+        by ``K`` with the rows of layer ``l`` scaled by ``M / (e_l s_{l-1})``: the product is ``M Gamma K``.
+        The entries of ``K`` (thousands of bits on trained nets) enter C products only.
+        """
+        N_L = self.net.widths[-1]
+        touched: dict[int, set[tuple[int, int]]] = {}
+        for col in todo:
             for c, v in col.items():
-                if not v:
-                    continue
-                prm = self.params[c]
-                KW, Kb = by_layer.setdefault(prm.l, (np.zeros((net.widths[prm.l], net.widths[prm.l - 1]), dtype=object),
-                                                     np.zeros(net.widths[prm.l], dtype=object)))
-                if prm.j is None:
-                    Kb[prm.i] += int(v)
-                else:
-                    KW[prm.i, prm.j] += int(v)
-            for l, (KW, Kb) in by_layer.items():
-                vs = np.flatnonzero((KW != 0).any(axis=1) | (Kb != 0))  # the neurons K_c touches: only those products
-                h = H[l - 1] if everywhere else H[l - 1][rows]
-                key = (l, S.tobytes())
-                if key not in Hq and h.size:
-                    Hq[key] = flint.fmpz_mat(h.tolist())
-                U = _int_dot(h, KW[vs].T, Hq.get(key)) + s[l - 1] * Kb[vs][None, :]  # s_{l-1} u_v(x_i)
-                d = D[l - 1][:, vs] if idx is None else D[l - 1][np.ix_(idx, vs)]
-                total = total + (M // (e[l - 1] * s[l - 1])) * (d * np.repeat(U, N_L, axis=0)).sum(axis=1)
-            if (total != 0).any():
+                if v:
+                    prm = self.params[c]
+                    touched.setdefault(prm.l, set()).add((prm.i, -1 if prm.j is None else prm.j))
+        layers = []
+        at: dict[tuple[int, int, int], int] = {}
+        for l, pairs in sorted(touched.items()):
+            ordered = sorted(pairs)
+            at.update({(l, v, j): len(at) + k for k, (v, j) in enumerate(ordered)})
+            layers.append((l, np.array([v for v, _ in ordered]), np.array([j for _, j in ordered])))
+        K = np.zeros((len(at), len(todo)), dtype=object)
+        for t, col in enumerate(todo):
+            for c, v in col.items():
+                if v:
+                    prm = self.params[c]
+                    scale = M // (e[prm.l - 1] * s[prm.l - 1])  # on the few entries of K, not on the block's
+                    K[at[(prm.l, prm.i, -1 if prm.j is None else prm.j)], t] += int(v) * scale
+        K_flint = flint.fmpz_mat(K.tolist())
+        step = max(1, _EXACT_BLOCK_ENTRIES // max(1, len(at) * N_L))
+        for r0 in range(0, len(rows), step):
+            block = rows[r0:r0 + step]
+            idx = (block[:, None] * N_L + np.arange(N_L)).ravel()
+            parts = []
+            for l, vs, js in layers:
+                # Dint_l[:, v] * (Hint_{l-1}[:, j], or s_{l-1} for the bias) = e_l s_{l-1} Gamma's entries
+                hj = np.where(js[None, :] < 0, s[l - 1], H[l - 1][np.ix_(block, np.maximum(js, 0))])
+                parts.append(D[l - 1][np.ix_(idx, vs)] * np.repeat(hj, N_L, axis=0))
+            G = np.concatenate(parts, axis=1)
+            if not (flint.fmpz_mat(G.tolist()) * K_flint).is_zero():
                 return False
         return True
 
