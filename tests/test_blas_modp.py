@@ -262,3 +262,21 @@ def test_sparse_row_sketch_shortfall_made_up_by_the_dense_rows(monkeypatch):
     r, p, image = lower_bound.modular_lower_bound(lambda q: A % q, avoid=1, rng=random.Random(0), stop_at=30,
                                                   blas=True, sparse_rows=True)
     assert r == 10 and _flint_rank(image, p) == 10
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 300), (900, 400), (1500, 1200)])
+def test_rank_in_place_is_the_rank_and_leaves_the_residues(shape):
+    """The lower bound's elimination of an int64 image in its own buffer (float64 view, row blocks) gives
+    FLINT's rank mod p and leaves the same residues, in ``[0, p)``; any representative on entry (negative,
+    above p), one block or many."""
+    from exactident.linalg.lower_bound import _rank_in_place
+
+    rng = np.random.default_rng(shape[0])
+    p = blas_primes(1, rng=random.Random(shape[1]))[0]
+    m, n = shape
+    r = int(rng.integers(0, min(m, n) + 1))
+    A = prescribed(rng, m, n, r, p) + p * rng.integers(-3, 4, (m, n))
+    expected = rank_mod_p(A % p, p)  # FLINT
+    want = A % p
+    assert _rank_in_place(A, p) == expected
+    assert A.dtype == np.int64 and np.array_equal(A, want)

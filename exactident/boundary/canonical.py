@@ -165,10 +165,10 @@ def _compress(signatures: dict[tuple[int, int], tuple]) -> dict[tuple[int, int],
     return out
 
 
-def _neuron_ranks(net: Network, Wn, bn, z_sig: dict[tuple[int, int], tuple]) -> dict[tuple[int, int], int]:
+def _neuron_ranks(net: Network, Wn, bn, colour: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+    """Canonical ranks of the hidden neurons, refined from the colours of their pre-activation signatures."""
     L = net.L
     hidden = [(l, v) for l in net.hidden_layers() for v in range(net.widths[l])]
-    colour = _compress(z_sig)
 
     def col(l: int, v: int) -> int:
         return v if l in (0, L) else colour[(l, v)]  # inputs and outputs are anchored
@@ -235,7 +235,7 @@ def canonical_form(net: Network, X: Sequence[Sequence[flint.fmpq]], Z: Sequence[
             distinct.append(rows[i])
         sample_class[i] = len(distinct) - 1
     scale, Wn, bn = _normalised(net)
-    z_sig = {}
+    colour: dict[tuple[int, int], int] = {}
     reps = [first[c] for c in range(len(distinct))]
     for l in net.hidden_layers():
         # scale[(l, v)] * z_l[i, v] on the distinct samples, as one exact FLINT product (Z diag(scale)): the same
@@ -245,9 +245,10 @@ def canonical_form(net: Network, X: Sequence[Sequence[flint.fmpq]], Z: Sequence[
         for v in range(N):
             D[v, v] = scale[(l, v)]
         Zl = (Z[l - 1] * D).table()
-        for v in range(N):
-            z_sig[(l, v)] = tuple(Zl[i][v] for i in reps)
-    rank = _neuron_ranks(net, Wn, bn, z_sig)
+        # coloured layer by layer: one layer's signatures alive at a time (every pre-activation as an fmpq object)
+        colour.update(_compress({(l, v): tuple(Zl[i][v] for i in reps) for v in range(N)}))
+        del Zl
+    rank = _neuron_ranks(net, Wn, bn, colour)
     L = net.L
 
     def out_rank(l: int, k: int) -> int:

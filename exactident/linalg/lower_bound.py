@@ -17,6 +17,7 @@ import numpy as np
 from exactident.linalg.blas_modp import (
     BLAS_PRIME_HI,
     BLAS_PRIME_LO,
+    _reduce,
     blas_primes,
     rank_blas,
     sketch_columns_sparse,
@@ -174,10 +175,32 @@ def modular_lower_bound(image_mod_p: Callable[[int], np.ndarray], *, avoid: int,
             # product instead of an elimination over all m rows.  R A has A's row space then, so
             # its reduced echelon kernel is A's too.
             image = sketch_rows(image, n + 16, p, rng)
-        r = rank_fn(image, p)
+        r = _rank_in_place(image, p) if blas else rank_fn(image, p)
         if best is None or r > best[0]:
             best = (r, p, image if image.dtype.kind != "f" else image.astype(np.int64) % p)  # int64 in [0, p)
         if stop_at is not None and r >= stop_at:
             break
     assert best is not None
     return best
+
+
+def _rank_in_place(image: np.ndarray, p: int) -> int:
+    """``rank_blas(image, p)`` without a float64 copy beside an int64 ``image`` of residues below ``2**52``.
+
+    The residues are rewritten as float64 symmetric residues in ``image``'s own buffer (row blocks, through a
+    float64 view), eliminated, and written back as int64 residues in ``[0, p)``: the same matrix mod p, and
+    the peak of the elimination without a second copy of it (a ``Gamma`` mod p of ``n N_L x dim``).
+    """
+    if image.dtype != np.int64 or not image.flags.c_contiguous or not image.flags.writeable or image.ndim != 2 \
+            or not image.size or image.min() <= -(2**52) or image.max() >= 2**52:
+        return rank_blas(image, p)
+    F = image.view(np.float64)
+    step = max(1, (1 << 18) // image.shape[1])
+    for r in range(0, image.shape[0], step):
+        F[r:r + step] = image[r:r + step]  # the same memory read as int64, written as float64 (numpy buffers it)
+        _reduce(F[r:r + step], p)
+    try:
+        return rank_blas(F, p)  # float64 input: eliminated without a copy of it
+    finally:
+        for r in range(0, image.shape[0], step):
+            image[r:r + step] = np.mod(F[r:r + step], p)

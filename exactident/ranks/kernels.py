@@ -485,9 +485,10 @@ def independent_subset(vectors: Sequence[dict[int, flint.fmpq]], dim: int) -> li
     from exactident.linalg.certified import kernel_to_integer_columns
 
     p = _SELECT_PRIME
-    K = np.zeros((dim, len(vectors)), dtype=np.int64)
+    K = np.zeros((dim, len(vectors)))  # float64 symmetric residues, eliminated as they are (no int64 copy)
     for c, col in enumerate(kernel_to_integer_columns(vectors)):
         for i, v in col.items():
-            K[i, c] = v % p
+            r = v % p
+            K[i, c] = r - p if r > p // 2 else r
     _R, C, _ = pivots_blas(K, p)
     return [vectors[c] for c in C]

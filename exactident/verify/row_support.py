@@ -264,34 +264,42 @@ class GammaRowSupport:
         self._support[id(col)] = (col, S.tobytes())
         return S
 
-    def _backprop_int(self) -> tuple[list[np.ndarray], list[int], list[np.ndarray], list[int]]:
+    def _backprop_int(self, lowest: int = 1) -> tuple[list[np.ndarray], list[int], list[np.ndarray], list[int]]:
         """Exact integers ``D_l = Dint_l / e_l`` (rows ``(i, k)``) and ``h_{l-1} = Hint_{l-1} / s_{l-1}``, ``l = 1..L``.
 
         ``h_{l-1}`` is ``z_{l-1}`` where the pattern is on and 0 elsewhere (as ``Gamma`` reads it), ``D_L`` the
         identity on each sample's ``N_L`` rows and ``D_l = (D_{l+1} W_{l+1}) * pattern_l`` (Prop. 10).
+        ``D_l`` and ``Hint_{l-1}`` are built for ``l >= lowest`` only (the layers the columns touch: the deepest
+        ``D_l`` have the most bits), the rest later if asked; ``e`` and ``s`` for every layer.
         """
+        net, n, L = self.net, self.n, self.net.L
         if self._bp is None:
-            net, n, L = self.net, self.n, self.net.L
             N_L = net.widths[-1]
             fw = self._forward()
-            H = [np.array([int(v) for v in fw.H_int[0].entries()] or [0], dtype=object)[:n * net.widths[0]]
-                 .reshape(n, net.widths[0])]
-            s = [int(fw.den[0])]
-            for l in range(1, L):
-                H.append(np.where(self.pattern[l - 1], self._Z(l), 0).astype(object))
-                s.append(int(fw.den[l]))
-            D: list[np.ndarray] = [np.zeros(0)] * L
-            e: list[int] = [1] * L
+            D: list[Any] = [None] * L  # None: not built yet
+            H: list[Any] = [None] * L
             D[L - 1] = np.tile(np.eye(N_L, dtype=np.int64), (n, 1)).astype(object)
-            for l in range(L - 1, 0, -1):  # D_l from D_{l+1}: W_{l+1} = Wint / dW
+            e, dW = [1] * L, [1] * L
+            for l in range(L - 1, 0, -1):  # W_{l+1} = Wint / dW_{l+1}
+                dW[l] = common_denominator_of(net.W[l].entries())
+                e[l - 1] = e[l] * dW[l]
+            self._bp = (D, e, H, [int(fw.den[l]) for l in range(L)], dW)
+        D, e, H, s, dW = self._bp
+        for l in range(L - 1, lowest - 1, -1):
+            if D[l - 1] is None:
                 W = net.W[l]
-                dW = common_denominator_of(W.entries())
-                Wint = np.array([int(v.p) * (dW // int(v.q)) for v in W.entries()], dtype=object)
-                mask = np.repeat(self.pattern[l - 1], N_L, axis=0)
+                Wint = np.array([int(v.p) * (dW[l] // int(v.q)) for v in W.entries()], dtype=object)
+                mask = np.repeat(self.pattern[l - 1], net.widths[-1], axis=0)
                 D[l - 1] = np.where(mask, _int_dot(D[l], Wint.reshape(W.nrows(), W.ncols())), 0).astype(object)
-                e[l - 1] = e[l] * dW
-            self._bp = (D, e, H, s)
-        return self._bp
+        for l in range(max(lowest, 1), L + 1):
+            if H[l - 1] is None:
+                if l == 1:
+                    fw = self._forward()
+                    H[0] = np.array([int(v) for v in fw.H_int[0].entries()] or [0],
+                                    dtype=object)[:n * net.widths[0]].reshape(n, net.widths[0])
+                else:
+                    H[l - 1] = np.where(self.pattern[l - 2], self._Z(l - 1), 0).astype(object)
+        return D, e, H, s  # filled for the layers asked
 
     def exactly_zero(self, cols: list[dict[int, int]]) -> bool:
         """``Gamma K_c = 0`` exactly over Z for every column, on the rows of its row support (no prime).
@@ -308,7 +316,8 @@ class GammaRowSupport:
         from math import lcm
 
         L = self.net.L
-        D, e, H, s = self._backprop_int()
+        lowest = min((self.params[c].l for col in cols for c, v in col.items() if v), default=L)
+        D, e, H, s = self._backprop_int(lowest)
         M = lcm(*(e[l - 1] * s[l - 1] for l in range(1, L + 1)))
         groups: dict[bytes, list[dict[int, int]]] = {}
         for col in cols:
