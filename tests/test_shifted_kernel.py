@@ -567,11 +567,13 @@ def test_exact_column_check_on_deeper_nets_against_the_exact_gamma():
 
 
 
+@pytest.mark.parametrize("share", [0.0, 1.0])
 @pytest.mark.parametrize("block", [1, 7, 1 << 15])
-def test_exact_column_check_of_many_columns_at_once(monkeypatch, block):
+def test_exact_column_check_of_many_columns_at_once(monkeypatch, block, share):
     """Columns checked together (grouped by row support, ``M Gamma`` built in row blocks of every size down to
-    one entry's row) give the conjunction of the single checks: the whole nullspace of the exact ``Gamma``
-    is zero; with one of its vectors moved off the kernel anywhere in the list, not zero."""
+    one entry's row; the backward pass on every sample or on the supports' samples only) give the conjunction
+    of the single checks: the whole nullspace of the exact ``Gamma`` is zero; with one of its vectors moved off
+    the kernel anywhere in the list, not zero."""
     from exactident.linalg import exact
     from exactident.model.gamma import gamma_exact
     from exactident.model.integer_forward import data_denominator, integer_forward
@@ -579,6 +581,7 @@ def test_exact_column_check_of_many_columns_at_once(monkeypatch, block):
     from exactident.verify.row_support import GammaRowSupport
 
     monkeypatch.setattr(row_support, "_EXACT_BLOCK_ENTRIES", block)
+    monkeypatch.setattr(row_support, "_WHOLE_PASS_SHARE", share)
     rng = random.Random(5)
     seen = set()
     for widths in [(2, 4, 3, 1), (3, 4, 3, 2)]:

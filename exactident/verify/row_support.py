@@ -123,6 +123,10 @@ EXACT_SUPPORT_SAMPLES = 64
 #: that many backpropagations mod p (random 16x4: 25 columns of up to 75 primes, 5.6 s mod p).
 EXACT_ABOVE_PRIMES = 8
 
+#: Above this share of the samples in the supports, :meth:`GammaRowSupport.exactly_zero` runs its backward pass on
+#: every sample (kept for its next call), else on those samples only (a few on digits nets: 0.7 s -> 0.01 s).
+_WHOLE_PASS_SHARE = 0.5
+
 #: Entries of ``M Gamma`` built at a time by :meth:`GammaRowSupport.exactly_zero` (a row block: integers of
 #: hundreds of bits each, a few MB, whatever the support).
 _EXACT_BLOCK_ENTRIES = 1 << 15
@@ -264,41 +268,45 @@ class GammaRowSupport:
         self._support[id(col)] = (col, S.tobytes())
         return S
 
-    def _backprop_int(self, lowest: int = 1) -> tuple[list[np.ndarray], list[int], list[np.ndarray], list[int]]:
+    def _backprop_int(self, lowest: int = 1, samples: np.ndarray | None = None
+                      ) -> tuple[list[np.ndarray], list[int], list[np.ndarray], list[int]]:
         """Exact integers ``D_l = Dint_l / e_l`` (rows ``(i, k)``) and ``h_{l-1} = Hint_{l-1} / s_{l-1}``, ``l = 1..L``.
 
         ``h_{l-1}`` is ``z_{l-1}`` where the pattern is on and 0 elsewhere (as ``Gamma`` reads it), ``D_L`` the
         identity on each sample's ``N_L`` rows and ``D_l = (D_{l+1} W_{l+1}) * pattern_l`` (Prop. 10).
-        ``D_l`` and ``Hint_{l-1}`` are built for ``l >= lowest`` only (the layers the columns touch: the deepest
-        ``D_l`` have the most bits), the rest later if asked; ``e`` and ``s`` for every layer.
+        ``D_l`` and ``Hint_{l-1}`` for ``l >= lowest`` only (the layers the columns touch: the deepest ``D_l``
+        have the most bits), ``e`` and ``s`` for every layer.  With ``samples`` (sorted indices), on those
+        samples only, in that order (a sample's rows depend on that sample alone); else on all of them, kept
+        for the next call.
         """
         net, n, L = self.net, self.n, self.net.L
         if self._bp is None:
-            N_L = net.widths[-1]
-            fw = self._forward()
-            D: list[Any] = [None] * L  # None: not built yet
-            H: list[Any] = [None] * L
-            D[L - 1] = np.tile(np.eye(N_L, dtype=np.int64), (n, 1)).astype(object)
             e, dW = [1] * L, [1] * L
             for l in range(L - 1, 0, -1):  # W_{l+1} = Wint / dW_{l+1}
                 dW[l] = common_denominator_of(net.W[l].entries())
                 e[l - 1] = e[l] * dW[l]
-            self._bp = (D, e, H, [int(fw.den[l]) for l in range(L)], dW)
+            self._bp = ([None] * L, e, [None] * L, [int(self._forward().den[l]) for l in range(L)], dW)
         D, e, H, s, dW = self._bp
+        if samples is not None:  # a fresh pass on the subset, not kept
+            D, H = [None] * L, [None] * L
+        take = slice(None) if samples is None else samples
+        m = n if samples is None else len(samples)
+        N_L = net.widths[-1]
+        if D[L - 1] is None:
+            D[L - 1] = np.tile(np.eye(N_L, dtype=np.int64), (m, 1)).astype(object)
         for l in range(L - 1, lowest - 1, -1):
             if D[l - 1] is None:
                 W = net.W[l]
                 Wint = np.array([int(v.p) * (dW[l] // int(v.q)) for v in W.entries()], dtype=object)
-                mask = np.repeat(self.pattern[l - 1], net.widths[-1], axis=0)
+                mask = np.repeat(self.pattern[l - 1][take], N_L, axis=0)
                 D[l - 1] = np.where(mask, _int_dot(D[l], Wint.reshape(W.nrows(), W.ncols())), 0).astype(object)
         for l in range(max(lowest, 1), L + 1):
             if H[l - 1] is None:
                 if l == 1:
-                    fw = self._forward()
-                    H[0] = np.array([int(v) for v in fw.H_int[0].entries()] or [0],
-                                    dtype=object)[:n * net.widths[0]].reshape(n, net.widths[0])
+                    H0 = np.array([int(v) for v in self._forward().H_int[0].entries()] or [0], dtype=object)
+                    H[0] = H0[:n * net.widths[0]].reshape(n, net.widths[0])[take]
                 else:
-                    H[l - 1] = np.where(self.pattern[l - 2], self._Z(l - 1), 0).astype(object)
+                    H[l - 1] = np.where(self.pattern[l - 2][take], self._Z(l - 1)[take], 0).astype(object)
         return D, e, H, s  # filled for the layers asked
 
     def exactly_zero(self, cols: list[dict[int, int]]) -> bool:
@@ -306,25 +314,33 @@ class GammaRowSupport:
 
         Row ``(i, k)`` of ``Gamma K_c`` is ``sum_l sum_v D_l[(i, k), v] (sum_j h_{l-1}(x_i)[j] K_c[W_l[v, j]] +
         K_c[b_l[v]])`` (Prop. 10), computed in integers from the exact forward pass of the case
-        (``_backprop_int``) and scaled by one positive integer.  Only the samples of :meth:`support` are
-        computed: outside them every row is zero exactly (class docstring).  For the columns whose bound on
-        ``|Gamma K_c|`` needs more than ``EXACT_ABOVE_PRIMES`` primes, or whose row support has at most
-        ``EXACT_SUPPORT_SAMPLES`` samples.
+        (``_backprop_int``, on the samples of the supports only) and scaled by one positive integer.  Only the
+        samples of :meth:`support` are computed: outside them every row is zero exactly (class docstring).  For
+        the columns whose bound on ``|Gamma K_c|`` needs more than ``EXACT_ABOVE_PRIMES`` primes, or whose row
+        support has at most ``EXACT_SUPPORT_SAMPLES`` samples.
         """
         if not any(cols):
             return True
         from math import lcm
 
         L = self.net.L
-        lowest = min((self.params[c].l for col in cols for c, v in col.items() if v), default=L)
-        D, e, H, s = self._backprop_int(lowest)
-        M = lcm(*(e[l - 1] * s[l - 1] for l in range(1, L + 1)))
         groups: dict[bytes, list[dict[int, int]]] = {}
         for col in cols:
             S = self.support(col)
             if S.any():  # an empty support: Gamma K_c = 0 exactly
                 groups.setdefault(S.tobytes(), []).append(col)
-        return all(self._group_is_zero(np.flatnonzero(np.frombuffer(key, dtype=bool)), todo, D, e, H, s, M)
+        if not groups:
+            return True
+        union = np.zeros(self.n, dtype=bool)
+        for key in groups:
+            union |= np.frombuffer(key, dtype=bool)
+        needed = np.flatnonzero(union)
+        samples = None if len(needed) > _WHOLE_PASS_SHARE * self.n else needed  # most samples: the whole pass (kept)
+        lowest = min((self.params[c].l for col in cols for c, v in col.items() if v), default=L)
+        D, e, H, s = self._backprop_int(lowest, samples)
+        M = lcm(*(e[l - 1] * s[l - 1] for l in range(1, L + 1)))
+        at = np.arange(self.n) if samples is None else np.searchsorted(needed, np.arange(self.n))
+        return all(self._group_is_zero(at[np.flatnonzero(np.frombuffer(key, dtype=bool))], todo, D, e, H, s, M)
                    for key, todo in groups.items())
 
     def _group_is_zero(self, rows: np.ndarray, todo: list[dict[int, int]], D: list, e: list, H: list, s: list,
