@@ -531,27 +531,35 @@ def test_exact_column_check_matches_the_oracle(seed):
     assert seen == {True, False}
 
 
+def _random_net_and_gamma(rng: random.Random, widths: tuple[int, ...], n: int):
+    """A random rational net of ``widths`` with ``n`` samples, its pattern, fixed edges, the exact ``Gamma`` over Q
+    (``gamma_exact``) and its exact nullspace."""
+    from exactident.linalg import exact
+    from exactident.model.gamma import gamma_exact
+    from exactident.model.integer_forward import integer_forward
+
+    def q() -> flint.fmpq:
+        return flint.fmpq(rng.randint(-9, 9), rng.randint(1, 5))
+    W = [flint.fmpq_mat([[q() for _ in range(widths[l])] for _ in range(widths[l + 1])])
+         for l in range(len(widths) - 1)]
+    b = [[q() for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
+    net = Network(widths, W, b)
+    X = [[q() for _ in range(widths[0])] for _ in range(n)]
+    st = activation_state(net, X)
+    fixed = fixed_edges(net)
+    G = gamma_exact(net, X, integer_forward(net, X).Z(), st.pattern, fixed)
+    return net, X, st, fixed, G, exact.nullspace(G)
+
+
 def test_exact_column_check_on_deeper_nets_against_the_exact_gamma():
     """The same on two- and three-hidden-layer nets (several outputs, fixed edges), against the product with the
     exact ``Gamma`` over Q (``gamma_exact``): its nullspace vectors are zero, each of them moved off is not."""
-    from exactident.linalg import exact
-    from exactident.model.gamma import gamma_exact
-    from exactident.model.integer_forward import data_denominator, integer_forward
+    from exactident.model.integer_forward import data_denominator
     from exactident.verify.row_support import GammaRowSupport
 
     rng = random.Random(3)
     for widths in [(3, 4, 3, 2), (3, 5, 4, 4, 1)]:
-        def q() -> flint.fmpq:
-            return flint.fmpq(rng.randint(-9, 9), rng.randint(1, 5))
-        W = [flint.fmpq_mat([[q() for _ in range(widths[l])] for _ in range(widths[l + 1])])
-             for l in range(len(widths) - 1)]
-        b = [[q() for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
-        net = Network(widths, W, b)
-        X = [[q() for _ in range(widths[0])] for _ in range(6)]
-        st = activation_state(net, X)
-        fixed = fixed_edges(net)
-        G = gamma_exact(net, X, integer_forward(net, X).Z(), st.pattern, fixed)
-        K = exact.nullspace(G)
+        net, X, st, fixed, G, K = _random_net_and_gamma(rng, widths, 6)
         g = GammaRowSupport(net, X, st.pattern, fixed, data_denominator(net, X))
         assert K.ncols() > 0
         for j in range(K.ncols()):
@@ -574,9 +582,7 @@ def test_exact_column_check_of_many_columns_at_once(monkeypatch, block, share):
     one entry's row; the backward pass on every sample or on the supports' samples only) give the conjunction
     of the single checks: the whole nullspace of the exact ``Gamma`` is zero; with one of its vectors moved off
     the kernel anywhere in the list, not zero."""
-    from exactident.linalg import exact
-    from exactident.model.gamma import gamma_exact
-    from exactident.model.integer_forward import data_denominator, integer_forward
+    from exactident.model.integer_forward import data_denominator
     from exactident.verify import row_support
     from exactident.verify.row_support import GammaRowSupport
 
@@ -585,17 +591,7 @@ def test_exact_column_check_of_many_columns_at_once(monkeypatch, block, share):
     rng = random.Random(5)
     seen = set()
     for widths in [(2, 4, 3, 1), (3, 4, 3, 2)]:
-        def q() -> flint.fmpq:
-            return flint.fmpq(rng.randint(-9, 9), rng.randint(1, 5))
-        W = [flint.fmpq_mat([[q() for _ in range(widths[l])] for _ in range(widths[l + 1])])
-             for l in range(len(widths) - 1)]
-        b = [[q() for _ in range(widths[l + 1])] for l in range(len(widths) - 1)]
-        net = Network(widths, W, b)
-        X = [[q() for _ in range(widths[0])] for _ in range(5)]
-        st = activation_state(net, X)
-        fixed = fixed_edges(net)
-        G = gamma_exact(net, X, integer_forward(net, X).Z(), st.pattern, fixed)
-        K = exact.nullspace(G)
+        net, X, st, fixed, G, K = _random_net_and_gamma(rng, widths, 5)
         assert K.ncols() > 1
         cols = [_int_col({i: K[i, j] for i in range(K.nrows()) if K[i, j] != 0}) for j in range(K.ncols())]
         g = GammaRowSupport(net, X, st.pattern, fixed, data_denominator(net, X))
