@@ -17,7 +17,6 @@ import numpy as np
 from exactident.linalg.blas_modp import (
     BLAS_PRIME_HI,
     BLAS_PRIME_LO,
-    _reduce,
     blas_primes,
     rank_blas,
     sketch_columns_sparse,
@@ -194,11 +193,10 @@ def _rank_in_place(image: np.ndarray, p: int) -> int:
     if image.dtype != np.int64 or not image.flags.c_contiguous or not image.flags.writeable or image.ndim != 2 \
             or not image.size or image.min() <= -(2**52) or image.max() >= 2**52:
         return rank_blas(image, p)
-    F = image.view(np.float64)
+    # symmetric_rows copies each block of rows before writing it: reading as int64 and writing as float64 over the
+    # same memory is safe
+    F = symmetric_rows(image, np.arange(image.shape[0]), p, image.view(np.float64))
     step = max(1, (1 << 18) // image.shape[1])
-    for r in range(0, image.shape[0], step):
-        F[r:r + step] = image[r:r + step]  # the same memory read as int64, written as float64 (numpy buffers it)
-        _reduce(F[r:r + step], p)
     try:
         return rank_blas(F, p)  # float64 input: eliminated without a copy of it
     finally:

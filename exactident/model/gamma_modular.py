@@ -243,20 +243,20 @@ def gram_mod_p(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint.fmpq]],
     else:  # one layer's counts at a time (n x n each: never all of them at once)
         shallow_first = (_layer_counts(a) if symmetric and p < BLAS_PRIME_HI else gram_counts([a])[0] for a in pattern)
         maxima = [int(np.asarray(a, dtype=bool).sum(axis=1).max()) if np.size(a) else 0 for a in pattern]
-    if symmetric and p < BLAS_PRIME_HI:
+    if p < BLAS_PRIME_HI:  # float64 BLAS, exact in chunks (|residues| <= 2**20)
         F = to_symmetric(Xp, p)
         S = matmul_blas(F, F.T.copy(), p)
         del F
-        for c in shallow_first:  # Horner as below, in float64: |S + 1| <= 2**20 and c <= N_l < 2**32, exact
+        if symmetric:
+            for c in shallow_first:  # Horner as below, in float64: |S + 1| <= 2**20 and c <= N_l < 2**32, exact
+                S += 1
+                S *= c
+                _reduce(S, p)
+                del c
             S += 1
-            S *= c
-            _reduce(S, p)
-            del c
-        S += 1
-        return _reduce(S, p)
-    if p < BLAS_PRIME_HI:  # float64 BLAS, exact in chunks (|residues| <= 2**20)
-        F = to_symmetric(Xp, p)
-        G = matmul_blas(F, F.T.copy(), p).astype(np.int64)
+            return _reduce(S, p)
+        G = S.astype(np.int64)
+        del S
     else:
         G = matmul_mod(Xp, Xp.T.copy(), p)
     G %= p
