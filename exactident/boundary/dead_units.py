@@ -43,6 +43,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from exactident.linalg.draws import Draws
 from exactident.model.gamma_free import FreeState
 from exactident.model.line_forward import LinePass, line_pass
 from exactident.model.network import Network, pre_activations
@@ -191,7 +192,7 @@ def _floats(cn: Network):
     return W, b, a
 
 
-def _ascend(W, b, a, l_t: int, v_t: int, x: np.ndarray, margin: float, gen: np.random.Generator,
+def _ascend(W, b, a, l_t: int, v_t: int, x: np.ndarray, margin: float, gen: Draws,
             steps: int = 12) -> np.ndarray:
     """Newton steps on ``z_{l_t, v_t}(x) = margin`` (float64, a search only); ``l_t = 0``: the input itself."""
     if l_t == 0:  # an input coordinate that is 0 on the sample: move it off 0
@@ -311,7 +312,7 @@ def find_dead_units(cn: Network, X: Sequence[Sequence[flint.fmpq]], state: FreeS
         ``why`` is for the reason).
     """
     W, b, a = _floats(cn)
-    gen = np.random.default_rng(rng.randrange(1 << 30))
+    gen = Draws(rng.randrange(1 << 30))
     N0 = cn.widths[0]
     Xf = np.array([[float(v) for v in row] for row in X]).reshape(len(X), N0)
     scale = float(np.abs(Xf).max()) if Xf.size else 1.0

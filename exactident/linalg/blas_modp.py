@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from exactident.errors import InvariantViolation
+from exactident.linalg.draws import Draws
 from exactident.linalg.modular import random_primes, require_prime
 
 __all__ = ["BLAS_PRIME_HI", "BLAS_PRIME_LO", "CHUNK", "blas_primes", "inverse_blas", "matmul_blas", "nonzero_columns",
@@ -387,7 +388,7 @@ def sketch_rows(A: np.ndarray, k: int, p: int, rng: random.Random, rows: np.ndar
     1
     """
     _check_prime(p)
-    gen = np.random.default_rng(rng.getrandbits(64))
+    gen = Draws(rng.getrandbits(64))
     index = np.arange(A.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
     out = np.zeros((k, A.shape[1]))
     # each block product has at most _SKETCH_ROWS <= CHUNK terms below 2**40: exact in float64
@@ -431,7 +432,7 @@ def sketch_rows_sparse(A: np.ndarray, k: int, p: int, seed: int, cols: np.ndarra
     _check_prime(p)
     if A.size and (A.min() <= -p or A.max() >= p):
         raise InvariantViolation(f"sketch_rows_sparse needs residues below {p} in magnitude")
-    m, gen = A.shape[0], np.random.default_rng(seed)
+    m, gen = A.shape[0], Draws(seed)
     out, buf = np.zeros((k, A.shape[1])), np.empty((min(_SKETCH_ROWS, k), A.shape[1]))
     for _ in range(hashes):  # each pass: row perm[c k + t] goes to row t of the result (buckets of m / k rows)
         perm = gen.permutation(m)
@@ -479,7 +480,7 @@ def sketch_columns_sparse(A: np.ndarray, k: int, p: int, seed: int, hashes: int 
     """
     _check_prime(p)
     m, n = A.shape
-    gen = np.random.default_rng(seed)
+    gen = Draws(seed)
     A = np.asarray(A, dtype=np.int64) % p
     out = np.zeros((m, k), dtype=np.int64)
     for _ in range(hashes):

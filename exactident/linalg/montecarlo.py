@@ -22,6 +22,7 @@ import flint
 import numpy as np
 
 from exactident.linalg.blas_modp import BLAS_PRIME_HI, BLAS_PRIME_LO, rank_blas, sketch_rows
+from exactident.linalg.draws import Draws
 from exactident.linalg.modular import PRIME_HI, PRIME_LO, rank_mod_p, require_prime
 
 __all__ = ["PRIMES_IN_RANGE", "TARGET_ERROR", "bad_primes_bound", "failure_bound", "monte_carlo_rank",
@@ -132,7 +133,7 @@ def _sketch_word(A: np.ndarray, k: int, q: int, rng: random.Random) -> np.ndarra
     ``A = 2**16 A_hi + A_lo`` with ``A_lo < 2**16``, ``A_hi < 2**15``: each float64 product of
     ``R`` with a part over at most ``2**16`` rows stays below ``2**52``, so it is exact.
     """
-    gen = np.random.default_rng(rng.getrandbits(64))
+    gen = Draws(rng.getrandbits(64))
     A = np.asarray(A, dtype=np.int64) % q
     R = gen.integers(0, SKETCH_SET, (k, A.shape[0])).astype(np.float64)
     out = np.zeros((k, A.shape[1]), dtype=np.int64)

@@ -24,6 +24,7 @@ from math import ceil, lcm, prod
 import flint
 import numpy as np
 
+from exactident.linalg.draws import Draws
 from exactident.linalg.modular import require_prime
 from exactident.model import backprop
 from exactident.model.backprop import ModularData, Scaled, column_blocks, hidden_and_backprop_mod_p, jacobian_mod_p
@@ -186,7 +187,7 @@ def gamma_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
 def sketch_coefficients(net: Network, p: int, k: int, seed: int) -> tuple[list[np.ndarray], ...]:
     """``U_l`` (``N_l x k``), ``V_l`` (``N_{l-1} x k``), ``B_l`` (``N_l x k``) of :func:`gamma_sketch_mod_p`:
     uniform symmetric residues mod p (float64), drawn in this order layer by layer from ``seed``."""
-    gen = np.random.default_rng(seed)
+    gen = Draws(seed)
     U, V, B = [], [], []
     for l in range(1, net.L + 1):
         U.append(gen.integers(-(p // 2), p // 2 + 1, (net.widths[l], k)).astype(np.float64))

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
+from exactident.linalg.draws import Draws
 from exactident.linalg.modular import require_prime
 from exactident.model.backprop import ModularData, column_blocks, hidden_and_backprop_mod_p
 from exactident.model.fixed_edges import FixedEdges
@@ -138,7 +139,7 @@ def _sparse_rows(Hs: list[np.ndarray], Ds: list[np.ndarray], widths: Sequence[in
     from exactident.linalg.blas_modp import CHUNK, _reduce
 
     N_L = widths[-1]
-    gen = np.random.default_rng(seed)
+    gen = Draws(seed)
     c_max = -(-m // k) if k else 0
     for _ in range(2):
         perm = gen.permutation(m)
@@ -173,7 +174,7 @@ def _dense_rows(Hs: list[np.ndarray], Ds: list[np.ndarray], widths: Sequence[int
     from exactident.linalg.blas_modp import _SKETCH_ROWS, CHUNK, _reduce
 
     N_L, m = widths[-1], n * widths[-1]
-    gen = np.random.default_rng(random.Random(p).getrandbits(64))
+    gen = Draws(random.Random(p).getrandbits(64))
     R = np.empty((dense, m))
     for s in range(0, m, _SKETCH_ROWS):
         R[:, s:s + _SKETCH_ROWS] = gen.integers(-(p // 2), p // 2 + 1, (dense, min(_SKETCH_ROWS, m - s)))

@@ -18,6 +18,7 @@ import numpy as np
 
 from exactident.errors import InvariantViolation
 from exactident.linalg import exact
+from exactident.linalg.draws import Draws
 from exactident.model.fixed_edges import FixedEdges
 from exactident.model.gamma import gamma_exact
 from exactident.model.integer_forward import integer_forward
@@ -121,7 +122,7 @@ def _full_column_rank_sketch(M_res: np.ndarray, p: int) -> bool:
     from exactident.linalg.blas_modp import matmul_blas, rank_blas, to_symmetric
 
     m, c = M_res.shape
-    A = np.random.default_rng(m * 1_000_003 + c).integers(-(p // 2), p // 2 + 1, (c + 8, m)).astype(np.float64)
+    A = Draws(m * 1_000_003 + c).integers(-(p // 2), p // 2 + 1, (c + 8, m)).astype(np.float64)
     return rank_blas(matmul_blas(A, to_symmetric(M_res, p), p), p) == c
 
 

@@ -86,12 +86,12 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
     rows = alpha_row_subset(pattern, X_res, p)
     sub = [a[rows] for a in pattern]
     explicit = len(rows) * P <= MAX_EXPLICIT_ALPHA_MOD_P
-    if explicit:
-        image = alpha_mod_p(sub, X_res[rows], p)
-    else:
-        Xsub = [X[i] for i in rows]
+
+    def gram() -> np.ndarray:
         Xs_sub = Xs if len(rows) == n and list(rows) == list(range(n)) else Xs.take(rows)
-        image = gram_mod_p(sub, Xsub, p, avoid, None, Xs_sub, symmetric=True)  # float64: eliminated as it is
+        return gram_mod_p(sub, [X[i] for i in rows], p, avoid, None, Xs_sub, symmetric=True)  # float64 as it is
+
+    image = alpha_mod_p(sub, X_res[rows], p) if explicit else gram()
     r_low = -1
     m_img, n_img = image.shape
     if explicit and n_img > m_img + m_img // 8 + 16:
@@ -99,6 +99,10 @@ def certify_rank_alpha(pattern: Sequence[np.ndarray], X: Sequence[Sequence[flint
         cols = sorted(rng.sample(range(n_img), m_img + 16))
         if rank_blas(image[:, cols], p) == m_img:
             r_low = m_img
+        else:  # rank below m: eliminating the m x m Gram matrix costs m^3, the m x |P| rows m |P| rank
+            explicit = False
+            del image  # alpha's rows freed before the Gram matrix is built
+            image = gram()
     if r_low < 0:
         if image.dtype.kind != "f":  # the float copy the elimination needs, without the int64 one beside it
             image = to_symmetric(image, p)

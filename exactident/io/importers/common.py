@@ -14,7 +14,6 @@ produced, never trusting the declared sizes).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zipfile
 from collections.abc import Callable
@@ -230,6 +229,8 @@ def clean_message(exc: BaseException | str) -> str:
 
 def sha256_file(path: str) -> str:
     """Hex SHA-256 of a file (read in blocks)."""
+    import hashlib  # here: it loads OpenSSL (3.7 MB resident); only imported model and sample files are hashed
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
