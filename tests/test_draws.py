@@ -57,6 +57,20 @@ def test_scalar_draws_and_permutations():
     assert isinstance(Draws(9).normal(), float)
 
 
+def test_large_draws_come_from_numpy_and_repeat_with_the_seed():
+    from exactident.linalg.draws import NUMPY_FROM
+
+    p = 1048583
+    a = Draws(4).integers(-(p // 2), p // 2 + 1, (4, NUMPY_FROM // 4))
+    assert a.dtype == np.int64 and int(a.min()) >= -(p // 2) and int(a.max()) <= p // 2
+    assert (Draws(4).integers(-(p // 2), p // 2 + 1, (4, NUMPY_FROM // 4)) == a).all()
+    # uniform: each of 8 equal slices of the range holds about an eighth of 262,144 draws (sd ~ 169)
+    counts = np.bincount((a.ravel() + p // 2) * 8 // p, minlength=8)
+    assert (abs(counts - a.size / 8) < 6 * 169).all()
+    perm = Draws(4).permutation(NUMPY_FROM)
+    assert (np.sort(perm) == np.arange(NUMPY_FROM)).all() and (Draws(4).permutation(NUMPY_FROM) == perm).all()
+
+
 @pytest.mark.parametrize("low,high", [(3, 3), (5, 2), (0, 2**64)])
 def test_an_empty_or_too_wide_range_is_refused(low, high):
     with pytest.raises(ValueError):

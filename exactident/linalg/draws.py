@@ -4,13 +4,18 @@ Randomness in exactident only *finds* (the coefficients of a sketch, a row sampl
 point for a search); an exact check accepts what it finds.  The draws come from Python's
 Mersenne Twister (``random.Random(seed)``) read as 64-bit words, not from numpy's ``Generator``:
 importing ``numpy.random`` loads ``secrets`` and OpenSSL's ``libcrypto`` through ``hashlib``,
-6.5 MB of resident memory that the float pipelines do not load (a twentieth of ``check``'s peak
-on a 16-16-16-16-1 net).
+6.5 MB of resident memory that the float pipelines do not load (6 % of ``check``'s peak on a
+16-16-16-16-1 net).
 
-Integers are exactly uniform (64-bit words at or above the largest multiple of the span are drawn
-again), so a Schwartz-Zippel error bound computed for uniform entries holds as stated.  The draws
-depend on the seed only: the same seed gives the same arrays on every platform (words read
-little-endian).
+Python's generator costs about 60 ns a 64-bit word against numpy's 13 ns a bounded integer, so a draw
+of :data:`NUMPY_FROM` values or more (its output alone 2 MB) is handed to numpy's ``Generator``
+(PCG64), seeded from the stream: the import is paid only where it is small next to the draw (the
+digits nets' sketches draw millions of values; a 16-16-16-16-1 net's draws are all below it).
+
+Integers are exactly uniform (Python's: 64-bit words at or above the largest multiple of the span are
+drawn again; numpy's: Lemire's rejection), so a Schwartz-Zippel error bound computed for uniform
+entries holds as stated.  The draws depend on the seed and the sizes asked only: the same calls give
+the same arrays on every platform (words read little-endian).
 """
 
 from __future__ import annotations
@@ -22,10 +27,13 @@ from typing import overload
 
 import numpy as np
 
-__all__ = ["Draws"]
+__all__ = ["NUMPY_FROM", "Draws"]
 
 #: 64-bit words drawn per call of ``randbytes`` (bounds the temporary bytes and Python int).
 _WORDS_PER_CALL = 1 << 18
+
+#: Draws of at least this many values come from numpy's ``Generator`` (``numpy.random`` imported then).
+NUMPY_FROM = 1 << 18
 
 
 class Draws:
@@ -93,6 +101,8 @@ class Draws:
         if not (-(1 << 63) <= low < high <= 1 << 63):
             raise ValueError(f"empty or too wide range [{low}, {high})")
         shape = () if size is None else (int(size),) if isinstance(size, (int, np.integer)) else tuple(size)
+        if prod(shape) >= NUMPY_FROM:
+            return self._numpy().integers(low, high, shape, dtype=np.int64)
         u = self.below(high - low, prod(shape))
         out = (u + np.uint64(low % (1 << 64))).view(np.int64)  # two's complement: low + u, no overflow
         return int(out[0]) if size is None else out.reshape(shape)
@@ -100,7 +110,15 @@ class Draws:
     def permutation(self, n: int) -> np.ndarray:
         """A random permutation of ``range(n)``, int64 (the order of ``n`` random 64-bit keys: uniform up to
         ties among the keys, which have probability below ``n**2 / 2**65``)."""
+        if n >= NUMPY_FROM:
+            return self._numpy().permutation(n).astype(np.int64)
         return np.argsort(self.words(n), kind="stable").astype(np.int64)
+
+    def _numpy(self) -> np.random.Generator:
+        """numpy's generator for one large draw, seeded by the next 128 bits of the stream."""
+        import numpy.random  # here: it loads secrets and OpenSSL (6.5 MB resident)
+
+        return numpy.random.default_rng(self._random.getrandbits(128))
 
     @overload
     def normal(self, loc: float = 0.0, scale: float = 1.0, size: None = None) -> float: ...
