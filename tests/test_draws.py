@@ -46,6 +46,11 @@ def test_small_spans_are_uniform():
     assert counts.sum() == 60000 and (abs(counts - 10000) < 6 * 91).all()
 
 
+def test_numpy_integer_bounds_are_read_as_python_ints():
+    a = Draws(1).integers(np.int64(-5), np.int64(6), 300)
+    assert (a == Draws(1).integers(-5, 6, 300)).all() and int(a.min()) >= -5 and int(a.max()) <= 5
+
+
 def test_scalar_draws_and_permutations():
     d = Draws(9)
     v = d.integers(10)

@@ -15,7 +15,9 @@ digits nets' sketches draw millions of values; a 16-16-16-16-1 net's draws are a
 Integers are exactly uniform (Python's: 64-bit words at or above the largest multiple of the span are
 drawn again; numpy's: Lemire's rejection), so a Schwartz-Zippel error bound computed for uniform
 entries holds as stated.  The draws depend on the seed and the sizes asked only: the same calls give
-the same arrays on every platform (words read little-endian).
+the same arrays, below :data:`NUMPY_FROM` on every platform and Python version (words read
+little-endian), from it as long as numpy keeps PCG64's stream (numpy does not promise that across
+versions).  Nothing in a report depends on them: the verifier draws nothing from the engine's seeds.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class Draws:
     Parameters
     ----------
     seed : int
-        Any Python int (``random.Random(seed)``).
+        Any Python int (``random.Random(seed)``, which reads ``abs(seed)``: ``-s`` and ``s`` draw alike).
 
     Examples
     --------
@@ -98,6 +100,7 @@ class Draws:
         """
         if high is None:
             low, high = 0, low
+        low, high = int(low), int(high)  # numpy ints would overflow in the 2**64 arithmetic below
         if not (-(1 << 63) <= low < high <= 1 << 63):
             raise ValueError(f"empty or too wide range [{low}, {high})")
         shape = () if size is None else (int(size),) if isinstance(size, (int, np.integer)) else tuple(size)

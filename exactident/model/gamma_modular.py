@@ -126,7 +126,7 @@ def gamma_sketch_mod_p(net: Network, X: Sequence[Sequence[flint.fmpq]], pattern:
     k : int
         Columns of the sketch.
     seed : int
-        Seed of ``U_l, V_l, B_l`` (numpy ``default_rng``).
+        Seed of ``U_l, V_l, B_l`` (:class:`exactident.linalg.draws.Draws`).
 
     Returns
     -------
