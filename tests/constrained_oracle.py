@@ -134,8 +134,8 @@ def _linear_units(cn):
                 and cn.negative_slope[l - 1][v] == 1] for l in range(1, cn.L)}
 
 
-def _stretch_move(cn, values, E, c):
-    """``(dW, db)`` of the generator ``(E, c)`` at ``theta = values`` (FLINT matrices over Q, module docstring)."""
+def _weights_at(cn, values):
+    """``(W, b)`` of the family at ``theta = values`` (FLINT matrices over Q; fixed entries from ``cn``)."""
     def ent(idx, val):
         return flint.fmpq(values[idx]) if idx >= 0 else flint.fmpq(val)
 
@@ -145,6 +145,13 @@ def _stretch_move(cn, values, E, c):
          for l in range(1, cn.L + 1)]
     b = [flint.fmpq_mat(cn.widths[l], 1, [ent(int(cn.b_index[l - 1][i]), cn.b[l - 1][i]) for i in range(cn.widths[l])])
          for l in range(1, cn.L + 1)]
+    return W, b
+
+
+def _stretch_move(cn, Wb, E, c):
+    """``(dW, db)`` of the generator ``(E, c)`` at the weights ``Wb = _weights_at(cn, theta)`` (FLINT
+    matrices over Q, module docstring)."""
+    W, b = Wb
     dW, db = [], []
     for l in range(1, cn.L + 1):
         El = E.get(l, flint.fmpq_mat(cn.widths[l], cn.widths[l]))
@@ -154,6 +161,25 @@ def _stretch_move(cn, values, E, c):
         dW.append(El * W[l - 1] - W[l - 1] * Eb)
         db.append(El * b[l - 1] + cl - W[l - 1] * cb)
     return dW, db
+
+
+_PLANS: dict = {}  # id(cn) -> (cn, plan): the plan of each network read once (cn kept, so the id stays its own)
+
+
+def _entry_plan(cn):
+    """Per layer ``l``: the parameter index of ``W_l[i, k]`` then ``b_l[i]``, row by row, and the position of
+    each of these entries in ``W_l.entries() + b_l.entries()`` (the order :func:`_in_image_t` reads them)."""
+    if id(cn) not in _PLANS:
+        plan = []
+        for l in range(1, cn.L + 1):
+            n_out, n_in = cn.widths[l], cn.widths[l - 1]
+            index, order = [], []
+            for i in range(n_out):
+                index += [int(cn.W_index[l - 1][i, kk]) for kk in range(n_in)] + [int(cn.b_index[l - 1][i])]
+                order += [i * n_in + kk for kk in range(n_in)] + [n_out * n_in + i]
+            plan.append((index, order))
+        _PLANS[id(cn)] = (cn, plan)
+    return _PLANS[id(cn)][1]
 
 
 def _in_image_t(cn, dW, db, da=None):
@@ -169,11 +195,10 @@ def _in_image_t(cn, dW, db, da=None):
             defects.append(e - first[j])
         else:
             first[j] = e
-    for l in range(1, cn.L + 1):
-        for i in range(cn.widths[l]):
-            for kk in range(cn.widths[l - 1]):
-                put(int(cn.W_index[l - 1][i, kk]), dW[l - 1][i, kk])
-            put(int(cn.b_index[l - 1][i]), db[l - 1][i, 0])
+    for l, (index, order) in enumerate(_entry_plan(cn), start=1):
+        values = dW[l - 1].entries() + db[l - 1].entries()
+        for j, t in zip(index, order):  # row by row: W_l[i, :], then b_l[i]
+            put(j, values[t])
     for l in range(1, cn.L):
         for v in range(cn.widths[l]):
             j = int(cn.slope_index[l - 1][v])
@@ -322,22 +347,43 @@ def oracle_stretch_directions(cn: Network, seed: int = 0) -> list[list]:
 
     points = [[flint.fmpq(rng.randint(-10**6, 10**6), rng.randint(1, 10**6)) for _ in range(k)] for _ in range(k + 1)]
     assert flint.fmpq_mat([[1] + p for p in points]).rank() == k + 1  # affinely independent
-    cols = []
-    for u in unknowns:
-        col = []
-        for p in points:
-            col += _in_image_t(cn, *_stretch_move(cn, p, *generator(u)))[0]
-        cols.append(col)
-    rows = []  # each row scaled to integers (the nullspace is unchanged)
-    for r in range(len(cols[0])):
-        row = [cols[g][r] for g in range(len(cols))]
-        m = math.lcm(*(int(v.q) for v in row))
-        rows.append([int(v * m) for v in row])
-    n = len(cols)
-    N, nullity = flint.fmpz_mat(rows).nullspace() if rows else (
-        flint.fmpz_mat(n, n, [int(a == b) for a in range(n) for b in range(n)]), n)
+    weights = [_weights_at(cn, p) for p in points]
+
+    def kernel(at: list) -> tuple:
+        """``(N, nullity)``: the generator combinations whose defects vanish at the weights ``at``."""
+        cols: list[list] = [[] for _ in unknowns]  # cols[g]: the defects of generator g, point by point
+        for Wb in at:
+            for g, u in enumerate(unknowns):
+                cols[g] += _in_image_t(cn, *_stretch_move(cn, Wb, *generator(u)))[0]
+        rows = []  # each nonzero row scaled to integers (the nullspace is unchanged)
+        for row in zip(*cols):
+            if any(row):  # most defects are fixed entries that no generator moves
+                m = math.lcm(*(int(v.q) for v in row))
+                rows.append([int(v * m) for v in row])
+        n = len(cols)
+        return flint.fmpz_mat(rows).nullspace() if rows else (
+            flint.fmpz_mat(n, n, [int(a == b) for a in range(n) for b in range(n)]), n)
+
+    def combination(N, n: int) -> tuple:
+        """The generator ``sum_g N[g, n] (E_g, c_g)`` (a move is linear in the generator)."""
+        E: dict = {}
+        c: dict = {}
+        for g, u in enumerate(unknowns):
+            if N[g, n] != 0:
+                for part, acc in zip(generator(u), (E, c)):
+                    for l, M in part.items():
+                        acc[l] = acc[l] + M * int(N[g, n]) if l in acc else M * int(N[g, n])
+        return E, c
+
+    # The kernel at 3 of the points contains the kernel at all k + 1; it is that kernel when each of its
+    # vectors has no defect at the other points (checked, else the kernel of all k + 1 points is computed).
+    N, nullity = kernel(weights[:3])
+    if not all(d == 0 for n in range(int(nullity)) for Wb in weights[3:]
+               for d in _in_image_t(cn, *_stretch_move(cn, Wb, *combination(N, n)))[0]):
+        N, nullity = kernel(weights)
     actual = cn.theta()
-    moves = [_stretch_move(cn, actual, *generator(u)) for u in unknowns]
+    at_theta = _weights_at(cn, actual)
+    moves = [_stretch_move(cn, at_theta, *generator(u)) for u in unknowns]
     out = []
     for n in range(int(nullity)):
         dW = [sum((moves[g][0][l] * N[g, n] for g in range(len(unknowns))),

@@ -152,7 +152,9 @@ def _random_genuine():
     got = []
     rng = random.Random(15)
     shapes = [[1, 2, 1], [2, 2, 1], [1, 2, 2], [1, 1, 2, 1], [1, 2, 1, 1], [2, 1, 2]]
-    for k in range(3000):
+    # Seeds 0..399: every quota but off-inconclusive is filled by seed 393; none of seeds 0..2999 gives an
+    # off-inconclusive report any more (the structural certificates settle them), and the 3,000 checks took 40 s.
+    for k in range(400):
         if not any(quotas.values()):
             break
         widths = rng.choice(shapes)

@@ -141,3 +141,23 @@ def test_help_lists_subcommands_without_importing_them():
     loaded = _loaded_after(code)
     assert sorted(m for m in loaded if m.startswith(("exactident.explain", "exactident.symmetry", "exactident.suites",
                                                      "exactident.crosscheck", "exactident.io.importers"))) == []
+
+
+def test_the_repository_holds_no_stray_file_or_outside_link():
+    """A developer's leftovers were committed once (a traceback ``d.err`` at the top, ``cases/cases`` linking to
+    another machine's folder): the top level holds only the project's folders and files, and no tracked file is
+    a symbolic link (the clone of a user would point nowhere)."""
+    root = PACKAGE.parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    try:
+        tracked = subprocess.run(["git", "-C", str(root), "ls-files", "-s"], capture_output=True, text=True,
+                                 check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("git is not available")
+    links = [line.split("\t", 1)[1] for line in tracked if line.startswith("120000")]  # mode of a symlink
+    assert not links, f"symbolic links tracked: {links}"
+    top = {line.split("\t", 1)[1].split("/", 1)[0] for line in tracked}
+    allowed = {".ci", ".gitignore", "README.md", "pyproject.toml", "benchmarks", "cases", "docs", "exactident",
+               "examples", "tests"}
+    assert top <= allowed, f"unexpected at the top level: {sorted(top - allowed)}"

@@ -16,6 +16,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Iterable
 from fractions import Fraction
 
 import pytest
@@ -475,8 +476,11 @@ def _claims_true(r: dict, true_min: int, dim: int, per_pattern: list[int | None]
     return bool(ok)
 
 
-def _campaign(n_mlp: int, n_graph: int, seed: int = 0) -> dict:
-    """Counts per kind: tried, refused, accepted and true, accepted and false (must stay 0)."""
+def _campaign(n_mlp: int, n_graph: int, seed: int = 0, interval_seeds: Iterable[int] | None = None) -> dict:
+    """Counts per kind: tried, refused, accepted and true, accepted and false (must stay 0).
+
+    ``interval_seeds``: the seeds of :func:`_interval_mlp` to try (default: counting up from a seeded start).
+    """
     rng = random.Random(seed)
     counts: dict[str, list[int]] = {}
     sources = {"mlp interval": 0, "mlp ties": 0, "layer graph": 0}
@@ -506,7 +510,8 @@ def _campaign(n_mlp: int, n_graph: int, seed: int = 0) -> dict:
             tally(kind, accepted, accepted and _claims_true(bad, true_min, dim, pats))
 
     found = 0
-    for s in itertools.count(rng.randrange(1000)):
+    start = rng.randrange(1000)  # drawn either way: the other families' seeds do not depend on interval_seeds
+    for s in itertools.count(start) if interval_seeds is None else interval_seeds:
         if found >= n_mlp:
             break
         obj = _interval_mlp(s)
@@ -553,7 +558,10 @@ def _campaign(n_mlp: int, n_graph: int, seed: int = 0) -> dict:
 def test_mutation_campaign_small():
     """Seeded, small (seconds): no mutant the verifier accepts is false; the issue's kinds are all refused
     (each changes a claim beyond what the certificate proves, or drops a resolution)."""
-    result = _campaign(n_mlp=3, n_graph=4, seed=29)
+    # The first three nets of _interval_mlp, counting up from seed 561 (what seed=29 draws), whose interval is
+    # at least 2 wide under verdict_first: the structural kernel closes the interval on all but about 1 in
+    # 1,100 of them, so the search itself took 3,416 checks (70 s).  Given here; each is still required to be wide.
+    result = _campaign(n_mlp=3, n_graph=4, seed=29, interval_seeds=(767, 1774, 3976))
     counts = result["counts"]
     assert sum(c[3] for c in counts.values()) == 0, counts
     for kind in ("too tight", "lower above truth", "upper below truth", "resolution dropped", "weaker verdict",
@@ -561,6 +569,7 @@ def test_mutation_campaign_small():
         assert kind in counts and counts[kind][0] > 0, (kind, counts)
         assert counts[kind][1] == counts[kind][0], (kind, counts)  # all refused
     assert all(n > 0 for n in result["sources"].values()), result
+    assert result["sources"]["mlp interval"] == 3, result  # each given seed still has a wide interval
     assert counts["claim dropped"][2] == counts["claim dropped"][0] > 0, counts  # accepted, and true
 
 
