@@ -24,7 +24,6 @@ names the value found and the value claimed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 from exactident.model.conditions import cn_from_bounds, cs_from_bounds
 from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
-from exactident.verify.common_claims import identity_claims, reachable_claim, uncertified_claims
+from exactident.verify.common_claims import identity_claims, provenance_claims, reachable_claim, uncertified_claims
 from exactident.verify.common_claims import same_json as _same
 from exactident.verify.common_claims import typed_field as _typed
 from exactident.verify.facts import CaseFacts
@@ -405,19 +404,8 @@ def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any
         elif not _same(claim, proofs.closed_by):
             fails.append(f"certified_by: report says {claim}, the verified rank part's bounds are {proofs.closed_by}")
     if "provenance" in report:
-        claim = report["provenance"]
-        case_side = dict(provenance) if provenance else None
-        if not _same(claim, case_side):
-            fails.append(f"provenance: report says {_show_json(claim)}, the case file's is {_show_json(case_side)}")
+        fails += provenance_claims(report["provenance"], dict(provenance) if provenance else None)
     return fails
-
-
-def _show_json(value: Any) -> str:
-    """A short JSON rendering for messages."""
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 200 else text[:200] + "..."
-
-
 def decided_by_claim(report: dict, verdict: str | None, facts: CaseFacts, proofs: Proofs) -> list[str]:
     """``decided_by`` names a rule of :data:`RULES` that goes with the verdict and that the verified parts prove."""
     rule = _typed(report, "decided_by", str)

@@ -18,8 +18,17 @@ from exactident.verify.symmetry import softmax_rank_bound
 if TYPE_CHECKING:
     from exactident.verify.facts import ConstrainedFacts
 
-__all__ = ["architecture_claims", "identity_claims", "reachable_claim", "same_json", "typed_field",
-           "uncertified_claims"]
+__all__ = ["LOCATION_KEYS", "RUN_KEYS", "architecture_claims", "identity_claims", "provenance_claims",
+           "reachable_claim", "same_json", "typed_field", "uncertified_claims"]
+
+#: Provenance fields that name a file by the path it was given as: the same file is ``wine/wine.onnx`` from one
+#: folder and ``wine.onnx`` or an absolute path from another, so only the file name is compared; its content is
+#: the ``sha256`` fields' (``sha256``, ``sample_sha256``, ``reference_sha256``), compared exactly.
+LOCATION_KEYS = ("source_file", "config_file", "sample_file", "reference")
+#: Provenance fields that describe the run that imported, not the files: the importer's version, and the
+#: framework's own forward pass (its version, its float differences, or why it did not run).  Another machine
+#: re-importing the same bytes words them differently; they are not compared.
+RUN_KEYS = ("importer", "forward_check", "crosscheck")
 
 
 def same_json(a: Any, b: Any) -> bool:
@@ -31,6 +40,49 @@ def same_json(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
     return bool(a == b)
+
+
+def provenance_claims(claim: Any, found: Any) -> list[str]:
+    """The report's ``provenance`` against the case's (recomputed when the case is a model file).
+
+    Equal as JSON, except the :data:`LOCATION_KEYS`, compared by file name (the last path component, ``/`` or
+    ``\\``), and the :data:`RUN_KEYS`, not compared.  One message per field that differs.
+
+    Examples
+    --------
+    >>> a = {"source_file": "wine/wine.onnx", "sha256": "ab", "format": "onnx"}
+    >>> provenance_claims(a, dict(a, source_file="/home/me/wine.onnx"))
+    []
+    >>> provenance_claims(dict(a, importer="exactident 0.1.0"), dict(a, importer="exactident 0.2.0"))
+    []
+    >>> provenance_claims(a, dict(a, sha256="cd", source_file="other.onnx"))  # doctest: +NORMALIZE_WHITESPACE
+    ["provenance.sha256: report says 'ab', the case's is 'cd'",
+     "provenance.source_file: report says 'wine/wine.onnx', the case's is 'other.onnx' (file names differ)"]
+    """
+    if not isinstance(claim, dict) or not isinstance(found, dict):
+        return [] if same_json(claim, found) else [f"provenance: report says {_short(claim)}, the case's is "
+                                                   f"{_short(found)}"]
+    fails = []
+    for key in sorted((claim.keys() | found.keys()) - set(RUN_KEYS)):
+        if key not in found or key not in claim:
+            side = "the case's has no" if key not in found else "the report has no"
+            fails.append(f"provenance.{key}: {side} {key!r}")
+        elif key in LOCATION_KEYS and isinstance(claim[key], str) and isinstance(found[key], str):
+            if _file_name(claim[key]) != _file_name(found[key]):
+                fails.append(f"provenance.{key}: report says {claim[key]!r}, the case's is {found[key]!r} "
+                             "(file names differ)")
+        elif not same_json(claim[key], found[key]):
+            fails.append(f"provenance.{key}: report says {_short(claim[key])}, the case's is {_short(found[key])}")
+    return fails
+
+
+def _file_name(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:120] + "..."
 
 
 def typed_field(report: dict, key: str, kind, allow_none: bool = False) -> Any:
@@ -145,10 +197,11 @@ def architecture_claims(report: dict, facts: ConstrainedFacts, name: str | None,
 
     arch = report["architecture"]
     for key, found in (("name", name), ("widths", cn.layer_widths), ("n_samples", len(facts.X)),
-                       ("dim", sym.dim_free), ("on_boundary", bool(facts.ties)), ("n_ties", len(facts.ties)),
-                       ("provenance", provenance)):
-        if key in report and (found is not None or key not in ("name", "provenance")):
+                       ("dim", sym.dim_free), ("on_boundary", bool(facts.ties)), ("n_ties", len(facts.ties))):
+        if key in report and (found is not None or key != "name"):
             claim(key, found, report[key])
+    if "provenance" in report and provenance is not None:
+        fails += provenance_claims(report["provenance"], dict(provenance))
     claim("architecture.features", sorted(cn.features), sorted(arch["features"]))
     for key, found in (("n_params", cn.n_params), ("rank_t", sym.rank_t), ("symmetry_dim", sym.symmetry_dim),
                        ("dim_free", sym.dim_free)):
