@@ -357,3 +357,31 @@ def test_sklearn_unknown_output_activation():
     model.out_activation_ = "tanh"
     with pytest.raises(CaseFormatError, match=r"out_activation_: unsupported output activation 'tanh'"):
         from_sklearn(model)
+
+
+# ------------------------------------------------------------------ model-file options of the analysing commands
+
+def test_check_reads_a_keras_weights_file_with_its_config(tmp_path, capsys):
+    """The error for a bare ``.weights.h5`` says ``--config``: ``check`` takes it, as ``import`` does, and gives
+    the network of the whole ``.keras`` file (the same config and weight bytes, taken apart here)."""
+    with zipfile.ZipFile(DATA / "tiny.keras") as z:
+        (tmp_path / "config.json").write_bytes(z.read("config.json"))
+        (tmp_path / "tiny.weights.h5").write_bytes(z.read("model.weights.h5"))
+    X = str(DATA / "tiny_X.npy")
+    assert "--config model.json" in _err(capsys, ["check", str(tmp_path / "tiny.weights.h5"), "--sample", X])
+    whole = import_model(DATA / "tiny.keras", X)
+    for command in (["check", "--no-numeric"], ["explain"]):
+        assert main([*command, str(tmp_path / "tiny.weights.h5"), "--config", str(tmp_path / "config.json"),
+                     "--sample", X, "--json"]) == 0, command
+        rep = json.loads(capsys.readouterr().out)
+        assert (rep["widths"], rep["dim"]) == (list(whole.widths), whole.network.dim)
+    parts = import_model(tmp_path / "tiny.weights.h5", X, config=tmp_path / "config.json")
+    assert parts.network.W == whole.network.W and parts.network.b == whole.network.b
+
+
+@pytest.mark.parametrize("option", [["--config", "c.json"], ["--assume-relu-mlp"], ["--fold-batchnorm"],
+                                    ["--sample-rows", "0:3"], ["--reference", "r.onnx"]])
+def test_model_file_options_with_a_case_file_are_refused_by_name(option, capsys):
+    case = str(Path(__file__).parent.parent / "cases" / "tiny-111-kink.json")
+    err = _err(capsys, ["check", case, *option])
+    assert f"tiny-111-kink.json: {option[0]}: case files hold their" in err, err

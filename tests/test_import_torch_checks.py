@@ -248,3 +248,19 @@ def test_from_torch_records_its_forward_check():
     assert case.provenance["forward_check"].startswith("torch forward of Sequential on 6 rows: max |difference|")
     assert net.training  # the module's mode is restored after the check ran it in eval mode
     assert "architecture" not in case.provenance
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_reference_with_a_sigmoid_inside_is_refused_for_the_sigmoid(tmp_path, capsys):
+    """The plain reader stops at the first Linear after a Sigmoid ("follows the output activation"): the
+    refusal of an ONNX reference names the Sigmoid itself and --reference, as `check m.onnx` names it."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Sigmoid(), torch.nn.Linear(4, 2)).eval()
+    torch.save(module.state_dict(), tmp_path / "m.pt")
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32))
+    torch.onnx.export(module, (torch.zeros(2, 3),), str(tmp_path / "m.onnx"), dynamo=False)
+    err = _err(capsys, ["check", str(tmp_path / "m.pt"), "--sample", str(tmp_path / "X.npy"), "--reference",
+                        str(tmp_path / "m.onnx")])
+    assert "m.onnx: --reference: " in err and "(Sigmoid): not piecewise linear inside the network" in err, err
+    with pytest.raises(CaseFormatError, match=r"\(Sigmoid\): not piecewise linear inside the network"):
+        import_model(tmp_path / "m.pt", tmp_path / "X.npy", reference=module)

@@ -81,10 +81,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="CASE.json", default=None,
                         help="write the case file here (atomically); default: standard output")
     parser.add_argument("--name", default=None, help="case name (default: the model file's stem)")
+    _config_option(parser)
+    _common(parser)
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="Keras: the architecture of a weights-only .weights.h5 (JSON from model.to_json(), "
                              "or a .keras file)")
-    _common(parser)
 
 
 def _fold_option(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +107,7 @@ def add_check_arguments(parser: argparse.ArgumentParser, sample_help: str | None
     """
     parser.add_argument("--sample", metavar="DATA", default=None,
                         help=sample_help or "sample file (.npy, .npz, .csv) for the model files among the arguments")
+    _config_option(parser)
     _common(parser)
 
 
@@ -140,10 +145,16 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
             raise CaseFormatError(taken, "CASE", f"taken as a sample file ({os.path.splitext(taken)[1]} holds an "
                                   "array), given where a case file (.json) or a model file (.onnx, .pt, .safetensors, "
                                   f".keras, .npz) is expected: {usage} --sample DATA")
-        raise CaseFormatError(paths[0], "--sample", "case files hold their own sample; --sample is for model files")
-    if getattr(args, "reference", None) is not None and not models:
-        raise CaseFormatError(paths[0], "--reference", "case files hold their network already; --reference is for "
-                                                       "model files")
+        option = "--sample" if sample is not None else "--sample-rows"
+        raise CaseFormatError(paths[0], option, f"case files hold their own sample; {option} is for model files")
+    if not models:  # options that only say how to read a model file: refused, not ignored
+        for option, given in (("--reference", getattr(args, "reference", None) is not None),
+                              ("--config", getattr(args, "config", None) is not None),
+                              ("--assume-relu-mlp", getattr(args, "assume_relu_mlp", False)),
+                              ("--fold-batchnorm", getattr(args, "fold_batchnorm", False))):
+            if given:
+                raise CaseFormatError(paths[0], option, f"case files hold their network already; {option} is for "
+                                                        "model files")
     out = []
     for path in paths:
         if path in models:
@@ -157,7 +168,7 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
 
             out.append(import_model(path, sample, sample_rows=rows, fmt=getattr(args, "format", None),
                                     max_bytes=getattr(args, "max_bytes", None),
-                                    reference=getattr(args, "reference", None),
+                                    reference=getattr(args, "reference", None), config=getattr(args, "config", None),
                                     fold_batchnorm=getattr(args, "fold_batchnorm", False),
                                     assume_relu_mlp=getattr(args, "assume_relu_mlp", False)))
         elif os.path.splitext(path)[1].lower() in SAMPLE_ONLY_EXTENSIONS:
