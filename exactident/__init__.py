@@ -35,6 +35,7 @@ from exactident.errors import CaseFormatError, ExactIdentError, InvariantViolati
 if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``): ``import exactident`` stays light
     from exactident import crosscheck, explain
     from exactident.api import design
+    from exactident.budget import BudgetExhausted
     from exactident.check import CheckOptions, check
     from exactident.io.case import Case, load_case, parse_case, write_case
     from exactident.io.importers import from_flax, from_sklearn, from_torch, import_model
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 ``__getattr__``)
     from exactident.model.network import Network
 
 __all__ = [
+           "BudgetExhausted",
            "Case",
            "CaseFormatError",
            "CheckOptions",
@@ -69,6 +71,7 @@ _LAZY = {
     "check": "exactident.check",
     "CheckOptions": "exactident.check",
     "design": "exactident.api",
+    "BudgetExhausted": "exactident.budget",
     "Case": "exactident.io.case",
     "load_case": "exactident.io.case",
     "parse_case": "exactident.io.case",

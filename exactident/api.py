@@ -44,7 +44,7 @@ def _case(case: Case | str | os.PathLike[str], sample: Any, reference: Any = Non
 
 def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None, seed: int | None = 0,
             sample: Any = None, progress: bool | None = None, reference: Any = None,
-            assume_relu_mlp: bool = False) -> Explanation | ConstrainedExplanation:
+            assume_relu_mlp: bool = False, timeout: float | None = None) -> Explanation | ConstrainedExplanation:
     """Explain the verdict on ``case``: per parameter what the sample determines, the exact kernel of ``Gamma``.
 
     Parameters
@@ -61,6 +61,9 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
         For a weight-only model file, as for :func:`exactident.check`.
     progress : bool or None
         Show the stages (None: in a Jupyter kernel or a terminal).
+    timeout : float, optional
+        Seconds; checked when a stage begins (:func:`exactident.budget.soft_deadline`).  ``explain`` costs
+        many times ``check`` on a large ``Gamma`` (minutes for a dim of about 1,200): a notebook may want one.
 
     Returns
     -------
@@ -78,6 +81,8 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
     ------
     CaseFormatError
         A path that cannot be read or imported, a model file without ``sample``.
+    BudgetExhausted
+        ``timeout`` passed (its ``stage`` says where).
 
     Examples
     --------
@@ -91,10 +96,11 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
     [('W_2[0,0]', 'fixed'), ('W_1[0,0]', 'first-order-determined'), ('b_1[0]', 'not-identifiable'),
      ('b_2[0]', 'not-identifiable')]
     """
+    from exactident.budget import soft_deadline
     from exactident.explain.core import explain as explain_case
 
     c = _case(case, sample, reference, assume_relu_mlp)
-    with showing(progress, f"explain {c.name}"):
+    with showing(progress, f"explain {c.name}"), soft_deadline(timeout):
         rep, ex = explain_case(c, report=report, seed=seed)
     rep.extra.update(ex.fields())
     return ex
@@ -102,7 +108,7 @@ def explain(case: Case | str | os.PathLike[str], *, report: Report | None = None
 
 def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, seed: int | None = 0,
            report: Report | None = None, sample: Any = None, progress: bool | None = None, reference: Any = None,
-           assume_relu_mlp: bool = False) -> Design:
+           assume_relu_mlp: bool = False, timeout: float | None = None) -> Design:
     """Which samples already identify theta, and which new points would (:func:`exactident.explain.design.design`).
 
     Parameters
@@ -120,6 +126,9 @@ def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, se
         For a weight-only model file, as for :func:`exactident.check`.
     progress : bool or None
         Show the stages and each new point (None: in a Jupyter kernel or a terminal).
+    timeout : float, optional
+        Seconds; checked when a stage begins (:func:`exactident.budget.soft_deadline`).  ``design`` checks
+        many candidate samples: on a large ``Gamma`` (a dim of about 1,200) it runs for many minutes.
 
     Returns
     -------
@@ -131,6 +140,8 @@ def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, se
     ------
     CaseFormatError
         A path that cannot be read or imported, a model file without ``sample``.
+    BudgetExhausted
+        ``timeout`` passed (its ``stage`` says where).
 
     Examples
     --------
@@ -139,11 +150,12 @@ def design(case: Case | str | os.PathLike[str], *, budget: int | None = None, se
     >>> d.rank_gamma < d.dim, d.lower_bound
     (True, 3)
     """
+    from exactident.budget import soft_deadline
     from exactident.explain.design import DEFAULT_BUDGET
     from exactident.explain.design import design as design_case
 
     c = _case(case, sample, reference, assume_relu_mlp)
-    with showing(progress, f"design {c.name}") as show:
+    with showing(progress, f"design {c.name}") as show, soft_deadline(timeout):
         def point(line: str) -> None:
             show("new points", {"last": line})
 

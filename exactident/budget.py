@@ -42,7 +42,7 @@ from typing import Any
 from exactident.errors import ExactIdentError
 
 __all__ = ["PR_SET_PDEATHSIG", "BudgetExhausted", "Outcome", "TerminalProgress", "deliver", "die_with_parent",
-           "listening", "run_command_work", "run_isolated", "stage", "timed_out_output"]
+           "listening", "run_command_work", "run_isolated", "soft_deadline", "stage", "timed_out_output"]
 
 Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
@@ -90,6 +90,37 @@ def deliver(value: Any) -> None:
     """
     if _sinks:
         _sinks[-1](value)
+
+
+@contextlib.contextmanager
+def soft_deadline(seconds: float | None) -> Iterator[None]:
+    """In this process, make :func:`stage` raise :class:`BudgetExhausted` once ``seconds`` have passed.
+
+    Checked when a stage begins, so a long stage (one FLINT call) ends first; None: no deadline.  The library
+    calls that take ``timeout=`` (``explain``, ``design``) run under it; ``check`` and the commands run in a
+    child process killed at the deadline instead (:func:`run_isolated`).
+
+    Raises
+    ------
+    BudgetExhausted
+        From the first stage begun past the deadline (the body's work is abandoned).
+
+    Examples
+    --------
+    >>> with soft_deadline(0):
+    ...     stage("ranks mod p")
+    Traceback (most recent call last):
+    ...
+    exactident.budget.BudgetExhausted: time budget exhausted at ranks mod p
+    """
+    if seconds is None:
+        yield
+        return
+    _deadline.append(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.pop()
 
 
 @contextlib.contextmanager

@@ -170,3 +170,18 @@ def test_design_announces_its_exact_kernel_stage():
     with listening(lambda name, sizes: seen.append((name, sizes))):
         design(case)
     assert seen[0] == ("design: exact kernel of Gamma", {"rows": 4, "cols": 3})
+
+
+def test_the_library_calls_honour_a_timeout():
+    """``explain`` and ``design`` take ``timeout=`` as the commands take ``--timeout``: past it, the first stage
+    begun raises ``BudgetExhausted`` naming itself (a deadline already passed: the first stage); a generous
+    one changes nothing."""
+    import exactident
+
+    for call in (exactident.design, exactident.explain):
+        with pytest.raises(exactident.BudgetExhausted) as exc:
+            call(str(ROOT / "cases" / "iris-mlp-4-8-8-3.json"), timeout=0, progress=False)
+        assert exc.value.stage and str(exc.value) == f"time budget exhausted at {exc.value.stage}"
+    tiny = str(ROOT / "cases" / "tiny-111-kink.json")
+    a, b = exactident.explain(tiny, progress=False), exactident.explain(tiny, timeout=3600, progress=False)
+    assert a.parameters == b.parameters and a.report.verdict == b.report.verdict
