@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -420,3 +421,28 @@ def test_example_trains_and_tracks(tmp_path):
     # 80 probe rows and one output: rank Gamma <= 80 < dim = 225 (12*11 + 8*13 + 9 - 20), so never identifiable
     assert all(r["dim"] == 225 and r["verdict"] == "not-identifiable" and r["rank_gamma"] <= 80 for r in recs)
     assert recs[-1]["dead_units"] > recs[0]["dead_units"]  # units die at this learning rate
+
+
+def test_the_background_worker_writes_nothing_to_the_parents_streams(tmp_path, monkeypatch, capfd):
+    """Forked from a Jupyter kernel, a worker writing to the kernel's streams makes ipykernel log every message
+    ("attempted to send message from fork"): the worker's streams are closed to it.  A point that prints (as
+    a library's warning would) reaches neither the parent's stdout nor its stderr, and its record arrives."""
+    import exactident.track.core as core
+
+    real = core.point_record
+
+    def noisy(*args, **kwargs):
+        print("LEAK from the worker")
+        print("LEAK on stderr", file=sys.stderr)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "point_record", noisy)  # the worker is forked after this: it runs noisy
+    rng = np.random.default_rng(5)
+    W, b = [rng.standard_normal((3, 2)), rng.standard_normal((1, 3))], [rng.standard_normal(3), rng.standard_normal(1)]
+    X = rng.standard_normal((8, 2))
+    capfd.readouterr()
+    with Tracker(weights=lambda: (W, b), X=X, every=1, background=True) as tracker:
+        tracker.step(0)
+    out, err = capfd.readouterr()
+    assert "LEAK" not in out and "LEAK" not in err, (out, err)
+    assert [r["step"] for r in tracker.records] == [0] and tracker.records[0]["verdict"] != "error"

@@ -167,6 +167,19 @@ def _error_record(step: int, epoch: int | None, error: str, start: float) -> dic
     return rec
 
 
+def _quiet_worker() -> None:
+    """The background worker's standard streams go to ``os.devnull``.
+
+    Forked from a Jupyter kernel, the worker inherits the kernel's ``sys.stdout``/``sys.stderr``, which must
+    not be written from another process (ipykernel logs ``attempted to send message from fork`` and the
+    whole message for each write: a warning of a library, a progress line).  The worker's result and its
+    errors come back through the pool, never through its streams.
+    """
+    import sys
+
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - open for the worker's whole life
+
+
 def _worker_point(case_json: dict[str, Any], step: int, epoch: int | None, budget: float | None,
                   check_options: dict[str, Any]) -> dict[str, Any]:
     """:func:`point_record` in the background worker, on the case sent as its JSON form (exact ``p/q`` strings)."""
@@ -330,7 +343,8 @@ class Tracker:
         from exactident.io.case import case_to_json
 
         if self._pool is None:  # fork: a spawned worker would re-run the training script's top level
-            self._pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+            self._pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
+                                                                initializer=_quiet_worker)
         future = self._pool.submit(_worker_point, case_to_json(case), int(step), epoch, self.budget,
                                    self.check_options)
 
