@@ -91,7 +91,7 @@ def test_the_run_that_imported_is_not_a_claim_about_the_files(report, monkeypatc
     ("sha256", "0" * 64, "provenance.sha256: report says"),
     ("sample_sha256", "0" * 64, "provenance.sample_sha256: report says"),
     ("source_file", "sub/other.keras", "(file names differ)"),
-    ("sample_file", None, "provenance.sample_file: the report has no"),
+    ("source_file", None, "provenance.source_file: the report has no"),
     ("weight_dtype", "float64", "provenance.weight_dtype: report says"),
 ])
 def test_what_identifies_the_files_is_compared(report, field, value, message, monkeypatch, capsys):
@@ -101,3 +101,46 @@ def test_what_identifies_the_files_is_compared(report, field, value, message, mo
         del prov[field]
     code, out = _verify(folder, "sub/tiny.keras", dict(rep, provenance=prov), "sub/tiny_X.npy", monkeypatch, capsys)
     assert code == 3 and message in out, out
+
+
+def test_a_sample_given_in_memory_names_no_file(report, monkeypatch, capsys):
+    """A report made in a notebook from the sample as an array names no sample file: verified with the same
+    rows from the file, it is the same case (its claims are recomputed from those rows)."""
+    folder, rep = report
+    prov = {k: v for k, v in rep["provenance"].items() if k not in ("sample_file", "sample_sha256")}
+    code, out = _verify(folder, "sub/tiny.keras", dict(rep, provenance=prov), "sub/tiny_X.npy", monkeypatch, capsys)
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("field", ["forward_check", "crosscheck"])
+def test_a_check_the_import_never_had_is_refused(field, monkeypatch, capsys, tmp_path):
+    """The importing run's fields are not compared as text, but claimed where the case has none (an .npz read
+    under --assume-relu-mlp has no forward check) they are refused."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "m.npz", W1=rng.standard_normal((3, 2)), b1=rng.standard_normal(3),
+             W2=rng.standard_normal((1, 3)), b2=rng.standard_normal(1))
+    np.save(tmp_path / "X.npy", rng.standard_normal((6, 2)))
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "m.npz", "--sample", "X.npy", "--assume-relu-mlp", "--json", "--no-numeric"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert field not in rep["provenance"]
+    forged = dict(rep, provenance=dict(rep["provenance"], **{field: "torch forward: max |difference| 0"}))
+    (tmp_path / "r.json").write_text(json.dumps(forged))
+    code = main(["verify-certificate", "m.npz", "r.json", "--sample", "X.npy", "--assume-relu-mlp"])
+    out = capsys.readouterr().out
+    assert code == 3 and f"provenance.{field}: the case's has no" in out, out
+
+
+def test_a_layer_graph_case_without_provenance_refuses_one_in_the_report(tmp_path, capsys):
+    """As for a plain case: the report of a format-2 case file that has no provenance claims none."""
+    case = str(Path(__file__).resolve().parent.parent / "cases" / "architectures" / "leaky-mlp.json")
+    assert main(["check", case, "--json", "--no-numeric"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert "provenance" not in rep
+    forged = dict(rep, provenance={"source_file": "resnet50.onnx", "sha256": "0" * 64, "format": "onnx"})
+    (tmp_path / "r.json").write_text(json.dumps(forged))
+    code = main(["verify-certificate", case, str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert code == 3 and "provenance: report says" in out, out

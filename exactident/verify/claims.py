@@ -31,7 +31,13 @@ from typing import Any
 from exactident.model.conditions import cn_from_bounds, cs_from_bounds
 from exactident.verify.arith import BadField, need, show, unknown_fields
 from exactident.verify.boundary import BoundaryResult, Resolution
-from exactident.verify.common_claims import identity_claims, provenance_claims, reachable_claim, uncertified_claims
+from exactident.verify.common_claims import (
+    as_json_object,
+    identity_claims,
+    provenance_claims,
+    reachable_claim,
+    uncertified_claims,
+)
 from exactident.verify.common_claims import same_json as _same
 from exactident.verify.common_claims import typed_field as _typed
 from exactident.verify.facts import CaseFacts
@@ -404,8 +410,10 @@ def extra_claims(report: dict, facts: CaseFacts, proofs: Proofs, provenance: Any
         elif not _same(claim, proofs.closed_by):
             fails.append(f"certified_by: report says {claim}, the verified rank part's bounds are {proofs.closed_by}")
     if "provenance" in report:
-        fails += provenance_claims(report["provenance"], dict(provenance) if provenance else None)
+        fails += provenance_claims(report["provenance"], as_json_object(provenance) if provenance else None)
     return fails
+
+
 def decided_by_claim(report: dict, verdict: str | None, facts: CaseFacts, proofs: Proofs) -> list[str]:
     """``decided_by`` names a rule of :data:`RULES` that goes with the verdict and that the verified parts prove."""
     rule = _typed(report, "decided_by", str)

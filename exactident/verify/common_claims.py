@@ -9,6 +9,7 @@ it with facts its caller recomputed from the case.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from math import prod
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +19,9 @@ from exactident.verify.symmetry import softmax_rank_bound
 if TYPE_CHECKING:
     from exactident.verify.facts import ConstrainedFacts
 
-__all__ = ["LOCATION_KEYS", "RUN_KEYS", "architecture_claims", "identity_claims", "provenance_claims",
-           "reachable_claim", "same_json", "typed_field", "uncertified_claims"]
+__all__ = ["LOCATION_KEYS", "RUN_KEYS", "SAMPLE_FILE_KEYS", "architecture_claims", "as_json_object",
+           "identity_claims", "provenance_claims", "reachable_claim", "same_json", "typed_field",
+           "uncertified_claims"]
 
 #: Provenance fields that name a file by the path it was given as: the same file is ``wine/wine.onnx`` from one
 #: folder and ``wine.onnx`` or an absolute path from another, so only the file name is compared; its content is
@@ -27,8 +29,12 @@ __all__ = ["LOCATION_KEYS", "RUN_KEYS", "architecture_claims", "identity_claims"
 LOCATION_KEYS = ("source_file", "config_file", "sample_file", "reference")
 #: Provenance fields that describe the run that imported, not the files: the importer's version, and the
 #: framework's own forward pass (its version, its float differences, or why it did not run).  Another machine
-#: re-importing the same bytes words them differently; they are not compared.
+#: re-importing the same bytes words them differently: their text is not compared, but a field on one side
+#: only is (a report claiming a forward check the case's import never had is refused).
 RUN_KEYS = ("importer", "forward_check", "crosscheck")
+#: Fields a report may leave out that the case has: a report made from a sample given in memory (an array in a
+#: notebook) names no sample file, and the same rows verified from a file on disk are the same case.
+SAMPLE_FILE_KEYS = ("sample_file", "sample_sha256")
 
 
 def same_json(a: Any, b: Any) -> bool:
@@ -46,7 +52,8 @@ def provenance_claims(claim: Any, found: Any) -> list[str]:
     """The report's ``provenance`` against the case's (recomputed when the case is a model file).
 
     Equal as JSON, except the :data:`LOCATION_KEYS`, compared by file name (the last path component, ``/`` or
-    ``\\``), and the :data:`RUN_KEYS`, not compared.  One message per field that differs.
+    ``\\``), the :data:`RUN_KEYS`, whose presence only is compared, and the :data:`SAMPLE_FILE_KEYS`, which
+    the report may leave out.  One message per field that differs.
 
     Examples
     --------
@@ -55,6 +62,8 @@ def provenance_claims(claim: Any, found: Any) -> list[str]:
     []
     >>> provenance_claims(dict(a, importer="exactident 0.1.0"), dict(a, importer="exactident 0.2.0"))
     []
+    >>> provenance_claims(dict(a, forward_check="torch: max |difference| 0"), a)
+    ["provenance.forward_check: the case's has no 'forward_check'"]
     >>> provenance_claims(a, dict(a, sha256="cd", source_file="other.onnx"))  # doctest: +NORMALIZE_WHITESPACE
     ["provenance.sha256: report says 'ab', the case's is 'cd'",
      "provenance.source_file: report says 'wine/wine.onnx', the case's is 'other.onnx' (file names differ)"]
@@ -63,10 +72,14 @@ def provenance_claims(claim: Any, found: Any) -> list[str]:
         return [] if same_json(claim, found) else [f"provenance: report says {_short(claim)}, the case's is "
                                                    f"{_short(found)}"]
     fails = []
-    for key in sorted((claim.keys() | found.keys()) - set(RUN_KEYS)):
+    for key in sorted(claim.keys() | found.keys()):
         if key not in found or key not in claim:
+            if key not in claim and key in SAMPLE_FILE_KEYS:
+                continue
             side = "the case's has no" if key not in found else "the report has no"
             fails.append(f"provenance.{key}: {side} {key!r}")
+        elif key in RUN_KEYS:
+            continue
         elif key in LOCATION_KEYS and isinstance(claim[key], str) and isinstance(found[key], str):
             if _file_name(claim[key]) != _file_name(found[key]):
                 fails.append(f"provenance.{key}: report says {claim[key]!r}, the case's is {found[key]!r} "
@@ -74,6 +87,11 @@ def provenance_claims(claim: Any, found: Any) -> list[str]:
         elif not same_json(claim[key], found[key]):
             fails.append(f"provenance.{key}: report says {_short(claim[key])}, the case's is {_short(found[key])}")
     return fails
+
+
+def as_json_object(provenance: Any) -> Any:
+    """A case's ``provenance`` as the JSON value a report holds: a mapping as a dict, anything else as it is."""
+    return dict(provenance) if isinstance(provenance, Mapping) else provenance
 
 
 def _file_name(path: str) -> str:
@@ -200,8 +218,8 @@ def architecture_claims(report: dict, facts: ConstrainedFacts, name: str | None,
                        ("dim", sym.dim_free), ("on_boundary", bool(facts.ties)), ("n_ties", len(facts.ties))):
         if key in report and (found is not None or key != "name"):
             claim(key, found, report[key])
-    if "provenance" in report and provenance is not None:
-        fails += provenance_claims(report["provenance"], dict(provenance))
+    if "provenance" in report:
+        fails += provenance_claims(report["provenance"], as_json_object(provenance))
     claim("architecture.features", sorted(cn.features), sorted(arch["features"]))
     for key, found in (("n_params", cn.n_params), ("rank_t", sym.rank_t), ("symmetry_dim", sym.symmetry_dim),
                        ("dim_free", sym.dim_free)):
