@@ -30,16 +30,18 @@ the budget is checked between stages only (:class:`BudgetExhausted` is raised by
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import pickle
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from exactident.errors import ExactIdentError
+from exactident.errors import ExactIdentError, UnsupportedCaseError
 
 __all__ = ["PR_SET_PDEATHSIG", "BudgetExhausted", "Outcome", "TerminalProgress", "deliver", "die_with_parent",
            "listening", "run_command_work", "run_isolated", "soft_deadline", "stage", "timed_out_output"]
@@ -47,7 +49,14 @@ __all__ = ["PR_SET_PDEATHSIG", "BudgetExhausted", "Outcome", "TerminalProgress",
 Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
 _sinks: list[Callable[[Any], None]] = []  # where deliver() sends a finished part (innermost last)
-_deadline: list[float] = []  # in-process soft deadlines (innermost last)
+_local = threading.local()  # .deadlines: this thread's in-process soft deadlines (innermost last)
+
+
+def _deadlines() -> list[float]:
+    """This thread's soft deadlines: another thread's ``soft_deadline`` does not bound this one's work."""
+    if not hasattr(_local, "deadlines"):
+        _local.deadlines = []
+    return _local.deadlines
 _last_stage: list[str] = ["start"]
 
 
@@ -57,6 +66,9 @@ class BudgetExhausted(ExactIdentError):
     def __init__(self, stage: str) -> None:
         super().__init__(f"time budget exhausted at {stage}")
         self.stage = stage
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return BudgetExhausted, (self.stage,)  # from a child process: the stage, not the message, is the argument
 
 
 def stage(name: str, **sizes: Any) -> None:
@@ -78,7 +90,8 @@ def stage(name: str, **sizes: Any) -> None:
     _last_stage[0] = name
     for listener in list(_listeners):
         listener(name, sizes)
-    if _deadline and time.monotonic() > _deadline[-1]:
+    deadlines = _deadlines()
+    if deadlines and time.monotonic() > min(deadlines):  # nested deadlines: the earliest bounds them all
         raise BudgetExhausted(name)
 
 
@@ -96,18 +109,22 @@ def deliver(value: Any) -> None:
 def soft_deadline(seconds: float | None) -> Iterator[None]:
     """In this process, make :func:`stage` raise :class:`BudgetExhausted` once ``seconds`` have passed.
 
-    Checked when a stage begins, so a long stage (one FLINT call) ends first; None: no deadline.  The library
-    calls that take ``timeout=`` (``explain``, ``design``) run under it; ``check`` and the commands run in a
-    child process killed at the deadline instead (:func:`run_isolated`).
+    Checked when a stage begins, so a long stage (one FLINT call) ends first; None: no deadline.  The deadline
+    is this thread's (other threads' stages are not bounded by it); nested ones all hold (the earliest
+    bounds).  The library calls that take ``timeout=`` (``explain``, ``design``) run under it; ``check`` and
+    the commands run in a child process killed at the deadline instead (:func:`run_isolated`).
 
     Raises
     ------
+    UnsupportedCaseError
+        ``seconds`` is not None nor a number > 0 (as ``check``'s ``timeout``).
     BudgetExhausted
         From the first stage begun past the deadline (the body's work is abandoned).
 
     Examples
     --------
-    >>> with soft_deadline(0):
+    >>> with soft_deadline(1e-9):
+    ...     time.sleep(0.001)
     ...     stage("ranks mod p")
     Traceback (most recent call last):
     ...
@@ -116,11 +133,14 @@ def soft_deadline(seconds: float | None) -> Iterator[None]:
     if seconds is None:
         yield
         return
-    _deadline.append(time.monotonic() + seconds)
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not seconds > 0:  # nan is not > 0
+        raise UnsupportedCaseError(f"timeout must be a number of seconds > 0 or None, not {seconds!r}")
+    deadlines = _deadlines()
+    deadlines.append(time.monotonic() + seconds)
     try:
         yield
     finally:
-        _deadline.pop()
+        deadlines.pop()
 
 
 @contextlib.contextmanager
@@ -337,7 +357,7 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
     partial: list[Any] = [None]
     if timeout is None or not hasattr(os, "fork"):
         if timeout is not None:
-            _deadline.append(start + timeout)
+            _deadlines().append(start + timeout)
         _sinks.append(lambda value: partial.__setitem__(0, value))
         try:
             with listening(note):
@@ -348,7 +368,7 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
         finally:
             _sinks.pop()
             if timeout is not None:
-                _deadline.pop()
+                _deadlines().pop()
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")

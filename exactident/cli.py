@@ -220,7 +220,7 @@ def _add_verify_arguments(v: argparse.ArgumentParser) -> None:
 
 
 def _cmd_verify_certificate(args: argparse.Namespace) -> int:
-    from exactident.io.importers.command import is_model_file, load_check_inputs
+    from exactident.io.importers.command import is_model_file, load_check_inputs, refuse_model_options
     from exactident.io.limits import limits_from_args, work_limits_from_args
     from exactident.verify.certificate import run_verify_certificate
 
@@ -228,8 +228,10 @@ def _cmd_verify_certificate(args: argparse.Namespace) -> int:
     case = None
     if is_model_file(args.case, args.format):  # imported with --sample, as check does
         case = load_check_inputs([args.case], args, limits)[0]
-    elif args.sample is not None or args.reference is not None:
+    elif args.sample is not None or getattr(args, "sample_rows", None) is not None:
         load_check_inputs([args.case], args, limits)  # a case file holds its sample: the loader's one-line refusal
+    else:
+        refuse_model_options([args.case], args)  # and its network: --config, --reference, ... are refused too
     return run_verify_certificate(args.case, args.report, limits, work_limits_from_args(args), case=case)
 
 

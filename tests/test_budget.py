@@ -83,12 +83,12 @@ def test_in_process_budget_is_checked_between_stages():
     # without fork the budget is soft: stage() raises once the deadline has passed
     from exactident import budget
 
-    budget._deadline.append(time.monotonic() - 1)
+    budget._deadlines().append(time.monotonic() - 1)
     try:
         with pytest.raises(BudgetExhausted, match="time budget exhausted at kernel"):
             stage("kernel")
     finally:
-        budget._deadline.pop()
+        budget._deadlines().pop()
     with listening(lambda s, sizes: None):
         assert run_isolated(lambda: 42, None).value == 42
 
@@ -217,3 +217,39 @@ def test_freed_pages_go_back_to_the_system_on_glibc():
     before = rss_kb()
     budget.release_freed_memory()
     assert rss_kb() <= before - 40_000 and keep is not None  # most of the 80 MB given back
+
+
+def test_soft_deadlines_are_per_thread_nested_validated_and_survive_a_child():
+    """Another thread's ``timeout=`` never bounds this thread's stages; nested deadlines all hold; a timeout
+    ``check`` refuses is refused here too; ``BudgetExhausted`` comes back from a child process as it left."""
+    import math
+    import pickle
+    import threading
+
+    from exactident import UnsupportedCaseError
+    from exactident.budget import BudgetExhausted, soft_deadline, stage
+
+    inside, outside = threading.Event(), threading.Event()
+    seen: list = []
+
+    def other():
+        with soft_deadline(1e-6):
+            inside.set()
+            outside.wait(5)
+    t = threading.Thread(target=other)
+    t.start()
+    inside.wait(5)
+    stage("this thread, no deadline")  # raised here when the deadline list was shared by all threads
+    outside.set()
+    t.join()
+    with pytest.raises(BudgetExhausted) as exc, soft_deadline(1e-6), soft_deadline(3600):  # the inner, longer
+        seen.append(1)  # one does not lift the outer
+        __import__("time").sleep(0.001)
+        stage("nested")
+    assert exc.value.stage == "nested" and seen == [1]
+    for bad in (0, -1, math.nan, "5", True):
+        with pytest.raises(UnsupportedCaseError, match="timeout must be a number of seconds > 0"), \
+                soft_deadline(bad):
+            pass
+    back = pickle.loads(pickle.dumps(BudgetExhausted("ranks mod p")))
+    assert (back.stage, str(back)) == ("ranks mod p", "time budget exhausted at ranks mod p")

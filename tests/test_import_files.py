@@ -385,3 +385,42 @@ def test_model_file_options_with_a_case_file_are_refused_by_name(option, capsys)
     case = str(Path(__file__).parent.parent / "cases" / "tiny-111-kink.json")
     err = _err(capsys, ["check", case, *option])
     assert f"tiny-111-kink.json: {option[0]}: case files hold their" in err, err
+
+
+def test_a_case_file_and_a_model_file_in_one_command(tmp_path, monkeypatch, capsys):
+    """``equiv A B`` and ``audit VICTIM --extracted MODEL`` read two networks: the model options are for the
+    model file among them and are not refused for the case file (they are when both are case files);
+    ``verify-certificate CASE REPORT`` refuses them as ``check`` does."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "m.npz", W1=rng.standard_normal((3, 2)), b1=rng.standard_normal(3),
+             W2=rng.standard_normal((1, 3)), b2=rng.standard_normal(1))
+    np.save(tmp_path / "X.npy", rng.standard_normal((6, 2)))
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", "m.npz", "--sample", "X.npy", "--assume-relu-mlp", "-o", "m.json"]) == 0
+    assert main(["equiv", "m.json", "m.npz", "--sample", "X.npy", "--assume-relu-mlp"]) == 0  # the same network
+    assert main(["equiv", "m.npz", "m.json", "--sample", "X.npy", "--assume-relu-mlp"]) == 0
+    assert main(["audit", "m.json", "--extracted", "m.npz", "--sample", "X.npy", "--assume-relu-mlp"]) == 0
+    capsys.readouterr()
+    assert "m.json: --assume-relu-mlp: case files hold" in _err(capsys, ["equiv", "m.json", "m.json",
+                                                                        "--assume-relu-mlp"])
+    assert main(["check", "m.json", "--json", "--no-numeric"]) == 0
+    (tmp_path / "r.json").write_text(capsys.readouterr().out)
+    for option in (["--config", "c.json"], ["--assume-relu-mlp"], ["--fold-batchnorm"], ["--sample-rows", "0:3"]):
+        assert f"m.json: {option[0]}: case files hold their" in _err(
+            capsys, ["verify-certificate", "m.json", "r.json", *option])
+    assert main(["verify-certificate", "m.json", "r.json"]) == 0
+
+
+def test_outputs_never_overwrite_the_config_input(tmp_path, capsys):
+    """``--config`` is an input like ``--sample``: ``crosscheck --csv``, ``check --jsonl`` and ``design -o``
+    naming it are refused before any work, and the file is left as it was."""
+    with zipfile.ZipFile(DATA / "tiny.keras") as z:
+        (tmp_path / "cfg.json").write_bytes(z.read("config.json"))
+        (tmp_path / "tiny.weights.h5").write_bytes(z.read("model.weights.h5"))
+    before = (tmp_path / "cfg.json").read_bytes()
+    model, cfg, X = str(tmp_path / "tiny.weights.h5"), str(tmp_path / "cfg.json"), str(DATA / "tiny_X.npy")
+    for argv in (["crosscheck", model, "--config", cfg, "--sample", X, "--csv", cfg],
+                 ["check", model, "--config", cfg, "--sample", X, "--jsonl", cfg],
+                 ["design", model, "--config", cfg, "--sample", X, "-o", cfg]):
+        assert "cfg.json" in _err(capsys, argv), argv
+        assert (tmp_path / "cfg.json").read_bytes() == before, argv

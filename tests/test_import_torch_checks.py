@@ -252,8 +252,9 @@ def test_from_torch_records_its_forward_check():
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_a_reference_with_a_sigmoid_inside_is_refused_for_the_sigmoid(tmp_path, capsys):
-    """The plain reader stops at the first Linear after a Sigmoid ("follows the output activation"): the
-    refusal of an ONNX reference names the Sigmoid itself and --reference, as `check m.onnx` names it."""
+    """The plain readers used to stop at the first Linear after a Sigmoid ("follows the output activation
+    sigmoid"): the refusal names the Sigmoid itself, and the layer after it, for an ONNX reference, a module
+    reference and the module imported directly."""
     torch.manual_seed(0)
     module = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Sigmoid(), torch.nn.Linear(4, 2)).eval()
     torch.save(module.state_dict(), tmp_path / "m.pt")
@@ -261,6 +262,9 @@ def test_a_reference_with_a_sigmoid_inside_is_refused_for_the_sigmoid(tmp_path, 
     torch.onnx.export(module, (torch.zeros(2, 3),), str(tmp_path / "m.onnx"), dynamo=False)
     err = _err(capsys, ["check", str(tmp_path / "m.pt"), "--sample", str(tmp_path / "X.npy"), "--reference",
                         str(tmp_path / "m.onnx")])
-    assert "m.onnx: --reference: " in err and "(Sigmoid): not piecewise linear inside the network" in err, err
-    with pytest.raises(CaseFormatError, match=r"\(Sigmoid\): not piecewise linear inside the network"):
-        import_model(tmp_path / "m.pt", tmp_path / "X.npy", reference=module)
+    assert "m.onnx: node '/1/Sigmoid' (Sigmoid): not piecewise linear inside the network" in err, err
+    assert "(Gemm) follows it" in err, err
+    for call in (lambda: import_model(tmp_path / "m.pt", tmp_path / "X.npy", reference=module),
+                 lambda: from_torch(module, np.zeros((2, 3)))):
+        with pytest.raises(CaseFormatError, match=r"1 \(Sigmoid\): not piecewise linear inside the network"):
+            call()

@@ -145,7 +145,7 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
     (:func:`exactident.io.atomic.check_writable`).
     """
     seen: dict[str, str] = {os.path.realpath(p): f"input case file {p}" for p in inputs}
-    for option in ("--sample", "--reference"):
+    for option in ("--sample", "--reference", "--config"):
         given = getattr(args, option[2:], None)
         if isinstance(given, str):
             seen[os.path.realpath(given)] = f"input {option} {given}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import flint
@@ -46,23 +47,28 @@ def _is_case_file(path: str) -> bool:
     return path.lower().endswith((".json", ".json.gz"))
 
 
-def load_network(path: str, args: argparse.Namespace) -> Case:
+def load_network(path: str, args: argparse.Namespace, networks: Sequence[str] = ()) -> Case:
     """A case file, or a model file imported with ``--sample``, by the loader every command uses.
 
     :func:`exactident.io.importers.command.load_check_inputs` with the command's model options;
     for a case file ``--sample`` is not the network's (``equiv``: the outputs compared on it;
-    ``audit``: the queries), so it is not handed to the loader then.
+    ``audit``: the queries), so it is not handed to the loader then, nor are the model options when
+    ``networks`` (all the command's network paths) holds a model file they are for.
 
     Raises
     ------
     CaseFormatError
         Naming the file and field (a missing file, a pickle, a model file without ``--sample``, ...).
     """
-    from exactident.io.importers.command import is_model_file, load_check_inputs
+    from exactident.io.importers.command import MODEL_OPTIONS, is_model_file, load_check_inputs, refuse_model_options
 
     ns = argparse.Namespace(**vars(args))
+    refuse_model_options([path, *networks], args)
     if not is_model_file(path, getattr(args, "format", None)):
         ns.sample = ns.sample_rows = None
+        for dest, _ in MODEL_OPTIONS:  # for the other network, a model file (refused above otherwise)
+            if hasattr(ns, dest):
+                setattr(ns, dest, False if dest in ("assume_relu_mlp", "fold_batchnorm") else None)
     elif getattr(args, "queries", None) is not None and getattr(args, "sample", None) is None:
         ns.sample = args.queries  # audit: the queries are the sample a model file is imported with
     return load_check_inputs([path], ns, limits_from_args(args))[0]
@@ -153,7 +159,7 @@ def run_equiv(args: argparse.Namespace) -> int:
     """``exactident equiv``."""
     from exactident.symmetry.equiv import equiv
 
-    a, b = load_network(args.a, args), load_network(args.b, args)
+    a, b = load_network(args.a, args, [args.b]), load_network(args.b, args, [args.a])
     X = None
     if args.sample is not None:
         if a.is_plain and b.is_plain and a.network.widths[0] != b.network.widths[0]:
@@ -189,7 +195,8 @@ def run_audit(args: argparse.Namespace) -> int:
     from exactident.budget import run_command_work, timed_out_output
     from exactident.symmetry.audit import audit
 
-    victim = load_network(args.victim, args)  # a model file without --sample or --queries: named first
+    victim = load_network(args.victim, args, [args.extracted] if args.extracted else [])  # a model file without
+    # --sample or --queries: named first
     if args.queries is None:
         if args.sample is None:
             raise CaseFormatError(args.victim, "--queries", "the attack's query set is required: --queries X "
@@ -198,7 +205,7 @@ def run_audit(args: argparse.Namespace) -> int:
     net = _network(victim)
     n_in, n_out = net.widths[0], net.widths[-1]
     X = load_queries(args.queries, n_in, args)
-    other = load_network(args.extracted, args) if args.extracted else None
+    other = load_network(args.extracted, args, [args.victim]) if args.extracted else None
     if other is not None and (other.widths[0], other.widths[-1]) != (n_in, n_out):
         # as equiv --sample: the outputs on the queries cannot be compared, so say so rather than drop them
         raise CaseFormatError(args.extracted, "widths", f"{other.widths[0]} inputs and {other.widths[-1]} "

@@ -32,8 +32,8 @@ from exactident.io.limits import ReadLimits
 # The importers (exactident.io.importers.load, .sample) are imported by the functions that read a model
 # or a sample file: ``check CASE.json`` loads none of them (docs/performance.md, "start-up").
 
-__all__ = ["add_arguments", "add_assume_argument", "add_check_arguments", "is_model_file", "load_check_inputs",
-           "parse_bytes", "run"]
+__all__ = ["MODEL_OPTIONS", "add_arguments", "add_assume_argument", "add_check_arguments", "is_model_file",
+           "load_check_inputs", "parse_bytes", "refuse_model_options", "run"]
 
 
 def parse_bytes(text: str) -> int:
@@ -121,6 +121,31 @@ def is_model_file(path: str, fmt: str | None = None) -> bool:
     return fmt is not None or os.path.splitext(path)[1].lower() in known
 
 
+#: Options that only say how to read a model file (``argparse`` destinations and their flags).
+MODEL_OPTIONS = (("reference", "--reference"), ("config", "--config"), ("assume_relu_mlp", "--assume-relu-mlp"),
+                 ("fold_batchnorm", "--fold-batchnorm"))
+
+
+def refuse_model_options(paths: Sequence[str], args: argparse.Namespace) -> None:
+    """Refuse the :data:`MODEL_OPTIONS` when none of a command's network ``paths`` is a model file.
+
+    Given with case files only, they would be ignored: a case file holds its network.  A command reading
+    several networks (``equiv A B``, ``audit VICTIM --extracted MODEL``) passes all of them.
+
+    Raises
+    ------
+    CaseFormatError
+        Naming the first path and the option.
+    """
+    if any(is_model_file(p, getattr(args, "format", None)) for p in paths):
+        return
+    for dest, option in MODEL_OPTIONS:
+        value = getattr(args, dest, None)
+        if value is not None and value is not False:
+            raise CaseFormatError(paths[0], option, f"case files hold their network already; {option} is for "
+                                                    "model files")
+
+
 def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
                       limits: ReadLimits | None = None) -> list[Case]:
     """Case files loaded and model files imported with ``--sample``, all before any analysis.
@@ -147,14 +172,8 @@ def load_check_inputs(paths: Sequence[str], args: argparse.Namespace,
                                   f".keras, .npz) is expected: {usage} --sample DATA")
         option = "--sample" if sample is not None else "--sample-rows"
         raise CaseFormatError(paths[0], option, f"case files hold their own sample; {option} is for model files")
-    if not models:  # options that only say how to read a model file: refused, not ignored
-        for option, given in (("--reference", getattr(args, "reference", None) is not None),
-                              ("--config", getattr(args, "config", None) is not None),
-                              ("--assume-relu-mlp", getattr(args, "assume_relu_mlp", False)),
-                              ("--fold-batchnorm", getattr(args, "fold_batchnorm", False))):
-            if given:
-                raise CaseFormatError(paths[0], option, f"case files hold their network already; {option} is for "
-                                                        "model files")
+    if not models:
+        refuse_model_options(paths, args)
     out = []
     for path in paths:
         if path in models:

@@ -35,6 +35,7 @@ __all__ = [
     "RATIO_FLOOR",
     "Imported",
     "ZipBudget",
+    "activation_inside",
     "check_declared_size",
     "check_file_size",
     "check_zip",
@@ -203,6 +204,23 @@ class ZipBudget:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def activation_inside(source: str, at: str, activation: str, follower: str) -> CaseFormatError:
+    """The refusal of a Sigmoid or Softmax that a layer follows (only a final one, over the outputs, is dropped).
+
+    Named at the activation (``at``), not at the layer after it: the activation is what the network cannot
+    hold.  The plain readers (ONNX, a torch ``Sequential``, a traced module) all say it so.
+
+    Examples
+    --------
+    >>> e = activation_inside("m.onnx", "node 's' (Sigmoid)", "sigmoid", "node 'g' (Gemm)")
+    >>> e.field, e.message.split(";")[1]
+    ("node 's' (Sigmoid)", " node 'g' (Gemm) follows it)")
+    """
+    name = {"sigmoid": "Sigmoid", "softmax": "Softmax"}.get(activation.lower(), activation)
+    return CaseFormatError(source, at, f"not piecewise linear inside the network (only a final {name} over the "
+                                       f"outputs is dropped; {follower} follows it)")
 
 
 def clean_message(exc: BaseException | str) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from exactident.errors import CaseFormatError, InvariantViolation
 from exactident.io.importers.arrays import Tensor, dyadic
-from exactident.io.importers.common import Imported
+from exactident.io.importers.common import Imported, activation_inside
 from exactident.io.importers.forward_check import forward_bound
 from exactident.io.importers.onnx_fold import BATCH, HELPER_OPS, fold, is_symbolic
 from exactident.io.importers.onnx_load import data_input, load_onnx, np_dtype, onnx_module
@@ -72,6 +72,7 @@ class _Walker:
         self.biases: list[Tensor | None] = []
         self.pending: tuple[Tensor, list[flint.fmpq] | None, str] | None = None
         self.dropped: str | None = None
+        self.dropped_at = ""  # the node of the dropped activation (named when a layer follows it)
         self.logits_name = ""  # the tensor before a dropped output activation
         self.bias_dtypes: list[str] = []
         self.n_inputs: int | None = None
@@ -247,8 +248,8 @@ def _on_data_path(w: _Walker, node: Any, data: str, where: str) -> None:
     path = w.path
     if data not in node.input:
         raise CaseFormatError(path, where, "not on the network's single data path (unsupported topology)")
-    if w.dropped is not None:
-        raise CaseFormatError(path, where, f"follows the output activation {w.dropped}")
+    if w.dropped is not None:  # the Sigmoid/Softmax was not the last op: it is inside the network
+        raise activation_inside(path, w.dropped_at, w.dropped, where)
     others = [i for i in node.input if i != data and i != ""]
     for name in others:
         if name not in w.consts and (name not in w.sym or node.op_type != "Reshape"):
@@ -351,6 +352,7 @@ def _step(w: _Walker, node: Any, data: str, where: str, attrs: dict[str, Any]) -
         if w.pending is None:
             raise CaseFormatError(path, where, f"{op} does not follow the affine output layer")
         w.dropped = op.lower()
+        w.dropped_at = where
         w.logits_name = data
     else:
         raise CaseFormatError(path, where, f"unsupported op ({_SUPPORTED_TEXT})")

@@ -81,8 +81,8 @@ def _reference_is_a_graph(ops: set[str], ref_name: str, source: str, import_it: 
                                                   f"{import_it} directly instead of this file")
 
 
-def _reference_graph_ops(reference: Any, X: np.ndarray, max_bytes: int) -> set[str] | CaseFormatError:
-    """The ops of ``reference`` read as a layer graph (ONNX file or torch module), or why that fails too."""
+def _reference_graph_ops(reference: Any, X: np.ndarray, max_bytes: int) -> set[str] | None:
+    """The ops of ``reference`` read as a layer graph (ONNX file or torch module), None if that fails too."""
     try:
         if isinstance(reference, (str, os.PathLike)):
             from exactident.io.importers.onnx_graph import read_onnx_graph
@@ -92,15 +92,9 @@ def _reference_graph_ops(reference: Any, X: np.ndarray, max_bytes: int) -> set[s
             from exactident.io.importers.torch_graph import read_torch_graph
 
             graph = read_torch_graph(reference, X)[0]
-    except CaseFormatError as exc:
-        return exc
+    except CaseFormatError:
+        return None
     return {layer.op for layer in graph.layers}
-
-
-def _as_reference_error(exc: CaseFormatError) -> CaseFormatError:
-    """The layer-graph reader's refusal of the reference, naming ``--reference`` (its message is the precise
-    one: the plain reader stops at the first layer it does not expect, e.g. a Linear after a Sigmoid)."""
-    return CaseFormatError(exc.source, "--reference", f"{exc.field}: {exc.message}" if exc.field else exc.message)
 
 
 def assumed_architecture(fmt: str) -> str:
@@ -286,9 +280,7 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
                 ref_net = read_onnx(ref, max_bytes).imported.network(ref)
             except CaseFormatError:
                 ops = _reference_graph_ops(ref, X, max_bytes)
-                if isinstance(ops, CaseFormatError):
-                    raise _as_reference_error(ops) from None
-                if ops & set(_BEYOND_CHAIN):
+                if ops and ops & set(_BEYOND_CHAIN):
                     raise _reference_is_a_graph(ops, os.path.basename(ref), source,
                                                 f"the ONNX model (exactident check {ref} --sample DATA)") from None
                 raise
@@ -317,9 +309,7 @@ def check_reference(imported: Imported, net: Network, X: np.ndarray, sample_dtyp
             traced, where, _ = read(reference)
         except CaseFormatError:
             ops = _reference_graph_ops(reference, X, max_bytes)
-            if isinstance(ops, CaseFormatError):
-                raise ops from None  # the layer-graph reader names the module's op it refuses
-            if ops & set(_BEYOND_CHAIN):
+            if ops and ops & set(_BEYOND_CHAIN):
                 raise _reference_is_a_graph(ops, type(reference).__name__, source,
                                             "the module (exactident.from_torch(module, X))") from None
             raise

@@ -18,7 +18,7 @@ from typing import Any
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported
+from exactident.io.importers.common import Imported, activation_inside
 from exactident.io.importers.torch_trace import refuse_hooks_and_ties
 
 __all__ = ["is_plain_sequential", "read_torch_module"]
@@ -64,12 +64,12 @@ def read_torch_module(module: Any) -> tuple[Imported, str, Callable[[Any], Any] 
     weights: list[Tensor] = []
     biases: list[Tensor | None] = []
     pending = False
-    dropped = None
+    dropped, dropped_at = None, ""
     for name, layer in _children(module, ""):
         kind = type(layer).__name__
         field = f"layer {name} ({kind})"
         if dropped is not None:
-            raise CaseFormatError(where, field, f"follows the output activation {dropped}")
+            raise activation_inside(where, dropped_at, dropped, field)
         if kind in _SKIP:
             if kind == "Flatten" and getattr(layer, "start_dim", 1) != 1:
                 raise CaseFormatError(where, field, "only Flatten(start_dim=1) of a flat input is supported")
@@ -87,7 +87,7 @@ def read_torch_module(module: Any) -> tuple[Imported, str, Callable[[Any], Any] 
                 raise CaseFormatError(where, field, f"Softmax over dim {layer.dim} is not over the outputs")
             pending = False
             if kind != "ReLU":
-                dropped = kind.lower()
+                dropped, dropped_at = kind.lower(), field
         else:
             raise CaseFormatError(where, field, "unsupported layer (supported: Linear, ReLU, Flatten, Identity, "
                                                 "Dropout, and a final Sigmoid or Softmax)")

@@ -39,7 +39,7 @@ import numpy as np
 
 from exactident.errors import CaseFormatError
 from exactident.io.importers.arrays import Tensor
-from exactident.io.importers.common import Imported, clean_message
+from exactident.io.importers.common import Imported, activation_inside, clean_message
 
 __all__ = ["module_view", "read_traced_module", "refuse_hooks_and_ties", "trace_in_eval"]
 
@@ -74,6 +74,7 @@ class _Walk:
         self.biases: list[Tensor | None] = []
         self.pending = False
         self.dropped: str | None = None
+        self.dropped_at = ""  # the field of the dropped activation (named when a layer follows it)
         self.width: int | None = None  # width of the data at the current node, when known
         self.data: Any = None
         self.data_nodes: set[Any] = set()
@@ -118,7 +119,7 @@ class _Walk:
     # -- layers ---------------------------------------------------------------------------------------
     def affine(self, node: Any, weight: Any, bias: Any, wname: str, bname: str) -> None:
         if self.dropped is not None:
-            raise CaseFormatError(self.where, self.field(node), f"follows the output activation {self.dropped}")
+            raise activation_inside(self.where, self.dropped_at, self.dropped, self.field(node))
         if self.pending:
             raise CaseFormatError(self.where, self.field(node), "follows another affine layer with no ReLU "
                                                                 "between them")
@@ -142,7 +143,7 @@ class _Walk:
             raise CaseFormatError(self.where, self.field(node), f"{kind} does not follow the affine output layer")
         if kind == "softmax" and dim not in (1, -1):
             raise CaseFormatError(self.where, self.field(node), f"softmax over dim {dim} is not over the outputs")
-        self.dropped, self.logits = kind, self.data
+        self.dropped, self.dropped_at, self.logits = kind, self.field(node), self.data
 
     def param(self, node: Any, arg: Any, what: str) -> tuple[Any, str]:
         """A parameter given to ``F.linear``: a ``get_attr`` node of the module."""
@@ -253,7 +254,7 @@ class _Walk:
                                       "earlier value (a skip connection or a branch; only a chain of layers is "
                                       "supported)")
             if self.dropped is not None:
-                raise CaseFormatError(self.where, self.field(node), f"follows the output activation {self.dropped}")
+                raise activation_inside(self.where, self.dropped_at, self.dropped, self.field(node))
             self.step(node)
             self.data = node
             self.data_nodes.add(node)
