@@ -90,3 +90,15 @@ def bad_input_error(capsys, argv) -> str:
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1, err
     return err
+
+
+def write_weights_npz(folder, seed: int = 0) -> None:
+    """``folder/m.npz`` (``W1, b1, W2, b2`` of a 2-3-1 ReLU MLP, float64, seeded) and its sample ``folder/X.npy``
+    (6 x 2): a weight-only model file, read under ``--assume-relu-mlp``."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    rng = np.random.default_rng(seed)
+    np.savez(folder / "m.npz", W1=rng.standard_normal((3, 2)), b1=rng.standard_normal(3),
+             W2=rng.standard_normal((1, 3)), b2=rng.standard_normal(1))
+    np.save(folder / "X.npy", rng.standard_normal((6, 2)))

@@ -18,7 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _importers import FORMATS_BITS, UNIT_ROUNDOFF, assert_network_equals, decode_array, float_forward
+from _importers import (
+    FORMATS_BITS,
+    UNIT_ROUNDOFF,
+    assert_network_equals,
+    decode_array,
+    float_forward,
+    write_weights_npz,
+)
 from _importers import bad_input_error as _err
 
 from exactident import CaseFormatError, check, from_sklearn, import_model
@@ -391,10 +398,7 @@ def test_a_case_file_and_a_model_file_in_one_command(tmp_path, monkeypatch, caps
     """``equiv A B`` and ``audit VICTIM --extracted MODEL`` read two networks: the model options are for the
     model file among them and are not refused for the case file (they are when both are case files);
     ``verify-certificate CASE REPORT`` refuses them as ``check`` does."""
-    rng = np.random.default_rng(0)
-    np.savez(tmp_path / "m.npz", W1=rng.standard_normal((3, 2)), b1=rng.standard_normal(3),
-             W2=rng.standard_normal((1, 3)), b2=rng.standard_normal(1))
-    np.save(tmp_path / "X.npy", rng.standard_normal((6, 2)))
+    write_weights_npz(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["import", "m.npz", "--sample", "X.npy", "--assume-relu-mlp", "-o", "m.json"]) == 0
     assert main(["equiv", "m.json", "m.npz", "--sample", "X.npy", "--assume-relu-mlp"]) == 0  # the same network

@@ -116,12 +116,9 @@ def test_a_sample_given_in_memory_names_no_file(report, monkeypatch, capsys):
 def test_a_check_the_import_never_had_is_refused(field, monkeypatch, capsys, tmp_path):
     """The importing run's fields are not compared as text, but claimed where the case has none (an .npz read
     under --assume-relu-mlp has no forward check) they are refused."""
-    import numpy as np
+    from _importers import write_weights_npz
 
-    rng = np.random.default_rng(0)
-    np.savez(tmp_path / "m.npz", W1=rng.standard_normal((3, 2)), b1=rng.standard_normal(3),
-             W2=rng.standard_normal((1, 3)), b2=rng.standard_normal(1))
-    np.save(tmp_path / "X.npy", rng.standard_normal((6, 2)))
+    write_weights_npz(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["check", "m.npz", "--sample", "X.npy", "--assume-relu-mlp", "--json", "--no-numeric"]) == 0
     rep = json.loads(capsys.readouterr().out)
