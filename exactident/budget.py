@@ -43,21 +43,21 @@ from typing import Any
 
 from exactident.errors import ExactIdentError, UnsupportedCaseError
 
-__all__ = ["PR_SET_PDEATHSIG", "BudgetExhausted", "Outcome", "TerminalProgress", "deliver", "die_with_parent",
+__all__ = ["PR_SET_PDEATHSIG", "BudgetExhausted", "Outcome", "deliver", "die_with_parent",
            "listening", "run_command_work", "run_isolated", "soft_deadline", "stage", "timed_out_output"]
 
 Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
 _sinks: list[Callable[[Any], None]] = []  # where deliver() sends a finished part (innermost last)
-_local = threading.local()  # .deadlines: this thread's in-process soft deadlines (innermost last)
-
-
-def _deadlines() -> list[float]:
-    """This thread's soft deadlines: another thread's ``soft_deadline`` does not bound this one's work."""
-    if not hasattr(_local, "deadlines"):
-        _local.deadlines = []
-    return _local.deadlines
 _last_stage: list[str] = ["start"]
+
+
+class _PerThread(threading.local):
+    def __init__(self) -> None:
+        self.deadlines: list[float] = []  # this thread's in-process soft deadlines (another thread's never bound it)
+
+
+_local = _PerThread()
 
 
 class BudgetExhausted(ExactIdentError):
@@ -90,7 +90,7 @@ def stage(name: str, **sizes: Any) -> None:
     _last_stage[0] = name
     for listener in list(_listeners):
         listener(name, sizes)
-    deadlines = _deadlines()
+    deadlines = _local.deadlines
     if deadlines and time.monotonic() > min(deadlines):  # nested deadlines: the earliest bounds them all
         raise BudgetExhausted(name)
 
@@ -109,17 +109,16 @@ def deliver(value: Any) -> None:
 def soft_deadline(seconds: float | None) -> Iterator[None]:
     """In this process, make :func:`stage` raise :class:`BudgetExhausted` once ``seconds`` have passed.
 
-    Checked when a stage begins, so a long stage (one FLINT call) ends first; None: no deadline.  The deadline
-    is this thread's (other threads' stages are not bounded by it); nested ones all hold (the earliest
-    bounds).  The library calls that take ``timeout=`` (``explain``, ``design``) run under it; ``check`` and
-    the commands run in a child process killed at the deadline instead (:func:`run_isolated`).
+    Checked when a stage begins (a long FLINT call ends first); None: no deadline.  This thread's only; nested
+    ones all hold.  ``explain`` and ``design`` run under it (``timeout=``); ``check`` and the commands run in
+    a child process killed at the deadline instead (:func:`run_isolated`).
 
     Raises
     ------
     UnsupportedCaseError
         ``seconds`` is not None nor a number > 0 (as ``check``'s ``timeout``).
     BudgetExhausted
-        From the first stage begun past the deadline (the body's work is abandoned).
+        From the first stage begun past the deadline.
 
     Examples
     --------
@@ -135,12 +134,11 @@ def soft_deadline(seconds: float | None) -> Iterator[None]:
         return
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not seconds > 0:  # nan is not > 0
         raise UnsupportedCaseError(f"timeout must be a number of seconds > 0 or None, not {seconds!r}")
-    deadlines = _deadlines()
-    deadlines.append(time.monotonic() + seconds)
+    _local.deadlines.append(time.monotonic() + seconds)
     try:
         yield
     finally:
-        deadlines.pop()
+        _local.deadlines.pop()
 
 
 @contextlib.contextmanager
@@ -357,7 +355,7 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
     partial: list[Any] = [None]
     if timeout is None or not hasattr(os, "fork"):
         if timeout is not None:
-            _deadlines().append(start + timeout)
+            _local.deadlines.append(start + timeout)
         _sinks.append(lambda value: partial.__setitem__(0, value))
         try:
             with listening(note):
@@ -368,7 +366,7 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
         finally:
             _sinks.pop()
             if timeout is not None:
-                _deadlines().pop()
+                _local.deadlines.pop()
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
@@ -427,47 +425,6 @@ def run_isolated(fn: Callable[[], Any], timeout: float | None,
         stack.close()
         parent.close()
         os.close(watch_w)
-
-
-class TerminalProgress:
-    """Stage progress of several cases on a terminal (tqdm on stderr); silent elsewhere.
-
-    ``case(name)`` starts a case, ``stage(name, sizes)`` and ``tick()`` update the
-    line (elapsed time included), ``done()`` advances the bar, ``close()`` ends it.
-    """
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.bar = None
-        self.name = ""
-        self.current = ""
-        if enabled:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, unit="case", dynamic_ncols=True, leave=False,
-                            bar_format="{desc} [{elapsed}, case {n_fmt}/{total_fmt} done]")
-
-    def case(self, name: str) -> None:
-        self.name = name
-        self.stage("start", {})
-
-    def stage(self, name: str, sizes: dict[str, Any]) -> None:
-        if self.bar is None:
-            return
-        size = " ".join(f"{k}={v}" for k, v in sizes.items())
-        self.current = f"{self.name}: {name}" + (f" ({size})" if size else "")
-        self.bar.set_description_str(self.current[:110], refresh=True)
-
-    def tick(self) -> None:
-        if self.bar is not None:
-            self.bar.refresh()
-
-    def done(self) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def timed_out_output(fmt: str, name: str, timeout: float, outcome: Outcome, as_json: bool) -> str:

@@ -26,11 +26,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from exactident.budget import TerminalProgress
 from exactident.check import CheckOptions, check
 from exactident.errors import OutputError, UnsupportedCaseError
 
-__all__ = ["check_cases", "options_from_args", "print_estimates"]
+__all__ = ["TerminalProgress", "check_cases", "options_from_args", "print_estimates"]
 
 
 def options_from_args(args: argparse.Namespace) -> CheckOptions:
@@ -151,3 +150,44 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any], args: argparse.Names
         if fh is not None:
             with contextlib.suppress(OSError):
                 fh.close()
+
+
+class TerminalProgress:
+    """Stage progress of several cases on a terminal (tqdm on stderr); silent elsewhere.
+
+    ``case(name)`` starts a case, ``stage(name, sizes)`` and ``tick()`` update the
+    line (elapsed time included), ``done()`` advances the bar, ``close()`` ends it.
+    """
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar = None
+        self.name = ""
+        self.current = ""
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="case", dynamic_ncols=True, leave=False,
+                            bar_format="{desc} [{elapsed}, case {n_fmt}/{total_fmt} done]")
+
+    def case(self, name: str) -> None:
+        self.name = name
+        self.stage("start", {})
+
+    def stage(self, name: str, sizes: dict[str, Any]) -> None:
+        if self.bar is None:
+            return
+        size = " ".join(f"{k}={v}" for k, v in sizes.items())
+        self.current = f"{self.name}: {name}" + (f" ({size})" if size else "")
+        self.bar.set_description_str(self.current[:110], refresh=True)
+
+    def tick(self) -> None:
+        if self.bar is not None:
+            self.bar.refresh()
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -83,12 +83,12 @@ def test_in_process_budget_is_checked_between_stages():
     # without fork the budget is soft: stage() raises once the deadline has passed
     from exactident import budget
 
-    budget._deadlines().append(time.monotonic() - 1)
+    budget._local.deadlines.append(time.monotonic() - 1)
     try:
         with pytest.raises(BudgetExhausted, match="time budget exhausted at kernel"):
             stage("kernel")
     finally:
-        budget._deadlines().pop()
+        budget._local.deadlines.pop()
     with listening(lambda s, sizes: None):
         assert run_isolated(lambda: 42, None).value == 42
 
