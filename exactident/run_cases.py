@@ -110,7 +110,9 @@ def check_cases(paths: Sequence[str], cases: Sequence[Any], args: argparse.Names
         problem = check_writable(jsonl)  # before truncating anything: bad usage, exit 2
         if problem:
             raise CaseFormatError(jsonl, "--jsonl", problem)
-        inputs = [*paths, *(getattr(args, k, None) for k in ("sample", "reference", "config"))]
+        from exactident.io.importers.command import option_input_files
+
+        inputs = [*paths, *(path for _, path in option_input_files(args))]
         if any(isinstance(p, str) and os.path.isfile(p) and os.path.samefile(p, jsonl) for p in inputs
                if os.path.exists(jsonl)):
             raise CaseFormatError(jsonl, "--jsonl", "is also an input of this command; refusing to overwrite it")

@@ -145,10 +145,10 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path]) -> None:
     (:func:`exactident.io.atomic.check_writable`).
     """
     seen: dict[str, str] = {os.path.realpath(p): f"input case file {p}" for p in inputs}
-    for option in ("--sample", "--reference", "--config"):
-        given = getattr(args, option[2:], None)
-        if isinstance(given, str):
-            seen[os.path.realpath(given)] = f"input {option} {given}"
+    from exactident.io.importers.command import option_input_files
+
+    for option, given in option_input_files(args):
+        seen[os.path.realpath(given)] = f"input {option} {given}"
     for option in ("--csv", "--plot"):
         path = getattr(args, option[2:])
         if not path:

@@ -106,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
         problem = check_writable(args.output)
         if problem is not None:
             raise CaseFormatError(args.output, "-o", problem)
-        for option, path in (("CASE", args.case), ("--sample", args.sample), ("--reference", args.reference),
-                             ("--config", getattr(args, "config", None))):
+        from exactident.io.importers.command import option_input_files
+
+        for option, path in [("CASE", args.case), *option_input_files(args)]:
             if isinstance(path, str) and os.path.exists(path) and os.path.exists(args.output) \
                     and os.path.samefile(path, args.output):
                 raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")

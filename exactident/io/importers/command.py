@@ -33,7 +33,7 @@ from exactident.io.limits import ReadLimits
 # or a sample file: ``check CASE.json`` loads none of them (docs/performance.md, "start-up").
 
 __all__ = ["MODEL_OPTIONS", "add_arguments", "add_assume_argument", "add_check_arguments", "is_model_file",
-           "load_check_inputs", "parse_bytes", "refuse_model_options", "run"]
+           "load_check_inputs", "option_input_files", "parse_bytes", "refuse_model_options", "run"]
 
 
 def parse_bytes(text: str) -> int:
@@ -124,6 +124,15 @@ def is_model_file(path: str, fmt: str | None = None) -> bool:
 #: Options that only say how to read a model file (``argparse`` destinations and their flags).
 MODEL_OPTIONS = (("reference", "--reference"), ("config", "--config"), ("assume_relu_mlp", "--assume-relu-mlp"),
                  ("fold_batchnorm", "--fold-batchnorm"))
+
+
+def option_input_files(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``(option, path)`` of the files a command reads through its options (``--sample``, ``--reference``,
+    ``--config``, those given as paths): no output of the command may overwrite one."""
+    return [(option, path) for option, path in (("--sample", getattr(args, "sample", None)),
+                                                ("--reference", getattr(args, "reference", None)),
+                                                ("--config", getattr(args, "config", None)))
+            if isinstance(path, str)]
 
 
 def refuse_model_options(paths: Sequence[str], args: argparse.Namespace) -> None:
@@ -225,8 +234,7 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise CaseFormatError(args.output, "-o", problem)
         out = os.path.realpath(args.output)
-        for option, path in (("MODEL", args.model), ("--sample", args.sample), ("--reference", args.reference),
-                             ("--config", getattr(args, "config", None))):
+        for option, path in [("MODEL", args.model), *option_input_files(args)]:
             if isinstance(path, str) and os.path.exists(path) and os.path.realpath(path) == out:
                 raise CaseFormatError(args.output, "-o", f"is also the input {option}; refusing to overwrite it")
     doc = import_document(args.model, args.sample, sample_rows=_rows(args.sample_rows), fmt=args.format,
